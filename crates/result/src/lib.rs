@@ -1,0 +1,340 @@
+//! The result document, `headroom.result/v1`: the spine of headroom.
+//!
+//! Engines (disk, net, cpu, sys) fill it; analysis, presenters, `compare` and
+//! `report` read only it. Field names are fixed by DESIGN.md: add fields freely
+//! (optional, with serde defaults so old files keep loading), never rename or
+//! drop one without bumping [`SCHEMA`]. The JSON Schema in
+//! `docs/schema/result-v1.json` is generated from these types and a test fails
+//! when the two disagree (`UPDATE_SCHEMA=1 cargo test -p headroom-result`
+//! rewrites it).
+//!
+//! This crate does no I/O beyond (de)serialising documents and knows nothing of
+//! how figures were measured.
+
+mod host;
+
+pub use host::*;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The schema identifier written into every result document.
+pub const SCHEMA: &str = "headroom.result/v1";
+
+/// One run of headroom: what was measured, on what, and what it means.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ResultDoc {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    pub tool: Tool,
+    /// The user's name for this run (`--label`), used as a column in `compare`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// RFC 3339 UTC time the run started.
+    pub started_at: String,
+    /// Inventory of the machine that ran the probes.
+    #[serde(default)]
+    pub host: Host,
+    #[serde(default)]
+    pub probes: Vec<Probe>,
+    /// Physical ceilings of each hop on the path.
+    #[serde(default)]
+    pub ceilings: Vec<Ceiling>,
+    /// The bottleneck verdict, when analysis ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+    /// Run-level warnings not tied to one probe.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<Warning>,
+}
+
+/// The program that wrote the document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+impl Default for Tool {
+    fn default() -> Self {
+        Tool { name: "headroom".into(), version: env!("CARGO_PKG_VERSION").into() }
+    }
+}
+
+/// One measurement: a disk test, a network test, a ping series, a CPU kernel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Probe {
+    /// Unique within the document, e.g. `seq1m-q8t1-read`.
+    pub id: String,
+    /// Human name, e.g. `SEQ1M Q8T1 read`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// `kind` and `spec`: what was asked, resolved.
+    #[serde(flatten)]
+    pub spec: ProbeSpec,
+    pub summary: Summary,
+    /// One per second (or per interval); warm-up excluded.
+    #[serde(default)]
+    pub samples: Vec<Sample>,
+    /// Latency histogram, when the probe measured latency per operation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<Histogram>,
+    #[serde(default)]
+    pub warnings: Vec<Warning>,
+    /// Probe-specific figures that have no field of their own yet
+    /// (e.g. TCP_INFO counters, the equivalent fio command line).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub details: BTreeMap<String, serde_json::Value>,
+}
+
+impl Probe {
+    /// The probe's kind as written in the document: disk, net, ping or cpu.
+    pub fn kind(&self) -> ProbeKind {
+        match self.spec {
+            ProbeSpec::Disk(_) => ProbeKind::Disk,
+            ProbeSpec::Net(_) => ProbeKind::Net,
+            ProbeSpec::Ping(_) => ProbeKind::Ping,
+            ProbeSpec::Cpu(_) => ProbeKind::Cpu,
+        }
+    }
+}
+
+/// The kinds of probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ProbeKind {
+    Disk,
+    Net,
+    Ping,
+    Cpu,
+}
+
+/// What a probe was asked to do, by kind. Serialised as `"kind": ..., "spec": {...}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", content = "spec", rename_all = "lowercase")]
+pub enum ProbeSpec {
+    Disk(DiskSpec),
+    Net(NetSpec),
+    Ping(PingSpec),
+    Cpu(CpuSpec),
+}
+
+/// A disk probe's resolved parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DiskSpec {
+    /// read, write, randread, randwrite or randrw.
+    pub rw: String,
+    /// Bytes per I/O.
+    pub block_size: u64,
+    pub queue_depth: u32,
+    pub jobs: u32,
+    /// Whether O_DIRECT was in effect.
+    pub direct: bool,
+    /// none, fsync or dsync.
+    pub sync: String,
+    /// io_uring or psync.
+    pub engine: String,
+    pub path: String,
+    /// Percentage of reads in randrw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rwmix_read: Option<u32>,
+    /// Size of the test file or region, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Filesystem type under `path` (statfs), e.g. ext4, xfs, tmpfs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filesystem: Option<String>,
+    /// The fio command line that runs the same test, for cross-checking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fio_equivalent: Option<String>,
+}
+
+/// A network probe's resolved parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct NetSpec {
+    /// tcp, tcp_reverse, tcp_bidir, udp, rr or connect.
+    pub test: String,
+    pub streams: u32,
+    /// headroom or iperf3.
+    pub protocol: String,
+    /// HOST:PORT of the server.
+    pub peer: String,
+    /// Target rate for UDP, bits per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_bits_per_sec: Option<f64>,
+    /// Fixed amount to transfer (`--bytes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+}
+
+/// A ping probe's resolved parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PingSpec {
+    /// tcp_connect or udp_echo.
+    pub method: String,
+    pub peer: String,
+    pub count: u32,
+    pub interval_ms: f64,
+}
+
+/// A CPU kernel probe's resolved parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CpuSpec {
+    /// e.g. raid6-pq-8+2, crc32c, aes-256-gcm, zstd-1-compress.
+    pub kernel: String,
+    pub threads: u32,
+    /// Bytes in the working buffer.
+    pub buffer_size: u64,
+    /// incompressible or compressible-2to1, for compression kernels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<String>,
+}
+
+/// The figures of a probe as a whole.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Summary {
+    /// Payload bytes per second (decimal units derive from it).
+    pub bytes_per_sec: f64,
+    /// Operations per second (disk; requests per second for rr).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iops: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<Latency>,
+    /// Measured time, warm-up excluded.
+    pub duration_s: f64,
+    /// Payload bytes moved in `duration_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// Operations completed in `duration_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ops: Option<u64>,
+}
+
+/// Latency statistics in nanoseconds.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Latency {
+    pub mean: f64,
+    pub p50: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stddev: Option<f64>,
+}
+
+/// A latency histogram: bucket upper bounds (ns) and counts, enough to
+/// redraw the distribution and merge runs.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Histogram {
+    /// Pairs of (value_ns, count); values are the upper edge of each bucket.
+    pub buckets: Vec<(u64, u64)>,
+}
+
+/// One interval of a probe.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Sample {
+    /// Seconds since the measured phase began, at the end of the interval.
+    pub t_s: f64,
+    pub bytes_per_sec: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iops: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ns_mean: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ns_p99: Option<f64>,
+}
+
+/// Something the user must know to trust a figure; `code` is stable, `message` human.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Warning {
+    /// e.g. page_cache_possible, faster_than_ceiling, write_cliff.
+    pub code: String,
+    pub message: String,
+}
+
+impl Warning {
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Warning { code: code.into(), message: message.into() }
+    }
+}
+
+/// The physical ceiling of one hop on the path.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Ceiling {
+    /// disk, bus, nic, link, protocol or cpu.
+    pub hop: String,
+    /// What it is, e.g. `1GbE TCP (MTU 1500)`, `PCIe 3.0 x4`.
+    pub name: String,
+    pub bytes_per_sec: f64,
+    /// Where the figure came from (sysfs path, --link, the catalog).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+/// Which hop limits the path, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Verdict {
+    /// disk, bus, nic, link, protocol, cpu, cache or unexplained.
+    pub bottleneck: String,
+    pub explanation: String,
+    /// Per-direction detail (read, write), when analysis produced it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub directions: Vec<serde_json::Value>,
+}
+
+/// Why a document could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("not JSON: {0}")]
+    NotJson(serde_json::Error),
+    #[error("not a headroom result (no \"schema\" field); was it written by another tool?")]
+    NoSchema,
+    #[error("schema '{found}' is not supported (this headroom reads {SCHEMA}); upgrade headroom or re-run the test")]
+    UnknownSchema { found: String },
+    #[error("a {SCHEMA} document with invalid content: {0}")]
+    Invalid(serde_json::Error),
+}
+
+impl ResultDoc {
+    /// A new, empty document stamped with the schema, tool and start time.
+    pub fn new(started_at: impl Into<String>) -> Self {
+        ResultDoc {
+            schema: SCHEMA.into(),
+            tool: Tool::default(),
+            label: None,
+            started_at: started_at.into(),
+            host: Host::default(),
+            probes: Vec::new(),
+            ceilings: Vec::new(),
+            verdict: None,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Parses a document, checking the schema before the content so a user
+    /// learns "wrong tool / wrong version" rather than a field error.
+    pub fn from_json(text: &str) -> Result<Self, LoadError> {
+        let value: serde_json::Value = serde_json::from_str(text).map_err(LoadError::NotJson)?;
+        match value.get("schema").and_then(|s| s.as_str()) {
+            None => Err(LoadError::NoSchema),
+            Some(SCHEMA) => serde_json::from_value(value).map_err(LoadError::Invalid),
+            Some(other) => Err(LoadError::UnknownSchema { found: other.to_string() }),
+        }
+    }
+
+    /// Pretty JSON, as `--json` prints it.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("result documents always serialise")
+    }
+
+    /// The JSON Schema of this document type.
+    pub fn json_schema() -> serde_json::Value {
+        serde_json::to_value(schemars::schema_for!(ResultDoc)).expect("schema serialises")
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,130 @@
+use super::*;
+use proptest::prelude::*;
+
+#[test]
+fn sizes_follow_dd() {
+    assert_eq!(parse_size("4k").unwrap(), 4096);
+    assert_eq!(parse_size("4K").unwrap(), 4096);
+    assert_eq!(parse_size("1M").unwrap(), 1_048_576);
+    assert_eq!(parse_size("1MB").unwrap(), 1_000_000);
+    assert_eq!(parse_size("1kB").unwrap(), 1000);
+    assert_eq!(parse_size("512KiB").unwrap(), 524_288);
+    assert_eq!(parse_size("10GiB").unwrap(), 10 * (1 << 30));
+    assert_eq!(parse_size("2G").unwrap(), 2 * (1 << 30));
+    assert_eq!(parse_size("1T").unwrap(), 1 << 40);
+    assert_eq!(parse_size("12GB").unwrap(), 12_000_000_000);
+    assert_eq!(parse_size("4096").unwrap(), 4096);
+    assert_eq!(parse_size("1.5M").unwrap(), 1_572_864);
+}
+
+#[test]
+fn bad_sizes_say_why() {
+    for bad in ["", "k", "4x", "-1", "1.5", "abc", "4 kilo", "1e3"] {
+        let e = parse_size(bad).unwrap_err();
+        assert_eq!(e.what, "size", "{bad}");
+        assert!(e.to_string().contains("4k = 4096"), "{e}");
+    }
+}
+
+#[test]
+fn rates_in_bits_and_bytes() {
+    let cases = [
+        ("1Gb/s", 1e9),
+        ("1Gbps", 1e9),
+        ("1gbit", 1e9),
+        ("2.5GbE", 2.5e9),
+        ("10GbE", 10e9),
+        ("125MB/s", 1e9),
+        ("125MBps", 1e9),
+        ("1000Mb/s", 1e9),
+        ("800MiB/s", 800.0 * 1_048_576.0 * 8.0),
+        ("2500mbit", 2.5e9),
+        ("100kbit", 1e5),
+        ("1Gibit", 1_073_741_824.0),
+    ];
+    for (text, bits) in cases {
+        let got = parse_rate(text).unwrap();
+        assert!((got - bits).abs() < 1e-6 * bits, "{text}: {got} != {bits}");
+    }
+}
+
+#[test]
+fn bad_rates_say_why() {
+    for bad in ["", "1G", "fast", "10", "1Gx/s", "Gb/s"] {
+        let e = parse_rate(bad).unwrap_err();
+        assert_eq!(e.what, "rate", "{bad}");
+        assert!(e.to_string().contains("1Gb/s"), "{e}");
+    }
+}
+
+#[test]
+fn durations() {
+    assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+    assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
+    assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
+    assert_eq!(parse_duration("3h").unwrap(), Duration::from_secs(3 * 3600));
+    assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+    assert_eq!(parse_duration("2.5").unwrap(), Duration::from_millis(2500));
+    assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
+    for bad in ["", "s", "10x", "1m30", "-1s", "ms10"] {
+        assert!(parse_duration(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn formats_users_read() {
+    assert_eq!(format_rate(941.48e6, false), "941.5 Mb/s (117.7 MB/s)");
+    assert_eq!(format_rate(941.48e6, true), "941.5 Mb/s (117.7 MB/s, 112.2 MiB/s)");
+    assert_eq!(format_bits(9.541e9), "9.541 Gb/s");
+    assert_eq!(format_bits(999.96e6), "1.000 Gb/s");
+    assert_eq!(format_size(1 << 30), "1.000 GiB");
+    assert_eq!(format_size(512), "512 B");
+    assert_eq!(format_size(4096), "4.000 KiB");
+    assert_eq!(format_duration(Duration::from_secs(90)), "1m30s");
+    assert_eq!(format_duration(Duration::from_millis(500)), "500ms");
+    assert_eq!(format_duration(Duration::from_secs(3 * 3600)), "3h");
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * a.abs().max(b.abs()).max(1e-12)
+}
+
+proptest! {
+    #[test]
+    fn rate_format_parses_back(bits in 1.0f64..1e15) {
+        let back = parse_rate(&format_bits(bits)).unwrap();
+        prop_assert!(close(back, bits, 1e-3), "{} -> {}", bits, back);
+        let bytes_text = format_bytes_per_sec(bits / 8.0);
+        prop_assert!(close(parse_rate(&bytes_text).unwrap(), bits, 1e-3));
+        let iec_text = format_bytes_per_sec_iec(bits / 8.0);
+        prop_assert!(close(parse_rate(&iec_text).unwrap(), bits, 1e-3));
+    }
+
+    #[test]
+    fn size_format_parses_back(bytes in 0u64..(1u64 << 52)) {
+        let text = format_size(bytes);
+        let back = parse_size(&text.replace(' ', "")).unwrap();
+        prop_assert!(close(back as f64, bytes as f64, 1e-3), "{} -> {} -> {}", bytes, text, back);
+    }
+
+    #[test]
+    fn duration_format_parses_back(ms in 0u64..(10 * 86_400_000u64)) {
+        let d = Duration::from_millis(ms);
+        let back = parse_duration(&format_duration(d)).unwrap();
+        prop_assert!(close(back.as_secs_f64(), d.as_secs_f64(), 1e-6));
+    }
+
+    #[test]
+    fn arbitrary_text_never_panics(s in ".{0,40}") {
+        let _ = parse_size(&s);
+        let _ = parse_rate(&s);
+        let _ = parse_duration(&s);
+    }
+
+    #[test]
+    fn unit_shaped_text_never_panics(s in "[0-9.]{0,12}[kKmMgGtTpPiIbBsE/pw ]{0,6}") {
+        let _ = parse_size(&s);
+        let _ = parse_rate(&s);
+        let _ = parse_duration(&s);
+    }
+}

@@ -1,0 +1,56 @@
+//! The command line: flags, presets and help text, parsed with clap.
+//! Owns argument syntax and validation of single values; it runs nothing.
+
+use crate::commands;
+use clap::{Args, Parser, Subcommand};
+
+pub const EXIT_CODES: &str = "\
+Exit codes:
+  0  ok
+  1  measured, but a goal (--goal) was missed
+  2  usage error (bad flag, spec or value) or runtime error";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "headroom",
+    version,
+    about = "How fast is this storage/network path really, and what is holding it back?",
+    long_about = "headroom measures disk, network and the path between them, puts every figure \
+next to the physical ceiling of each hop (disk, PCIe, NIC, link, protocol, CPU) and names the \
+bottleneck.\n\nSizes accept SI and IEC units with dd's convention: 4k = 4096, 1M = 1048576, \
+1MB = 1000000. Rates are printed in decimal units, bits and bytes side by side.",
+    after_help = EXIT_CODES,
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every command accepts.
+#[derive(Args, Debug, Clone, Default)]
+pub struct GlobalArgs {
+    /// Print one JSON document to stdout instead of tables
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Also print byte rates in IEC units (MiB/s)
+    #[arg(long, global = true)]
+    pub iec: bool,
+    /// Never use colour (NO_COLOR in the environment does the same)
+    #[arg(long, global = true)]
+    pub no_color: bool,
+    /// Hide progress bars
+    #[arg(long, global = true)]
+    pub quiet: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Print shell completions for bash, zsh, fish, elvish or powershell
+    Completions(commands::meta::CompletionsArgs),
+    /// Print the man page (roff) generated from this CLI
+    #[command(name = "manpage")]
+    ManPage,
+}

@@ -1,0 +1,75 @@
+//! Where and how results reach the user: JSON or terminal, colour or not,
+//! errors on stderr, and the exit code. Presenters decide layout; this decides
+//! the channel.
+
+use crate::cli::GlobalArgs;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+/// How a command ended; maps to the documented exit codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// 0: everything ran.
+    Ok,
+    /// 1: measured, but a goal was missed.
+    GoalMissed,
+    /// 2: usage or runtime error.
+    Error,
+}
+
+impl From<Outcome> for ExitCode {
+    fn from(o: Outcome) -> Self {
+        ExitCode::from(match o {
+            Outcome::Ok => 0,
+            Outcome::GoalMissed => 1,
+            Outcome::Error => 2,
+        })
+    }
+}
+
+/// Output settings resolved from flags, NO_COLOR and whether stdout/stderr are terminals.
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub json: bool,
+    pub iec: bool,
+    pub color: bool,
+    /// Progress bars are drawn (stderr is a terminal and not --quiet/--json).
+    pub progress: bool,
+}
+
+impl Output {
+    pub fn from_env(g: &GlobalArgs) -> Self {
+        let no_color_env = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        Output {
+            json: g.json,
+            iec: g.iec,
+            color: !g.no_color && !no_color_env && std::io::stdout().is_terminal(),
+            progress: !g.quiet && std::io::stderr().is_terminal(),
+        }
+    }
+
+    /// Prints an error as one line (plus its causes) on stderr.
+    pub fn error(&self, e: &anyhow::Error) {
+        let mut text = format!("headroom: error: {e}");
+        for cause in e.chain().skip(1) {
+            text += &format!(": {cause}");
+        }
+        eprintln!("{text}");
+    }
+
+    /// Prints a serialisable document as pretty JSON on stdout.
+    pub fn print_json<T: serde::Serialize>(&self, doc: &T) -> anyhow::Result<()> {
+        println!("{}", serde_json::to_string_pretty(doc)?);
+        Ok(())
+    }
+
+    /// Bold text when colour is on.
+    pub fn bold(&self, s: &str) -> String {
+        use owo_colors::OwoColorize;
+        if self.color {
+            s.bold().to_string()
+        } else {
+            s.to_string()
+        }
+    }
+}
