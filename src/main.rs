@@ -8,6 +8,7 @@ mod cli;
 mod commands;
 mod output;
 mod progress;
+mod signals;
 
 use clap::Parser;
 use std::process::ExitCode;
