@@ -1,0 +1,6 @@
+//! Analysis: turns result documents into meaning — ceilings per hop, the
+//! bottleneck verdict, comparisons between runs, and detectors over per-second
+//! samples (write cliffs, periodic dips, latency drift, link flaps).
+//!
+//! Reads only the result document (headroom-result) and the limits model;
+//! never runs I/O and never prints.
