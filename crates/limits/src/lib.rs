@@ -1,1 +1,20 @@
+//! The limits model: what each link and bus can carry, and what protocols
+//! leave of it. Pure arithmetic, no I/O, so every figure is unit-tested
+//! against published numbers (../shared/reference/LINKS.md).
+//!
+//! - [`catalog`]: link technologies (Ethernet, Fibre Channel, SATA, SAS, PCIe,
+//!   USB/Thunderbolt, InfiniBand) with the aliases users type, their signalling
+//!   rate, line encoding and usable data rate.
+//! - [`framing`]: Ethernet frame overhead: TCP, UDP and iSCSI goodput per MTU,
+//!   VLAN tags and IP version; serialization delay of a frame.
+//! - [`shaper`]: what a Linux `tbf` shaper lets through, for the test lab.
+//!
+//! Knows nothing of measurements, probes or output.
 
+pub mod catalog;
+pub mod framing;
+pub mod shaper;
+
+pub use catalog::{catalog, ethernet_by_speed_mbps, lookup, pcie_link, Family, Link, UnknownLink};
+pub use framing::{Framing, FramingError, IpVersion};
+pub use shaper::{tbf_rate_emulating, tbf_tcp_goodput_bits};

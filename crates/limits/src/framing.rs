@@ -1,0 +1,130 @@
+//! Ethernet framing: how much of a link's data rate is payload for TCP, UDP
+//! and iSCSI, and how long a frame takes to serialise.
+//!
+//! On the wire, outside the MTU: preamble+SFD 8, Ethernet header 14, FCS 4,
+//! inter-frame gap 12 = 38 bytes, plus 4 per 802.1Q tag. Inside the MTU: the
+//! IP header (20 v4 / 40 v6) and TCP (20, +12 with timestamps) or UDP (8).
+
+use serde::Serialize;
+
+/// Bytes every frame costs on the wire beyond its MTU-sized packet.
+pub const WIRE_OVERHEAD: u32 = 38;
+/// Ethernet header + FCS: what a frame carries beyond its packet.
+pub const FRAME_OVERHEAD: u32 = 18;
+/// One 802.1Q tag.
+pub const VLAN_TAG: u32 = 4;
+/// iSCSI Basic Header Segment per PDU.
+pub const ISCSI_BHS: u32 = 48;
+pub const MTU_RANGE: std::ops::RangeInclusive<u32> = 576..=9216;
+/// RFC 7143: MaxRecvDataSegmentLength is 512 to 2^24 - 1.
+pub const ISCSI_SEGMENT_RANGE: std::ops::RangeInclusive<u32> = 512..=16_777_215;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IpVersion {
+    V4,
+    V6,
+}
+
+impl IpVersion {
+    pub fn header_bytes(self) -> u32 {
+        match self {
+            IpVersion::V4 => 20,
+            IpVersion::V6 => 40,
+        }
+    }
+}
+
+/// A framing choice that cannot exist.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FramingError {
+    #[error("--mtu {0} is out of range: Ethernet MTUs run from 576 to 9216 (e.g. 1500 or 9000)")]
+    Mtu(u32),
+    #[error("--vlan-tags {0} is out of range: 0, 1 (802.1Q) or 2 (QinQ)")]
+    VlanTags(u32),
+    #[error(
+        "--iscsi-segment {0} is out of range: MaxRecvDataSegmentLength runs from 512 to 16777215 bytes (default 8192)"
+    )]
+    IscsiSegment(u32),
+}
+
+/// How packets are framed on an Ethernet link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Framing {
+    pub mtu: u32,
+    pub ip: IpVersion,
+    pub tcp_timestamps: bool,
+    pub vlan_tags: u32,
+    /// iSCSI MaxRecvDataSegmentLength, bytes of data per PDU.
+    pub iscsi_segment: u32,
+}
+
+impl Default for Framing {
+    /// MTU 1500, IPv4, TCP timestamps on (Linux's default), no VLAN tag, iSCSI 8192.
+    fn default() -> Self {
+        Framing { mtu: 1500, ip: IpVersion::V4, tcp_timestamps: true, vlan_tags: 0, iscsi_segment: 8192 }
+    }
+}
+
+impl Framing {
+    /// Checks every field against what real networks allow.
+    pub fn validate(&self) -> Result<(), FramingError> {
+        if !MTU_RANGE.contains(&self.mtu) {
+            return Err(FramingError::Mtu(self.mtu));
+        }
+        if self.vlan_tags > 2 {
+            return Err(FramingError::VlanTags(self.vlan_tags));
+        }
+        if !ISCSI_SEGMENT_RANGE.contains(&self.iscsi_segment) {
+            return Err(FramingError::IscsiSegment(self.iscsi_segment));
+        }
+        Ok(())
+    }
+
+    /// Bytes one full frame occupies on the wire, preamble and gap included.
+    pub fn wire_bytes(&self) -> u32 {
+        self.mtu + WIRE_OVERHEAD + VLAN_TAG * self.vlan_tags
+    }
+
+    /// Bytes of one full frame from destination MAC to FCS.
+    pub fn frame_bytes(&self) -> u32 {
+        self.mtu + FRAME_OVERHEAD + VLAN_TAG * self.vlan_tags
+    }
+
+    /// TCP payload in one full-MTU segment.
+    pub fn tcp_payload(&self) -> u32 {
+        self.mtu - self.ip.header_bytes() - 20 - if self.tcp_timestamps { 12 } else { 0 }
+    }
+
+    /// UDP payload in one unfragmented datagram.
+    pub fn udp_payload(&self) -> u32 {
+        self.mtu - self.ip.header_bytes() - 8
+    }
+
+    /// TCP goodput on a link whose MAC data rate is `usable_bits`.
+    pub fn tcp_goodput_bits(&self, usable_bits: f64) -> f64 {
+        usable_bits * f64::from(self.tcp_payload()) / f64::from(self.wire_bytes())
+    }
+
+    /// UDP goodput on a link whose MAC data rate is `usable_bits`.
+    pub fn udp_goodput_bits(&self, usable_bits: f64) -> f64 {
+        usable_bits * f64::from(self.udp_payload()) / f64::from(self.wire_bytes())
+    }
+
+    /// iSCSI data goodput: TCP goodput less one 48-byte BHS per data segment.
+    pub fn iscsi_goodput_bits(&self, usable_bits: f64) -> f64 {
+        let seg = f64::from(self.iscsi_segment);
+        self.tcp_goodput_bits(usable_bits) * seg / (seg + f64::from(ISCSI_BHS))
+    }
+
+    /// Seconds to clock one full frame (header to FCS) onto a link of
+    /// `usable_bits`: the delay a store-and-forward switch adds per hop.
+    pub fn frame_serialization_s(&self, usable_bits: f64) -> f64 {
+        f64::from(self.frame_bytes()) * 8.0 / usable_bits
+    }
+
+    /// Seconds one full frame holds the wire, preamble and inter-frame gap included.
+    pub fn wire_slot_s(&self, usable_bits: f64) -> f64 {
+        f64::from(self.wire_bytes()) * 8.0 / usable_bits
+    }
+}
