@@ -48,6 +48,8 @@ pub struct GlobalArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// Ceilings of a link or bus: usable rate, TCP/UDP/iSCSI goodput, frame timing
+    Link(commands::link::LinkArgs),
     /// Print shell completions for bash, zsh, fish, elvish or powershell
     Completions(commands::meta::CompletionsArgs),
     /// Print the man page (roff) generated from this CLI

@@ -1,6 +1,7 @@
 //! One file per subcommand: each turns parsed arguments into engine calls and
 //! hands the result to a presenter. Dispatch lives here.
 
+pub mod link;
 pub mod meta;
 
 use crate::cli::Command;
@@ -9,6 +10,7 @@ use crate::output::{Outcome, Output};
 /// Runs one subcommand; errors are printed by `main` and exit 2.
 pub fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
     match command {
+        Command::Link(args) => link::run(&args, out),
         Command::Completions(args) => meta::completions(&args),
         Command::ManPage => meta::man_page(),
     }

@@ -93,7 +93,7 @@ pub fn normalize(name: &str) -> String {
 pub fn lookup(spec: &str) -> Result<&'static Link, UnknownLink> {
     let key = normalize(spec);
     let links = catalog();
-    if let Some(link) = links.iter().find(|l| l.aliases.iter().any(|a| *a == key)) {
+    if let Some(link) = links.iter().find(|l| l.aliases.contains(&key)) {
         return Ok(link);
     }
     Err(UnknownLink { input: spec.to_string(), suggestions: closest_names(&key, links) })

@@ -1,0 +1,47 @@
+//! Conventions every command follows: help with examples and exit codes,
+//! completions, a man page, exit code 2 on usage errors without a backtrace.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn headroom() -> Command {
+    Command::cargo_bin("headroom").unwrap()
+}
+
+#[test]
+fn help_documents_exit_codes() {
+    headroom()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Exit codes:"))
+        .stdout(predicate::str::contains("1  measured, but a goal"));
+}
+
+#[test]
+fn link_help_has_examples() {
+    headroom().args(["link", "--help"]).assert().success().stdout(predicate::str::contains("Examples:"));
+}
+
+#[test]
+fn completions_for_every_shell() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        headroom().args(["completions", shell]).assert().success().stdout(predicate::str::contains("link"));
+    }
+    headroom().args(["completions", "tcsh"]).assert().code(2);
+}
+
+#[test]
+fn man_page_is_roff() {
+    headroom().arg("manpage").assert().success().stdout(predicate::str::contains(".TH headroom"));
+}
+
+#[test]
+fn unknown_flags_exit_2_without_backtrace() {
+    headroom()
+        .args(["link", "1gbe", "--frobnicate"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--frobnicate"))
+        .stderr(predicate::str::contains("panicked").not());
+}
