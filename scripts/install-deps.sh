@@ -5,7 +5,7 @@
 # Idempotent: installs only what is missing; runs `apt-get update` at most once.
 set -euo pipefail
 
-packages=(fio iperf3 iperf sockperf nbdkit iproute2 util-linux e2fsprogs xfsprogs
+packages=(fio iperf3 iperf sockperf nbdkit iproute2 util-linux fdisk e2fsprogs xfsprogs
           btrfs-progs kmod procps chromium sqlite3 hyperfine)
 
 missing=()

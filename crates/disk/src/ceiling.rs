@@ -1,0 +1,138 @@
+//! The bus a target's device sits on, from sysfs: the PCIe link of an NVMe
+//! (or any PCIe) controller, or the SATA link speed. Reads faster than this
+//! ceiling were answered by a cache, not the device (`faster_than_ceiling`).
+//!
+//! Reads sysfs only; knows nothing of tests.
+
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+/// The most a bus can carry towards the host, bytes per second.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BusCeiling {
+    /// e.g. `PCIe 8.0 GT/s x4`, `SATA 6.0 Gb/s`.
+    pub name: String,
+    pub bytes_per_sec: f64,
+    /// The sysfs file the figure came from.
+    pub source: String,
+}
+
+/// The bus ceiling of the device holding `path` (a file, directory or block device).
+pub fn bus_ceiling(path: &Path) -> Option<BusCeiling> {
+    let meta = std::fs::metadata(path).ok()?;
+    let dev = if meta.file_type().is_block_device() { meta.rdev() } else { meta.dev() };
+    let sysdev = block_sysfs_dir(dev)?;
+    ceiling_from_sysfs(&sysdev, 0)
+}
+
+/// /sys/devices/... of the whole disk with device number `dev` (a partition's parent).
+fn block_sysfs_dir(dev: u64) -> Option<PathBuf> {
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let dir = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).ok()?;
+    if dir.join("partition").exists() {
+        dir.parent().map(Path::to_path_buf)
+    } else {
+        Some(dir)
+    }
+}
+
+fn ceiling_from_sysfs(dir: &Path, depth: u32) -> Option<BusCeiling> {
+    // A loop device: follow its backing file to the disk that holds it.
+    if depth == 0 {
+        if let Ok(backing) = std::fs::read_to_string(dir.join("loop/backing_file")) {
+            let backing = backing.trim();
+            let meta = std::fs::metadata(backing).ok()?;
+            return ceiling_from_sysfs(&block_sysfs_dir(meta.dev())?, 1);
+        }
+    }
+    let mut cur = Some(dir);
+    while let Some(d) = cur {
+        if let Some(c) = pcie_ceiling(d) {
+            return Some(c);
+        }
+        if let Some(c) = sata_ceiling(d) {
+            return Some(c);
+        }
+        cur = d.parent().filter(|p| p.starts_with("/sys/devices"));
+    }
+    None
+}
+
+fn pcie_ceiling(dir: &Path) -> Option<BusCeiling> {
+    let speed = std::fs::read_to_string(dir.join("current_link_speed")).ok()?;
+    let width: u32 = std::fs::read_to_string(dir.join("current_link_width")).ok()?.trim().parse().ok()?;
+    let gt = parse_pcie_speed(&speed)?;
+    if width == 0 {
+        return None;
+    }
+    Some(BusCeiling {
+        name: format!("PCIe {gt} GT/s x{width}"),
+        bytes_per_sec: pcie_bytes_per_sec(gt, width),
+        source: dir.join("current_link_speed").display().to_string(),
+    })
+}
+
+/// "8.0 GT/s PCIe" -> 8.0
+pub fn parse_pcie_speed(text: &str) -> Option<f64> {
+    text.split_whitespace().next()?.parse().ok().filter(|v: &f64| *v > 0.0)
+}
+
+/// Line rate of a PCIe link after encoding, per direction: an upper bound the
+/// payload can never exceed (TLP headers take a further 5-15 %).
+pub fn pcie_bytes_per_sec(gt_per_sec: f64, width: u32) -> f64 {
+    let encoding = if gt_per_sec <= 5.0 {
+        8.0 / 10.0
+    } else if gt_per_sec <= 32.0 {
+        128.0 / 130.0
+    } else {
+        242.0 / 256.0 // PCIe 6 FLIT mode
+    };
+    gt_per_sec * 1e9 * f64::from(width) * encoding / 8.0
+}
+
+/// A SATA disk: an `ataN` ancestor whose link reports `sata_spd` ("6.0 Gbps").
+fn sata_ceiling(dir: &Path) -> Option<BusCeiling> {
+    let name = dir.file_name()?.to_str()?;
+    if !(name.starts_with("ata") && name[3..].chars().all(|c| c.is_ascii_digit()) && name.len() > 3) {
+        return None;
+    }
+    for link in std::fs::read_dir(dir).ok()?.flatten() {
+        let lname = link.file_name();
+        if !lname.to_string_lossy().starts_with("link") {
+            continue;
+        }
+        let spd = link.path().join("ata_link").join(&lname).join("sata_spd");
+        if let Ok(text) = std::fs::read_to_string(&spd) {
+            if let Some(gbps) = text.split_whitespace().next().and_then(|v| v.parse::<f64>().ok()) {
+                return Some(BusCeiling {
+                    name: format!("SATA {gbps} Gb/s"),
+                    // 8b/10b encoding.
+                    bytes_per_sec: gbps * 1e9 * 0.8 / 8.0,
+                    source: spd.display().to_string(),
+                });
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pcie_rates_match_published_figures() {
+        // PCIe 3.0 x4: 3.94 GB/s; PCIe 4.0 x4: 7.88 GB/s; PCIe 2.0 x1: 500 MB/s.
+        assert!((pcie_bytes_per_sec(8.0, 4) / 1e9 - 3.938).abs() < 0.01);
+        assert!((pcie_bytes_per_sec(16.0, 4) / 1e9 - 7.877).abs() < 0.01);
+        assert!((pcie_bytes_per_sec(5.0, 1) / 1e6 - 500.0).abs() < 0.1);
+        assert_eq!(parse_pcie_speed("8.0 GT/s PCIe\n"), Some(8.0));
+        assert_eq!(parse_pcie_speed("Unknown"), None);
+    }
+
+    #[test]
+    fn bus_ceiling_of_an_ordinary_path_does_not_panic() {
+        let _ = bus_ceiling(Path::new("/"));
+        let _ = bus_ceiling(Path::new("/nonexistent"));
+    }
+}

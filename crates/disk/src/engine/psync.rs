@@ -1,0 +1,67 @@
+//! The portable engine: pread/pwrite/fsync, one I/O at a time on the calling
+//! thread (fio's `psync`). The runner gives it queue depth by running one
+//! worker thread per outstanding I/O.
+
+use super::{AlignedBuf, Completion, EngineConfig, IoEngine, IoKind, IoUnit};
+use crate::EngineKind;
+use std::io;
+use std::os::fd::RawFd;
+
+pub struct PsyncEngine {
+    fd: RawFd,
+    buffers: Vec<AlignedBuf>,
+    done: Vec<Completion>,
+}
+
+impl PsyncEngine {
+    pub fn new(config: EngineConfig) -> io::Result<Self> {
+        let buffers = (0..config.depth).map(|_| AlignedBuf::new(config.buf_size, config.buf_align)).collect();
+        Ok(PsyncEngine { fd: config.fd, buffers, done: Vec::with_capacity(config.depth) })
+    }
+}
+
+fn errno_result(ret: isize) -> i64 {
+    if ret < 0 {
+        -i64::from(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO))
+    } else {
+        ret as i64
+    }
+}
+
+impl IoEngine for PsyncEngine {
+    fn kind(&self) -> EngineKind {
+        EngineKind::Psync
+    }
+
+    fn depth(&self) -> usize {
+        self.buffers.len()
+    }
+
+    fn buffer_mut(&mut self, index: u16) -> &mut [u8] {
+        self.buffers[usize::from(index)].as_mut_slice()
+    }
+
+    fn queue(&mut self, io: IoUnit) -> io::Result<()> {
+        let buf = &self.buffers[usize::from(io.buf_index)];
+        let len = (io.len as usize).min(buf.len());
+        // SAFETY: buf is valid for len bytes; fd is open for the engine's lifetime.
+        let ret = unsafe {
+            match io.kind {
+                IoKind::Read => libc::pread(self.fd, buf.as_ptr().cast(), len, io.offset as libc::off_t),
+                IoKind::Write => libc::pwrite(self.fd, buf.as_ptr().cast(), len, io.offset as libc::off_t),
+                IoKind::Fsync => libc::fsync(self.fd) as isize,
+            }
+        };
+        self.done.push(Completion { tag: io.tag, result: errno_result(ret) });
+        Ok(())
+    }
+
+    fn commit(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn getevents(&mut self, _min: usize, out: &mut Vec<Completion>) -> io::Result<()> {
+        out.append(&mut self.done);
+        Ok(())
+    }
+}

@@ -1,0 +1,218 @@
+//! headroom's storage engine: runs disk tests (sequential and random reads and
+//! writes at a queue depth and job count) against a test file, a block device
+//! or an existing file, and returns what it measured as `headroom.result/v1`
+//! probes.
+//!
+//! What it owns:
+//! - the engine trait ([`engine::IoEngine`], modelled on fio's ioengine ops:
+//!   queue, commit, getevents) and its two engines, io_uring and psync;
+//! - the test target: creating and laying out the test file with real data,
+//!   O_DIRECT alignment, removing the file again ([`target`]);
+//! - safety: refusing to write over filesystems and partition tables ([`safety`]);
+//! - honesty checks that need the machine: the bus ceiling from sysfs
+//!   ([`ceiling`]), filesystem caveats;
+//! - per-worker HDR latency histograms and per-second samples ([`run`]);
+//! - the presets (quick, cdm, nvme, sizes, sweep, sync, sustained).
+//!
+//! What it must not do: print, draw progress bars or parse command lines.
+//! Progress reaches the caller through a callback; Ctrl-C through a
+//! `&AtomicBool` stop flag that every loop here polls.
+
+pub mod ceiling;
+pub mod data;
+pub mod engine;
+pub mod fio;
+pub mod preset;
+pub mod probe;
+pub mod run;
+pub mod safety;
+pub mod target;
+
+use std::fmt;
+use std::time::Duration;
+
+/// The access pattern of a test, named as fio names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Rw {
+    Read,
+    Write,
+    RandRead,
+    RandWrite,
+    RandRw,
+}
+
+impl Rw {
+    pub const ALL: [Rw; 5] = [Rw::Read, Rw::Write, Rw::RandRead, Rw::RandWrite, Rw::RandRw];
+
+    /// The fio name: read, write, randread, randwrite, randrw.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rw::Read => "read",
+            Rw::Write => "write",
+            Rw::RandRead => "randread",
+            Rw::RandWrite => "randwrite",
+            Rw::RandRw => "randrw",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Rw> {
+        Rw::ALL.into_iter().find(|rw| rw.as_str() == s)
+    }
+
+    pub fn is_random(self) -> bool {
+        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
+    }
+
+    /// Whether the test writes at all (and so needs a writable target).
+    pub fn writes(self) -> bool {
+        matches!(self, Rw::Write | Rw::RandWrite | Rw::RandRw)
+    }
+}
+
+impl fmt::Display for Rw {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How writes are made durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum SyncMode {
+    /// No sync: the device (or page cache) acknowledges when it likes.
+    #[default]
+    None,
+    /// fsync(2) after every write; the write's latency includes the fsync.
+    Fsync,
+    /// The file is opened with O_DSYNC: every write is durable on return.
+    Dsync,
+}
+
+impl SyncMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SyncMode::None => "none",
+            SyncMode::Fsync => "fsync",
+            SyncMode::Dsync => "dsync",
+        }
+    }
+}
+
+/// What written blocks contain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Pattern {
+    /// Fresh pseudo-random bytes for every write: incompressible, non-dedupable.
+    #[default]
+    Random,
+    /// All zeros (what naive tools write; compresses and dedupes to nothing).
+    Zero,
+    /// The first PCT percent of every block is zeros, the rest random.
+    Compressible(u8),
+}
+
+impl fmt::Display for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Pattern::Random => f.write_str("random"),
+            Pattern::Zero => f.write_str("zero"),
+            Pattern::Compressible(p) => write!(f, "compressible={p}"),
+        }
+    }
+}
+
+/// Which engine to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum EngineChoice {
+    /// io_uring where the kernel offers it, else psync.
+    #[default]
+    Auto,
+    IoUring,
+    Psync,
+}
+
+/// The engine that actually ran a test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EngineKind {
+    IoUring,
+    Psync,
+}
+
+impl EngineKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::IoUring => "io_uring",
+            EngineKind::Psync => "psync",
+        }
+    }
+}
+
+/// Whether to use O_DIRECT.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum DirectMode {
+    /// O_DIRECT where the filesystem accepts it, buffered (with a warning) where not.
+    #[default]
+    Auto,
+    /// O_DIRECT or fail.
+    On,
+    /// Buffered I/O through the page cache.
+    Off,
+}
+
+/// One test: what a row of the output table measures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestDef {
+    /// Unique id within a run, e.g. `seq1m-q8t1-read`.
+    pub id: String,
+    /// Human name, e.g. `SEQ1M Q8T1 read`.
+    pub name: String,
+    pub rw: Rw,
+    pub block_size: u64,
+    pub queue_depth: u32,
+    pub jobs: u32,
+    /// Percentage of reads for randrw.
+    pub rwmix_read: Option<u32>,
+    /// Overrides the run's direct setting (the `sync` preset's buffered column).
+    pub direct: Option<DirectMode>,
+    pub sync: SyncMode,
+    /// Measured time, warm-up excluded.
+    pub time: Duration,
+    /// Warm-up, excluded from every figure.
+    pub ramp: Duration,
+    /// Stop after this many bytes (sustained --size), if set.
+    pub max_bytes: Option<u64>,
+}
+
+/// Errors of the disk engine. Messages say what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum DiskError {
+    #[error("{0}")]
+    Usage(String),
+    #[error(
+        "the disk is full ({context}); the test file was removed. Use a smaller --size or free some space"
+    )]
+    DiskFull { context: String },
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("refusing to write to {path}: {reason}")]
+    Refused { path: String, reason: String },
+}
+
+impl DiskError {
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        if source.raw_os_error() == Some(libc::ENOSPC) {
+            DiskError::DiskFull { context: context.into() }
+        } else {
+            DiskError::Io { context: context.into(), source }
+        }
+    }
+
+    /// Whether this is the user's mistake (exit 2 with the usage message) rather than the machine's.
+    pub fn is_usage(&self) -> bool {
+        matches!(self, DiskError::Usage(_) | DiskError::Refused { .. })
+    }
+}
+
+pub type Result<T, E = DiskError> = std::result::Result<T, E>;

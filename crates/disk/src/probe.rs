@@ -1,0 +1,106 @@
+//! Turns a [`TestOutcome`] into a `headroom.result/v1` probe of kind disk,
+//! with the honesty checks that need only the outcome and the target:
+//! `page_cache_possible`, `faster_than_ceiling`, `filesystem_caveat`.
+
+use crate::ceiling::BusCeiling;
+use crate::fio::{fio_command, FioContext};
+use crate::run::{histogram_buckets, RunSettings, TestOutcome};
+use crate::target::{filesystem_caveat, ram_bytes, Target};
+use crate::Rw;
+use headroom_result::{DiskSpec, Histogram, Probe, ProbeSpec, Warning};
+use std::collections::BTreeMap;
+
+/// The warnings every probe on this target carries, whatever it measured.
+pub fn honesty_warnings(outcome: &TestOutcome, target: &Target, bus: Option<&BusCeiling>) -> Vec<Warning> {
+    let mut w = Vec::new();
+    let memory_fs = target.filesystem.as_ref().is_some_and(|f| f.name == "tmpfs" || f.name == "ramfs");
+    let ram = ram_bytes();
+    if !outcome.direct && (target.size < ram.saturating_mul(2) || memory_fs) {
+        w.push(Warning::new(
+            "page_cache_possible",
+            format!(
+                "buffered I/O on a {} file with {} of RAM: the page cache may have answered; {}",
+                headroom_units::format_size(target.size),
+                headroom_units::format_size(ram),
+                if memory_fs {
+                    "this filesystem is memory".to_string()
+                } else {
+                    "use O_DIRECT (--direct on) or a --size over twice the RAM".to_string()
+                }
+            ),
+        ));
+    }
+    if let Some(fs) = &target.filesystem {
+        w.extend(filesystem_caveat(fs));
+    }
+    if let Some(bus) = bus {
+        let reads = matches!(outcome.def.rw, Rw::Read | Rw::RandRead);
+        if reads && outcome.summary.bytes_per_sec > bus.bytes_per_sec {
+            w.push(Warning::new(
+                "faster_than_ceiling",
+                format!(
+                    "read {} but the device's bus ({}) carries at most {}: a cache answered, not the device",
+                    headroom_units::format_bytes_per_sec(outcome.summary.bytes_per_sec),
+                    bus.name,
+                    headroom_units::format_bytes_per_sec(bus.bytes_per_sec)
+                ),
+            ));
+        }
+    }
+    if outcome.stopped {
+        w.push(Warning::new("stopped_early", "stopped by Ctrl-C: figures cover the time measured until then"));
+    }
+    if let Some(e) = &outcome.error {
+        w.push(Warning::new("io_error", format!("the test ended early: {e}")));
+    }
+    w
+}
+
+/// The probe for one test.
+pub fn to_probe(outcome: &TestOutcome, target: &Target, settings: RunSettings, warnings: Vec<Warning>) -> Probe {
+    let def = &outcome.def;
+    let path = target.path.display().to_string();
+    let fio = fio_command(
+        def,
+        FioContext {
+            path: &path,
+            size: target.size,
+            engine: outcome.engine,
+            direct: outcome.direct,
+            pattern: settings.pattern,
+        },
+    );
+    let mut details = BTreeMap::new();
+    details.insert("threads".into(), serde_json::json!(outcome.threads));
+    details.insert("ramp_s".into(), serde_json::json!(def.ramp.as_secs_f64()));
+    details.insert("pattern".into(), serde_json::json!(settings.pattern.to_string()));
+    details.insert("dio_align".into(), serde_json::json!(target.dio_align));
+    details.insert("dio_align_source".into(), serde_json::json!(target.dio_align_source));
+    if outcome.stopped {
+        details.insert("stopped_early".into(), serde_json::json!(true));
+    }
+    Probe {
+        id: def.id.clone(),
+        name: def.name.clone(),
+        spec: ProbeSpec::Disk(DiskSpec {
+            rw: def.rw.as_str().into(),
+            block_size: def.block_size,
+            queue_depth: def.queue_depth,
+            jobs: def.jobs,
+            direct: outcome.direct,
+            sync: def.sync.as_str().into(),
+            engine: outcome.engine.as_str().into(),
+            path,
+            rwmix_read: def.rwmix_read,
+            size: Some(target.size),
+            filesystem: target.filesystem.as_ref().map(|f| f.name.clone()),
+            fio_equivalent: Some(fio),
+        }),
+        summary: outcome.summary.clone(),
+        samples: outcome.samples.clone(),
+        histogram: (outcome.histogram.len() > 0)
+            .then(|| Histogram { buckets: histogram_buckets(&outcome.histogram) }),
+        warnings,
+        details,
+    }
+}

@@ -1,0 +1,496 @@
+//! Runs one test on a target: worker threads drive engines at the asked queue
+//! depth, each records latency in its own HDR histogram (merged at the end),
+//! and the controlling thread turns per-worker counters into per-second
+//! samples. Warm-up (ramp) is excluded from every figure.
+//!
+//! Bookkeeping is kept cheaper than the I/O: one clock read per submitted
+//! batch and one per reaped batch (not per I/O), counters published once per
+//! batch to a cache line only that worker writes. `disk_overhead` bench
+//! measures the cost per I/O.
+
+use crate::data::{fill_block, FastRng};
+use crate::engine::{open_engine, EngineConfig, IoKind, IoUnit};
+use crate::target::Target;
+use crate::{DirectMode, DiskError, EngineChoice, EngineKind, Pattern, Result, Rw, SyncMode, TestDef};
+use hdrhistogram::Histogram;
+use headroom_result::{Latency, Sample, Summary};
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Run-wide settings every test shares.
+#[derive(Debug, Clone, Copy)]
+pub struct RunSettings {
+    pub engine: EngineChoice,
+    pub direct: DirectMode,
+    pub pattern: Pattern,
+}
+
+/// What the progress callback sees about once a second.
+#[derive(Debug, Clone, Copy)]
+pub struct Tick {
+    /// Time since the test started (ramp included).
+    pub elapsed: Duration,
+    /// Ramp + measured time planned.
+    pub planned: Duration,
+    /// Still in the warm-up.
+    pub ramping: bool,
+    pub bytes_per_sec: f64,
+    pub iops: f64,
+}
+
+/// What one test measured.
+#[derive(Debug)]
+pub struct TestOutcome {
+    pub def: TestDef,
+    pub engine: EngineKind,
+    /// O_DIRECT was in effect.
+    pub direct: bool,
+    /// Worker threads that ran (jobs, or jobs x queue depth for psync).
+    pub threads: u32,
+    pub summary: Summary,
+    pub samples: Vec<Sample>,
+    /// Merged latency histogram (ns) of the measured phase.
+    pub histogram: Histogram<u64>,
+    /// Ctrl-C ended the test early.
+    pub stopped: bool,
+    /// An I/O error ended the test (figures up to then are kept).
+    pub error: Option<DiskError>,
+}
+
+/// Counters one worker publishes; padded so workers do not share cache lines.
+#[repr(align(128))]
+#[derive(Default)]
+struct Counters {
+    bytes: AtomicU64,
+    ops: AtomicU64,
+    lat_ns: AtomicU64,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Snapshot {
+    bytes: u64,
+    ops: u64,
+    lat_ns: u64,
+}
+
+fn snapshot(counters: &[Counters]) -> Snapshot {
+    counters.iter().fold(Snapshot::default(), |s, c| Snapshot {
+        bytes: s.bytes + c.bytes.load(Ordering::Relaxed),
+        ops: s.ops + c.ops.load(Ordering::Relaxed),
+        lat_ns: s.lat_ns + c.lat_ns.load(Ordering::Relaxed),
+    })
+}
+
+/// Shared between the controller and the workers of one test.
+struct Shared {
+    counters: Vec<Counters>,
+    measuring: AtomicBool,
+    done: AtomicBool,
+    error: Mutex<Option<DiskError>>,
+}
+
+impl Shared {
+    fn fail(&self, e: DiskError) {
+        let mut slot = self.error.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            *slot = Some(e);
+        }
+        self.done.store(true, Ordering::SeqCst);
+    }
+}
+
+/// The part of the target one worker touches.
+#[derive(Debug, Clone, Copy)]
+struct Region {
+    start: u64,
+    blocks: u64,
+}
+
+struct Worker {
+    index: usize,
+    engine: EngineChoice,
+    fd: i32,
+    depth: usize,
+    def: TestDef,
+    region: Region,
+    pattern: Pattern,
+    align: usize,
+    seed: u64,
+}
+
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("static histogram bounds")
+}
+
+/// Runs one test on `target`; `on_tick` is called about once a second; `stop`
+/// (Ctrl-C) ends it within ~50 ms, keeping what was measured.
+pub fn run_test(
+    target: &Target,
+    def: &TestDef,
+    settings: RunSettings,
+    stop: &AtomicBool,
+    on_tick: &mut dyn FnMut(&Tick),
+) -> Result<TestOutcome> {
+    let engine_kind = crate::engine::resolve_engine(settings.engine)
+        .map_err(|e| DiskError::Usage(format!("--engine io_uring: io_uring is not available here ({e}); use --engine psync or auto")))?;
+    let direct_mode = def.direct.unwrap_or(settings.direct);
+    let want_direct = direct_mode != DirectMode::Off;
+    let (file, direct) = target.open(def.rw.writes(), want_direct, direct_mode == DirectMode::On, def.sync)?;
+    if direct && def.block_size % target.dio_align != 0 {
+        return Err(DiskError::Usage(format!(
+            "--bs {} is not a multiple of {}'s O_DIRECT alignment ({} bytes, from {}); use e.g. --bs 4k, or --direct off",
+            def.block_size,
+            target.path.display(),
+            target.dio_align,
+            target.dio_align_source
+        )));
+    }
+    if def.block_size > target.size {
+        return Err(DiskError::Usage(format!(
+            "--bs {} is larger than the test region ({} bytes); use a smaller --bs or a larger --size",
+            def.block_size, target.size
+        )));
+    }
+    // psync has one I/O in flight per thread: queue depth becomes threads.
+    let (workers, depth) = match engine_kind {
+        EngineKind::IoUring => (def.jobs as usize, def.queue_depth as usize),
+        EngineKind::Psync => ((def.jobs * def.queue_depth) as usize, 1),
+    };
+    let shared = Arc::new(Shared {
+        counters: (0..workers).map(|_| Counters::default()).collect(),
+        measuring: AtomicBool::new(false),
+        done: AtomicBool::new(false),
+        error: Mutex::new(None),
+    });
+    let file = Arc::new(file);
+    let bs = def.block_size;
+    let total_blocks = target.size / bs;
+    let seed = FastRng::seed_from_time(def.id.len() as u64);
+    let mut handles = Vec::with_capacity(workers);
+    for index in 0..workers {
+        // Sequential workers each stream through their own slice of the file
+        // (fio's offset_increment); random workers roam the whole file.
+        let region = if def.rw.is_random() {
+            Region { start: 0, blocks: total_blocks }
+        } else {
+            let per = (total_blocks / workers as u64).max(1);
+            Region { start: (index as u64 * per).min(total_blocks - 1) * bs, blocks: per }
+        };
+        let worker = Worker {
+            index,
+            engine: match engine_kind {
+                EngineKind::IoUring => EngineChoice::IoUring,
+                EngineKind::Psync => EngineChoice::Psync,
+            },
+            fd: file.as_raw_fd(),
+            depth,
+            def: def.clone(),
+            region,
+            pattern: settings.pattern,
+            align: target.mem_align,
+            seed: seed ^ (index as u64).wrapping_mul(0x9e37_79b9),
+        };
+        let shared = Arc::clone(&shared);
+        let file = Arc::clone(&file);
+        let handle = std::thread::Builder::new()
+            .name(format!("headroom-disk-{index}"))
+            .spawn(move || {
+                let _keep_open: Arc<File> = file;
+                worker_loop(worker, &shared)
+            })
+            .map_err(|e| DiskError::io("cannot start a worker thread", e))?;
+        handles.push(handle);
+    }
+
+    // The controller: ramp, then one sample per second until time, stop, error or max_bytes.
+    let started = Instant::now();
+    let planned = def.ramp + def.time;
+    let mut stopped = false;
+    let mut last_tick = started;
+    let mut last_snap = Snapshot::default();
+    let mut base: Option<(Instant, Snapshot)> = None;
+    let mut samples = Vec::new();
+    let tick_every = Duration::from_secs(1);
+    loop {
+        let now = Instant::now();
+        if stop.load(Ordering::Relaxed) {
+            stopped = true;
+            break;
+        }
+        if shared.done.load(Ordering::Relaxed) {
+            break;
+        }
+        if base.is_none() && now >= started + def.ramp {
+            shared.measuring.store(true, Ordering::Relaxed);
+            let snap = snapshot(&shared.counters);
+            base = Some((now, snap));
+            last_tick = now;
+            last_snap = snap;
+        }
+        if let Some((t0, b)) = base {
+            if now >= t0 + def.time {
+                break;
+            }
+            if def.max_bytes.is_some_and(|max| last_snap.bytes.saturating_sub(b.bytes) >= max) {
+                break;
+            }
+        }
+        if now >= last_tick + tick_every {
+            let snap = snapshot(&shared.counters);
+            let sample = interval_sample(last_snap, snap, now - last_tick, base.map(|(t0, _)| now - t0));
+            on_tick(&Tick {
+                elapsed: now - started,
+                planned,
+                ramping: base.is_none(),
+                bytes_per_sec: sample.bytes_per_sec,
+                iops: sample.iops.unwrap_or(0.0),
+            });
+            if base.is_some() {
+                samples.push(sample);
+            }
+            last_tick = now;
+            last_snap = snap;
+        }
+        let next = [last_tick + tick_every, base.map_or(started + def.ramp, |(t0, _)| t0 + def.time)]
+            .into_iter()
+            .min()
+            .unwrap_or(now);
+        std::thread::sleep(next.saturating_duration_since(Instant::now()).min(Duration::from_millis(50)));
+    }
+    let end = Instant::now();
+    let end_snap = snapshot(&shared.counters);
+    shared.done.store(true, Ordering::SeqCst);
+    let mut histogram = new_histogram();
+    for h in handles {
+        if let Ok(worker_hist) = h.join() {
+            let _ = histogram.add(&worker_hist);
+        }
+    }
+    let error = shared.error.lock().unwrap_or_else(|p| p.into_inner()).take();
+
+    let (summary, samples) = match base {
+        Some((t0, b)) => {
+            let dt = end - last_tick;
+            if dt >= Duration::from_millis(250) && !samples.is_empty() || samples.is_empty() && dt > Duration::ZERO {
+                samples.push(interval_sample(last_snap, end_snap, dt, Some(end - t0)));
+            }
+            (summarise(b, end_snap, end - t0, &histogram), samples)
+        }
+        None => (Summary::default(), Vec::new()),
+    };
+    Ok(TestOutcome {
+        def: def.clone(),
+        engine: engine_kind,
+        direct,
+        threads: workers as u32,
+        summary,
+        samples,
+        histogram,
+        stopped,
+        error,
+    })
+}
+
+fn interval_sample(a: Snapshot, b: Snapshot, dt: Duration, t: Option<Duration>) -> Sample {
+    let secs = dt.as_secs_f64().max(1e-9);
+    let ops = b.ops.saturating_sub(a.ops);
+    Sample {
+        t_s: t.map_or(0.0, |t| (t.as_secs_f64() * 1000.0).round() / 1000.0),
+        bytes_per_sec: b.bytes.saturating_sub(a.bytes) as f64 / secs,
+        iops: Some(ops as f64 / secs),
+        latency_ns_mean: (ops > 0).then(|| b.lat_ns.saturating_sub(a.lat_ns) as f64 / ops as f64),
+        latency_ns_p99: None,
+    }
+}
+
+fn summarise(base: Snapshot, end: Snapshot, dur: Duration, hist: &Histogram<u64>) -> Summary {
+    let secs = dur.as_secs_f64().max(1e-9);
+    let bytes = end.bytes.saturating_sub(base.bytes);
+    let ops = end.ops.saturating_sub(base.ops);
+    let latency = (hist.len() > 0).then(|| Latency {
+        // The exact mean from the counters; percentiles from the histogram.
+        mean: if ops > 0 { end.lat_ns.saturating_sub(base.lat_ns) as f64 / ops as f64 } else { hist.mean() },
+        p50: hist.value_at_quantile(0.5) as f64,
+        p99: hist.value_at_quantile(0.99) as f64,
+        p999: hist.value_at_quantile(0.999) as f64,
+        max: hist.max() as f64,
+        min: Some(hist.min() as f64),
+        stddev: Some(hist.stdev()),
+    });
+    Summary {
+        bytes_per_sec: bytes as f64 / secs,
+        iops: Some(ops as f64 / secs),
+        latency_ns: latency,
+        duration_s: secs,
+        bytes: Some(bytes),
+        ops: Some(ops),
+    }
+}
+
+/// Converts the histogram into (upper edge ns, count) buckets for the result document.
+pub fn histogram_buckets(hist: &Histogram<u64>) -> Vec<(u64, u64)> {
+    // Log buckets (8 per doubling from 1 us) keep documents small yet redrawable.
+    hist.iter_log(1000, 2f64.powf(0.125))
+        .filter(|v| v.count_since_last_iteration() > 0)
+        .map(|v| (v.value_iterated_to(), v.count_since_last_iteration()))
+        .collect()
+}
+
+/// Per-slot state of an in-flight I/O.
+#[derive(Clone, Copy)]
+struct Slot {
+    start: Instant,
+    kind: IoKind,
+}
+
+fn worker_loop(w: Worker, shared: &Shared) -> Histogram<u64> {
+    let mut hist = new_histogram();
+    let bs = w.def.block_size as usize;
+    let mut engine =
+        match open_engine(w.engine, EngineConfig { fd: w.fd, depth: w.depth, buf_size: bs, buf_align: w.align }) {
+            Ok(e) => e,
+            Err(e) => {
+                shared.fail(DiskError::io(format!("cannot set up the {} engine", w.engine_name()), e));
+                return hist;
+            }
+        };
+    let counters = &shared.counters[w.index];
+    let mut rng = FastRng::new(w.seed);
+    let mut data_rng = FastRng::new(w.seed.rotate_left(17) ^ 0xdead_beef);
+    let mut next_seq_block = 0u64;
+    let read_pct = w.def.rwmix_read.unwrap_or(50) as u64;
+    let now = Instant::now();
+    let mut slots = vec![Slot { start: now, kind: IoKind::Read }; w.depth];
+    let mut free: Vec<u16> = (0..w.depth as u16).rev().collect();
+    let mut batch: Vec<(u16, IoKind, u64)> = Vec::with_capacity(w.depth);
+    let mut completions = Vec::with_capacity(w.depth * 2);
+    let mut inflight = 0usize;
+    let (mut bytes_total, mut ops_total, mut lat_total) = (0u64, 0u64, 0u64);
+    let fsync_each = w.def.sync == SyncMode::Fsync;
+
+    while !shared.done.load(Ordering::Relaxed) {
+        // Pick the next I/Os and fill write buffers before taking the start time,
+        // so data generation never counts as latency.
+        batch.clear();
+        while let Some(slot) = free.pop() {
+            let block = if w.def.rw.is_random() {
+                rng.below(w.region.blocks)
+            } else {
+                let b = next_seq_block;
+                next_seq_block = (next_seq_block + 1) % w.region.blocks;
+                b
+            };
+            let kind = match w.def.rw {
+                Rw::Read | Rw::RandRead => IoKind::Read,
+                Rw::Write | Rw::RandWrite => IoKind::Write,
+                Rw::RandRw => {
+                    if rng.below(100) < read_pct {
+                        IoKind::Read
+                    } else {
+                        IoKind::Write
+                    }
+                }
+            };
+            if kind == IoKind::Write {
+                fill_block(&mut data_rng, w.pattern, &mut engine.buffer_mut(slot)[..bs]);
+            }
+            batch.push((slot, kind, w.region.start + block * bs as u64));
+        }
+        if !batch.is_empty() {
+            let start = Instant::now();
+            for &(slot, kind, offset) in &batch {
+                slots[slot as usize] = Slot { start, kind };
+                let io = IoUnit { kind, offset, len: bs as u32, buf_index: slot, tag: u64::from(slot) };
+                if let Err(e) = engine.queue(io) {
+                    shared.fail(DiskError::io("queueing an I/O", e));
+                    return hist;
+                }
+                inflight += 1;
+            }
+            if let Err(e) = engine.commit() {
+                shared.fail(DiskError::io("submitting I/O", e));
+                return hist;
+            }
+        }
+        completions.clear();
+        if let Err(e) = engine.getevents(1, &mut completions) {
+            shared.fail(DiskError::io("waiting for I/O", e));
+            return hist;
+        }
+        let now = Instant::now();
+        let measuring = shared.measuring.load(Ordering::Relaxed);
+        let mut chained_fsync = false;
+        for c in &completions {
+            let slot = c.tag as u16;
+            let s = slots[slot as usize];
+            inflight -= 1;
+            if c.result < 0 {
+                let err = std::io::Error::from_raw_os_error((-c.result) as i32);
+                let what = match s.kind {
+                    IoKind::Read => "reading",
+                    IoKind::Write => "writing",
+                    IoKind::Fsync => "fsync",
+                };
+                shared.fail(DiskError::io(format!("{what} during {}", w.def.name), err));
+                continue;
+            }
+            if s.kind != IoKind::Fsync && (c.result as usize) < bs {
+                shared.fail(DiskError::Io {
+                    context: format!("{}: short transfer", w.def.name),
+                    source: std::io::Error::other(format!("{} of {bs} bytes", c.result)),
+                });
+                continue;
+            }
+            if fsync_each && s.kind == IoKind::Write {
+                // The write counts once its fsync returns: durable-write latency.
+                slots[slot as usize].kind = IoKind::Fsync;
+                let io = IoUnit { kind: IoKind::Fsync, offset: 0, len: 0, buf_index: slot, tag: c.tag };
+                if let Err(e) = engine.queue(io) {
+                    shared.fail(DiskError::io("queueing fsync", e));
+                    return hist;
+                }
+                inflight += 1;
+                chained_fsync = true;
+                continue;
+            }
+            let lat = now.saturating_duration_since(s.start).as_nanos() as u64;
+            bytes_total += bs as u64;
+            ops_total += 1;
+            lat_total += lat;
+            if measuring {
+                hist.saturating_record(lat.max(1));
+            }
+            free.push(slot);
+        }
+        if chained_fsync {
+            if let Err(e) = engine.commit() {
+                shared.fail(DiskError::io("submitting fsync", e));
+                return hist;
+            }
+        }
+        counters.bytes.store(bytes_total, Ordering::Relaxed);
+        counters.ops.store(ops_total, Ordering::Relaxed);
+        counters.lat_ns.store(lat_total, Ordering::Relaxed);
+    }
+    // Drain what is still in flight so buffers are not freed under the kernel.
+    while inflight > 0 {
+        completions.clear();
+        if engine.getevents(1, &mut completions).is_err() {
+            break;
+        }
+        inflight = inflight.saturating_sub(completions.len());
+    }
+    hist
+}
+
+impl Worker {
+    fn engine_name(&self) -> &'static str {
+        match self.engine {
+            EngineChoice::Psync => "psync",
+            _ => "io_uring",
+        }
+    }
+}

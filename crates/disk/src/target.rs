@@ -1,0 +1,442 @@
+//! The test target: a test file headroom creates in a directory (and removes
+//! again), a block device, or an existing file; how it is opened (O_DIRECT
+//! with the filesystem's alignment, or buffered), laid out with real data, and
+//! what the filesystem under it is.
+//!
+//! The test file is removed when the [`Target`] is dropped: at the end of a
+//! run, on error, and on Ctrl-C (the stop flag ends the run, the guard drops),
+//! unless the user asked to keep it.
+
+use crate::data::FastRng;
+use crate::safety;
+use crate::{DiskError, Result, SyncMode};
+use headroom_result::Warning;
+use std::ffi::CString;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// What PATH turned out to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetKind {
+    /// A file headroom created in the directory the user named.
+    TestFile,
+    BlockDevice,
+    ExistingFile,
+}
+
+/// What the user asked for PATH.
+#[derive(Debug, Clone, Default)]
+pub struct TargetOptions {
+    /// Size of the test file / region; None: the default for a test file, the
+    /// whole device or file otherwise.
+    pub size: Option<u64>,
+    /// Default test-file size when `size` is None.
+    pub default_size: u64,
+    /// Some test of the run writes.
+    pub writes: bool,
+    pub destructive: bool,
+    pub force: bool,
+    pub keep: bool,
+}
+
+/// A filesystem as statfs names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FsInfo {
+    /// e.g. ext4, xfs, btrfs, tmpfs, nfs, zfs, fuse; `0x...` when unknown.
+    pub name: String,
+    pub magic: i64,
+}
+
+/// An opened, sized target. Dropping it removes a test file headroom created.
+#[derive(Debug)]
+pub struct Target {
+    pub path: PathBuf,
+    pub kind: TargetKind,
+    /// Bytes of the file or device the tests use, from offset 0.
+    pub size: u64,
+    pub filesystem: Option<FsInfo>,
+    /// O_DIRECT offset and length alignment (statx STATX_DIOALIGN, else the
+    /// device's logical block size, else 4096).
+    pub dio_align: u64,
+    /// O_DIRECT buffer alignment.
+    pub mem_align: usize,
+    /// Where the alignment came from: statx, logical_block_size or default.
+    pub dio_align_source: &'static str,
+    pub keep: bool,
+    created: bool,
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        if self.created && !self.keep {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// The name of the test file headroom creates in a directory (unique per process).
+pub fn test_file_name() -> String {
+    format!("headroom-disk-{}.tmp", std::process::id())
+}
+
+const FREE_SPACE_MARGIN: u64 = 64 << 20;
+
+impl Target {
+    /// Resolves PATH, runs the safety checks and, for a directory, creates the
+    /// (empty) test file. Call [`Target::layout`] next to fill it.
+    pub fn prepare(path: &Path, opts: &TargetOptions) -> Result<Target> {
+        let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => DiskError::Usage(format!(
+                "PATH '{}' does not exist; give a directory (headroom creates its own test file there), e.g. `headroom disk /mnt/nas`",
+                path.display()
+            )),
+            _ => DiskError::Usage(format!("PATH '{}' cannot be examined: {e}", path.display())),
+        })?;
+        let ft = meta.file_type();
+        if ft.is_dir() {
+            Self::prepare_dir(path, opts)
+        } else if ft.is_block_device() || ft.is_file() {
+            Self::prepare_existing(path, opts, ft.is_block_device(), meta.len())
+        } else {
+            Err(DiskError::Usage(format!(
+                "PATH '{}' is neither a directory, a regular file nor a block device",
+                path.display()
+            )))
+        }
+    }
+
+    fn prepare_dir(dir: &Path, opts: &TargetOptions) -> Result<Target> {
+        if !access_ok(dir, libc::W_OK | libc::X_OK) {
+            return Err(DiskError::Usage(format!(
+                "PATH '{}' is not writable by this user; pick a directory you can write to, e.g. `headroom disk ~/`",
+                dir.display()
+            )));
+        }
+        let size = opts.size.unwrap_or(opts.default_size);
+        let free = free_bytes(dir).map_err(|e| DiskError::io(format!("statvfs {}", dir.display()), e))?;
+        if size.saturating_add(FREE_SPACE_MARGIN) > free {
+            let suggestion = (free.saturating_sub(FREE_SPACE_MARGIN) / 2).max(1 << 20);
+            return Err(DiskError::Usage(format!(
+                "--size {} is larger than the free space on {} ({} free, {} kept spare); try --size {}",
+                headroom_units::format_size(size),
+                dir.display(),
+                headroom_units::format_size(free),
+                headroom_units::format_size(FREE_SPACE_MARGIN),
+                short_size(suggestion)
+            )));
+        }
+        let path = dir.join(test_file_name());
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| DiskError::io(format!("cannot create the test file {}", path.display()), e))?;
+        let filesystem = statfs_info(dir);
+        let mut target = Target {
+            path,
+            kind: TargetKind::TestFile,
+            size,
+            filesystem,
+            dio_align: 4096,
+            mem_align: 4096,
+            dio_align_source: "default",
+            keep: opts.keep,
+            created: true,
+        };
+        target.detect_alignment();
+        Ok(target)
+    }
+
+    fn prepare_existing(path: &Path, opts: &TargetOptions, block: bool, file_len: u64) -> Result<Target> {
+        let what = if block { "a block device" } else { "an existing file" };
+        if opts.writes {
+            if !opts.destructive {
+                return Err(DiskError::Refused {
+                    path: path.display().to_string(),
+                    reason: format!(
+                        "it is {what} and the tests write, which destroys its contents. Add --destructive if that is \
+                         what you want, run read tests only (--rw read or randread), or give a directory instead"
+                    ),
+                });
+            }
+            if !opts.force {
+                let found = safety::scan_path(path)
+                    .map_err(|e| DiskError::io(format!("cannot read {} to check for signatures", path.display()), e))?;
+                if let Some(sig) = found {
+                    return Err(DiskError::Refused {
+                        path: path.display().to_string(),
+                        reason: format!(
+                            "it holds {sig}. Writing would destroy it; add --force as well as --destructive only if \
+                             you are sure"
+                        ),
+                    });
+                }
+            }
+        }
+        let whole = if block { block_device_size(path)? } else { file_len };
+        let size = opts.size.map_or(whole, |s| s.min(whole));
+        if size == 0 {
+            return Err(DiskError::Usage(format!("PATH '{}' is empty; nothing to test", path.display())));
+        }
+        let filesystem = if block { None } else { statfs_info(path) };
+        let mut target = Target {
+            path: path.to_path_buf(),
+            kind: if block { TargetKind::BlockDevice } else { TargetKind::ExistingFile },
+            size,
+            filesystem,
+            dio_align: 4096,
+            mem_align: 4096,
+            dio_align_source: "default",
+            keep: true,
+            created: false,
+        };
+        target.detect_alignment();
+        Ok(target)
+    }
+
+    /// O_DIRECT alignment from statx(STATX_DIOALIGN) where the kernel and
+    /// filesystem report it, else the block device's logical block size, else 4096.
+    fn detect_alignment(&mut self) {
+        if let Some((mem, offset)) = statx_dioalign(&self.path) {
+            self.dio_align = offset;
+            self.mem_align = mem as usize;
+            self.dio_align_source = "statx";
+            return;
+        }
+        if self.kind == TargetKind::BlockDevice {
+            if let Ok(f) = File::open(&self.path) {
+                let mut lbs: libc::c_int = 0;
+                // SAFETY: BLKSSZGET writes one int.
+                if unsafe { libc::ioctl(f.as_raw_fd(), libc::BLKSSZGET, &mut lbs) } == 0 && lbs > 0 {
+                    self.dio_align = lbs as u64;
+                    self.mem_align = lbs as usize;
+                    self.dio_align_source = "logical_block_size";
+                }
+            }
+        }
+    }
+
+    /// Whether the test file must be written before tests run (a new test file).
+    pub fn needs_layout(&self) -> bool {
+        self.kind == TargetKind::TestFile
+    }
+
+    /// Fills the new test file with `size` bytes of incompressible data (never
+    /// fallocate or holes: reads must read what was really written), syncs it,
+    /// drops it from the page cache and checks st_blocks. `progress(done, total)`
+    /// is called per MiB. Returns warnings (e.g. the filesystem compressed it).
+    pub fn layout(&self, stop: &AtomicBool, mut progress: impl FnMut(u64, u64)) -> Result<Vec<Warning>> {
+        if !self.needs_layout() {
+            return Ok(Vec::new());
+        }
+        let file = OpenOptions::new()
+            .write(true)
+            .open(&self.path)
+            .map_err(|e| DiskError::io(format!("open {}", self.path.display()), e))?;
+        let chunk = 1usize << 20;
+        let mut buf = vec![0u8; chunk];
+        let mut rng = FastRng::new(FastRng::seed_from_time(0x1a));
+        let mut done = 0u64;
+        while done < self.size {
+            if stop.load(Ordering::Relaxed) {
+                return Err(DiskError::Usage("stopped while laying out the test file".into()));
+            }
+            let n = chunk.min((self.size - done) as usize);
+            rng.fill(&mut buf[..n]);
+            write_all_at(&file, &buf[..n], done)
+                .map_err(|e| DiskError::io(format!("laying out the test file {}", self.path.display()), e))?;
+            done += n as u64;
+            progress(done, self.size);
+        }
+        file.sync_all().map_err(|e| DiskError::io(format!("fsync {}", self.path.display()), e))?;
+        // SAFETY: advisory call on an open fd.
+        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        let meta = file.metadata().map_err(|e| DiskError::io("fstat test file", e))?;
+        let allocated = meta.blocks() * 512;
+        let mut warnings = Vec::new();
+        if allocated < self.size / 100 * 99 {
+            warnings.push(Warning::new(
+                "layout_not_allocated",
+                format!(
+                    "the filesystem allocated only {} for the {} test file (compression, dedupe or holes): reads may \
+                     not touch the device",
+                    headroom_units::format_size(allocated),
+                    headroom_units::format_size(self.size)
+                ),
+            ));
+        }
+        Ok(warnings)
+    }
+
+    /// Opens the target for one test. With `direct`, tries O_DIRECT and checks
+    /// that an aligned read works; returns the file and whether O_DIRECT is in
+    /// effect (false when `direct_required` is false and the filesystem refused it).
+    pub fn open(&self, write: bool, direct: bool, direct_required: bool, sync: SyncMode) -> Result<(File, bool)> {
+        let mut flags = 0;
+        if sync == SyncMode::Dsync {
+            flags |= libc::O_DSYNC;
+        }
+        let open = |extra: i32| OpenOptions::new().read(true).write(write).custom_flags(flags | extra).open(&self.path);
+        if direct {
+            match open(libc::O_DIRECT) {
+                Ok(f) if self.direct_read_works(&f) => return Ok((f, true)),
+                Ok(_) | Err(_) if !direct_required => {}
+                Ok(_) => {
+                    return Err(DiskError::Usage(format!(
+                        "--direct on: {} refuses O_DIRECT reads; use --direct auto or off",
+                        self.path.display()
+                    )))
+                }
+                Err(e) => {
+                    return Err(DiskError::Usage(format!(
+                        "--direct on: {} cannot be opened with O_DIRECT ({e}); use --direct auto or off",
+                        self.path.display()
+                    )))
+                }
+            }
+        }
+        let f = open(0).map_err(|e| DiskError::io(format!("open {}", self.path.display()), e))?;
+        Ok((f, false))
+    }
+
+    fn direct_read_works(&self, f: &File) -> bool {
+        let len = self.dio_align.max(512) as usize;
+        let mut buf = crate::engine::AlignedBuf::new(len, self.mem_align);
+        // SAFETY: buf is valid for len bytes.
+        let ret = unsafe { libc::pread(f.as_raw_fd(), buf.as_mut_slice().as_mut_ptr().cast(), len, 0) };
+        ret >= 0
+    }
+
+    /// Removes the test file now (also done on drop).
+    pub fn remove(&mut self) {
+        if self.created && !self.keep {
+            let _ = std::fs::remove_file(&self.path);
+            self.created = false;
+        }
+    }
+}
+
+fn write_all_at(file: &File, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    while !buf.is_empty() {
+        let n = file.write_at(buf, offset)?;
+        if n == 0 {
+            return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        buf = &buf[n..];
+        offset += n as u64;
+    }
+    Ok(())
+}
+
+fn cstring(path: &Path) -> CString {
+    CString::new(path.as_os_str().as_bytes()).unwrap_or_default()
+}
+
+fn access_ok(path: &Path, mode: i32) -> bool {
+    // SAFETY: valid C string.
+    unsafe { libc::access(cstring(path).as_ptr(), mode) == 0 }
+}
+
+/// Bytes an unprivileged user may still write under `path`.
+pub fn free_bytes(path: &Path) -> io::Result<u64> {
+    // SAFETY: statvfs fills the struct.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(cstring(path).as_ptr(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+fn short_size(bytes: u64) -> String {
+    if bytes >= 1 << 30 {
+        format!("{}G", bytes >> 30)
+    } else {
+        format!("{}M", (bytes >> 20).max(1))
+    }
+}
+
+/// Size of a block device in bytes (seeking to its end works on every block device).
+pub fn block_device_size(path: &Path) -> Result<u64> {
+    use std::io::Seek;
+    let mut f = File::open(path).map_err(|e| DiskError::io(format!("open {}", path.display()), e))?;
+    f.seek(io::SeekFrom::End(0)).map_err(|e| DiskError::io(format!("size of {}", path.display()), e))
+}
+
+/// (memory alignment, offset alignment) for O_DIRECT, when statx reports them.
+fn statx_dioalign(path: &Path) -> Option<(u32, u64)> {
+    // SAFETY: statx fills the struct; zeroed is a valid initial value.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    let ret = unsafe { libc::statx(libc::AT_FDCWD, cstring(path).as_ptr(), 0, libc::STATX_DIOALIGN, &mut stx) };
+    if ret != 0 || stx.stx_mask & libc::STATX_DIOALIGN == 0 || stx.stx_dio_offset_align == 0 {
+        return None;
+    }
+    Some((stx.stx_dio_mem_align.max(1), u64::from(stx.stx_dio_offset_align)))
+}
+
+/// statfs magic numbers of the filesystems whose behaviour matters here.
+const FS_MAGICS: &[(i64, &str)] = &[
+    (0xEF53, "ext4"),
+    (0x5846_5342, "xfs"),
+    (0x9123_683E, "btrfs"),
+    (0x0102_1994, "tmpfs"),
+    (0x8584_58f6, "ramfs"),
+    (0x6969, "nfs"),
+    (0x2fc1_2fc1, "zfs"),
+    (0x6573_5546, "fuse"),
+    (0xFF53_4D42, "cifs"),
+    (0xFE53_4D42, "smb2"),
+    (0x794c_7630, "overlay"),
+    (0xF2F5_2010, "f2fs"),
+    (0xca45_1a4e, "bcachefs"),
+    (0x2011_BAB0, "exfat"),
+    (0x4d44, "vfat"),
+    (0x7366_746e, "ntfs3"),
+    (0x6e73_6673, "nsfs"),
+];
+
+/// The filesystem under `path` (statfs).
+pub fn statfs_info(path: &Path) -> Option<FsInfo> {
+    // SAFETY: statfs fills the struct.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statfs(cstring(path).as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    let magic = st.f_type as i64;
+    let name =
+        FS_MAGICS.iter().find(|(m, _)| *m == magic).map(|(_, n)| n.to_string()).unwrap_or(format!("{magic:#x}"));
+    Some(FsInfo { name, magic })
+}
+
+/// What users must know about results on this filesystem (code `filesystem_caveat`).
+pub fn filesystem_caveat(fs: &FsInfo) -> Option<Warning> {
+    let message = match fs.name.as_str() {
+        "zfs" => "ZFS before 2.3 ignores O_DIRECT: the ARC (RAM) may answer reads and absorb writes",
+        "nfs" => "NFS: an export with the async option acknowledges writes before they are stable; use the sync preset for durable figures",
+        "btrfs" => "btrfs may compress data (compress mount option); headroom writes incompressible data, but figures from other tools may differ",
+        "tmpfs" | "ramfs" => "this filesystem is memory: the figures are RAM speeds, not a disk's",
+        "fuse" => "FUSE filesystem: caching and write acknowledgement depend on the daemon (sshfs, rclone, ...)",
+        "cifs" | "smb2" => "SMB: the client and server caches may answer; use the sync preset for durable figures",
+        "overlay" => "overlayfs: the figures are those of the upper layer's filesystem",
+        _ => return None,
+    };
+    Some(Warning::new("filesystem_caveat", format!("{}: {message}", fs.name)))
+}
+
+/// Total RAM in bytes (sysconf), for the page-cache check.
+pub fn ram_bytes() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let (pages, page) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    (pages.max(0) as u64) * (page.max(0) as u64)
+}
+
+/// Whether `path` names a block device.
+pub fn is_block_device(path: &Path) -> bool {
+    std::fs::metadata(path).map(|m| m.file_type().is_block_device()).unwrap_or(false)
+}
