@@ -4,3 +4,5 @@
 //!
 //! Reads only the result document (headroom-result) and the limits model;
 //! never runs I/O and never prints.
+
+pub mod cliff;
