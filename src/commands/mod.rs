@@ -1,6 +1,7 @@
 //! One file per subcommand: each turns parsed arguments into engine calls and
 //! hands the result to a presenter. Dispatch lives here.
 
+pub mod disk;
 pub mod link;
 pub mod meta;
 
@@ -10,6 +11,7 @@ use crate::output::{Outcome, Output};
 /// Runs one subcommand; errors are printed by `main` and exit 2.
 pub fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
     match command {
+        Command::Disk(args) => disk::run(&args, out),
         Command::Link(args) => link::run(&args, out),
         Command::Completions(args) => meta::completions(&args),
         Command::ManPage => meta::man_page(),

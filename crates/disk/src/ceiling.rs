@@ -65,9 +65,10 @@ fn pcie_ceiling(dir: &Path) -> Option<BusCeiling> {
     if width == 0 {
         return None;
     }
+    let link = headroom_limits::pcie_link(gt, width)?;
     Some(BusCeiling {
-        name: format!("PCIe {gt} GT/s x{width}"),
-        bytes_per_sec: pcie_bytes_per_sec(gt, width),
+        name: link.name.clone(),
+        bytes_per_sec: link.usable_bytes_per_sec(),
         source: dir.join("current_link_speed").display().to_string(),
     })
 }
@@ -75,19 +76,6 @@ fn pcie_ceiling(dir: &Path) -> Option<BusCeiling> {
 /// "8.0 GT/s PCIe" -> 8.0
 pub fn parse_pcie_speed(text: &str) -> Option<f64> {
     text.split_whitespace().next()?.parse().ok().filter(|v: &f64| *v > 0.0)
-}
-
-/// Line rate of a PCIe link after encoding, per direction: an upper bound the
-/// payload can never exceed (TLP headers take a further 5-15 %).
-pub fn pcie_bytes_per_sec(gt_per_sec: f64, width: u32) -> f64 {
-    let encoding = if gt_per_sec <= 5.0 {
-        8.0 / 10.0
-    } else if gt_per_sec <= 32.0 {
-        128.0 / 130.0
-    } else {
-        242.0 / 256.0 // PCIe 6 FLIT mode
-    };
-    gt_per_sec * 1e9 * f64::from(width) * encoding / 8.0
 }
 
 /// A SATA disk: an `ataN` ancestor whose link reports `sata_spd` ("6.0 Gbps").
@@ -103,11 +91,10 @@ fn sata_ceiling(dir: &Path) -> Option<BusCeiling> {
         }
         let spd = link.path().join("ata_link").join(&lname).join("sata_spd");
         if let Ok(text) = std::fs::read_to_string(&spd) {
-            if let Some(gbps) = text.split_whitespace().next().and_then(|v| v.parse::<f64>().ok()) {
+            if let Some(link) = sata_link(&text) {
                 return Some(BusCeiling {
-                    name: format!("SATA {gbps} Gb/s"),
-                    // 8b/10b encoding.
-                    bytes_per_sec: gbps * 1e9 * 0.8 / 8.0,
+                    name: link.name.clone(),
+                    bytes_per_sec: link.usable_bytes_per_sec(),
                     source: spd.display().to_string(),
                 });
             }
@@ -116,16 +103,29 @@ fn sata_ceiling(dir: &Path) -> Option<BusCeiling> {
     None
 }
 
+/// The SATA generation of a `sata_spd` text ("6.0 Gbps").
+fn sata_link(sata_spd: &str) -> Option<&'static headroom_limits::Link> {
+    let gbps: f64 = sata_spd.split_whitespace().next()?.parse().ok()?;
+    let name = if gbps >= 6.0 {
+        "sata3"
+    } else if gbps >= 3.0 {
+        "sata2"
+    } else {
+        "sata1"
+    };
+    headroom_limits::lookup(name).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn pcie_rates_match_published_figures() {
-        // PCIe 3.0 x4: 3.94 GB/s; PCIe 4.0 x4: 7.88 GB/s; PCIe 2.0 x1: 500 MB/s.
-        assert!((pcie_bytes_per_sec(8.0, 4) / 1e9 - 3.938).abs() < 0.01);
-        assert!((pcie_bytes_per_sec(16.0, 4) / 1e9 - 7.877).abs() < 0.01);
-        assert!((pcie_bytes_per_sec(5.0, 1) / 1e6 - 500.0).abs() < 0.1);
+    fn sysfs_texts_parse_into_bus_ceilings() {
+        let sata = sata_link("6.0 Gbps\n").unwrap();
+        assert!((sata.usable_bytes_per_sec() - 600e6).abs() < 1e6, "{}", sata.usable_bytes_per_sec());
+        assert!(sata_link("3.0 Gbps").unwrap().usable_bytes_per_sec() < 301e6);
+        assert_eq!(sata_link("<unknown>"), None);
         assert_eq!(parse_pcie_speed("8.0 GT/s PCIe\n"), Some(8.0));
         assert_eq!(parse_pcie_speed("Unknown"), None);
     }

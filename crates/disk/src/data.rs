@@ -66,12 +66,8 @@ impl FastRng {
         ];
         let mut chunks = buf.chunks_exact_mut(32);
         for chunk in &mut chunks {
-            let words = [
-                wy_step(&mut lanes[0]),
-                wy_step(&mut lanes[1]),
-                wy_step(&mut lanes[2]),
-                wy_step(&mut lanes[3]),
-            ];
+            let words =
+                [wy_step(&mut lanes[0]), wy_step(&mut lanes[1]), wy_step(&mut lanes[2]), wy_step(&mut lanes[3])];
             for (dst, w) in chunk.chunks_exact_mut(8).zip(words) {
                 dst.copy_from_slice(&w.to_ne_bytes());
             }

@@ -186,9 +186,7 @@ pub struct TestDef {
 pub enum DiskError {
     #[error("{0}")]
     Usage(String),
-    #[error(
-        "the disk is full ({context}); the test file was removed. Use a smaller --size or free some space"
-    )]
+    #[error("the disk is full ({context}); the test file was removed. Use a smaller --size or free some space")]
     DiskFull { context: String },
     #[error("{context}: {source}")]
     Io {

@@ -204,8 +204,7 @@ mod tests {
     #[test]
     fn quick_runs_about_thirty_seconds() {
         let p = Preset::Quick;
-        let total: Duration =
-            p.tests(p.default_time(), p.default_ramp()).iter().map(|t| t.time + t.ramp).sum();
+        let total: Duration = p.tests(p.default_time(), p.default_ramp()).iter().map(|t| t.time + t.ramp).sum();
         assert!(total >= Duration::from_secs(20) && total <= Duration::from_secs(30), "{total:?}");
     }
 }

@@ -134,8 +134,9 @@ pub fn run_test(
     stop: &AtomicBool,
     on_tick: &mut dyn FnMut(&Tick),
 ) -> Result<TestOutcome> {
-    let engine_kind = crate::engine::resolve_engine(settings.engine)
-        .map_err(|e| DiskError::Usage(format!("--engine io_uring: io_uring is not available here ({e}); use --engine psync or auto")))?;
+    let engine_kind = crate::engine::resolve_engine(settings.engine).map_err(|e| {
+        DiskError::Usage(format!("--engine io_uring: io_uring is not available here ({e}); use --engine psync or auto"))
+    })?;
     let direct_mode = def.direct.unwrap_or(settings.direct);
     let want_direct = direct_mode != DirectMode::Off;
     let (file, direct) = target.open(def.rw.writes(), want_direct, direct_mode == DirectMode::On, def.sync)?;

@@ -409,8 +409,7 @@ pub fn statfs_info(path: &Path) -> Option<FsInfo> {
         return None;
     }
     let magic = st.f_type as i64;
-    let name =
-        FS_MAGICS.iter().find(|(m, _)| *m == magic).map(|(_, n)| n.to_string()).unwrap_or(format!("{magic:#x}"));
+    let name = FS_MAGICS.iter().find(|(m, _)| *m == magic).map(|(_, n)| n.to_string()).unwrap_or(format!("{magic:#x}"));
     Some(FsInfo { name, magic })
 }
 

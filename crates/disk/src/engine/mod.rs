@@ -90,7 +90,9 @@ pub fn resolve_engine(choice: EngineChoice) -> Result<EngineKind, io::Error> {
     match choice {
         EngineChoice::Psync => Ok(EngineKind::Psync),
         EngineChoice::IoUring => io_uring::IoUring::new(2).map(|_| EngineKind::IoUring),
-        EngineChoice::Auto => Ok(if io_uring::IoUring::new(2).is_ok() { EngineKind::IoUring } else { EngineKind::Psync }),
+        EngineChoice::Auto => {
+            Ok(if io_uring::IoUring::new(2).is_ok() { EngineKind::IoUring } else { EngineKind::Psync })
+        }
     }
 }
 

@@ -92,7 +92,9 @@ impl IoEngine for UringEngine {
                 Err(e) => return Err(e),
             }
         }
-        out.extend(self.ring.completion().map(|cqe| Completion { tag: cqe.user_data(), result: i64::from(cqe.result()) }));
+        out.extend(
+            self.ring.completion().map(|cqe| Completion { tag: cqe.user_data(), result: i64::from(cqe.result()) }),
+        );
         Ok(())
     }
 }
