@@ -15,11 +15,12 @@ pub fn honesty_warnings(outcome: &TestOutcome, target: &Target, bus: Option<&Bus
     let mut w = Vec::new();
     let memory_fs = target.filesystem.as_ref().is_some_and(|f| f.name == "tmpfs" || f.name == "ramfs");
     let ram = ram_bytes();
-    if !outcome.direct && (target.size < ram.saturating_mul(2) || memory_fs) {
+    if (!outcome.direct && target.size < ram.saturating_mul(2)) || memory_fs {
         w.push(Warning::new(
             "page_cache_possible",
             format!(
-                "buffered I/O on a {} file with {} of RAM: the page cache may have answered; {}",
+                "{} on a {} file with {} of RAM: the page cache may have answered; {}",
+                if outcome.direct { "O_DIRECT" } else { "buffered I/O" },
                 headroom_units::format_size(target.size),
                 headroom_units::format_size(ram),
                 if memory_fs {

@@ -64,9 +64,14 @@ pub struct TestOutcome {
 #[repr(align(128))]
 #[derive(Default)]
 struct Counters {
+    /// Everything since the start (per-second samples are differences of these).
     bytes: AtomicU64,
     ops: AtomicU64,
     lat_ns: AtomicU64,
+    /// Only the measured phase: the I/Os the histogram holds.
+    measured_bytes: AtomicU64,
+    measured_ops: AtomicU64,
+    measured_lat_ns: AtomicU64,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -87,6 +92,7 @@ fn snapshot(counters: &[Counters]) -> Snapshot {
 /// Shared between the controller and the workers of one test.
 struct Shared {
     counters: Vec<Counters>,
+    /// Set when the warm-up ends; cleared when the measured time ends.
     measuring: AtomicBool,
     done: AtomicBool,
     error: Mutex<Option<DiskError>>,
@@ -261,6 +267,7 @@ pub fn run_test(
             .unwrap_or(now);
         std::thread::sleep(next.saturating_duration_since(Instant::now()).min(Duration::from_millis(50)));
     }
+    shared.measuring.store(false, Ordering::SeqCst);
     let end = Instant::now();
     let end_snap = snapshot(&shared.counters);
     shared.done.store(true, Ordering::SeqCst);
@@ -272,13 +279,18 @@ pub fn run_test(
     }
     let error = shared.error.lock().unwrap_or_else(|p| p.into_inner()).take();
 
+    let measured = shared.counters.iter().fold(Snapshot::default(), |s, c| Snapshot {
+        bytes: s.bytes + c.measured_bytes.load(Ordering::Relaxed),
+        ops: s.ops + c.measured_ops.load(Ordering::Relaxed),
+        lat_ns: s.lat_ns + c.measured_lat_ns.load(Ordering::Relaxed),
+    });
     let (summary, samples) = match base {
-        Some((t0, b)) => {
+        Some((t0, _)) => {
             let dt = end - last_tick;
             if dt >= Duration::from_millis(250) && !samples.is_empty() || samples.is_empty() && dt > Duration::ZERO {
                 samples.push(interval_sample(last_snap, end_snap, dt, Some(end - t0)));
             }
-            (summarise(b, end_snap, end - t0, &histogram), samples)
+            (summarise(Snapshot::default(), measured, end - t0, &histogram), samples)
         }
         None => (Summary::default(), Vec::new()),
     };
@@ -370,6 +382,7 @@ fn worker_loop(w: Worker, shared: &Shared) -> Histogram<u64> {
     let mut completions = Vec::with_capacity(w.depth * 2);
     let mut inflight = 0usize;
     let (mut bytes_total, mut ops_total, mut lat_total) = (0u64, 0u64, 0u64);
+    let (mut m_bytes, mut m_ops, mut m_lat) = (0u64, 0u64, 0u64);
     let fsync_each = w.def.sync == SyncMode::Fsync;
 
     while !shared.done.load(Ordering::Relaxed) {
@@ -463,6 +476,9 @@ fn worker_loop(w: Worker, shared: &Shared) -> Histogram<u64> {
             lat_total += lat;
             if measuring {
                 hist.saturating_record(lat.max(1));
+                m_bytes += bs as u64;
+                m_ops += 1;
+                m_lat += lat;
             }
             free.push(slot);
         }
@@ -475,6 +491,11 @@ fn worker_loop(w: Worker, shared: &Shared) -> Histogram<u64> {
         counters.bytes.store(bytes_total, Ordering::Relaxed);
         counters.ops.store(ops_total, Ordering::Relaxed);
         counters.lat_ns.store(lat_total, Ordering::Relaxed);
+        if measuring {
+            counters.measured_bytes.store(m_bytes, Ordering::Relaxed);
+            counters.measured_ops.store(m_ops, Ordering::Relaxed);
+            counters.measured_lat_ns.store(m_lat, Ordering::Relaxed);
+        }
     }
     // Drain what is still in flight so buffers are not freed under the kernel.
     while inflight > 0 {

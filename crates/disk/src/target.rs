@@ -119,14 +119,18 @@ impl Target {
         }
         let size = opts.size.unwrap_or(opts.default_size);
         let free = free_bytes(dir).map_err(|e| DiskError::io(format!("statvfs {}", dir.display()), e))?;
-        if size.saturating_add(FREE_SPACE_MARGIN) > free {
-            let suggestion = (free.saturating_sub(FREE_SPACE_MARGIN) / 2).max(1 << 20);
+        // ramfs (and some FUSE filesystems) report no size at all: nothing to check.
+        let free = free.unwrap_or(u64::MAX);
+        // Leave some space for others (64 MiB, or an eighth on small filesystems).
+        let margin = FREE_SPACE_MARGIN.min(free / 8);
+        if size.saturating_add(margin) > free {
+            let suggestion = (free.saturating_sub(margin) / 2).max(1 << 20);
             return Err(DiskError::Usage(format!(
                 "--size {} is larger than the free space on {} ({} free, {} kept spare); try --size {}",
                 headroom_units::format_size(size),
                 dir.display(),
                 headroom_units::format_size(free),
-                headroom_units::format_size(FREE_SPACE_MARGIN),
+                headroom_units::format_size(margin),
                 short_size(suggestion)
             )));
         }
@@ -344,14 +348,18 @@ fn access_ok(path: &Path, mode: i32) -> bool {
     unsafe { libc::access(cstring(path).as_ptr(), mode) == 0 }
 }
 
-/// Bytes an unprivileged user may still write under `path`.
-pub fn free_bytes(path: &Path) -> io::Result<u64> {
+/// Bytes an unprivileged user may still write under `path`; None when the
+/// filesystem reports no size (ramfs).
+pub fn free_bytes(path: &Path) -> io::Result<Option<u64>> {
     // SAFETY: statvfs fills the struct.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
     if unsafe { libc::statvfs(cstring(path).as_ptr(), &mut st) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(st.f_bavail as u64 * st.f_frsize as u64)
+    if st.f_blocks == 0 {
+        return Ok(None);
+    }
+    Ok(Some(st.f_bavail as u64 * st.f_frsize as u64))
 }
 
 fn short_size(bytes: u64) -> String {

@@ -4,6 +4,8 @@
 //!
 //! Used only by tests, benches and scripts; never by the headroom binary.
 
+pub mod blockdev;
+
 /// Whether this process runs as root (namespaces, loop devices and cgroups need it).
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.

@@ -1,0 +1,210 @@
+//! Block devices for tests: loop devices over sparse files, filesystems made on
+//! them, mounts (also tmpfs and ramfs), and cgroup v1 blkio throttles that
+//! give a device a known speed. Each is a guard: dropping it detaches,
+//! unmounts or removes what it made, also when the test panics. Names carry
+//! the process id and a counter so parallel tests never collide.
+
+use crate::sh;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// `headroom-lab-<what>-<pid>-<n>`: unique per process and call.
+pub fn unique_name(what: &str) -> String {
+    format!("headroom-lab-{what}-{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A loop device over a sparse backing file in the system temp directory.
+#[derive(Debug)]
+pub struct LoopDevice {
+    /// /dev/loopN
+    pub path: PathBuf,
+    pub backing: PathBuf,
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl LoopDevice {
+    /// A loop device of `size` bytes (backing file sparse until written).
+    pub fn new(size: u64) -> io::Result<LoopDevice> {
+        let backing = std::env::temp_dir().join(format!("{}.img", unique_name("loop")));
+        let file = std::fs::File::create(&backing)?;
+        file.set_len(size)?;
+        drop(file);
+        let dev = match sh("losetup", &["-f", "--show", &backing.to_string_lossy()]) {
+            Ok(out) => PathBuf::from(out.trim()),
+            Err(e) => {
+                let _ = std::fs::remove_file(&backing);
+                return Err(e);
+            }
+        };
+        let rdev = std::fs::metadata(&dev)?.rdev();
+        Ok(LoopDevice { path: dev, backing, major: libc_major(rdev), minor: libc_minor(rdev) })
+    }
+
+    /// "7:3", as blkio throttle files want it.
+    pub fn major_minor(&self) -> String {
+        format!("{}:{}", self.major, self.minor)
+    }
+
+    /// Makes a filesystem (`ext4`, `xfs`, `btrfs`) on the whole device.
+    pub fn mkfs(&self, fstype: &str) -> io::Result<()> {
+        let dev = self.path.to_string_lossy().to_string();
+        let (program, args): (String, Vec<&str>) = match fstype {
+            "ext4" => ("mkfs.ext4".into(), vec!["-q", "-F", &dev]),
+            "xfs" => ("mkfs.xfs".into(), vec!["-q", "-f", &dev]),
+            "btrfs" => ("mkfs.btrfs".into(), vec!["-q", "-f", &dev]),
+            other => (format!("mkfs.{other}"), vec![&dev]),
+        };
+        sh(&program, &args).map(drop)
+    }
+
+    /// Writes a GPT with one partition (sfdisk).
+    pub fn write_gpt(&self) -> io::Result<()> {
+        let mut child = Command::new("sfdisk")
+            .args(["-q", "--label", "gpt", &self.path.to_string_lossy()])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()?;
+        use std::io::Write;
+        child.stdin.take().expect("piped").write_all(b",,L\n")?;
+        let out = child.wait_with_output()?;
+        if !out.status.success() {
+            return Err(io::Error::other(format!("sfdisk: {}", String::from_utf8_lossy(&out.stderr))));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for LoopDevice {
+    fn drop(&mut self) {
+        let _ = sh("losetup", &["-d", &self.path.to_string_lossy()]);
+        let _ = std::fs::remove_file(&self.backing);
+    }
+}
+
+fn libc_major(dev: u64) -> u32 {
+    (((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0xfff)) as u32
+}
+
+fn libc_minor(dev: u64) -> u32 {
+    (((dev >> 12) & 0xffff_ff00) | (dev & 0xff)) as u32
+}
+
+/// A mount on a fresh directory under the system temp directory; unmounted
+/// (lazily, so a busy mount never blocks the test) and removed on drop.
+#[derive(Debug)]
+pub struct Mount {
+    pub dir: PathBuf,
+}
+
+impl Mount {
+    /// Mounts `source` (a device, or `tmpfs`/`ramfs`) of type `fstype` with `options`.
+    pub fn new(source: &str, fstype: &str, options: Option<&str>) -> io::Result<Mount> {
+        let dir = std::env::temp_dir().join(unique_name("mnt"));
+        std::fs::create_dir(&dir)?;
+        let dir_s = dir.to_string_lossy().to_string();
+        let mut args = vec!["-t", fstype];
+        if let Some(o) = options {
+            args.extend(["-o", o]);
+        }
+        args.extend([source, dir_s.as_str()]);
+        if let Err(e) = sh("mount", &args) {
+            let _ = std::fs::remove_dir(&dir);
+            return Err(e);
+        }
+        Ok(Mount { dir })
+    }
+
+    /// A tmpfs of `size` bytes.
+    pub fn tmpfs(size: u64) -> io::Result<Mount> {
+        Mount::new("tmpfs", "tmpfs", Some(&format!("size={size}")))
+    }
+
+    /// A ramfs: memory that refuses O_DIRECT (the fallback path).
+    pub fn ramfs() -> io::Result<Mount> {
+        Mount::new("ramfs", "ramfs", None)
+    }
+
+    /// The filesystem of `dev` mounted here.
+    pub fn device(dev: &Path, fstype: &str) -> io::Result<Mount> {
+        Mount::new(&dev.to_string_lossy(), fstype, None)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = sh("umount", &["-l", &self.dir.to_string_lossy()]);
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// A cgroup v1 blkio group with throttles on one device: processes started
+/// through [`BlkioThrottle::command`] run at the configured rate.
+#[derive(Debug)]
+pub struct BlkioThrottle {
+    pub dir: PathBuf,
+}
+
+/// Where cgroup v1 blkio is mounted on these machines.
+pub const BLKIO_ROOT: &str = "/sys/fs/cgroup/blkio";
+
+impl BlkioThrottle {
+    /// Whether cgroup v1 blkio throttling is available.
+    pub fn available() -> bool {
+        Path::new(BLKIO_ROOT).join("blkio.throttle.read_bps_device").exists()
+    }
+
+    /// A new group throttling `major_minor` ("7:3"). Each limit is optional.
+    pub fn new(
+        major_minor: &str,
+        read_bps: Option<u64>,
+        write_bps: Option<u64>,
+        read_iops: Option<u64>,
+        write_iops: Option<u64>,
+    ) -> io::Result<BlkioThrottle> {
+        let dir = Path::new(BLKIO_ROOT).join(unique_name("blkio"));
+        std::fs::create_dir(&dir)?;
+        let throttle = BlkioThrottle { dir };
+        for (file, value) in [
+            ("blkio.throttle.read_bps_device", read_bps),
+            ("blkio.throttle.write_bps_device", write_bps),
+            ("blkio.throttle.read_iops_device", read_iops),
+            ("blkio.throttle.write_iops_device", write_iops),
+        ] {
+            if let Some(v) = value {
+                std::fs::write(throttle.dir.join(file), format!("{major_minor} {v}\n"))?;
+            }
+        }
+        Ok(throttle)
+    }
+
+    /// `program args...` started inside this group (via a shell that moves
+    /// itself into the group and then execs the program).
+    pub fn command(&self, program: &Path, args: &[&str]) -> Command {
+        let mut c = Command::new("sh");
+        c.arg("-c").arg("echo $$ > \"$0\" && exec \"$@\"").arg(self.dir.join("cgroup.procs")).arg(program).args(args);
+        c
+    }
+}
+
+impl Drop for BlkioThrottle {
+    fn drop(&mut self) {
+        // rmdir fails while a process is still inside: retry briefly.
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.dir).is_ok() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+}
