@@ -1,0 +1,66 @@
+//! headroom and stock fio agree on the same file: QD1 4K random reads with
+//! O_DIRECT, interleaved fio/headroom three times, medians within a generous
+//! margin (the lab's virtual disk is steady at QD1; see LAB.md). The bench
+//! benches/disk_vs_fio.sh holds the tighter performance comparison.
+
+use headroom_result::ResultDoc;
+use std::process::Command;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+#[test]
+fn qd1_random_read_iops_agree_with_fio() {
+    headroom_lab::require_program!("fio");
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let file = dir.path().join("shared.dat");
+    let size: usize = 256 << 20;
+    let mut data = vec![0u8; size];
+    headroom_disk::data::FastRng::new(42).fill(&mut data);
+    std::fs::write(&file, &data).unwrap();
+    drop(data);
+    let f = file.to_str().unwrap();
+    let (mut fio_iops, mut hr_iops, mut fio_lat, mut hr_lat) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..3 {
+        let out = Command::new("fio")
+            .args([
+                "--name=agree",
+                &format!("--filename={f}"),
+                "--rw=randread",
+                "--bs=4k",
+                "--iodepth=1",
+                "--direct=1",
+                "--ioengine=io_uring",
+                "--size=256m",
+                "--time_based",
+                "--runtime=2",
+                "--ramp_time=500ms",
+                "--norandommap",
+                "--randrepeat=0",
+                "--output-format=json",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "fio: {}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("fio JSON");
+        let read = &v["jobs"][0]["read"];
+        fio_iops.push(read["iops"].as_f64().unwrap());
+        fio_lat.push(read["clat_ns"]["mean"].as_f64().unwrap());
+
+        let out = Command::new(env!("CARGO_BIN_EXE_headroom"))
+            .args(["disk", f, "--rw", "randread", "--bs", "4k", "--qd", "1", "--time", "2s", "--ramp", "500ms", "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "headroom: {}", String::from_utf8_lossy(&out.stderr));
+        let d = ResultDoc::from_json(&String::from_utf8_lossy(&out.stdout)).unwrap();
+        hr_iops.push(d.probes[0].summary.iops.unwrap());
+        hr_lat.push(d.probes[0].summary.latency_ns.as_ref().unwrap().mean);
+    }
+    let ratio = median(hr_iops.clone()) / median(fio_iops.clone());
+    let lat_ratio = median(hr_lat.clone()) / median(fio_lat.clone());
+    eprintln!("QD1 4K randread IOPS headroom {hr_iops:?} fio {fio_iops:?}: ratio {ratio:.3}; mean latency ratio {lat_ratio:.3}");
+    assert!((0.8..=1.25).contains(&ratio), "IOPS headroom/fio = {ratio:.3}");
+    assert!((0.8..=1.25).contains(&lat_ratio), "mean latency headroom/fio = {lat_ratio:.3}");
+}
