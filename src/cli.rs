@@ -49,7 +49,7 @@ pub struct GlobalArgs {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Storage tests on a directory, device or file: MB/s, IOPS, latency percentiles, fio-checked
-    Disk(commands::disk::DiskArgs),
+    Disk(Box<commands::disk::DiskArgs>),
     /// Ceilings of a link or bus: usable rate, TCP/UDP/iSCSI goodput, frame timing
     Link(commands::link::LinkArgs),
     /// Print shell completions for bash, zsh, fish, elvish or powershell

@@ -47,10 +47,12 @@ fn qd1_random_read_iops_agree_with_fio() {
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("fio JSON");
         let read = &v["jobs"][0]["read"];
         fio_iops.push(read["iops"].as_f64().unwrap());
-        fio_lat.push(read["clat_ns"]["mean"].as_f64().unwrap());
+        fio_lat.push(read["lat_ns"]["mean"].as_f64().unwrap());
 
         let out = Command::new(env!("CARGO_BIN_EXE_headroom"))
-            .args(["disk", f, "--rw", "randread", "--bs", "4k", "--qd", "1", "--time", "2s", "--ramp", "500ms", "--json"])
+            .args([
+                "disk", f, "--rw", "randread", "--bs", "4k", "--qd", "1", "--time", "2s", "--ramp", "500ms", "--json",
+            ])
             .output()
             .unwrap();
         assert!(out.status.success(), "headroom: {}", String::from_utf8_lossy(&out.stderr));

@@ -434,8 +434,9 @@ fn latency(ns: f64) -> String {
 }
 
 fn render_table(probes: &[Probe], out: &Output) -> String {
+    let iec_head = if out.iec { format!(" {:>10}", "MiB/s") } else { String::new() };
     let mut s = format!(
-        "{:<28} {:>10} {:>10} {:>10} {:>10} {:>10}\n",
+        "{:<28} {:>10}{iec_head} {:>10} {:>10} {:>10} {:>10}\n",
         out.bold("test"),
         "MB/s",
         "IOPS",
@@ -445,8 +446,9 @@ fn render_table(probes: &[Probe], out: &Output) -> String {
     );
     for p in probes {
         let l = p.summary.latency_ns.clone().unwrap_or_default();
+        let iec = if out.iec { format!(" {:>10.1}", p.summary.bytes_per_sec / 1048576.0) } else { String::new() };
         s += &format!(
-            "{:<28} {:>10.1} {:>10.0} {:>10} {:>10} {:>10}\n",
+            "{:<28} {:>10.1}{iec} {:>10.0} {:>10} {:>10} {:>10}\n",
             p.name,
             p.summary.bytes_per_sec / 1e6,
             p.summary.iops.unwrap_or(0.0),

@@ -1,7 +1,7 @@
 //! What headroom's own bookkeeping costs, so it never limits the engine:
 //! - the data generator's fill rate (GB/s per core) for 4 KiB and 1 MiB writes,
 //! - a clock read plus a histogram record, per I/O (what each completion costs),
-//! set against the I/O they accompany (a 4 KiB write's fill, a ~10 us I/O).
+//!   set against the I/O they accompany (a ~10 us NVMe read, the lab's 70 us one).
 //!
 //! Run: `cargo bench -p headroom-disk --bench disk_overhead`.
 

@@ -6,7 +6,7 @@ use crate::{EngineKind, Pattern, Rw, SyncMode, TestDef};
 /// A size the way fio reads it (k/m/g are powers of 1024).
 pub fn fio_size(bytes: u64) -> String {
     for (shift, unit) in [(40, "t"), (30, "g"), (20, "m"), (10, "k")] {
-        if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
             return format!("{}{unit}", bytes >> shift);
         }
     }

@@ -134,7 +134,7 @@ pub const SWEEP_BLOCK_SIZES: [u64; 3] = [4096, 64 << 10, 1 << 20];
 /// "4K", "64K", "1M", "128K", "3000B".
 pub fn size_label(bytes: u64) -> String {
     for (shift, unit) in [(30, "G"), (20, "M"), (10, "K")] {
-        if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
             return format!("{}{unit}", bytes >> shift);
         }
     }

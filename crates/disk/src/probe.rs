@@ -99,7 +99,8 @@ pub fn to_probe(outcome: &TestOutcome, target: &Target, settings: RunSettings, w
         }),
         summary: outcome.summary.clone(),
         samples: outcome.samples.clone(),
-        histogram: (outcome.histogram.len() > 0).then(|| Histogram { buckets: histogram_buckets(&outcome.histogram) }),
+        histogram: (!outcome.histogram.is_empty())
+            .then(|| Histogram { buckets: histogram_buckets(&outcome.histogram) }),
         warnings,
         details,
     }

@@ -146,7 +146,7 @@ pub fn run_test(
     let direct_mode = def.direct.unwrap_or(settings.direct);
     let want_direct = direct_mode != DirectMode::Off;
     let (file, direct) = target.open(def.rw.writes(), want_direct, direct_mode == DirectMode::On, def.sync)?;
-    if direct && def.block_size % target.dio_align != 0 {
+    if direct && !def.block_size.is_multiple_of(target.dio_align) {
         return Err(DiskError::Usage(format!(
             "--bs {} is not a multiple of {}'s O_DIRECT alignment ({} bytes, from {}); use e.g. --bs 4k, or --direct off",
             def.block_size,
@@ -323,7 +323,7 @@ fn summarise(base: Snapshot, end: Snapshot, dur: Duration, hist: &Histogram<u64>
     let secs = dur.as_secs_f64().max(1e-9);
     let bytes = end.bytes.saturating_sub(base.bytes);
     let ops = end.ops.saturating_sub(base.ops);
-    let latency = (hist.len() > 0).then(|| Latency {
+    let latency = (!hist.is_empty()).then(|| Latency {
         // The exact mean from the counters; percentiles from the histogram.
         mean: if ops > 0 { end.lat_ns.saturating_sub(base.lat_ns) as f64 / ops as f64 } else { hist.mean() },
         p50: hist.value_at_quantile(0.5) as f64,

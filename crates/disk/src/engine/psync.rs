@@ -2,20 +2,20 @@
 //! thread (fio's `psync`). The runner gives it queue depth by running one
 //! worker thread per outstanding I/O.
 
-use super::{AlignedBuf, Completion, EngineConfig, IoEngine, IoKind, IoUnit};
+use super::{BufferPool, Completion, EngineConfig, IoEngine, IoKind, IoUnit};
 use crate::EngineKind;
 use std::io;
 use std::os::fd::RawFd;
 
 pub struct PsyncEngine {
     fd: RawFd,
-    buffers: Vec<AlignedBuf>,
+    buffers: BufferPool,
     done: Vec<Completion>,
 }
 
 impl PsyncEngine {
     pub fn new(config: EngineConfig) -> io::Result<Self> {
-        let buffers = (0..config.depth).map(|_| AlignedBuf::new(config.buf_size, config.buf_align)).collect();
+        let buffers = BufferPool::new(config.depth, config.buf_size, config.buf_align);
         Ok(PsyncEngine { fd: config.fd, buffers, done: Vec::with_capacity(config.depth) })
     }
 }
@@ -38,17 +38,17 @@ impl IoEngine for PsyncEngine {
     }
 
     fn buffer_mut(&mut self, index: u16) -> &mut [u8] {
-        self.buffers[usize::from(index)].as_mut_slice()
+        self.buffers.slice_mut(usize::from(index))
     }
 
     fn queue(&mut self, io: IoUnit) -> io::Result<()> {
-        let buf = &self.buffers[usize::from(io.buf_index)];
-        let len = (io.len as usize).min(buf.len());
+        let buf = self.buffers.ptr(usize::from(io.buf_index));
+        let len = (io.len as usize).min(self.buffers.buf_len());
         // SAFETY: buf is valid for len bytes; fd is open for the engine's lifetime.
         let ret = unsafe {
             match io.kind {
-                IoKind::Read => libc::pread(self.fd, buf.as_ptr().cast(), len, io.offset as libc::off_t),
-                IoKind::Write => libc::pwrite(self.fd, buf.as_ptr().cast(), len, io.offset as libc::off_t),
+                IoKind::Read => libc::pread(self.fd, buf.cast(), len, io.offset as libc::off_t),
+                IoKind::Write => libc::pwrite(self.fd, buf.cast(), len, io.offset as libc::off_t),
                 IoKind::Fsync => libc::fsync(self.fd) as isize,
             }
         };

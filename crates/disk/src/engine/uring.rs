@@ -2,14 +2,14 @@
 //! skips page pinning and fd lookups per I/O), batched submission (one
 //! `io_uring_enter` per commit) and batched reaping.
 
-use super::{AlignedBuf, Completion, EngineConfig, IoEngine, IoKind, IoUnit};
+use super::{BufferPool, Completion, EngineConfig, IoEngine, IoKind, IoUnit};
 use crate::EngineKind;
 use io_uring::{opcode, squeue, types, IoUring};
 use std::io;
 
 pub struct UringEngine {
     ring: IoUring,
-    buffers: Vec<AlignedBuf>,
+    buffers: BufferPool,
     /// Queued but not yet submitted.
     unsubmitted: usize,
 }
@@ -18,10 +18,10 @@ impl UringEngine {
     pub fn new(config: EngineConfig) -> io::Result<Self> {
         let entries = (config.depth.max(1) as u32).next_power_of_two();
         let ring: IoUring<squeue::Entry> = IoUring::builder().build(entries)?;
-        let buffers: Vec<AlignedBuf> =
-            (0..config.depth).map(|_| AlignedBuf::new(config.buf_size, config.buf_align)).collect();
-        let iovecs: Vec<libc::iovec> =
-            buffers.iter().map(|b| libc::iovec { iov_base: b.as_ptr().cast(), iov_len: b.len() }).collect();
+        let buffers = BufferPool::new(config.depth, config.buf_size, config.buf_align);
+        let iovecs: Vec<libc::iovec> = (0..buffers.len())
+            .map(|i| libc::iovec { iov_base: buffers.ptr(i).cast(), iov_len: buffers.buf_len() })
+            .collect();
         // SAFETY: the buffers live as long as the ring: both are fields of self, and
         // the ring is dropped first (declared first), which unregisters them.
         unsafe { ring.submitter().register_buffers(&iovecs)? };
@@ -40,21 +40,21 @@ impl IoEngine for UringEngine {
     }
 
     fn buffer_mut(&mut self, index: u16) -> &mut [u8] {
-        self.buffers[usize::from(index)].as_mut_slice()
+        self.buffers.slice_mut(usize::from(index))
     }
 
     fn queue(&mut self, io: IoUnit) -> io::Result<()> {
         let file = types::Fixed(0);
         let entry = match io.kind {
             IoKind::Read => {
-                let buf = &self.buffers[usize::from(io.buf_index)];
-                opcode::ReadFixed::new(file, buf.as_ptr(), io.len.min(buf.len() as u32), io.buf_index)
+                let buf = self.buffers.ptr(usize::from(io.buf_index));
+                opcode::ReadFixed::new(file, buf, io.len.min(self.buffers.buf_len() as u32), io.buf_index)
                     .offset(io.offset)
                     .build()
             }
             IoKind::Write => {
-                let buf = &self.buffers[usize::from(io.buf_index)];
-                opcode::WriteFixed::new(file, buf.as_ptr(), io.len.min(buf.len() as u32), io.buf_index)
+                let buf = self.buffers.ptr(usize::from(io.buf_index));
+                opcode::WriteFixed::new(file, buf, io.len.min(self.buffers.buf_len() as u32), io.buf_index)
                     .offset(io.offset)
                     .build()
             }

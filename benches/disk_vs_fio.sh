@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# headroom disk vs stock fio on the same file, interleaved (fio, headroom, fio,
+# headroom, ...) ROUNDS times each; prints medians, spread (max-min as % of
+# the median) and the ratio headroom/fio for:
+#   4K randread QD32 O_DIRECT: IOPS (goal >= 1.0) and CPU seconds per I/O,
+#     all threads of each process (goal <= 0.8)
+#   4K randread QD1: mean latency (goal <= 1.02)
+#   1M sequential read and write QD8: MB/s (goal 0.97-1.03)
+# fio runs with the options headroom records as its fio equivalent (io_uring,
+# fixedbufs, registerfiles, norandommap, same ramp and runtime).
+#
+# Usage: benches/disk_vs_fio.sh [DIR] [ROUNDS] [SECONDS]   (DIR defaults to target/)
+# Needs fio and jq. The file (1 GiB of random data) is removed at the end.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+dir=${1:-target}
+rounds=${2:-3}
+secs=${3:-5}
+ramp=1
+command -v fio >/dev/null || { echo "disk_vs_fio: fio is not installed (scripts/install-deps.sh)" >&2; exit 1; }
+command -v jq >/dev/null || { echo "disk_vs_fio: jq is not installed" >&2; exit 1; }
+
+cargo build --release -q --bin headroom
+hr=target/release/headroom
+file="$dir/headroom-bench-$$.dat"
+tmp=$(mktemp -d)
+trap 'rm -f "$file"; rm -rf "$tmp"' EXIT
+echo "disk_vs_fio: laying out 1 GiB of random data in $file"
+head -c 1G /dev/urandom >"$file"
+sync "$file"
+
+# cpu_of CMD...: runs CMD, stdout to $tmp/out, user+sys CPU seconds of all its threads to $tmp/cpu.
+cpu_of() {
+  /usr/bin/time -f "%U %S" -o "$tmp/time" "$@" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
+  awk '{print $1 + $2}' "$tmp/time" >"$tmp/cpu"
+}
+
+# run_fio RW BS QD -> "mbps iops lat_mean_ns cpu_per_io"
+run_fio() {
+  local rw=$1 bs=$2 qd=$3 dirn=read
+  case $rw in *write) dirn=write ;; esac
+  cpu_of fio --name=bench --filename="$file" --rw="$rw" --bs="$bs" --iodepth="$qd" --numjobs=1 \
+    --ioengine=io_uring --fixedbufs=1 --registerfiles=1 --direct=1 --size=1g --norandommap \
+    --randrepeat=0 --refill_buffers --time_based --runtime="$secs" --ramp_time="$ramp" --output-format=json
+  jq -r --arg d "$dirn" --argjson cpu "$(cat "$tmp/cpu")" \
+    '.jobs[0][$d] | "\(.bw_bytes / 1e6) \(.iops) \(.lat_ns.mean) \($cpu / .total_ios)"' "$tmp/out"
+}
+
+# run_hr RW BS QD -> "mbps iops lat_mean_ns cpu_per_io"
+run_hr() {
+  local rw=$1 bs=$2 qd=$3 extra=()
+  case $rw in *write) extra=(--destructive --force) ;; esac
+  cpu_of "$hr" disk "$file" --rw "$rw" --bs "$bs" --qd "$qd" --time "${secs}s" --ramp "${ramp}s" \
+    --engine io_uring --direct on "${extra[@]}" --json
+  jq -r --argjson cpu "$(cat "$tmp/cpu")" \
+    '.probes[0].summary | "\(.bytes_per_sec / 1e6) \(.iops) \(.latency_ns.mean) \($cpu / .ops)"' "$tmp/out"
+}
+
+# stats FILE COLUMN -> "median spread%"
+stats() {
+  awk -v c="$2" '{print $c}' "$1" | sort -g | awk '
+    { v[NR] = $1 }
+    END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
+          printf "%.6g %.1f", m, (m > 0 ? (v[NR] - v[1]) / m * 100 : 0) }'
+}
+
+report() { # NAME COLUMN UNIT GOAL
+  local name=$1 col=$2 unit=$3 goal=$4 f h
+  read -r fm fs <<<"$(stats "$tmp/fio" "$col")"
+  read -r hm hs <<<"$(stats "$tmp/hr" "$col")"
+  printf "%-34s fio %12.6g %-6s (spread %5.1f%%)  headroom %12.6g (spread %5.1f%%)  ratio %.3f  goal %s\n" \
+    "$name" "$fm" "$unit" "$fs" "$hm" "$hs" "$(awk -v h="$hm" -v f="$fm" 'BEGIN { print (f > 0 ? h / f : 0) }')" "$goal"
+}
+
+bench() { # LABEL RW BS QD
+  : >"$tmp/fio"; : >"$tmp/hr"
+  for _ in $(seq "$rounds"); do
+    run_fio "$2" "$3" "$4" >>"$tmp/fio"
+    run_hr "$2" "$3" "$4" >>"$tmp/hr"
+  done
+}
+
+echo "disk_vs_fio: $rounds rounds of ${secs}s (+${ramp}s ramp) each, interleaved fio/headroom"
+bench "4K randread QD32" randread 4k 32
+report "4K randread QD32 IOPS" 2 "IOPS" ">= 1.0"
+report "4K randread QD32 CPU s per I/O" 4 "s" "<= 0.8"
+bench "4K randread QD1" randread 4k 1
+report "4K randread QD1 mean latency" 3 "ns" "<= 1.02"
+bench "1M read QD8" read 1M 8
+report "1M seq read QD8" 1 "MB/s" "0.97-1.03"
+bench "1M write QD8" write 1M 8
+report "1M seq write QD8" 1 "MB/s" "0.97-1.03"
