@@ -45,8 +45,8 @@ pub struct NetArgs {
     /// Transfer this many bytes per direction instead of running for --time
     #[arg(long)]
     pub bytes: Option<Size>,
-    /// Run a UDP test at this rate (bits/s, e.g. 100M, 1G)
-    #[arg(long)]
+    /// Run a UDP test at this rate (bits/s as iperf3 -b reads it: 100M, 1G; or 1Gb/s, 125MB/s)
+    #[arg(long, value_parser = parse_bit_rate)]
     pub udp: Option<Rate>,
     /// The link to compare against (e.g. 1gbe, 10gbe); default: the local interface that routes to HOST
     #[arg(long)]
@@ -98,6 +98,24 @@ fn plan(args: &NetArgs) -> anyhow::Result<Vec<String>> {
     Ok(tests)
 }
 
+/// iperf3's `-b` spelling (100M = 100 Mb/s) as well as headroom's rate syntax.
+fn parse_bit_rate(text: &str) -> Result<Rate, String> {
+    let t = text.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, c)) if "kKmMgGtT".contains(c) => (&t[..i], match c.to_ascii_lowercase() {
+            'k' => 1e3,
+            'm' => 1e6,
+            'g' => 1e9,
+            _ => 1e12,
+        }),
+        _ => (t, 1.0),
+    };
+    match num.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(Rate(v * mult)),
+        _ => t.parse::<Rate>().map_err(|e| e.to_string()),
+    }
+}
+
 fn validate(args: &NetArgs) -> anyhow::Result<()> {
     if !(1..=128).contains(&args.streams) {
         bail!("--streams {} is out of range: 1 to 128 (example: --streams 4)", args.streams);
@@ -135,10 +153,8 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
     let stop = crate::signals::stop_flag();
     // Detect the protocol (and fail early on DNS, refused port, wrong token).
     let mut session = match args.protocol {
-        ProtocolArg::Iperf3 => {
-            headroom_net::client::connect(&target).map_err(user_error)?;
-            None
-        }
+        // No probe connection: a stock server would take it for a test.
+        ProtocolArg::Iperf3 => None,
         ProtocolArg::Headroom | ProtocolArg::Auto => match Session::open(&target) {
             Ok(s) => Some(s),
             Err(NetError::IsIperf3) if args.protocol == ProtocolArg::Auto => {
@@ -228,6 +244,9 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
                     print_probe(&p, &ceiling, out);
                 }
                 probes.push(p);
+            }
+            Err(e @ (NetError::Resolve { .. } | NetError::Connect { .. } | NetError::Refused(_))) if probes.is_empty() => {
+                return Err(user_error(e));
             }
             Err(e) => {
                 let line = format!("{t}: {}", user_error(e));

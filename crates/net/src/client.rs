@@ -150,21 +150,29 @@ pub struct Session {
 
 fn open_stream(peer: SocketAddr, timeout: Duration, hello: &Hello) -> Result<TcpStream, NetError> {
     let mut s = TcpStream::connect_timeout(&peer, timeout).map_err(|e| connect_error(peer, &e))?;
+    greet(&mut s, hello)?;
+    Ok(s)
+}
+
+/// Writes the greeting and the hello in one segment.
+fn greet(s: &mut TcpStream, hello: &Hello) -> Result<(), NetError> {
     let mut msg = wire::greeting().to_vec();
     let body = serde_json::to_vec(hello).map_err(|e| NetError::Protocol(e.to_string()))?;
     msg.extend_from_slice(&(body.len() as u32).to_be_bytes());
     msg.extend_from_slice(&body);
     s.write_all(&msg)?;
-    Ok(s)
+    Ok(())
 }
 
 impl Session {
     /// Connects, greets and authenticates. Returns [`NetError::IsIperf3`] when
     /// the server turns out to be a stock iperf3.
     pub fn open(target: &Target) -> Result<Session, NetError> {
-        let (_, peer) = connect(target).map(|(s, a)| (drop(s), a))?;
+        // One connection only: a stock iperf3 server would take a throwaway
+        // connection for a control connection and reset the next one.
+        let (mut control, peer) = connect(target)?;
         let hello = Hello::Control { token: target.token.clone(), client_version: env!("CARGO_PKG_VERSION").into() };
-        let mut control = open_stream(peer, target.timeout, &hello)?;
+        greet(&mut control, &hello)?;
         control.set_nodelay(true)?;
         control.set_read_timeout(Some(target.timeout))?;
         let mut first = [0u8; 1];

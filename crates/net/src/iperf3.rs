@@ -227,6 +227,11 @@ pub fn stream_id(index: usize) -> u64 {
     }
 }
 
+fn short(v: &Value) -> String {
+    let t = v.to_string();
+    t.chars().take(200).collect()
+}
+
 /// One stream in a results document.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StreamResult {
@@ -268,13 +273,17 @@ impl Results {
     }
 
     pub fn from_json(v: &Value) -> Result<Results, String> {
-        let f = |k: &str| v.get(k).and_then(Value::as_f64).ok_or_else(|| format!("results lack '{k}'"));
+        let f = |k: &str| v.get(k).and_then(Value::as_f64).ok_or_else(|| format!("results lack '{k}': {}", short(v)));
         let streams = v.get("streams").and_then(Value::as_array).ok_or("results lack 'streams'")?;
         let mut out = Results {
             cpu_total: f("cpu_util_total")?,
             cpu_user: f("cpu_util_user")?,
             cpu_system: f("cpu_util_system")?,
-            sender_has_retransmits: v.get("sender_has_retransmits").and_then(Value::as_i64).ok_or("results lack 'sender_has_retransmits'")?,
+            // cJSON prints -1 stored in an unsigned field as 2^64-1: both mean "none".
+            sender_has_retransmits: v
+                .get("sender_has_retransmits")
+                .and_then(|x| x.as_i64().or_else(|| x.as_u64().map(|u| u as i64)))
+                .ok_or_else(|| format!("results lack 'sender_has_retransmits': {}", short(v)))?,
             streams: Vec::with_capacity(streams.len().min(MAX_STREAMS as usize * 2)),
         };
         for s in streams.iter().take(MAX_STREAMS as usize * 2) {
@@ -282,7 +291,7 @@ impl Results {
             out.streams.push(StreamResult {
                 id: g("id")? as u64,
                 bytes: g("bytes")? as u64,
-                retransmits: g("retransmits")? as i64,
+                retransmits: s.get("retransmits").and_then(|x| x.as_i64().or_else(|| x.as_u64().map(|u| u as i64))).unwrap_or(-1),
                 jitter_s: g("jitter")?,
                 errors: g("errors")? as i64,
                 packets: g("packets")? as u64,

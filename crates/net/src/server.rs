@@ -92,7 +92,7 @@ struct Shared {
     pending: AtomicUsize,
     tests_done: AtomicUsize,
     stop: Arc<AtomicBool>,
-    iperf3_streams: Mutex<HashMap<[u8; iperf3::COOKIE_LEN], SyncSender<TcpStream>>>,
+    iperf3_streams: Mutex<HashMap<[u8; iperf3::COOKIE_LEN], SyncSender<(u64, TcpStream)>>>,
     headroom_streams: Mutex<HashMap<([u8; wire::KEY_LEN], u32), SyncSender<(u32, TcpStream)>>>,
     sessions: Mutex<HashMap<[u8; wire::KEY_LEN], IpAddr>>,
     udp_waiters: Mutex<Vec<UdpWaiter>>,
@@ -191,6 +191,7 @@ impl Server {
         let udp = self.udp;
         let udp_thread = std::thread::Builder::new().name("serve-udp".into()).spawn(move || udp_loop(&udp, &udp_shared))?;
         let fd = self.listener.as_raw_fd();
+        let mut accepted = 0u64;
         while !stop.load(Ordering::Relaxed) && !shared.stop.load(Ordering::Relaxed) {
             if shared.cfg.once && shared.tests_done.load(Ordering::Relaxed) > 0 && shared.active.load(Ordering::Relaxed) == 0 {
                 break;
@@ -202,6 +203,10 @@ impl Server {
                 Ok(c) => c,
                 Err(_) => continue,
             };
+            // iperf3 assigns stream roles by arrival order: remember it, since
+            // connection threads may read their cookies in any order.
+            accepted += 1;
+            let arrival = accepted;
             if shared.pending.fetch_add(1, Ordering::SeqCst) >= MAX_PENDING {
                 shared.pending.fetch_sub(1, Ordering::SeqCst);
                 drop(conn);
@@ -210,7 +215,7 @@ impl Server {
             let s = shared.clone();
             let spawned = std::thread::Builder::new().name("serve-conn".into()).spawn(move || {
                 let mut pending = PendingGuard(Some(&s.pending));
-                handle_connection(conn, peer, &s, &mut pending);
+                handle_connection(conn, peer, arrival, &s, &mut pending);
             });
             if spawned.is_err() {
                 shared.pending.fetch_sub(1, Ordering::SeqCst);
@@ -267,7 +272,7 @@ impl Drop for Slot<'_> {
     }
 }
 
-fn handle_connection(mut conn: TcpStream, peer: SocketAddr, s: &Arc<Shared>, pending: &mut PendingGuard) {
+fn handle_connection(mut conn: TcpStream, peer: SocketAddr, arrival: u64, s: &Arc<Shared>, pending: &mut PendingGuard) {
     let first_message_deadline = s.cfg.idle_timeout.min(Duration::from_secs(10));
     let _ = conn.set_read_timeout(Some(first_message_deadline));
     let _ = conn.set_write_timeout(Some(s.cfg.idle_timeout));
@@ -285,7 +290,7 @@ fn handle_connection(mut conn: TcpStream, peer: SocketAddr, s: &Arc<Shared>, pen
         let waiting = s.iperf3_streams.lock().unwrap_or_else(|p| p.into_inner()).get(&cookie).cloned();
         match waiting {
             Some(tx) => {
-                let _ = tx.try_send(conn);
+                let _ = tx.try_send((arrival, conn));
             }
             None => serve_iperf3(conn, peer, cookie, s),
         }
@@ -494,7 +499,7 @@ fn iperf3_session(conn: &mut TcpStream, peer: SocketAddr, cookie: [u8; iperf3::C
         Err(e) => return Err(refuse_iperf3(conn, e)),
     };
     let n = p.total_streams() as usize;
-    let (tx, rx) = sync_channel::<TcpStream>(n);
+    let (tx, rx) = sync_channel::<(u64, TcpStream)>(n);
     let (utx, urx) = sync_channel::<UdpSocket>(n);
     let _registration = Registration::iperf3(s, cookie, tx, p.udp.then(|| (peer.ip(), utx)));
     iperf3::write_state(conn, iperf3::CREATE_STREAMS).map_err(|e| e.to_string())?;
@@ -514,8 +519,9 @@ fn iperf3_session(conn: &mut TcpStream, peer: SocketAddr, cookie: [u8; iperf3::C
             sp,
         )
     } else {
-        let socks = collect(&rx, n, s.cfg.idle_timeout).ok_or("TCP streams did not arrive")?;
-        StreamSet::start_tcp(socks.into_iter().enumerate().map(|(i, t)| (t, server_sends(i))).collect(), sp)
+        let mut socks = collect(&rx, n, s.cfg.idle_timeout).ok_or("TCP streams did not arrive")?;
+        socks.sort_by_key(|(arrival, _)| *arrival);
+        StreamSet::start_tcp(socks.into_iter().enumerate().map(|(i, (_, t))| (t, server_sends(i))).collect(), sp)
     };
     drop(_registration);
     let cpu = CpuMeter::start();
@@ -608,7 +614,7 @@ fn add_waiter(s: &Shared, udp: Option<(IpAddr, SyncSender<UdpSocket>)>, key: Opt
 }
 
 impl<'a> Registration<'a> {
-    fn iperf3(s: &'a Shared, cookie: [u8; iperf3::COOKIE_LEN], tx: SyncSender<TcpStream>, udp: Option<(IpAddr, SyncSender<UdpSocket>)>) -> Self {
+    fn iperf3(s: &'a Shared, cookie: [u8; iperf3::COOKIE_LEN], tx: SyncSender<(u64, TcpStream)>, udp: Option<(IpAddr, SyncSender<UdpSocket>)>) -> Self {
         s.iperf3_streams.lock().unwrap_or_else(|p| p.into_inner()).insert(cookie, tx);
         Registration { s, cookie: Some(cookie), headroom: None, udp_waiter: add_waiter(s, udp, None) }
     }
