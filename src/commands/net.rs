@@ -522,7 +522,9 @@ fn ceiling_for(host: &str, port: u16, link: Option<&str>) -> anyhow::Result<Link
             tcp_bytes_per_sec: Some(framing.tcp_goodput_bits(l.usable_bits_per_sec) / 8.0),
             source,
             is_virtual: i.is_virtual(),
-            note: i.is_virtual().then(|| format!("{} is a virtual NIC ({}): its speed is nominal", i.name, i.driver.clone().unwrap_or_default())),
+            note: i.is_virtual().then(|| {
+                format!("{} is a virtual NIC ({}): its speed is nominal", i.name, i.driver.clone().unwrap_or_else(|| "no hardware device".into()))
+            }),
         }),
         None => Ok(LinkCeiling {
             name: i.name.clone(),

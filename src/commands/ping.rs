@@ -38,21 +38,9 @@ pub struct PingArgs {
     pub token: Option<String>,
 }
 
-/// Now as RFC 3339 UTC (`2026-11-21T21:30:00Z`), without a date crate.
+/// Now as RFC 3339 UTC, for `started_at`.
 pub(crate) fn rfc3339_now() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem / 60 % 60, rem % 60)
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
 fn ms(d: f64) -> String {

@@ -385,6 +385,10 @@ impl Session {
                 result.upload_bytes = rep.streams.iter().map(|s| s.bytes_received).sum();
                 result.sender_tcp_info.extend(rep.streams.iter().filter_map(|s| s.tcp_info.clone()));
                 result.cpu_remote = Some(rep.cpu);
+                if spec.bytes.is_some() && spec.direction != Direction::Download {
+                    // A fixed transfer ends when the last byte arrived at the server.
+                    result.duration_s = result.duration_s.max(rep.duration_s);
+                }
                 if rep.udp.is_some() {
                     result.udp_recv = rep.udp;
                 }

@@ -432,6 +432,11 @@ impl StreamSet {
         self.streams.iter().filter(|s| s.sending == sending).map(|s| s.bytes.clone()).collect()
     }
 
+    /// Each stream's byte count now, in stream order.
+    pub fn snapshot(&self) -> Vec<u64> {
+        self.streams.iter().map(|s| s.bytes.load(Ordering::Relaxed)).collect()
+    }
+
     /// All bytes moved so far, both directions.
     pub fn total_bytes(&self) -> u64 {
         self.streams.iter().map(|s| s.bytes.load(Ordering::Relaxed)).sum()

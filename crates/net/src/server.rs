@@ -530,7 +530,15 @@ fn iperf3_session(conn: &mut TcpStream, peer: SocketAddr, cookie: [u8; iperf3::C
     iperf3::write_state(conn, iperf3::TEST_RUNNING).map_err(|e| e.to_string())?;
     let ending = watch_test(conn, &set, s, started, |c| iperf3::read_state(c).map(|st| st == iperf3::TEST_END));
     let duration = started.elapsed().as_secs_f64();
-    let outcomes = set.finish(Duration::from_millis(50));
+    // Count what arrived until TEST_END, as a stock server does; data still
+    // in flight (socket buffers, a shaper's queue) was not delivered in time.
+    let at_end = set.snapshot();
+    let mut outcomes = set.finish(Duration::from_millis(50));
+    for (o, b) in outcomes.iter_mut().zip(at_end) {
+        if !o.sending {
+            o.bytes = b;
+        }
+    }
     let cpu = cpu.stop();
     let test = if p.udp { "udp" } else { Direction::from_iperf3(&p).test_name(false) };
     let bytes: u64 = outcomes.iter().map(|o| o.bytes).sum();
@@ -786,9 +794,25 @@ fn headroom_test(
     let started = Instant::now();
     wire::write_frame(conn, &Reply::Started)?;
     let ending = watch_test(conn, &set, s, started, |c| wire::read_frame::<Request>(c, wire::MAX_FRAME).map(|r| r == Request::End));
-    let duration = started.elapsed().as_secs_f64();
-    // Upload streams are closed by the client before it ends the test: wait for their EOF.
-    let outcomes = set.finish(Duration::from_millis(500));
+    let mut duration = started.elapsed().as_secs_f64();
+    let at_end = set.snapshot();
+    let mut outcomes = if bytes.is_some() {
+        // A fixed transfer counts every byte: wait for the client's streams to end,
+        // and the test lasted until the last byte arrived.
+        let o = set.finish(s.cfg.idle_timeout);
+        duration = started.elapsed().as_secs_f64();
+        o
+    } else {
+        set.finish(Duration::from_millis(100))
+    };
+    if bytes.is_none() {
+        // By time: what arrived until End; data still in flight was not delivered in time.
+        for (o, b) in outcomes.iter_mut().zip(at_end) {
+            if !o.sending {
+                o.bytes = b;
+            }
+        }
+    }
     let cpu = cpu.stop();
     let total: u64 = outcomes.iter().map(|o| o.bytes).sum();
     let test = direction.test_name(udp);
