@@ -85,6 +85,20 @@ struct UdpWaiter {
     tx: SyncSender<UdpSocket>,
 }
 
+/// An authenticated headroom session: its peer, and when any of its
+/// connections (control, RR, UDP echo) last did something.
+#[derive(Clone)]
+struct SessionInfo {
+    ip: IpAddr,
+    last_activity_ms: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl SessionInfo {
+    fn touch(&self, s: &Shared) {
+        self.last_activity_ms.store(s.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+}
+
 struct Shared {
     cfg: ServerConfig,
     local: SocketAddr,
@@ -94,7 +108,8 @@ struct Shared {
     stop: Arc<AtomicBool>,
     iperf3_streams: Mutex<HashMap<[u8; iperf3::COOKIE_LEN], SyncSender<(u64, TcpStream)>>>,
     headroom_streams: Mutex<HashMap<([u8; wire::KEY_LEN], u32), SyncSender<(u32, TcpStream)>>>,
-    sessions: Mutex<HashMap<[u8; wire::KEY_LEN], IpAddr>>,
+    sessions: Mutex<HashMap<[u8; wire::KEY_LEN], SessionInfo>>,
+    epoch: Instant,
     udp_waiters: Mutex<Vec<UdpWaiter>>,
     next_waiter: std::sync::atomic::AtomicU64,
 }
@@ -161,6 +176,7 @@ impl Server {
             iperf3_streams: Default::default(),
             headroom_streams: Default::default(),
             sessions: Default::default(),
+            epoch: Instant::now(),
             udp_waiters: Default::default(),
             next_waiter: Default::default(),
         });
@@ -319,10 +335,10 @@ fn handle_connection(mut conn: TcpStream, peer: SocketAddr, arrival: u64, s: &Ar
             }
             Hello::Rr { session, size } => {
                 let known = wire::key_from_hex(&session)
-                    .and_then(|k| s.sessions.lock().unwrap_or_else(|p| p.into_inner()).get(&k).copied())
-                    .is_some_and(|ip| ip == peer.ip());
-                if known && (1..=wire::MAX_RR_SIZE).contains(&size) {
-                    serve_rr(conn, size as usize, s);
+                    .and_then(|k| s.sessions.lock().unwrap_or_else(|p| p.into_inner()).get(&k).cloned())
+                    .filter(|info| info.ip == peer.ip());
+                if let Some(info) = known.filter(|_| (1..=wire::MAX_RR_SIZE).contains(&size)) {
+                    serve_rr(conn, size as usize, &info, s);
                 }
             }
         }
@@ -330,7 +346,7 @@ fn handle_connection(mut conn: TcpStream, peer: SocketAddr, arrival: u64, s: &Ar
 }
 
 /// Echoes fixed-size messages until the client leaves or idles out.
-fn serve_rr(mut conn: TcpStream, size: usize, s: &Shared) {
+fn serve_rr(mut conn: TcpStream, size: usize, session: &SessionInfo, s: &Shared) {
     let _ = conn.set_nodelay(true);
     let _ = conn.set_read_timeout(Some(s.cfg.idle_timeout));
     let mut buf = vec![0u8; size];
@@ -339,6 +355,7 @@ fn serve_rr(mut conn: TcpStream, size: usize, s: &Shared) {
         if conn.read_exact(&mut buf).is_err() || conn.write_all(&buf).is_err() {
             return;
         }
+        session.touch(s);
     }
 }
 
@@ -353,8 +370,9 @@ fn udp_loop(sock: &UdpSocket, s: &Shared) {
         let msg = &buf[..n];
         if n >= 4 + wire::KEY_LEN && &msg[..4] == wire::UDP_ECHO_TAG {
             let key: [u8; wire::KEY_LEN] = msg[4..4 + wire::KEY_LEN].try_into().expect("length checked");
-            let ok = s.sessions.lock().unwrap_or_else(|p| p.into_inner()).get(&key).is_some_and(|ip| *ip == from.ip());
-            if ok {
+            let session = s.sessions.lock().unwrap_or_else(|p| p.into_inner()).get(&key).cloned();
+            if let Some(info) = session.filter(|i| i.ip == from.ip()) {
+                info.touch(s);
                 // The reply is the request itself: never larger, only to its sender.
                 let _ = sock.send_to(msg, from);
             }
@@ -673,7 +691,9 @@ fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, token: Option<String>, 
         return;
     };
     let key = wire::random_key();
-    s.sessions.lock().unwrap_or_else(|p| p.into_inner()).insert(key, peer.ip());
+    let info = SessionInfo { ip: peer.ip(), last_activity_ms: Default::default() };
+    info.touch(s);
+    s.sessions.lock().unwrap_or_else(|p| p.into_inner()).insert(key, info.clone());
     struct SessionGuard<'a>(&'a Shared, [u8; wire::KEY_LEN]);
     impl Drop for SessionGuard<'_> {
         fn drop(&mut self) {
@@ -693,13 +713,22 @@ fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, token: Option<String>, 
     }
     let mut test_id = 0u32;
     loop {
-        // Between tests a client may idle for at most the idle timeout (RR and echo
-        // streams keep their own connections).
-        let _ = conn.set_read_timeout(Some(s.cfg.idle_timeout.max(s.cfg.max_duration)));
+        // Between tests a session may be silent for at most the idle timeout;
+        // its RR and echo traffic counts as activity.
+        if !wait_readable(conn.as_raw_fd(), datapath::POLL) {
+            let idle_ms = (s.epoch.elapsed().as_millis() as u64).saturating_sub(info.last_activity_ms.load(Ordering::Relaxed));
+            if Duration::from_millis(idle_ms) > s.cfg.idle_timeout || s.stop.load(Ordering::Relaxed) {
+                (s.cfg.log)(&format!("peer={peer} protocol=headroom session dropped: idle for {:.1}s", idle_ms as f64 / 1e3));
+                return;
+            }
+            continue;
+        }
+        let _ = conn.set_read_timeout(Some(s.cfg.idle_timeout));
         let req: Request = match wire::read_frame(&mut conn, wire::MAX_FRAME) {
             Ok(r) => r,
             Err(_) => return,
         };
+        info.touch(s);
         match req {
             Request::Bye => return,
             // A late End after the server ended a test itself: already answered.
@@ -712,6 +741,7 @@ fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, token: Option<String>, 
                 }
                 let r = headroom_test(&mut conn, peer, key, test_id, udp, direction, streams, bytes, len, rate_bits, s);
                 s.tests_done.fetch_add(1, Ordering::SeqCst);
+                info.touch(s);
                 if r.is_err() {
                     return;
                 }
