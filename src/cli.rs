@@ -52,6 +52,12 @@ pub enum Command {
     Disk(Box<commands::disk::DiskArgs>),
     /// Ceilings of a link or bus: usable rate, TCP/UDP/iSCSI goodput, frame timing
     Link(commands::link::LinkArgs),
+    /// Serve `headroom net` / `headroom ping` clients (and stock iperf3 clients with --iperf3)
+    Serve(commands::serve::ServeArgs),
+    /// Network path: latency idle and under load, handshake time, throughput, next to the link ceiling
+    Net(commands::net::NetArgs),
+    /// TCP handshake round trips to any service (HOST:PORT), or UDP echo to a headroom server (HOST)
+    Ping(commands::ping::PingArgs),
     /// Print shell completions for bash, zsh, fish, elvish or powershell
     Completions(commands::meta::CompletionsArgs),
     /// Print the man page (roff) generated from this CLI

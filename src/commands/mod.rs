@@ -4,6 +4,9 @@
 pub mod disk;
 pub mod link;
 pub mod meta;
+pub mod net;
+pub mod ping;
+pub mod serve;
 
 use crate::cli::Command;
 use crate::output::{Outcome, Output};
@@ -13,6 +16,9 @@ pub fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
     match command {
         Command::Disk(args) => disk::run(&args, out),
         Command::Link(args) => link::run(&args, out),
+        Command::Serve(args) => serve::run(&args, out),
+        Command::Net(args) => net::run(&args, out),
+        Command::Ping(args) => ping::run(&args, out),
         Command::Completions(args) => meta::completions(&args),
         Command::ManPage => meta::man_page(),
     }

@@ -5,6 +5,7 @@
 //! Used only by tests, benches and scripts; never by the headroom binary.
 
 pub mod blockdev;
+pub mod netns;
 
 /// Whether this process runs as root (namespaces, loop devices and cgroups need it).
 pub fn is_root() -> bool {

@@ -1,0 +1,69 @@
+//! CPU time of this process over a test (getrusage), the figure that shows a
+//! NAS whose CPU, not its link, is the bottleneck.
+
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
+
+/// CPU used over a wall-clock interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuUse {
+    pub user_s: f64,
+    pub system_s: f64,
+    pub wall_s: f64,
+}
+
+impl CpuUse {
+    /// User plus system time as a percentage of one core (iperf3's convention).
+    pub fn percent_total(&self) -> f64 {
+        if self.wall_s > 0.0 {
+            (self.user_s + self.system_s) / self.wall_s * 100.0
+        } else {
+            0.0
+        }
+    }
+    pub fn percent_user(&self) -> f64 {
+        if self.wall_s > 0.0 {
+            self.user_s / self.wall_s * 100.0
+        } else {
+            0.0
+        }
+    }
+    pub fn percent_system(&self) -> f64 {
+        if self.wall_s > 0.0 {
+            self.system_s / self.wall_s * 100.0
+        } else {
+            0.0
+        }
+    }
+}
+
+/// A starting point; [`CpuMeter::stop`] gives the use since.
+pub struct CpuMeter {
+    start: Instant,
+    user: Duration,
+    system: Duration,
+}
+
+fn rusage() -> (Duration, Duration) {
+    // SAFETY: getrusage writes into the struct we pass and has no other effects.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
+    (tv(ru.ru_utime), tv(ru.ru_stime))
+}
+
+impl CpuMeter {
+    pub fn start() -> Self {
+        let (user, system) = rusage();
+        CpuMeter { start: Instant::now(), user, system }
+    }
+
+    pub fn stop(&self) -> CpuUse {
+        let (user, system) = rusage();
+        CpuUse {
+            user_s: user.saturating_sub(self.user).as_secs_f64(),
+            system_s: system.saturating_sub(self.system).as_secs_f64(),
+            wall_s: self.start.elapsed().as_secs_f64(),
+        }
+    }
+}

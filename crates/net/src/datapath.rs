@@ -1,0 +1,512 @@
+//! The loops that move test bytes: TCP send/receive and paced UDP
+//! send/receive, one thread per stream, blocking sockets with short
+//! timeouts so every loop notices a stop request and a stalled peer.
+//!
+//! Zero copies beyond the kernel's: one pre-filled buffer is written again
+//! and again, one buffer is read into and dropped. Counters are atomics the
+//! sampler reads once a second.
+
+use crate::stats::UdpRecvStats;
+use crate::wire;
+use std::io::{self, Read, Write};
+use std::net::{TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How often blocked socket calls wake up to look at the stop flag.
+pub const POLL: Duration = Duration::from_millis(200);
+/// Default TCP write/read size (iperf3's default too).
+pub const DEFAULT_TCP_LEN: usize = 128 * 1024;
+/// Default UDP payload: fits one 1500-byte MTU frame over IPv4 (iperf3 uses the same).
+pub const DEFAULT_UDP_LEN: usize = 1448;
+/// Largest TCP write size accepted from a peer.
+pub const MAX_TCP_LEN: usize = 1024 * 1024;
+/// Largest UDP datagram accepted from a peer.
+pub const MAX_UDP_LEN: usize = 65_507;
+
+/// Incompressible payload: never zeros, so compression on the path cannot inflate figures.
+pub fn payload(len: usize) -> Vec<u8> {
+    let mut rng = fastrand::Rng::new();
+    let mut buf = vec![0u8; len];
+    rng.fill(&mut buf);
+    buf
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut)
+}
+
+fn describe(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::ConnectionReset => "connection reset by the peer".into(),
+        io::ErrorKind::BrokenPipe => "the peer closed the connection".into(),
+        io::ErrorKind::ConnectionRefused => "the peer's port is closed (connection refused)".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// Sends `buf` repeatedly until `stop`, `limit` bytes, or an error. A peer
+/// that accepts nothing for `stall` is an error ("stalled").
+pub fn tcp_send(
+    mut stream: &TcpStream,
+    buf: &[u8],
+    stop: &AtomicBool,
+    limit: Option<u64>,
+    sent: &AtomicU64,
+    stall: Duration,
+) -> Result<(), String> {
+    let _ = stream.set_write_timeout(Some(POLL));
+    let mut total = 0u64;
+    let mut last_progress = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        let chunk = match limit {
+            Some(l) if l <= total => return Ok(()),
+            Some(l) => buf.len().min((l - total) as usize),
+            None => buf.len(),
+        };
+        match stream.write(&buf[..chunk]) {
+            Ok(0) => return Err("the peer closed the connection".into()),
+            Ok(n) => {
+                total += n as u64;
+                sent.fetch_add(n as u64, Ordering::Relaxed);
+                last_progress = Instant::now();
+            }
+            Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {
+                if last_progress.elapsed() >= stall {
+                    return Err(format!("no data accepted for {:.0} s (link down or peer stalled)", stall.as_secs_f64()));
+                }
+            }
+            Err(e) if stop.load(Ordering::Relaxed) => {
+                let _ = e;
+                return Ok(());
+            }
+            Err(e) => return Err(describe(&e)),
+        }
+    }
+    Ok(())
+}
+
+/// Reads and discards until end of stream or `stop`; no data for `stall` is an error.
+pub fn tcp_recv(mut stream: &TcpStream, len: usize, stop: &AtomicBool, received: &AtomicU64, stall: Duration) -> Result<(), String> {
+    let _ = stream.set_read_timeout(Some(POLL));
+    let mut buf = vec![0u8; len.max(64 * 1024)];
+    let mut last_progress = Instant::now();
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => {
+                received.fetch_add(n as u64, Ordering::Relaxed);
+                last_progress = Instant::now();
+            }
+            Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {
+                if stop.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
+                if last_progress.elapsed() >= stall {
+                    return Err(format!("no data received for {:.0} s (link down or peer stalled)", stall.as_secs_f64()));
+                }
+            }
+            Err(_) if stop.load(Ordering::Relaxed) => return Ok(()),
+            Err(e) => return Err(describe(&e)),
+        }
+    }
+}
+
+/// The header a UDP sender writes at the front of each datagram.
+#[derive(Debug, Clone, Copy)]
+pub enum UdpHeader {
+    /// iperf3: sec u32, usec u32, sequence u32 or u64, all big-endian.
+    Iperf3 { seq64: bool },
+    /// headroom: tag, session key, sequence u64, send time ns u64.
+    Headroom { key: [u8; wire::KEY_LEN] },
+}
+
+impl UdpHeader {
+    pub fn len(&self) -> usize {
+        match self {
+            UdpHeader::Iperf3 { seq64: false } => 12,
+            UdpHeader::Iperf3 { seq64: true } => 16,
+            UdpHeader::Headroom { .. } => wire::UDP_HEADER_LEN,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    fn write(&self, buf: &mut [u8], seq: u64, now: Duration) {
+        match *self {
+            UdpHeader::Iperf3 { seq64 } => {
+                buf[0..4].copy_from_slice(&(now.as_secs() as u32).to_be_bytes());
+                buf[4..8].copy_from_slice(&now.subsec_micros().to_be_bytes());
+                if seq64 {
+                    buf[8..16].copy_from_slice(&seq.to_be_bytes());
+                } else {
+                    buf[8..12].copy_from_slice(&(seq as u32).to_be_bytes());
+                }
+            }
+            UdpHeader::Headroom { key } => {
+                buf[0..4].copy_from_slice(wire::UDP_DATA_TAG);
+                buf[4..20].copy_from_slice(&key);
+                buf[20..28].copy_from_slice(&seq.to_be_bytes());
+                buf[28..36].copy_from_slice(&(now.as_nanos() as u64).to_be_bytes());
+            }
+        }
+    }
+
+    /// Parses (sequence, send time in seconds) from a datagram in this format.
+    pub fn parse(&self, buf: &[u8]) -> Option<(u64, f64)> {
+        match *self {
+            UdpHeader::Iperf3 { seq64 } => {
+                if buf.len() < self.len() {
+                    return None;
+                }
+                let sec = u32::from_be_bytes(buf[0..4].try_into().ok()?);
+                let usec = u32::from_be_bytes(buf[4..8].try_into().ok()?);
+                let seq = if seq64 {
+                    u64::from_be_bytes(buf[8..16].try_into().ok()?)
+                } else {
+                    u64::from(u32::from_be_bytes(buf[8..12].try_into().ok()?))
+                };
+                Some((seq, f64::from(sec) + f64::from(usec) * 1e-6))
+            }
+            UdpHeader::Headroom { .. } => {
+                if buf.len() < wire::UDP_HEADER_LEN {
+                    return None;
+                }
+                let seq = u64::from_be_bytes(buf[20..28].try_into().ok()?);
+                let ns = u64::from_be_bytes(buf[28..36].try_into().ok()?);
+                Some((seq, ns as f64 * 1e-9))
+            }
+        }
+    }
+}
+
+/// Wall-clock time since the epoch: both ends stamp with it; only differences are used.
+pub fn wall_now() -> Duration {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default()
+}
+
+/// Sends datagrams of `len` bytes on a connected socket at `rate_bits` until
+/// `stop` or `limit` bytes; counts bytes and packets.
+pub fn udp_send(
+    sock: &UdpSocket,
+    len: usize,
+    rate_bits: f64,
+    header: UdpHeader,
+    stop: &AtomicBool,
+    limit: Option<u64>,
+    sent: &AtomicU64,
+    packets: &AtomicU64,
+) -> Result<(), String> {
+    let len = len.clamp(header.len(), MAX_UDP_LEN);
+    let mut buf = payload(len);
+    let bytes_per_sec = (rate_bits / 8.0).max(1.0);
+    let start = Instant::now();
+    let mut seq = 0u64;
+    let mut total = 0u64;
+    let mut refused = 0u32;
+    while !stop.load(Ordering::Relaxed) {
+        if limit.is_some_and(|l| total >= l) {
+            return Ok(());
+        }
+        let due = total as f64 / bytes_per_sec;
+        let ahead = due - start.elapsed().as_secs_f64();
+        if ahead > 0.0 {
+            std::thread::sleep(Duration::from_secs_f64(ahead.min(0.05)));
+            continue;
+        }
+        seq += 1;
+        header.write(&mut buf, seq, wall_now());
+        match sock.send(&buf) {
+            Ok(n) => {
+                total += n as u64;
+                sent.fetch_add(n as u64, Ordering::Relaxed);
+                packets.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                refused += 1;
+                if refused > 10 {
+                    return Err("the peer's UDP port is closed (ICMP port unreachable)".into());
+                }
+            }
+            Err(e) if is_timeout(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {}
+            Err(e) => return Err(describe(&e)),
+        }
+    }
+    Ok(())
+}
+
+/// Receives datagrams in `header`'s format until `stop`, accounting each.
+pub fn udp_recv(sock: &UdpSocket, header: UdpHeader, stop: &AtomicBool, received: &AtomicU64) -> UdpRecvStats {
+    let _ = sock.set_read_timeout(Some(POLL));
+    let mut buf = vec![0u8; MAX_UDP_LEN];
+    let mut stats = UdpRecvStats::default();
+    while !stop.load(Ordering::Relaxed) {
+        match sock.recv(&mut buf) {
+            Ok(n) => {
+                if let Some((seq, sent_s)) = header.parse(&buf[..n]) {
+                    stats.record(seq, sent_s, wall_now().as_secs_f64(), n);
+                    received.fetch_add(n as u64, Ordering::Relaxed);
+                }
+            }
+            Err(_) => continue,
+        }
+    }
+    stats
+}
+
+/// Per-interval throughput from byte counters: call [`Sampler::tick`] on
+/// each interval boundary.
+pub struct Sampler {
+    start: Instant,
+    last_t: f64,
+    last_bytes: u64,
+}
+
+impl Default for Sampler {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Sampler {
+    pub fn new() -> Self {
+        Sampler { start: Instant::now(), last_t: 0.0, last_bytes: 0 }
+    }
+
+    pub fn elapsed(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    /// A sample for the bytes moved since the previous tick.
+    pub fn tick(&mut self, total_bytes: u64) -> headroom_result::Sample {
+        let t = self.start.elapsed().as_secs_f64();
+        let dt = (t - self.last_t).max(1e-9);
+        let rate = total_bytes.saturating_sub(self.last_bytes) as f64 / dt;
+        self.last_t = t;
+        self.last_bytes = total_bytes;
+        headroom_result::Sample { t_s: t, bytes_per_sec: rate, ..Default::default() }
+    }
+}
+
+/// Sums a set of counters.
+pub fn total(counters: &[std::sync::Arc<AtomicU64>]) -> u64 {
+    counters.iter().map(|c| c.load(Ordering::Relaxed)).sum()
+}
+
+/// One running data stream (TCP or UDP) and its thread.
+pub struct RunningStream {
+    pub index: u32,
+    pub sending: bool,
+    pub bytes: std::sync::Arc<AtomicU64>,
+    pub packets: std::sync::Arc<AtomicU64>,
+    tcp: Option<TcpStream>,
+    handle: Option<std::thread::JoinHandle<Option<UdpRecvStats>>>,
+}
+
+/// What one stream did, once stopped.
+#[derive(Debug, Clone, Default)]
+pub struct StreamOutcome {
+    pub index: u32,
+    pub sending: bool,
+    pub bytes: u64,
+    pub packets: u64,
+    pub tcp_info: Option<crate::tcpinfo::TcpInfo>,
+    pub udp: Option<UdpRecvStats>,
+}
+
+/// A set of data streams running in their own threads, stopped together.
+pub struct StreamSet {
+    /// Stops everything (receivers too).
+    pub stop: std::sync::Arc<AtomicBool>,
+    /// Stops the sending streams only; they close their write side.
+    pub stop_send: std::sync::Arc<AtomicBool>,
+    pub streams: Vec<RunningStream>,
+    error: std::sync::Arc<std::sync::Mutex<Option<String>>>,
+    /// Set when any sending stream ends (limit reached or error).
+    finished_senders: std::sync::Arc<AtomicU64>,
+}
+
+/// How a stream set runs.
+#[derive(Debug, Clone, Copy)]
+pub struct StreamParams {
+    pub len: usize,
+    /// Bytes per sending stream before it stops (fixed-size transfer).
+    pub limit: Option<u64>,
+    /// No progress for this long is an error.
+    pub stall: Duration,
+    /// UDP: rate per sending stream, bits/s.
+    pub udp_rate: f64,
+}
+
+impl StreamSet {
+    fn empty() -> Self {
+        StreamSet {
+            stop: Default::default(),
+            stop_send: Default::default(),
+            streams: Vec::new(),
+            error: Default::default(),
+            finished_senders: Default::default(),
+        }
+    }
+
+    /// Starts TCP streams; `true` in a pair means this side sends on it.
+    pub fn start_tcp(socks: Vec<(TcpStream, bool)>, p: StreamParams) -> Self {
+        let mut set = Self::empty();
+        let buf = std::sync::Arc::new(payload(p.len.clamp(1, MAX_TCP_LEN)));
+        for (i, (sock, sending)) in socks.into_iter().enumerate() {
+            let _ = sock.set_nodelay(false);
+            let bytes = std::sync::Arc::new(AtomicU64::new(0));
+            let (b, stop, err, fin, buf2) = (
+                bytes.clone(),
+                if sending { set.stop_send.clone() } else { set.stop.clone() },
+                set.error.clone(),
+                set.finished_senders.clone(),
+                buf.clone(),
+            );
+            let clone = sock.try_clone().ok();
+            let handle = std::thread::Builder::new()
+                .name(format!("tcp-{}-{i}", if sending { "send" } else { "recv" }))
+                .spawn(move || {
+                    let r = if sending {
+                        let r = tcp_send(&sock, &buf2, &stop, p.limit, &b, p.stall);
+                        let _ = sock.shutdown(std::net::Shutdown::Write);
+                        fin.fetch_add(1, Ordering::Relaxed);
+                        r
+                    } else {
+                        tcp_recv(&sock, p.len, &stop, &b, p.stall)
+                    };
+                    if let Err(e) = r {
+                        err.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+                    }
+                    None
+                })
+                .expect("spawn a stream thread");
+            set.streams.push(RunningStream {
+                index: i as u32,
+                sending,
+                bytes,
+                packets: Default::default(),
+                tcp: clone,
+                handle: Some(handle),
+            });
+        }
+        set
+    }
+
+    /// Starts UDP streams on connected sockets.
+    pub fn start_udp(socks: Vec<(UdpSocket, bool)>, header: UdpHeader, p: StreamParams) -> Self {
+        let mut set = Self::empty();
+        for (i, (sock, sending)) in socks.into_iter().enumerate() {
+            let bytes = std::sync::Arc::new(AtomicU64::new(0));
+            let packets = std::sync::Arc::new(AtomicU64::new(0));
+            let (b, pk, stop, err, fin) = (
+                bytes.clone(),
+                packets.clone(),
+                if sending { set.stop_send.clone() } else { set.stop.clone() },
+                set.error.clone(),
+                set.finished_senders.clone(),
+            );
+            let handle = std::thread::Builder::new()
+                .name(format!("udp-{i}"))
+                .spawn(move || {
+                    if sending {
+                        if let Err(e) = udp_send(&sock, p.len, p.udp_rate, header, &stop, p.limit, &b, &pk) {
+                            err.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+                        }
+                        fin.fetch_add(1, Ordering::Relaxed);
+                        None
+                    } else {
+                        Some(udp_recv(&sock, header, &stop, &b))
+                    }
+                })
+                .expect("spawn a stream thread");
+            set.streams.push(RunningStream { index: i as u32, sending, bytes, packets, tcp: None, handle: Some(handle) });
+        }
+        set
+    }
+
+    /// Byte counters of the streams this side sends (true) or receives (false) on.
+    pub fn counters(&self, sending: bool) -> Vec<std::sync::Arc<AtomicU64>> {
+        self.streams.iter().filter(|s| s.sending == sending).map(|s| s.bytes.clone()).collect()
+    }
+
+    /// Each stream's byte count now, in stream order.
+    pub fn snapshot(&self) -> Vec<u64> {
+        self.streams.iter().map(|s| s.bytes.load(Ordering::Relaxed)).collect()
+    }
+
+    /// All bytes moved so far, both directions.
+    pub fn total_bytes(&self) -> u64 {
+        self.streams.iter().map(|s| s.bytes.load(Ordering::Relaxed)).sum()
+    }
+
+    /// The first error any stream hit.
+    pub fn error(&self) -> Option<String> {
+        self.error.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Whether every sending stream has ended (and there is at least one).
+    pub fn senders_finished(&self) -> bool {
+        let n = self.streams.iter().filter(|s| s.sending).count() as u64;
+        n > 0 && self.finished_senders.load(Ordering::Relaxed) >= n
+    }
+
+    /// Whether every stream thread has returned.
+    pub fn all_finished(&self) -> bool {
+        self.streams.iter().all(|s| s.handle.as_ref().is_none_or(|h| h.is_finished()))
+    }
+
+    /// Stops every stream: TCP_INFO is read from sending streams first, then
+    /// senders stop and receivers get `drain` to read what is in flight.
+    pub fn finish(&mut self, drain: Duration) -> Vec<StreamOutcome> {
+        let infos: Vec<Option<crate::tcpinfo::TcpInfo>> =
+            self.streams.iter().map(|s| if s.sending { s.tcp.as_ref().and_then(crate::tcpinfo::read) } else { None }).collect();
+        // Senders stop now; receivers stop at EOF or after the drain time.
+        self.stop_send.store(true, Ordering::Relaxed);
+        let deadline = Instant::now() + drain;
+        while Instant::now() < deadline && !self.receivers_done() {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        self.stop.store(true, Ordering::Relaxed);
+        self.stop_send.store(true, Ordering::Relaxed);
+        let mut out = Vec::with_capacity(self.streams.len());
+        for (s, info) in self.streams.iter_mut().zip(infos) {
+            if let Some(t) = &s.tcp {
+                let _ = t.shutdown(std::net::Shutdown::Both);
+            }
+            let udp = s.handle.take().and_then(|h| h.join().ok()).flatten();
+            out.push(StreamOutcome {
+                index: s.index,
+                sending: s.sending,
+                bytes: s.bytes.load(Ordering::Relaxed),
+                packets: s.packets.load(Ordering::Relaxed),
+                tcp_info: info,
+                udp,
+            });
+        }
+        out
+    }
+
+    fn receivers_done(&self) -> bool {
+        self.streams.iter().filter(|s| !s.sending).all(|s| s.handle.as_ref().is_none_or(|h| h.is_finished()))
+    }
+
+    /// Tells the sending streams to stop without waiting (the peer's receivers then see EOF).
+    pub fn stop_senders(&self) {
+        self.stop_send.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Drop for StreamSet {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.stop_send.store(true, Ordering::Relaxed);
+        for s in &self.streams {
+            if let Some(t) = &s.tcp {
+                let _ = t.shutdown(std::net::Shutdown::Both);
+            }
+        }
+    }
+}

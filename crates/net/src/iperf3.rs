@@ -1,0 +1,341 @@
+//! The iperf3 control protocol, as stock iperf3 3.x speaks it (see
+//! ../shared/reference/IPERF3.md): the 37-byte cookie, one-byte states,
+//! length-prefixed JSON, the parameter and results documents and the UDP
+//! hello. Shared by our iperf3 client ([`crate::iperf3_client`]) and the
+//! server's iperf3 side ([`crate::server`]).
+
+use serde_json::{json, Map, Value};
+use std::io::{self, Read, Write};
+
+pub const COOKIE_LEN: usize = 37;
+/// Parameters larger than this are refused (stock servers use the same bound).
+pub const MAX_PARAMS: u32 = 8 * 1024;
+/// Results documents can carry per-interval server output; still bounded.
+pub const MAX_RESULTS: u32 = 1024 * 1024;
+/// Most streams a test may ask for (iperf3's own limit).
+pub const MAX_STREAMS: u32 = 128;
+
+pub const TEST_START: i8 = 1;
+pub const TEST_RUNNING: i8 = 2;
+pub const TEST_END: i8 = 4;
+pub const PARAM_EXCHANGE: i8 = 9;
+pub const CREATE_STREAMS: i8 = 10;
+pub const SERVER_TERMINATE: i8 = 11;
+pub const CLIENT_TERMINATE: i8 = 12;
+pub const EXCHANGE_RESULTS: i8 = 13;
+pub const DISPLAY_RESULTS: i8 = 14;
+pub const IPERF_DONE: i8 = 16;
+pub const ACCESS_DENIED: i8 = -1;
+pub const SERVER_ERROR: i8 = -2;
+
+/// UDP hello and reply since 3.12 (ASCII), and up to 3.11 (u32 in host order).
+pub const UDP_HELLO: &[u8; 4] = b"9876";
+pub const UDP_REPLY: &[u8; 4] = b"6789";
+pub const LEGACY_UDP_HELLO: u32 = 123_456_789;
+pub const LEGACY_UDP_REPLY: u32 = 987_654_321;
+
+/// Whether 4 bytes are an iperf3 UDP hello of either generation.
+pub fn is_udp_hello(b: &[u8]) -> bool {
+    b.len() == 4 && (b == UDP_HELLO || b == LEGACY_UDP_HELLO.to_ne_bytes())
+}
+
+/// Whether 4 bytes are an iperf3 UDP reply of either generation.
+pub fn is_udp_reply(b: &[u8]) -> bool {
+    b.len() == 4 && (b == UDP_REPLY || b == LEGACY_UDP_REPLY.to_ne_bytes())
+}
+
+/// Whether a byte can start an iperf3 cookie.
+pub fn is_cookie_char(b: u8) -> bool {
+    b.is_ascii_lowercase() || (b'2'..=b'7').contains(&b)
+}
+
+/// A fresh cookie: 36 characters of [a-z2-7] and a NUL.
+pub fn new_cookie() -> [u8; COOKIE_LEN] {
+    const ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
+    let mut rng = fastrand::Rng::new();
+    let mut c = [0u8; COOKIE_LEN];
+    for b in c.iter_mut().take(COOKIE_LEN - 1) {
+        *b = ALPHABET[rng.usize(..32)];
+    }
+    c
+}
+
+/// Whether a received cookie is well formed (36 cookie characters and a NUL).
+pub fn cookie_is_valid(c: &[u8; COOKIE_LEN]) -> bool {
+    c[..COOKIE_LEN - 1].iter().all(|&b| is_cookie_char(b)) && c[COOKIE_LEN - 1] == 0
+}
+
+pub fn write_state(w: &mut impl Write, state: i8) -> io::Result<()> {
+    w.write_all(&[state as u8])
+}
+
+pub fn read_state(r: &mut impl Read) -> io::Result<i8> {
+    let mut b = [0u8; 1];
+    r.read_exact(&mut b)?;
+    Ok(b[0] as i8)
+}
+
+pub fn write_json(w: &mut impl Write, v: &Value) -> io::Result<()> {
+    let body = serde_json::to_vec(v).map_err(io::Error::other)?;
+    let mut frame = Vec::with_capacity(body.len() + 4);
+    frame.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    frame.extend_from_slice(&body);
+    w.write_all(&frame)
+}
+
+pub fn read_json(r: &mut impl Read, max: u32) -> io::Result<Value> {
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len)?;
+    let len = u32::from_be_bytes(len);
+    if len > max {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("JSON of {len} bytes exceeds the limit of {max}")));
+    }
+    let mut body = vec![0u8; len as usize];
+    r.read_exact(&mut body)?;
+    // Some versions send a trailing NUL; tolerate it.
+    while body.last() == Some(&0) {
+        body.pop();
+    }
+    serde_json::from_slice(&body).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("bad JSON: {e}")))
+}
+
+/// The test parameters both sides agree on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Params {
+    pub udp: bool,
+    pub reverse: bool,
+    pub bidirectional: bool,
+    pub parallel: u32,
+    pub time_s: u64,
+    /// -n: bytes to send (0 = by time).
+    pub bytes: u64,
+    /// -k: blocks to send (0 = by time).
+    pub blockcount: u64,
+    pub len: u32,
+    /// UDP target rate per stream, bits/s.
+    pub bandwidth: u64,
+    pub udp_counters_64bit: bool,
+    pub get_server_output: bool,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            udp: false,
+            reverse: false,
+            bidirectional: false,
+            parallel: 1,
+            time_s: 10,
+            bytes: 0,
+            blockcount: 0,
+            len: 128 * 1024,
+            bandwidth: 1_000_000,
+            udp_counters_64bit: false,
+            get_server_output: false,
+        }
+    }
+}
+
+impl Params {
+    /// The parameter JSON a stock client sends for these settings.
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        if self.udp {
+            m.insert("udp".into(), json!(true));
+        } else {
+            m.insert("tcp".into(), json!(true));
+        }
+        m.insert("omit".into(), json!(0));
+        m.insert("time".into(), json!(self.time_s));
+        m.insert("num".into(), json!(self.bytes));
+        m.insert("blockcount".into(), json!(self.blockcount));
+        m.insert("parallel".into(), json!(self.parallel));
+        if self.reverse {
+            m.insert("reverse".into(), json!(true));
+        }
+        if self.bidirectional {
+            m.insert("bidirectional".into(), json!(true));
+        }
+        m.insert("len".into(), json!(self.len));
+        if self.udp {
+            m.insert("bandwidth".into(), json!(self.bandwidth));
+        }
+        m.insert("pacing_timer".into(), json!(1000));
+        if self.udp_counters_64bit {
+            m.insert("udp_counters_64bit".into(), json!(1));
+        }
+        m.insert("client_version".into(), json!("3.12"));
+        Value::Object(m)
+    }
+
+    /// Reads a client's parameters the way a stock server does: a key of the
+    /// wrong JSON type is ignored. Values out of range are errors.
+    pub fn from_json(v: &Value) -> Result<Params, String> {
+        let obj = v.as_object().ok_or("parameters are not a JSON object")?;
+        let flag = |k: &str| obj.get(k).and_then(Value::as_bool).unwrap_or(false);
+        let num = |k: &str| obj.get(k).and_then(Value::as_u64);
+        let mut p = Params { udp: flag("udp"), reverse: flag("reverse"), bidirectional: flag("bidirectional"), ..Default::default() };
+        if let Some(n) = obj.get("parallel").and_then(Value::as_i64) {
+            if !(1..=i64::from(MAX_STREAMS)).contains(&n) {
+                return Err(format!("{n} parallel streams asked; at most {MAX_STREAMS}"));
+            }
+            p.parallel = n as u32;
+        }
+        if let Some(t) = obj.get("time").and_then(Value::as_i64) {
+            if t < 0 {
+                return Err("negative test time".into());
+            }
+            p.time_s = t as u64;
+        }
+        p.bytes = num("num").unwrap_or(0);
+        p.blockcount = num("blockcount").unwrap_or(0);
+        p.len = match obj.get("len").and_then(Value::as_i64) {
+            Some(l) if l >= 1 && l as usize <= crate::datapath::MAX_TCP_LEN => l as u32,
+            Some(l) => return Err(format!("block length {l} out of range (1 to 1 MiB)")),
+            None if p.udp => crate::datapath::DEFAULT_UDP_LEN as u32,
+            None => crate::datapath::DEFAULT_TCP_LEN as u32,
+        };
+        if p.udp && p.len as usize > crate::datapath::MAX_UDP_LEN {
+            return Err(format!("UDP datagram length {} over 65507", p.len));
+        }
+        if let Some(b) = num("bandwidth") {
+            p.bandwidth = b;
+        } else if !p.udp {
+            p.bandwidth = 0;
+        }
+        p.udp_counters_64bit = num("udp_counters_64bit").is_some_and(|v| v != 0);
+        p.get_server_output = num("get_server_output").is_some_and(|v| v != 0);
+        Ok(p)
+    }
+
+    /// Streams opened by the client: `parallel`, twice that with --bidir.
+    pub fn total_streams(&self) -> u32 {
+        if self.bidirectional {
+            self.parallel * 2
+        } else {
+            self.parallel
+        }
+    }
+}
+
+/// iperf3's stream ids in creation order: 1, 3, 4, 5, ...
+pub fn stream_id(index: usize) -> u64 {
+    if index == 0 {
+        1
+    } else {
+        index as u64 + 2
+    }
+}
+
+fn short(v: &Value) -> String {
+    let t = v.to_string();
+    t.chars().take(200).collect()
+}
+
+/// One stream in a results document.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StreamResult {
+    pub id: u64,
+    pub bytes: u64,
+    pub retransmits: i64,
+    pub jitter_s: f64,
+    pub errors: i64,
+    pub packets: u64,
+    pub end_time: f64,
+}
+
+/// The results document one side sends the other at the end of a test.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Results {
+    pub cpu_total: f64,
+    pub cpu_user: f64,
+    pub cpu_system: f64,
+    pub sender_has_retransmits: i64,
+    pub streams: Vec<StreamResult>,
+}
+
+impl Results {
+    pub fn to_json(&self) -> Value {
+        let streams: Vec<Value> = self
+            .streams
+            .iter()
+            .map(|s| {
+                json!({
+                    "id": s.id, "bytes": s.bytes, "retransmits": s.retransmits, "jitter": s.jitter_s,
+                    "errors": s.errors, "packets": s.packets, "start_time": 0.0, "end_time": s.end_time
+                })
+            })
+            .collect();
+        json!({
+            "cpu_util_total": self.cpu_total, "cpu_util_user": self.cpu_user, "cpu_util_system": self.cpu_system,
+            "sender_has_retransmits": self.sender_has_retransmits, "streams": streams
+        })
+    }
+
+    pub fn from_json(v: &Value) -> Result<Results, String> {
+        let f = |k: &str| v.get(k).and_then(Value::as_f64).ok_or_else(|| format!("results lack '{k}': {}", short(v)));
+        let streams = v.get("streams").and_then(Value::as_array).ok_or("results lack 'streams'")?;
+        let mut out = Results {
+            cpu_total: f("cpu_util_total")?,
+            cpu_user: f("cpu_util_user")?,
+            cpu_system: f("cpu_util_system")?,
+            // cJSON prints -1 stored in an unsigned field as 2^64-1: both mean "none".
+            sender_has_retransmits: v
+                .get("sender_has_retransmits")
+                .and_then(|x| x.as_i64().or_else(|| x.as_u64().map(|u| u as i64)))
+                .ok_or_else(|| format!("results lack 'sender_has_retransmits': {}", short(v)))?,
+            streams: Vec::with_capacity(streams.len().min(MAX_STREAMS as usize * 2)),
+        };
+        for s in streams.iter().take(MAX_STREAMS as usize * 2) {
+            let g = |k: &str| s.get(k).and_then(Value::as_f64).ok_or_else(|| format!("stream result lacks '{k}'"));
+            out.streams.push(StreamResult {
+                id: g("id")? as u64,
+                bytes: g("bytes")? as u64,
+                retransmits: s.get("retransmits").and_then(|x| x.as_i64().or_else(|| x.as_u64().map(|u| u as i64))).unwrap_or(-1),
+                jitter_s: g("jitter")?,
+                errors: g("errors")? as i64,
+                packets: g("packets")? as u64,
+                end_time: s.get("end_time").and_then(Value::as_f64).unwrap_or(0.0),
+            });
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cookies_and_hellos() {
+        let c = new_cookie();
+        assert!(cookie_is_valid(&c));
+        assert!(is_udp_hello(b"9876"));
+        assert!(is_udp_hello(&LEGACY_UDP_HELLO.to_ne_bytes()));
+        assert!(!is_udp_hello(b"6789"));
+        assert!(is_udp_reply(b"6789"));
+        assert_eq!([stream_id(0), stream_id(1), stream_id(2)], [1, 3, 4]);
+    }
+
+    #[test]
+    fn params_are_type_strict_and_bounded() {
+        let p = Params::from_json(&json!({"tcp": true, "reverse": 1, "parallel": 4, "len": 1000, "time": 2})).unwrap();
+        assert!(!p.reverse, "a number is not a boolean, as in stock iperf3");
+        assert_eq!(p.parallel, 4);
+        assert!(Params::from_json(&json!({"parallel": 10000})).unwrap_err().contains("at most 128"));
+        let round = Params::from_json(&Params { reverse: true, parallel: 3, ..Default::default() }.to_json()).unwrap();
+        assert!(round.reverse && round.parallel == 3);
+    }
+
+    #[test]
+    fn results_round_trip() {
+        let r = Results {
+            cpu_total: 1.0,
+            sender_has_retransmits: 1,
+            streams: vec![StreamResult { id: 3, bytes: 10, end_time: 1.0, ..Default::default() }],
+            ..Default::default()
+        };
+        assert_eq!(Results::from_json(&r.to_json()).unwrap(), r);
+        assert!(Results::from_json(&json!({"streams": []})).is_err());
+    }
+}

@@ -1,0 +1,76 @@
+//! `headroom ping HOST:PORT`: TCP handshake round trips to any TCP service.
+//! Each connection is closed with RST (SO_LINGER 0) so no TIME_WAIT piles up
+//! on either side and the service sees no request.
+
+use crate::stats::LatencyRecorder;
+use crate::NetError;
+use socket2::{Domain, Socket, Type};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Handshake round trips.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectResult {
+    pub peer: String,
+    pub attempts: u32,
+    pub failures: u32,
+    pub rtt: LatencyRecorder,
+    /// Each attempt's RTT in order (None = failed), for per-probe samples.
+    pub series: Vec<Option<Duration>>,
+    pub last_error: Option<String>,
+}
+
+/// One handshake: connect, then reset. Returns the time connect() took.
+pub fn connect_once(addr: SocketAddr, timeout: Duration) -> std::io::Result<Duration> {
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    sock.set_linger(Some(Duration::ZERO))?;
+    let t0 = Instant::now();
+    sock.connect_timeout(&addr.into(), timeout)?;
+    let rtt = t0.elapsed();
+    drop(sock); // linger 0: RST, no TIME_WAIT
+    Ok(rtt)
+}
+
+/// `count` handshakes, one every `interval`; `on_each` sees every attempt.
+pub fn tcp_connect_series(
+    addr: SocketAddr,
+    display: &str,
+    count: u32,
+    interval: Duration,
+    timeout: Duration,
+    stop: &AtomicBool,
+    on_each: &mut dyn FnMut(u32, Result<Duration, &std::io::Error>),
+) -> Result<ConnectResult, NetError> {
+    let mut out = ConnectResult { peer: display.to_string(), ..Default::default() };
+    for i in 0..count {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let t0 = Instant::now();
+        out.attempts += 1;
+        match connect_once(addr, timeout) {
+            Ok(d) => {
+                out.rtt.record(d);
+                out.series.push(Some(d));
+                on_each(i + 1, Ok(d));
+            }
+            Err(e) => {
+                // The first failure with nothing measured is the user's answer: fail loudly.
+                if out.rtt.count() == 0 && i == 0 {
+                    return Err(crate::client::connect_error(addr, &e));
+                }
+                out.failures += 1;
+                out.series.push(None);
+                on_each(i + 1, Err(&e));
+                out.last_error = Some(e.to_string());
+            }
+        }
+        if i + 1 < count {
+            if let Some(pause) = interval.checked_sub(t0.elapsed()) {
+                std::thread::sleep(pause);
+            }
+        }
+    }
+    Ok(out)
+}

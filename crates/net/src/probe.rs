@@ -1,0 +1,210 @@
+//! Turns what the client measured into `headroom.result/v1` probes
+//! (kind `net` or `ping`), with the sender's TCP_INFO, CPU of both ends, UDP
+//! loss/jitter and the RTT under load in `details`.
+
+use crate::client::{EchoResult, RrResult, ThroughputResult};
+use crate::ping::ConnectResult;
+use crate::stats::LatencyRecorder;
+use crate::tcpinfo::{self, TcpInfo};
+use headroom_result::{Histogram, NetSpec, PingSpec, Probe, ProbeSpec, Sample, Summary, Warning};
+use serde_json::json;
+use std::collections::BTreeMap;
+
+fn probe(id: String, name: String, spec: ProbeSpec, summary: Summary) -> Probe {
+    Probe {
+        id,
+        name,
+        spec,
+        summary,
+        samples: Vec::new(),
+        histogram: None,
+        warnings: Vec::new(),
+        details: BTreeMap::new(),
+    }
+}
+
+fn histogram(r: &LatencyRecorder) -> Option<Histogram> {
+    (r.count() > 0).then(|| Histogram { buckets: r.buckets() })
+}
+
+/// The id of a throughput probe, e.g. `tcp-up-4`, `tcp-down-1`, `udp-up-1`.
+pub fn throughput_id(r: &ThroughputResult) -> String {
+    let dir = match r.direction {
+        Some(crate::wire::Direction::Upload) | None => "up",
+        Some(crate::wire::Direction::Download) => "down",
+        Some(crate::wire::Direction::Bidir) => "bidir",
+    };
+    format!("{}-{dir}-{}", if r.udp { "udp" } else { "tcp" }, r.streams)
+}
+
+/// A throughput test as a probe.
+pub fn throughput_probe(r: &ThroughputResult) -> Probe {
+    let dir = r.direction.unwrap_or(crate::wire::Direction::Upload);
+    let test = dir.test_name(r.udp);
+    let name = format!(
+        "{} {} x{}",
+        if r.udp { "UDP" } else { "TCP" },
+        match dir {
+            crate::wire::Direction::Upload => "upload",
+            crate::wire::Direction::Download => "download",
+            crate::wire::Direction::Bidir => "bidirectional",
+        },
+        r.streams
+    );
+    let mut p = probe(
+        throughput_id(r),
+        name,
+        ProbeSpec::Net(NetSpec {
+            test: test.into(),
+            streams: r.streams,
+            protocol: r.protocol.clone(),
+            peer: r.peer.clone(),
+            rate_bits_per_sec: r.rate_bits,
+            bytes: r.fixed_bytes,
+        }),
+        Summary {
+            bytes_per_sec: r.bytes_per_sec(),
+            duration_s: r.duration_s,
+            bytes: Some(r.upload_bytes + r.download_bytes),
+            ..Default::default()
+        },
+    );
+    p.samples = r.samples.clone();
+    let d = &mut p.details;
+    d.insert("upload_bytes".into(), json!(r.upload_bytes));
+    d.insert("download_bytes".into(), json!(r.download_bytes));
+    d.insert("cpu_local_percent".into(), json!(r.cpu_local.percent_total()));
+    let gb = (r.upload_bytes + r.download_bytes) as f64 / 1e9;
+    if gb > 0.0 {
+        d.insert("cpu_local_s_per_gb".into(), json!((r.cpu_local.user_s + r.cpu_local.system_s) / gb));
+    }
+    if let Some(c) = &r.cpu_remote {
+        d.insert("cpu_remote_percent".into(), json!(c.percent_total()));
+        if gb > 0.0 {
+            d.insert("cpu_remote_s_per_gb".into(), json!((c.user_s + c.system_s) / gb));
+        }
+    }
+    if let Some(merged) = TcpInfo::merge(&r.sender_tcp_info) {
+        d.insert("tcp_info".into(), serde_json::to_value(&merged).unwrap_or_default());
+        if r.streams == 1 {
+            if let Some(why) = tcpinfo::explain(&merged) {
+                d.insert("why".into(), json!(why));
+                p.warnings.push(Warning::new("single_stream_limited", why));
+            }
+        }
+    }
+    if let Some(u) = &r.udp_recv {
+        d.insert(
+            "udp".into(),
+            json!({"packets": u.packets, "lost": u.lost, "loss_percent": u.loss_ratio() * 100.0,
+                   "out_of_order": u.out_of_order, "jitter_ms": u.jitter_s * 1e3}),
+        );
+    }
+    if let Some(l) = &r.rtt_under_load {
+        d.insert("rtt_under_load_ns".into(), serde_json::to_value(l).unwrap_or_default());
+    }
+    if let Some(e) = &r.error {
+        d.insert("error".into(), json!(e));
+        p.warnings.push(Warning::new("test_aborted", format!("the test ended early: {e}")));
+    }
+    p
+}
+
+/// Request/response round trips as a probe (`rr`, or `rr` under load).
+pub fn rr_probe(r: &RrResult, protocol: &str, peer: &str) -> Probe {
+    let ops = r.rtt.count();
+    let mut p = probe(
+        "rr-idle".into(),
+        format!("TCP request/response {} B", r.size),
+        ProbeSpec::Net(NetSpec {
+            test: "rr".into(),
+            streams: 1,
+            protocol: protocol.into(),
+            peer: peer.into(),
+            rate_bits_per_sec: None,
+            bytes: None,
+        }),
+        Summary {
+            bytes_per_sec: 0.0,
+            iops: Some(ops as f64 / r.duration_s.max(1e-9)),
+            latency_ns: r.rtt.latency(),
+            duration_s: r.duration_s,
+            ops: Some(ops),
+            ..Default::default()
+        },
+    );
+    p.samples = r.samples.clone();
+    p.histogram = histogram(&r.rtt);
+    p
+}
+
+/// UDP echo round trips (kind ping, method udp_echo), with loss and jitter.
+pub fn echo_probe(r: &EchoResult, peer: &str, interval_ms: f64) -> Probe {
+    let mut p = probe(
+        "udp-echo".into(),
+        "UDP echo".into(),
+        ProbeSpec::Ping(PingSpec { method: "udp_echo".into(), peer: peer.into(), count: r.sent as u32, interval_ms }),
+        Summary {
+            bytes_per_sec: 0.0,
+            iops: None,
+            latency_ns: r.rtt.latency(),
+            duration_s: r.duration_s,
+            ops: Some(r.received),
+            ..Default::default()
+        },
+    );
+    p.histogram = histogram(&r.rtt);
+    let loss = if r.sent > 0 { (r.sent - r.received) as f64 / r.sent as f64 * 100.0 } else { 0.0 };
+    p.details.insert("sent".into(), json!(r.sent));
+    p.details.insert("received".into(), json!(r.received));
+    p.details.insert("loss_percent".into(), json!(loss));
+    p.details.insert("jitter_ms".into(), json!(r.jitter_s * 1e3));
+    if loss > 0.0 {
+        p.warnings.push(Warning::new("udp_loss", format!("{loss:.1}% of the echo datagrams got no answer")));
+    }
+    p
+}
+
+/// TCP handshake round trips: kind net/test connect inside `headroom net`,
+/// kind ping/method tcp_connect for `headroom ping`.
+pub fn connect_probe(r: &ConnectResult, as_ping: bool, protocol: &str, interval_ms: f64) -> Probe {
+    let spec = if as_ping {
+        ProbeSpec::Ping(PingSpec { method: "tcp_connect".into(), peer: r.peer.clone(), count: r.attempts, interval_ms })
+    } else {
+        ProbeSpec::Net(NetSpec {
+            test: "connect".into(),
+            streams: 1,
+            protocol: protocol.into(),
+            peer: r.peer.clone(),
+            rate_bits_per_sec: None,
+            bytes: None,
+        })
+    };
+    let mut p = probe(
+        if as_ping { "ping-tcp".into() } else { "tcp-connect".into() },
+        "TCP connect (handshake RTT)".into(),
+        spec,
+        Summary {
+            bytes_per_sec: 0.0,
+            latency_ns: r.rtt.latency(),
+            duration_s: r.series.iter().flatten().map(|d| d.as_secs_f64()).sum(),
+            ops: Some(r.rtt.count()),
+            ..Default::default()
+        },
+    );
+    p.histogram = histogram(&r.rtt);
+    let mut t = 0.0;
+    for d in r.series.iter().flatten() {
+        t += d.as_secs_f64();
+        p.samples.push(Sample { t_s: t, latency_ns_mean: Some(d.as_nanos() as f64), ..Default::default() });
+    }
+    p.details.insert("attempts".into(), json!(r.attempts));
+    p.details.insert("failures".into(), json!(r.failures));
+    if r.failures > 0 {
+        p.warnings.push(Warning::new(
+            "connect_failures",
+            format!("{} of {} connections failed (last: {})", r.failures, r.attempts, r.last_error.clone().unwrap_or_default()),
+        ));
+    }
+    p
+}

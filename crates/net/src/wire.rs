@@ -1,0 +1,244 @@
+//! The headroom wire protocol, version 1.
+//!
+//! Every TCP connection from a headroom client opens with the 12-byte
+//! [`GREETING`]: `HEADROOM`, a big-endian u16 protocol version and two zero
+//! bytes. iperf3 opens with a 37-byte cookie of `[a-z2-7]` characters and a
+//! NUL; the greeting starts with an upper-case `H`, which is never a cookie
+//! character, so the server tells the two apart from the first byte.
+//!
+//! After the greeting both sides exchange framed JSON messages: a big-endian
+//! u32 length then that many bytes of JSON. Frames over [`MAX_FRAME`] are
+//! refused before any allocation, so a hostile length prefix costs nothing.
+//!
+//! A connection is a control connection (authenticates with the token, then
+//! asks for tests), a data stream of a test, or a request/response echo
+//! stream; data and echo streams prove membership with the session key the
+//! control connection received. UDP datagrams carry the session key too.
+
+use serde::{Deserialize, Serialize};
+use std::io::{self, Read, Write};
+
+/// Protocol version spoken by this build.
+pub const VERSION: u16 = 1;
+/// The first bytes of every headroom connection.
+pub const MAGIC: &[u8; 8] = b"HEADROOM";
+/// Magic plus version plus two reserved zero bytes.
+pub const GREETING_LEN: usize = 12;
+/// Largest JSON frame either side accepts.
+pub const MAX_FRAME: u32 = 64 * 1024;
+/// Session keys are 16 random bytes.
+pub const KEY_LEN: usize = 16;
+/// Largest request/response message size.
+pub const MAX_RR_SIZE: u32 = 64 * 1024;
+/// UDP datagram tags (first 4 bytes).
+pub const UDP_ECHO_TAG: &[u8; 4] = b"HRE1";
+pub const UDP_DATA_TAG: &[u8; 4] = b"HRU1";
+/// Smallest useful datagram: tag, key, sequence, send time.
+pub const UDP_HEADER_LEN: usize = 4 + KEY_LEN + 8 + 8;
+
+/// The greeting for this build.
+pub fn greeting() -> [u8; GREETING_LEN] {
+    let mut g = [0u8; GREETING_LEN];
+    g[..8].copy_from_slice(MAGIC);
+    g[8..10].copy_from_slice(&VERSION.to_be_bytes());
+    g
+}
+
+/// Parses a greeting; returns the peer's protocol version.
+pub fn parse_greeting(bytes: &[u8; GREETING_LEN]) -> Option<u16> {
+    if &bytes[..8] != MAGIC {
+        return None;
+    }
+    Some(u16::from_be_bytes([bytes[8], bytes[9]]))
+}
+
+/// A session key as lower-case hex, for JSON.
+pub fn key_hex(key: &[u8; KEY_LEN]) -> String {
+    key.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Parses a hex session key.
+pub fn key_from_hex(text: &str) -> Option<[u8; KEY_LEN]> {
+    if text.len() != KEY_LEN * 2 || !text.is_ascii() {
+        return None;
+    }
+    let mut key = [0u8; KEY_LEN];
+    for (i, k) in key.iter_mut().enumerate() {
+        *k = u8::from_str_radix(&text[i * 2..i * 2 + 2], 16).ok()?;
+    }
+    Some(key)
+}
+
+/// Fresh unguessable bytes from the OS.
+pub fn random_key() -> [u8; KEY_LEN] {
+    let mut key = [0u8; KEY_LEN];
+    getrandom::fill(&mut key).expect("the OS random source is available");
+    key
+}
+
+/// Compares two byte strings in time independent of where they differ.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// What a connection is for, declared in its first message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Hello {
+    /// A control connection; `token` is required when the server has one.
+    Control {
+        #[serde(default)]
+        token: Option<String>,
+        client_version: String,
+    },
+    /// Data stream `index` of test `test` of session `session`.
+    Stream { session: String, test: u32, index: u32 },
+    /// A request/response echo stream with fixed message size.
+    Rr { session: String, size: u32 },
+}
+
+/// Direction of a throughput test, from the client's point of view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Client sends, server receives.
+    Upload,
+    /// Server sends, client receives.
+    Download,
+    /// Both at once: streams 0..n upload, n..2n download.
+    Bidir,
+}
+
+impl Direction {
+    /// The `test` name in the result document.
+    pub fn test_name(self, udp: bool) -> &'static str {
+        match (udp, self) {
+            (true, _) => "udp",
+            (false, Direction::Upload) => "tcp",
+            (false, Direction::Download) => "tcp_reverse",
+            (false, Direction::Bidir) => "tcp_bidir",
+        }
+    }
+}
+
+/// Client requests on a control connection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    /// Prepare a test; the server answers `TestReady`, then waits for the streams.
+    Test {
+        udp: bool,
+        direction: Direction,
+        streams: u32,
+        /// Planned length; the server refuses more than its --max-duration.
+        duration_ms: u64,
+        /// Bytes each sending stream moves before stopping (fixed-size transfer).
+        #[serde(default)]
+        bytes: Option<u64>,
+        /// Write size for TCP, datagram size for UDP.
+        len: u32,
+        /// UDP target rate, bits per second (whole test).
+        #[serde(default)]
+        rate_bits: Option<f64>,
+    },
+    /// Stop the running test and report.
+    End,
+    /// Leave.
+    Bye,
+}
+
+/// Server messages on a control connection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "msg", rename_all = "snake_case")]
+pub enum Reply {
+    Welcome { session: String, server_version: String, max_duration_ms: u64, max_streams: u32 },
+    Refused { reason: String },
+    TestReady { test: u32 },
+    Started,
+    Result(ServerReport),
+}
+
+/// What the server measured in one test.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerReport {
+    pub duration_s: f64,
+    pub streams: Vec<StreamReport>,
+    pub cpu: crate::cpu::CpuUse,
+    /// Why the server ended the test early, if it did.
+    #[serde(default)]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub udp: Option<crate::stats::UdpRecvSummary>,
+}
+
+/// One stream as the server saw it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamReport {
+    pub index: u32,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// TCP_INFO at the end, when the server sent on this stream.
+    #[serde(default)]
+    pub tcp_info: Option<crate::tcpinfo::TcpInfo>,
+}
+
+/// Writes one framed JSON message.
+pub fn write_frame<T: Serialize>(w: &mut impl Write, msg: &T) -> io::Result<()> {
+    let body = serde_json::to_vec(msg).map_err(io::Error::other)?;
+    let mut frame = Vec::with_capacity(4 + body.len());
+    frame.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    frame.extend_from_slice(&body);
+    w.write_all(&frame)
+}
+
+/// Reads one framed JSON message of at most `max` bytes.
+pub fn read_frame<T: for<'de> Deserialize<'de>>(r: &mut impl Read, max: u32) -> io::Result<T> {
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len)?;
+    let len = u32::from_be_bytes(len);
+    if len > max {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("message of {len} bytes exceeds the limit of {max}")));
+    }
+    let mut body = vec![0u8; len as usize];
+    r.read_exact(&mut body)?;
+    serde_json::from_slice(&body).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("bad message: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn greeting_is_never_an_iperf3_cookie() {
+        let g = greeting();
+        // iperf3 cookies are [a-z2-7]{36} NUL: the greeting's first byte is outside that set.
+        assert!(!(g[0].is_ascii_lowercase() || (b'2'..=b'7').contains(&g[0])));
+        assert_eq!(parse_greeting(&g), Some(VERSION));
+        let mut cookie = [b'a'; GREETING_LEN];
+        cookie[11] = 0;
+        assert_eq!(parse_greeting(&cookie), None);
+    }
+
+    #[test]
+    fn frames_round_trip_and_limit() {
+        let mut buf = Vec::new();
+        write_frame(&mut buf, &Request::End).unwrap();
+        let back: Request = read_frame(&mut buf.as_slice(), MAX_FRAME).unwrap();
+        assert_eq!(back, Request::End);
+        let huge = [0xff, 0xff, 0xff, 0xff];
+        let err = read_frame::<Request>(&mut huge.as_slice(), MAX_FRAME).unwrap_err();
+        assert!(err.to_string().contains("exceeds"));
+    }
+
+    #[test]
+    fn keys_round_trip() {
+        let k = random_key();
+        assert_eq!(key_from_hex(&key_hex(&k)), Some(k));
+        assert_eq!(key_from_hex("zz"), None);
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+    }
+}

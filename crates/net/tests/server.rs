@@ -1,0 +1,265 @@
+//! The server against well-behaved and hostile peers, in process on loopback:
+//! it keeps serving the next legitimate client with bounded memory.
+
+use headroom_net::client::{Session, Target, ThroughputSpec};
+use headroom_net::iperf3;
+use headroom_net::server::{Server, ServerConfig, ServerHandle};
+use headroom_net::wire::{self, Direction};
+use std::io::{Read, Write};
+use std::net::{TcpStream, UdpSocket};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn start(tweak: impl FnOnce(&mut ServerConfig)) -> (ServerHandle, Arc<Mutex<Vec<String>>>) {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut cfg = ServerConfig::loopback(0);
+    cfg.idle_timeout = Duration::from_secs(1);
+    let l2 = log.clone();
+    cfg.log = Arc::new(move |line: &str| l2.lock().unwrap().push(line.to_string()));
+    tweak(&mut cfg);
+    (Server::bind(cfg).expect("bind").spawn(), log)
+}
+
+fn target(h: &ServerHandle) -> Target {
+    Target { host: "127.0.0.1".into(), port: h.addr.port(), token: None, timeout: Duration::from_secs(3) }
+}
+
+fn spec(direction: Direction, streams: u32) -> ThroughputSpec {
+    ThroughputSpec {
+        direction,
+        streams,
+        duration: Duration::from_millis(500),
+        bytes: None,
+        len: 128 * 1024,
+        udp_rate: None,
+        rtt_under_load: false,
+    }
+}
+
+/// A legitimate client still gets a full test.
+fn legit_test_works(h: &ServerHandle) {
+    let mut s = Session::open(&target(h)).expect("legit client admitted");
+    let r = s.throughput(&spec(Direction::Upload, 2), &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert!(r.error.is_none(), "{:?}", r.error);
+    assert!(r.upload_bytes > 1_000_000, "moved only {} bytes", r.upload_bytes);
+    s.close();
+}
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:").map(|v| v.trim().trim_end_matches(" kB").trim().parse().unwrap()))
+        .unwrap()
+}
+
+#[test]
+fn all_directions_and_rr_and_echo() {
+    let (h, log) = start(|_| {});
+    let mut s = Session::open(&target(&h)).unwrap();
+    for (dir, n) in [(Direction::Upload, 1), (Direction::Download, 1), (Direction::Bidir, 2)] {
+        let r = s.throughput(&spec(dir, n), &AtomicBool::new(false), &mut |_| {}).unwrap();
+        assert!(r.error.is_none(), "{dir:?}: {:?}", r.error);
+        match dir {
+            Direction::Upload => assert!(r.upload_bytes > 0 && r.download_bytes == 0),
+            Direction::Download => assert!(r.download_bytes > 0 && r.upload_bytes == 0),
+            Direction::Bidir => assert!(r.download_bytes > 0 && r.upload_bytes > 0),
+        }
+        assert!(!r.sender_tcp_info.is_empty(), "{dir:?}: sender TCP_INFO missing");
+        assert!(r.cpu_remote.is_some());
+    }
+    let rr = s.rr(64, Duration::from_millis(300), &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert!(rr.rtt.count() > 100);
+    let echo = s.udp_echo(20, Duration::from_millis(1), 64, &AtomicBool::new(false)).unwrap();
+    assert_eq!(echo.received, 20);
+    s.close();
+    assert_eq!(log.lock().unwrap().len(), 3, "one log line per test");
+}
+
+#[test]
+fn fixed_transfer_moves_exactly_the_bytes() {
+    let (h, _) = start(|_| {});
+    let mut s = Session::open(&target(&h)).unwrap();
+    let mut sp = spec(Direction::Upload, 2);
+    sp.bytes = Some(50_000_000);
+    let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert_eq!(r.upload_bytes, 50_000_000);
+    sp.direction = Direction::Download;
+    let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert_eq!(r.download_bytes, 50_000_000);
+}
+
+#[test]
+fn udp_stream_reports_loss_and_jitter() {
+    let (h, _) = start(|_| {});
+    let mut s = Session::open(&target(&h)).unwrap();
+    let mut sp = spec(Direction::Upload, 1);
+    sp.udp_rate = Some(50e6);
+    sp.len = 1448;
+    let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    let u = r.udp_recv.expect("server's UDP figures");
+    assert!(u.packets > 1000, "{u:?}");
+    // 50 Mb/s for 0.5 s is 3.1 MB: the pacing holds the rate within 10%.
+    let rate = r.upload_bytes as f64 * 8.0 / r.duration_s;
+    assert!((rate - 50e6).abs() < 5e6, "paced at {rate}");
+}
+
+#[test]
+fn token_is_enforced() {
+    let (h, _) = start(|c| c.token = Some("s3cret".into()));
+    let mut t = target(&h);
+    let err = Session::open(&t).err().expect("no token refused").to_string();
+    assert!(err.contains("token"), "{err}");
+    t.token = Some("wrong".into());
+    assert!(Session::open(&t).is_err());
+    t.token = Some("s3cret".into());
+    Session::open(&t).expect("right token admitted").close();
+}
+
+#[test]
+fn limits_refuse_10000_streams_and_a_year_long_test() {
+    let (h, _) = start(|c| c.max_duration = Duration::from_secs(60));
+    let mut s = Session::open(&target(&h)).unwrap();
+    let err = s.throughput(&spec(Direction::Upload, 10_000), &AtomicBool::new(false), &mut |_| {}).err().unwrap();
+    assert!(err.to_string().contains("10000 streams"), "{err}");
+    let mut year = spec(Direction::Upload, 1);
+    year.duration = Duration::from_secs(365 * 86_400);
+    let err = s.throughput(&year, &AtomicBool::new(false), &mut |_| {}).err().unwrap();
+    assert!(err.to_string().contains("max-duration"), "{err}");
+    // iperf3 side: 10000 parallel streams are refused with SERVER_ERROR.
+    let mut c = TcpStream::connect(h.addr).unwrap();
+    c.write_all(&iperf3::new_cookie()).unwrap();
+    assert_eq!(iperf3::read_state(&mut c).unwrap(), iperf3::PARAM_EXCHANGE);
+    iperf3::write_json(&mut c, &serde_json::json!({"tcp": true, "parallel": 10000, "time": 1, "len": 1000})).unwrap();
+    assert_eq!(iperf3::read_state(&mut c).unwrap(), iperf3::SERVER_ERROR);
+    s.throughput(&spec(Direction::Download, 1), &AtomicBool::new(false), &mut |_| {}).expect("still serving");
+}
+
+#[test]
+fn hostile_peers_leave_the_server_serving_with_bounded_memory() {
+    let (h, _) = start(|c| c.max_clients = 2);
+    legit_test_works(&h);
+    let rss_before = rss_kib();
+    // Random bytes instead of a greeting.
+    let mut rng = fastrand::Rng::with_seed(7);
+    for _ in 0..20 {
+        let mut c = TcpStream::connect(h.addr).unwrap();
+        let junk: Vec<u8> = (0..4096).map(|_| rng.u8(..)).collect();
+        let _ = c.write_all(&junk);
+    }
+    // A greeting, then a JSON length prefix of 4 GB.
+    let mut c = TcpStream::connect(h.addr).unwrap();
+    c.write_all(&wire::greeting()).unwrap();
+    c.write_all(&u32::MAX.to_be_bytes()).unwrap();
+    let mut reply = Vec::new();
+    c.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let _ = c.read_to_end(&mut reply);
+    assert!(String::from_utf8_lossy(&reply).contains("exceeds"), "the server says why it refused");
+    // iperf3 control connection with a 4 GB parameter length.
+    let mut c = TcpStream::connect(h.addr).unwrap();
+    c.write_all(&iperf3::new_cookie()).unwrap();
+    assert_eq!(iperf3::read_state(&mut c).unwrap(), iperf3::PARAM_EXCHANGE);
+    c.write_all(&u32::MAX.to_be_bytes()).unwrap();
+    // Slow-loris: a greeting, then silence; and 100 half-open connections.
+    let mut loris = TcpStream::connect(h.addr).unwrap();
+    loris.write_all(&wire::greeting()).unwrap();
+    let half_open: Vec<TcpStream> = (0..100).map(|_| TcpStream::connect(h.addr).unwrap()).collect();
+    // A data stream with a cookie no test knows is a new control connection, not a stream.
+    let mut stray = TcpStream::connect(h.addr).unwrap();
+    stray.write_all(&iperf3::new_cookie()).unwrap();
+    // The legitimate client is served meanwhile.
+    legit_test_works(&h);
+    // The silent ones are dropped within the idle timeout (1 s here).
+    loris.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let t0 = Instant::now();
+    let mut rest = Vec::new();
+    let _ = loris.read_to_end(&mut rest);
+    assert!(t0.elapsed() < Duration::from_secs(3), "slow-loris held for {:?}", t0.elapsed());
+    drop(half_open);
+    legit_test_works(&h);
+    let grown = rss_kib().saturating_sub(rss_before);
+    assert!(grown < 64 * 1024, "memory grew by {grown} KiB");
+}
+
+#[test]
+fn busy_server_refuses_then_a_stalled_client_frees_its_slot() {
+    let (h, log) = start(|c| c.max_clients = 1);
+    // Client A starts a test and then stalls: it keeps its sockets open and silent.
+    let t = target(&h);
+    let mut a = TcpStream::connect(h.addr).unwrap();
+    let mut msg = wire::greeting().to_vec();
+    let body = serde_json::to_vec(&wire::Hello::Control { token: None, client_version: "t".into() }).unwrap();
+    msg.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    msg.extend_from_slice(&body);
+    a.write_all(&msg).unwrap();
+    let _: wire::Reply = wire::read_frame(&mut a, wire::MAX_FRAME).unwrap();
+    wire::write_frame(
+        &mut a,
+        &wire::Request::Test { udp: false, direction: Direction::Download, streams: 1, duration_ms: 60_000, bytes: None, len: 65536, rate_bits: None },
+    )
+    .unwrap();
+    let _: wire::Reply = wire::read_frame(&mut a, wire::MAX_FRAME).unwrap();
+    // (no data streams opened: the server waits at most the idle timeout for them)
+    let err = Session::open(&t).err().expect("one slot, taken").to_string();
+    assert!(err.contains("busy"), "{err}");
+    // An iperf3 client is told "busy" too.
+    let mut c = TcpStream::connect(h.addr).unwrap();
+    c.write_all(&iperf3::new_cookie()).unwrap();
+    assert_eq!(iperf3::read_state(&mut c).unwrap(), iperf3::ACCESS_DENIED);
+    // Within the idle timeout (1 s) plus slack, the slot is free again.
+    let t0 = Instant::now();
+    loop {
+        match Session::open(&t) {
+            Ok(s) => {
+                s.close();
+                break;
+            }
+            Err(_) if t0.elapsed() < Duration::from_secs(4) => std::thread::sleep(Duration::from_millis(100)),
+            Err(e) => panic!("slot not freed after {:?}: {e}", t0.elapsed()),
+        }
+    }
+    drop(a);
+    assert!(log.lock().unwrap().iter().any(|l| l.contains("busy")));
+}
+
+/// Both generations of the iperf3 UDP hello are answered in kind.
+#[test]
+fn iperf3_udp_hello_old_and_new() {
+    let (h, _) = start(|_| {});
+    for (hello, reply) in [
+        (iperf3::UDP_HELLO.to_vec(), iperf3::UDP_REPLY.to_vec()),
+        (iperf3::LEGACY_UDP_HELLO.to_ne_bytes().to_vec(), iperf3::LEGACY_UDP_REPLY.to_ne_bytes().to_vec()),
+    ] {
+        let mut c = TcpStream::connect(h.addr).unwrap();
+        let cookie = iperf3::new_cookie();
+        c.write_all(&cookie).unwrap();
+        assert_eq!(iperf3::read_state(&mut c).unwrap(), iperf3::PARAM_EXCHANGE);
+        iperf3::write_json(&mut c, &serde_json::json!({"udp": true, "parallel": 1, "time": 1, "len": 1000, "bandwidth": 1000000})).unwrap();
+        assert_eq!(iperf3::read_state(&mut c).unwrap(), iperf3::CREATE_STREAMS);
+        let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+        u.connect(h.addr).unwrap();
+        u.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        u.send(&hello).unwrap();
+        let mut buf = [0u8; 16];
+        let n = u.recv(&mut buf).expect("hello answered");
+        assert_eq!(&buf[..n], &reply[..]);
+        assert_eq!(iperf3::read_state(&mut c).unwrap(), iperf3::TEST_START);
+        iperf3::write_state(&mut c, iperf3::CLIENT_TERMINATE).unwrap();
+    }
+    legit_test_works(&h);
+}
+
+/// UDP echo answers only known sessions, only to their address, never larger.
+#[test]
+fn udp_echo_is_not_an_amplifier() {
+    let (h, _) = start(|_| {});
+    let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+    u.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+    let mut msg = wire::UDP_ECHO_TAG.to_vec();
+    msg.extend_from_slice(&[0u8; wire::KEY_LEN]);
+    msg.extend_from_slice(&[1u8; 8]);
+    u.send_to(&msg, h.addr).unwrap();
+    let mut buf = [0u8; 2048];
+    assert!(u.recv(&mut buf).is_err(), "unknown session key answered");
+}

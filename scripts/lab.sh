@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# A two-host network on one machine, by hand: namespaces A and B joined by a veth
+# pair, addressed in 198.18.0.0/15 (RFC 2544, benchmarking only), shaped with tbf.
+#
+#   scripts/lab.sh up [RATE] [MTU]   create it (RATE like 1gbit, 2500mbit, 10gbit; default 1gbit)
+#   scripts/lab.sh demo [RATE]       create, run headroom serve in A and headroom net + iperf3
+#                                    from B, print the tbf ceiling, tear down
+#   scripts/lab.sh down              remove everything this script created
+#
+# tbf counts frames from the MAC header on, so TCP goodput through `tbf rate R`
+# is R x (MTU-52)/(MTU+14): 956.4 Mb/s at 1gbit/MTU 1500 (LAB.md). Needs root.
+set -euo pipefail
+NS_A=hrlab-a NS_B=hrlab-b DEV_A=hrlab0 DEV_B=hrlab1 ADDR_A=198.18.200.1 ADDR_B=198.18.200.2
+HEADROOM=${HEADROOM:-$(dirname "$0")/../target/release/headroom}
+
+down() {
+  ip netns pids "$NS_A" 2>/dev/null | xargs -r kill 2>/dev/null || true
+  ip netns pids "$NS_B" 2>/dev/null | xargs -r kill 2>/dev/null || true
+  ip netns del "$NS_A" 2>/dev/null || true
+  ip netns del "$NS_B" 2>/dev/null || true
+}
+
+to_bits() { # 1gbit -> 1000000000
+  local r=${1,,}
+  case "$r" in
+    *gbit) echo $(( ${r%gbit} * 1000000000 ));;
+    *mbit) echo $(( ${r%mbit} * 1000000 ));;
+    *kbit) echo $(( ${r%kbit} * 1000 ));;
+    *) echo "$r";;
+  esac
+}
+
+up() {
+  local rate=${1:-1gbit} mtu=${2:-1500}
+  [ "$(id -u)" -eq 0 ] || { echo "lab.sh: needs root (network namespaces)" >&2; exit 2; }
+  down
+  ip netns add "$NS_A"; ip netns add "$NS_B"
+  ip link add "$DEV_A" netns "$NS_A" type veth peer name "$DEV_B" netns "$NS_B"
+  ip -n "$NS_A" addr add "$ADDR_A/24" dev "$DEV_A"; ip -n "$NS_B" addr add "$ADDR_B/24" dev "$DEV_B"
+  for ns in "$NS_A" "$NS_B"; do ip -n "$ns" link set lo up; done
+  ip -n "$NS_A" link set "$DEV_A" mtu "$mtu" up; ip -n "$NS_B" link set "$DEV_B" mtu "$mtu" up
+  local bits burst
+  bits=$(to_bits "$rate"); burst=$(( bits / 8 / 250 )); [ "$burst" -ge 262144 ] || burst=262144
+  ip netns exec "$NS_A" tc qdisc replace dev "$DEV_A" root tbf rate "$rate" burst "$burst" latency 20ms
+  ip netns exec "$NS_B" tc qdisc replace dev "$DEV_B" root tbf rate "$rate" burst "$burst" latency 20ms
+  echo "lab up: $NS_A ($ADDR_A) <-> $NS_B ($ADDR_B), tbf $rate, MTU $mtu"
+  echo "TCP ceiling through tbf: $(awk -v b="$bits" -v m="$mtu" 'BEGIN{printf "%.1f Mb/s", b*(m-52)/(m+14)/1e6}')"
+  echo "try: ip netns exec $NS_A $HEADROOM serve --bind $ADDR_A --no-auth --iperf3 &"
+  echo "     ip netns exec $NS_B $HEADROOM net $ADDR_A --time 2s"
+}
+
+demo() {
+  trap down EXIT
+  up "${1:-1gbit}" "${2:-1500}"
+  ip netns exec "$NS_A" "$HEADROOM" serve --bind "$ADDR_A" --no-auth --iperf3 >/dev/null 2>&1 &
+  ip netns exec "$NS_A" iperf3 -s -B "$ADDR_A" -p 5202 >/dev/null 2>&1 &
+  sleep 0.5
+  ip netns exec "$NS_B" "$HEADROOM" net "$ADDR_A" --time 2s --tests rtt,up1,down1,up
+  ip netns exec "$NS_B" iperf3 -c "$ADDR_A" -p 5202 -t 2 | tail -4
+}
+
+case "${1:-}" in
+  up) shift; up "$@";;
+  down) down; echo "lab down";;
+  demo) shift; demo "$@";;
+  *) sed -n '2,12p' "$0"; exit 2;;
+esac

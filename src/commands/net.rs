@@ -1,0 +1,537 @@
+//! `headroom net HOST[:PORT]`: latency at idle and under load, handshake
+//! time, throughput up/down/bidirectional with 1 and N streams, against a
+//! headroom server or a stock iperf3 server, each figure next to the link
+//! ceiling and with the sender's TCP_INFO explaining a short single stream.
+
+use crate::output::{Outcome, Output};
+use crate::progress::Progress;
+use anyhow::bail;
+use headroom_limits::Framing;
+use headroom_net::client::{Session, Target, ThroughputResult, ThroughputSpec};
+use headroom_net::wire::Direction;
+use headroom_net::{iperf3_client, probe, NetError};
+use headroom_result::{Ceiling, Probe, ResultDoc, Warning};
+use headroom_units::{format_rate, DurationArg, Rate, Size};
+use std::time::Duration;
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  headroom net nas.lan                          the default suite (about 30 s)
+  headroom net nas.lan --token s3cret --json    against `headroom serve --token s3cret`
+  headroom net esxi.lan --protocol iperf3       against a stock `iperf3 -s`
+  headroom net nas.lan --tests up1,down1 --time 10s
+  headroom net nas.lan --bytes 12GB             time a fixed 12 GB transfer (a VM's worth)
+  headroom net nas.lan --udp 500M --tests udp   UDP at 500 Mb/s: loss and jitter
+  headroom net nas.lan --link 10gbe             compare against a 10 GbE ceiling
+
+Tests (--tests, comma-separated): rtt (TCP request/response round trips; also
+measured under load during the throughput tests), echo (UDP echo RTT, jitter,
+loss), connect (TCP handshake time), up1, down1 (one stream), up, down, bidir
+(--streams streams), udp (needs --udp RATE). rtt, echo and connect need a
+headroom server. Sizes: 12GB = 12e9 bytes, 12GiB = 12*2^30; rates in bits/s
+(500M = 500 Mb/s).")]
+pub struct NetArgs {
+    /// The server: HOST or HOST:PORT (default port 5201)
+    pub host: String,
+    /// Length of each throughput and latency test
+    #[arg(long, default_value = "4s")]
+    pub time: DurationArg,
+    /// Parallel streams for the up, down and bidir tests (1-128)
+    #[arg(long, default_value_t = 4)]
+    pub streams: u32,
+    /// Which tests to run, comma-separated (see below)
+    #[arg(long, value_delimiter = ',')]
+    pub tests: Option<Vec<String>>,
+    /// Transfer this many bytes per direction instead of running for --time
+    #[arg(long)]
+    pub bytes: Option<Size>,
+    /// Run a UDP test at this rate (bits/s as iperf3 -b reads it: 100M, 1G; or 1Gb/s, 125MB/s)
+    #[arg(long, value_parser = parse_bit_rate)]
+    pub udp: Option<Rate>,
+    /// The link to compare against (e.g. 1gbe, 10gbe); default: the local interface that routes to HOST
+    #[arg(long)]
+    pub link: Option<String>,
+    /// Wire protocol: auto detects a headroom server and falls back to iperf3
+    #[arg(long, value_enum, default_value = "auto")]
+    pub protocol: ProtocolArg,
+    /// Token of a `headroom serve --token` server (also $HEADROOM_TOKEN)
+    #[arg(long, env = "HEADROOM_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Connect timeout, and how long a stalled test is tolerated
+    #[arg(long, default_value = "5s")]
+    pub timeout: DurationArg,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProtocolArg {
+    Auto,
+    Headroom,
+    Iperf3,
+}
+
+const ALL_TESTS: &[&str] = &["rtt", "echo", "connect", "up1", "down1", "up", "down", "bidir", "udp"];
+
+/// The tests to run, validated.
+fn plan(args: &NetArgs) -> anyhow::Result<Vec<String>> {
+    let tests: Vec<String> = match &args.tests {
+        Some(t) => t.iter().map(|s| s.trim().to_ascii_lowercase()).filter(|s| !s.is_empty()).collect(),
+        None if args.bytes.is_some() => vec!["up1".into()],
+        None => {
+            let mut t: Vec<String> = ["rtt", "echo", "connect", "up1", "down1", "up", "down", "bidir"].map(String::from).to_vec();
+            if args.udp.is_some() {
+                t.push("udp".into());
+            }
+            t
+        }
+    };
+    for t in &tests {
+        if !ALL_TESTS.contains(&t.as_str()) {
+            bail!("--tests: unknown test '{t}'; known: {} (example: --tests rtt,up1,down1)", ALL_TESTS.join(","));
+        }
+    }
+    if tests.is_empty() {
+        bail!("--tests is empty (example: --tests rtt,up1,down1)");
+    }
+    if tests.iter().any(|t| t == "udp") && args.udp.is_none() {
+        bail!("--tests udp needs --udp RATE (example: --udp 100M)");
+    }
+    Ok(tests)
+}
+
+/// iperf3's `-b` spelling (100M = 100 Mb/s) as well as headroom's rate syntax.
+fn parse_bit_rate(text: &str) -> Result<Rate, String> {
+    let t = text.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, c)) if "kKmMgGtT".contains(c) => (&t[..i], match c.to_ascii_lowercase() {
+            'k' => 1e3,
+            'm' => 1e6,
+            'g' => 1e9,
+            _ => 1e12,
+        }),
+        _ => (t, 1.0),
+    };
+    match num.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(Rate(v * mult)),
+        _ => t.parse::<Rate>().map_err(|e| e.to_string()),
+    }
+}
+
+fn validate(args: &NetArgs) -> anyhow::Result<()> {
+    if !(1..=128).contains(&args.streams) {
+        bail!("--streams {} is out of range: 1 to 128 (example: --streams 4)", args.streams);
+    }
+    if args.time.0 < Duration::from_millis(200) || args.time.0 > Duration::from_secs(86_400) {
+        bail!("--time {} is out of range: 200ms to 24h (example: --time 10s)", args.time);
+    }
+    if let Some(b) = args.bytes {
+        if b.0 == 0 {
+            bail!("--bytes must be above zero (example: --bytes 12GB)");
+        }
+    }
+    if let Some(r) = args.udp {
+        if !(r.0 >= 1000.0 && r.0 <= 400e9) {
+            bail!("--udp {} is out of range: 1k to 400G bits/s (example: --udp 100M)", args.udp.map(|r| r.0).unwrap_or(0.0));
+        }
+    }
+    if args.timeout.0 < Duration::from_millis(100) {
+        bail!("--timeout {} is too short: at least 100ms (example: --timeout 5s)", args.timeout);
+    }
+    Ok(())
+}
+
+pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
+    validate(args)?;
+    let tests = plan(args)?;
+    let (host, port) = headroom_net::split_host_port(&args.host).map_err(|e| anyhow::anyhow!("HOST {e}"))?;
+    let target = Target {
+        host: host.clone(),
+        port: port.unwrap_or(headroom_net::DEFAULT_PORT),
+        token: args.token.clone(),
+        timeout: args.timeout.0,
+    };
+    let started_at = crate::commands::ping::rfc3339_now();
+    let stop = crate::signals::stop_flag();
+    // Detect the protocol (and fail early on DNS, refused port, wrong token).
+    let mut session = match args.protocol {
+        // No probe connection: a stock server would take it for a test.
+        ProtocolArg::Iperf3 => None,
+        ProtocolArg::Headroom | ProtocolArg::Auto => match Session::open(&target) {
+            Ok(s) => Some(s),
+            Err(NetError::IsIperf3) if args.protocol == ProtocolArg::Auto => {
+                // Give the stock server a moment to forget the aborted handshake.
+                std::thread::sleep(Duration::from_millis(100));
+                None
+            }
+            Err(e) => return Err(user_error(e)),
+        },
+    };
+    let protocol = if session.is_some() { "headroom" } else { "iperf3" };
+    let ceiling = ceiling_for(&host, target.port, args.link.as_deref())?;
+    if !out.json {
+        println!(
+            "{} {} ({} protocol{})",
+            out.bold("headroom net"),
+            target.display(),
+            protocol,
+            session.as_ref().map(|s| format!(", server {}", s.server_version)).unwrap_or_default()
+        );
+        println!("link: {}", ceiling.describe(out.iec));
+    }
+    let mut probes: Vec<Probe> = Vec::new();
+    let mut failures: Vec<String> = Vec::new();
+    let want_rr_load = tests.iter().any(|t| t == "rtt") && session.is_some();
+    for t in &tests {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
+        let needs_headroom = matches!(t.as_str(), "rtt" | "echo" | "connect");
+        if needs_headroom && session.is_none() {
+            if args.tests.is_some() {
+                failures.push(format!("test '{t}' needs a headroom server (this one speaks iperf3)"));
+            }
+            continue;
+        }
+        let probe_result = match t.as_str() {
+            "rtt" => {
+                let s = session.as_ref().expect("checked");
+                let bar = Progress::new(out.progress, "TCP RR idle", Some(args.time.0));
+                let r = s.rr(64, args.time.0.min(Duration::from_secs(5)), stop, &mut |smp| {
+                    bar.update(Duration::from_secs_f64(smp.t_s), &format!("{:.0} us", smp.latency_ns_mean.unwrap_or(0.0) / 1e3));
+                });
+                bar.finish();
+                r.map(|r| probe::rr_probe(&r, protocol, &target.display()))
+            }
+            "echo" => {
+                let s = session.as_ref().expect("checked");
+                let bar = Progress::new(out.progress, "UDP echo", None);
+                let r = s.udp_echo(200, Duration::from_millis(5), 64, stop);
+                bar.finish();
+                r.map(|r| probe::echo_probe(&r, &target.display(), 5.0))
+            }
+            "connect" => {
+                let addr = session.as_ref().expect("checked").peer;
+                headroom_net::ping::tcp_connect_series(addr, &target.display(), 20, Duration::from_millis(20), target.timeout, stop, &mut |_, _| {})
+                    .map(|r| probe::connect_probe(&r, false, protocol, 20.0))
+            }
+            _ => {
+                let spec = throughput_spec(t, args, want_rr_load);
+                let label = probe_label(&spec);
+                let expected = if args.bytes.is_some() { None } else { Some(spec.duration) };
+                let bar = Progress::new(out.progress, &label, expected);
+                let iec = out.iec;
+                let mut on_sample = |smp: &headroom_result::Sample| {
+                    bar.update(Duration::from_secs_f64(smp.t_s), &format_rate(smp.bytes_per_sec * 8.0, iec));
+                };
+                let r = match session.as_mut() {
+                    Some(s) => s.throughput(&spec, stop, &mut on_sample),
+                    None => {
+                        let r = iperf3_client::throughput(&target, &spec, stop, &mut on_sample);
+                        // A stock server needs a moment between tests.
+                        std::thread::sleep(Duration::from_millis(300));
+                        r
+                    }
+                };
+                bar.finish();
+                r.map(|r| throughput_probe(&r, &ceiling))
+            }
+        };
+        match probe_result {
+            Ok(p) => {
+                if let Some(e) = p.details.get("error").and_then(|v| v.as_str()) {
+                    failures.push(format!("{}: {e}", p.name));
+                }
+                if !out.json {
+                    print_probe(&p, &ceiling, out);
+                }
+                probes.push(p);
+            }
+            Err(e @ (NetError::Resolve { .. } | NetError::Connect { .. } | NetError::Refused(_))) if probes.is_empty() => {
+                return Err(user_error(e));
+            }
+            Err(e) => {
+                let line = format!("{t}: {}", user_error(e));
+                if !out.json {
+                    println!("  {line}");
+                }
+                failures.push(line);
+                if session.is_some() {
+                    // The control connection may be gone; reconnect for the remaining tests.
+                    session = Session::open(&target).ok();
+                    if session.is_none() {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    if let Some(s) = session {
+        s.close();
+    }
+    let mut doc = ResultDoc::new(started_at);
+    doc.probes = probes;
+    if let Some(c) = ceiling.result_ceiling() {
+        doc.ceilings.push(c);
+    }
+    for f in &failures {
+        doc.warnings.push(Warning::new("test_failed", f.clone()));
+    }
+    if out.json {
+        out.print_json(&doc)?;
+    }
+    if failures.is_empty() {
+        Ok(Outcome::Ok)
+    } else {
+        for f in &failures {
+            eprintln!("headroom: error: {f}");
+        }
+        Ok(Outcome::Error)
+    }
+}
+
+/// A network error as the one line the user sees.
+fn user_error(e: NetError) -> anyhow::Error {
+    anyhow::anyhow!("{e}")
+}
+
+fn throughput_spec(t: &str, args: &NetArgs, rr: bool) -> ThroughputSpec {
+    let (direction, streams) = match t {
+        "up1" => (Direction::Upload, 1),
+        "down1" => (Direction::Download, 1),
+        "up" => (Direction::Upload, args.streams),
+        "down" => (Direction::Download, args.streams),
+        "bidir" => (Direction::Bidir, args.streams),
+        _ => (Direction::Upload, 1), // udp
+    };
+    let udp = t == "udp";
+    ThroughputSpec {
+        direction,
+        streams,
+        duration: args.time.0,
+        bytes: args.bytes.map(|b| b.0),
+        len: if udp { headroom_net::datapath::DEFAULT_UDP_LEN } else { headroom_net::datapath::DEFAULT_TCP_LEN },
+        udp_rate: if udp { args.udp.map(|r| r.0) } else { None },
+        rtt_under_load: rr && !udp,
+    }
+}
+
+fn probe_label(spec: &ThroughputSpec) -> String {
+    let dir = match spec.direction {
+        Direction::Upload => "up",
+        Direction::Download => "down",
+        Direction::Bidir => "bidir",
+    };
+    format!("{} {dir} x{}", if spec.udp_rate.is_some() { "UDP" } else { "TCP" }, spec.streams)
+}
+
+fn throughput_probe(r: &ThroughputResult, ceiling: &LinkCeiling) -> Probe {
+    let mut p = probe::throughput_probe(r);
+    let directions = if r.direction == Some(Direction::Bidir) { 2.0 } else { 1.0 };
+    if let Some(c) = ceiling.tcp_bytes_per_sec {
+        let share = p.summary.bytes_per_sec / (c * directions);
+        p.details.insert("ceiling_share".into(), serde_json::json!(share));
+        if share > 1.02 {
+            p.warnings.push(Warning::new(
+                "faster_than_ceiling",
+                format!(
+                    "measured {} is above the {} ceiling: {}",
+                    format_rate(p.summary.bytes_per_sec * 8.0, false),
+                    ceiling.name,
+                    if ceiling.is_virtual {
+                        "the interface is virtual and its reported speed is nominal, not a limit"
+                    } else {
+                        "the reported link speed is not the real one (check the peer's route)"
+                    }
+                ),
+            ));
+        }
+    }
+    p
+}
+
+fn fmt_ns(ns: f64) -> String {
+    if ns >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else {
+        format!("{:.1} us", ns / 1e3)
+    }
+}
+
+fn print_probe(p: &Probe, ceiling: &LinkCeiling, out: &Output) {
+    let d = &p.details;
+    let num = |k: &str| d.get(k).and_then(|v| v.as_f64());
+    match p.spec {
+        headroom_result::ProbeSpec::Net(ref s) if s.test == "rr" || s.test == "connect" => {
+            if let Some(l) = &p.summary.latency_ns {
+                println!(
+                    "  {:<24} min {}  mean {}  p50 {}  p99 {}  max {}  stddev {}",
+                    p.name,
+                    fmt_ns(l.min.unwrap_or(0.0)),
+                    fmt_ns(l.mean),
+                    fmt_ns(l.p50),
+                    fmt_ns(l.p99),
+                    fmt_ns(l.max),
+                    fmt_ns(l.stddev.unwrap_or(0.0))
+                );
+            }
+        }
+        headroom_result::ProbeSpec::Ping(_) => {
+            if let Some(l) = &p.summary.latency_ns {
+                println!(
+                    "  {:<24} min {}  mean {}  p99 {}  max {}  jitter {:.3} ms  loss {:.1}%",
+                    p.name,
+                    fmt_ns(l.min.unwrap_or(0.0)),
+                    fmt_ns(l.mean),
+                    fmt_ns(l.p99),
+                    fmt_ns(l.max),
+                    num("jitter_ms").unwrap_or(0.0),
+                    num("loss_percent").unwrap_or(0.0)
+                );
+            }
+        }
+        _ => {
+            let mut line = format!("  {:<24} {}", p.name, format_rate(p.summary.bytes_per_sec * 8.0, out.iec));
+            if let Some(share) = num("ceiling_share") {
+                if share <= 1.02 {
+                    line += &format!("  {:.1}% of {}", share * 100.0, ceiling.name);
+                } else {
+                    line += &format!("  above the {} ceiling (virtual NIC?)", ceiling.name);
+                }
+            }
+            if let Some(b) = p.summary.bytes.filter(|_| p.spec_bytes().is_some()) {
+                line += &format!("  {} in {:.2} s", headroom_units::format_size(b), p.summary.duration_s);
+            }
+            if let Some(t) = d.get("tcp_info") {
+                line += &format!(
+                    "  retr {}  srtt {:.2} ms  cwnd {} KiB",
+                    t["retransmits"],
+                    t["srtt_us"].as_f64().unwrap_or(0.0) / 1e3,
+                    t["cwnd_bytes"].as_u64().unwrap_or(0) / 1024
+                );
+            }
+            if let Some(u) = d.get("udp") {
+                line += &format!(
+                    "  loss {:.2}%  jitter {:.3} ms",
+                    u["loss_percent"].as_f64().unwrap_or(0.0),
+                    u["jitter_ms"].as_f64().unwrap_or(0.0)
+                );
+            }
+            line += &format!("  cpu {:.0}% here", num("cpu_local_percent").unwrap_or(0.0));
+            if let Some(c) = num("cpu_remote_percent") {
+                line += &format!(" / {c:.0}% server");
+            }
+            println!("{line}");
+            if let Some(l) = d.get("rtt_under_load_ns") {
+                println!(
+                    "  {:<24} RTT under load: mean {}  p99 {}",
+                    "",
+                    fmt_ns(l["mean"].as_f64().unwrap_or(0.0)),
+                    fmt_ns(l["p99"].as_f64().unwrap_or(0.0))
+                );
+            }
+            for w in &p.warnings {
+                println!("  {:<24} note: {}", "", w.message);
+            }
+        }
+    }
+}
+
+trait SpecBytes {
+    fn spec_bytes(&self) -> Option<u64>;
+}
+impl SpecBytes for Probe {
+    fn spec_bytes(&self) -> Option<u64> {
+        match &self.spec {
+            headroom_result::ProbeSpec::Net(s) => s.bytes,
+            _ => None,
+        }
+    }
+}
+
+
+/// The link a result is compared against: from --link, or the local interface that routes to HOST.
+pub struct LinkCeiling {
+    pub name: String,
+    /// TCP goodput per direction, bytes/s; None for loopback or an unknown speed.
+    pub tcp_bytes_per_sec: Option<f64>,
+    pub source: String,
+    pub is_virtual: bool,
+    pub note: Option<String>,
+}
+
+impl LinkCeiling {
+    fn describe(&self, iec: bool) -> String {
+        let mut s = match self.tcp_bytes_per_sec {
+            Some(b) => format!("{} ({}): TCP ceiling {}", self.name, self.source, format_rate(b * 8.0, iec)),
+            None => format!("{} ({})", self.name, self.source),
+        };
+        if let Some(n) = &self.note {
+            s += &format!("; {n}");
+        }
+        s
+    }
+
+    fn result_ceiling(&self) -> Option<Ceiling> {
+        self.tcp_bytes_per_sec.map(|b| Ceiling {
+            hop: "link".into(),
+            name: self.name.clone(),
+            bytes_per_sec: b,
+            source: Some(self.source.clone()),
+        })
+    }
+}
+
+fn ceiling_for(host: &str, port: u16, link: Option<&str>) -> anyhow::Result<LinkCeiling> {
+    let iface = headroom_net::resolve(host, port)
+        .ok()
+        .and_then(|a| a.first().copied())
+        .and_then(headroom_net::route::interface_to);
+    let mtu = iface.as_ref().and_then(|i| i.mtu).filter(|m| (576..=9216).contains(m)).unwrap_or(1500);
+    let framing = Framing { mtu, ..Framing::default() };
+    if let Some(spec) = link {
+        let l = headroom_limits::lookup(spec).map_err(|e| anyhow::anyhow!("--link: {e}"))?;
+        return Ok(LinkCeiling {
+            name: format!("{} TCP (MTU {mtu})", l.name),
+            tcp_bytes_per_sec: Some(framing.tcp_goodput_bits(l.usable_bits_per_sec) / 8.0),
+            source: "--link".into(),
+            is_virtual: false,
+            note: None,
+        });
+    }
+    let Some(i) = iface else {
+        return Ok(LinkCeiling {
+            name: "unknown link".into(),
+            tcp_bytes_per_sec: None,
+            source: "no local route found".into(),
+            is_virtual: false,
+            note: Some("give --link SPEC to compare against a ceiling".into()),
+        });
+    };
+    if i.is_loopback() {
+        return Ok(LinkCeiling {
+            name: "loopback".into(),
+            tcp_bytes_per_sec: None,
+            source: "lo".into(),
+            is_virtual: true,
+            note: Some("no physical link: memory and CPU set the pace".into()),
+        });
+    }
+    let source = format!("/sys/class/net/{}", i.name);
+    match i.speed_mbps.and_then(headroom_limits::ethernet_by_speed_mbps) {
+        Some(l) => Ok(LinkCeiling {
+            name: format!("{} TCP (MTU {mtu}, {})", l.name, i.name),
+            tcp_bytes_per_sec: Some(framing.tcp_goodput_bits(l.usable_bits_per_sec) / 8.0),
+            source,
+            is_virtual: i.is_virtual(),
+            note: i.is_virtual().then(|| {
+                format!("{} is a virtual NIC ({}): its speed is nominal", i.name, i.driver.clone().unwrap_or_else(|| "no hardware device".into()))
+            }),
+        }),
+        None => Ok(LinkCeiling {
+            name: i.name.clone(),
+            tcp_bytes_per_sec: None,
+            source,
+            is_virtual: i.is_virtual(),
+            note: Some("the interface reports no speed; give --link SPEC to compare against a ceiling".into()),
+        }),
+    }
+}

@@ -1,0 +1,135 @@
+//! `headroom ping HOST:PORT`: TCP handshake round trips to any TCP service
+//! (iSCSI 3260, NFS 2049, SMB 445, SSH 22), closed with RST so nothing piles
+//! up in TIME_WAIT. `headroom ping HOST` (no port): UDP echo round trips
+//! against a headroom server, with jitter and loss.
+
+use crate::output::{Outcome, Output};
+use anyhow::bail;
+use headroom_net::client::{Session, Target};
+use headroom_net::{ping, probe};
+use headroom_result::ResultDoc;
+use headroom_units::DurationArg;
+use std::time::Duration;
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  headroom ping nas.lan:3260          iSCSI target handshake time
+  headroom ping nas.lan:2049 --count 50 --interval 50ms
+  headroom ping nas.lan               UDP echo against `headroom serve` (port 5201)
+  headroom ping nas.lan:22 --json
+
+With a port: TCP connect round trips to any service; each connection is reset
+(SO_LINGER 0) right after the handshake, so the service sees no request and no
+TIME_WAIT piles up. Without a port: UDP echo to a headroom server.")]
+pub struct PingArgs {
+    /// HOST:PORT for TCP handshakes, or HOST for UDP echo against a headroom server
+    pub target: String,
+    /// Round trips to measure (1-100000)
+    #[arg(long, short = 'c', default_value_t = 10)]
+    pub count: u32,
+    /// Pause between round trips
+    #[arg(long, short = 'i', default_value = "200ms")]
+    pub interval: DurationArg,
+    /// Give up on one round trip after this long
+    #[arg(long, default_value = "2s")]
+    pub timeout: DurationArg,
+    /// Token of a `headroom serve --token` server, for UDP echo (also $HEADROOM_TOKEN)
+    #[arg(long, env = "HEADROOM_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+}
+
+/// Now as RFC 3339 UTC, for `started_at`.
+pub(crate) fn rfc3339_now() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+fn ms(d: f64) -> String {
+    format!("{:.3} ms", d / 1e6)
+}
+
+pub fn run(args: &PingArgs, out: &Output) -> anyhow::Result<Outcome> {
+    if args.count == 0 || args.count > 100_000 {
+        bail!("--count {} is out of range: 1 to 100000 (example: --count 10)", args.count);
+    }
+    if args.interval.0 > Duration::from_secs(3600) {
+        bail!("--interval {} is too long: at most 1h (example: --interval 200ms)", args.interval);
+    }
+    if args.timeout.0 < Duration::from_millis(1) {
+        bail!("--timeout {} is too short (example: --timeout 2s)", args.timeout);
+    }
+    let (host, port) = headroom_net::split_host_port(&args.target).map_err(|e| anyhow::anyhow!("TARGET {e}"))?;
+    let stop = crate::signals::stop_flag();
+    let started_at = rfc3339_now();
+    let interval_ms = args.interval.0.as_secs_f64() * 1e3;
+    let probe = match port {
+        Some(port) => {
+            let addr = *headroom_net::resolve(&host, port).map_err(|e| anyhow::anyhow!("{e}"))?.first().expect("non-empty");
+            let display = Target { host: host.clone(), port, token: None, timeout: args.timeout.0 }.display();
+            if !out.json {
+                println!("TCP handshake to {display} ({addr}), {} round trips", args.count);
+            }
+            let json = out.json;
+            let r = ping::tcp_connect_series(addr, &display, args.count, args.interval.0, args.timeout.0, stop, &mut |i, r| {
+                if !json {
+                    match r {
+                        Ok(d) => println!("  seq={i} time={}", ms(d.as_nanos() as f64)),
+                        Err(e) => println!("  seq={i} failed: {e}"),
+                    }
+                }
+            })
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+            probe::connect_probe(&r, true, "tcp", interval_ms)
+        }
+        None => {
+            let target = Target { host, port: headroom_net::DEFAULT_PORT, token: args.token.clone(), timeout: args.timeout.0 };
+            let session = Session::open(&target).map_err(|e| match e {
+                headroom_net::NetError::IsIperf3 => {
+                    anyhow::anyhow!("{} is an iperf3 server: UDP echo needs `headroom serve`; give a port for TCP handshakes (HOST:PORT)", target.display())
+                }
+                e => anyhow::anyhow!("{e}"),
+            })?;
+            if !out.json {
+                println!("UDP echo to {} ({}), {} round trips", target.display(), session.peer, args.count);
+            }
+            let r = session.udp_echo(args.count, args.interval.0, 64, stop).map_err(|e| anyhow::anyhow!("{e}"))?;
+            session.close();
+            probe::echo_probe(&r, &target.display(), interval_ms)
+        }
+    };
+    if out.json {
+        let mut doc = ResultDoc::new(started_at);
+        doc.probes.push(probe);
+        out.print_json(&doc)?;
+        return Ok(Outcome::Ok);
+    }
+    let sent = probe.details.get("attempts").or(probe.details.get("sent")).and_then(|v| v.as_u64()).unwrap_or(0);
+    let ok = probe.summary.ops.unwrap_or(0);
+    println!(
+        "{sent} sent, {ok} answered, {:.1}% failed",
+        if sent > 0 { (sent - ok.min(sent)) as f64 / sent as f64 * 100.0 } else { 0.0 }
+    );
+    if let Some(l) = &probe.summary.latency_ns {
+        println!(
+            "rtt min/avg/max/stddev/p99 = {:.3}/{:.3}/{:.3}/{:.3}/{:.3} ms",
+            l.min.unwrap_or(0.0) / 1e6,
+            l.mean / 1e6,
+            l.max / 1e6,
+            l.stddev.unwrap_or(0.0) / 1e6,
+            l.p99 / 1e6
+        );
+    }
+    if let Some(j) = probe.details.get("jitter_ms").and_then(|v| v.as_f64()) {
+        println!("jitter {j:.3} ms");
+    }
+    Ok(if ok == 0 { Outcome::Error } else { Outcome::Ok })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rfc3339_shape() {
+        let t = super::rfc3339_now();
+        assert_eq!(t.len(), 20);
+        assert!(t.ends_with('Z') && t.starts_with("20"));
+    }
+}

@@ -1,0 +1,98 @@
+//! `headroom serve`: the server end of `headroom net` and `headroom ping HOST`,
+//! and a stand-in for `iperf3 -s` that serves several clients at once and
+//! never gets stuck on a dead client.
+
+use crate::output::{Outcome, Output};
+use anyhow::{bail, Context};
+use headroom_net::server::{check_bind_policy, Server, ServerConfig};
+use headroom_units::DurationArg;
+use std::io::Write;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  headroom serve                                  loopback only, for a local test
+  headroom serve --bind 0.0.0.0 --token s3cret    reachable from the LAN; clients pass --token s3cret
+  headroom serve --bind 0.0.0.0 --no-auth --iperf3   also serve stock `iperf3 -c` clients
+  headroom serve --once --port 5300               exit after one test
+
+One port carries TCP and UDP for both headroom and iperf3 clients. Logs one
+line per test on stdout: peer, protocol, test, streams, duration, bytes.")]
+pub struct ServeArgs {
+    /// Address to listen on (127.0.0.1 unless told otherwise)
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: IpAddr,
+    /// TCP and UDP port
+    #[arg(long, default_value_t = headroom_net::DEFAULT_PORT)]
+    pub port: u16,
+    /// Shared secret headroom clients must present (also $HEADROOM_TOKEN)
+    #[arg(long, env = "HEADROOM_TOKEN", hide_env_values = true, conflicts_with = "no_auth")]
+    pub token: Option<String>,
+    /// Serve anyone who can reach the port (needed for a non-loopback --bind without --token)
+    #[arg(long)]
+    pub no_auth: bool,
+    /// Also serve stock iperf3 clients (they cannot present a token)
+    #[arg(long)]
+    pub iperf3: bool,
+    /// Clients served at once; more are told the server is busy
+    #[arg(long, default_value_t = 4)]
+    pub max_clients: usize,
+    /// Longest test a client may ask for
+    #[arg(long, default_value = "10m")]
+    pub max_duration: DurationArg,
+    /// A client silent for this long loses its slot
+    #[arg(long, default_value = "10s")]
+    pub idle_timeout: DurationArg,
+    /// Exit after the first test
+    #[arg(long)]
+    pub once: bool,
+}
+
+pub fn run(args: &ServeArgs, out: &Output) -> anyhow::Result<Outcome> {
+    if let Some(t) = &args.token {
+        if t.is_empty() || t.len() > 1024 {
+            bail!("--token must be 1 to 1024 characters (example: --token s3cret)");
+        }
+    }
+    if args.max_clients == 0 || args.max_clients > 1024 {
+        bail!("--max-clients {} is out of range: 1 to 1024 (example: --max-clients 4)", args.max_clients);
+    }
+    if args.idle_timeout.0.as_millis() < 100 {
+        bail!("--idle-timeout {} is too short: at least 100ms (example: --idle-timeout 10s)", args.idle_timeout);
+    }
+    if args.max_duration.0.is_zero() {
+        bail!("--max-duration must be above zero (example: --max-duration 10m)");
+    }
+    check_bind_policy(args.bind, args.token.as_deref(), args.no_auth).map_err(anyhow::Error::msg)?;
+    let json = out.json;
+    let cfg = ServerConfig {
+        bind: args.bind,
+        port: args.port,
+        token: args.token.clone(),
+        allow_iperf3: args.iperf3 || args.no_auth,
+        max_clients: args.max_clients,
+        max_duration: args.max_duration.0,
+        idle_timeout: args.idle_timeout.0,
+        once: args.once,
+        log: Arc::new(move |line: &str| {
+            let mut o = std::io::stdout().lock();
+            if json {
+                let _ = writeln!(o, "{}", serde_json::json!({"event": "test", "line": line}));
+            } else {
+                let _ = writeln!(o, "{line}");
+            }
+            let _ = o.flush();
+        }),
+    };
+    let iperf3 = cfg.allow_iperf3;
+    let server = Server::bind(cfg).context("headroom serve")?;
+    eprintln!(
+        "headroom serve: listening on {} (TCP and UDP); headroom clients: {}; iperf3 clients: {}",
+        server.local_addr(),
+        if args.token.is_some() { "token required" } else { "no authentication" },
+        if iperf3 { "served" } else { "refused (add --iperf3)" }
+    );
+    server.run(crate::signals::stop_flag())?;
+    Ok(Outcome::Ok)
+}
