@@ -58,6 +58,8 @@ pub enum Command {
     Net(commands::net::NetArgs),
     /// TCP handshake round trips to any service (HOST:PORT), or UDP echo to a headroom server (HOST)
     Ping(commands::ping::PingArgs),
+    /// What is in this box: CPU, memory, NICs, disks, filesystems, each with its ceiling
+    Sys(commands::sys::SysArgs),
     /// Print shell completions for bash, zsh, fish, elvish or powershell
     Completions(commands::meta::CompletionsArgs),
     /// Print the man page (roff) generated from this CLI

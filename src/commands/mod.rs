@@ -7,6 +7,7 @@ pub mod meta;
 pub mod net;
 pub mod ping;
 pub mod serve;
+pub mod sys;
 
 use crate::cli::Command;
 use crate::output::{Outcome, Output};
@@ -19,6 +20,7 @@ pub fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
         Command::Serve(args) => serve::run(&args, out),
         Command::Net(args) => net::run(&args, out),
         Command::Ping(args) => ping::run(&args, out),
+        Command::Sys(args) => sys::run(&args, out),
         Command::Completions(args) => meta::completions(&args),
         Command::ManPage => meta::man_page(),
     }

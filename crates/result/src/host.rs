@@ -83,6 +83,22 @@ pub struct Nic {
     pub ceiling_bytes_per_sec: Option<f64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Catalog name of the link at the reported speed, e.g. `10GbE`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
+    /// Hardware (MAC) address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<String>,
+    /// Speed of the USB port a USB NIC sits on, Mb/s (480, 5000, 10000, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usb_speed_mbps: Option<u64>,
+    /// Payload ceiling of the bus the NIC hangs off (PCIe slot or USB port), bytes/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bus_ceiling_bytes_per_sec: Option<f64>,
+    /// Problems a user should look at, one sentence each
+    /// (narrow slot, USB NIC, half duplex, carrier flaps).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
 }
 
 /// A block device.
@@ -109,6 +125,18 @@ pub struct BlockDevice {
     pub ceiling_bytes_per_sec: Option<f64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Highest SATA link the controller port supports, Gb/s (`hw_sata_spd_limit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sata_max_link_gbps: Option<f64>,
+    /// Speed of the USB port a USB disk sits on, Mb/s (480, 5000, 10000, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usb_speed_mbps: Option<u64>,
+    /// Catalog name of the bus that sets the ceiling, e.g. `PCIe 3.0 x4`, `SATA II`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bus: Option<String>,
+    /// Problems a user should look at, one sentence each (slow link, narrow slot).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
 }
 
 /// A mounted filesystem.
@@ -117,4 +145,7 @@ pub struct Filesystem {
     pub mountpoint: String,
     pub fstype: String,
     pub device: String,
+    /// Mount options as /proc/self/mounts lists them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<String>,
 }

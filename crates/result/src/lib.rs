@@ -189,6 +189,10 @@ pub struct CpuSpec {
     /// incompressible or compressible-2to1, for compression kernels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<String>,
+    /// Whether the buffer fits the caches (true: each thread has `buffer_size`
+    /// bytes of its own) or streams from RAM (false: the threads share it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_resident: Option<bool>,
 }
 
 /// The figures of a probe as a whole.

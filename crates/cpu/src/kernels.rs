@@ -1,0 +1,499 @@
+//! The kernels and their workers. A worker owns one thread's slice of the
+//! buffer and processes it one chunk (a stripe, a record, a message) per
+//! [`Worker::step`], wrapping around, so a run covers the whole slice again
+//! and again; every result goes into `black_box`.
+
+use crate::data::DataKind;
+use crate::fletcher::fletcher4;
+use crate::xor::xor_parity;
+use aes_gcm::aead::{AeadInPlace, KeyInit};
+use aes_gcm::{Aes128Gcm, Aes256Gcm};
+use chacha20poly1305::ChaCha20Poly1305;
+use std::hint::black_box;
+
+/// What a kernel is for, which decides what "fills the link" means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Group {
+    Parity,
+    Checksum,
+    Compression,
+    Encryption,
+}
+
+/// Compress or decompress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Direction {
+    Compress,
+    Decompress,
+}
+
+/// One measurable kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    /// RAID-5: XOR parity over `data` blocks per stripe.
+    Raid5Xor {
+        data: usize,
+    },
+    /// RAID-6: two Reed-Solomon recovery shards over `data` blocks per stripe.
+    Raid6Pq {
+        data: usize,
+    },
+    Crc32c,
+    Xxh64,
+    Xxh3,
+    Sha256,
+    Blake3,
+    Fletcher4,
+    Lz4 {
+        direction: Direction,
+        data: DataKind,
+    },
+    Zstd {
+        level: i32,
+        direction: Direction,
+        data: DataKind,
+    },
+    Aes128Gcm,
+    Aes256Gcm,
+    ChaCha20Poly1305,
+}
+
+/// Every kernel, in the order they are shown.
+pub fn all_kernels() -> Vec<Kernel> {
+    let mut kernels = vec![
+        Kernel::Raid5Xor { data: 4 },
+        Kernel::Raid6Pq { data: 4 },
+        Kernel::Raid6Pq { data: 8 },
+        Kernel::Crc32c,
+        Kernel::Xxh64,
+        Kernel::Xxh3,
+        Kernel::Fletcher4,
+        Kernel::Sha256,
+        Kernel::Blake3,
+    ];
+    for data in [DataKind::Incompressible, DataKind::Compressible2to1] {
+        for direction in [Direction::Compress, Direction::Decompress] {
+            kernels.push(Kernel::Lz4 { direction, data });
+            kernels.push(Kernel::Zstd { level: 1, direction, data });
+            kernels.push(Kernel::Zstd { level: 3, direction, data });
+        }
+    }
+    kernels.extend([Kernel::Aes128Gcm, Kernel::Aes256Gcm, Kernel::ChaCha20Poly1305]);
+    kernels
+}
+
+/// Bytes a checksum or compression kernel handles per call: ZFS's default
+/// recordsize.
+const RECORD: usize = 128 * 1024;
+/// Bytes per parity block (md's chunk is larger, but parity is computed per
+/// page-sized run of each block; 64 KiB keeps a stripe's blocks in L2).
+const PARITY_BLOCK: usize = 64 * 1024;
+/// Bytes per AEAD message: SMB3 and TLS encrypt at most a few tens of KiB per
+/// record/PDU fragment in practice; 64 KiB amortises the per-message setup as
+/// a bulk stream does.
+const AEAD_MESSAGE: usize = 64 * 1024;
+
+impl Kernel {
+    /// Stable identifier, as in the probe spec: `raid6-pq-8+2`, `zstd-3-compress`.
+    pub fn id(&self) -> String {
+        match self {
+            Kernel::Raid5Xor { data } => format!("raid5-xor-{data}+1"),
+            Kernel::Raid6Pq { data } => format!("raid6-pq-{data}+2"),
+            Kernel::Crc32c => "crc32c".into(),
+            Kernel::Xxh64 => "xxh64".into(),
+            Kernel::Xxh3 => "xxh3-64".into(),
+            Kernel::Sha256 => "sha256".into(),
+            Kernel::Blake3 => "blake3".into(),
+            Kernel::Fletcher4 => "fletcher4".into(),
+            Kernel::Lz4 { direction, .. } => format!("lz4-{}", direction_str(*direction)),
+            Kernel::Zstd { level, direction, .. } => format!("zstd-{level}-{}", direction_str(*direction)),
+            Kernel::Aes128Gcm => "aes-128-gcm".into(),
+            Kernel::Aes256Gcm => "aes-256-gcm".into(),
+            Kernel::ChaCha20Poly1305 => "chacha20-poly1305".into(),
+        }
+    }
+
+    /// Human name: `RAID-6 P+Q 8+2`, `zstd -3 compress`.
+    pub fn name(&self) -> String {
+        match self {
+            Kernel::Raid5Xor { data } => format!("RAID-5 XOR {data}+1"),
+            Kernel::Raid6Pq { data } => format!("RAID-6 P+Q {data}+2"),
+            Kernel::Crc32c => "CRC32C".into(),
+            Kernel::Xxh64 => "xxHash64".into(),
+            Kernel::Xxh3 => "XXH3-64".into(),
+            Kernel::Sha256 => "SHA-256".into(),
+            Kernel::Blake3 => "BLAKE3".into(),
+            Kernel::Fletcher4 => "Fletcher-4".into(),
+            Kernel::Lz4 { direction, .. } => format!("LZ4 {}", direction_str(*direction)),
+            Kernel::Zstd { level, direction, .. } => format!("zstd -{level} {}", direction_str(*direction)),
+            Kernel::Aes128Gcm => "AES-128-GCM".into(),
+            Kernel::Aes256Gcm => "AES-256-GCM".into(),
+            Kernel::ChaCha20Poly1305 => "ChaCha20-Poly1305".into(),
+        }
+    }
+
+    pub fn group(&self) -> Group {
+        match self {
+            Kernel::Raid5Xor { .. } | Kernel::Raid6Pq { .. } => Group::Parity,
+            Kernel::Crc32c | Kernel::Xxh64 | Kernel::Xxh3 | Kernel::Sha256 | Kernel::Blake3 | Kernel::Fletcher4 => {
+                Group::Checksum
+            }
+            Kernel::Lz4 { .. } | Kernel::Zstd { .. } => Group::Compression,
+            Kernel::Aes128Gcm | Kernel::Aes256Gcm | Kernel::ChaCha20Poly1305 => Group::Encryption,
+        }
+    }
+
+    /// The data the kernel runs on.
+    pub fn data(&self) -> DataKind {
+        match self {
+            Kernel::Lz4 { data, .. } | Kernel::Zstd { data, .. } => *data,
+            _ => DataKind::Incompressible,
+        }
+    }
+
+    /// Whether the data kind is part of what the kernel means (compression only).
+    pub fn data_matters(&self) -> bool {
+        self.group() == Group::Compression
+    }
+
+    /// Which crate (or code) computes it, for the record.
+    pub fn implementation(&self) -> String {
+        match self {
+            Kernel::Raid5Xor { .. } => format!("hand-written XOR ({})", crate::xor::xor_implementation()),
+            Kernel::Raid6Pq { .. } => "reed-solomon-simd 3 (Leopard RS over GF(2^16), runtime SIMD dispatch)".into(),
+            Kernel::Crc32c => "crc32c 0.6 (SSE4.2 crc32 instruction when present)".into(),
+            Kernel::Xxh64 => "xxhash-rust 0.8 xxh64".into(),
+            Kernel::Xxh3 => "xxhash-rust 0.8 xxh3 (SSE2 build; AVX2 only with target-cpu flags)".into(),
+            Kernel::Sha256 => "sha2 0.10 (SHA-NI when present)".into(),
+            Kernel::Blake3 => "blake3 1 (SSE4.1/AVX2/AVX-512 runtime dispatch, one thread)".into(),
+            Kernel::Fletcher4 => "hand-written ZFS scalar fletcher_4 (no crate has ZFS's variant)".into(),
+            Kernel::Lz4 { .. } => "lz4_flex 0.11 block format (safe Rust)".into(),
+            Kernel::Zstd { .. } => "zstd 0.13 (libzstd)".into(),
+            Kernel::Aes128Gcm | Kernel::Aes256Gcm => "aes-gcm 0.10 (AES-NI + PCLMULQDQ; no VAES)".into(),
+            Kernel::ChaCha20Poly1305 => "chacha20poly1305 0.10 (AVX2 when present)".into(),
+        }
+    }
+
+    /// Bytes of one step on a slice of `len` bytes: the kernel's natural
+    /// unit, shrunk to fit small buffers.
+    fn chunk(&self, len: usize) -> usize {
+        let chunk = match self {
+            Kernel::Raid5Xor { data } | Kernel::Raid6Pq { data } => {
+                let block = (len / data).min(PARITY_BLOCK) / 64 * 64;
+                return block.max(64) * data;
+            }
+            Kernel::Aes128Gcm | Kernel::Aes256Gcm | Kernel::ChaCha20Poly1305 => AEAD_MESSAGE,
+            _ => RECORD,
+        };
+        chunk.min(len) / 64 * 64
+    }
+}
+
+fn direction_str(d: Direction) -> &'static str {
+    match d {
+        Direction::Compress => "compress",
+        Direction::Decompress => "decompress",
+    }
+}
+
+/// One thread's share of a run.
+pub(crate) trait Worker: Send {
+    /// Processes the next chunk; returns payload bytes handled.
+    fn step(&mut self) -> u64;
+    /// Uncompressed / compressed bytes, for compression kernels.
+    fn ratio(&self) -> Option<f64> {
+        None
+    }
+}
+
+/// Walks a slice chunk by chunk, wrapping at the end.
+struct Cursor {
+    pos: usize,
+    chunk: usize,
+    len: usize,
+}
+
+impl Cursor {
+    fn new(chunk: usize, len: usize) -> Self {
+        Cursor { pos: 0, chunk, len }
+    }
+
+    fn next(&mut self) -> std::ops::Range<usize> {
+        if self.pos + self.chunk > self.len {
+            self.pos = 0;
+        }
+        let range = self.pos..self.pos + self.chunk;
+        self.pos += self.chunk;
+        range
+    }
+}
+
+/// A worker for `kernel` over `slice` (at least 4 KiB). Setup work (keys,
+/// encoders, the compressed records a decompressor reads) happens here,
+/// before the clock starts.
+pub(crate) fn worker<'a>(kernel: Kernel, slice: &'a mut [u8]) -> Result<Box<dyn Worker + 'a>, String> {
+    let chunk = kernel.chunk(slice.len());
+    if chunk == 0 || chunk > slice.len() {
+        return Err(format!("a {} byte buffer is too small", slice.len()));
+    }
+    let cursor = Cursor::new(chunk, slice.len());
+    Ok(match kernel {
+        Kernel::Raid5Xor { data } => Box::new(XorWorker { slice, cursor, blocks: data, parity: vec![0; chunk / data] }),
+        Kernel::Raid6Pq { data } => {
+            let encoder =
+                reed_solomon_simd::ReedSolomonEncoder::new(data, 2, chunk / data).map_err(|e| e.to_string())?;
+            Box::new(PqWorker { slice, cursor, blocks: data, encoder })
+        }
+        Kernel::Crc32c => Box::new(HashWorker { slice, cursor, hash: |d| u64::from(crc32c::crc32c(d)) }),
+        Kernel::Xxh64 => Box::new(HashWorker { slice, cursor, hash: |d| xxhash_rust::xxh64::xxh64(d, 0) }),
+        Kernel::Xxh3 => Box::new(HashWorker { slice, cursor, hash: xxhash_rust::xxh3::xxh3_64 }),
+        Kernel::Fletcher4 => Box::new(HashWorker { slice, cursor, hash: |d| fletcher4(d)[3] }),
+        Kernel::Sha256 => Box::new(HashWorker {
+            slice,
+            cursor,
+            hash: |d| {
+                use sha2::Digest;
+                let digest = sha2::Sha256::digest(d);
+                u64::from_le_bytes(digest[..8].try_into().expect("32-byte digest"))
+            },
+        }),
+        Kernel::Blake3 => Box::new(HashWorker {
+            slice,
+            cursor,
+            hash: |d| u64::from_le_bytes(blake3::hash(d).as_bytes()[..8].try_into().expect("32-byte hash")),
+        }),
+        Kernel::Lz4 { direction: Direction::Compress, .. } => Box::new(CompressWorker {
+            cursor,
+            slice,
+            out: vec![0; lz4_flex::block::get_maximum_output_size(chunk)],
+            codec: Codec::Lz4,
+            bytes_in: 0,
+            bytes_out: 0,
+        }),
+        Kernel::Zstd { level, direction: Direction::Compress, .. } => Box::new(CompressWorker {
+            cursor,
+            slice,
+            out: vec![0; zstd::zstd_safe::compress_bound(chunk)],
+            codec: Codec::Zstd(Box::new(zstd::bulk::Compressor::new(level).map_err(|e| e.to_string())?)),
+            bytes_in: 0,
+            bytes_out: 0,
+        }),
+        Kernel::Lz4 { direction: Direction::Decompress, .. } => {
+            DecompressWorker::new(slice, chunk, Codec::Lz4).map(|w| Box::new(w) as Box<dyn Worker>)?
+        }
+        Kernel::Zstd { level, direction: Direction::Decompress, .. } => {
+            let compressor = zstd::bulk::Compressor::new(level).map_err(|e| e.to_string())?;
+            DecompressWorker::new(slice, chunk, Codec::Zstd(Box::new(compressor)))
+                .map(|w| Box::new(w) as Box<dyn Worker>)?
+        }
+        Kernel::Aes128Gcm => Box::new(AeadWorker::new(slice, cursor, Aes128Gcm::new(&[0x42; 16].into()))),
+        Kernel::Aes256Gcm => Box::new(AeadWorker::new(slice, cursor, Aes256Gcm::new(&[0x42; 32].into()))),
+        Kernel::ChaCha20Poly1305 => Box::new(AeadWorker::new(slice, cursor, ChaCha20Poly1305::new(&[0x42; 32].into()))),
+    })
+}
+
+/// The widest stripe the XOR worker handles (RAID-5 arrays rarely exceed 16+1).
+const MAX_DATA_BLOCKS: usize = 16;
+
+struct XorWorker<'a> {
+    slice: &'a mut [u8],
+    cursor: Cursor,
+    blocks: usize,
+    parity: Vec<u8>,
+}
+
+impl Worker for XorWorker<'_> {
+    fn step(&mut self) -> u64 {
+        let range = self.cursor.next();
+        let stripe = &self.slice[range];
+        let block = self.parity.len();
+        // At most MAX_DATA_BLOCKS blocks: an array avoids allocating per stripe.
+        let mut blocks: [&[u8]; MAX_DATA_BLOCKS] = [&[]; MAX_DATA_BLOCKS];
+        for (slot, data) in blocks.iter_mut().zip(stripe.chunks_exact(block)) {
+            *slot = data;
+        }
+        xor_parity(&mut self.parity, black_box(&blocks[..self.blocks]));
+        black_box(&mut self.parity);
+        stripe.len() as u64
+    }
+}
+
+struct PqWorker<'a> {
+    slice: &'a mut [u8],
+    cursor: Cursor,
+    blocks: usize,
+    encoder: reed_solomon_simd::ReedSolomonEncoder,
+}
+
+impl Worker for PqWorker<'_> {
+    fn step(&mut self) -> u64 {
+        let range = self.cursor.next();
+        let stripe = &self.slice[range];
+        let block = stripe.len() / self.blocks;
+        for shard in stripe.chunks_exact(block) {
+            if self.encoder.add_original_shard(black_box(shard)).is_err() {
+                return 0;
+            }
+        }
+        match self.encoder.encode() {
+            Ok(result) => {
+                black_box(result.recovery(0));
+                black_box(result.recovery(1));
+                stripe.len() as u64
+            }
+            Err(_) => 0,
+        }
+    }
+}
+
+struct HashWorker<'a> {
+    slice: &'a mut [u8],
+    cursor: Cursor,
+    hash: fn(&[u8]) -> u64,
+}
+
+impl Worker for HashWorker<'_> {
+    fn step(&mut self) -> u64 {
+        let range = self.cursor.next();
+        let record = black_box(&self.slice[range]);
+        black_box((self.hash)(record));
+        record.len() as u64
+    }
+}
+
+enum Codec {
+    Lz4,
+    Zstd(Box<zstd::bulk::Compressor<'static>>),
+}
+
+impl Codec {
+    fn compress(&mut self, input: &[u8], out: &mut [u8]) -> Option<usize> {
+        match self {
+            Codec::Lz4 => lz4_flex::block::compress_into(input, out).ok(),
+            Codec::Zstd(c) => c.compress_to_buffer(input, out).ok(),
+        }
+    }
+}
+
+struct CompressWorker<'a> {
+    slice: &'a mut [u8],
+    cursor: Cursor,
+    out: Vec<u8>,
+    codec: Codec,
+    bytes_in: u64,
+    bytes_out: u64,
+}
+
+impl Worker for CompressWorker<'_> {
+    fn step(&mut self) -> u64 {
+        let range = self.cursor.next();
+        let record = black_box(&self.slice[range]);
+        let Some(n) = self.codec.compress(record, &mut self.out) else { return 0 };
+        black_box(&self.out[..n]);
+        self.bytes_in += record.len() as u64;
+        self.bytes_out += n as u64;
+        record.len() as u64
+    }
+
+    fn ratio(&self) -> Option<f64> {
+        (self.bytes_out > 0).then(|| self.bytes_in as f64 / self.bytes_out as f64)
+    }
+}
+
+enum Decoder {
+    Lz4,
+    Zstd(Box<zstd::bulk::Decompressor<'static>>),
+}
+
+struct DecompressWorker {
+    records: Vec<Vec<u8>>,
+    next: usize,
+    record_len: usize,
+    out: Vec<u8>,
+    decoder: Decoder,
+    ratio: f64,
+}
+
+impl DecompressWorker {
+    /// Compresses the slice record by record (not timed); the run decompresses them.
+    fn new(slice: &[u8], record_len: usize, mut codec: Codec) -> Result<Self, String> {
+        let bound = match codec {
+            Codec::Lz4 => lz4_flex::block::get_maximum_output_size(record_len),
+            Codec::Zstd(_) => zstd::zstd_safe::compress_bound(record_len),
+        };
+        let mut scratch = vec![0; bound];
+        let mut records = Vec::new();
+        let (mut total_in, mut total_out) = (0usize, 0usize);
+        for record in slice.chunks_exact(record_len) {
+            let n = codec.compress(record, &mut scratch).ok_or("compression failed")?;
+            records.push(scratch[..n].to_vec());
+            total_in += record.len();
+            total_out += n;
+        }
+        let decoder = match codec {
+            Codec::Lz4 => Decoder::Lz4,
+            Codec::Zstd(_) => Decoder::Zstd(Box::new(zstd::bulk::Decompressor::new().map_err(|e| e.to_string())?)),
+        };
+        Ok(DecompressWorker {
+            records,
+            next: 0,
+            record_len,
+            out: vec![0; record_len],
+            decoder,
+            ratio: total_in as f64 / total_out.max(1) as f64,
+        })
+    }
+}
+
+impl Worker for DecompressWorker {
+    fn step(&mut self) -> u64 {
+        let record = black_box(&self.records[self.next]);
+        self.next = (self.next + 1) % self.records.len();
+        let n = match &mut self.decoder {
+            Decoder::Lz4 => lz4_flex::block::decompress_into(record, &mut self.out).ok(),
+            Decoder::Zstd(d) => d.decompress_to_buffer(record, &mut self.out).ok(),
+        };
+        match n {
+            Some(n) if n == self.record_len => {
+                black_box(&self.out);
+                n as u64
+            }
+            _ => 0,
+        }
+    }
+
+    fn ratio(&self) -> Option<f64> {
+        Some(self.ratio)
+    }
+}
+
+struct AeadWorker<'a, C> {
+    slice: &'a mut [u8],
+    cursor: Cursor,
+    cipher: C,
+    counter: u64,
+}
+
+impl<'a, C: AeadInPlace> AeadWorker<'a, C> {
+    fn new(slice: &'a mut [u8], cursor: Cursor, cipher: C) -> Self {
+        AeadWorker { slice, cursor, cipher, counter: 0 }
+    }
+}
+
+impl<C: AeadInPlace + Send> Worker for AeadWorker<'_, C> {
+    fn step(&mut self) -> u64 {
+        let range = self.cursor.next();
+        // A fresh nonce per message, as a real stream uses.
+        self.counter += 1;
+        let mut nonce = aes_gcm::aead::Nonce::<C>::default();
+        nonce[..8].copy_from_slice(&self.counter.to_le_bytes());
+        let message = &mut self.slice[range];
+        match self.cipher.encrypt_in_place_detached(&nonce, b"", black_box(message)) {
+            Ok(tag) => {
+                black_box(tag);
+                message.len() as u64
+            }
+            Err(_) => 0,
+        }
+    }
+}

@@ -1,0 +1,319 @@
+//! Timing kernels: one pinned worker thread per CPU asked for, each over its
+//! own slice of a pre-filled buffer; set-up and warm-up before the clock
+//! starts, a fixed measured time, per-interval samples, and the rate as the
+//! sum over workers of bytes / own elapsed time.
+
+use crate::data::{fill, DataKind};
+use crate::kernels::{worker, Kernel};
+use crate::{verify, CpuError, MIN_BUFFER};
+use headroom_result::{CpuSpec, Probe, ProbeSpec, Sample, Summary};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+/// The buffer a column runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BufferSpec {
+    /// Out of cache: bytes shared out among the threads. Cache-resident:
+    /// bytes per thread.
+    pub bytes: u64,
+    pub cache_resident: bool,
+}
+
+impl BufferSpec {
+    /// Bytes to allocate for `threads` workers (each gets at least 4 KiB).
+    fn total(&self, threads: usize) -> usize {
+        let per_thread_floor = MIN_BUFFER as usize * threads;
+        if self.cache_resident {
+            self.bytes as usize * threads
+        } else {
+            (self.bytes as usize).max(per_thread_floor)
+        }
+    }
+}
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub kernels: Vec<Kernel>,
+    /// Thread counts, e.g. [1, 8].
+    pub threads: Vec<usize>,
+    pub buffers: Vec<BufferSpec>,
+    /// Measured time of each kernel x threads x buffer.
+    pub time: Duration,
+    /// Untimed run before each measurement (page faults, caches, clock ramp-up).
+    pub warmup: Duration,
+}
+
+impl Plan {
+    /// Number of measurements the plan makes.
+    pub fn len(&self) -> usize {
+        self.kernels.len() * self.threads.len() * self.buffers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Roughly how long the plan runs (set-up not included).
+    pub fn expected_duration(&self) -> Duration {
+        (self.time + self.warmup) * self.len() as u32
+    }
+}
+
+/// Where a run is, for a progress bar.
+#[derive(Debug, Clone)]
+pub struct ProgressEvent {
+    /// Measurements finished.
+    pub done: usize,
+    pub total: usize,
+    /// The measurement about to run (or "done").
+    pub label: String,
+    /// The figure of the measurement that just finished.
+    pub last_bytes_per_sec: Option<f64>,
+}
+
+/// One kernel at one thread count on one buffer.
+#[derive(Debug, Clone)]
+pub struct Measurement {
+    pub kernel: Kernel,
+    pub threads: usize,
+    /// Bytes in the buffer the threads shared (cache-resident: per thread).
+    pub buffer_bytes: u64,
+    pub cache_resident: bool,
+    /// Payload bytes processed in the measured time (uncompressed bytes for compression).
+    pub bytes: u64,
+    pub duration: Duration,
+    pub bytes_per_sec: f64,
+    /// Uncompressed / compressed, for compression kernels.
+    pub ratio: Option<f64>,
+    /// (seconds since start, bytes/s in the interval ending then).
+    pub samples: Vec<(f64, f64)>,
+}
+
+impl Measurement {
+    /// `cpu-zstd-3-compress-compressible-2to1-t1-memory`: unique in a run.
+    pub fn probe_id(&self) -> String {
+        let data = if self.kernel.data_matters() { format!("-{}", self.kernel.data().as_str()) } else { String::new() };
+        let place = if self.cache_resident { "cache" } else { "memory" };
+        format!("cpu-{}{data}-t{}-{place}", self.kernel.id(), self.threads)
+    }
+
+    /// The measurement as a result-document probe of kind `cpu`.
+    pub fn to_probe(&self) -> Probe {
+        let mut details = std::collections::BTreeMap::new();
+        details.insert("implementation".into(), serde_json::json!(self.kernel.implementation()));
+        if let Some(r) = self.ratio {
+            details.insert("compression_ratio".into(), serde_json::json!(r));
+        }
+        let name = if self.kernel.data_matters() {
+            format!("{} ({})", self.kernel.name(), self.kernel.data().as_str())
+        } else {
+            self.kernel.name()
+        };
+        Probe {
+            id: self.probe_id(),
+            name,
+            spec: ProbeSpec::Cpu(CpuSpec {
+                kernel: self.kernel.id(),
+                threads: self.threads as u32,
+                buffer_size: self.buffer_bytes,
+                data: self.kernel.data_matters().then(|| self.kernel.data().as_str().to_string()),
+                cache_resident: Some(self.cache_resident),
+            }),
+            summary: Summary {
+                bytes_per_sec: self.bytes_per_sec,
+                duration_s: self.duration.as_secs_f64(),
+                bytes: Some(self.bytes),
+                ..Summary::default()
+            },
+            samples: self
+                .samples
+                .iter()
+                .map(|(t, b)| Sample { t_s: *t, bytes_per_sec: *b, ..Sample::default() })
+                .collect(),
+            histogram: None,
+            warnings: Vec::new(),
+            details,
+        }
+    }
+}
+
+/// Verifies every kernel of the plan, then measures each; stops early (and
+/// returns what it has) when `stop` is set.
+pub fn run(
+    plan: &Plan,
+    stop: &AtomicBool,
+    mut on_progress: impl FnMut(ProgressEvent),
+) -> Result<Vec<Measurement>, CpuError> {
+    for kernel in &plan.kernels {
+        verify(kernel)?;
+    }
+    let cpus = allowed_cpus();
+    let mut buffers: HashMap<(usize, DataKind), Vec<u8>> = HashMap::new();
+    let mut results = Vec::new();
+    let total = plan.len();
+    let mut last = None;
+    for buffer in &plan.buffers {
+        for &threads in &plan.threads {
+            for kernel in &plan.kernels {
+                if stop.load(Ordering::Relaxed) {
+                    return Ok(results);
+                }
+                let label = format!(
+                    "{} {}t {}",
+                    kernel.name(),
+                    threads,
+                    if buffer.cache_resident { "cache" } else { "memory" }
+                );
+                on_progress(ProgressEvent { done: results.len(), total, label, last_bytes_per_sec: last });
+                let len = buffer.total(threads);
+                let data = kernel.data();
+                let buf = buffers.entry((len, data)).or_insert_with(|| {
+                    let mut b = vec![0u8; len];
+                    fill(&mut b, data, 0x5EED);
+                    b
+                });
+                let m = measure(*kernel, threads, buf, buffer, plan, stop, &cpus)?;
+                last = Some(m.bytes_per_sec);
+                results.push(m);
+            }
+        }
+    }
+    on_progress(ProgressEvent { done: results.len(), total, label: "done".into(), last_bytes_per_sec: last });
+    Ok(results)
+}
+
+type WorkerOutcome = Result<(u64, Duration, Option<f64>), String>;
+
+fn measure(
+    kernel: Kernel,
+    threads: usize,
+    buf: &mut [u8],
+    buffer: &BufferSpec,
+    plan: &Plan,
+    stop: &AtomicBool,
+    cpus: &[usize],
+) -> Result<Measurement, CpuError> {
+    // Slices start on 64-byte boundaries so no two threads share a cache line.
+    let per_thread = (buf.len() / threads) / 64 * 64;
+    let counter = AtomicU64::new(0);
+    let finish = AtomicBool::new(false);
+    let barrier = Barrier::new(threads + 1);
+    let interval = (plan.time / 10).clamp(Duration::from_millis(10), Duration::from_secs(1));
+    let mut samples = Vec::new();
+
+    let outcomes: Vec<WorkerOutcome> = std::thread::scope(|scope| {
+        let mut handles = Vec::new();
+        for (i, slice) in buf.chunks_mut(per_thread).take(threads).enumerate() {
+            let (counter, finish, barrier) = (&counter, &finish, &barrier);
+            let cpu = cpus.get(i % cpus.len().max(1)).copied();
+            let warmup = plan.warmup;
+            let handle =
+                std::thread::Builder::new().name(format!("cpu-{i}")).spawn_scoped(scope, move || -> WorkerOutcome {
+                    if let Some(cpu) = cpu {
+                        pin_to(cpu);
+                    }
+                    let mut w = worker(kernel, slice);
+                    barrier.wait(); // everyone set up
+                    if let Ok(w) = &mut w {
+                        let until = Instant::now() + warmup;
+                        loop {
+                            w.step();
+                            if Instant::now() >= until {
+                                break;
+                            }
+                        }
+                    }
+                    barrier.wait(); // everyone warm: the clock starts
+                    let mut w = w?;
+                    let start = Instant::now();
+                    let mut bytes = 0u64;
+                    loop {
+                        let n = w.step();
+                        bytes += n;
+                        counter.fetch_add(n, Ordering::Relaxed);
+                        if finish.load(Ordering::Relaxed) {
+                            break;
+                        }
+                    }
+                    Ok((bytes, start.elapsed(), w.ratio()))
+                });
+            match handle {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    // Release the threads already waiting, then report.
+                    finish.store(true, Ordering::Relaxed);
+                    return vec![Err(format!("spawn: {e}"))];
+                }
+            }
+        }
+        barrier.wait();
+        barrier.wait();
+        let start = Instant::now();
+        let mut seen = 0u64;
+        let mut last_t = 0.0;
+        loop {
+            let left = plan.time.saturating_sub(start.elapsed());
+            std::thread::sleep(interval.min(left).max(Duration::from_millis(1)));
+            let t = start.elapsed().as_secs_f64();
+            let now = counter.load(Ordering::Relaxed);
+            if t > last_t {
+                samples.push((t, (now - seen) as f64 / (t - last_t)));
+            }
+            seen = now;
+            last_t = t;
+            if start.elapsed() >= plan.time || stop.load(Ordering::Relaxed) {
+                break;
+            }
+        }
+        finish.store(true, Ordering::Relaxed);
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("worker panicked".into()))).collect()
+    });
+
+    let mut bytes = 0;
+    let mut rate = 0.0;
+    let mut longest = Duration::ZERO;
+    let mut ratios = Vec::new();
+    for outcome in outcomes {
+        let (b, elapsed, ratio) = outcome.map_err(|reason| CpuError::Setup { kernel: kernel.id(), reason })?;
+        bytes += b;
+        rate += b as f64 / elapsed.as_secs_f64().max(1e-9);
+        longest = longest.max(elapsed);
+        ratios.extend(ratio);
+    }
+    Ok(Measurement {
+        kernel,
+        threads,
+        buffer_bytes: if buffer.cache_resident { buffer.bytes } else { buf.len() as u64 },
+        cache_resident: buffer.cache_resident,
+        bytes,
+        duration: longest,
+        bytes_per_sec: rate,
+        ratio: (!ratios.is_empty()).then(|| ratios.iter().sum::<f64>() / ratios.len() as f64),
+        samples,
+    })
+}
+
+/// The CPUs this process may run on.
+fn allowed_cpus() -> Vec<usize> {
+    use nix::sched::{sched_getaffinity, CpuSet};
+    use nix::unistd::Pid;
+    match sched_getaffinity(Pid::from_raw(0)) {
+        Ok(set) => (0..CpuSet::count()).filter(|i| set.is_set(*i).unwrap_or(false)).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Pins the calling thread to one CPU, so a worker neither migrates mid-run
+/// nor shares a core with another worker. Best effort: a refusal (a
+/// container's cpuset) leaves the thread where the scheduler put it.
+fn pin_to(cpu: usize) {
+    use nix::sched::{sched_setaffinity, CpuSet};
+    use nix::unistd::Pid;
+    let mut set = CpuSet::new();
+    if set.set(cpu).is_ok() {
+        let _ = sched_setaffinity(Pid::from_raw(0), &set);
+    }
+}

@@ -1,0 +1,95 @@
+//! headroom-sys: the inventory of this machine — CPU, memory, network
+//! interfaces, block devices and mounted filesystems — read from /proc and
+//! sysfs into [`headroom_result::Host`], each part with its ceiling from the
+//! limits model (`headroom_limits`) and flags for what caps it (a 10 GbE NIC in
+//! a PCIe 2.0 x1 slot, a USB NIC, an SSD on a 3 Gb/s SATA link).
+//!
+//! Everything is read below a [`SysRoot`], so tests point it at a fixture tree
+//! (`tests/fixtures/*`) and production at `/`. Also answers "which interface
+//! routes to this address?" ([`route_interface`]) for the net command.
+//!
+//! Reads only; never writes sysfs, never measures anything, knows nothing of
+//! output.
+
+mod block;
+mod cpu;
+mod mounts;
+mod net;
+mod route;
+mod sysfs;
+
+pub use block::block_devices;
+pub use cpu::{cpu, hostname, kernel, memory_bytes, os};
+pub use mounts::filesystems;
+pub use net::{effective_ceiling, fastest_interface, nics};
+pub use route::{route_interface, route_interface_in};
+
+use headroom_result::Host;
+use std::path::{Path, PathBuf};
+
+/// The directory that holds `sys/`, `proc/` and `etc/`: `/` on a live
+/// machine, a fixture tree in tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SysRoot {
+    root: PathBuf,
+    live: bool,
+}
+
+impl SysRoot {
+    /// This machine: `/sys`, `/proc`, `/etc`. Also asks the kernel for
+    /// interface addresses (getifaddrs), which sysfs does not show.
+    pub fn live() -> Self {
+        SysRoot { root: PathBuf::from("/"), live: true }
+    }
+
+    /// A tree laid out like `/` (with `sys/`, `proc/`, `etc/` below `root`).
+    /// Interface addresses are not read: they live in the kernel, not in files.
+    pub fn at(root: impl Into<PathBuf>) -> Self {
+        SysRoot { root: root.into(), live: false }
+    }
+
+    /// Whether this is the running machine (so syscalls may fill in what files do not show).
+    pub fn is_live(&self) -> bool {
+        self.live
+    }
+
+    /// `sys/` below the root.
+    pub fn sys(&self) -> PathBuf {
+        self.root.join("sys")
+    }
+
+    /// `proc/` below the root.
+    pub fn proc(&self) -> PathBuf {
+        self.root.join("proc")
+    }
+
+    /// Any path below the root, e.g. `etc/os-release`.
+    pub fn path(&self, relative: impl AsRef<Path>) -> PathBuf {
+        self.root.join(relative)
+    }
+}
+
+/// The whole inventory of the machine under `root`.
+pub fn inventory(root: &SysRoot) -> Host {
+    Host {
+        hostname: hostname(root),
+        os: os(root),
+        kernel: kernel(root),
+        cpu: cpu(root),
+        memory_bytes: memory_bytes(root),
+        nics: nics(root),
+        block_devices: block_devices(root),
+        filesystems: filesystems(root),
+    }
+}
+
+/// The inventory of this machine.
+pub fn inventory_live() -> Host {
+    inventory(&SysRoot::live())
+}
+
+/// "4", "7.88", "0.48": a figure with at most two decimals and no trailing zeros.
+pub(crate) fn trim_float(value: f64) -> String {
+    let text = format!("{value:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}

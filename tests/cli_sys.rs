@@ -1,0 +1,36 @@
+//! `headroom sys` on this machine: the table and the `host` JSON object.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn headroom() -> Command {
+    Command::cargo_bin("headroom").unwrap()
+}
+
+#[test]
+fn sys_json_is_the_host_object_of_the_result_document() {
+    let output = headroom().args(["sys", "--json"]).output().unwrap();
+    assert!(output.status.success());
+    let host: headroom_result::Host = serde_json::from_slice(&output.stdout).expect("stdout is one Host document");
+    assert!(host.cpu.is_some_and(|c| c.logical_cpus >= 1));
+    assert!(host.nics.iter().any(|n| n.name == "lo" && n.kind == "loopback"));
+    assert!(host.filesystems.iter().any(|f| f.mountpoint == "/"));
+}
+
+#[test]
+fn sys_table_has_every_section() {
+    headroom()
+        .arg("sys")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Network interfaces"))
+        .stdout(predicate::str::contains("Block devices"))
+        .stdout(predicate::str::contains("Filesystems"))
+        .stdout(predicate::str::contains("lo "));
+}
+
+#[test]
+fn sys_help_has_examples_and_rejects_arguments() {
+    headroom().args(["sys", "--help"]).assert().success().stdout(predicate::str::contains("Examples:"));
+    headroom().args(["sys", "extra"]).assert().code(2);
+}
