@@ -252,9 +252,7 @@ fn mount_for_path(doc: &ResultDoc, path: &str) -> Option<(String, String, String
 }
 
 fn path_is_under(path: &str, mountpoint: &str) -> bool {
-    mountpoint == "/"
-        || path == mountpoint
-        || path.strip_prefix(mountpoint).is_some_and(|rest| rest.starts_with('/'))
+    mountpoint == "/" || path == mountpoint || path.strip_prefix(mountpoint).is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// The block device a disk probe's path lives on: the device itself when the

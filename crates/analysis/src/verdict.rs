@@ -209,6 +209,11 @@ pub fn cpu_busy_percent_per_stream(probe: &Probe) -> Option<f64> {
         .reduce(f64::max)
 }
 
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
+}
+
 fn pct(x: f64) -> String {
     format!("{:.0}%", x * 100.0)
 }
@@ -408,7 +413,7 @@ fn direction_verdict(doc: &ResultDoc, model: &PathModel, dir: Direction) -> Opti
                         rate(n),
                         factor(next / m)
                     ),
-                    None => format!("{lifted_by} would raise {what} up to {}.", factor(next / m)),
+                    None => format!("{} would raise {what} up to {}.", capitalise(lifted_by), factor(next / m)),
                 });
             }
         }

@@ -29,7 +29,10 @@ pub fn ceiling_for<'a>(probe: &Probe, ceilings: &'a [Ceiling]) -> Option<&'a Cei
         ProbeSpec::Net(_) => &["nic", "link"],
         _ => &[],
     };
-    ceilings.iter().filter(|c| hops.contains(&c.hop.as_str())).min_by(|a, b| a.bytes_per_sec.total_cmp(&b.bytes_per_sec))
+    ceilings
+        .iter()
+        .filter(|c| hops.contains(&c.hop.as_str()))
+        .min_by(|a, b| a.bytes_per_sec.total_cmp(&b.bytes_per_sec))
 }
 
 /// A per-second chart of one probe: MB/s (or IOPS, or latency when that is

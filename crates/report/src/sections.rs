@@ -118,7 +118,9 @@ pub fn hop_table(v: &DirectionVerdict, style: Style) -> Table {
     // The CPU sits beside the chain; show it last.
     hops.sort_by_key(|h| h.hop == "cpu");
     for h in hops {
-        let tone = if Some(h.hop.as_str()) == hot || (hot == Some("cpu") && h.hop == "link" && !v.hops.iter().any(|x| x.hop == "cpu")) {
+        let tone = if Some(h.hop.as_str()) == hot
+            || (hot == Some("cpu") && h.hop == "link" && !v.hops.iter().any(|x| x.hop == "cpu"))
+        {
             Tone::Warn
         } else {
             Tone::Plain
@@ -249,8 +251,16 @@ pub fn comparison_headline(c: &Comparison) -> Vec<String> {
                 parts.push(format!("{word} {:.2}x", r.cells[i].ratio));
             }
         };
-        best(&|r| r.figure == Figure::Throughput && r.probe.contains("read") && !r.probe.contains("rnd"), "reads", &mut parts);
-        best(&|r| r.figure == Figure::Throughput && r.probe.contains("write") && !r.probe.contains("rnd"), "writes", &mut parts);
+        best(
+            &|r| r.figure == Figure::Throughput && r.probe.contains("read") && !r.probe.contains("rnd"),
+            "reads",
+            &mut parts,
+        );
+        best(
+            &|r| r.figure == Figure::Throughput && r.probe.contains("write") && !r.probe.contains("rnd"),
+            "writes",
+            &mut parts,
+        );
         best(&|r| r.figure == Figure::Iops && r.probe.contains("rnd"), "IOPS", &mut parts);
         if parts.is_empty() {
             continue;
@@ -265,8 +275,19 @@ pub fn probes_csv(report: &Report) -> Table {
     let mut t = Table::new(
         "",
         &[
-            "result", "probe", "kind", "what", "bytes_per_sec", "mbit_per_sec", "mbyte_per_sec", "iops",
-            "latency_mean_ns", "latency_p50_ns", "latency_p99_ns", "latency_p999_ns", "duration_s",
+            "result",
+            "probe",
+            "kind",
+            "what",
+            "bytes_per_sec",
+            "mbit_per_sec",
+            "mbyte_per_sec",
+            "iops",
+            "latency_mean_ns",
+            "latency_p50_ns",
+            "latency_p99_ns",
+            "latency_p999_ns",
+            "duration_s",
         ],
     );
     for v in &report.results {
@@ -296,7 +317,8 @@ pub fn probes_csv(report: &Report) -> Table {
 
 /// Tidy CSV of a comparison: one row per figure and result.
 pub fn comparison_csv(c: &Comparison) -> Table {
-    let mut t = Table::new("", &["probe", "figure", "unit", "result", "value", "ratio_to_first", "significance", "p_value"]);
+    let mut t =
+        Table::new("", &["probe", "figure", "unit", "result", "value", "ratio_to_first", "significance", "p_value"]);
     for r in &c.rows {
         for (cell, col) in r.cells.iter().zip(&c.columns) {
             let (sig, p) = match cell.significance {

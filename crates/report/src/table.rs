@@ -177,7 +177,10 @@ mod tests {
         assert!(!term.contains('\x1b'));
         assert!(t.to_terminal(true).contains('\x1b'));
         let md = t.to_markdown();
-        assert!(md.contains("| a\\|b | 1.0 MB/s |") && md.contains("| --- | ---: |") && md.contains("**22.00 MB/s**"), "{md}");
+        assert!(
+            md.contains("| a\\|b | 1.0 MB/s |") && md.contains("| --- | ---: |") && md.contains("**22.00 MB/s**"),
+            "{md}"
+        );
         assert_eq!(t.to_csv(), "probe,rate\na|b,1.0 MB/s\n\"say \"\"hi\"\", ok\",22.00 MB/s\n");
     }
 }

@@ -63,7 +63,7 @@ fn html_is_self_contained_with_a_chart_per_probe_and_comparison_charts() {
     let html = render(Format::Html, &["link-bound", "unexplained"], Style::default());
     let probes = 6 + 4;
     assert_eq!(html.matches("class=\"chart probe-chart\"").count(), probes);
-    assert!(html.matches("<svg").count() >= probes + 1, "comparison chart too");
+    assert!(html.matches("<svg").count() > probes, "comparison chart too");
     assert!(html.contains("comparison-chart"));
     for external in ["<script", "<link", "src=", "@import", "url("] {
         assert!(!html.contains(external), "found {external}");

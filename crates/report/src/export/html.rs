@@ -77,7 +77,9 @@ impl Presenter for HtmlPresenter {
         let style = Style { color: false, ..style };
         let title = match report.results.as_slice() {
             [one] => format!("headroom report: {}", one.name),
-            many => format!("headroom report: {}", many.iter().map(|v| v.name.as_str()).collect::<Vec<_>>().join(" vs ")),
+            many => {
+                format!("headroom report: {}", many.iter().map(|v| v.name.as_str()).collect::<Vec<_>>().join(" vs "))
+            }
         };
         let mut body = format!("<h1>{}</h1>\n", escape(&title));
         if let Some(c) = &report.comparison {
@@ -114,7 +116,10 @@ impl Presenter for HtmlPresenter {
             for p in &view.doc.probes {
                 let ceiling = charts::ceiling_for(p, &view.ceilings);
                 match charts::probe_chart(p, ceiling) {
-                    Some(svg) => body += &format!("<div class=\"chart probe-chart\" id=\"chart-{}\">{svg}</div>\n", escape(&p.id)),
+                    Some(svg) => {
+                        body +=
+                            &format!("<div class=\"chart probe-chart\" id=\"chart-{}\">{svg}</div>\n", escape(&p.id))
+                    }
                     None => body += &format!("<p>{}: no per-second samples to draw.</p>\n", escape(&p.id)),
                 }
             }
