@@ -52,6 +52,10 @@ pub enum Command {
     Disk(commands::disk::DiskArgs),
     /// Ceilings of a link or bus: usable rate, TCP/UDP/iSCSI goodput, frame timing
     Link(commands::link::LinkArgs),
+    /// Show saved results: verdict, hop chain, probes; --html writes a self-contained report
+    Report(commands::report::ReportArgs),
+    /// Compare saved results side by side: ratios to the first and whether they are beyond the noise
+    Compare(commands::compare::CompareArgs),
     /// Print shell completions for bash, zsh, fish, elvish or powershell
     Completions(commands::meta::CompletionsArgs),
     /// Print the man page (roff) generated from this CLI

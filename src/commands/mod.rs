@@ -2,8 +2,10 @@
 //! hands the result to a presenter. Dispatch lives here.
 
 pub mod disk;
+pub mod compare;
 pub mod link;
 pub mod meta;
+pub mod report;
 
 use crate::cli::Command;
 use crate::output::{Outcome, Output};
@@ -13,6 +15,8 @@ pub fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
     match command {
         Command::Disk(args) => disk::run(&args, out),
         Command::Link(args) => link::run(&args, out),
+        Command::Report(args) => report::run(&args, out),
+        Command::Compare(args) => compare::run(&args, out),
         Command::Completions(args) => meta::completions(&args),
         Command::ManPage => meta::man_page(),
     }

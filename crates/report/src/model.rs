@@ -4,7 +4,7 @@
 
 use headroom_analysis::compare::{compare, CompareError, Comparison};
 use headroom_analysis::goals::GoalResult;
-use headroom_analysis::{analyse, DirectionVerdict, PathHints};
+use headroom_analysis::{annotate, DirectionVerdict, PathHints};
 use headroom_result::{Ceiling, ResultDoc};
 
 /// One document and what analysis says about it.
@@ -21,7 +21,7 @@ pub struct ResultView {
 impl ResultView {
     /// Uses the verdict stored in the document (it knew the `--link` given at
     /// run time); analyses afresh when the document has none.
-    pub fn new(doc: ResultDoc, fallback_name: &str) -> Self {
+    pub fn new(mut doc: ResultDoc, fallback_name: &str) -> Self {
         let stored: Vec<DirectionVerdict> = doc
             .verdict
             .iter()
@@ -31,7 +31,8 @@ impl ResultView {
         let (ceilings, directions) = if !stored.is_empty() {
             (doc.ceilings.clone(), stored)
         } else {
-            match analyse(&doc, &PathHints::default()) {
+            // The document gains the ceilings and verdict, so JSON output carries them too.
+            match annotate(&mut doc, &PathHints::default()) {
                 Ok(a) => (a.model.ceilings, a.directions),
                 Err(_) => (doc.ceilings.clone(), Vec::new()),
             }

@@ -99,7 +99,7 @@ impl Table {
 
     /// A GitHub/Discourse-flavoured Markdown table (pipes escaped).
     pub fn to_markdown(&self) -> String {
-        let esc = |s: &str| s.replace('|', "\\|");
+        let esc = |s: &str| s.replace('|', "\\|").replace('*', "\\*");
         let mut out = String::new();
         if !self.title.is_empty() {
             out += &format!("**{}**\n\n", esc(&self.title));
