@@ -186,8 +186,9 @@ fn best_net_probe(doc: &ResultDoc, dir: Direction) -> Option<&Probe> {
 }
 
 /// The highest CPU use of one core per stream a net probe recorded in its
-/// details (`cpu_local`/`cpu_remote`/`cpu_sender`/`cpu_receiver`: a percentage
-/// of one core, or an object with `percent_total` or user_s/system_s/wall_s).
+/// details: `cpu_local_percent`/`cpu_remote_percent` (percent of one core, as
+/// the net engine writes them), or `cpu_*` objects with `percent_total` or
+/// user_s/system_s/wall_s.
 pub fn cpu_busy_percent_per_stream(probe: &Probe) -> Option<f64> {
     let streams = match &probe.spec {
         ProbeSpec::Net(n) => n.streams.max(1) as f64,
@@ -197,8 +198,11 @@ pub fn cpu_busy_percent_per_stream(probe: &Probe) -> Option<f64> {
         .details
         .iter()
         .filter(|(k, _)| k.starts_with("cpu"))
-        .filter_map(|(_, v)| {
-            v.as_f64().or_else(|| v.get("percent_total").and_then(|p| p.as_f64())).or_else(|| {
+        .filter_map(|(k, v)| {
+            if k.ends_with("_percent") {
+                return v.as_f64();
+            }
+            v.get("percent_total").and_then(|p| p.as_f64()).or_else(|| {
                 let user = v.get("user_s")?.as_f64()?;
                 let system = v.get("system_s")?.as_f64()?;
                 let wall = v.get("wall_s")?.as_f64()?;
@@ -475,6 +479,9 @@ fn direction_verdict(doc: &ResultDoc, model: &PathModel, dir: Direction) -> Opti
                         v.explanation = format!("{what} over loopback run at {}: no wire is involved, so the CPU copying memory is the limit.", rate(m));
                     } else {
                         unexplained(&mut v, m, net_bound, "network");
+                        if let Some(why) = net_probe.and_then(|p| p.details.get("why")).and_then(|w| w.as_str()) {
+                            v.checks.insert(0, format!("the probe's own diagnosis: {why}"));
+                        }
                     }
                 }
             }
