@@ -52,6 +52,8 @@ pub enum Command {
     Disk(commands::disk::DiskArgs),
     /// Ceilings of a link or bus: usable rate, TCP/UDP/iSCSI goodput, frame timing
     Link(commands::link::LinkArgs),
+    /// The main job: inventory, disk and network probes, ceilings per hop, and the bottleneck verdict
+    Run(commands::run::RunArgs),
     /// Show saved results: verdict, hop chain, probes; --html writes a self-contained report
     Report(commands::report::ReportArgs),
     /// Compare saved results side by side: ratios to the first and whether they are beyond the noise

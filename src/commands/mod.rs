@@ -6,6 +6,7 @@ pub mod compare;
 pub mod link;
 pub mod meta;
 pub mod report;
+pub mod run;
 
 use crate::cli::Command;
 use crate::output::{Outcome, Output};
@@ -15,6 +16,7 @@ pub fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
     match command {
         Command::Disk(args) => disk::run(&args, out),
         Command::Link(args) => link::run(&args, out),
+        Command::Run(args) => run::run(&args, out),
         Command::Report(args) => report::run(&args, out),
         Command::Compare(args) => compare::run(&args, out),
         Command::Completions(args) => meta::completions(&args),
