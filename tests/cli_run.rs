@@ -57,14 +57,14 @@ fn run_with_no_server_tests_this_machine_and_a_missed_goal_exits_1() {
     let start = std::time::Instant::now();
     let out = headroom()
         .args(["run", "--path", dir.path().to_str().unwrap(), "--label", "e2e", "--save", save.to_str().unwrap()])
-        .args(["--goal", "read=1PB/s"])
+        .args(["--goal", "read=900TB/s"])
         .output()
         .unwrap();
     let took = start.elapsed();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "a 1 PB/s read goal is missed\nstdout: {stdout}\nstderr: {stderr}");
-    assert!(stderr.contains("goal missed: read=1PB/s"), "{stderr}");
+    assert_eq!(out.status.code(), Some(1), "a 900 TB/s read goal is missed\nstdout: {stdout}\nstderr: {stderr}");
+    assert!(stderr.contains("goal missed: read=900TB/s"), "{stderr}");
     assert!(stdout.contains("READ: ") && stdout.contains("WRITE: "), "{stdout}");
     assert!(stdout.contains("loopback"), "the network part ran over loopback: {stdout}");
     assert!(took.as_secs() < 60, "no-argument run takes under a minute, took {took:?}");
