@@ -411,12 +411,12 @@ fn direction_verdict(doc: &ResultDoc, model: &PathModel, dir: Direction) -> Opti
             if next.is_finite() && next > m {
                 let lifted_by = if v.bottleneck == Bottleneck::Bus { "a faster or wider bus" } else { "a faster disk" };
                 v.headroom_factor = Some(next / m);
+                let carrier =
+                    if net.is_some_and(|n| n.loopback) { "Loopback TCP carries" } else { "The network carries" };
                 v.headroom = Some(match m_net {
-                    Some(n) => format!(
-                        "The network carries {}: {lifted_by} would raise {what} up to {}.",
-                        rate(n),
-                        factor(next / m)
-                    ),
+                    Some(n) => {
+                        format!("{carrier} {}: {lifted_by} would raise {what} up to {}.", rate(n), factor(next / m))
+                    }
                     None => format!("{} would raise {what} up to {}.", capitalise(lifted_by), factor(next / m)),
                 });
             }

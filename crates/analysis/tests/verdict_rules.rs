@@ -122,6 +122,7 @@ fn r6_loopback_has_no_wire_and_the_disk_limits_reads() {
     let doc = fixture("loopback");
     let r = verdict(&doc, Direction::Read);
     assert_eq!((r.bottleneck, r.rule.as_str()), (Bottleneck::Disk, "R3"), "{r:#?}");
+    assert!(r.headroom.as_deref().unwrap().starts_with("Loopback TCP carries 2.650 GB/s"), "{:?}", r.headroom);
     let w = verdict(&doc, Direction::Write);
     assert_eq!((w.bottleneck, w.rule.as_str()), (Bottleneck::Cpu, "R6"), "{w:#?}");
 }
