@@ -1,8 +1,8 @@
 //! One file per subcommand: each turns parsed arguments into engine calls and
 //! hands the result to a presenter. Dispatch lives here.
 
-pub mod disk;
 pub mod compare;
+pub mod disk;
 pub mod link;
 pub mod meta;
 pub mod report;
