@@ -60,6 +60,12 @@ pub enum Command {
     Ping(commands::ping::PingArgs),
     /// What is in this box: CPU, memory, NICs, disks, filesystems, each with its ceiling
     Sys(commands::sys::SysArgs),
+    /// The main job: inventory, disk and network probes, ceilings per hop, and the bottleneck verdict
+    Run(commands::run::RunArgs),
+    /// Show saved results: verdict, hop chain, probes; --html writes a self-contained report
+    Report(commands::report::ReportArgs),
+    /// Compare saved results side by side: ratios to the first and whether they are beyond the noise
+    Compare(commands::compare::CompareArgs),
     /// Print shell completions for bash, zsh, fish, elvish or powershell
     Completions(commands::meta::CompletionsArgs),
     /// Print the man page (roff) generated from this CLI

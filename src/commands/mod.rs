@@ -1,6 +1,7 @@
 //! One file per subcommand: each turns parsed arguments into engine calls and
 //! hands the result to a presenter. Dispatch lives here.
 
+pub mod compare;
 pub mod disk;
 pub mod link;
 pub mod meta;
@@ -8,6 +9,8 @@ pub mod net;
 pub mod ping;
 pub mod serve;
 pub mod sys;
+pub mod report;
+pub mod run;
 
 use crate::cli::Command;
 use crate::output::{Outcome, Output};
@@ -21,6 +24,9 @@ pub fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
         Command::Net(args) => net::run(&args, out),
         Command::Ping(args) => ping::run(&args, out),
         Command::Sys(args) => sys::run(&args, out),
+        Command::Run(args) => run::run(&args, out),
+        Command::Report(args) => report::run(&args, out),
+        Command::Compare(args) => compare::run(&args, out),
         Command::Completions(args) => meta::completions(&args),
         Command::ManPage => meta::man_page(),
     }

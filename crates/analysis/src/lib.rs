@@ -6,3 +6,10 @@
 //! never runs I/O and never prints.
 
 pub mod cliff;
+pub mod ceilings;
+pub mod compare;
+pub mod goals;
+pub mod verdict;
+
+pub use ceilings::{PathHints, PathModel};
+pub use verdict::{analyse, annotate, Analysis, Bottleneck, Direction, DirectionVerdict};

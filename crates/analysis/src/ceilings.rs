@@ -1,0 +1,431 @@
+//! Ceilings per hop: what each hop on the path could carry, derived from a
+//! result document's host inventory, its probes and the limits model.
+//!
+//! Owns the choice of *which* device and interface a path runs through and the
+//! arithmetic that turns a PCIe/SATA link, a NIC speed and MTU or a `--link`
+//! spec into bytes per second. Measured figures are not ceilings and are left
+//! to [`crate::verdict`], except CPU kernels, whose throughput is a ceiling for
+//! the work they stand for.
+
+use headroom_limits::{ethernet_by_speed_mbps, lookup, pcie_link, Family, Framing, Link};
+use headroom_result::{BlockDevice, Ceiling, Nic, Probe, ProbeSpec, ResultDoc};
+
+/// What the user told us about the path that the inventory cannot show.
+#[derive(Debug, Clone, Default)]
+pub struct PathHints {
+    /// `--link SPEC`: a catalog name (`10gbe`, `2.5GbE`) or a rate (`200Mb/s`),
+    /// the MAC data rate of the narrowest link between client and server.
+    pub link: Option<String>,
+    /// The interface the network probes leave through, when known.
+    pub nic: Option<String>,
+}
+
+/// Why a `--link` spec could not be used.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "--link '{input}' is neither a known link nor a rate: {reason} (examples: 1gbe, 10GbE, 2.5gbe, 25gbe, 940Mb/s)"
+)]
+pub struct BadLinkSpec {
+    pub input: String,
+    pub reason: String,
+}
+
+/// A link the user named with `--link`: its display name and MAC data rate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinkSpec {
+    pub name: String,
+    pub usable_bits_per_sec: f64,
+}
+
+impl LinkSpec {
+    /// Parses `--link`: a catalog name first, then a rate.
+    pub fn parse(input: &str) -> Result<LinkSpec, BadLinkSpec> {
+        match lookup(input) {
+            Ok(link) if link.family == Family::Ethernet => {
+                Ok(LinkSpec { name: link.name.clone(), usable_bits_per_sec: link.usable_bits_per_sec })
+            }
+            Ok(link) => Err(BadLinkSpec {
+                input: input.into(),
+                reason: format!("{} is a {} link, not a network link", link.name, link.family.as_str()),
+            }),
+            Err(unknown) => match headroom_units::parse_rate(input) {
+                Ok(bits) if bits > 0.0 => Ok(LinkSpec {
+                    name: format!("{} link", headroom_units::format_bits(bits)),
+                    usable_bits_per_sec: bits,
+                }),
+                Ok(_) => Err(BadLinkSpec { input: input.into(), reason: "the rate must be above zero".into() }),
+                Err(_) => Err(BadLinkSpec { input: input.into(), reason: unknown.to_string() }),
+            },
+        }
+    }
+}
+
+/// Hop names as written in [`Ceiling::hop`].
+pub mod hop {
+    pub const DISK: &str = "disk";
+    pub const BUS: &str = "bus";
+    pub const NIC: &str = "nic";
+    pub const LINK: &str = "link";
+    pub const PROTOCOL: &str = "protocol";
+    pub const CPU: &str = "cpu";
+}
+
+/// Filesystem types whose data crosses the network: a disk probe on one of
+/// them measures the whole path, as a client sees it.
+pub const NETWORK_FILESYSTEMS: &[&str] =
+    &["nfs", "nfs4", "cifs", "smb3", "smbfs", "fuse.sshfs", "9p", "ceph", "glusterfs", "fuse.glusterfs"];
+
+/// Bytes of ONC RPC and NFS/SMB headers per request, approximately (LINKS.md: 150-250).
+const FILE_PROTOCOL_HEADER_BYTES: f64 = 200.0;
+/// Payload per request assumed for NFS/SMB (the Linux default rsize/wsize, 1 MiB).
+const FILE_PROTOCOL_PAYLOAD_BYTES: f64 = 1_048_576.0;
+
+/// The network path of a document: the interface, the link and its framing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NetworkPath {
+    /// True when every network probe targets loopback: no NIC, no wire.
+    pub loopback: bool,
+    pub nic: Option<Nic>,
+    /// The link's name and TCP goodput ceiling, bytes/s.
+    pub link: Option<(String, f64)>,
+    pub framing: Framing,
+    /// Where the link figure came from.
+    pub link_source: Option<String>,
+}
+
+/// Everything the ceilings of one document are derived from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathModel {
+    pub ceilings: Vec<Ceiling>,
+    pub network: Option<NetworkPath>,
+    /// The storage protocol in the path when disk probes ran over the network
+    /// (nfs, cifs, iscsi, ...), from the filesystem type or device transport.
+    pub storage_protocol: Option<String>,
+    /// The block device under the disk probes' path, when it could be found.
+    pub block_device: Option<BlockDevice>,
+}
+
+impl PathModel {
+    /// The lowest ceiling recorded for `hop`.
+    pub fn ceiling(&self, hop: &str) -> Option<&Ceiling> {
+        self.ceilings.iter().filter(|c| c.hop == hop).min_by(|a, b| a.bytes_per_sec.total_cmp(&b.bytes_per_sec))
+    }
+}
+
+/// Derives the ceilings of every hop the document's probes crossed.
+pub fn derive(doc: &ResultDoc, hints: &PathHints) -> Result<PathModel, BadLinkSpec> {
+    let link_spec = hints.link.as_deref().map(LinkSpec::parse).transpose()?;
+    let mut ceilings = Vec::new();
+
+    let disk_path = doc.probes.iter().find_map(|p| match &p.spec {
+        ProbeSpec::Disk(d) => Some(d),
+        _ => None,
+    });
+    let block_device = disk_path.and_then(|d| device_for_path(doc, &d.path));
+    let fs_type = disk_path.and_then(|d| d.filesystem.clone().or_else(|| mount_for_path(doc, &d.path).map(|m| m.1)));
+    let storage_protocol = match (&fs_type, &block_device) {
+        (Some(fs), _) if NETWORK_FILESYSTEMS.contains(&fs.as_str()) => Some(fs.clone()),
+        (_, Some(dev)) if dev.transport.as_deref() == Some("iscsi") => Some("iscsi".to_string()),
+        _ => None,
+    };
+
+    if let Some(dev) = block_device.as_ref().filter(|_| storage_protocol.is_none()) {
+        if let Some(c) = bus_ceiling(dev) {
+            ceilings.push(c);
+        }
+    }
+
+    let has_network_probe = doc.probes.iter().any(|p| matches!(p.spec, ProbeSpec::Net(_)));
+    let network = if has_network_probe || storage_protocol.is_some() || link_spec.is_some() {
+        Some(network_path(doc, hints, link_spec.as_ref()))
+    } else {
+        None
+    };
+    if let Some(net) = &network {
+        if let Some(nic) = &net.nic {
+            if let Some(pci) = &nic.pci_link {
+                let bytes = if pci.bytes_per_sec > 0.0 {
+                    pci.bytes_per_sec
+                } else {
+                    pcie_link(pci.gt_per_sec, pci.width).map(|l| l.usable_bytes_per_sec()).unwrap_or(0.0)
+                };
+                if bytes > 0.0 {
+                    ceilings.push(Ceiling {
+                        hop: hop::NIC.into(),
+                        name: format!("{} slot of {}", pcie_name(pci.gt_per_sec, pci.width), nic.name),
+                        bytes_per_sec: bytes,
+                        source: Some(format!("/sys/class/net/{}/device/current_link_speed", nic.name)),
+                    });
+                }
+            }
+        }
+        if let Some((name, bytes)) = &net.link {
+            ceilings.push(Ceiling {
+                hop: hop::LINK.into(),
+                name: name.clone(),
+                bytes_per_sec: *bytes,
+                source: net.link_source.clone(),
+            });
+            if let Some(proto) = &storage_protocol {
+                let tcp_bits = bytes * 8.0;
+                let proto_bytes = if proto == "iscsi" {
+                    // iSCSI: one 48-byte BHS per data segment on top of TCP.
+                    let usable = tcp_bits * f64::from(net.framing.wire_bytes()) / f64::from(net.framing.tcp_payload());
+                    net.framing.iscsi_goodput_bits(usable) / 8.0
+                } else {
+                    bytes * FILE_PROTOCOL_PAYLOAD_BYTES / (FILE_PROTOCOL_PAYLOAD_BYTES + FILE_PROTOCOL_HEADER_BYTES)
+                };
+                ceilings.push(Ceiling {
+                    hop: hop::PROTOCOL.into(),
+                    name: format!("{proto} over {name}"),
+                    bytes_per_sec: proto_bytes,
+                    source: Some(if proto == "iscsi" {
+                        format!("48-byte BHS per {}-byte data segment", net.framing.iscsi_segment)
+                    } else {
+                        "~200 bytes of RPC headers per 1 MiB request (approximate)".into()
+                    }),
+                });
+            }
+        }
+    }
+
+    for probe in &doc.probes {
+        if let ProbeSpec::Cpu(cpu) = &probe.spec {
+            if probe.summary.bytes_per_sec > 0.0 {
+                ceilings.push(Ceiling {
+                    hop: hop::CPU.into(),
+                    name: format!("{} on {} thread(s)", cpu.kernel, cpu.threads),
+                    bytes_per_sec: probe.summary.bytes_per_sec,
+                    source: Some(format!("cpu probe {}", probe.id)),
+                });
+            }
+        }
+    }
+
+    Ok(PathModel { ceilings, network, storage_protocol, block_device })
+}
+
+fn pcie_name(gt_per_sec: f64, width: u32) -> String {
+    pcie_link(gt_per_sec, width).map(|l| l.name).unwrap_or_else(|| format!("PCIe {gt_per_sec} GT/s x{width}"))
+}
+
+/// The bus ceiling of a block device: its PCIe link (NVMe) or SATA link.
+pub fn bus_ceiling(dev: &BlockDevice) -> Option<Ceiling> {
+    if let Some(pci) = &dev.pci_link {
+        let bytes = if pci.bytes_per_sec > 0.0 {
+            pci.bytes_per_sec
+        } else {
+            pcie_link(pci.gt_per_sec, pci.width)?.usable_bytes_per_sec()
+        };
+        return Some(Ceiling {
+            hop: hop::BUS.into(),
+            name: format!("{} of {}", pcie_name(pci.gt_per_sec, pci.width), dev.name),
+            bytes_per_sec: bytes,
+            source: Some(format!("/sys/block/{}/device", dev.name)),
+        });
+    }
+    if let Some(gbps) = dev.sata_link_gbps {
+        // SATA signals with 8b/10b: 6 Gb/s carries 600 MB/s.
+        return Some(Ceiling {
+            hop: hop::BUS.into(),
+            name: format!("SATA {gbps} Gb/s link of {}", dev.name),
+            bytes_per_sec: gbps * 1e9 * 0.8 / 8.0,
+            source: Some(format!("/sys/class/ata_link (device {})", dev.name)),
+        });
+    }
+    dev.ceiling_bytes_per_sec.map(|bytes| Ceiling {
+        hop: hop::BUS.into(),
+        name: format!("bus of {}", dev.name),
+        bytes_per_sec: bytes,
+        source: Some("headroom sys".into()),
+    })
+}
+
+/// The mount (mountpoint, fstype, device) holding `path`: the longest mountpoint prefix.
+fn mount_for_path(doc: &ResultDoc, path: &str) -> Option<(String, String, String)> {
+    doc.host
+        .filesystems
+        .iter()
+        .filter(|f| path_is_under(path, &f.mountpoint))
+        .max_by_key(|f| f.mountpoint.len())
+        .map(|f| (f.mountpoint.clone(), f.fstype.clone(), f.device.clone()))
+}
+
+fn path_is_under(path: &str, mountpoint: &str) -> bool {
+    mountpoint == "/" || path == mountpoint || path.strip_prefix(mountpoint).is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// The block device a disk probe's path lives on: the device itself when the
+/// probe ran on one, else the device of the filesystem holding the path; a
+/// partition maps to its disk (nvme0n1p2 -> nvme0n1, sda1 -> sda).
+fn device_for_path(doc: &ResultDoc, path: &str) -> Option<BlockDevice> {
+    let device = if path.starts_with("/dev/") { path.to_string() } else { mount_for_path(doc, path)?.2 };
+    let name = device.rsplit('/').next()?.to_string();
+    let devices = &doc.host.block_devices;
+    if let Some(d) = devices.iter().find(|d| d.name == name) {
+        return Some(d.clone());
+    }
+    devices
+        .iter()
+        .filter(|d| name.starts_with(&d.name) && partition_suffix(&name[d.name.len()..]))
+        .max_by_key(|d| d.name.len())
+        .cloned()
+}
+
+fn partition_suffix(rest: &str) -> bool {
+    let digits = rest.strip_prefix('p').unwrap_or(rest);
+    !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit())
+}
+
+fn is_loopback_peer(peer: &str) -> bool {
+    let host = peer.rsplit_once(':').map(|(h, _)| h).unwrap_or(peer).trim_matches(['[', ']']);
+    host == "localhost"
+        || host == "::1"
+        || host.parse::<std::net::Ipv4Addr>().is_ok_and(|a| a.is_loopback())
+        || host.parse::<std::net::Ipv6Addr>().is_ok_and(|a| a.is_loopback())
+}
+
+/// Chooses the interface and link of the network probes.
+fn network_path(doc: &ResultDoc, hints: &PathHints, link_spec: Option<&LinkSpec>) -> NetworkPath {
+    let peers: Vec<&str> = doc
+        .probes
+        .iter()
+        .filter_map(|p: &Probe| match &p.spec {
+            ProbeSpec::Net(n) => Some(n.peer.as_str()),
+            ProbeSpec::Ping(n) => Some(n.peer.as_str()),
+            _ => None,
+        })
+        .collect();
+    let loopback = !peers.is_empty() && peers.iter().all(|p| is_loopback_peer(p)) && link_spec.is_none();
+    let nic = if loopback { None } else { choose_nic(&doc.host.nics, hints.nic.as_deref()) };
+    let framing = Framing {
+        mtu: nic.as_ref().map(|n| n.mtu).filter(|m| (576..=9216).contains(m)).unwrap_or(1500),
+        ..Framing::default()
+    };
+    let (link, link_source) = if let Some(spec) = link_spec {
+        let goodput = framing.tcp_goodput_bits(spec.usable_bits_per_sec) / 8.0;
+        (Some((format!("{} TCP (MTU {})", spec.name, framing.mtu), goodput)), Some("--link".to_string()))
+    } else if let Some(n) = nic.as_ref().filter(|n| n.kind != "virtual" && n.kind != "loopback") {
+        match n.speed_mbps.and_then(ethernet_by_speed_mbps) {
+            Some(l) => (Some(tcp_link(l, &framing)), Some(format!("/sys/class/net/{}/speed", n.name))),
+            None => (None, None),
+        }
+    } else {
+        (None, None)
+    };
+    NetworkPath { loopback, nic, link, framing, link_source }
+}
+
+fn tcp_link(link: &Link, framing: &Framing) -> (String, f64) {
+    (format!("{} TCP (MTU {})", link.name, framing.mtu), framing.tcp_goodput_bits(link.usable_bits_per_sec) / 8.0)
+}
+
+/// The named NIC, else the fastest non-loopback interface with carrier.
+fn choose_nic(nics: &[Nic], named: Option<&str>) -> Option<Nic> {
+    if let Some(name) = named {
+        return nics.iter().find(|n| n.name == name).cloned();
+    }
+    nics.iter()
+        .filter(|n| n.kind != "loopback" && n.carrier != Some(false))
+        .max_by_key(|n| (n.kind == "physical" || n.kind == "usb", n.speed_mbps.unwrap_or(0)))
+        .cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use headroom_result::{DiskSpec, Filesystem, PciLink, Summary};
+
+    fn disk_probe(path: &str) -> Probe {
+        Probe {
+            id: "d".into(),
+            name: String::new(),
+            spec: ProbeSpec::Disk(DiskSpec {
+                rw: "read".into(),
+                block_size: 1 << 20,
+                queue_depth: 8,
+                jobs: 1,
+                direct: true,
+                sync: "none".into(),
+                engine: "io_uring".into(),
+                path: path.into(),
+                rwmix_read: None,
+                size: None,
+                filesystem: None,
+                fio_equivalent: None,
+            }),
+            summary: Summary { bytes_per_sec: 1.0, duration_s: 1.0, ..Summary::default() },
+            samples: vec![],
+            histogram: None,
+            warnings: vec![],
+            details: Default::default(),
+        }
+    }
+
+    #[test]
+    fn link_spec_accepts_catalog_names_and_rates_and_rejects_buses() {
+        assert_eq!(LinkSpec::parse("10gbe").unwrap().usable_bits_per_sec, 10e9);
+        assert_eq!(LinkSpec::parse("200Mb/s").unwrap().usable_bits_per_sec, 200e6);
+        assert!(LinkSpec::parse("sata3").unwrap_err().reason.contains("not a network link"));
+        assert!(LinkSpec::parse("fastest").is_err());
+    }
+
+    #[test]
+    fn partition_maps_to_its_disk_and_sata_link_gives_the_bus_ceiling() {
+        let mut doc = ResultDoc::new("2026-11-21T00:00:00Z");
+        doc.host.filesystems.push(Filesystem {
+            mountpoint: "/".into(),
+            fstype: "ext4".into(),
+            device: "/dev/sda2".into(),
+        });
+        doc.host.filesystems.push(Filesystem {
+            mountpoint: "/data".into(),
+            fstype: "xfs".into(),
+            device: "/dev/nvme0n1p1".into(),
+        });
+        doc.host.block_devices.push(BlockDevice {
+            name: "sda".into(),
+            sata_link_gbps: Some(6.0),
+            ..Default::default()
+        });
+        doc.host.block_devices.push(BlockDevice {
+            name: "nvme0n1".into(),
+            pci_link: Some(PciLink { gt_per_sec: 8.0, width: 4, bytes_per_sec: 0.0, ..Default::default() }),
+            ..Default::default()
+        });
+        doc.probes.push(disk_probe("/home/me"));
+        let m = derive(&doc, &PathHints::default()).unwrap();
+        assert_eq!(m.ceiling(hop::BUS).unwrap().bytes_per_sec, 600e6);
+        doc.probes[0] = disk_probe("/data/x");
+        let m = derive(&doc, &PathHints::default()).unwrap();
+        let bus = m.ceiling(hop::BUS).unwrap();
+        assert!(bus.name.starts_with("PCIe 3.0 x4"), "{}", bus.name);
+        assert!((bus.bytes_per_sec - 8e9 * 4.0 * 128.0 / 130.0 / 8.0).abs() < 1.0);
+    }
+
+    #[test]
+    fn nic_speed_and_mtu_give_the_tcp_link_ceiling_but_a_veth_speed_does_not() {
+        let mut doc = ResultDoc::new("2026-11-21T00:00:00Z");
+        doc.host.nics.push(Nic {
+            name: "eth0".into(),
+            kind: "physical".into(),
+            speed_mbps: Some(1000),
+            mtu: 1500,
+            ..Default::default()
+        });
+        let m = derive(&doc, &PathHints { link: Some("1gbe".into()), nic: None }).unwrap();
+        assert!((m.ceiling(hop::LINK).unwrap().bytes_per_sec - 117.685e6).abs() < 0.01e6);
+        doc.host.nics[0].kind = "virtual".into();
+        doc.probes.push(disk_probe("/"));
+        doc.probes[0].spec = ProbeSpec::Net(headroom_result::NetSpec {
+            test: "tcp".into(),
+            streams: 1,
+            protocol: "headroom".into(),
+            peer: "10.9.0.2:5201".into(),
+            rate_bits_per_sec: None,
+            bytes: None,
+        });
+        let m = derive(&doc, &PathHints::default()).unwrap();
+        assert!(m.ceiling(hop::LINK).is_none(), "a virtual NIC's reported speed is no ceiling");
+    }
+}

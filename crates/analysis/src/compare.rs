@@ -1,0 +1,305 @@
+//! Compare: every figure several result documents share, side by side, with
+//! its ratio to the first document and whether the difference is beyond the
+//! noise of the per-second samples.
+//!
+//! Significance uses the two-sided Mann-Whitney U test (normal approximation
+//! with tie correction and continuity correction) on the per-second samples of
+//! the two probes; it needs no assumption about the shape of the distribution,
+//! which for throughput samples (warm-up, dips, caches) is rarely normal.
+//! Owns nothing but arithmetic on documents.
+
+use headroom_result::{Probe, ResultDoc, Sample};
+use serde::Serialize;
+
+/// The name of the significance test, as shown in output and docs.
+pub const SIGNIFICANCE_TEST: &str = "Mann-Whitney U (two-sided, p < 0.05) on per-second samples";
+/// The p-value below which a difference counts as beyond the noise.
+pub const ALPHA: f64 = 0.05;
+/// Fewest samples on each side for the test to say anything.
+pub const MIN_SAMPLES: usize = 3;
+
+/// A figure a probe reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Figure {
+    Throughput,
+    Iops,
+    LatencyMean,
+    LatencyP99,
+}
+
+impl Figure {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Figure::Throughput => "throughput",
+            Figure::Iops => "iops",
+            Figure::LatencyMean => "latency mean",
+            Figure::LatencyP99 => "latency p99",
+        }
+    }
+    /// bytes/s, IO/s or ns.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Figure::Throughput => "bytes/s",
+            Figure::Iops => "IO/s",
+            _ => "ns",
+        }
+    }
+    pub fn lower_is_better(self) -> bool {
+        matches!(self, Figure::LatencyMean | Figure::LatencyP99)
+    }
+    fn of(self, p: &Probe) -> Option<f64> {
+        let s = &p.summary;
+        match self {
+            Figure::Throughput => (s.bytes_per_sec > 0.0).then_some(s.bytes_per_sec),
+            Figure::Iops => s.iops,
+            Figure::LatencyMean => s.latency_ns.as_ref().map(|l| l.mean),
+            Figure::LatencyP99 => s.latency_ns.as_ref().map(|l| l.p99),
+        }
+    }
+    fn of_sample(self, s: &Sample) -> Option<f64> {
+        match self {
+            Figure::Throughput => Some(s.bytes_per_sec),
+            Figure::Iops => s.iops,
+            Figure::LatencyMean => s.latency_ns_mean,
+            Figure::LatencyP99 => s.latency_ns_p99,
+        }
+    }
+}
+
+/// Whether two sample sets differ beyond the noise.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum Significance {
+    /// The first document itself.
+    Baseline,
+    Significant {
+        p_value: f64,
+    },
+    WithinNoise {
+        p_value: f64,
+    },
+    /// Fewer than [`MIN_SAMPLES`] per-second samples on one side.
+    TooFewSamples,
+}
+
+impl Significance {
+    pub fn short(&self) -> String {
+        match self {
+            Significance::Baseline => String::new(),
+            Significance::Significant { p_value } => format!("significant (p={})", p_text(*p_value)),
+            Significance::WithinNoise { p_value } => format!("within noise (p={})", p_text(*p_value)),
+            Significance::TooFewSamples => "too few samples".into(),
+        }
+    }
+}
+
+fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        "<0.001".into()
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+/// One document's value of a shared figure.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cell {
+    pub value: f64,
+    /// value / the first document's value.
+    pub ratio: f64,
+    pub significance: Significance,
+}
+
+/// One figure shared by every document.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    pub probe: String,
+    /// The probe's human name (from the first document).
+    pub name: String,
+    pub figure: Figure,
+    pub cells: Vec<Cell>,
+}
+
+/// The comparison of several documents.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    /// Column names: each document's label, else the name the caller gave.
+    pub columns: Vec<String>,
+    pub rows: Vec<Row>,
+    pub significance_test: &'static str,
+    /// Probes present in some documents only, by column.
+    pub not_shared: Vec<String>,
+}
+
+/// Why documents cannot be compared.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CompareError {
+    #[error("compare needs at least two results, got {0}")]
+    TooFew(usize),
+    #[error("{second} uses schema '{found}' but {first} uses '{expected}': results from different schema versions cannot be compared")]
+    DifferentSchemas { first: String, expected: String, second: String, found: String },
+    #[error("nothing in common: no probe id appears in every result ({detail}); run the same preset on each side")]
+    NothingInCommon { detail: String },
+}
+
+/// Compares documents; `names` (e.g. file names) stand in for missing labels.
+pub fn compare(docs: &[ResultDoc], names: &[String]) -> Result<Comparison, CompareError> {
+    if docs.len() < 2 {
+        return Err(CompareError::TooFew(docs.len()));
+    }
+    let columns: Vec<String> = docs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            d.label.clone().unwrap_or_else(|| names.get(i).cloned().unwrap_or_else(|| format!("result {}", i + 1)))
+        })
+        .collect();
+    for (i, d) in docs.iter().enumerate().skip(1) {
+        if d.schema != docs[0].schema {
+            return Err(CompareError::DifferentSchemas {
+                first: columns[0].clone(),
+                expected: docs[0].schema.clone(),
+                second: columns[i].clone(),
+                found: d.schema.clone(),
+            });
+        }
+    }
+    let mut rows = Vec::new();
+    let mut not_shared = Vec::new();
+    for base in &docs[0].probes {
+        let matching: Vec<Option<&Probe>> = docs.iter().map(|d| d.probes.iter().find(|p| p.id == base.id)).collect();
+        if matching.iter().any(Option::is_none) {
+            not_shared.push(base.id.clone());
+            continue;
+        }
+        let probes: Vec<&Probe> = matching.into_iter().flatten().collect();
+        for figure in [Figure::Throughput, Figure::Iops, Figure::LatencyMean, Figure::LatencyP99] {
+            let values: Option<Vec<f64>> = probes.iter().map(|p| figure.of(p)).collect();
+            let Some(values) = values else { continue };
+            if values[0] <= 0.0 {
+                continue;
+            }
+            let base_samples: Vec<f64> = probes[0].samples.iter().filter_map(|s| figure.of_sample(s)).collect();
+            let cells = values
+                .iter()
+                .zip(&probes)
+                .enumerate()
+                .map(|(i, (v, p))| {
+                    let significance = if i == 0 {
+                        Significance::Baseline
+                    } else {
+                        let other: Vec<f64> = p.samples.iter().filter_map(|s| figure.of_sample(s)).collect();
+                        match mann_whitney_u(&base_samples, &other) {
+                            None => Significance::TooFewSamples,
+                            Some(p) if p < ALPHA => Significance::Significant { p_value: p },
+                            Some(p) => Significance::WithinNoise { p_value: p },
+                        }
+                    };
+                    Cell { value: *v, ratio: v / values[0], significance }
+                })
+                .collect();
+            let name = if base.name.is_empty() { base.id.clone() } else { base.name.clone() };
+            rows.push(Row { probe: base.id.clone(), name, figure, cells });
+        }
+    }
+    for (i, d) in docs.iter().enumerate().skip(1) {
+        for p in &d.probes {
+            if !docs[0].probes.iter().any(|b| b.id == p.id) {
+                not_shared.push(format!("{} ({})", p.id, columns[i]));
+            }
+        }
+    }
+    if rows.is_empty() {
+        let detail = docs
+            .iter()
+            .zip(&columns)
+            .map(|(d, c)| {
+                let ids: Vec<&str> = d.probes.iter().map(|p| p.id.as_str()).collect();
+                format!("{c}: {}", if ids.is_empty() { "no probes".to_string() } else { ids.join(", ") })
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        return Err(CompareError::NothingInCommon { detail });
+    }
+    Ok(Comparison { columns, rows, significance_test: SIGNIFICANCE_TEST, not_shared })
+}
+
+/// Two-sided p-value of the Mann-Whitney U test, normal approximation with
+/// tie and continuity corrections; None with fewer than [`MIN_SAMPLES`] a side.
+/// Hand-written because it is twenty lines and no well-kept small crate has it.
+pub fn mann_whitney_u(a: &[f64], b: &[f64]) -> Option<f64> {
+    let (n1, n2) = (a.len(), b.len());
+    if n1 < MIN_SAMPLES || n2 < MIN_SAMPLES {
+        return None;
+    }
+    let mut all: Vec<(f64, usize)> = a.iter().map(|&x| (x, 0)).chain(b.iter().map(|&x| (x, 1))).collect();
+    all.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let n = all.len();
+    let mut ranks = vec![0.0; n];
+    let mut tie_term = 0.0;
+    let mut i = 0;
+    while i < n {
+        let mut j = i;
+        while j + 1 < n && all[j + 1].0 == all[i].0 {
+            j += 1;
+        }
+        let rank = (i + j) as f64 / 2.0 + 1.0;
+        ranks[i..=j].iter_mut().for_each(|r| *r = rank);
+        let t = (j - i + 1) as f64;
+        tie_term += t * t * t - t;
+        i = j + 1;
+    }
+    let r1: f64 = all.iter().zip(&ranks).filter(|(x, _)| x.1 == 0).map(|(_, r)| r).sum();
+    let (n1f, n2f, nf) = (n1 as f64, n2 as f64, n as f64);
+    let u1 = r1 - n1f * (n1f + 1.0) / 2.0;
+    let mean = n1f * n2f / 2.0;
+    let variance = n1f * n2f / 12.0 * ((nf + 1.0) - tie_term / (nf * (nf - 1.0)));
+    if variance <= 0.0 {
+        // Every sample equal: no evidence of a difference.
+        return Some(1.0);
+    }
+    let z = ((u1 - mean).abs() - 0.5).max(0.0) / variance.sqrt();
+    Some((2.0 * (1.0 - standard_normal_cdf(z))).min(1.0))
+}
+
+/// Φ(z) via the complementary error function (Abramowitz & Stegun 7.1.26, |error| < 1.5e-7).
+fn standard_normal_cdf(z: f64) -> f64 {
+    let x = z / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.3275911 * x.abs());
+    let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    let erf = 1.0 - poly * (-x * x).exp();
+    let erf = if x >= 0.0 { erf } else { -erf };
+    0.5 * (1.0 + erf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mann_whitney_separates_shifted_samples_and_not_identical_ones() {
+        let a = [100.0, 101.0, 99.0, 100.5, 100.2, 99.8];
+        let b = [110.0, 111.0, 109.0, 110.5, 110.2, 109.8];
+        assert!(mann_whitney_u(&a, &b).unwrap() < 0.01);
+        let c = [100.1, 100.9, 99.2, 100.4, 100.0, 99.9];
+        assert!(mann_whitney_u(&a, &c).unwrap() > 0.3);
+        assert_eq!(mann_whitney_u(&a[..2], &b), None);
+        assert_eq!(mann_whitney_u(&[5.0; 4], &[5.0; 4]), Some(1.0));
+    }
+
+    #[test]
+    fn normal_cdf_matches_tables() {
+        assert!((standard_normal_cdf(0.0) - 0.5).abs() < 1e-7);
+        assert!((standard_normal_cdf(1.959964) - 0.975).abs() < 1e-6);
+        assert!((standard_normal_cdf(-1.0) - 0.158655).abs() < 1e-6);
+    }
+
+    #[test]
+    fn mann_whitney_matches_a_hand_computed_case() {
+        // By hand: U = 0, mean 12.5, variance 5*5*11/12 = 22.917,
+        // z = (12.5 - 0.5) / 4.787 = 2.5067, p = 2 * (1 - 0.99391) = 0.01219.
+        let p = mann_whitney_u(&[1.0, 2.0, 3.0, 4.0, 5.0], &[6.0, 7.0, 8.0, 9.0, 10.0]).unwrap();
+        assert!((p - 0.01219).abs() < 2e-4, "{p}");
+    }
+}

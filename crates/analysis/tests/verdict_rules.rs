@@ -1,0 +1,197 @@
+//! Each rule of docs/verdict.md, held against a stored result document.
+
+use headroom_analysis::compare::{compare, CompareError, Figure, Significance};
+use headroom_analysis::goals::{evaluate, parse_goals};
+use headroom_analysis::{analyse, annotate, Bottleneck, Direction, DirectionVerdict, PathHints};
+use headroom_result::ResultDoc;
+
+fn fixture(name: &str) -> ResultDoc {
+    let path = format!("{}/tests/fixtures/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    ResultDoc::from_json(&std::fs::read_to_string(&path).unwrap()).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn verdict(doc: &ResultDoc, dir: Direction) -> DirectionVerdict {
+    let a = analyse(doc, &PathHints::default()).unwrap();
+    a.directions.into_iter().find(|d| d.direction == dir).expect("direction analysed")
+}
+
+#[test]
+fn r4_link_bound_reads_at_98_percent_of_1gbe_with_the_disk_headroom() {
+    let doc = fixture("link-bound");
+    let v = verdict(&doc, Direction::Read);
+    assert_eq!(v.bottleneck, Bottleneck::Link, "{v:#?}");
+    assert_eq!(v.rule, "R4");
+    assert!((v.percent_of_ceiling.unwrap() - 98.0).abs() < 0.5, "{:?}", v.percent_of_ceiling);
+    assert!(v.explanation.contains("98% of the 1GbE TCP (MTU 1500) ceiling"), "{}", v.explanation);
+    // 580 MB/s disk / 115.3 MB/s = 5.0x; 5GbE (588 MB/s TCP) is the smallest link that reaches the disk.
+    let h = v.headroom.as_deref().unwrap();
+    assert!(h.contains("disk alone does 580.0 MB/s") && h.contains("5GbE link would raise reads up to 5.0x"), "{h}");
+    let hops: Vec<&str> = v.hops.iter().map(|h| h.hop.as_str()).collect();
+    assert_eq!(hops, ["disk", "bus", "nic", "link"]);
+    assert_eq!(verdict(&doc, Direction::Write).bottleneck, Bottleneck::Link);
+}
+
+#[test]
+fn r3_disk_bound_hdd_behind_10gbe() {
+    let doc = fixture("disk-bound");
+    let v = verdict(&doc, Direction::Read);
+    assert_eq!((v.bottleneck, v.rule.as_str()), (Bottleneck::Disk, "R3"), "{v:#?}");
+    assert!(v.explanation.contains("disk (sda) at 210.0 MB/s"), "{}", v.explanation);
+    assert!((v.headroom_factor.unwrap() - 1150.0 / 210.0).abs() < 0.01);
+}
+
+#[test]
+fn r2_disk_that_fills_its_bus_is_bus_bound() {
+    let mut doc = fixture("disk-bound");
+    // A SATA SSD doing 560 MB/s on a 600 MB/s SATA III link.
+    doc.probes[0].summary.bytes_per_sec = 560e6;
+    let v = verdict(&doc, Direction::Read);
+    assert_eq!((v.bottleneck, v.rule.as_str()), (Bottleneck::Bus, "R2"), "{v:#?}");
+    assert!(v.explanation.contains("SATA 6 Gb/s link of sda"), "{}", v.explanation);
+}
+
+#[test]
+fn r4_nic_in_a_narrow_slot_is_bus_bound() {
+    let doc = fixture("bus-bound");
+    let v = verdict(&doc, Direction::Read);
+    assert_eq!((v.bottleneck, v.rule.as_str()), (Bottleneck::Bus, "R4"), "{v:#?}");
+    assert!(v.explanation.contains("PCIe 2.0 x1 slot of eth0"), "{}", v.explanation);
+    assert!(v.explanation.contains("10GbE port"), "{}", v.explanation);
+    let nic = v.hops.iter().find(|h| h.hop == "nic").unwrap();
+    assert_eq!(nic.ceiling_bytes_per_sec, Some(500e6));
+    // Up to the 10GbE TCP ceiling (1176.9 MB/s) / 438 MB/s = 2.7x.
+    assert!((v.headroom_factor.unwrap() - 1176.9e6 / 438e6).abs() < 0.01, "{:?}", v.headroom);
+}
+
+#[test]
+fn r5_cpu_bound_by_a_cpu_ceiling_and_by_a_busy_core() {
+    let mut doc = fixture("cpu-bound");
+    let v = verdict(&doc, Direction::Read);
+    assert_eq!((v.bottleneck, v.rule.as_str()), (Bottleneck::Cpu, "R5"), "{v:#?}");
+    assert!(v.explanation.contains("aes-256-gcm"), "{}", v.explanation);
+    // Without the cpu probe, the busy core recorded by the net probe decides.
+    doc.probes.retain(|p| p.id != "cpu-aes-256-gcm");
+    let v = verdict(&doc, Direction::Read);
+    assert_eq!(v.bottleneck, Bottleneck::Cpu, "{v:#?}");
+    assert!(v.explanation.contains("99% of one core"), "{}", v.explanation);
+    // Without either, the same figures are unexplained.
+    for p in &mut doc.probes {
+        p.details.clear();
+    }
+    assert_eq!(verdict(&doc, Direction::Read).bottleneck, Bottleneck::Unexplained);
+}
+
+#[test]
+fn r1_faster_than_the_bus_is_a_cache() {
+    let doc = fixture("cache");
+    let v = verdict(&doc, Direction::Read);
+    assert_eq!((v.bottleneck, v.rule.as_str()), (Bottleneck::Cache, "R1"), "{v:#?}");
+    assert!(v.explanation.contains("358% of the SATA 6 Gb/s link of sda ceiling"), "{}", v.explanation);
+    assert!(!v.checks.is_empty());
+    // Writes (505 MB/s on a 600 MB/s link, 84%) are honest: the disk.
+    assert_eq!(verdict(&doc, Direction::Write).bottleneck, Bottleneck::Disk);
+}
+
+#[test]
+fn r8_unexplained_names_the_gap_and_what_to_check() {
+    let doc = fixture("unexplained");
+    let v = verdict(&doc, Direction::Read);
+    assert_eq!((v.bottleneck, v.rule.as_str()), (Bottleneck::Unexplained, "R8"), "{v:#?}");
+    assert!(
+        v.explanation.starts_with("unexplained: reads run at 62.00 MB/s, 47% below the lowest ceiling"),
+        "{}",
+        v.explanation
+    );
+    assert!(v.checks.iter().any(|c| c.contains("duplex")));
+}
+
+#[test]
+fn r7_nfs_slower_than_the_network_is_the_protocol() {
+    let doc = fixture("protocol");
+    let v = verdict(&doc, Direction::Read);
+    assert_eq!((v.bottleneck, v.rule.as_str()), (Bottleneck::Protocol, "R7"), "{v:#?}");
+    let hops: Vec<&str> = v.hops.iter().map(|h| h.hop.as_str()).collect();
+    assert_eq!(hops, ["nic", "link", "protocol", "client"]);
+    // NFS writes at 112 MB/s are 95% of the 1GbE TCP ceiling: the link.
+    let w = verdict(&doc, Direction::Write);
+    assert_eq!(w.bottleneck, Bottleneck::Link, "{w:#?}");
+}
+
+#[test]
+fn r6_loopback_has_no_wire_and_the_disk_limits_reads() {
+    let doc = fixture("loopback");
+    let r = verdict(&doc, Direction::Read);
+    assert_eq!((r.bottleneck, r.rule.as_str()), (Bottleneck::Disk, "R3"), "{r:#?}");
+    assert!(r.headroom.as_deref().unwrap().starts_with("Loopback TCP carries 2.650 GB/s"), "{:?}", r.headroom);
+    let w = verdict(&doc, Direction::Write);
+    assert_eq!((w.bottleneck, w.rule.as_str()), (Bottleneck::Cpu, "R6"), "{w:#?}");
+}
+
+#[test]
+fn link_flag_overrides_the_nic_speed() {
+    let doc = fixture("unexplained");
+    // The same 62 MB/s on a link the user says is 530 Mb/s (TCP ceiling 62.4 MB/s): link-bound.
+    let a = analyse(&doc, &PathHints { link: Some("530Mb/s".into()), nic: None }).unwrap();
+    assert_eq!(a.directions[0].bottleneck, Bottleneck::Link, "{:#?}", a.directions[0]);
+    assert!(analyse(&doc, &PathHints { link: Some("nvme".into()), nic: None }).is_err());
+}
+
+#[test]
+fn annotate_fills_ceilings_and_verdict_of_the_document() {
+    let mut doc = fixture("link-bound");
+    annotate(&mut doc, &PathHints::default()).unwrap();
+    let v = doc.verdict.as_ref().unwrap();
+    assert_eq!(v.bottleneck, "link");
+    assert_eq!(v.directions.len(), 2);
+    assert!(doc.ceilings.iter().any(|c| c.hop == "link" && (c.bytes_per_sec - 117.685e6).abs() < 0.01e6));
+    // It survives a round trip through JSON.
+    let again = ResultDoc::from_json(&doc.to_json()).unwrap();
+    assert_eq!(again.verdict.unwrap().explanation, v.explanation);
+}
+
+#[test]
+fn goals_met_and_missed() {
+    let doc = fixture("link-bound");
+    let a = analyse(&doc, &PathHints::default()).unwrap();
+    let goals = parse_goals("read=110MB/s,write=150MB/s,iops=20k,latency-p99=2ms").unwrap();
+    let r = evaluate(&goals, &doc, Some(&a));
+    let met: Vec<bool> = r.iter().map(|g| g.met).collect();
+    assert_eq!(met, [true, false, true, true], "{r:#?}");
+    assert_eq!(r[2].source.as_deref(), Some("rnd4k-q32t1-read"));
+    assert_eq!(r[3].source.as_deref(), Some("rnd4k-q1t1-read"), "latency goals read the QD1 random probe");
+    // A metric nothing measured is missed.
+    let mut net_only = fixture("bus-bound");
+    net_only.probes.retain(|p| p.kind() == headroom_result::ProbeKind::Net);
+    let r = evaluate(&parse_goals("iops=1").unwrap(), &net_only, None);
+    assert!(!r[0].met && r[0].measured.is_none(), "{r:#?}");
+}
+
+#[test]
+fn compare_gives_known_ratios_and_significance() {
+    let docs = [fixture("compare-before"), fixture("compare-after"), fixture("compare-again")];
+    let c = compare(&docs, &[]).unwrap();
+    assert_eq!(c.columns, ["before-10gbe", "after-10gbe", "before-again"]);
+    let row = |probe: &str, figure: Figure| c.rows.iter().find(|r| r.probe == probe && r.figure == figure).unwrap();
+    let read = row("seq1m-q8t1-read", Figure::Throughput);
+    assert!((read.cells[1].ratio - 1.4).abs() < 1e-9);
+    assert!(matches!(read.cells[1].significance, Significance::Significant { .. }), "{:?}", read.cells[1]);
+    assert!(matches!(read.cells[2].significance, Significance::WithinNoise { .. }), "{:?}", read.cells[2]);
+    assert!((row("seq1m-q8t1-write", Figure::Throughput).cells[1].ratio - 10.0).abs() < 1e-9);
+    assert!((row("rnd4k-q32t1-read", Figure::Iops).cells[1].ratio - 1.6).abs() < 1e-9);
+    assert!(c.significance_test.contains("Mann-Whitney"));
+}
+
+#[test]
+fn compare_refuses_results_with_nothing_in_common_or_other_schemas() {
+    let e = compare(&[fixture("compare-before"), fixture("cpu-bound")], &[]);
+    assert!(e.is_ok(), "they share seq1m probes");
+    let mut other = fixture("cache");
+    other.probes.iter_mut().for_each(|p| p.id = format!("x-{}", p.id));
+    let e = compare(&[fixture("compare-before"), other.clone()], &[]).unwrap_err();
+    assert!(matches!(e, CompareError::NothingInCommon { .. }));
+    assert!(e.to_string().contains("before-10gbe: seq1m-q8t1-read"), "{e}");
+    other.schema = "headroom.result/v2".into();
+    let e = compare(&[fixture("compare-before"), other], &[]).unwrap_err();
+    assert!(e.to_string().contains("different schema"), "{e}");
+    assert!(matches!(compare(&[fixture("cache")], &[]), Err(CompareError::TooFew(1))));
+}

@@ -1,0 +1,164 @@
+//! Charts as inline SVG, drawn with plotters' SVG backend: a per-second chart
+//! of each probe (with the ceiling of its hop as a dashed line) and a grouped
+//! bar chart comparing results. Text is left to the browser's fonts, so the
+//! SVG needs nothing from outside the page.
+
+use headroom_analysis::compare::{Comparison, Figure};
+use headroom_result::{Ceiling, Probe, ProbeSpec};
+use plotters::prelude::*;
+
+const WIDTH: u32 = 720;
+const HEIGHT: u32 = 260;
+/// Series colours, readable on white and for common colour blindness (Okabe-Ito).
+pub const PALETTE: [RGBColor; 6] = [
+    RGBColor(0, 114, 178),
+    RGBColor(230, 159, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(86, 180, 233),
+    RGBColor(213, 94, 0),
+];
+
+/// The ceiling a probe's figure should be held against: the bus for a disk
+/// probe, the NIC slot or link for a network probe, the lowest of them for a
+/// disk probe over the network.
+pub fn ceiling_for<'a>(probe: &Probe, ceilings: &'a [Ceiling]) -> Option<&'a Ceiling> {
+    let hops: &[&str] = match probe.spec {
+        ProbeSpec::Disk(_) if ceilings.iter().any(|c| c.hop == "protocol") => &["nic", "link", "protocol"],
+        ProbeSpec::Disk(_) => &["bus"],
+        ProbeSpec::Net(_) => &["nic", "link"],
+        _ => &[],
+    };
+    ceilings
+        .iter()
+        .filter(|c| hops.contains(&c.hop.as_str()))
+        .min_by(|a, b| a.bytes_per_sec.total_cmp(&b.bytes_per_sec))
+}
+
+/// A per-second chart of one probe: MB/s (or IOPS, or latency when that is
+/// all it has) over time, with the ceiling as a dashed line. None when the
+/// probe has no samples.
+pub fn probe_chart(probe: &Probe, ceiling: Option<&Ceiling>) -> Option<String> {
+    let pts: Vec<(f64, f64)> = probe.samples.iter().map(|s| (s.t_s, s.bytes_per_sec / 1e6)).collect();
+    let (points, unit, ceiling) = if pts.iter().any(|p| p.1 > 0.0) {
+        (pts, "MB/s", ceiling.map(|c| (c.name.clone(), c.bytes_per_sec / 1e6)))
+    } else if probe.samples.iter().any(|s| s.iops.is_some()) {
+        (probe.samples.iter().map(|s| (s.t_s, s.iops.unwrap_or(0.0))).collect(), "IOPS", None)
+    } else {
+        (probe.samples.iter().map(|s| (s.t_s, s.latency_ns_mean.unwrap_or(0.0) / 1e3)).collect(), "latency (us)", None)
+    };
+    if points.is_empty() {
+        return None;
+    }
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE).ok()?;
+        let t_max = points.iter().map(|p| p.0).fold(1.0, f64::max);
+        let y_max = points.iter().map(|p| p.1).chain(ceiling.as_ref().map(|c| c.1)).fold(0.0, f64::max) * 1.15 + 1e-9;
+        let title = if probe.name.is_empty() { probe.id.clone() } else { probe.name.clone() };
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 16))
+            .margin(8)
+            .x_label_area_size(32)
+            .y_label_area_size(64)
+            .build_cartesian_2d(0.0..t_max, 0.0..y_max)
+            .ok()?;
+        chart.configure_mesh().x_desc("seconds").y_desc(unit).light_line_style(RGBColor(235, 235, 235)).draw().ok()?;
+        let line = PALETTE[0];
+        chart
+            .draw_series(LineSeries::new(points.iter().copied(), line.stroke_width(2)))
+            .ok()?
+            .label(format!("measured {unit}"))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], line.stroke_width(2)));
+        chart.draw_series(points.iter().map(|p| Circle::new(*p, 3, line.filled()))).ok()?;
+        if let Some((name, c)) = &ceiling {
+            let red = PALETTE[5];
+            let dashes = (0..40).map(|i| {
+                let a = t_max * i as f64 / 40.0;
+                PathElement::new(vec![(a, *c), (a + t_max / 80.0, *c)], red.stroke_width(2))
+            });
+            chart
+                .draw_series(dashes)
+                .ok()?
+                .label(format!("ceiling: {name}"))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], red.stroke_width(2)));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .draw()
+            .ok()?;
+        root.present().ok()?;
+    }
+    Some(svg)
+}
+
+/// Grouped bars of one figure across results: one group per probe, one bar
+/// per result. None when the comparison has no row of that figure.
+pub fn comparison_chart(c: &Comparison, figure: Figure) -> Option<String> {
+    let rows: Vec<_> = c.rows.iter().filter(|r| r.figure == figure).collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let (scale, unit) = match figure {
+        Figure::Throughput => (1e-6, "MB/s"),
+        Figure::Iops => (1.0, "IOPS"),
+        _ => (1e-3, "us"),
+    };
+    let n = c.columns.len();
+    let group = n as f64 + 1.0;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT + 40)).into_drawing_area();
+        root.fill(&WHITE).ok()?;
+        let y_max = rows.iter().flat_map(|r| r.cells.iter().map(|c| c.value * scale)).fold(0.0, f64::max) * 1.15 + 1e-9;
+        let names: Vec<String> = rows.iter().map(|r| r.name.clone()).collect();
+        let mut chart = ChartBuilder::on(&root)
+            .caption(format!("{} by result", figure.as_str()), ("sans-serif", 16))
+            .margin(8)
+            .x_label_area_size(40)
+            .y_label_area_size(64)
+            .build_cartesian_2d(0.0..group * rows.len() as f64, 0.0..y_max)
+            .ok()?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(rows.len() * 2 + 1)
+            .x_label_formatter(&|x| {
+                let i = (x / group).floor() as usize;
+                let centre = (x - i as f64 * group - n as f64 / 2.0).abs() < 0.5;
+                if centre {
+                    names.get(i).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .y_desc(unit)
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .ok()?;
+        for (j, col) in c.columns.iter().enumerate() {
+            let color = PALETTE[j % PALETTE.len()];
+            chart
+                .draw_series(rows.iter().enumerate().map(|(i, r)| {
+                    let x0 = i as f64 * group + j as f64 + 0.5;
+                    Rectangle::new([(x0, 0.0), (x0 + 0.9, r.cells[j].value * scale)], color.filled())
+                }))
+                .ok()?
+                .label(col.clone())
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .draw()
+            .ok()?;
+        root.present().ok()?;
+    }
+    Some(svg)
+}

@@ -1,0 +1,151 @@
+//! A self-contained HTML report: inline CSS, inline SVG charts, no script and
+//! nothing loaded from elsewhere, so it opens offline and can be mailed.
+//! Shows, per result, the verdict, the hop chain, the probes with a
+//! per-second chart each, the goals; then, for several results, the
+//! comparison table and charts.
+
+use crate::charts;
+use crate::model::Report;
+use crate::sections;
+use crate::table::{Table, Tone};
+use crate::{Presenter, Style};
+use headroom_analysis::compare::Figure;
+
+pub struct HtmlPresenter;
+
+/// Escapes text for HTML element content and attribute values.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out += "&amp;",
+            '<' => out += "&lt;",
+            '>' => out += "&gt;",
+            '"' => out += "&quot;",
+            '\'' => out += "&#39;",
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn table_html(t: &Table) -> String {
+    let mut out = String::from("<table>");
+    if !t.title.is_empty() {
+        out += &format!("<caption>{}</caption>", escape(&t.title));
+    }
+    out += "<thead><tr>";
+    for (i, h) in t.headers.iter().enumerate() {
+        let class = if t.right.contains(&i) { " class=\"num\"" } else { "" };
+        out += &format!("<th{class}>{}</th>", escape(h));
+    }
+    out += "</tr></thead><tbody>";
+    for r in &t.rows {
+        out += "<tr>";
+        for (i, c) in r.iter().enumerate() {
+            let mut classes = Vec::new();
+            if t.right.contains(&i) {
+                classes.push("num");
+            }
+            match c.tone {
+                Tone::Good => classes.push("good"),
+                Tone::Bad => classes.push("bad"),
+                Tone::Warn => classes.push("warn"),
+                Tone::Bold => classes.push("strong"),
+                Tone::Plain => {}
+            }
+            let class = if classes.is_empty() { String::new() } else { format!(" class=\"{}\"", classes.join(" ")) };
+            out += &format!("<td{class}>{}</td>", escape(&c.text));
+        }
+        out += "</tr>";
+    }
+    out + "</tbody></table>\n"
+}
+
+const CSS: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:960px;\
+color:#222;padding:0 1rem}h1{font-size:1.6rem}h2{font-size:1.3rem;border-bottom:1px solid #ddd;padding-bottom:.3rem;\
+margin-top:2.5rem}h3{font-size:1.1rem}table{border-collapse:collapse;margin:.8rem 0;font-size:.9rem}caption{text-align:left;\
+font-weight:600;padding:.3rem 0}th,td{border:1px solid #ddd;padding:.3rem .6rem;text-align:left}th{background:#f4f4f4}\
+.num{text-align:right;font-variant-numeric:tabular-nums}.good{color:#08703a;font-weight:600}.bad{color:#b00020;\
+font-weight:600}.warn{background:#fff4d6}.strong{font-weight:600}.verdict{border-left:4px solid #0072b2;background:#f3f8fc;\
+padding:.6rem 1rem;margin:.8rem 0}.verdict.bad{border-color:#b00020;background:#fdf2f4;color:inherit;font-weight:normal}\
+.verdict p{margin:.3rem 0}.chart{margin:.8rem 0}.chart svg{max-width:100%;height:auto}footer{margin-top:3rem;color:#777;\
+font-size:.8rem}";
+
+impl Presenter for HtmlPresenter {
+    fn render(&self, report: &Report, style: Style) -> String {
+        let style = Style { color: false, ..style };
+        let title = match report.results.as_slice() {
+            [one] => format!("headroom report: {}", one.name),
+            many => {
+                format!("headroom report: {}", many.iter().map(|v| v.name.as_str()).collect::<Vec<_>>().join(" vs "))
+            }
+        };
+        let mut body = format!("<h1>{}</h1>\n", escape(&title));
+        if let Some(c) = &report.comparison {
+            for line in sections::comparison_headline(c) {
+                body += &format!("<p class=\"strong\">{}</p>\n", escape(&line));
+            }
+        }
+        for view in &report.results {
+            body += &format!("<section class=\"result\">\n<h2>{}</h2>\n", escape(&sections::heading(view)));
+            for v in &view.directions {
+                let bad = matches!(sections::bottleneck_tone(v.bottleneck), Tone::Bad);
+                body += &format!("<div class=\"verdict{}\">", if bad { " bad" } else { "" });
+                let mut lines = sections::verdict_lines(v).into_iter();
+                if let Some(first) = lines.next() {
+                    body += &format!("<p><strong>{}</strong></p>", escape(&first));
+                }
+                for l in lines {
+                    body += &format!("<p>{}</p>", escape(l.trim_start()));
+                }
+                body += "</div>\n";
+            }
+            if !view.directions.is_empty() {
+                body += "<h3>Hop chain</h3>\n";
+            }
+            for v in &view.directions {
+                body += &table_html(&sections::hop_table(v, style));
+            }
+            if let Some(goals) = sections::goals_table(view, style) {
+                body += "<h3>Goals</h3>\n";
+                body += &table_html(&goals);
+            }
+            body += "<h3>Probes</h3>\n";
+            body += &table_html(&sections::probes_table(view, style));
+            for p in &view.doc.probes {
+                let ceiling = charts::ceiling_for(p, &view.ceilings);
+                match charts::probe_chart(p, ceiling) {
+                    Some(svg) => {
+                        body +=
+                            &format!("<div class=\"chart probe-chart\" id=\"chart-{}\">{svg}</div>\n", escape(&p.id))
+                    }
+                    None => body += &format!("<p>{}: no per-second samples to draw.</p>\n", escape(&p.id)),
+                }
+            }
+            body += "</section>\n";
+        }
+        if let Some(c) = &report.comparison {
+            body += "<section class=\"comparison\">\n<h2>Comparison</h2>\n";
+            body += &table_html(&sections::comparison_table(c, style));
+            body += &format!("<p>{}</p>\n", escape(&sections::comparison_legend(c)));
+            for figure in [Figure::Throughput, Figure::Iops, Figure::LatencyMean] {
+                if let Some(svg) = charts::comparison_chart(c, figure) {
+                    body += &format!("<div class=\"chart comparison-chart\">{svg}</div>\n");
+                }
+            }
+            body += "</section>\n";
+        } else if let Some(e) = &report.comparison_error {
+            body += &format!("<p>No comparison: {}</p>\n", escape(&e.to_string()));
+        }
+        format!(
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n\
+<title>{}</title>\n<style>{CSS}</style>\n</head>\n<body>\n{body}<footer>Written by headroom {}; self-contained: \
+nothing on this page is loaded from elsewhere.</footer>\n</body>\n</html>\n",
+            escape(&title),
+            env!("CARGO_PKG_VERSION")
+        )
+    }
+}

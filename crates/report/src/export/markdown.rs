@@ -1,0 +1,49 @@
+//! Markdown ready to paste into a forum post: the verdict as a quote, then
+//! the tables.
+
+use crate::model::Report;
+use crate::sections;
+use crate::{Presenter, Style};
+
+pub struct MarkdownPresenter;
+
+impl Presenter for MarkdownPresenter {
+    fn render(&self, report: &Report, style: Style) -> String {
+        let style = Style { color: false, ..style };
+        let mut out = String::new();
+        for view in &report.results {
+            out += &format!("### headroom: {}\n\n", sections::heading(view));
+            for v in &view.directions {
+                for l in sections::verdict_lines(v) {
+                    out += &format!("> {}\n", l.trim_start());
+                }
+                out += ">\n";
+            }
+            if !view.directions.is_empty() {
+                out.truncate(out.len() - 2);
+                out.push('\n');
+            }
+            for v in &view.directions {
+                out += &sections::hop_table(v, style).to_markdown();
+                out.push('\n');
+            }
+            out += &sections::probes_table(view, style).to_markdown();
+            if let Some(goals) = sections::goals_table(view, style) {
+                out.push('\n');
+                out += &goals.to_markdown();
+            }
+            out.push('\n');
+        }
+        if let Some(c) = &report.comparison {
+            for line in sections::comparison_headline(c) {
+                out += &format!("**{line}**\n\n");
+            }
+            out += &sections::comparison_table(c, style).to_markdown();
+            out += &format!("\n{}\n", sections::comparison_legend(c));
+        } else if let Some(e) = &report.comparison_error {
+            out += &format!("no comparison: {e}\n");
+        }
+        out += "\n<sub>measured with headroom</sub>\n";
+        out
+    }
+}

@@ -1,0 +1,76 @@
+//! What a report shows: each result document with its analysis (the stored
+//! verdict when the document has one, else a fresh analysis), the goals held
+//! against it, and the comparison when there are several documents.
+
+use headroom_analysis::compare::{compare, CompareError, Comparison};
+use headroom_analysis::goals::GoalResult;
+use headroom_analysis::{annotate, DirectionVerdict, PathHints};
+use headroom_result::{Ceiling, ResultDoc};
+
+/// One document and what analysis says about it.
+#[derive(Debug, Clone)]
+pub struct ResultView {
+    /// Column name: the document's label, else the name the caller gave (file name).
+    pub name: String,
+    pub doc: ResultDoc,
+    pub ceilings: Vec<Ceiling>,
+    pub directions: Vec<DirectionVerdict>,
+    pub goals: Vec<GoalResult>,
+}
+
+impl ResultView {
+    /// Uses the verdict stored in the document (it knew the `--link` given at
+    /// run time); analyses afresh when the document has none.
+    pub fn new(mut doc: ResultDoc, fallback_name: &str) -> Self {
+        let stored: Vec<DirectionVerdict> = doc
+            .verdict
+            .iter()
+            .flat_map(|v| v.directions.iter())
+            .filter_map(|d| serde_json::from_value(d.clone()).ok())
+            .collect();
+        let (ceilings, directions) = if !stored.is_empty() {
+            (doc.ceilings.clone(), stored)
+        } else {
+            // The document gains the ceilings and verdict, so JSON output carries them too.
+            match annotate(&mut doc, &PathHints::default()) {
+                Ok(a) => (a.model.ceilings, a.directions),
+                Err(_) => (doc.ceilings.clone(), Vec::new()),
+            }
+        };
+        let name = doc.label.clone().unwrap_or_else(|| fallback_name.to_string());
+        ResultView { name, doc, ceilings, directions, goals: Vec::new() }
+    }
+}
+
+/// Everything a presenter needs.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub results: Vec<ResultView>,
+    /// Present when there are two or more results with figures in common.
+    pub comparison: Option<Comparison>,
+    /// Why there is no comparison though there are several results.
+    pub comparison_error: Option<CompareError>,
+}
+
+impl Report {
+    /// Builds a report of `docs`, named by label or by `names` (e.g. file names).
+    pub fn new(docs: Vec<(ResultDoc, String)>) -> Self {
+        let names: Vec<String> = docs.iter().map(|(_, n)| n.clone()).collect();
+        let raw: Vec<ResultDoc> = docs.iter().map(|(d, _)| d.clone()).collect();
+        let (comparison, comparison_error) = if raw.len() >= 2 {
+            match compare(&raw, &names) {
+                Ok(c) => (Some(c), None),
+                Err(e) => (None, Some(e)),
+            }
+        } else {
+            (None, None)
+        };
+        let results = docs.into_iter().map(|(d, n)| ResultView::new(d, &n)).collect();
+        Report { results, comparison, comparison_error }
+    }
+
+    /// A report of one document whose analysis and goals the caller already has.
+    pub fn single(view: ResultView) -> Self {
+        Report { results: vec![view], comparison: None, comparison_error: None }
+    }
+}

@@ -1,0 +1,343 @@
+//! The tables and lines every format shows, built once from a [`Report`]:
+//! the hop chain and verdict per direction, the probes, the goals and the
+//! comparison. Formats differ only in how they render these.
+
+use crate::model::{Report, ResultView};
+use crate::table::{Cell, Table, Tone};
+use crate::Style;
+use headroom_analysis::compare::{Comparison, Figure, Significance};
+use headroom_analysis::{Bottleneck, DirectionVerdict};
+use headroom_result::{Probe, ProbeSpec};
+use headroom_units::{format_duration, format_rate};
+use std::time::Duration;
+
+/// "941.5 Mb/s (117.7 MB/s)": a byte rate in both units.
+pub fn rate(bytes_per_sec: f64, style: Style) -> String {
+    format_rate(bytes_per_sec * 8.0, style.iec)
+}
+
+/// "72.9ms", "90us": a latency in nanoseconds.
+pub fn latency(ns: f64) -> String {
+    if !ns.is_finite() || ns < 0.0 {
+        return "-".into();
+    }
+    let d = Duration::from_nanos(ns.round() as u64);
+    // Three significant digits read better than format_duration's exact form.
+    if ns >= 1e9 {
+        format!("{:.2}s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.2}ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.1}us", ns / 1e3)
+    } else {
+        format_duration(d)
+    }
+}
+
+/// "20.5k": an IOPS figure.
+pub fn count(x: f64) -> String {
+    if x >= 1e6 {
+        format!("{:.2}M", x / 1e6)
+    } else if x >= 1e4 {
+        format!("{:.1}k", x / 1e3)
+    } else if x >= 100.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
+/// A figure of the comparison in its own unit.
+pub fn figure_value(figure: Figure, v: f64, style: Style) -> String {
+    match figure {
+        Figure::Throughput => rate(v, style),
+        Figure::Iops => format!("{} IOPS", count(v)),
+        Figure::LatencyMean | Figure::LatencyP99 => latency(v),
+    }
+}
+
+/// One line about the run: label, host, start time.
+pub fn heading(view: &ResultView) -> String {
+    let h = &view.doc.host;
+    let host = h.hostname.clone().unwrap_or_else(|| "unknown host".into());
+    let cpu = h.cpu.as_ref().map(|c| format!(", {} ({} CPUs)", c.model, c.logical_cpus)).unwrap_or_default();
+    format!("{} — {host}{cpu}, started {}", view.name, view.doc.started_at)
+}
+
+/// A probe's parameters in a few words: "read 1 MiB QD8x1 direct io_uring".
+pub fn probe_what(p: &Probe) -> String {
+    match &p.spec {
+        ProbeSpec::Disk(d) => format!(
+            "{} {} QD{}x{}{}{} {} on {}",
+            d.rw,
+            headroom_units::format_size(d.block_size),
+            d.queue_depth,
+            d.jobs,
+            if d.direct { " direct" } else { " buffered" },
+            if d.sync != "none" { format!(" {}", d.sync) } else { String::new() },
+            d.engine,
+            d.path
+        ),
+        ProbeSpec::Net(n) => format!("{} x{} to {} ({})", n.test, n.streams, n.peer, n.protocol),
+        ProbeSpec::Ping(p) => format!("{} to {} x{}", p.method, p.peer, p.count),
+        ProbeSpec::Cpu(c) => format!("{} x{} threads", c.kernel, c.threads),
+    }
+}
+
+fn kind(p: &Probe) -> &'static str {
+    match p.spec {
+        ProbeSpec::Disk(_) => "disk",
+        ProbeSpec::Net(_) => "net",
+        ProbeSpec::Ping(_) => "ping",
+        ProbeSpec::Cpu(_) => "cpu",
+    }
+}
+
+/// The hop that the bottleneck names, to highlight it in the chain.
+fn bottleneck_hop(v: &DirectionVerdict) -> Option<&'static str> {
+    Some(match v.bottleneck {
+        Bottleneck::Disk => "disk",
+        Bottleneck::Bus if v.rule == "R4" => "nic",
+        Bottleneck::Bus => "bus",
+        Bottleneck::Link => "link",
+        Bottleneck::Protocol => "protocol",
+        Bottleneck::Cpu => "cpu",
+        Bottleneck::Cache | Bottleneck::Unexplained => return None,
+    })
+}
+
+/// The chain of one direction: hop, what, ceiling, measured, share of ceiling.
+pub fn hop_table(v: &DirectionVerdict, style: Style) -> Table {
+    let mut t = Table::new(
+        format!("{}: {}", v.direction.as_str(), v.bottleneck.as_str()),
+        &["hop", "what", "ceiling", "measured", "of ceiling"],
+    );
+    t.right = vec![2, 3, 4];
+    let hot = bottleneck_hop(v);
+    let mut hops: Vec<_> = v.hops.iter().collect();
+    // The CPU sits beside the chain; show it last.
+    hops.sort_by_key(|h| h.hop == "cpu");
+    for h in hops {
+        let tone = if Some(h.hop.as_str()) == hot
+            || (hot == Some("cpu") && h.hop == "link" && !v.hops.iter().any(|x| x.hop == "cpu"))
+        {
+            Tone::Warn
+        } else {
+            Tone::Plain
+        };
+        let share = match (h.measured_bytes_per_sec, h.ceiling_bytes_per_sec) {
+            (Some(m), Some(c)) if c > 0.0 => format!("{:.0}%", m / c * 100.0),
+            _ => String::new(),
+        };
+        t.row(vec![
+            Cell::tone(h.hop.clone(), tone),
+            Cell::tone(h.name.clone(), tone),
+            h.ceiling_bytes_per_sec.map(|c| rate(c, style)).unwrap_or_else(|| "-".into()).into(),
+            h.measured_bytes_per_sec.map(|m| rate(m, style)).unwrap_or_else(|| "-".into()).into(),
+            share.into(),
+        ]);
+    }
+    t
+}
+
+/// The verdict of one direction as sentences: explanation, headroom, checks.
+pub fn verdict_lines(v: &DirectionVerdict) -> Vec<String> {
+    let mut lines = vec![format!("{}: {}", v.direction.as_str().to_uppercase(), v.explanation)];
+    if let Some(h) = &v.headroom {
+        lines.push(format!("  {h}"));
+    }
+    for c in &v.checks {
+        lines.push(format!("  - check {c}"));
+    }
+    lines
+}
+
+/// Tone of a bottleneck word: cache and unexplained need attention.
+pub fn bottleneck_tone(b: Bottleneck) -> Tone {
+    match b {
+        Bottleneck::Cache | Bottleneck::Unexplained => Tone::Bad,
+        _ => Tone::Warn,
+    }
+}
+
+/// Every probe with its headline figures.
+pub fn probes_table(view: &ResultView, style: Style) -> Table {
+    let mut t = Table::new("probes", &["probe", "what", "throughput", "IOPS", "lat p50", "lat p99", "warnings"]);
+    t.right = vec![2, 3, 4, 5];
+    for p in &view.doc.probes {
+        let s = &p.summary;
+        let l = s.latency_ns.as_ref();
+        let warnings: Vec<&str> = p.warnings.iter().map(|w| w.code.as_str()).collect();
+        t.row(vec![
+            p.id.clone().into(),
+            probe_what(p).into(),
+            if s.bytes_per_sec > 0.0 { rate(s.bytes_per_sec, style) } else { "-".into() }.into(),
+            s.iops.map(count).unwrap_or_else(|| "-".into()).into(),
+            l.map(|l| latency(l.p50)).unwrap_or_else(|| "-".into()).into(),
+            l.map(|l| latency(l.p99)).unwrap_or_else(|| "-".into()).into(),
+            Cell::tone(warnings.join(", "), if warnings.is_empty() { Tone::Plain } else { Tone::Warn }),
+        ]);
+    }
+    t
+}
+
+/// Goals next to the figures they were held against.
+pub fn goals_table(view: &ResultView, style: Style) -> Option<Table> {
+    if view.goals.is_empty() {
+        return None;
+    }
+    let mut t = Table::new("goals", &["goal", "measured", "result", "from"]);
+    t.right = vec![1];
+    for g in &view.goals {
+        let measured = match (g.metric, g.measured) {
+            (_, None) => "not measured".to_string(),
+            ("read" | "write", Some(m)) => rate(m, style),
+            (m, Some(v)) if m.contains("iops") => format!("{} IOPS", count(v)),
+            (_, Some(v)) => latency(v),
+        };
+        t.row(vec![
+            g.goal.clone().into(),
+            measured.into(),
+            if g.met { Cell::tone("met", Tone::Good) } else { Cell::tone("MISSED", Tone::Bad) },
+            g.source.clone().unwrap_or_default().into(),
+        ]);
+    }
+    Some(t)
+}
+
+/// Every shared figure side by side, ratios to the first, and significance.
+pub fn comparison_table(c: &Comparison, style: Style) -> Table {
+    let mut headers: Vec<String> = vec!["probe".into(), "figure".into()];
+    headers.extend(c.columns.iter().cloned());
+    for col in c.columns.iter().skip(1) {
+        headers.push(format!("{col} / {}", c.columns[0]));
+    }
+    let mut t = Table { title: "comparison".into(), headers, ..Default::default() };
+    t.right = (2..2 + c.columns.len() * 2).collect();
+    for r in &c.rows {
+        let mut cells: Vec<Cell> = vec![r.name.clone().into(), r.figure.as_str().into()];
+        cells.extend(r.cells.iter().map(|cell| Cell::new(figure_value(r.figure, cell.value, style))));
+        for cell in r.cells.iter().skip(1) {
+            let better = if r.figure.lower_is_better() { cell.ratio < 1.0 } else { cell.ratio > 1.0 };
+            let tone = match cell.significance {
+                Significance::Significant { .. } if better => Tone::Good,
+                Significance::Significant { .. } => Tone::Bad,
+                _ => Tone::Plain,
+            };
+            let mark = match cell.significance {
+                Significance::Significant { .. } => " *",
+                Significance::WithinNoise { .. } => " ~",
+                _ => "",
+            };
+            cells.push(Cell::tone(format!("{:.2}x{mark}", cell.ratio), tone));
+        }
+        t.row(cells);
+    }
+    t
+}
+
+/// The legend of the comparison's ratio marks.
+pub fn comparison_legend(c: &Comparison) -> String {
+    format!("* beyond the noise, ~ within the noise ({}); no mark: too few samples", c.significance_test)
+}
+
+/// One sentence per later result: "A -> B: reads 1.4x, writes 10x, IOPS 1.6x".
+pub fn comparison_headline(c: &Comparison) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, col) in c.columns.iter().enumerate().skip(1) {
+        let mut parts = Vec::new();
+        let best = |pred: &dyn Fn(&headroom_analysis::compare::Row) -> bool, word: &str, parts: &mut Vec<String>| {
+            if let Some(r) = c.rows.iter().find(|r| pred(r)) {
+                parts.push(format!("{word} {:.2}x", r.cells[i].ratio));
+            }
+        };
+        best(
+            &|r| r.figure == Figure::Throughput && r.probe.contains("read") && !r.probe.contains("rnd"),
+            "reads",
+            &mut parts,
+        );
+        best(
+            &|r| r.figure == Figure::Throughput && r.probe.contains("write") && !r.probe.contains("rnd"),
+            "writes",
+            &mut parts,
+        );
+        best(&|r| r.figure == Figure::Iops && r.probe.contains("rnd"), "IOPS", &mut parts);
+        if parts.is_empty() {
+            continue;
+        }
+        out.push(format!("{} -> {col}: {}", c.columns[0], parts.join(", ")));
+    }
+    out
+}
+
+/// Tidy CSV of every probe of every result: one row per probe, raw numbers.
+pub fn probes_csv(report: &Report) -> Table {
+    let mut t = Table::new(
+        "",
+        &[
+            "result",
+            "probe",
+            "kind",
+            "what",
+            "bytes_per_sec",
+            "mbit_per_sec",
+            "mbyte_per_sec",
+            "iops",
+            "latency_mean_ns",
+            "latency_p50_ns",
+            "latency_p99_ns",
+            "latency_p999_ns",
+            "duration_s",
+        ],
+    );
+    for v in &report.results {
+        for p in &v.doc.probes {
+            let s = &p.summary;
+            let l = s.latency_ns.as_ref();
+            let num = |x: Option<f64>| x.map(|x| format!("{x}")).unwrap_or_default();
+            t.row(vec![
+                v.name.clone().into(),
+                p.id.clone().into(),
+                kind(p).into(),
+                probe_what(p).into(),
+                format!("{}", s.bytes_per_sec).into(),
+                format!("{:.3}", s.bytes_per_sec * 8.0 / 1e6).into(),
+                format!("{:.3}", s.bytes_per_sec / 1e6).into(),
+                num(s.iops).into(),
+                num(l.map(|l| l.mean)).into(),
+                num(l.map(|l| l.p50)).into(),
+                num(l.map(|l| l.p99)).into(),
+                num(l.map(|l| l.p999)).into(),
+                format!("{}", s.duration_s).into(),
+            ]);
+        }
+    }
+    t
+}
+
+/// Tidy CSV of a comparison: one row per figure and result.
+pub fn comparison_csv(c: &Comparison) -> Table {
+    let mut t =
+        Table::new("", &["probe", "figure", "unit", "result", "value", "ratio_to_first", "significance", "p_value"]);
+    for r in &c.rows {
+        for (cell, col) in r.cells.iter().zip(&c.columns) {
+            let (sig, p) = match cell.significance {
+                Significance::Baseline => ("baseline", String::new()),
+                Significance::Significant { p_value } => ("significant", format!("{p_value:.4}")),
+                Significance::WithinNoise { p_value } => ("within_noise", format!("{p_value:.4}")),
+                Significance::TooFewSamples => ("too_few_samples", String::new()),
+            };
+            t.row(vec![
+                r.probe.clone().into(),
+                r.figure.as_str().into(),
+                r.figure.unit().into(),
+                col.clone().into(),
+                format!("{}", cell.value).into(),
+                format!("{:.4}", cell.ratio).into(),
+                sig.into(),
+                p.into(),
+            ]);
+        }
+    }
+    t
+}

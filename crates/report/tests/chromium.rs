@@ -1,0 +1,109 @@
+//! Renders the HTML report in headless Chromium: the page loads without
+//! console errors, every chart's <svg> is in the rendered DOM, and a PNG
+//! screenshot is saved under artifacts/ for people to look at. Skips with a
+//! printed reason when chromium is not installed.
+
+use headroom_report::{presenter, Format, Report, Style};
+use headroom_result::ResultDoc;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const CHROMIUM: &str = "chromium";
+
+fn fixture(name: &str) -> (ResultDoc, String) {
+    let path = format!("{}/../analysis/tests/fixtures/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    (ResultDoc::from_json(&std::fs::read_to_string(&path).unwrap()).unwrap(), format!("{name}.json"))
+}
+
+/// Runs chromium headless with the project's flags, killing it after `limit`.
+fn chromium(profile: &Path, extra: &[String], page: &Path, limit: Duration) -> Output {
+    let mut cmd = Command::new(CHROMIUM);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--enable-logging=stderr",
+        "--v=0",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()))
+    .args(extra)
+    .arg(format!("file://{}", page.display()))
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("chromium starts");
+    let start = Instant::now();
+    // Read pipes on threads so a chatty chromium cannot block on a full pipe.
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out_t = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        std::io::Read::read_to_end(&mut out, &mut s).ok();
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        std::io::Read::read_to_end(&mut err, &mut s).ok();
+        s
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > limit {
+            child.kill().ok();
+            panic!("chromium did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    Output { status, stdout: out_t.join().unwrap(), stderr: err_t.join().unwrap() }
+}
+
+fn artifacts_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../artifacts");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.canonicalize().unwrap()
+}
+
+#[test]
+fn html_report_renders_in_headless_chromium() {
+    headroom_lab::require_program!(CHROMIUM);
+    let docs = vec![fixture("compare-before"), fixture("compare-after"), fixture("link-bound")];
+    let report = Report::new(docs);
+    let html = presenter(Format::Html).render(&report, Style::default());
+    let expected_svgs = html.matches("<svg").count();
+    assert!(expected_svgs >= 12, "3 + 3 + 6 probe charts and comparison charts, got {expected_svgs}");
+
+    let tmp = tempfile::tempdir().unwrap();
+    let page = tmp.path().join("report.html");
+    std::fs::write(&page, &html).unwrap();
+
+    let dom = chromium(&tmp.path().join("profile-dom"), &["--dump-dom".into()], &page, Duration::from_secs(90));
+    assert!(dom.status.success(), "chromium --dump-dom failed: {}", String::from_utf8_lossy(&dom.stderr));
+    let dom_text = String::from_utf8_lossy(&dom.stdout);
+    assert_eq!(dom_text.matches("<svg").count(), expected_svgs, "every chart is in the rendered DOM");
+    assert!(dom_text.contains("reads run at 98% of the 1GbE TCP"));
+    let log = String::from_utf8_lossy(&dom.stderr);
+    let console: Vec<&str> =
+        log.lines().filter(|l| l.contains(":CONSOLE") || l.contains("Refused to") || l.contains("Uncaught")).collect();
+    assert!(console.is_empty(), "console messages while loading the page: {console:#?}");
+
+    let png = artifacts_dir().join("report.png");
+    let _ = std::fs::remove_file(&png);
+    let shot = chromium(
+        &tmp.path().join("profile-shot"),
+        &[format!("--screenshot={}", png.display()), "--window-size=1280,2000".into(), "--hide-scrollbars".into()],
+        &page,
+        Duration::from_secs(90),
+    );
+    assert!(shot.status.success(), "chromium --screenshot failed: {}", String::from_utf8_lossy(&shot.stderr));
+    let bytes = std::fs::read(&png).expect("screenshot written");
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    assert!(bytes.len() > 20_000, "a page with charts is more than a blank PNG ({} bytes)", bytes.len());
+    std::fs::copy(&page, artifacts_dir().join("report.html")).unwrap();
+    eprintln!("screenshot: {}", png.display());
+}

@@ -1,0 +1,86 @@
+//! Every format, rendered from stored result documents (the analysis crate's fixtures).
+
+use headroom_report::{presenter, Format, Report, Style};
+use headroom_result::ResultDoc;
+
+pub fn fixture(name: &str) -> (ResultDoc, String) {
+    let path = format!("{}/../analysis/tests/fixtures/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    let doc = ResultDoc::from_json(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    (doc, format!("{name}.json"))
+}
+
+fn render(format: Format, names: &[&str], style: Style) -> String {
+    let report = Report::new(names.iter().map(|n| fixture(n)).collect());
+    presenter(format).render(&report, style)
+}
+
+#[test]
+fn terminal_shows_verdict_chain_and_both_units_with_colour_only_when_asked() {
+    let plain = render(Format::Table, &["link-bound"], Style::default());
+    assert!(plain.contains("READ: reads run at 98% of the 1GbE TCP (MTU 1500) ceiling"), "{plain}");
+    assert!(plain.contains("5GbE link would raise reads up to 5.0x"), "{plain}");
+    assert!(plain.contains("941.5 Mb/s (117.7 MB/s)"), "ceiling in bits and bytes: {plain}");
+    assert!(plain.contains("seq1m-q8t1-read"));
+    assert!(!plain.contains('\x1b'));
+    let iec = render(Format::Table, &["link-bound"], Style { color: false, iec: true });
+    assert!(iec.contains("MiB/s"));
+    assert!(render(Format::Table, &["link-bound"], Style { color: true, iec: false }).contains("\x1b["));
+}
+
+#[test]
+fn markdown_is_a_forum_ready_table() {
+    let md = render(Format::Markdown, &["compare-before", "compare-after"], Style::default());
+    assert!(md.contains("| hop | what | ceiling | measured | of ceiling |"), "{md}");
+    assert!(md.contains("**before-10gbe -> after-10gbe: reads 1.40x, writes 10.00x, IOPS 1.60x**"), "{md}");
+    assert!(md.contains("Mann-Whitney"));
+    assert!(!md.contains('\x1b'));
+}
+
+#[test]
+fn csv_is_tidy_numbers() {
+    let csv = render(Format::Csv, &["link-bound"], Style::default());
+    let mut lines = csv.lines();
+    assert!(lines.next().unwrap().starts_with("result,probe,kind,what,bytes_per_sec,mbit_per_sec"));
+    assert_eq!(csv.lines().count(), 1 + 6);
+    assert!(csv.contains("1gbe-nas,tcp-download,net,"), "{csv}");
+    let cmp = render(Format::Csv, &["compare-before", "compare-after"], Style::default());
+    assert!(cmp.contains("seq1m-q8t1-write,throughput,bytes/s,after-10gbe,200000000,10.0000,significant"), "{cmp}");
+}
+
+#[test]
+fn json_of_one_result_is_the_document_and_of_several_has_the_comparison() {
+    let one = render(Format::Json, &["link-bound"], Style::default());
+    let doc = ResultDoc::from_json(&one).unwrap();
+    assert_eq!(doc.label.as_deref(), Some("1gbe-nas"));
+    let many: serde_json::Value =
+        serde_json::from_str(&render(Format::Json, &["compare-before", "compare-after"], Style::default())).unwrap();
+    assert_eq!(many["results"].as_array().unwrap().len(), 2);
+    assert_eq!(many["comparison"]["columns"][1], "after-10gbe");
+}
+
+#[test]
+fn html_is_self_contained_with_a_chart_per_probe_and_comparison_charts() {
+    let html = render(Format::Html, &["link-bound", "unexplained"], Style::default());
+    let probes = 6 + 4;
+    assert_eq!(html.matches("class=\"chart probe-chart\"").count(), probes);
+    assert!(html.matches("<svg").count() > probes, "comparison chart too");
+    assert!(html.contains("comparison-chart"));
+    for external in ["<script", "<link", "src=", "@import", "url("] {
+        assert!(!html.contains(external), "found {external}");
+    }
+    // The only URLs are XML namespaces, which browsers never fetch.
+    for (i, _) in html.match_indices("http:").chain(html.match_indices("https:")) {
+        let near = &html[i.saturating_sub(8)..(i + 40).min(html.len())];
+        assert!(near.contains("www.w3.org/"), "unexpected URL near {near}");
+    }
+    assert!(html.contains("reads run at 98% of the 1GbE TCP"));
+    assert!(html.contains("unexplained: reads run at 62.00 MB/s"));
+}
+
+#[test]
+fn html_escapes_labels() {
+    let (mut doc, name) = fixture("cache");
+    doc.label = Some("<b>me & you</b>".into());
+    let html = presenter(Format::Html).render(&Report::new(vec![(doc, name)]), Style::default());
+    assert!(html.contains("&lt;b&gt;me &amp; you&lt;/b&gt;") && !html.contains("<b>me"));
+}

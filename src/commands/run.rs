@@ -1,0 +1,286 @@
+//! `headroom run`: the main job. Takes the inventory (`sys`), runs the
+//! network probes against `--server` (or a loopback `headroom serve` it
+//! starts itself) and the disk probes on `--path`, derives the ceilings of
+//! every hop, and prints the verdict; `--goal` turns it into a pass/fail.
+//!
+//! The engines are reached through their own subcommands, run as child
+//! processes of this same binary that hand back result documents
+//! (`sys --json`, `disk --json`, `net --json`): the result document is the
+//! only contract between the measuring commands and this one, so `run` knows
+//! no engine internals and measures exactly what `headroom disk`/`net` do.
+
+use crate::output::{Outcome, Output};
+use anyhow::{bail, Context};
+use headroom_analysis::ceilings::LinkSpec;
+use headroom_analysis::goals::{evaluate, parse_goals, Goal, GoalResult};
+use headroom_analysis::{annotate, PathHints};
+use headroom_report::{presenter, Format, Report, ResultView, Style};
+use headroom_result::{Host, Probe, ResultDoc, Warning};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  headroom run                                      this machine: its disk and a loopback server (< 60 s)
+  headroom run --server nas.lan --path /mnt/nas     the path to a NAS share (run `headroom serve` on the NAS)
+  headroom run --server nas.lan --link 10gbe        hold the network against a 10 GbE ceiling
+  headroom run --goal read=223.4MB/s,write=150MB/s,iops=20k,latency-p99=2ms
+  headroom run --label before-10gbe --save before.json
+  headroom run --preset full --json > run.json
+
+Goals (--goal, comma-separated): read=RATE, write=RATE (e.g. 223.4MB/s, 1Gb/s),
+iops=COUNT, read-iops=COUNT, write-iops=COUNT (e.g. 20k), latency-mean|-p50|-p99|-p999=DURATION
+(e.g. 2ms). A missed goal exits 1. The verdict's rules: docs/verdict.md.")]
+pub struct RunArgs {
+    /// A `headroom serve` (or stock iperf3 -s) to measure the network against: HOST or HOST:PORT
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub server: Option<String>,
+    /// Directory whose filesystem the disk probes test (default: the current directory)
+    #[arg(long, value_name = "DIR")]
+    pub path: Option<PathBuf>,
+    /// The narrowest link between client and server: a name (1gbe, 10gbe, 2.5gbe) or a rate (940Mb/s)
+    #[arg(long, value_name = "SPEC")]
+    pub link: Option<String>,
+    /// quick (about 45 s) or full (several minutes: more disk tests, 4-stream network tests)
+    #[arg(long, default_value = "quick", value_parser = ["quick", "full"])]
+    pub preset: String,
+    /// Thresholds to pass, e.g. read=223.4MB/s,write=150MB/s,iops=20k,latency-p99=2ms
+    #[arg(long, value_name = "LIST")]
+    pub goal: Option<String>,
+    /// A name for this run, used as its column by `compare`
+    #[arg(long, value_name = "NAME")]
+    pub label: Option<String>,
+    /// Also write the whole result document to FILE
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+    /// Token of a `headroom serve --token` server (also $HEADROOM_TOKEN)
+    #[arg(long, env = "HEADROOM_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+}
+
+/// What `run` will do, resolved and validated before anything runs.
+#[derive(Debug)]
+struct Plan {
+    server: Option<String>,
+    path: PathBuf,
+    hints: PathHints,
+    goals: Vec<Goal>,
+    full: bool,
+}
+
+fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
+    if let Some(spec) = &args.link {
+        LinkSpec::parse(spec)?;
+    }
+    let goals = match &args.goal {
+        Some(list) => parse_goals(list)?,
+        None => Vec::new(),
+    };
+    if let Some(s) = &args.server {
+        if s.trim().is_empty() || s.contains(char::is_whitespace) || s.contains('/') {
+            bail!("--server '{s}' is not HOST or HOST:PORT (example: --server nas.lan or --server 192.168.1.10:5201)");
+        }
+    }
+    let path = match &args.path {
+        Some(p) => p.clone(),
+        None => std::env::current_dir().context("--path: cannot read the current directory")?,
+    };
+    let meta = std::fs::metadata(&path)
+        .with_context(|| format!("--path {}: cannot use it (example: --path /mnt/nas)", path.display()))?;
+    if !meta.is_dir() {
+        bail!(
+            "--path {} is not a directory; run tests a directory's filesystem (example: --path /mnt/nas)",
+            path.display()
+        );
+    }
+    if let Some(label) = &args.label {
+        if label.trim().is_empty() {
+            bail!("--label must not be empty (example: --label before-10gbe)");
+        }
+    }
+    Ok(Plan {
+        server: args.server.clone(),
+        path,
+        hints: PathHints { link: args.link.clone(), nic: None },
+        goals,
+        full: args.preset == "full",
+    })
+}
+
+/// A child `headroom serve` on loopback, stopped when dropped.
+struct LoopbackServer {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl LoopbackServer {
+    fn start(exe: &Path) -> anyhow::Result<Self> {
+        // Ask the OS for a free port; the tiny window until serve binds it is
+        // harmless on loopback.
+        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+        let child = Command::new(exe)
+            .args(["serve", "--bind", "127.0.0.1", "--port", &port.to_string(), "--quiet"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("starting the loopback `headroom serve`")?;
+        let mut server = LoopbackServer { child, addr };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+            if let Some(status) = server.child.try_wait()? {
+                let mut err = String::new();
+                if let Some(mut e) = server.child.stderr.take() {
+                    std::io::Read::read_to_string(&mut e, &mut err).ok();
+                }
+                bail!("the loopback `headroom serve` exited ({status}): {}", err.trim());
+            }
+            if Instant::now() > deadline {
+                bail!("the loopback `headroom serve` did not listen on {addr} within 10 s");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(server)
+    }
+}
+
+impl Drop for LoopbackServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `headroom ARGS --json` and returns its stdout; its stderr (progress
+/// bars, warnings) goes to the user's terminal.
+fn child_json(exe: &Path, args: &[String], quiet: bool, what: &str) -> anyhow::Result<String> {
+    let mut cmd = Command::new(exe);
+    cmd.args(args).arg("--json").stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+    if quiet {
+        cmd.arg("--quiet");
+    }
+    let out = cmd.output().with_context(|| format!("{what}: cannot start {}", exe.display()))?;
+    if !out.status.success() {
+        bail!("{what} failed ({}); its error is above: `headroom {}` shows it alone", out.status, args.join(" "));
+    }
+    String::from_utf8(out.stdout).with_context(|| format!("{what}: output is not UTF-8"))
+}
+
+/// Loads a child's result document, naming the step when it is not one.
+fn child_doc(text: &str, what: &str) -> anyhow::Result<ResultDoc> {
+    ResultDoc::from_json(text).map_err(|e| anyhow::anyhow!("{what}: {e}"))
+}
+
+/// The arguments of each step for a preset.
+fn disk_args(path: &Path, full: bool) -> Vec<String> {
+    let mut a = vec!["disk".to_string(), path.display().to_string()];
+    if full {
+        a.extend(["--preset", "cdm"].map(String::from));
+    } else {
+        // 6 tests x (2 s + 0.5 s warm-up): the no-argument run stays under a minute.
+        a.extend(["--preset", "quick", "--time", "2s", "--ramp", "500ms", "--size", "256MiB"].map(String::from));
+    }
+    a
+}
+
+fn net_args(server: &str, full: bool, link: Option<&str>, token: Option<&str>) -> Vec<String> {
+    let tests = if full { "rtt,up1,down1,up,down" } else { "up1,down1" };
+    let time = if full { "5s" } else { "3s" };
+    let mut a =
+        vec!["net".to_string(), server.to_string(), "--tests".into(), tests.into(), "--time".into(), time.into()];
+    if let Some(l) = link {
+        a.extend(["--link".to_string(), l.to_string()]);
+    }
+    if let Some(t) = token {
+        a.extend(["--token".to_string(), t.to_string()]);
+    }
+    a
+}
+
+pub fn run(args: &RunArgs, out: &Output) -> anyhow::Result<Outcome> {
+    let plan = plan(args)?;
+    let exe = std::env::current_exe().context("cannot find the headroom binary to run its probes")?;
+    let quiet = !out.progress;
+    let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+
+    let mut warnings: Vec<Warning> = Vec::new();
+    let host: Host = match child_json(&exe, &["sys".into()], quiet, "inventory (headroom sys)") {
+        Ok(text) => serde_json::from_str(&text).context("inventory (headroom sys): not a host object")?,
+        Err(e) => {
+            warnings
+                .push(Warning::new("no_inventory", format!("{e:#}; ceilings of the bus, NIC and link are unknown")));
+            Host::default()
+        }
+    };
+
+    let mut probes: Vec<Probe> = Vec::new();
+    {
+        let loopback = match &plan.server {
+            Some(_) => None,
+            None => Some(LoopbackServer::start(&exe)?),
+        };
+        let server = plan.server.clone().unwrap_or_else(|| loopback.as_ref().expect("started above").addr.to_string());
+        let text = child_json(
+            &exe,
+            &net_args(&server, plan.full, plan.hints.link.as_deref(), args.token.as_deref()),
+            quiet,
+            "network probes (headroom net)",
+        )?;
+        let doc = child_doc(&text, "network probes (headroom net)")?;
+        probes.extend(doc.probes);
+        warnings.extend(doc.warnings);
+    }
+    let text = child_json(&exe, &disk_args(&plan.path, plan.full), quiet, "disk probes (headroom disk)")?;
+    let doc = child_doc(&text, "disk probes (headroom disk)")?;
+    probes.extend(doc.probes);
+    warnings.extend(doc.warnings);
+
+    let mut doc = ResultDoc::new(started_at);
+    doc.label = args.label.clone();
+    doc.host = host;
+    doc.probes = probes;
+    doc.warnings = warnings;
+    finish(doc, &plan.hints, &plan.goals, args.save.as_deref(), out)
+}
+
+/// Analyses a measured document, holds the goals against it, prints and saves
+/// it; a missed goal is exit 1.
+fn finish(
+    mut doc: ResultDoc,
+    hints: &PathHints,
+    goals: &[Goal],
+    save: Option<&Path>,
+    out: &Output,
+) -> anyhow::Result<Outcome> {
+    let analysis = annotate(&mut doc, hints)?;
+    let results: Vec<GoalResult> = evaluate(goals, &doc, Some(&analysis));
+    for g in results.iter().filter(|g| !g.met) {
+        doc.warnings.push(Warning::new("goal_missed", format!("goal {} missed", g.goal)));
+    }
+    if let Some(path) = save {
+        std::fs::write(path, doc.to_json() + "\n")
+            .with_context(|| format!("--save {}: cannot write", path.display()))?;
+    }
+    if out.json {
+        println!("{}", doc.to_json());
+    } else {
+        let name = doc.label.clone().unwrap_or_else(|| "this run".into());
+        let mut view = ResultView::new(doc, &name);
+        view.goals = results.clone();
+        let style = Style { color: out.color, iec: out.iec };
+        print!("{}", presenter(Format::Table).render(&Report::single(view), style));
+        if let Some(path) = save {
+            println!("saved {}", path.display());
+        }
+    }
+    let missed: Vec<&str> = results.iter().filter(|g| !g.met).map(|g| g.goal.as_str()).collect();
+    if missed.is_empty() {
+        Ok(Outcome::Ok)
+    } else {
+        eprintln!("headroom: goal missed: {}", missed.join(", "));
+        Ok(Outcome::GoalMissed)
+    }
+}

@@ -1,0 +1,78 @@
+//! `headroom run`: validation before anything runs, and the whole job on this
+//! machine (disk on a temporary directory, network over loopback).
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn headroom() -> Command {
+    let mut c = Command::cargo_bin("headroom").unwrap();
+    c.env("NO_COLOR", "1").env_remove("HEADROOM_TOKEN");
+    c
+}
+
+/// Whether this build has the measuring subcommands `run` drives.
+fn has_engines() -> bool {
+    ["sys", "disk", "net", "serve"].iter().all(|cmd| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_headroom"))
+            .args([cmd, "--help"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+#[test]
+fn bad_goal_link_path_and_preset_exit_2_before_measuring() {
+    headroom()
+        .args(["run", "--goal", "speed=1MB/s"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown metric 'speed'"))
+        .stderr(predicate::str::contains("latency-p999=DURATION"));
+    headroom()
+        .args(["run", "--goal", "read=12parsecs"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown unit"))
+        .stderr(predicate::str::contains("accepted: read=RATE"));
+    headroom().args(["run", "--link", "fast"]).assert().code(2).stderr(predicate::str::contains("--link 'fast'"));
+    headroom().args(["run", "--path", "/nonexistent/dir"]).assert().code(2).stderr(predicate::str::contains("--path"));
+    headroom()
+        .args(["run", "--path", "/etc/hostname"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not a directory"));
+    headroom().args(["run", "--preset", "slow"]).assert().code(2);
+    headroom().args(["run", "--server", "nas lan"]).assert().code(2).stderr(predicate::str::contains("--server"));
+    headroom().args(["run", "--help"]).assert().success().stdout(predicate::str::contains("Examples:"));
+}
+
+#[test]
+fn run_with_no_server_tests_this_machine_and_a_missed_goal_exits_1() {
+    if !has_engines() {
+        eprintln!("SKIPPED run end to end: this build lacks the sys/disk/net/serve commands `run` drives");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("run.json");
+    let start = std::time::Instant::now();
+    let out = headroom()
+        .args(["run", "--path", dir.path().to_str().unwrap(), "--label", "e2e", "--save", save.to_str().unwrap()])
+        .args(["--goal", "read=900TB/s"])
+        .output()
+        .unwrap();
+    let took = start.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "a 900 TB/s read goal is missed\nstdout: {stdout}\nstderr: {stderr}");
+    assert!(stderr.contains("goal missed: read=900TB/s"), "{stderr}");
+    assert!(stdout.contains("READ: ") && stdout.contains("WRITE: "), "{stdout}");
+    assert!(stdout.contains("loopback"), "the network part ran over loopback: {stdout}");
+    assert!(took.as_secs() < 60, "no-argument run takes under a minute, took {took:?}");
+    let doc = headroom_result::ResultDoc::from_json(&std::fs::read_to_string(&save).unwrap()).unwrap();
+    assert_eq!(doc.label.as_deref(), Some("e2e"));
+    assert!(doc.probes.iter().any(|p| p.kind() == headroom_result::ProbeKind::Disk));
+    assert!(doc.probes.iter().any(|p| p.kind() == headroom_result::ProbeKind::Net));
+    let verdict = doc.verdict.expect("verdict saved");
+    assert_eq!(verdict.directions.len(), 2);
+    assert!(doc.warnings.iter().any(|w| w.code == "goal_missed"));
+}
