@@ -6,3 +6,4 @@
 //! never runs I/O and never prints.
 
 pub mod cliff;
+pub mod detect;
