@@ -87,98 +87,178 @@ impl Flap {
     }
 }
 
-/// Flaps from polls of interface state, per interface in time order.
+/// A change a tracker reports as observations or log events arrive.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum FlapUpdate {
+    /// The device went down; the flap is open until a `Closed` of the same device.
+    Opened { device: String, source: FlapSource, down_s: f64, detail: String },
+    /// A complete flap (closing an `Opened`, or one seen whole, e.g. between polls).
+    Closed(Flap),
+}
+
+/// Streaming flap detection from interface polls, for a soak that must not
+/// keep every observation: feed polls in time order, get updates back.
 ///
 /// Between two polls the `carrier_changes` delta counts transitions the poll
 /// may have missed: two per hidden flap. A link down at the first poll is not
 /// a flap (nothing was seen going down).
-pub fn flaps_from_observations(observations: &[LinkObservation]) -> Vec<Flap> {
-    let mut by_iface: BTreeMap<&str, Vec<&LinkObservation>> = BTreeMap::new();
-    for o in observations {
-        by_iface.entry(o.iface.as_str()).or_default().push(o);
+#[derive(Debug, Default)]
+pub struct LinkTracker {
+    last: BTreeMap<String, LinkObservation>,
+    open: BTreeMap<String, (f64, String)>,
+}
+
+impl LinkTracker {
+    pub fn new() -> Self {
+        Self::default()
     }
-    let mut flaps = Vec::new();
-    for (iface, mut obs) in by_iface {
-        obs.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
-        let mut open: Option<(f64, String)> = None;
-        for pair in obs.windows(2) {
-            let (prev, now) = (pair[0], pair[1]);
+
+    /// Takes one poll of one interface.
+    pub fn observe(&mut self, now: LinkObservation) -> Vec<FlapUpdate> {
+        let mut updates = Vec::new();
+        let iface = now.iface.clone();
+        if let Some(prev) = self.last.get(&iface) {
             let seen = u64::from(prev.up != now.up);
             let counted = match (prev.carrier_changes, now.carrier_changes) {
                 (Some(a), Some(b)) if b >= a => b - a,
                 _ => seen,
             };
-            let transitions = counted.max(seen);
             // Transitions beyond the one we saw are hidden down/up pairs.
-            let hidden = (transitions - seen) / 2;
+            let hidden = (counted.max(seen) - seen) / 2;
             for _ in 0..hidden {
-                flaps.push(Flap::closed(
-                    iface,
+                updates.push(FlapUpdate::Closed(Flap::closed(
+                    &iface,
                     FlapSource::Sysfs,
                     prev.t_s,
                     now.t_s,
                     format!("carrier_changes rose by {counted} between two polls"),
-                ));
+                )));
             }
             match (prev.up, now.up) {
-                (true, false) => open = Some((now.t_s, format!("operstate went down (carrier_changes {counted})"))),
+                (true, false) => {
+                    let detail = format!("operstate went down (carrier_changes +{counted})");
+                    self.open.insert(iface.clone(), (now.t_s, detail.clone()));
+                    updates.push(FlapUpdate::Opened {
+                        device: iface.clone(),
+                        source: FlapSource::Sysfs,
+                        down_s: now.t_s,
+                        detail,
+                    });
+                }
                 (false, true) => {
-                    if let Some((down_s, detail)) = open.take() {
-                        flaps.push(Flap::closed(iface, FlapSource::Sysfs, down_s, now.t_s, detail));
+                    if let Some((down_s, detail)) = self.open.remove(&iface) {
+                        updates.push(FlapUpdate::Closed(Flap::closed(
+                            &iface,
+                            FlapSource::Sysfs,
+                            down_s,
+                            now.t_s,
+                            detail,
+                        )));
                     }
                 }
                 _ => {}
             }
         }
-        if let Some((down_s, detail)) = open {
-            flaps.push(Flap {
-                device: iface.to_string(),
+        self.last.insert(iface, now);
+        updates
+    }
+
+    /// Flaps still open (links down at the end).
+    pub fn finish(self) -> Vec<Flap> {
+        self.open
+            .into_iter()
+            .map(|(device, (down_s, detail))| Flap {
+                device,
                 source: FlapSource::Sysfs,
                 down_s,
                 up_s: None,
                 duration_s: None,
                 detail: detail + "; still down at the end",
-            });
+            })
+            .collect()
+    }
+}
+
+/// Streaming flap detection from log events: per device, the first Down
+/// opens a flap and the next Up closes it; a Reset is a flap of zero length.
+#[derive(Debug, Default)]
+pub struct LogFlapTracker {
+    open: BTreeMap<String, LinkEvent>,
+}
+
+impl LogFlapTracker {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn event(&mut self, e: LinkEvent) -> Vec<FlapUpdate> {
+        match e.kind {
+            LinkEventKind::Down => {
+                if self.open.contains_key(&e.device) {
+                    return Vec::new();
+                }
+                let update = FlapUpdate::Opened {
+                    device: e.device.clone(),
+                    source: e.source,
+                    down_s: e.t_s,
+                    detail: e.line.clone(),
+                };
+                self.open.insert(e.device.clone(), e);
+                vec![update]
+            }
+            LinkEventKind::Up => match self.open.remove(&e.device) {
+                Some(down) => {
+                    vec![FlapUpdate::Closed(Flap::closed(&e.device, down.source, down.t_s, e.t_s, down.line))]
+                }
+                None => Vec::new(),
+            },
+            LinkEventKind::Reset if !self.open.contains_key(&e.device) => {
+                vec![FlapUpdate::Closed(Flap::closed(&e.device, e.source, e.t_s, e.t_s, e.line))]
+            }
+            LinkEventKind::Reset => Vec::new(),
         }
     }
+
+    pub fn finish(self) -> Vec<Flap> {
+        self.open
+            .into_values()
+            .map(|down| Flap {
+                device: down.device,
+                source: down.source,
+                down_s: down.t_s,
+                up_s: None,
+                duration_s: None,
+                detail: format!("{}; still down at the end", down.line),
+            })
+            .collect()
+    }
+}
+
+fn closed_flaps(updates: Vec<FlapUpdate>) -> impl Iterator<Item = Flap> {
+    updates.into_iter().filter_map(|u| match u {
+        FlapUpdate::Closed(f) => Some(f),
+        FlapUpdate::Opened { .. } => None,
+    })
+}
+
+/// Flaps from polls of interface state (see [`LinkTracker`]).
+pub fn flaps_from_observations(observations: &[LinkObservation]) -> Vec<Flap> {
+    let mut obs: Vec<&LinkObservation> = observations.iter().collect();
+    obs.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
+    let mut tracker = LinkTracker::new();
+    let mut flaps: Vec<Flap> = obs.into_iter().flat_map(|o| closed_flaps(tracker.observe(o.clone()))).collect();
+    flaps.extend(tracker.finish());
     flaps.sort_by(|a, b| a.down_s.total_cmp(&b.down_s));
     flaps
 }
 
-/// Flaps from parsed log events: per device, the first Down opens a flap and
-/// the next Up closes it; a Reset is a flap of zero length.
+/// Flaps from parsed log events (see [`LogFlapTracker`]).
 pub fn flaps_from_link_events(events: &[LinkEvent]) -> Vec<Flap> {
     let mut events: Vec<&LinkEvent> = events.iter().collect();
     events.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
-    let mut open: BTreeMap<&str, &LinkEvent> = BTreeMap::new();
-    let mut flaps = Vec::new();
-    for e in events {
-        match e.kind {
-            LinkEventKind::Down => {
-                open.entry(e.device.as_str()).or_insert(e);
-            }
-            LinkEventKind::Up => {
-                if let Some(down) = open.remove(e.device.as_str()) {
-                    flaps.push(Flap::closed(&e.device, down.source, down.t_s, e.t_s, down.line.clone()));
-                }
-            }
-            LinkEventKind::Reset => {
-                if !open.contains_key(e.device.as_str()) {
-                    flaps.push(Flap::closed(&e.device, e.source, e.t_s, e.t_s, e.line.clone()));
-                }
-            }
-        }
-    }
-    for down in open.into_values() {
-        flaps.push(Flap {
-            device: down.device.clone(),
-            source: down.source,
-            down_s: down.t_s,
-            up_s: None,
-            duration_s: None,
-            detail: format!("{}; still down at the end", down.line),
-        });
-    }
+    let mut tracker = LogFlapTracker::new();
+    let mut flaps: Vec<Flap> = events.into_iter().flat_map(|e| closed_flaps(tracker.event(e.clone()))).collect();
+    flaps.extend(tracker.finish());
     flaps.sort_by(|a, b| a.down_s.total_cmp(&b.down_s));
     flaps
 }

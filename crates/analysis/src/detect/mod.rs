@@ -14,8 +14,9 @@ pub mod periodic;
 
 pub use drift::{latency_drift, DriftBucket, DriftConfig, LatencyDrift, LatencyPoint};
 pub use flaps::{
-    flaps_from_link_events, flaps_from_observations, merge_flaps, parse_kernel_log_line, parse_vmkernel_line, Flap,
-    FlapSource, LinkEvent, LinkEventKind, LinkObservation,
+    around_flap, flaps_from_link_events, flaps_from_observations, merge_flaps, parse_kernel_log_line, parse_utc_stamp,
+    parse_vmkernel_line, AroundFlap, Flap, FlapSource, FlapUpdate, LinkEvent, LinkEventKind, LinkObservation,
+    LinkTracker, LogFlapTracker,
 };
 pub use periodic::{find_dips, periodic_dips, Dip, DipConfig, PeriodicDips, Point};
 
