@@ -52,6 +52,8 @@ pub enum Command {
     Disk(commands::disk::DiskArgs),
     /// Ceilings of a link or bus: usable rate, TCP/UDP/iSCSI goodput, frame timing
     Link(commands::link::LinkArgs),
+    /// Hours-long loop of disk and network probes into SQLite: dips, drift, link flaps, outages
+    Soak(commands::soak::SoakArgs),
     /// Print shell completions for bash, zsh, fish, elvish or powershell
     Completions(commands::meta::CompletionsArgs),
     /// Print the man page (roff) generated from this CLI

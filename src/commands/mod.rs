@@ -4,6 +4,7 @@
 pub mod disk;
 pub mod link;
 pub mod meta;
+pub mod soak;
 
 use crate::cli::Command;
 use crate::output::{Outcome, Output};
@@ -13,6 +14,7 @@ pub fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
     match command {
         Command::Disk(args) => disk::run(&args, out),
         Command::Link(args) => link::run(&args, out),
+        Command::Soak(args) => soak::run(&args, out),
         Command::Completions(args) => meta::completions(&args),
         Command::ManPage => meta::man_page(),
     }
