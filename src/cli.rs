@@ -66,6 +66,8 @@ pub enum Command {
     Report(commands::report::ReportArgs),
     /// Compare saved results side by side: ratios to the first and whether they are beyond the noise
     Compare(commands::compare::CompareArgs),
+    /// Hours-long loop of disk and network probes into SQLite: dips, drift, link flaps, outages
+    Soak(commands::soak::SoakArgs),
     /// Print shell completions for bash, zsh, fish, elvish or powershell
     Completions(commands::meta::CompletionsArgs),
     /// Print the man page (roff) generated from this CLI

@@ -11,6 +11,7 @@ pub mod serve;
 pub mod sys;
 pub mod report;
 pub mod run;
+pub mod soak;
 
 use crate::cli::Command;
 use crate::output::{Outcome, Output};
@@ -27,6 +28,7 @@ pub fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
         Command::Run(args) => run::run(&args, out),
         Command::Report(args) => report::run(&args, out),
         Command::Compare(args) => compare::run(&args, out),
+        Command::Soak(args) => soak::run(&args, out),
         Command::Completions(args) => meta::completions(&args),
         Command::ManPage => meta::man_page(),
     }

@@ -13,3 +13,4 @@ pub mod verdict;
 
 pub use ceilings::{PathHints, PathModel};
 pub use verdict::{analyse, annotate, Analysis, Bottleneck, Direction, DirectionVerdict};
+pub mod detect;

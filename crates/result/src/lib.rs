@@ -12,8 +12,10 @@
 //! how figures were measured.
 
 mod host;
+mod soak;
 
 pub use host::*;
+pub use soak::*;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -47,6 +49,9 @@ pub struct ResultDoc {
     /// Run-level warnings not tied to one probe.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<Warning>,
+    /// What a `headroom soak` found over its run (gaps, events, detections).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soak: Option<Soak>,
 }
 
 /// The program that wrote the document.
@@ -315,6 +320,7 @@ impl ResultDoc {
             ceilings: Vec::new(),
             verdict: None,
             warnings: Vec::new(),
+            soak: None,
         }
     }
 

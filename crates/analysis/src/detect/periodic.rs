@@ -1,0 +1,405 @@
+//! Periodic dips: samples that fall below a share of the rolling median, and
+//! the period at which they recur ("12 dips, every 35 min +/- 1 min, each
+//! ~40 s long, down to 120 MB/s").
+//!
+//! Algorithm (docs/detectors.md has the reasoning):
+//! 1. Baseline: the rolling median over a centred window of
+//!    [`DipConfig::window`] samples (by index, so gaps between soak cycles do
+//!    not empty the window).
+//! 2. Dip cores: runs of samples below `share` x baseline. Each core grows to
+//!    neighbouring samples below `edge_share` x baseline, so a dip that
+//!    straddles two one-second samples is weighed in full.
+//! 3. A dip's time is the deficit-weighted centroid of its samples: a 1 s
+//!    dip split 30/70 over two samples gets a sub-second position.
+//! 4. Period: the periodogram of the dip times (a Rayleigh / phase-coherence
+//!    scan, which needs no even sampling and tolerates missing dips when a
+//!    soak cycles through several probes), then a least-squares fit of
+//!    time = t0 + n x period for the best candidate. The largest period whose
+//!    coherence is within 90% of the best is taken, so harmonics (period/2,
+//!    period/3, which are just as coherent) are not reported.
+
+use super::{least_squares, median};
+use serde::{Deserialize, Serialize};
+
+/// One sample of a series: time in seconds (end of the interval) and value.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    pub t_s: f64,
+    pub value: f64,
+}
+
+impl Point {
+    pub fn new(t_s: f64, value: f64) -> Self {
+        Point { t_s, value }
+    }
+}
+
+/// Thresholds of the dip detector.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DipConfig {
+    /// A sample is in a dip when below `share` x the rolling median.
+    pub share: f64,
+    /// Neighbours below `edge_share` x the rolling median join a dip.
+    pub edge_share: f64,
+    /// Samples in the centred rolling-median window (odd).
+    pub window: usize,
+    /// Fewest dips before a period is reported.
+    pub min_dips: usize,
+    /// Least phase coherence (0..1) of the dip times at the period.
+    pub min_coherence: f64,
+    /// Largest jitter (rms residual of the fit) as a share of the period.
+    pub max_jitter_share: f64,
+}
+
+impl Default for DipConfig {
+    fn default() -> Self {
+        DipConfig { share: 0.7, edge_share: 0.9, window: 301, min_dips: 3, min_coherence: 0.9, max_jitter_share: 0.15 }
+    }
+}
+
+/// One dip.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dip {
+    /// Start of the first sample in the dip (seconds, same clock as the input).
+    pub start_s: f64,
+    /// End of the last sample in the dip.
+    pub end_s: f64,
+    /// Deficit-weighted centre: the dip's position for the period search.
+    pub center_s: f64,
+    /// Time below `share` x baseline: the core samples x the sample interval.
+    pub duration_s: f64,
+    /// Lowest value in the dip.
+    pub min_value: f64,
+    /// The rolling median around the dip.
+    pub baseline: f64,
+}
+
+/// Dips that recur at a period.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PeriodicDips {
+    pub count: usize,
+    pub period_s: f64,
+    /// Root-mean-square deviation of the dip times from the fitted grid.
+    pub jitter_s: f64,
+    /// Phase coherence of the dip times at `period_s` (1 = perfectly regular).
+    pub coherence: f64,
+    pub mean_duration_s: f64,
+    /// Lowest value over all dips.
+    pub min_value: f64,
+    /// Median baseline around the dips.
+    pub baseline: f64,
+    pub dips: Vec<Dip>,
+}
+
+impl PeriodicDips {
+    /// "12 dips, every 35 min +/- 1 min, each ~40 s long, down to 120 MB/s",
+    /// with values shown by `show` (e.g. a byte-rate formatter).
+    pub fn describe(&self, show: impl Fn(f64) -> String) -> String {
+        format!(
+            "{} dips, every {} +/- {}, each ~{} long, down to {} (baseline {})",
+            self.count,
+            format_span(self.period_s),
+            format_span(self.jitter_s),
+            format_span(self.mean_duration_s),
+            show(self.min_value),
+            show(self.baseline)
+        )
+    }
+}
+
+/// "35 min", "4.0 s", "1.5 h": a span for sentences.
+pub fn format_span(seconds: f64) -> String {
+    if seconds >= 5400.0 {
+        format!("{:.1} h", seconds / 3600.0)
+    } else if seconds >= 90.0 {
+        format!("{:.0} min", seconds / 60.0)
+    } else if seconds >= 10.0 {
+        format!("{seconds:.0} s")
+    } else {
+        format!("{seconds:.1} s")
+    }
+}
+
+/// The typical spacing of the samples (median of positive time steps).
+fn sample_interval(points: &[Point]) -> f64 {
+    let steps: Vec<f64> = points.windows(2).map(|w| w[1].t_s - w[0].t_s).filter(|d| *d > 0.0).collect();
+    median(&steps).unwrap_or(1.0)
+}
+
+/// The centred rolling median of `values` over `window` samples, kept as a
+/// sorted window so a day of one-second samples costs O(n x window) moves
+/// rather than a sort per sample.
+fn rolling_median(values: &[f64], window: usize) -> Vec<f64> {
+    let n = values.len();
+    let half = window.max(1) / 2;
+    let mut sorted: Vec<f64> = Vec::with_capacity(2 * half + 1);
+    let mut out = Vec::with_capacity(n);
+    let (mut lo, mut hi) = (0usize, 0usize); // window is values[lo..hi]
+    for i in 0..n {
+        let want_lo = i.saturating_sub(half);
+        let want_hi = (i + half + 1).min(n);
+        while hi < want_hi {
+            let v = values[hi];
+            let at = sorted.partition_point(|x| x.total_cmp(&v).is_lt());
+            sorted.insert(at, v);
+            hi += 1;
+        }
+        while lo < want_lo {
+            let v = values[lo];
+            let at = sorted.partition_point(|x| x.total_cmp(&v).is_lt());
+            sorted.remove(at);
+            lo += 1;
+        }
+        let m = sorted.len();
+        out.push(if m % 2 == 1 { sorted[m / 2] } else { (sorted[m / 2 - 1] + sorted[m / 2]) / 2.0 });
+    }
+    out
+}
+
+/// Finds the dips of a series (see the module doc). Points must be in time order.
+pub fn find_dips(points: &[Point], config: &DipConfig) -> Vec<Dip> {
+    if points.len() < 3 {
+        return Vec::new();
+    }
+    let interval = sample_interval(points);
+    let values: Vec<f64> = points.iter().map(|p| p.value).collect();
+    let baseline = rolling_median(&values, config.window);
+    let below = |i: usize, share: f64| baseline[i] > 0.0 && values[i] < share * baseline[i];
+    // Two samples belong to one run only when adjacent in time, not across a gap.
+    let adjacent = |i: usize| points[i + 1].t_s - points[i].t_s <= 1.5 * interval;
+
+    let mut dips = Vec::new();
+    let mut i = 0;
+    while i < points.len() {
+        if !below(i, config.share) {
+            i += 1;
+            continue;
+        }
+        let mut core_end = i; // inclusive
+        while core_end + 1 < points.len() && adjacent(core_end) && below(core_end + 1, config.share) {
+            core_end += 1;
+        }
+        let mut first = i;
+        while first > 0 && adjacent(first - 1) && below(first - 1, config.edge_share) {
+            first -= 1;
+        }
+        let mut last = core_end;
+        while last + 1 < points.len() && adjacent(last) && below(last + 1, config.edge_share) {
+            last += 1;
+        }
+        let (mut weight, mut weighted_t, mut min_value) = (0.0, 0.0, f64::INFINITY);
+        for j in first..=last {
+            let deficit = (baseline[j] - values[j]).max(0.0);
+            weight += deficit;
+            weighted_t += deficit * (points[j].t_s - interval / 2.0);
+            min_value = min_value.min(values[j]);
+        }
+        dips.push(Dip {
+            start_s: points[first].t_s - interval,
+            end_s: points[last].t_s,
+            center_s: if weight > 0.0 { weighted_t / weight } else { points[i].t_s - interval / 2.0 },
+            duration_s: (core_end - i + 1) as f64 * interval,
+            min_value,
+            baseline: median(&baseline[first..=last]).unwrap_or(0.0),
+        });
+        i = last + 1;
+    }
+    dips
+}
+
+/// Phase coherence |mean(exp(2 pi i t / period))| of event times.
+fn coherence(times: &[f64], period: f64) -> f64 {
+    let (mut re, mut im) = (0.0, 0.0);
+    for t in times {
+        let phase = std::f64::consts::TAU * t / period;
+        re += phase.cos();
+        im += phase.sin();
+    }
+    (re * re + im * im).sqrt() / times.len() as f64
+}
+
+/// The dips of a series and, when they recur regularly, their period.
+/// Returns `None` when there are fewer than `min_dips` dips or their times
+/// are not regular (noise-only series and one-off dips land here).
+pub fn periodic_dips(points: &[Point], config: &DipConfig) -> Option<PeriodicDips> {
+    let dips = find_dips(points, config);
+    if dips.len() < config.min_dips.max(3) {
+        return None;
+    }
+    let times: Vec<f64> = dips.iter().map(|d| d.center_s).collect();
+    let span = times[times.len() - 1] - times[0];
+    let min_gap = times.windows(2).map(|w| w[1] - w[0]).fold(f64::INFINITY, f64::min);
+    if span <= 0.0 || min_gap <= 0.0 {
+        return None;
+    }
+    // Periods shorter than ~the closest two dips would put several cycles
+    // between neighbours: any set of times fits such a fine grid.
+    let (p_min, p_max) = (0.75 * min_gap, span / 2.0);
+    if p_min > p_max {
+        return None;
+    }
+    // Scan in frequency, oversampled 20x relative to the peak width 1/span.
+    let (f_lo, f_hi) = (1.0 / p_max, 1.0 / p_min);
+    let step = 0.05 / span;
+    let steps = ((f_hi - f_lo) / step).ceil().min(2_000_000.0) as usize;
+    let scan: Vec<(f64, f64)> = (0..=steps)
+        .map(|k| {
+            let f = f_lo + (f_hi - f_lo) * k as f64 / steps.max(1) as f64;
+            (1.0 / f, coherence(&times, 1.0 / f))
+        })
+        .collect();
+    let best = scan.iter().map(|s| s.1).fold(0.0, f64::max);
+    if best < config.min_coherence {
+        return None;
+    }
+    // Largest period (lowest frequency) that is nearly as coherent: the
+    // fundamental, not a harmonic. Take the local peak there.
+    let first = scan.iter().position(|s| s.1 >= 0.9 * best)?;
+    let mut peak = first;
+    while peak + 1 < scan.len() && scan[peak + 1].1 >= scan[peak].1 {
+        peak += 1;
+    }
+    let candidate = scan[peak].0;
+
+    // Refine: least squares of time against cycle number.
+    let fit: Vec<(f64, f64)> = times.iter().map(|t| (((t - times[0]) / candidate).round(), *t)).collect();
+    let (period, t0, _) = least_squares(&fit).unwrap_or((candidate, times[0], 0.0));
+    if period <= 0.0 {
+        return None;
+    }
+    let jitter = (fit.iter().map(|(n, t)| (t - (t0 + n * period)).powi(2)).sum::<f64>() / fit.len() as f64).sqrt();
+    let coherence_at_period = coherence(&times, period);
+    if jitter > config.max_jitter_share * period || coherence_at_period < config.min_coherence {
+        return None;
+    }
+    let baselines: Vec<f64> = dips.iter().map(|d| d.baseline).collect();
+    Some(PeriodicDips {
+        count: dips.len(),
+        period_s: period,
+        jitter_s: jitter,
+        coherence: coherence_at_period,
+        mean_duration_s: dips.iter().map(|d| d.duration_s).sum::<f64>() / dips.len() as f64,
+        min_value: dips.iter().map(|d| d.min_value).fold(f64::INFINITY, f64::min),
+        baseline: median(&baselines).unwrap_or(0.0),
+        dips,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::testkit::Noise;
+
+    /// `n` one-second samples around `level` with `noise` relative sd, and
+    /// `dip` applied where it returns a factor < 1.
+    fn series(n: usize, level: f64, noise: f64, seed: u64, dip: impl Fn(f64) -> f64) -> Vec<Point> {
+        let mut rng = Noise::new(seed);
+        (1..=n)
+            .map(|i| {
+                let t = i as f64;
+                Point::new(t, level * (1.0 + noise * rng.gauss()) * dip(t))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn thirty_five_minute_dips_over_seven_hours() {
+        // 500 MB/s with 3% noise; every 35 min a 40 s dip to 120 MB/s, first at 10 min.
+        let points = series(7 * 3600, 500e6, 0.03, 7, |t| {
+            let phase = (t - 600.0).rem_euclid(2100.0);
+            if t >= 600.0 && phase < 40.0 {
+                0.24
+            } else {
+                1.0
+            }
+        });
+        let found = periodic_dips(&points, &DipConfig::default()).expect("periodic dips");
+        assert_eq!(found.count, 12, "{found:?}");
+        assert!((found.period_s - 2100.0).abs() < 60.0, "period {}", found.period_s);
+        assert!((found.mean_duration_s - 40.0).abs() <= 2.0, "duration {}", found.mean_duration_s);
+        assert!(found.min_value < 140e6 && found.min_value > 100e6);
+        let text = found.describe(|v| format!("{:.0} MB/s", v / 1e6));
+        assert!(text.starts_with("12 dips, every 35 min +/- "), "{text}");
+    }
+
+    #[test]
+    fn one_second_dip_every_four_seconds_straddling_samples() {
+        // A 1 s outage starting at 0.3 s into every 4 s: each dip splits over
+        // two one-second samples (70% / 30%).
+        let points: Vec<Point> = (1..=20)
+            .map(|i| {
+                let t = i as f64;
+                // Fraction of (t-1, t] during which the throttle is on.
+                let on = |s: f64| {
+                    let start = (s / 4.0).floor() * 4.0 + 0.3;
+                    (start, start + 1.0)
+                };
+                let (a, b) = on(t - 1.0);
+                let overlap = (b.min(t) - a.max(t - 1.0)).max(0.0);
+                Point::new(t, 100e6 * (1.0 - overlap))
+            })
+            .collect();
+        let found = periodic_dips(&points, &DipConfig::default()).expect("periodic dips");
+        assert!((found.period_s - 4.0).abs() < 0.2, "period {}", found.period_s);
+        assert_eq!(found.count, 5);
+    }
+
+    #[test]
+    fn noise_only_has_no_detection() {
+        let mut lone_dips = 0;
+        for seed in 1..20 {
+            // 4% noise: nothing below 70% of the median.
+            let calm = series(3600, 300e6, 0.04, seed, |_| 1.0);
+            assert!(find_dips(&calm, &DipConfig::default()).is_empty(), "seed {seed}");
+            // 12% noise: a few lone samples dip, but never at a period.
+            let rough = series(3600, 300e6, 0.12, seed, |_| 1.0);
+            lone_dips += find_dips(&rough, &DipConfig::default()).len();
+            assert!(periodic_dips(&rough, &DipConfig::default()).is_none(), "seed {seed}");
+        }
+        assert!(lone_dips > 0, "the rough series should tempt the detector");
+    }
+
+    #[test]
+    fn irregular_dips_are_not_periodic() {
+        // Nine dips at random times: dips found, no period claimed.
+        for seed in 1..20u64 {
+            let mut rng = Noise::new(seed * 977);
+            let mut starts: Vec<f64> = (0..9).map(|_| 100.0 + rng.uniform() * 10_000.0).collect();
+            starts.sort_by(f64::total_cmp);
+            let points = series(10_400, 200e6, 0.03, seed, |t| {
+                if starts.iter().any(|s| t >= *s && t < s + 10.0) {
+                    0.2
+                } else {
+                    1.0
+                }
+            });
+            let dips = find_dips(&points, &DipConfig::default());
+            assert!(dips.len() >= 7, "seed {seed}: {} dips", dips.len());
+            assert!(periodic_dips(&points, &DipConfig::default()).is_none(), "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn missing_dips_still_give_the_period() {
+        // Dips every 60 s, but every third one falls into a pause between
+        // soak cycles (no samples there).
+        let points: Vec<Point> = series(1800, 50e3, 0.02, 3, |t| if (t.rem_euclid(60.0)) < 5.0 { 0.1 } else { 1.0 })
+            .into_iter()
+            .filter(|p| (p.t_s / 60.0).floor() as i64 % 3 != 1 || p.t_s.rem_euclid(60.0) > 10.0)
+            .collect();
+        let found = periodic_dips(&points, &DipConfig::default()).expect("periodic");
+        assert!((found.period_s - 60.0).abs() < 1.0, "period {}", found.period_s);
+    }
+
+    #[test]
+    fn rolling_median_matches_naive() {
+        let mut rng = Noise::new(11);
+        let values: Vec<f64> = (0..200).map(|_| rng.uniform()).collect();
+        let fast = rolling_median(&values, 9);
+        for (i, got) in fast.iter().enumerate() {
+            let lo = i.saturating_sub(4);
+            let hi = (i + 5).min(values.len());
+            assert_eq!(*got, median(&values[lo..hi]).unwrap());
+        }
+    }
+}

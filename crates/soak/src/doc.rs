@@ -1,0 +1,363 @@
+//! A soak database as a `headroom.result/v1` document: one probe per soak
+//! probe (write, read, iops, net) summarising all its cycles, the soak
+//! section (gaps, events) and the detectors' findings. `soak --json` prints
+//! it without samples; `report FILE.sqlite` loads it with samples thinned to
+//! what a chart can show.
+//!
+//! Memory: samples are streamed from the database; a detector needs one
+//! value per second of one probe at a time (16 bytes per sample: about
+//! 1.4 MB per day of soak), never all probes' rows at once.
+
+use crate::store::{CycleRow, EventRow, Store, StoreError};
+use headroom_analysis::detect::{
+    around_flap, latency_drift, merge_flaps, periodic_dips, DipConfig, DriftConfig, Flap, FlapSource, LatencyPoint,
+    Point,
+};
+use headroom_result::{
+    Detection, Histogram, Latency, Probe, ResultDoc, Sample, Soak, SoakEvent, SoakGap, Summary, Warning,
+};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// How many samples a loaded document carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SampleDetail {
+    /// None: summaries and detections only (`soak --json`).
+    None,
+    /// At most this many points per probe, each the mean of consecutive samples.
+    AtMost(usize),
+}
+
+/// Loads the soak in `path` as a result document (see the module doc).
+pub fn load_result(path: &Path, detail: SampleDetail) -> Result<ResultDoc, StoreError> {
+    let store = Store::open(path)?;
+    result_from_store(&store, detail)
+}
+
+/// As [`load_result`], from an open store.
+pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDoc, StoreError> {
+    let info = store.info()?;
+    let origin = info.started_unix;
+    let rel = |t: f64| t - origin;
+    let mut doc = ResultDoc::new(info.started_at.clone());
+    if let Some(host) = info.host.as_ref().and_then(|h| serde_json::from_value(h.clone()).ok()) {
+        doc.host = host;
+    }
+    let cycles = store.cycles()?;
+    let events = store.events()?;
+    let mut detections = Vec::new();
+
+    let mut probe_names = info.config.cycle.clone();
+    for p in store.sampled_probes()? {
+        if !probe_names.contains(&p) {
+            probe_names.push(p);
+        }
+    }
+    let mut series_for_flaps: Option<Vec<Point>> = None;
+    for name in &probe_names {
+        let mine: Vec<&CycleRow> = cycles.iter().filter(|c| &c.probe == name).collect();
+        let count = store.sample_count(Some(name))?;
+        if mine.is_empty() && count == 0 {
+            continue;
+        }
+        let mut points = Vec::with_capacity(count as usize);
+        let mut latency = Vec::new();
+        store.for_each_sample(name, |s| {
+            points.push(Point::new(rel(s.t_unix), s.bytes_per_sec));
+            if let Some(mean) = s.lat_mean_ns {
+                latency.push(LatencyPoint { t_s: rel(s.t_unix), mean_ns: mean, p99_ns: s.lat_p99_ns });
+            }
+        })?;
+        let mut probe = summarise_probe(name, &mine, &points);
+        if let SampleDetail::AtMost(max) = detail {
+            probe.samples = thin(store, name, origin, count, max)?;
+        }
+
+        if let Some(found) = periodic_dips(&points, &DipConfig::default()) {
+            let message = format!("{name}: {}", found.describe(headroom_units::format_bytes_per_sec));
+            detections.push(Detection {
+                kind: "periodic_dips".into(),
+                probe: Some(name.clone()),
+                message,
+                details: serde_json::to_value(&found).unwrap_or_default(),
+            });
+        } else {
+            let dips = headroom_analysis::detect::find_dips(&points, &DipConfig::default());
+            if !dips.is_empty() {
+                probe.details.insert("dips".into(), serde_json::to_value(&dips).unwrap_or_default());
+            }
+        }
+        let span = points.last().map_or(0.0, |p| p.t_s) - points.first().map_or(0.0, |p| p.t_s);
+        let drift_config = DriftConfig { bucket_s: drift_bucket(span), ..DriftConfig::default() };
+        if let Some(drift) = latency_drift(&latency, &drift_config) {
+            if drift.drifting {
+                detections.push(Detection {
+                    kind: "latency_drift".into(),
+                    probe: Some(name.clone()),
+                    message: format!("{name}: {}", drift.describe(span)),
+                    details: serde_json::to_value(&drift).unwrap_or_default(),
+                });
+            }
+            probe.details.insert("latency_drift".into(), serde_json::to_value(&drift).unwrap_or_default());
+        }
+        if name == "net" || series_for_flaps.is_none() {
+            series_for_flaps = Some(points);
+        }
+        doc.probes.push(probe);
+    }
+
+    // Flaps: sysfs and logs merged, with the throughput around each.
+    let as_flap = |e: &EventRow| Flap {
+        device: e.device.clone().unwrap_or_default(),
+        source: match e.source.as_str() {
+            "sysfs" => FlapSource::Sysfs,
+            "vmkernel_log" => FlapSource::VmkernelLog,
+            _ => FlapSource::KernelLog,
+        },
+        down_s: rel(e.t_unix),
+        up_s: e.end_unix.map(rel),
+        duration_s: e.end_unix.map(|end| end - e.t_unix),
+        detail: e.message.clone(),
+    };
+    let flap_events = events.iter().filter(|e| e.kind == "flap");
+    let (sysfs, logs): (Vec<Flap>, Vec<Flap>) = flap_events.map(as_flap).partition(|f| f.source == FlapSource::Sysfs);
+    let flaps = merge_flaps(sysfs, logs, 5.0);
+    if !flaps.is_empty() {
+        let series = series_for_flaps.unwrap_or_default();
+        let with_context: Vec<serde_json::Value> = flaps
+            .iter()
+            .map(|f| serde_json::json!({"flap": f, "throughput_bytes_per_sec": around_flap(f, &series, 10.0)}))
+            .collect();
+        let listed: Vec<String> = flaps
+            .iter()
+            .take(5)
+            .map(|f| match f.duration_s {
+                Some(d) => format!("{} down {:.1} s at +{:.1} s", f.device, d, f.down_s),
+                None => format!("{} down at +{:.1} s, not back", f.device, f.down_s),
+            })
+            .collect();
+        let more = if flaps.len() > 5 { format!(", and {} more", flaps.len() - 5) } else { String::new() };
+        detections.push(Detection {
+            kind: "link_flaps".into(),
+            probe: None,
+            message: format!("{} link flap(s): {}{more}", flaps.len(), listed.join(", ")),
+            details: serde_json::Value::Array(with_context),
+        });
+    }
+    let outages: Vec<&EventRow> = events.iter().filter(|e| e.kind == "server_outage").collect();
+    if !outages.is_empty() {
+        let total: f64 = outages.iter().filter_map(|e| e.end_unix.map(|end| end - e.t_unix)).sum();
+        detections.push(Detection {
+            kind: "server_outage".into(),
+            probe: Some("net".into()),
+            message: format!(
+                "server unreachable {} time(s), {:.0} s in total{}",
+                outages.len(),
+                total,
+                if outages.iter().any(|e| e.end_unix.is_none()) { ", still unreachable at the end" } else { "" }
+            ),
+            details: serde_json::Value::Null,
+        });
+    }
+
+    let sessions = store.sessions()?;
+    let mut gaps = Vec::new();
+    for pair in sessions.windows(2) {
+        let (prev, next) = (&pair[0], &pair[1]);
+        let from = prev.ended_unix.unwrap_or(prev.started_unix);
+        gaps.push(SoakGap {
+            from_s: rel(from),
+            to_s: rel(next.started_unix),
+            duration_s: next.started_unix - from,
+            reason: match &prev.stop_reason {
+                None => "interrupted (killed, no clean stop recorded); resumed".into(),
+                Some(r) => format!("stopped ({r}); resumed"),
+            },
+        });
+    }
+    for g in &gaps {
+        doc.warnings.push(Warning::new(
+            "soak_gap",
+            format!("no samples for {:.1} s from +{:.1} s: {}", g.duration_s, g.from_s, g.reason),
+        ));
+    }
+    for d in &detections {
+        doc.warnings.push(Warning::new(d.kind.clone(), d.message.clone()));
+    }
+    doc.soak = Some(Soak {
+        database: Some(store.path().display().to_string()),
+        planned_s: info.planned_s,
+        elapsed_s: store.elapsed_s()?,
+        cycles: cycles.len() as u64,
+        sessions: sessions.len() as u32,
+        samples: store.sample_count(None)?,
+        gaps,
+        events: events
+            .iter()
+            .map(|e| SoakEvent {
+                t_s: rel(e.t_unix),
+                end_s: e.end_unix.map(rel),
+                kind: e.kind.clone(),
+                source: e.source.clone(),
+                device: e.device.clone(),
+                message: e.message.clone(),
+            })
+            .collect(),
+        detections,
+    });
+    Ok(doc)
+}
+
+/// Drift buckets: per hour for soaks of 3 h and more, else per minute (or
+/// per 10 s under 3 minutes), so a short soak still shows a course.
+fn drift_bucket(span_s: f64) -> f64 {
+    if span_s >= 3.0 * 3600.0 {
+        3600.0
+    } else if span_s >= 180.0 {
+        60.0
+    } else {
+        10.0
+    }
+}
+
+/// One probe summarising all its cycles: throughput and IOPS are means over
+/// every stored sample; latency comes from the cycles' histograms merged
+/// (exact percentiles), else from their summaries; spec from the last cycle.
+fn summarise_probe(name: &str, cycles: &[&CycleRow], points: &[Point]) -> Probe {
+    let results: Vec<Probe> =
+        cycles.iter().filter_map(|c| c.result.clone().and_then(|r| serde_json::from_value(r).ok())).collect();
+    let errors = cycles.iter().filter(|c| c.error.is_some()).count();
+    let mut probe = results.last().cloned().unwrap_or_else(|| Probe {
+        id: String::new(),
+        name: String::new(),
+        spec: headroom_result::ProbeSpec::Disk(headroom_result::DiskSpec {
+            rw: name.to_string(),
+            block_size: 0,
+            queue_depth: 0,
+            jobs: 0,
+            direct: false,
+            sync: "none".into(),
+            engine: "unknown".into(),
+            path: String::new(),
+            rwmix_read: None,
+            size: None,
+            filesystem: None,
+            fio_equivalent: None,
+        }),
+        summary: Summary::default(),
+        samples: vec![],
+        histogram: None,
+        warnings: vec![],
+        details: BTreeMap::new(),
+    });
+    probe.id = format!("soak-{name}");
+    probe.name = format!("soak {name}");
+    probe.samples.clear();
+    let n = points.len().max(1) as f64;
+    let duration: f64 = results.iter().map(|r| r.summary.duration_s).sum();
+    let mut merged: BTreeMap<u64, u64> = BTreeMap::new();
+    for r in &results {
+        for (v, c) in r.histogram.iter().flat_map(|h| h.buckets.iter()) {
+            *merged.entry(*v).or_default() += c;
+        }
+    }
+    let iops: Vec<f64> = results.iter().filter_map(|r| r.summary.iops.map(|i| i * r.summary.duration_s)).collect();
+    probe.summary = Summary {
+        bytes_per_sec: points.iter().map(|p| p.value).sum::<f64>() / n,
+        iops: (!iops.is_empty() && duration > 0.0).then(|| iops.iter().sum::<f64>() / duration),
+        latency_ns: if merged.is_empty() { mean_latency(&results) } else { latency_from_buckets(&merged) },
+        duration_s: duration,
+        bytes: Some(results.iter().filter_map(|r| r.summary.bytes).sum()),
+        ops: Some(results.iter().filter_map(|r| r.summary.ops).sum()),
+    };
+    probe.histogram = (!merged.is_empty()).then(|| Histogram { buckets: merged.into_iter().collect() });
+    probe.details.insert("cycles".into(), cycles.len().into());
+    probe.details.insert("failed_cycles".into(), errors.into());
+    probe
+}
+
+/// Mean of the cycles' mean latencies (weighted by duration); percentiles the
+/// largest any cycle saw (an upper bound, named so in docs/commands/soak.md).
+fn mean_latency(results: &[Probe]) -> Option<Latency> {
+    let with: Vec<(&Latency, f64)> =
+        results.iter().filter_map(|r| r.summary.latency_ns.as_ref().map(|l| (l, r.summary.duration_s))).collect();
+    let total: f64 = with.iter().map(|(_, d)| d).sum();
+    if with.is_empty() || total <= 0.0 {
+        return None;
+    }
+    let max = |f: fn(&Latency) -> f64| with.iter().map(|(l, _)| f(l)).fold(0.0, f64::max);
+    Some(Latency {
+        mean: with.iter().map(|(l, d)| l.mean * d).sum::<f64>() / total,
+        p50: max(|l| l.p50),
+        p99: max(|l| l.p99),
+        p999: max(|l| l.p999),
+        max: max(|l| l.max),
+        min: None,
+        stddev: None,
+    })
+}
+
+/// Percentiles of a merged histogram of (upper edge ns, count).
+fn latency_from_buckets(buckets: &BTreeMap<u64, u64>) -> Option<Latency> {
+    let total: u64 = buckets.values().sum();
+    if total == 0 {
+        return None;
+    }
+    let at = |q: f64| {
+        let rank = (q * total as f64).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (v, c) in buckets {
+            seen += c;
+            if seen >= rank {
+                return *v as f64;
+            }
+        }
+        *buckets.keys().last().unwrap_or(&0) as f64
+    };
+    let mean = buckets.iter().map(|(v, c)| *v as f64 * *c as f64).sum::<f64>() / total as f64;
+    Some(Latency {
+        mean,
+        p50: at(0.5),
+        p99: at(0.99),
+        p999: at(0.999),
+        max: *buckets.keys().last().unwrap_or(&0) as f64,
+        min: buckets.keys().next().map(|v| *v as f64),
+        stddev: None,
+    })
+}
+
+/// At most `max` samples of a probe: means of consecutive groups (a gap
+/// between sessions ends a group, so the chart shows it).
+fn thin(store: &Store, name: &str, origin: f64, count: u64, max: usize) -> Result<Vec<Sample>, StoreError> {
+    let group = (count as usize).div_ceil(max.max(1)).max(1);
+    let mut out = Vec::with_capacity(max.min(count as usize));
+    let mut acc: Vec<crate::store::SampleRow> = Vec::with_capacity(group);
+    let flush = |acc: &mut Vec<crate::store::SampleRow>, out: &mut Vec<Sample>| {
+        if acc.is_empty() {
+            return;
+        }
+        let n = acc.len() as f64;
+        let mean_opt = |f: fn(&crate::store::SampleRow) -> Option<f64>| {
+            let v: Vec<f64> = acc.iter().filter_map(f).collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        };
+        out.push(Sample {
+            t_s: acc[acc.len() - 1].t_unix - origin,
+            bytes_per_sec: acc.iter().map(|s| s.bytes_per_sec).sum::<f64>() / n,
+            iops: mean_opt(|s| s.iops),
+            latency_ns_mean: mean_opt(|s| s.lat_mean_ns),
+            latency_ns_p99: mean_opt(|s| s.lat_p99_ns),
+        });
+        acc.clear();
+    };
+    let mut last_t = f64::NEG_INFINITY;
+    store.for_each_sample(name, |s| {
+        if acc.len() >= group || s.t_unix - last_t > 120.0 {
+            flush(&mut acc, &mut out);
+        }
+        last_t = s.t_unix;
+        acc.push(*s);
+    })?;
+    flush(&mut acc, &mut out);
+    Ok(out)
+}

@@ -1,0 +1,90 @@
+//! headroom-soak: hours-long runs that show dips, drifting latency and
+//! flapping links without losing a sample.
+//!
+//! What it owns:
+//! - the SQLite store of a soak ([`store`]): settings, sessions, cycles,
+//!   per-second samples, events; committed once a second; `--resume`;
+//! - the cycle loop ([`run`]) over probes it knows only through
+//!   [`run::CycleProbe`] (the binary adapts the disk and net engines);
+//! - the link watcher ([`watch`]): sysfs polls, /dev/kmsg, vmkernel.log;
+//! - Prometheus metrics ([`metrics`]);
+//! - turning a soak database into a result document ([`doc`]) with the
+//!   detectors of `headroom_analysis::detect`.
+//!
+//! What it must not do: print, draw progress, parse command lines, or hold
+//! samples in memory while running.
+
+pub mod doc;
+pub mod metrics;
+pub mod run;
+pub mod store;
+pub mod watch;
+
+pub use doc::{load_result, result_from_store, SampleDetail};
+pub use metrics::Metrics;
+pub use run::{run_cycles, CycleProbe, LiveSample, LoopSettings, ProbeFailure, ProbeOutcome, Progress, StopReason};
+pub use store::{EventRow, SoakConfig, SoakInfo, Store, StoreError};
+
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Seconds since the Unix epoch, the clock of every time in the store.
+pub fn now_unix() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
+/// RFC 3339 UTC, seconds precision: "2026-11-21T22:00:00Z".
+pub fn rfc3339(unix: f64) -> String {
+    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs_f64(unix.max(0.0))).to_string()
+}
+
+/// An opened soak, ready to run a session.
+pub struct Opened {
+    pub store: Store,
+    pub session: i64,
+    pub info: SoakInfo,
+    /// Time left to soak (`None`: until stopped).
+    pub remaining: Option<Duration>,
+    /// For a resume: seconds between the last stored sample (or the end of
+    /// the last session) and now.
+    pub gap_s: Option<f64>,
+}
+
+/// Starts a new soak in `db`, or with `resume` continues the one there.
+///
+/// On resume the stored settings are kept (the cycle, path, server); a
+/// `planned` duration given again replaces the stored total. The gap since
+/// the last sample is recorded as a `gap` event.
+pub fn open_soak(db: &Path, resume: bool, new: SoakInfo, planned: Option<Duration>) -> Result<Opened, StoreError> {
+    let now = now_unix();
+    if !resume {
+        let store = Store::create(db, &new)?;
+        let session = store.begin_session(now)?;
+        return Ok(Opened { store, session, remaining: planned, gap_s: None, info: new });
+    }
+    let store = Store::open(db)?;
+    if let Some(p) = planned {
+        store.set_planned(Some(p.as_secs_f64()))?;
+    }
+    let info = store.info()?;
+    let elapsed = store.elapsed_s()?;
+    let last = store.sessions()?.last().map(|s| s.ended_unix.unwrap_or(s.started_unix));
+    let last_sample = store.last_sample_unix()?;
+    let since = last_sample.into_iter().chain(last).fold(f64::NEG_INFINITY, f64::max);
+    let gap_s = since.is_finite().then(|| (now - since).max(0.0));
+    if let Some(gap) = gap_s {
+        store.add_event(&EventRow {
+            id: 0,
+            t_unix: since,
+            end_unix: Some(now),
+            kind: "gap".into(),
+            source: "soak".into(),
+            device: None,
+            message: format!("no samples for {gap:.1} s: the soak was not running; resumed"),
+            details: None,
+        })?;
+    }
+    let session = store.begin_session(now)?;
+    let remaining = info.planned_s.map(|p| Duration::from_secs_f64((p - elapsed).max(0.0)));
+    Ok(Opened { store, session, info, remaining, gap_s })
+}

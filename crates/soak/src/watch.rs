@@ -1,0 +1,275 @@
+//! The link watcher: a background thread that polls the interfaces on the
+//! path (`operstate`, `carrier_changes` under /sys/class/net) every 100 ms and
+//! reads new kernel log records from /dev/kmsg, feeds them to the flap
+//! trackers of `headroom_analysis::detect` and writes each flap to the store
+//! as it opens and closes. It keeps no history: only the trackers' state.
+//!
+//! Also here: which interface leads to a server (the IPv4 routing table in
+//! /proc/net/route, longest prefix first) and reading a vmkernel.log file.
+
+use crate::store::{EventRow, Store, StoreError};
+use crate::{now_unix, Metrics};
+use headroom_analysis::detect::{
+    parse_kernel_log_line, parse_vmkernel_line, FlapSource, FlapUpdate, LinkEvent, LinkObservation, LinkTracker,
+    LogFlapTracker,
+};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufRead, Read, Seek, SeekFrom};
+use std::net::Ipv4Addr;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How often interfaces are polled.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(100);
+
+/// One poll of an interface from sysfs, or `None` when it does not exist.
+pub fn observe(iface: &str, t_s: f64) -> Option<LinkObservation> {
+    let dir = Path::new("/sys/class/net").join(iface);
+    let operstate = std::fs::read_to_string(dir.join("operstate")).ok()?;
+    let carrier_changes = std::fs::read_to_string(dir.join("carrier_changes")).ok().and_then(|s| s.trim().parse().ok());
+    Some(LinkObservation {
+        t_s,
+        iface: iface.to_string(),
+        up: matches!(operstate.trim(), "up" | "unknown"),
+        carrier_changes,
+    })
+}
+
+/// The interface the kernel routes `dest` through, from /proc/net/route.
+pub fn route_interface(dest: Ipv4Addr) -> Option<String> {
+    let table = std::fs::read_to_string("/proc/net/route").ok()?;
+    route_interface_in(&table, dest)
+}
+
+/// Longest-prefix match of `dest` in the text of /proc/net/route.
+pub fn route_interface_in(table: &str, dest: Ipv4Addr) -> Option<String> {
+    let dest = u32::from(dest);
+    // The kernel prints the network-order bytes as a host-order integer.
+    let hex = |s: &str| u32::from_str_radix(s, 16).ok().map(u32::from_be);
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            // Iface Destination Gateway Flags RefCnt Use Metric Mask ...; values little-endian hex.
+            let (net, mask, metric) = (hex(f.get(1)?)?, hex(f.get(7)?)?, f.get(6)?.parse::<u32>().ok()?);
+            (dest & mask == net & mask).then(|| (mask.count_ones(), std::cmp::Reverse(metric), f[0].to_string()))
+        })
+        .max()
+        .map(|(_, _, iface)| iface)
+}
+
+/// Every interface except loopback (when the path is not known).
+pub fn all_interfaces() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir("/sys/class/net")
+        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n != "lo").collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// Writes tracker updates to the store: an event row when a flap opens,
+/// its end when it closes.
+struct FlapWriter<'a> {
+    store: &'a Store,
+    metrics: Option<&'a Metrics>,
+    open_rows: BTreeMap<(String, &'static str), i64>,
+}
+
+fn source_name(s: FlapSource) -> &'static str {
+    match s {
+        FlapSource::Sysfs => "sysfs",
+        FlapSource::KernelLog => "kernel_log",
+        FlapSource::VmkernelLog => "vmkernel_log",
+    }
+}
+
+impl FlapWriter<'_> {
+    fn apply(&mut self, update: FlapUpdate) -> Result<(), StoreError> {
+        match update {
+            FlapUpdate::Opened { device, source, down_s, detail } => {
+                let id = self.store.add_event(&EventRow {
+                    id: 0,
+                    t_unix: down_s,
+                    end_unix: None,
+                    kind: "flap".into(),
+                    source: source_name(source).into(),
+                    device: Some(device.clone()),
+                    message: format!("{device} went down: {detail}"),
+                    details: None,
+                })?;
+                self.open_rows.insert((device, source_name(source)), id);
+                if let Some(m) = self.metrics {
+                    m.detection("flap");
+                }
+            }
+            FlapUpdate::Closed(flap) => {
+                let message =
+                    format!("{} down for {:.1} s: {}", flap.device, flap.duration_s.unwrap_or(0.0), flap.detail);
+                match self.open_rows.remove(&(flap.device.clone(), source_name(flap.source))) {
+                    Some(id) => self.store.end_event(id, flap.up_s.unwrap_or(flap.down_s), Some(&message))?,
+                    None => {
+                        self.store.add_event(&EventRow {
+                            id: 0,
+                            t_unix: flap.down_s,
+                            end_unix: flap.up_s,
+                            kind: "flap".into(),
+                            source: source_name(flap.source).into(),
+                            device: Some(flap.device.clone()),
+                            message,
+                            details: None,
+                        })?;
+                        if let Some(m) = self.metrics {
+                            m.detection("flap");
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Opens /dev/kmsg positioned after the newest record, non-blocking.
+fn open_kmsg() -> Option<File> {
+    const O_NONBLOCK: i32 = 0o4000; // Linux, all architectures headroom builds for
+    let mut f = std::fs::OpenOptions::new().read(true).custom_flags(O_NONBLOCK).open("/dev/kmsg").ok()?;
+    f.seek(SeekFrom::End(0)).ok()?;
+    Some(f)
+}
+
+/// New kernel log messages (text after the `prio,seq,ts,flags;` header).
+fn read_kmsg(f: &mut File) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 8192];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                let record = String::from_utf8_lossy(&buf[..n]);
+                let first = record.lines().next().unwrap_or_default();
+                if let Some((_, message)) = first.split_once(';') {
+                    out.push(message.to_string());
+                }
+            }
+            // EPIPE: records were overwritten before we read them; go on.
+            Err(e) if e.raw_os_error() == Some(32) => continue,
+            Err(_) => break, // WouldBlock: nothing new
+        }
+    }
+    out
+}
+
+/// A running link watcher; stops and closes still-open flaps' trackers on drop.
+pub struct Watcher {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Watcher {
+    /// Watches `interfaces` (sysfs and kernel log) and writes flaps to `store`.
+    /// Kernel log lines about other devices are ignored, except USB devices
+    /// (a USB NIC reset names the USB port, not the interface).
+    pub fn start(store: Store, interfaces: Vec<String>, metrics: Option<Metrics>) -> Watcher {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("soak-link-watch".into())
+            .spawn(move || {
+                let mut writer = FlapWriter { store: &store, metrics: metrics.as_ref(), open_rows: BTreeMap::new() };
+                let mut sysfs = LinkTracker::new();
+                let mut logs = LogFlapTracker::new();
+                let mut kmsg = open_kmsg();
+                while !flag.load(Ordering::Relaxed) {
+                    let now = now_unix();
+                    for iface in &interfaces {
+                        if let Some(o) = observe(iface, now) {
+                            for u in sysfs.observe(o) {
+                                let _ = writer.apply(u);
+                            }
+                        }
+                    }
+                    if let Some(f) = kmsg.as_mut() {
+                        for message in read_kmsg(f) {
+                            let Some((device, kind)) = parse_kernel_log_line(&message) else { continue };
+                            if !(interfaces.contains(&device) || device.starts_with("usb ")) {
+                                continue;
+                            }
+                            let event =
+                                LinkEvent { t_s: now, device, kind, source: FlapSource::KernelLog, line: message };
+                            for u in logs.event(event) {
+                                let _ = writer.apply(u);
+                            }
+                        }
+                    }
+                    std::thread::sleep(POLL_INTERVAL);
+                }
+            })
+            .expect("spawning a thread");
+        Watcher { stop, thread: Some(thread) }
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Reads an ESXi vmkernel.log and records its flaps in the store (replacing
+/// those of an earlier read); returns how many.
+pub fn import_vmkernel_log(store: &Store, path: &Path) -> std::io::Result<usize> {
+    let file = File::open(path)?;
+    let mut tracker = LogFlapTracker::new();
+    let mut updates = Vec::new();
+    for line in std::io::BufReader::new(file).lines() {
+        let line = line?;
+        if let Some(event) = parse_vmkernel_line(&line) {
+            updates.extend(tracker.event(event));
+        }
+    }
+    let still_open = tracker.finish();
+    store.delete_events_from("vmkernel_log").map_err(std::io::Error::other)?;
+    let mut writer = FlapWriter { store, metrics: None, open_rows: BTreeMap::new() };
+    let mut count = 0;
+    for u in updates {
+        if matches!(u, FlapUpdate::Closed(_)) {
+            count += 1;
+        }
+        writer.apply(u).map_err(std::io::Error::other)?;
+    }
+    Ok(count + still_open.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn longest_prefix_wins() {
+        let table = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT
+eth0\t00000000\t0102A8C0\t0003\t0\t0\t100\t00000000\t0\t0\t0
+eth0\t0002A8C0\t00000000\t0001\t0\t0\t100\t00FFFFFF\t0\t0\t0
+vA\t000A0A0A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0
+";
+        assert_eq!(route_interface_in(table, "10.10.10.2".parse().unwrap()).as_deref(), Some("vA"));
+        assert_eq!(route_interface_in(table, "192.168.2.7".parse().unwrap()).as_deref(), Some("eth0"));
+        assert_eq!(route_interface_in(table, "8.8.8.8".parse().unwrap()).as_deref(), Some("eth0"));
+        assert_eq!(route_interface_in("Iface\tDestination\n", "8.8.8.8".parse().unwrap()), None);
+    }
+
+    #[test]
+    fn loopback_is_observable() {
+        let o = observe("lo", 1.0).expect("lo exists");
+        assert!(o.up);
+        assert!(observe("no-such-if0", 1.0).is_none());
+    }
+}

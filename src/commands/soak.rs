@@ -1,0 +1,445 @@
+//! `headroom soak`: loops write, read, IOPS and network probes for hours into
+//! a SQLite database, watches the links on the path, and at the end names
+//! what it found (periodic dips, latency drift, link flaps, outages).
+//!
+//! This file adapts the disk (and net) engines to `headroom_soak::CycleProbe`,
+//! checks the flags, and presents; the loop, store, watcher and detectors
+//! live in crates/soak and crates/analysis.
+
+use crate::output::{Outcome, Output};
+use anyhow::{bail, Context};
+use headroom_disk::preset::test_def;
+use headroom_disk::probe::{honesty_warnings, to_probe};
+use headroom_disk::run::{run_test, RunSettings, Tick};
+use headroom_disk::target::{Target, TargetOptions};
+use headroom_disk::{DirectMode, EngineChoice, Pattern, Rw};
+use headroom_soak::{
+    now_unix, rfc3339, run_cycles, watch, CycleProbe, LiveSample, LoopSettings, Metrics, ProbeFailure, ProbeOutcome,
+    Progress, SampleDetail, SoakConfig, SoakInfo,
+};
+use headroom_units::{format_bytes_per_sec, DurationArg, Size};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  headroom soak --duration 3h --path /mnt/nas              write, read, iops for 3 hours
+  headroom soak --duration 24h --path /mnt/nas --server nas.lan --metrics 0.0.0.0:9464
+  headroom soak --cycle write --probe-time 60s --db cache.sqlite    write only, one-minute turns
+  headroom soak --db nas.sqlite --resume                   continue an interrupted soak
+  headroom soak --duration 10m --vmkernel-log vmkernel.log --json
+  headroom report nas.sqlite --html nas.html               draw a soak
+
+Every per-second sample is committed to the database as it arrives: a killed
+soak loses at most the last second, and --resume continues it (the gap is
+recorded). Detectors and their thresholds: docs/detectors.md.")]
+pub struct SoakArgs {
+    /// How long to soak in total (e.g. 30m, 3h, 2d); Ctrl-C stops earlier [default: 3h]
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<DurationArg>,
+    /// A `headroom serve` to include network probes (HOST or HOST:PORT)
+    #[arg(long, value_name = "HOST")]
+    pub server: Option<String>,
+    /// Directory for the disk probes' test file [default: .]
+    #[arg(long, value_name = "DIR")]
+    pub path: Option<PathBuf>,
+    /// Probes of one cycle, in order: write, read, iops, net
+    /// [default: write,read,iops, plus net with --server]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub cycle: Option<Vec<String>>,
+    /// Time each probe runs per cycle [default: 30s]
+    #[arg(long, value_name = "DURATION")]
+    pub probe_time: Option<DurationArg>,
+    /// Size of the disk probes' test file [default: 1G]
+    #[arg(long, value_name = "SIZE")]
+    pub size: Option<Size>,
+    /// The SQLite database to write [default: headroom-soak-<time>.sqlite]
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+    /// Continue the interrupted soak in --db (same cycle, path and server)
+    #[arg(long, requires = "db")]
+    pub resume: bool,
+    /// Serve Prometheus metrics on ADDR:PORT (e.g. 127.0.0.1:9464)
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<String>,
+    /// An ESXi vmkernel.log to read for vusb uplink reconnects (link flaps)
+    #[arg(long, value_name = "FILE")]
+    pub vmkernel_log: Option<PathBuf>,
+}
+
+/// Probe names a cycle may hold.
+const PROBES: [&str; 4] = ["write", "read", "iops", "net"];
+const DEFAULT_SIZE: u64 = 1 << 30;
+
+/// One disk probe of the cycle over the shared test file.
+struct DiskTurn {
+    name: &'static str,
+    rw: Rw,
+    block_size: u64,
+    queue_depth: u32,
+    target: Rc<Target>,
+    settings: RunSettings,
+}
+
+impl CycleProbe for DiskTurn {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn run(
+        &mut self,
+        time: Duration,
+        stop: &AtomicBool,
+        on_sample: &mut dyn FnMut(&LiveSample),
+    ) -> Result<ProbeOutcome, ProbeFailure> {
+        // No warm-up: in a soak every second counts, the first included.
+        let def = test_def(self.rw, self.block_size, self.queue_depth, 1, time, Duration::ZERO);
+        let start = now_unix();
+        let mut on_tick = |t: &Tick| {
+            if !t.ramping {
+                on_sample(&LiveSample {
+                    t_unix: start + t.elapsed.as_secs_f64(),
+                    bytes_per_sec: t.bytes_per_sec,
+                    iops: Some(t.iops),
+                    ..LiveSample::default()
+                });
+            }
+        };
+        let outcome = run_test(&self.target, &def, self.settings, stop, &mut on_tick)
+            .map_err(|e| ProbeFailure::Failed(e.to_string()))?;
+        if let Some(e) = &outcome.error {
+            if outcome.samples.is_empty() {
+                return Err(ProbeFailure::Failed(e.to_string()));
+            }
+        }
+        let warnings = honesty_warnings(&outcome, &self.target, None);
+        let probe = to_probe(&outcome, &self.target, self.settings, warnings);
+        Ok(ProbeOutcome { probe, measured_start_unix: start })
+    }
+}
+
+/// The validated plan of a new soak.
+struct Plan {
+    cycle: Vec<String>,
+    probe_time: Duration,
+    duration: Duration,
+}
+
+fn plan(args: &SoakArgs) -> anyhow::Result<Plan> {
+    let duration = args.duration.map_or(Duration::from_secs(3 * 3600), |d| d.0);
+    if duration < Duration::from_secs(1) {
+        bail!(
+            "--duration {} is too short for a soak; use e.g. --duration 30m or --duration 3h",
+            args.duration.unwrap_or(DurationArg(duration))
+        );
+    }
+    let probe_time = args.probe_time.map_or(Duration::from_secs(30), |d| d.0);
+    if probe_time < Duration::from_secs(1) {
+        bail!(
+            "--probe-time {} is shorter than one sample; use at least 1s, e.g. --probe-time 30s",
+            args.probe_time.unwrap_or(DurationArg(probe_time))
+        );
+    }
+    let cycle: Vec<String> = match &args.cycle {
+        Some(list) => list.iter().map(|p| p.trim().to_lowercase()).filter(|p| !p.is_empty()).collect(),
+        None => {
+            let mut c: Vec<String> = ["write", "read", "iops"].iter().map(|s| s.to_string()).collect();
+            if args.server.is_some() {
+                c.push("net".into());
+            }
+            c
+        }
+    };
+    if cycle.is_empty() {
+        bail!("--cycle is empty; name probes from write, read, iops, net (e.g. --cycle write,read)");
+    }
+    for p in &cycle {
+        if !PROBES.contains(&p.as_str()) {
+            bail!("--cycle: '{p}' is not a probe; use write, read, iops or net (e.g. --cycle write,read,net)");
+        }
+    }
+    for (i, p) in cycle.iter().enumerate() {
+        if cycle[..i].contains(p) {
+            bail!("--cycle names '{p}' twice; name each probe once (e.g. --cycle write,read)");
+        }
+    }
+    if cycle.iter().any(|p| p == "net") && args.server.is_none() {
+        bail!("--cycle net needs --server HOST (a `headroom serve`); e.g. --server nas.lan");
+    }
+    Ok(Plan { cycle, probe_time, duration })
+}
+
+fn parse_metrics_addr(spec: &str) -> anyhow::Result<SocketAddr> {
+    spec.to_socket_addrs().ok().and_then(|mut a| a.next()).with_context(|| {
+        format!("--metrics '{spec}' is not ADDR:PORT; use e.g. --metrics 127.0.0.1:9464 or --metrics 0.0.0.0:9464")
+    })
+}
+
+/// Interfaces on the path to `server`: the route's interface for its IPv4
+/// address. None when the server does not resolve (the outage is recorded
+/// by the net probe).
+fn path_interfaces(server: Option<&str>) -> Vec<String> {
+    let Some(server) = server else { return Vec::new() };
+    let host = server
+        .rsplit_once(':')
+        .filter(|(h, p)| !h.contains(':') && p.parse::<u16>().is_ok())
+        .map_or(server, |(h, _)| h);
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let addrs = (host, 0).to_socket_addrs().map(|a| a.collect::<Vec<_>>()).unwrap_or_default();
+    addrs
+        .iter()
+        .find_map(|a| match a.ip() {
+            std::net::IpAddr::V4(v4) => watch::route_interface(v4),
+            std::net::IpAddr::V6(_) => None,
+        })
+        .into_iter()
+        .collect()
+}
+
+fn default_db() -> PathBuf {
+    let stamp = rfc3339(now_unix()).replace([':', '-'], "").replace('T', "-").trim_end_matches('Z').to_string();
+    PathBuf::from(format!("headroom-soak-{stamp}.sqlite"))
+}
+
+fn disk_probe(name: &str, target: &Rc<Target>, settings: RunSettings) -> Option<Box<dyn CycleProbe>> {
+    let (name, rw, block_size, queue_depth) = match name {
+        "write" => ("write", Rw::Write, 1 << 20, 8),
+        "read" => ("read", Rw::Read, 1 << 20, 8),
+        "iops" => ("iops", Rw::RandRead, 4096, 32),
+        _ => return None,
+    };
+    Some(Box::new(DiskTurn { name, rw, block_size, queue_depth, target: target.clone(), settings }))
+}
+
+pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
+    let stop = crate::signals::stop_flag();
+    let metrics_addr = args.metrics.as_deref().map(parse_metrics_addr).transpose()?;
+    if let Some(log) = &args.vmkernel_log {
+        std::fs::File::open(log).with_context(|| format!("--vmkernel-log {}: cannot read it", log.display()))?;
+    }
+    let db = args.db.clone().unwrap_or_else(default_db);
+    let fresh_plan = if args.resume { None } else { Some(plan(args)?) };
+    if args.resume {
+        for (flag, given) in [
+            ("--cycle", args.cycle.is_some()),
+            ("--path", args.path.is_some()),
+            ("--server", args.server.is_some()),
+            ("--probe-time", args.probe_time.is_some()),
+            ("--size", args.size.is_some()),
+        ] {
+            if given {
+                bail!("{flag} cannot change a soak being resumed (its settings are in {}); drop {flag}", db.display());
+            }
+        }
+    }
+
+    let now = now_unix();
+    let new_info = match &fresh_plan {
+        Some(p) => SoakInfo {
+            started_at: rfc3339(now),
+            started_unix: now,
+            planned_s: Some(p.duration.as_secs_f64()),
+            config: SoakConfig {
+                cycle: p.cycle.clone(),
+                probe_s: p.probe_time.as_secs_f64(),
+                path: Some(args.path.clone().unwrap_or_else(|| PathBuf::from(".")).display().to_string()),
+                server: args.server.clone(),
+                vmkernel_log: args.vmkernel_log.as_ref().map(|p| p.display().to_string()),
+                extra: serde_json::json!({"size": args.size.map_or(DEFAULT_SIZE, |s| s.0)}),
+            },
+            host: None,
+        },
+        None => SoakInfo {
+            started_at: String::new(),
+            started_unix: now,
+            planned_s: None,
+            config: SoakConfig {
+                cycle: vec![],
+                probe_s: 0.0,
+                path: None,
+                server: None,
+                vmkernel_log: None,
+                extra: serde_json::Value::Null,
+            },
+            host: None,
+        },
+    };
+    let planned = if args.resume { args.duration.map(|d| d.0) } else { fresh_plan.as_ref().map(|p| p.duration) };
+    let opened = headroom_soak::open_soak(&db, args.resume, new_info, planned)?;
+    let mut store = opened.store;
+    let config = opened.info.config.clone();
+    if let Some(gap) = opened.gap_s {
+        if !out.json {
+            eprintln!("headroom: resuming {} after a gap of {:.1} s", db.display(), gap);
+        }
+    }
+
+    let metrics = Metrics::new();
+    if let Some(addr) = metrics_addr {
+        let bound = metrics.serve(addr).with_context(|| format!("--metrics {addr}: cannot listen there"))?;
+        if !out.json {
+            eprintln!("headroom: Prometheus metrics on http://{bound}/metrics");
+        }
+    }
+    let vmkernel_log = args.vmkernel_log.clone().or_else(|| config.vmkernel_log.as_ref().map(PathBuf::from));
+    if let Some(log) = &vmkernel_log {
+        watch::import_vmkernel_log(&store, log).with_context(|| format!("--vmkernel-log {}", log.display()))?;
+    }
+
+    // The disk probes share one test file, laid out once.
+    let settings = RunSettings { engine: EngineChoice::Auto, direct: DirectMode::Auto, pattern: Pattern::Random };
+    let disk_names: Vec<&str> = config.cycle.iter().map(String::as_str).filter(|p| *p != "net").collect();
+    let mut probes: Vec<Box<dyn CycleProbe>> = Vec::new();
+    let mut target_holder = None;
+    if !disk_names.is_empty() {
+        let dir = PathBuf::from(config.path.clone().unwrap_or_else(|| ".".into()));
+        let size = config.extra.get("size").and_then(|s| s.as_u64()).unwrap_or(DEFAULT_SIZE);
+        let target = prepare_target(&dir, size, &disk_names, stop, out)?;
+        let Some(target) = target else {
+            store.end_session(opened.session, now_unix(), "interrupted")?;
+            return Ok(Outcome::Error);
+        };
+        let target = Rc::new(target);
+        target_holder = Some(target.clone());
+        for name in &config.cycle {
+            if let Some(p) = disk_probe(name, &target, settings) {
+                probes.push(p);
+            }
+        }
+    }
+    if config.cycle.iter().any(|p| p == "net") {
+        let server = config.server.clone().unwrap_or_default();
+        probes.insert(
+            config.cycle.iter().position(|p| p == "net").unwrap_or(probes.len()).min(probes.len()),
+            net_probe(&server)?,
+        );
+    }
+
+    let watcher =
+        watch::Watcher::start(store.reopen()?, path_interfaces(config.server.as_deref()), Some(metrics.clone()));
+    let loop_settings = LoopSettings {
+        probe_time: Duration::from_secs_f64(config.probe_s.max(1.0)),
+        remaining: opened.remaining,
+        min_turn: Duration::from_secs(1),
+    };
+    let show = !out.json;
+    let result = run_cycles(&mut store, opened.session, &mut probes, loop_settings, stop, Some(&metrics), &mut |p| {
+        if !show {
+            return;
+        }
+        if let Progress::TurnEnded { cycle, probe, outcome } = p {
+            match outcome {
+                Ok(o) => eprintln!(
+                    "cycle {cycle:>4} {probe:<5} {:>14}{}",
+                    format_bytes_per_sec(o.probe.summary.bytes_per_sec),
+                    o.probe.summary.iops.map(|i| format!("  {i:>9.0} IOPS")).unwrap_or_default()
+                ),
+                Err(ProbeFailure::Unreachable(why)) => {
+                    eprintln!("cycle {cycle:>4} {probe:<5} server unreachable: {why}")
+                }
+                Err(ProbeFailure::Failed(why)) => eprintln!("cycle {cycle:>4} {probe:<5} failed: {why}"),
+            }
+        }
+    });
+    drop(watcher);
+    drop(probes);
+    drop(target_holder); // removes the test file
+    let reason = result?;
+    store.end_session(opened.session, now_unix(), reason.as_str())?;
+    if let Some(log) = &vmkernel_log {
+        // The log may have grown while the soak ran.
+        watch::import_vmkernel_log(&store, log).with_context(|| format!("--vmkernel-log {}", log.display()))?;
+    }
+
+    let doc = headroom_soak::result_from_store(&store, SampleDetail::None)?;
+    if out.json {
+        out.print_json(&doc)?;
+    } else {
+        present(&doc, &db, out);
+    }
+    Ok(Outcome::Ok)
+}
+
+/// Creates (and for reads lays out) the test file; `None` when Ctrl-C came first.
+fn prepare_target(
+    dir: &Path,
+    size: u64,
+    probes: &[&str],
+    stop: &AtomicBool,
+    out: &Output,
+) -> anyhow::Result<Option<Target>> {
+    let writes = probes.contains(&"write");
+    let target = Target::prepare(
+        dir,
+        &TargetOptions {
+            size: Some(size),
+            default_size: DEFAULT_SIZE,
+            writes,
+            destructive: false,
+            force: false,
+            keep: false,
+        },
+    )
+    .map_err(|e| anyhow::anyhow!(e.to_string()))?;
+    if target.needs_layout() && probes.iter().any(|p| *p != "write") {
+        let bar = crate::progress::Progress::new(out.progress && !out.json, "laying out", None);
+        let laid = target.layout(stop, |done, total| {
+            if done % (64 << 20) == 0 || done == total {
+                bar.update(
+                    Duration::ZERO,
+                    &format!("{} of {}", headroom_units::format_size(done), headroom_units::format_size(total)),
+                );
+            }
+        });
+        bar.finish();
+        laid.map_err(|e| anyhow::anyhow!(e.to_string()))?;
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(None);
+        }
+    }
+    Ok(Some(target))
+}
+
+fn net_probe(server: &str) -> anyhow::Result<Box<dyn CycleProbe>> {
+    bail!("--server {server}: network probes in soak need the net engine, which this build does not have yet")
+}
+
+/// The end-of-soak summary on stdout.
+fn present(doc: &headroom_result::ResultDoc, db: &Path, out: &Output) {
+    let soak = doc.soak.clone().unwrap_or_default();
+    println!(
+        "{} {} in {} session(s), {} turns, {} samples -> {}",
+        out.bold("soak"),
+        headroom_units::format_duration(Duration::from_secs_f64(soak.elapsed_s.max(0.0).round())),
+        soak.sessions,
+        soak.cycles,
+        soak.samples,
+        db.display()
+    );
+    for p in &doc.probes {
+        let lat = p
+            .summary
+            .latency_ns
+            .as_ref()
+            .map(|l| format!("  latency mean {:.0} us, p99 {:.0} us", l.mean / 1e3, l.p99 / 1e3))
+            .unwrap_or_default();
+        let iops = p.summary.iops.map(|i| format!("  {i:.0} IOPS")).unwrap_or_default();
+        println!(
+            "  {:<10} {:>14}{iops}{lat}",
+            p.name.trim_start_matches("soak "),
+            format_bytes_per_sec(p.summary.bytes_per_sec)
+        );
+    }
+    for g in &soak.gaps {
+        println!("  gap: {:.1} s without samples from +{:.1} s ({})", g.duration_s, g.from_s, g.reason);
+    }
+    if soak.detections.is_empty() {
+        println!("  no dips, drift, flaps or outages detected");
+    }
+    for d in &soak.detections {
+        println!("  {}: {}", out.bold(&d.kind), d.message);
+    }
+}
