@@ -1,0 +1,126 @@
+//! `headroom run` end to end in the lab: a client namespace and a server
+//! namespace joined by a tbf-shaped veth, and a loop device throttled by
+//! cgroup blkio under the disk probes. Once with the link as the narrow hop,
+//! once with the disk: the verdict must name the right one.
+
+use headroom_lab::blockdev::{BlkioThrottle, LoopDevice, Mount};
+use headroom_lab::netns::TwoHosts;
+use headroom_limits::{tbf_rate_emulating, Framing};
+use headroom_result::ResultDoc;
+use std::path::Path;
+use std::time::Duration;
+
+const MB: u64 = 1_000_000;
+
+/// Runs `headroom run` inside namespace a against a `headroom serve` in b,
+/// with the disk probes on a throttled loop device, and returns the document.
+fn run_in_lab(link: &str, link_bits: f64, disk_bytes_per_sec: u64) -> ResultDoc {
+    let exe = Path::new(env!("CARGO_BIN_EXE_headroom"));
+    let hosts = TwoHosts::new(1500).expect("namespaces");
+    // Shape so that TCP sees what a real Ethernet link of `link_bits` carries.
+    hosts.shape(tbf_rate_emulating(link_bits, &Framing::default()) as u64).expect("tbf");
+    let mut server = hosts
+        .b
+        .spawn(exe.to_str().unwrap(), &["serve", "--bind", &hosts.addr_b.to_string(), "--no-auth", "--quiet"])
+        .expect("serve in b");
+    std::thread::sleep(Duration::from_millis(300));
+
+    let loop_dev = LoopDevice::new(512 << 20).expect("loop device");
+    loop_dev.mkfs("ext4").expect("mkfs");
+    let mount = Mount::device(&loop_dev.path, "ext4").expect("mount");
+    let throttle =
+        BlkioThrottle::new(&loop_dev.major_minor(), Some(disk_bytes_per_sec), Some(disk_bytes_per_sec), None, None)
+            .expect("blkio group");
+    let tmp = tempfile::tempdir().unwrap();
+    let save = tmp.path().join("run.json");
+    let out = throttle
+        .command(
+            Path::new("ip"),
+            &[
+                "netns",
+                "exec",
+                &hosts.a.name,
+                exe.to_str().unwrap(),
+                "run",
+                "--server",
+                &hosts.addr_b.to_string(),
+                "--path",
+                mount.path().to_str().unwrap(),
+                "--link",
+                link,
+                "--save",
+                save.to_str().unwrap(),
+                "--quiet",
+            ],
+        )
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("headroom run");
+    server.kill();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "run failed\nstdout: {stdout}\nstderr: {}", String::from_utf8_lossy(&out.stderr));
+    eprintln!("{stdout}");
+    ResultDoc::from_json(&std::fs::read_to_string(&save).unwrap()).unwrap()
+}
+
+/// (bottleneck, explanation, path figure in bytes/s, percent of the ceiling).
+fn verdict_of(doc: &ResultDoc, direction: &str) -> (String, String, f64, Option<f64>) {
+    let v = doc.verdict.as_ref().expect("verdict");
+    let d = v.directions.iter().find(|d| d["direction"] == direction).expect("direction");
+    (
+        d["bottleneck"].as_str().unwrap().to_string(),
+        d["explanation"].as_str().unwrap().to_string(),
+        d["figure_bytes_per_sec"].as_f64().unwrap(),
+        d["percent_of_ceiling"].as_f64(),
+    )
+}
+
+fn lab_ready() -> bool {
+    if !headroom_lab::is_root() {
+        eprintln!("SKIPPED run lab: needs root (namespaces, loop devices, cgroups)");
+        return false;
+    }
+    if !BlkioThrottle::available() {
+        eprintln!("SKIPPED run lab: cgroup v1 blkio is not mounted at /sys/fs/cgroup/blkio");
+        return false;
+    }
+    for program in ["ip", "tc", "mkfs.ext4", "losetup"] {
+        if !headroom_lab::has_program(program) {
+            eprintln!("SKIPPED run lab: `{program}` is not installed (run scripts/install-deps.sh)");
+            return false;
+        }
+    }
+    true
+}
+
+#[test]
+fn narrow_link_is_named_the_bottleneck() {
+    if !lab_ready() {
+        return;
+    }
+    // A 100 Mb/s link (11.8 MB/s of TCP) in front of a 60 MB/s disk.
+    let doc = run_in_lab("100mbe", 100e6, 60 * MB);
+    for dir in ["read", "write"] {
+        let (bottleneck, explanation, _, percent) = verdict_of(&doc, dir);
+        assert_eq!(bottleneck, "link", "{dir}: {explanation}");
+        assert!(explanation.contains("100MbE TCP (MTU 1500) ceiling"), "{explanation}");
+        // tbf shaped to emulate the link: TCP lands within a few percent of the arithmetic.
+        let percent = percent.unwrap();
+        assert!((90.0..=105.0).contains(&percent), "{dir}: {percent}% of the ceiling");
+    }
+}
+
+#[test]
+fn narrow_disk_is_named_the_bottleneck() {
+    if !lab_ready() {
+        return;
+    }
+    // A 1 Gb/s link (117.7 MB/s of TCP) in front of a 20 MB/s disk.
+    let doc = run_in_lab("1gbe", 1e9, 20 * MB);
+    for dir in ["read", "write"] {
+        let (bottleneck, explanation, figure, _) = verdict_of(&doc, dir);
+        assert_eq!(bottleneck, "disk", "{dir}: {explanation}");
+        // The blkio throttle is what the disk figure shows.
+        assert!((figure / (20 * MB) as f64 - 1.0).abs() < 0.1, "{dir}: {figure} B/s against a 20 MB/s throttle");
+    }
+}
