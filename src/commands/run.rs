@@ -3,11 +3,12 @@
 //! starts itself) and the disk probes on `--path`, derives the ceilings of
 //! every hop, and prints the verdict; `--goal` turns it into a pass/fail.
 //!
-//! The engines are reached through their own subcommands, run as child
-//! processes of this same binary that hand back result documents
-//! (`sys --json`, `disk --json`, `net --json`): the result document is the
-//! only contract between the measuring commands and this one, so `run` knows
-//! no engine internals and measures exactly what `headroom disk`/`net` do.
+//! The measurements are the engines' own subcommands, run as child processes
+//! of this same binary that hand back result documents (`sys --json`,
+//! `disk --json`, `net --json`): the result document is the only contract
+//! between the measuring commands and this one, so `run` measures exactly what
+//! `headroom disk`/`net` do and shows their live progress bars. The loopback
+//! server of a run without `--server` runs in this process.
 
 use crate::output::{Outcome, Output};
 use anyhow::{bail, Context};
@@ -16,10 +17,8 @@ use headroom_analysis::goals::{evaluate, parse_goals, Goal, GoalResult};
 use headroom_analysis::{annotate, PathHints};
 use headroom_report::{presenter, Format, Report, ResultView, Style};
 use headroom_result::{Host, Probe, ResultDoc, Warning};
-use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
@@ -109,51 +108,6 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     })
 }
 
-/// A child `headroom serve` on loopback, stopped when dropped.
-struct LoopbackServer {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl LoopbackServer {
-    fn start(exe: &Path) -> anyhow::Result<Self> {
-        // Ask the OS for a free port; the tiny window until serve binds it is
-        // harmless on loopback.
-        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-        let child = Command::new(exe)
-            .args(["serve", "--bind", "127.0.0.1", "--port", &port.to_string(), "--quiet"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .context("starting the loopback `headroom serve`")?;
-        let mut server = LoopbackServer { child, addr };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-            if let Some(status) = server.child.try_wait()? {
-                let mut err = String::new();
-                if let Some(mut e) = server.child.stderr.take() {
-                    std::io::Read::read_to_string(&mut e, &mut err).ok();
-                }
-                bail!("the loopback `headroom serve` exited ({status}): {}", err.trim());
-            }
-            if Instant::now() > deadline {
-                bail!("the loopback `headroom serve` did not listen on {addr} within 10 s");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Ok(server)
-    }
-}
-
-impl Drop for LoopbackServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Runs `headroom ARGS --json` and returns its stdout; its stderr (progress
 /// bars, warnings) goes to the user's terminal.
 fn child_json(exe: &Path, args: &[String], quiet: bool, what: &str) -> anyhow::Result<String> {
@@ -217,9 +171,15 @@ pub fn run(args: &RunArgs, out: &Output) -> anyhow::Result<Outcome> {
 
     let mut probes: Vec<Probe> = Vec::new();
     {
+        // With no --server, an in-process headroom server on a free loopback
+        // port; it stops when `loopback` drops at the end of this block.
         let loopback = match &plan.server {
             Some(_) => None,
-            None => Some(LoopbackServer::start(&exe)?),
+            None => Some(
+                headroom_net::server::Server::bind(headroom_net::server::ServerConfig::loopback(0))
+                    .map_err(|e| anyhow::anyhow!("starting the loopback server: {e}"))?
+                    .spawn(),
+            ),
         };
         let server = plan.server.clone().unwrap_or_else(|| loopback.as_ref().expect("started above").addr.to_string());
         let text = child_json(

@@ -5,8 +5,8 @@
 //! Reads only the result document (headroom-result) and the limits model;
 //! never runs I/O and never prints.
 
-pub mod cliff;
 pub mod ceilings;
+pub mod cliff;
 pub mod compare;
 pub mod goals;
 pub mod verdict;
