@@ -377,11 +377,13 @@ mod tests {
             mountpoint: "/".into(),
             fstype: "ext4".into(),
             device: "/dev/sda2".into(),
+            ..Default::default()
         });
         doc.host.filesystems.push(Filesystem {
             mountpoint: "/data".into(),
             fstype: "xfs".into(),
             device: "/dev/nvme0n1p1".into(),
+            ..Default::default()
         });
         doc.host.block_devices.push(BlockDevice {
             name: "sda".into(),
