@@ -250,3 +250,63 @@ fn a_read_only_filesystem_is_refused_naming_the_path() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("not writable"), "{}", stderr(&o));
 }
+
+#[test]
+fn the_quick_preset_runs_its_six_tests_in_order() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let d = doc(&disk(&[dir.path().to_str().unwrap(), "--time", "150ms", "--ramp", "0s", "--size", "16M", "--json"]));
+    let ids: Vec<_> = d.probes.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "seq1m-q8t1-read",
+            "seq1m-q8t1-write",
+            "rnd4k-q32t1-read",
+            "rnd4k-q32t1-write",
+            "rnd4k-q1t1-read",
+            "rnd4k-q1t1-write"
+        ]
+    );
+    assert!(d.probes.iter().all(|p| p.summary.ops.unwrap_or(0) > 0));
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+#[test]
+fn psync_runs_one_thread_per_queued_io_and_says_so() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let d = doc(&disk(
+        &[dir.path().to_str().unwrap(), "--rw", "randread", "--qd", "4", "--engine", "psync", "--json"]
+            .iter()
+            .chain(SHORT)
+            .copied()
+            .collect::<Vec<_>>(),
+    ));
+    let p = &d.probes[0];
+    let ProbeSpec::Disk(spec) = &p.spec else { panic!() };
+    assert_eq!(spec.engine, "psync");
+    assert_eq!(p.details["threads"], 4);
+    let fio = spec.fio_equivalent.as_deref().unwrap();
+    assert!(fio.contains("--ioengine=psync") && fio.contains("--numjobs=4"), "{fio}");
+}
+
+#[test]
+fn the_pattern_flag_decides_what_lands_on_disk() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let zero_share = |pattern: &str| {
+        let sub = tempfile::tempdir_in(dir.path()).unwrap();
+        let args =
+            [sub.path().to_str().unwrap(), "--rw", "write", "--bs", "64k", "--pattern", pattern, "--keep", "--json"];
+        let args: Vec<&str> =
+            args.iter().chain(&["--time", "400ms", "--ramp", "0s", "--size", "4M"]).copied().collect();
+        doc(&disk(&args));
+        let kept = leftovers(sub.path());
+        let data = std::fs::read(sub.path().join(&kept[0])).unwrap();
+        data.iter().filter(|&&b| b == 0).count() as f64 / data.len() as f64
+    };
+    let random = zero_share("random");
+    let zero = zero_share("zero");
+    let half = zero_share("compressible=50");
+    assert!(random < 0.01, "random data has {random} zero bytes");
+    assert!(zero > 0.99, "zero pattern has {zero} zero bytes");
+    assert!((0.45..0.6).contains(&half), "compressible=50 has {half} zero bytes");
+}

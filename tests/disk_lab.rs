@@ -206,3 +206,38 @@ fn a_disk_filling_up_mid_test_ends_with_a_clear_error_and_no_test_file() {
         .collect();
     assert!(left.is_empty(), "test file left behind");
 }
+
+#[test]
+fn sustained_writes_report_the_cliff_when_the_device_slows_down() {
+    headroom_lab::require_root!();
+    if !BlkioThrottle::available() {
+        eprintln!("SKIPPED: cgroup v1 blkio is not mounted");
+        return;
+    }
+    // A fast device that turns slow after 3 s, like an SLC cache running full.
+    let dev = LoopDevice::new(512 << 20).unwrap();
+    let throttle = BlkioThrottle::new(&dev.major_minor(), None, None, None, None).unwrap();
+    let p = dev.path.to_string_lossy().to_string();
+    let child = throttle
+        .command(
+            headroom_bin(),
+            &["disk", &p, "--preset", "sustained", "--bs", "256k", "--time", "8s", "--destructive", "--json"],
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(3200));
+    throttle.set("blkio.throttle.write_bps_device", &dev.major_minor(), 4 << 20).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let d = doc(&out);
+    let probe = &d.probes[0];
+    assert_eq!(probe.name, "SEQ256K Q8T1 write");
+    let cliff = probe.warnings.iter().find(|w| w.code == "write_cliff");
+    assert!(cliff.is_some(), "no write_cliff warning; samples: {:?}", probe.samples);
+    let details = &probe.details["write_cliff"];
+    let at = details["at_s"].as_f64().unwrap();
+    assert!((2.0..=5.0).contains(&at), "cliff at {at} s, throttled at ~3 s");
+    let after = details["bytes_per_sec_after"].as_f64().unwrap();
+    assert!(after < 6e6, "rate after the cliff {after}");
+}

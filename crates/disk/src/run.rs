@@ -146,6 +146,22 @@ pub fn run_test(
     let direct_mode = def.direct.unwrap_or(settings.direct);
     let want_direct = direct_mode != DirectMode::Off;
     let (file, direct) = target.open(def.rw.writes(), want_direct, direct_mode == DirectMode::On, def.sync)?;
+    // `auto` must also survive a ring that sets up but cannot register this
+    // test's buffers (RLIMIT_MEMLOCK on older kernels): try the real thing once.
+    let engine_kind = if settings.engine == EngineChoice::Auto && engine_kind == EngineKind::IoUring {
+        let config = EngineConfig {
+            fd: file.as_raw_fd(),
+            depth: def.queue_depth as usize,
+            buf_size: def.block_size as usize,
+            buf_align: target.mem_align,
+        };
+        match crate::engine::UringEngine::new(config) {
+            Ok(_) => EngineKind::IoUring,
+            Err(_) => EngineKind::Psync,
+        }
+    } else {
+        engine_kind
+    };
     if direct && !def.block_size.is_multiple_of(target.dio_align) {
         return Err(DiskError::Usage(format!(
             "--bs {} is not a multiple of {}'s O_DIRECT alignment ({} bytes, from {}); use e.g. --bs 4k, or --direct off",

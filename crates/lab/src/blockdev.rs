@@ -188,6 +188,12 @@ impl BlkioThrottle {
         Ok(throttle)
     }
 
+    /// Sets (or changes, while processes run) one throttle file, e.g.
+    /// `blkio.throttle.write_bps_device`, for `major_minor`.
+    pub fn set(&self, file: &str, major_minor: &str, value: u64) -> io::Result<()> {
+        std::fs::write(self.dir.join(file), format!("{major_minor} {value}\n"))
+    }
+
     /// `program args...` started inside this group (via a shell that moves
     /// itself into the group and then execs the program).
     pub fn command(&self, program: &Path, args: &[&str]) -> Command {
