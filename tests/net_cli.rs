@@ -25,12 +25,23 @@ fn one_error_line(out: &std::process::Output, needle: &str) {
 #[test]
 fn default_suite_on_loopback_json() {
     let (server, port) = serve(&[]);
-    let out = run(Command::new(bin()).args(["net", &format!("127.0.0.1:{port}"), "--time", "1s", "--streams", "2", "--json"]));
+    let out = run(Command::new(bin()).args([
+        "net",
+        &format!("127.0.0.1:{port}"),
+        "--time",
+        "1s",
+        "--streams",
+        "2",
+        "--json",
+    ]));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let doc = json(&out);
     assert_eq!(doc["schema"], "headroom.result/v1");
     let ids: Vec<&str> = doc["probes"].as_array().unwrap().iter().map(|p| p["id"].as_str().unwrap()).collect();
-    assert_eq!(ids, ["rr-idle", "udp-echo", "tcp-connect", "tcp-up-1", "tcp-down-1", "tcp-up-2", "tcp-down-2", "tcp-bidir-2"]);
+    assert_eq!(
+        ids,
+        ["rr-idle", "udp-echo", "tcp-connect", "tcp-up-1", "tcp-down-1", "tcp-up-2", "tcp-down-2", "tcp-bidir-2"]
+    );
     for p in doc["probes"].as_array().unwrap() {
         assert!(["net", "ping"].contains(&p["kind"].as_str().unwrap()));
         if p["id"].as_str().unwrap().starts_with("tcp-") && p["id"] != "tcp-connect" {
@@ -53,7 +64,17 @@ fn fixed_transfer_and_udp_rate() {
     let p = &doc["probes"][0];
     assert_eq!(p["spec"]["bytes"], 200_000_000u64);
     assert_eq!(p["details"]["upload_bytes"], 200_000_000u64);
-    let out = run(Command::new(bin()).args(["net", &format!("127.0.0.1:{port}"), "--udp", "20M", "--tests", "udp", "--time", "1s", "--json"]));
+    let out = run(Command::new(bin()).args([
+        "net",
+        &format!("127.0.0.1:{port}"),
+        "--udp",
+        "20M",
+        "--tests",
+        "udp",
+        "--time",
+        "1s",
+        "--json",
+    ]));
     let doc = json(&out);
     let rate = doc["probes"][0]["summary"]["bytes_per_sec"].as_f64().unwrap() * 8.0;
     assert!(close(rate, 20e6, 0.1), "UDP at {rate} b/s, asked 20 Mb/s");
@@ -63,21 +84,42 @@ fn fixed_transfer_and_udp_rate() {
 #[test]
 fn ping_tcp_and_udp() {
     let (_server, port) = serve(&[]);
-    let out = run(Command::new(bin()).args(["ping", &format!("127.0.0.1:{port}"), "--count", "5", "--interval", "10ms", "--json"]));
+    let out = run(Command::new(bin()).args([
+        "ping",
+        &format!("127.0.0.1:{port}"),
+        "--count",
+        "5",
+        "--interval",
+        "10ms",
+        "--json",
+    ]));
     assert!(out.status.success());
     let doc = json(&out);
     assert_eq!(doc["probes"][0]["kind"], "ping");
     assert_eq!(doc["probes"][0]["spec"]["method"], "tcp_connect");
     assert_eq!(doc["probes"][0]["summary"]["ops"], 5);
     // Closed with RST: no TIME_WAIT left on the client side towards that port.
-    let ss = String::from_utf8_lossy(&Command::new("ss").args(["-tan", "state", "time-wait"]).output().unwrap().stdout).to_string();
-    let towards: Vec<&str> = ss.lines().filter(|l| l.split_whitespace().nth(3) == Some(&format!("127.0.0.1:{port}"))).collect();
+    let ss = String::from_utf8_lossy(&Command::new("ss").args(["-tan", "state", "time-wait"]).output().unwrap().stdout)
+        .to_string();
+    let towards: Vec<&str> =
+        ss.lines().filter(|l| l.split_whitespace().nth(3) == Some(&format!("127.0.0.1:{port}"))).collect();
     assert!(towards.is_empty(), "TIME_WAIT left: {towards:?}");
-    let text = run(Command::new(bin()).args(["ping", &format!("127.0.0.1:{port}"), "--count", "3", "--interval", "10ms"]));
+    let text =
+        run(Command::new(bin()).args(["ping", &format!("127.0.0.1:{port}"), "--count", "3", "--interval", "10ms"]));
     let s = String::from_utf8_lossy(&text.stdout);
     assert!(s.contains("rtt min/avg/max/stddev/p99"), "{s}");
     // Without a port in TARGET: UDP echo against the headroom server.
-    let out = run(Command::new(bin()).args(["ping", "127.0.0.1", "--port", &port.to_string(), "--count", "5", "--interval", "10ms", "--json"]));
+    let out = run(Command::new(bin()).args([
+        "ping",
+        "127.0.0.1",
+        "--port",
+        &port.to_string(),
+        "--count",
+        "5",
+        "--interval",
+        "10ms",
+        "--json",
+    ]));
     let doc = json(&out);
     assert_eq!(doc["probes"][0]["spec"]["method"], "udp_echo");
     assert_eq!(doc["probes"][0]["details"]["received"], 5);
@@ -86,8 +128,14 @@ fn ping_tcp_and_udp() {
 #[test]
 fn failures_are_one_line_and_exit_2() {
     let closed = free_port();
-    one_error_line(&run(Command::new(bin()).args(["net", &format!("127.0.0.1:{closed}"), "--time", "1s"])), "connection refused");
-    one_error_line(&run(Command::new(bin()).args(["ping", &format!("127.0.0.1:{closed}"), "--count", "2"])), "connection refused");
+    one_error_line(
+        &run(Command::new(bin()).args(["net", &format!("127.0.0.1:{closed}"), "--time", "1s"])),
+        "connection refused",
+    );
+    one_error_line(
+        &run(Command::new(bin()).args(["ping", &format!("127.0.0.1:{closed}"), "--count", "2"])),
+        "connection refused",
+    );
     let (_server, port) = serve(&["--token", "right"]);
     one_error_line(&run(Command::new(bin()).args(["net", &format!("127.0.0.1:{port}"), "--token", "wrong"])), "token");
     one_error_line(&run(Command::new(bin()).args(["net", "127.0.0.1", "--streams", "0"])), "--streams");

@@ -40,17 +40,21 @@ fn headroom_client_against_stock_iperf3_server() {
         assert!(p["details"]["cpu_remote_percent"].as_f64().is_some(), "{id}: server CPU from its results");
     }
     let bidir = probe(&doc, "tcp-bidir-4");
-    assert!(bidir["details"]["upload_bytes"].as_u64().unwrap() > 0 && bidir["details"]["download_bytes"].as_u64().unwrap() > 0);
+    assert!(
+        bidir["details"]["upload_bytes"].as_u64().unwrap() > 0
+            && bidir["details"]["download_bytes"].as_u64().unwrap() > 0
+    );
     assert!(probe(&doc, "udp-up-1")["details"]["udp"]["packets"].as_u64().unwrap() > 1000);
     // The stock server's own JSON (one document per test) agrees within 2%.
     std::thread::sleep(Duration::from_millis(500));
-    drop(iperf.child.stdin.as_ref());
     let text = iperf.lines.lock().unwrap().join("\n");
     // One document per test, each starting with a line "{"; the failed handshake of
     // auto-detection may add an error document without test figures.
     let docs: Vec<serde_json::Value> = text
         .split("\n{")
-        .filter_map(|chunk| serde_json::from_str::<serde_json::Value>(&format!("{{{}", chunk.trim_start_matches('{'))).ok())
+        .filter_map(|chunk| {
+            serde_json::from_str::<serde_json::Value>(&format!("{{{}", chunk.trim_start_matches('{'))).ok()
+        })
         .filter(|d| d["end"].get("sum_received").is_some() || d["end"].get("sum").is_some())
         .collect();
     assert!(docs.len() >= 4, "iperf3 -s -J printed {} documents", docs.len());
@@ -66,9 +70,12 @@ fn stock_iperf3_client_against_headroom_serve() {
     let mut cmd = Command::new(bin());
     cmd.args(["serve", "--iperf3", "--port", &port.to_string(), "--max-clients", "2"]);
     let server = Served::start(cmd, "127.0.0.1", port);
-    let cases: &[&[&str]] = &[&[], &["-R"], &["--bidir"], &["-P", "4"], &["-u", "-b", "100M"], &["-u", "-b", "100M", "-R"]];
+    let cases: &[&[&str]] =
+        &[&[], &["-R"], &["--bidir"], &["-P", "4"], &["-u", "-b", "100M"], &["-u", "-b", "100M", "-R"]];
     for (i, extra) in cases.iter().enumerate() {
-        let out = run(Command::new("iperf3").args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1", "-J"]).args(*extra));
+        let out = run(Command::new("iperf3")
+            .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1", "-J"])
+            .args(*extra));
         let doc = json(&out);
         assert!(doc.get("error").is_none(), "iperf3 {extra:?}: {}", doc["error"]);
         let lines = server.wait_lines(i + 1, Duration::from_secs(5));

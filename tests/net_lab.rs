@@ -25,7 +25,8 @@ fn lab_servers(lab: &TwoHosts) -> (headroom_lab::netns::ChildGuard, headroom_lab
 }
 
 fn headroom_goodput(lab: &TwoHosts, tests: &str) -> (f64, serde_json::Value) {
-    let out = run(lab.b.command(bin()).args(["net", &lab.addr_a.to_string(), "--tests", tests, "--time", "2s", "--json"]));
+    let out =
+        run(lab.b.command(bin()).args(["net", &lab.addr_a.to_string(), "--tests", tests, "--time", "2s", "--json"]));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let doc = json(&out);
     (doc["probes"][0]["summary"]["bytes_per_sec"].as_f64().unwrap() * 8.0, doc)
@@ -59,7 +60,17 @@ fn tbf_goodput_reaches_the_derived_ceiling_and_matches_iperf3() {
             let (four, _) = headroom_goodput(&lab, "up");
             assert!(four >= 0.98 * ceiling, "4 streams: {four:.0} of {ceiling:.0}");
             // UDP above the shaped rate: loss shows, with jitter.
-            let out = run(lab.b.command(bin()).args(["net", &lab.addr_a.to_string(), "--tests", "udp", "--udp", "1.5G", "--time", "1s", "--json"]));
+            let out = run(lab.b.command(bin()).args([
+                "net",
+                &lab.addr_a.to_string(),
+                "--tests",
+                "udp",
+                "--udp",
+                "1.5G",
+                "--time",
+                "1s",
+                "--json",
+            ]));
             let udp = &json(&out)["probes"][0]["details"]["udp"];
             assert!(udp["loss_percent"].as_f64().unwrap() > 20.0, "{udp}");
             assert!(udp["jitter_ms"].as_f64().is_some());
@@ -75,7 +86,14 @@ fn link_cut_mid_test_ends_with_an_error_and_keeps_samples() {
     let a = lab.addr_a.to_string();
     let _server = lab.a.spawn(bin(), &["serve", "--bind", &a, "--no-auth"]).unwrap();
     std::thread::sleep(Duration::from_millis(500));
-    let client = lab.b.command(bin()).args(["net", &a, "--tests", "up1", "--time", "10s", "--timeout", "2s", "--json"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let client = lab
+        .b
+        .command(bin())
+        .args(["net", &a, "--tests", "up1", "--time", "10s", "--timeout", "2s", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     std::thread::sleep(Duration::from_millis(2500));
     let t0 = Instant::now();
     lab.cut().unwrap();
@@ -132,7 +150,15 @@ fn client_killed_mid_test_frees_the_slot_within_the_idle_timeout() {
     victim.wait().unwrap();
     let t0 = Instant::now();
     loop {
-        let out = run(Command::new(bin()).args(["net", &format!("127.0.0.1:{port}"), "--tests", "up1", "--time", "1s", "--json"]));
+        let out = run(Command::new(bin()).args([
+            "net",
+            &format!("127.0.0.1:{port}"),
+            "--tests",
+            "up1",
+            "--time",
+            "1s",
+            "--json",
+        ]));
         if out.status.success() {
             break;
         }

@@ -73,7 +73,10 @@ impl Drop for Served {
 
 /// `bytes=N` from a server log line.
 pub fn logged_bytes(line: &str) -> u64 {
-    line.split_whitespace().find_map(|w| w.strip_prefix("bytes=")).and_then(|v| v.parse().ok()).expect("bytes= in log line")
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix("bytes="))
+        .and_then(|v| v.parse().ok())
+        .expect("bytes= in log line")
 }
 
 /// Runs a command and returns its output.
@@ -83,7 +86,11 @@ pub fn run(cmd: &mut Command) -> Output {
 
 pub fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("stdout is not JSON ({e}): {}\nstderr: {}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+        panic!(
+            "stdout is not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
     })
 }
 

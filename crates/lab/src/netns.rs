@@ -49,7 +49,13 @@ impl Netns {
 
     /// Starts a background process inside the namespace; it is killed when the guard drops.
     pub fn spawn(&self, program: &str, args: &[&str]) -> io::Result<ChildGuard> {
-        let child = self.command(program).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+        let child = self
+            .command(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
         Ok(ChildGuard(Some(child)))
     }
 }
@@ -140,7 +146,20 @@ impl TwoHosts {
         for (ns, dev) in [(&self.a, &self.dev_a), (&self.b, &self.dev_b)] {
             ns.exec(
                 "tc",
-                &["qdisc", "replace", "dev", dev, "root", "tbf", "rate", &format!("{rate_bits}bit"), "burst", &burst.to_string(), "latency", "20ms"],
+                &[
+                    "qdisc",
+                    "replace",
+                    "dev",
+                    dev,
+                    "root",
+                    "tbf",
+                    "rate",
+                    &format!("{rate_bits}bit"),
+                    "burst",
+                    &burst.to_string(),
+                    "latency",
+                    "20ms",
+                ],
             )?;
         }
         Ok(())

@@ -53,8 +53,12 @@ pub fn connect(target: &Target) -> Result<(TcpStream, SocketAddr), NetError> {
 
 pub(crate) fn connect_error(addr: SocketAddr, e: &std::io::Error) -> NetError {
     let reason = match e.kind() {
-        std::io::ErrorKind::ConnectionRefused => "connection refused (nothing listens on that port; is `headroom serve` running?)".into(),
-        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => "timed out (host unreachable or a firewall drops the packets)".into(),
+        std::io::ErrorKind::ConnectionRefused => {
+            "connection refused (nothing listens on that port; is `headroom serve` running?)".into()
+        }
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
+            "timed out (host unreachable or a firewall drops the packets)".into()
+        }
         _ if e.raw_os_error() == Some(libc::EHOSTUNREACH) || e.raw_os_error() == Some(libc::ENETUNREACH) => {
             "no route to host (unreachable)".into()
         }
@@ -100,7 +104,8 @@ impl ThroughputResult {
     /// its receiver over that receiver's own window.
     pub fn bytes_per_sec(&self) -> f64 {
         let per = |bytes: u64, secs: f64| if secs > 0.0 { bytes as f64 / secs } else { 0.0 };
-        per(self.upload_bytes, self.upload_duration_s.unwrap_or(self.duration_s)) + per(self.download_bytes, self.duration_s)
+        per(self.upload_bytes, self.upload_duration_s.unwrap_or(self.duration_s))
+            + per(self.download_bytes, self.duration_s)
     }
 }
 
@@ -184,7 +189,8 @@ impl Session {
             return Err(NetError::IsIperf3);
         }
         let mut reader = std::io::Read::chain(&first[..], &mut control);
-        let reply: Reply = wire::read_frame(&mut reader, wire::MAX_FRAME).map_err(|e| NetError::Protocol(e.to_string()))?;
+        let reply: Reply =
+            wire::read_frame(&mut reader, wire::MAX_FRAME).map_err(|e| NetError::Protocol(e.to_string()))?;
         match reply {
             Reply::Welcome { session, server_version, .. } => {
                 Ok(Session { control, key: session, peer, target: target.clone(), server_version })
@@ -230,7 +236,9 @@ impl Session {
         };
         let test = match self.request(&req)? {
             Reply::TestReady { test } => test,
-            Reply::Refused { reason } => return Err(NetError::Refused(format!("{} refused the test: {reason}", self.target.display()))),
+            Reply::Refused { reason } => {
+                return Err(NetError::Refused(format!("{} refused the test: {reason}", self.target.display())))
+            }
             other => return Err(NetError::Protocol(format!("unexpected {other:?}"))),
         };
         let n = if spec.direction == Direction::Bidir { spec.streams * 2 } else { spec.streams };
@@ -276,7 +284,9 @@ impl Session {
         let rr_stop = Arc::new(AtomicBool::new(false));
         let rr_thread = if spec.rtt_under_load {
             let (peer, key, timeout, stop2) = (self.peer, self.key.clone(), self.target.timeout, rr_stop.clone());
-            Some(std::thread::spawn(move || rr_loop(peer, &key, 64, Duration::from_secs(86_400), timeout, &stop2, &mut |_| {})))
+            Some(std::thread::spawn(move || {
+                rr_loop(peer, &key, 64, Duration::from_secs(86_400), timeout, &stop2, &mut |_| {})
+            }))
         } else {
             None
         };
@@ -301,7 +311,9 @@ impl Session {
             if spec.bytes.is_none() && elapsed >= spec.duration {
                 break;
             }
-            if spec.bytes.is_some() && streams.senders_finished() && (spec.direction == Direction::Upload || streams.all_finished())
+            if spec.bytes.is_some()
+                && streams.senders_finished()
+                && (spec.direction == Direction::Upload || streams.all_finished())
             {
                 break;
             }
@@ -403,12 +415,24 @@ impl Session {
     }
 
     /// Request/response round trips of `size` bytes for `duration`.
-    pub fn rr(&self, size: usize, duration: Duration, stop: &AtomicBool, on_sample: &mut dyn FnMut(&Sample)) -> Result<RrResult, NetError> {
+    pub fn rr(
+        &self,
+        size: usize,
+        duration: Duration,
+        stop: &AtomicBool,
+        on_sample: &mut dyn FnMut(&Sample),
+    ) -> Result<RrResult, NetError> {
         rr_loop(self.peer, &self.key, size, duration, self.target.timeout, stop, on_sample)
     }
 
     /// UDP echo round trips: `count` datagrams of `size` bytes, one every `interval`.
-    pub fn udp_echo(&self, count: u32, interval: Duration, size: usize, stop: &AtomicBool) -> Result<EchoResult, NetError> {
+    pub fn udp_echo(
+        &self,
+        count: u32,
+        interval: Duration,
+        size: usize,
+        stop: &AtomicBool,
+    ) -> Result<EchoResult, NetError> {
         let key = wire::key_from_hex(&self.key).ok_or_else(|| NetError::Protocol("bad session key".into()))?;
         udp_echo(self.peer, &key, count, interval, size, self.target.timeout.min(Duration::from_secs(1)), stop)
     }
@@ -436,7 +460,8 @@ pub(crate) fn merge_udp(a: UdpRecvSummary, b: UdpRecvSummary) -> UdpRecvSummary 
 
 /// Opens a UDP stream: a connected socket whose hello the server answered.
 fn udp_hello(peer: SocketAddr, key: &[u8; wire::KEY_LEN], timeout: Duration) -> Result<UdpSocket, NetError> {
-    let local: SocketAddr = if peer.is_ipv4() { "0.0.0.0:0".parse().expect("literal") } else { "[::]:0".parse().expect("literal") };
+    let local: SocketAddr =
+        if peer.is_ipv4() { "0.0.0.0:0".parse().expect("literal") } else { "[::]:0".parse().expect("literal") };
     let sock = UdpSocket::bind(local)?;
     sock.connect(peer)?;
     let mut hello = wire::UDP_DATA_TAG.to_vec();
@@ -512,7 +537,8 @@ fn udp_echo(
     wait: Duration,
     stop: &AtomicBool,
 ) -> Result<EchoResult, NetError> {
-    let local: SocketAddr = if peer.is_ipv4() { "0.0.0.0:0".parse().expect("literal") } else { "[::]:0".parse().expect("literal") };
+    let local: SocketAddr =
+        if peer.is_ipv4() { "0.0.0.0:0".parse().expect("literal") } else { "[::]:0".parse().expect("literal") };
     let sock = UdpSocket::bind(local)?;
     sock.connect(peer)?;
     let size = size.clamp(4 + wire::KEY_LEN + 8, 1400);
@@ -554,7 +580,9 @@ fn udp_echo(
                 }
                 Ok(_) => continue, // a late answer to an earlier datagram
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                    return Err(NetError::Broken(format!("{peer}: UDP port closed (is `headroom serve` running there?)")));
+                    return Err(NetError::Broken(format!(
+                        "{peer}: UDP port closed (is `headroom serve` running there?)"
+                    )));
                 }
                 Err(_) => break,
             }

@@ -73,7 +73,10 @@ pub fn tcp_send(
             }
             Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {
                 if last_progress.elapsed() >= stall {
-                    return Err(format!("no data accepted for {:.0} s (link down or peer stalled)", stall.as_secs_f64()));
+                    return Err(format!(
+                        "no data accepted for {:.0} s (link down or peer stalled)",
+                        stall.as_secs_f64()
+                    ));
                 }
             }
             Err(e) if stop.load(Ordering::Relaxed) => {
@@ -87,7 +90,13 @@ pub fn tcp_send(
 }
 
 /// Reads and discards until end of stream or `stop`; no data for `stall` is an error.
-pub fn tcp_recv(mut stream: &TcpStream, len: usize, stop: &AtomicBool, received: &AtomicU64, stall: Duration) -> Result<(), String> {
+pub fn tcp_recv(
+    mut stream: &TcpStream,
+    len: usize,
+    stop: &AtomicBool,
+    received: &AtomicU64,
+    stall: Duration,
+) -> Result<(), String> {
     let _ = stream.set_read_timeout(Some(POLL));
     let mut buf = vec![0u8; len.max(64 * 1024)];
     let mut last_progress = Instant::now();
@@ -103,7 +112,10 @@ pub fn tcp_recv(mut stream: &TcpStream, len: usize, stop: &AtomicBool, received:
                     return Ok(());
                 }
                 if last_progress.elapsed() >= stall {
-                    return Err(format!("no data received for {:.0} s (link down or peer stalled)", stall.as_secs_f64()));
+                    return Err(format!(
+                        "no data received for {:.0} s (link down or peer stalled)",
+                        stall.as_secs_f64()
+                    ));
                 }
             }
             Err(_) if stop.load(Ordering::Relaxed) => return Ok(()),
@@ -189,6 +201,7 @@ pub fn wall_now() -> Duration {
 
 /// Sends datagrams of `len` bytes on a connected socket at `rate_bits` until
 /// `stop` or `limit` bytes; counts bytes and packets.
+#[allow(clippy::too_many_arguments)] // the hot loop takes its settings and counters flat
 pub fn udp_send(
     sock: &UdpSocket,
     len: usize,
@@ -422,7 +435,14 @@ impl StreamSet {
                     }
                 })
                 .expect("spawn a stream thread");
-            set.streams.push(RunningStream { index: i as u32, sending, bytes, packets, tcp: None, handle: Some(handle) });
+            set.streams.push(RunningStream {
+                index: i as u32,
+                sending,
+                bytes,
+                packets,
+                tcp: None,
+                handle: Some(handle),
+            });
         }
         set
     }
@@ -461,8 +481,11 @@ impl StreamSet {
     /// Stops every stream: TCP_INFO is read from sending streams first, then
     /// senders stop and receivers get `drain` to read what is in flight.
     pub fn finish(&mut self, drain: Duration) -> Vec<StreamOutcome> {
-        let infos: Vec<Option<crate::tcpinfo::TcpInfo>> =
-            self.streams.iter().map(|s| if s.sending { s.tcp.as_ref().and_then(crate::tcpinfo::read) } else { None }).collect();
+        let infos: Vec<Option<crate::tcpinfo::TcpInfo>> = self
+            .streams
+            .iter()
+            .map(|s| if s.sending { s.tcp.as_ref().and_then(crate::tcpinfo::read) } else { None })
+            .collect();
         // Senders stop now; receivers stop at EOF or after the drain time.
         self.stop_send.store(true, Ordering::Relaxed);
         let deadline = Instant::now() + drain;

@@ -88,7 +88,10 @@ pub fn read_json(r: &mut impl Read, max: u32) -> io::Result<Value> {
     r.read_exact(&mut len)?;
     let len = u32::from_be_bytes(len);
     if len > max {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("JSON of {len} bytes exceeds the limit of {max}")));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("JSON of {len} bytes exceeds the limit of {max}"),
+        ));
     }
     let mut body = vec![0u8; len as usize];
     r.read_exact(&mut body)?;
@@ -174,7 +177,12 @@ impl Params {
         let obj = v.as_object().ok_or("parameters are not a JSON object")?;
         let flag = |k: &str| obj.get(k).and_then(Value::as_bool).unwrap_or(false);
         let num = |k: &str| obj.get(k).and_then(Value::as_u64);
-        let mut p = Params { udp: flag("udp"), reverse: flag("reverse"), bidirectional: flag("bidirectional"), ..Default::default() };
+        let mut p = Params {
+            udp: flag("udp"),
+            reverse: flag("reverse"),
+            bidirectional: flag("bidirectional"),
+            ..Default::default()
+        };
         if let Some(n) = obj.get("parallel").and_then(Value::as_i64) {
             if !(1..=i64::from(MAX_STREAMS)).contains(&n) {
                 return Err(format!("{n} parallel streams asked; at most {MAX_STREAMS}"));
@@ -291,7 +299,10 @@ impl Results {
             out.streams.push(StreamResult {
                 id: g("id")? as u64,
                 bytes: g("bytes")? as u64,
-                retransmits: s.get("retransmits").and_then(|x| x.as_i64().or_else(|| x.as_u64().map(|u| u as i64))).unwrap_or(-1),
+                retransmits: s
+                    .get("retransmits")
+                    .and_then(|x| x.as_i64().or_else(|| x.as_u64().map(|u| u as i64)))
+                    .unwrap_or(-1),
                 jitter_s: g("jitter")?,
                 errors: g("errors")? as i64,
                 packets: g("packets")? as u64,

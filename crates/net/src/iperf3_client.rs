@@ -18,7 +18,10 @@ use std::time::{Duration, Instant};
 
 fn state_error(target: &Target, state: i8, conn: &mut TcpStream) -> NetError {
     match state {
-        iperf3::ACCESS_DENIED => NetError::Refused(format!("{}: the iperf3 server is busy running a test; try again later", target.display())),
+        iperf3::ACCESS_DENIED => NetError::Refused(format!(
+            "{}: the iperf3 server is busy running a test; try again later",
+            target.display()
+        )),
         iperf3::SERVER_ERROR => {
             let mut codes = [0u8; 8];
             let _ = std::io::Read::read_exact(conn, &mut codes);
@@ -55,13 +58,16 @@ fn broken(target: &Target, e: std::io::Error) -> NetError {
 }
 
 fn udp_stream(peer: SocketAddr, timeout: Duration) -> Result<UdpSocket, NetError> {
-    let local: SocketAddr = if peer.is_ipv4() { "0.0.0.0:0".parse().expect("literal") } else { "[::]:0".parse().expect("literal") };
+    let local: SocketAddr =
+        if peer.is_ipv4() { "0.0.0.0:0".parse().expect("literal") } else { "[::]:0".parse().expect("literal") };
     let sock = UdpSocket::bind(local)?;
     sock.connect(peer)?;
     sock.set_read_timeout(Some(timeout))?;
     sock.send(iperf3::UDP_HELLO)?;
     let mut buf = [0u8; 64];
-    let n = sock.recv(&mut buf).map_err(|e| NetError::Broken(format!("no answer to the iperf3 UDP hello from {peer}: {e}")))?;
+    let n = sock
+        .recv(&mut buf)
+        .map_err(|e| NetError::Broken(format!("no answer to the iperf3 UDP hello from {peer}: {e}")))?;
     if !iperf3::is_udp_reply(&buf[..n]) {
         return Err(NetError::Protocol(format!("unexpected UDP reply {:?}", &buf[..n])));
     }
@@ -249,7 +255,10 @@ fn finish_exchange(
 ) -> Result<Results, NetError> {
     // Let senders stop before telling the server, so its count is final.
     let wait = Instant::now();
-    while !streams.senders_finished() && streams.streams.iter().any(|s| s.sending) && wait.elapsed() < Duration::from_millis(500) {
+    while !streams.senders_finished()
+        && streams.streams.iter().any(|s| s.sending)
+        && wait.elapsed() < Duration::from_millis(500)
+    {
         std::thread::sleep(Duration::from_millis(2));
     }
     iperf3::write_state(conn, iperf3::TEST_END).map_err(|e| broken(target, e))?;

@@ -91,7 +91,9 @@ pub fn split_host_port(spec: &str) -> Result<(String, Option<u16>), String> {
         let (host, after) =
             rest.split_once(']').ok_or_else(|| format!("'{spec}': missing ']' (example: [fe80::1]:5201)"))?;
         return match after.strip_prefix(':') {
-            Some(p) => p.parse::<u16>().ok().filter(|&n| n > 0).map(|n| (host.to_string(), Some(n))).ok_or_else(|| bad_port(p)),
+            Some(p) => {
+                p.parse::<u16>().ok().filter(|&n| n > 0).map(|n| (host.to_string(), Some(n))).ok_or_else(|| bad_port(p))
+            }
             None if after.is_empty() => Ok((host.to_string(), None)),
             None => Err(format!("'{spec}': unexpected text after ']' (example: [fe80::1]:5201)")),
         };

@@ -206,7 +206,12 @@ pub fn connect_probe(r: &ConnectResult, as_ping: bool, protocol: &str, interval_
     if r.failures > 0 {
         p.warnings.push(Warning::new(
             "connect_failures",
-            format!("{} of {} connections failed (last: {})", r.failures, r.attempts, r.last_error.clone().unwrap_or_default()),
+            format!(
+                "{} of {} connections failed (last: {})",
+                r.failures,
+                r.attempts,
+                r.last_error.clone().unwrap_or_default()
+            ),
         ));
     }
     p

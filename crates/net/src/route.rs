@@ -19,7 +19,8 @@ pub struct Interface {
 }
 
 /// Drivers whose reported speed is nominal, not a limit.
-const VIRTUAL_DRIVERS: &[&str] = &["virtio_net", "vmxnet3", "veth", "hv_netvsc", "xen-netfront", "ena", "gve", "tun", "bridge", "e1000"];
+const VIRTUAL_DRIVERS: &[&str] =
+    &["virtio_net", "vmxnet3", "veth", "hv_netvsc", "xen-netfront", "ena", "gve", "tun", "bridge", "e1000"];
 
 impl Interface {
     pub fn is_loopback(&self) -> bool {
@@ -42,15 +43,14 @@ pub fn interface_to(peer: SocketAddr) -> Option<Interface> {
     sock.connect(peer).ok()?;
     let local_ip = sock.local_addr().ok()?.ip();
     let name = interface_with_address(local_ip)?;
-    let sys = |f: &str| std::fs::read_to_string(format!("/sys/class/net/{name}/{f}")).ok().map(|s| s.trim().to_string());
+    let sys =
+        |f: &str| std::fs::read_to_string(format!("/sys/class/net/{name}/{f}")).ok().map(|s| s.trim().to_string());
     let speed_mbps = sys("speed").and_then(|s| s.parse::<i64>().ok()).filter(|&s| s > 0).map(|s| s as u64);
     let mtu = sys("mtu").and_then(|s| s.parse().ok());
     let driver = std::fs::read_link(format!("/sys/class/net/{name}/device/driver"))
         .ok()
         .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
-        .or_else(|| {
-            sys("uevent").and_then(|u| u.lines().find_map(|l| l.strip_prefix("DEVTYPE=").map(String::from)))
-        });
+        .or_else(|| sys("uevent").and_then(|u| u.lines().find_map(|l| l.strip_prefix("DEVTYPE=").map(String::from))));
     Some(Interface { name, local_ip, speed_mbps, mtu, driver })
 }
 

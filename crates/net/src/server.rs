@@ -99,6 +99,11 @@ impl SessionInfo {
     }
 }
 
+/// Where a running iperf3 test receives its data streams, with their arrival number.
+type StreamInbox = SyncSender<(u64, TcpStream)>;
+/// Where a running headroom test receives its data streams, with their index.
+type IndexedStreamInbox = SyncSender<(u32, TcpStream)>;
+
 struct Shared {
     cfg: ServerConfig,
     local: SocketAddr,
@@ -106,8 +111,8 @@ struct Shared {
     pending: AtomicUsize,
     tests_done: AtomicUsize,
     stop: Arc<AtomicBool>,
-    iperf3_streams: Mutex<HashMap<[u8; iperf3::COOKIE_LEN], SyncSender<(u64, TcpStream)>>>,
-    headroom_streams: Mutex<HashMap<([u8; wire::KEY_LEN], u32), SyncSender<(u32, TcpStream)>>>,
+    iperf3_streams: Mutex<HashMap<[u8; iperf3::COOKIE_LEN], StreamInbox>>,
+    headroom_streams: Mutex<HashMap<([u8; wire::KEY_LEN], u32), IndexedStreamInbox>>,
     sessions: Mutex<HashMap<[u8; wire::KEY_LEN], SessionInfo>>,
     epoch: Instant,
     udp_waiters: Mutex<Vec<UdpWaiter>>,
@@ -157,8 +162,10 @@ impl Server {
     /// Binds the TCP and UDP sockets of the port.
     pub fn bind(cfg: ServerConfig) -> Result<Server, NetError> {
         let addr = SocketAddr::new(cfg.bind, cfg.port);
-        let bind_err = |e: io::Error| NetError::Connect { addr: addr.to_string(), reason: format!("cannot listen: {e}") };
-        let sock = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None).map_err(bind_err)?;
+        let bind_err =
+            |e: io::Error| NetError::Connect { addr: addr.to_string(), reason: format!("cannot listen: {e}") };
+        let sock =
+            socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None).map_err(bind_err)?;
         sock.set_reuse_address(true).map_err(bind_err)?;
         sock.bind(&addr.into()).map_err(bind_err)?;
         sock.listen(1024).map_err(bind_err)?;
@@ -205,11 +212,15 @@ impl Server {
         let shared = self.shared;
         let udp_shared = shared.clone();
         let udp = self.udp;
-        let udp_thread = std::thread::Builder::new().name("serve-udp".into()).spawn(move || udp_loop(&udp, &udp_shared))?;
+        let udp_thread =
+            std::thread::Builder::new().name("serve-udp".into()).spawn(move || udp_loop(&udp, &udp_shared))?;
         let fd = self.listener.as_raw_fd();
         let mut accepted = 0u64;
         while !stop.load(Ordering::Relaxed) && !shared.stop.load(Ordering::Relaxed) {
-            if shared.cfg.once && shared.tests_done.load(Ordering::Relaxed) > 0 && shared.active.load(Ordering::Relaxed) == 0 {
+            if shared.cfg.once
+                && shared.tests_done.load(Ordering::Relaxed) > 0
+                && shared.active.load(Ordering::Relaxed) == 0
+            {
                 break;
             }
             if !wait_readable(fd, datapath::POLL) {
@@ -328,7 +339,9 @@ fn handle_connection(mut conn: TcpStream, peer: SocketAddr, arrival: u64, s: &Ar
             Hello::Control { token, .. } => serve_headroom(conn, peer, token, s),
             Hello::Stream { session, test, index } => {
                 let key = wire::key_from_hex(&session);
-                let tx = key.and_then(|k| s.headroom_streams.lock().unwrap_or_else(|p| p.into_inner()).get(&(k, test)).cloned());
+                let tx = key.and_then(|k| {
+                    s.headroom_streams.lock().unwrap_or_else(|p| p.into_inner()).get(&(k, test)).cloned()
+                });
                 if let Some(tx) = tx {
                     let _ = tx.try_send((index, conn));
                 }
@@ -396,7 +409,17 @@ fn udp_loop(sock: &UdpSocket, s: &Shared) {
     }
 }
 
-fn log_test(s: &Shared, peer: SocketAddr, protocol: &str, test: &str, streams: u32, dur: f64, bytes: u64, status: &str) {
+#[allow(clippy::too_many_arguments)] // one log line's fields, named at the call site
+fn log_test(
+    s: &Shared,
+    peer: SocketAddr,
+    protocol: &str,
+    test: &str,
+    streams: u32,
+    dur: f64,
+    bytes: u64,
+    status: &str,
+) {
     (s.cfg.log)(&format!(
         "peer={peer} protocol={protocol} test={test} streams={streams} duration={dur:.2}s bytes={bytes} rate={} status={status}",
         headroom_units_free_rate(bytes, dur)
@@ -473,7 +496,10 @@ fn watch_test(
             last_bytes = bytes;
             last_progress = Instant::now();
         } else if last_progress.elapsed() > s.cfg.idle_timeout && !set.senders_finished() {
-            return Ending::Server(format!("no data for {:.0}s (client gone or stalled)", s.cfg.idle_timeout.as_secs_f64()));
+            return Ending::Server(format!(
+                "no data for {:.0}s (client gone or stalled)",
+                s.cfg.idle_timeout.as_secs_f64()
+            ));
         }
         if let Some(e) = set.error() {
             if set.all_finished() {
@@ -488,7 +514,9 @@ fn watch_test(
 fn serve_iperf3(mut conn: TcpStream, peer: SocketAddr, cookie: [u8; iperf3::COOKIE_LEN], s: &Arc<Shared>) {
     if !s.cfg.allow_iperf3 {
         let _ = iperf3::write_state(&mut conn, iperf3::ACCESS_DENIED);
-        (s.cfg.log)(&format!("peer={peer} protocol=iperf3 refused: iperf3 clients are not served (start with --iperf3)"));
+        (s.cfg.log)(&format!(
+            "peer={peer} protocol=iperf3 refused: iperf3 clients are not served (start with --iperf3)"
+        ));
         return;
     }
     let Some(_slot) = Slot::take(&s.active, s.cfg.max_clients) else {
@@ -505,16 +533,24 @@ fn serve_iperf3(mut conn: TcpStream, peer: SocketAddr, cookie: [u8; iperf3::COOK
     }
 }
 
-/// iperf3's i_errno values a stock client prints sensible text for.
-const IE_PARAMS: i32 = 8; // "parameter exchange failed"? -- stock text varies; used with a log line.
+/// iperf3's i_errno values (iperf_api.h) whose text a stock client prints.
+const IE_DURATION: i32 = 5; // "test duration too long"
+const IE_NUM_STREAMS: i32 = 6; // "number of parallel streams too large"
+const IE_BLOCK_SIZE: i32 = 7; // "block size too large"
 
-fn iperf3_session(conn: &mut TcpStream, peer: SocketAddr, cookie: [u8; iperf3::COOKIE_LEN], s: &Arc<Shared>) -> Result<(), String> {
+fn iperf3_session(
+    conn: &mut TcpStream,
+    peer: SocketAddr,
+    cookie: [u8; iperf3::COOKIE_LEN],
+    s: &Arc<Shared>,
+) -> Result<(), String> {
     iperf3::write_state(conn, iperf3::PARAM_EXCHANGE).map_err(|e| e.to_string())?;
     let params = iperf3::read_json(conn, iperf3::MAX_PARAMS).map_err(|e| format!("parameters: {e}"))?;
     let p = match Params::from_json(&params) {
         Ok(p) if Duration::from_secs(p.time_s) <= s.cfg.max_duration => p,
-        Ok(p) => return Err(refuse_iperf3(conn, format!("{} s test exceeds --max-duration", p.time_s))),
-        Err(e) => return Err(refuse_iperf3(conn, e)),
+        Ok(p) => return Err(refuse_iperf3(conn, IE_DURATION, format!("{} s test exceeds --max-duration", p.time_s))),
+        Err(e) if e.contains("parallel") => return Err(refuse_iperf3(conn, IE_NUM_STREAMS, e)),
+        Err(e) => return Err(refuse_iperf3(conn, IE_BLOCK_SIZE, e)),
     };
     let n = p.total_streams() as usize;
     let (tx, rx) = sync_channel::<(u64, TcpStream)>(n);
@@ -528,7 +564,12 @@ fn iperf3_session(conn: &mut TcpStream, peer: SocketAddr, cookie: [u8; iperf3::C
         (0, k) => Some(k * u64::from(p.len) / u64::from(p.parallel)),
         (b, _) => Some(b / u64::from(p.parallel)),
     };
-    let sp = StreamParams { len: p.len as usize, limit: per_stream_limit, stall: s.cfg.idle_timeout, udp_rate: p.bandwidth as f64 };
+    let sp = StreamParams {
+        len: p.len as usize,
+        limit: per_stream_limit,
+        stall: s.cfg.idle_timeout,
+        udp_rate: p.bandwidth as f64,
+    };
     let mut set = if p.udp {
         let socks = collect(&urx, n, s.cfg.idle_timeout).ok_or("UDP streams did not arrive")?;
         StreamSet::start_udp(
@@ -578,9 +619,9 @@ fn iperf3_session(conn: &mut TcpStream, peer: SocketAddr, cookie: [u8; iperf3::C
     Ok(())
 }
 
-fn refuse_iperf3(conn: &mut TcpStream, why: String) -> String {
+fn refuse_iperf3(conn: &mut TcpStream, i_errno: i32, why: String) -> String {
     let mut msg = vec![iperf3::SERVER_ERROR as u8];
-    msg.extend_from_slice(&IE_PARAMS.to_be_bytes());
+    msg.extend_from_slice(&i_errno.to_be_bytes());
     msg.extend_from_slice(&0i32.to_be_bytes());
     let _ = conn.write_all(&msg);
     format!("refused: {why}")
@@ -604,7 +645,13 @@ fn iperf3_results(outcomes: &[StreamOutcome], udp: bool, duration: f64, cpu: &cr
         cpu_total: cpu.percent_total(),
         cpu_user: cpu.percent_user(),
         cpu_system: cpu.percent_system(),
-        sender_has_retransmits: if any_tcp_send { 1 } else if udp && outcomes.iter().any(|o| o.sending) { 0 } else { -1 },
+        sender_has_retransmits: if any_tcp_send {
+            1
+        } else if udp && outcomes.iter().any(|o| o.sending) {
+            0
+        } else {
+            -1
+        },
         streams: outcomes
             .iter()
             .enumerate()
@@ -632,7 +679,11 @@ struct Registration<'a> {
     udp_waiter: Option<u64>,
 }
 
-fn add_waiter(s: &Shared, udp: Option<(IpAddr, SyncSender<UdpSocket>)>, key: Option<[u8; wire::KEY_LEN]>) -> Option<u64> {
+fn add_waiter(
+    s: &Shared,
+    udp: Option<(IpAddr, SyncSender<UdpSocket>)>,
+    key: Option<[u8; wire::KEY_LEN]>,
+) -> Option<u64> {
     let (peer_ip, tx) = udp?;
     let id = s.next_waiter.fetch_add(1, Ordering::SeqCst);
     s.udp_waiters.lock().unwrap_or_else(|p| p.into_inner()).push(UdpWaiter { id, peer_ip, key, tx });
@@ -640,7 +691,12 @@ fn add_waiter(s: &Shared, udp: Option<(IpAddr, SyncSender<UdpSocket>)>, key: Opt
 }
 
 impl<'a> Registration<'a> {
-    fn iperf3(s: &'a Shared, cookie: [u8; iperf3::COOKIE_LEN], tx: SyncSender<(u64, TcpStream)>, udp: Option<(IpAddr, SyncSender<UdpSocket>)>) -> Self {
+    fn iperf3(
+        s: &'a Shared,
+        cookie: [u8; iperf3::COOKIE_LEN],
+        tx: SyncSender<(u64, TcpStream)>,
+        udp: Option<(IpAddr, SyncSender<UdpSocket>)>,
+    ) -> Self {
         s.iperf3_streams.lock().unwrap_or_else(|p| p.into_inner()).insert(cookie, tx);
         Registration { s, cookie: Some(cookie), headroom: None, udp_waiter: add_waiter(s, udp, None) }
     }
@@ -685,7 +741,9 @@ fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, token: Option<String>, 
     let Some(_slot) = Slot::take(&s.active, s.cfg.max_clients) else {
         let _ = wire::write_frame(
             &mut conn,
-            &Reply::Refused { reason: format!("server busy: {} clients already (its --max-clients)", s.cfg.max_clients) },
+            &Reply::Refused {
+                reason: format!("server busy: {} clients already (its --max-clients)", s.cfg.max_clients),
+            },
         );
         (s.cfg.log)(&format!("peer={peer} protocol=headroom refused: busy"));
         return;
@@ -716,9 +774,13 @@ fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, token: Option<String>, 
         // Between tests a session may be silent for at most the idle timeout;
         // its RR and echo traffic counts as activity.
         if !wait_readable(conn.as_raw_fd(), datapath::POLL) {
-            let idle_ms = (s.epoch.elapsed().as_millis() as u64).saturating_sub(info.last_activity_ms.load(Ordering::Relaxed));
+            let idle_ms =
+                (s.epoch.elapsed().as_millis() as u64).saturating_sub(info.last_activity_ms.load(Ordering::Relaxed));
             if Duration::from_millis(idle_ms) > s.cfg.idle_timeout || s.stop.load(Ordering::Relaxed) {
-                (s.cfg.log)(&format!("peer={peer} protocol=headroom session dropped: idle for {:.1}s", idle_ms as f64 / 1e3));
+                (s.cfg.log)(&format!(
+                    "peer={peer} protocol=headroom session dropped: idle for {:.1}s",
+                    idle_ms as f64 / 1e3
+                ));
                 return;
             }
             continue;
@@ -750,7 +812,14 @@ fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, token: Option<String>, 
     }
 }
 
-fn validate_test(s: &Shared, udp: bool, streams: u32, duration_ms: u64, len: u32, rate: Option<f64>) -> Result<(), String> {
+fn validate_test(
+    s: &Shared,
+    udp: bool,
+    streams: u32,
+    duration_ms: u64,
+    len: u32,
+    rate: Option<f64>,
+) -> Result<(), String> {
     if !(1..=iperf3::MAX_STREAMS).contains(&streams) {
         return Err(format!("{streams} streams asked; this server allows 1 to {}", iperf3::MAX_STREAMS));
     }
@@ -823,7 +892,9 @@ fn headroom_test(
     let cpu = CpuMeter::start();
     let started = Instant::now();
     wire::write_frame(conn, &Reply::Started)?;
-    let ending = watch_test(conn, &set, s, started, |c| wire::read_frame::<Request>(c, wire::MAX_FRAME).map(|r| r == Request::End));
+    let ending = watch_test(conn, &set, s, started, |c| {
+        wire::read_frame::<Request>(c, wire::MAX_FRAME).map(|r| r == Request::End)
+    });
     let mut duration = started.elapsed().as_secs_f64();
     let at_end = set.snapshot();
     let mut outcomes = if bytes.is_some() {
@@ -850,7 +921,16 @@ fn headroom_test(
         Ending::Client => None,
         Ending::Gone(e) | Ending::Server(e) => Some(e.clone()),
     };
-    log_test(s, peer, "headroom", test, streams, duration, total, error.as_deref().map_or("ok".into(), |e| format!("aborted: {e}")).as_str());
+    log_test(
+        s,
+        peer,
+        "headroom",
+        test,
+        streams,
+        duration,
+        total,
+        error.as_deref().map_or("ok".into(), |e| format!("aborted: {e}")).as_str(),
+    );
     if let Ending::Gone(_) = ending {
         return Err(io::Error::other("client gone"));
     }
@@ -867,13 +947,15 @@ fn headroom_test(
             .collect(),
         cpu,
         error,
-        udp: outcomes.iter().filter_map(|o| o.udp.as_ref()).map(|u| u.summary).reduce(|a, b| crate::stats::UdpRecvSummary {
-            packets: a.packets + b.packets,
-            received: a.received + b.received,
-            bytes: a.bytes + b.bytes,
-            lost: a.lost + b.lost,
-            out_of_order: a.out_of_order + b.out_of_order,
-            jitter_s: a.jitter_s.max(b.jitter_s),
+        udp: outcomes.iter().filter_map(|o| o.udp.as_ref()).map(|u| u.summary).reduce(|a, b| {
+            crate::stats::UdpRecvSummary {
+                packets: a.packets + b.packets,
+                received: a.received + b.received,
+                bytes: a.bytes + b.bytes,
+                lost: a.lost + b.lost,
+                out_of_order: a.out_of_order + b.out_of_order,
+                jitter_s: a.jitter_s.max(b.jitter_s),
+            }
         }),
     };
     wire::write_frame(conn, &Reply::Result(report))?;

@@ -64,7 +64,10 @@ impl LatencyRecorder {
 
     /// Non-empty buckets as (upper edge ns, count).
     pub fn buckets(&self) -> Vec<(u64, u64)> {
-        self.hist.iter_recorded().map(|v| (self.hist.highest_equivalent(v.value_iterated_to()), v.count_at_value())).collect()
+        self.hist
+            .iter_recorded()
+            .map(|v| (self.hist.highest_equivalent(v.value_iterated_to()), v.count_at_value()))
+            .collect()
     }
 }
 

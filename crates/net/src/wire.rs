@@ -200,7 +200,10 @@ pub fn read_frame<T: for<'de> Deserialize<'de>>(r: &mut impl Read, max: u32) -> 
     r.read_exact(&mut len)?;
     let len = u32::from_be_bytes(len);
     if len > max {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("message of {len} bytes exceeds the limit of {max}")));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("message of {len} bytes exceeds the limit of {max}"),
+        ));
     }
     let mut body = vec![0u8; len as usize];
     r.read_exact(&mut body)?;

@@ -196,7 +196,15 @@ fn busy_server_refuses_then_a_stalled_client_frees_its_slot() {
     let _: wire::Reply = wire::read_frame(&mut a, wire::MAX_FRAME).unwrap();
     wire::write_frame(
         &mut a,
-        &wire::Request::Test { udp: false, direction: Direction::Download, streams: 1, duration_ms: 60_000, bytes: None, len: 65536, rate_bits: None },
+        &wire::Request::Test {
+            udp: false,
+            direction: Direction::Download,
+            streams: 1,
+            duration_ms: 60_000,
+            bytes: None,
+            len: 65536,
+            rate_bits: None,
+        },
     )
     .unwrap();
     let _: wire::Reply = wire::read_frame(&mut a, wire::MAX_FRAME).unwrap();
@@ -235,7 +243,11 @@ fn iperf3_udp_hello_old_and_new() {
         let cookie = iperf3::new_cookie();
         c.write_all(&cookie).unwrap();
         assert_eq!(iperf3::read_state(&mut c).unwrap(), iperf3::PARAM_EXCHANGE);
-        iperf3::write_json(&mut c, &serde_json::json!({"udp": true, "parallel": 1, "time": 1, "len": 1000, "bandwidth": 1000000})).unwrap();
+        iperf3::write_json(
+            &mut c,
+            &serde_json::json!({"udp": true, "parallel": 1, "time": 1, "len": 1000, "bandwidth": 1000000}),
+        )
+        .unwrap();
         assert_eq!(iperf3::read_state(&mut c).unwrap(), iperf3::CREATE_STREAMS);
         let u = UdpSocket::bind("127.0.0.1:0").unwrap();
         u.connect(h.addr).unwrap();
