@@ -33,6 +33,9 @@ pub struct PingArgs {
     /// Give up on one round trip after this long
     #[arg(long, default_value = "2s")]
     pub timeout: DurationArg,
+    /// Port of the headroom server, for UDP echo (TARGET without a port)
+    #[arg(long, default_value_t = headroom_net::DEFAULT_PORT)]
+    pub port: u16,
     /// Token of a `headroom serve --token` server, for UDP echo (also $HEADROOM_TOKEN)
     #[arg(long, env = "HEADROOM_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
@@ -90,8 +93,7 @@ pub fn run(args: &PingArgs, out: &Output) -> anyhow::Result<Outcome> {
             probe::connect_probe(&r, true, "tcp", interval_ms)
         }
         None => {
-            let target =
-                Target { host, port: headroom_net::DEFAULT_PORT, token: args.token.clone(), timeout: args.timeout.0 };
+            let target = Target { host, port: args.port, token: args.token.clone(), timeout: args.timeout.0 };
             let session = Session::open(&target).map_err(|e| match e {
                 headroom_net::NetError::IsIperf3 => {
                     anyhow::anyhow!("{} is an iperf3 server: UDP echo needs `headroom serve`; give a port for TCP handshakes (HOST:PORT)", target.display())

@@ -76,6 +76,9 @@ pub struct ThroughputResult {
     pub udp: bool,
     pub streams: u32,
     pub duration_s: f64,
+    /// The receiver's window for the upload half (the server's time from the
+    /// start of the streams to the end request), when it reported one.
+    pub upload_duration_s: Option<f64>,
     /// Payload the server received (upload half), as the receiver counted it.
     pub upload_bytes: u64,
     /// Payload this client received (download half).
@@ -97,13 +100,12 @@ pub struct ThroughputResult {
 }
 
 impl ThroughputResult {
-    /// Goodput over the whole test, bytes per second.
+    /// Goodput over the whole test, bytes per second: each half counted by
+    /// its receiver over that receiver's own window.
     pub fn bytes_per_sec(&self) -> f64 {
-        if self.duration_s > 0.0 {
-            (self.upload_bytes + self.download_bytes) as f64 / self.duration_s
-        } else {
-            0.0
-        }
+        let per = |bytes: u64, secs: f64| if secs > 0.0 { bytes as f64 / secs } else { 0.0 };
+        per(self.upload_bytes, self.upload_duration_s.unwrap_or(self.duration_s))
+            + per(self.download_bytes, self.duration_s)
     }
 }
 
@@ -360,7 +362,6 @@ impl Session {
             let r = if server_ended {
                 self.read_reply()
             } else {
-                std::thread::sleep(Duration::from_millis(10));
                 wire::write_frame(&mut self.control, &Request::End)
                     .map_err(|e| NetError::Broken(format!("control connection: {e}")))
                     .and_then(|_| self.read_reply())
@@ -396,10 +397,9 @@ impl Session {
                 result.upload_bytes = rep.streams.iter().map(|s| s.bytes_received).sum();
                 result.sender_tcp_info.extend(rep.streams.iter().filter_map(|s| s.tcp_info.clone()));
                 result.cpu_remote = Some(rep.cpu);
-                if spec.bytes.is_some() && spec.direction != Direction::Download {
-                    // A fixed transfer ends when the last byte arrived at the server.
-                    result.duration_s = result.duration_s.max(rep.duration_s);
-                }
+                // The server counted from its streams' start to the end request
+                // (or, for a fixed transfer, to the last byte).
+                result.upload_duration_s = Some(rep.duration_s);
                 if rep.udp.is_some() {
                     result.udp_recv = rep.udp;
                 }

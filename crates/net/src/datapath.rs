@@ -201,6 +201,7 @@ pub fn wall_now() -> Duration {
 
 /// Sends datagrams of `len` bytes on a connected socket at `rate_bits` until
 /// `stop` or `limit` bytes; counts bytes and packets.
+#[allow(clippy::too_many_arguments)] // the hot loop takes its settings and counters flat
 pub fn udp_send(
     sock: &UdpSocket,
     len: usize,

@@ -228,6 +228,10 @@ pub fn throughput(
                     jitter_s: sent.iter().map(|s| s.jitter_s).fold(0.0, f64::max),
                 });
             }
+            let window = r.streams.iter().map(|s| s.end_time).fold(0.0, f64::max);
+            if window > 0.0 {
+                result.upload_duration_s = Some(window);
+            }
             result.cpu_remote = Some(crate::cpu::CpuUse {
                 user_s: r.cpu_user / 100.0 * duration,
                 system_s: r.cpu_system / 100.0 * duration,

@@ -73,6 +73,9 @@ pub fn throughput_probe(r: &ThroughputResult) -> Probe {
     let d = &mut p.details;
     d.insert("upload_bytes".into(), json!(r.upload_bytes));
     d.insert("download_bytes".into(), json!(r.download_bytes));
+    if let Some(w) = r.upload_duration_s {
+        d.insert("upload_window_s".into(), json!(w));
+    }
     d.insert("cpu_local_percent".into(), json!(r.cpu_local.percent_total()));
     let gb = (r.upload_bytes + r.download_bytes) as f64 / 1e9;
     if gb > 0.0 {

@@ -99,6 +99,11 @@ impl SessionInfo {
     }
 }
 
+/// Where a running iperf3 test receives its data streams, with their arrival number.
+type StreamInbox = SyncSender<(u64, TcpStream)>;
+/// Where a running headroom test receives its data streams, with their index.
+type IndexedStreamInbox = SyncSender<(u32, TcpStream)>;
+
 struct Shared {
     cfg: ServerConfig,
     local: SocketAddr,
@@ -106,8 +111,8 @@ struct Shared {
     pending: AtomicUsize,
     tests_done: AtomicUsize,
     stop: Arc<AtomicBool>,
-    iperf3_streams: Mutex<HashMap<[u8; iperf3::COOKIE_LEN], SyncSender<(u64, TcpStream)>>>,
-    headroom_streams: Mutex<HashMap<([u8; wire::KEY_LEN], u32), SyncSender<(u32, TcpStream)>>>,
+    iperf3_streams: Mutex<HashMap<[u8; iperf3::COOKIE_LEN], StreamInbox>>,
+    headroom_streams: Mutex<HashMap<([u8; wire::KEY_LEN], u32), IndexedStreamInbox>>,
     sessions: Mutex<HashMap<[u8; wire::KEY_LEN], SessionInfo>>,
     epoch: Instant,
     udp_waiters: Mutex<Vec<UdpWaiter>>,
@@ -404,6 +409,7 @@ fn udp_loop(sock: &UdpSocket, s: &Shared) {
     }
 }
 
+#[allow(clippy::too_many_arguments)] // one log line's fields, named at the call site
 fn log_test(
     s: &Shared,
     peer: SocketAddr,
@@ -527,8 +533,10 @@ fn serve_iperf3(mut conn: TcpStream, peer: SocketAddr, cookie: [u8; iperf3::COOK
     }
 }
 
-/// iperf3's i_errno values a stock client prints sensible text for.
-const IE_PARAMS: i32 = 8; // "parameter exchange failed"? -- stock text varies; used with a log line.
+/// iperf3's i_errno values (iperf_api.h) whose text a stock client prints.
+const IE_DURATION: i32 = 5; // "test duration too long"
+const IE_NUM_STREAMS: i32 = 6; // "number of parallel streams too large"
+const IE_BLOCK_SIZE: i32 = 7; // "block size too large"
 
 fn iperf3_session(
     conn: &mut TcpStream,
@@ -540,8 +548,9 @@ fn iperf3_session(
     let params = iperf3::read_json(conn, iperf3::MAX_PARAMS).map_err(|e| format!("parameters: {e}"))?;
     let p = match Params::from_json(&params) {
         Ok(p) if Duration::from_secs(p.time_s) <= s.cfg.max_duration => p,
-        Ok(p) => return Err(refuse_iperf3(conn, format!("{} s test exceeds --max-duration", p.time_s))),
-        Err(e) => return Err(refuse_iperf3(conn, e)),
+        Ok(p) => return Err(refuse_iperf3(conn, IE_DURATION, format!("{} s test exceeds --max-duration", p.time_s))),
+        Err(e) if e.contains("parallel") => return Err(refuse_iperf3(conn, IE_NUM_STREAMS, e)),
+        Err(e) => return Err(refuse_iperf3(conn, IE_BLOCK_SIZE, e)),
     };
     let n = p.total_streams() as usize;
     let (tx, rx) = sync_channel::<(u64, TcpStream)>(n);
@@ -610,9 +619,9 @@ fn iperf3_session(
     Ok(())
 }
 
-fn refuse_iperf3(conn: &mut TcpStream, why: String) -> String {
+fn refuse_iperf3(conn: &mut TcpStream, i_errno: i32, why: String) -> String {
     let mut msg = vec![iperf3::SERVER_ERROR as u8];
-    msg.extend_from_slice(&IE_PARAMS.to_be_bytes());
+    msg.extend_from_slice(&i_errno.to_be_bytes());
     msg.extend_from_slice(&0i32.to_be_bytes());
     let _ = conn.write_all(&msg);
     format!("refused: {why}")

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# headroom's network engine against the stock tools, side by side on loopback,
+# interleaved (A B A B ...), medians and ratios headroom/peer:
+#   1 TCP stream      headroom net up1   vs iperf3 -c        throughput (>= 1.0) and CPU s/GB of both ends (<= 1.0)
+#   4 TCP streams     headroom net up x4 vs iperf -c -P 4    throughput (>= 1.0; iperf2 is multi-threaded)
+#   request/response  headroom net rtt   vs sockperf ping-pong, 64-byte messages, median RTT (sockperf prints RTT/2: doubled)
+# Usage: benches/net_vs_iperf.sh [ROUNDS=5] [SECONDS=3]; HEADROOM=path/to/headroom to pick a binary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${1:-5}
+SECS=${2:-3}
+HEADROOM=${HEADROOM:-target/release/headroom}
+[ -x "$HEADROOM" ] || cargo build --release --quiet
+for p in iperf3 iperf sockperf python3; do command -v $p >/dev/null || { echo "net_vs_iperf: $p missing (scripts/install-deps.sh)" >&2; exit 2; }; done
+
+P_HR=15301 P_I3=15302 P_I2=15303 P_SP=15304
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+"$HEADROOM" serve --port $P_HR >/dev/null 2>&1 & pids+=($!)
+iperf3 -s -p $P_I3 >/dev/null 2>&1 & pids+=($!)
+iperf -s -p $P_I2 >/dev/null 2>&1 & pids+=($!)
+sockperf sr --tcp -i 127.0.0.1 -p $P_SP >/dev/null 2>&1 & pids+=($!)
+sleep 1
+
+out=$(mktemp -d)
+trap 'cleanup; rm -rf "$out"' EXIT
+for r in $(seq 1 "$ROUNDS"); do
+  "$HEADROOM" net 127.0.0.1:$P_HR --tests up1 --time ${SECS}s --json > "$out/hr1.$r.json"
+  iperf3 -c 127.0.0.1 -p $P_I3 -t "$SECS" -J > "$out/i3.$r.json"
+  "$HEADROOM" net 127.0.0.1:$P_HR --tests up --streams 4 --time ${SECS}s --json > "$out/hr4.$r.json"
+  iperf -c 127.0.0.1 -p $P_I2 -P 4 -t "$SECS" -y C > "$out/i2.$r.csv"
+  "$HEADROOM" net 127.0.0.1:$P_HR --tests rtt --time ${SECS}s --json > "$out/hrrr.$r.json"
+  sockperf pp --tcp -i 127.0.0.1 -p $P_SP -t "$SECS" -m 64 > "$out/sp.$r.txt" 2>&1
+  echo "round $r/$ROUNDS done" >&2
+done
+
+python3 - "$out" "$ROUNDS" <<'PY'
+import json, re, statistics, sys
+d, n = sys.argv[1], int(sys.argv[2])
+def med(xs): return statistics.median(xs)
+def spread(xs): return f"[{min(xs):.4g} .. {max(xs):.4g}]"
+hr1, i3, hrcpu, i3cpu, hr4, i2, hrrr, sp = [], [], [], [], [], [], [], []
+for r in range(1, n + 1):
+    p = json.load(open(f"{d}/hr1.{r}.json"))["probes"][0]
+    hr1.append(p["summary"]["bytes_per_sec"] * 8)
+    hrcpu.append(p["details"]["cpu_local_s_per_gb"] + p["details"]["cpu_remote_s_per_gb"])
+    j = json.load(open(f"{d}/i3.{r}.json"))["end"]
+    i3.append(j["sum_received"]["bits_per_second"])
+    c = j["cpu_utilization_percent"]
+    secs, gb = j["sum_sent"]["seconds"], j["sum_received"]["bytes"] / 1e9
+    i3cpu.append((c["host_total"] + c["remote_total"]) / 100 * secs / gb)
+    hr4.append(json.load(open(f"{d}/hr4.{r}.json"))["probes"][0]["summary"]["bytes_per_sec"] * 8)
+    rows = [l.strip().split(",") for l in open(f"{d}/i2.{r}.csv") if l.strip()]
+    sums = [row for row in rows if row[5] == "-1"]  # a SUM row (id -1), when iperf2 prints one
+    i2.append(float(sums[-1][8]) if sums else sum(float(row[8]) for row in rows))
+    # Medians of the RTT distributions: means are dominated by scheduler outliers on a busy host.
+    hrrr.append(json.load(open(f"{d}/hrrr.{r}.json"))["probes"][0]["summary"]["latency_ns"]["p50"] / 1e3)
+    m = re.search(r"percentile 50\.000 =\s*([\d.]+)", open(f"{d}/sp.{r}.txt").read())
+    sp.append(2 * float(m.group(1)))
+rows = [
+    ("TCP 1 stream Gb/s", [x / 1e9 for x in hr1], "iperf3", [x / 1e9 for x in i3], ">= 1.0"),
+    ("CPU s/GB, both ends", hrcpu, "iperf3", i3cpu, "<= 1.0"),
+    ("TCP 4 streams Gb/s", [x / 1e9 for x in hr4], "iperf2 -P 4", [x / 1e9 for x in i2], ">= 1.0"),
+    ("TCP RR RTT p50 us", hrrr, "sockperf pp x2", sp, "0.9 .. 1.1"),
+]
+print(f"{'metric':<22} {'headroom median':>16} {'peer':>15} {'peer median':>12} {'ratio':>7}  goal      spread headroom / peer")
+for name, a, peer, b, goal in rows:
+    print(f"{name:<22} {med(a):>16.4g} {peer:>15} {med(b):>12.4g} {med(a)/med(b):>7.3f}  {goal:<9} {spread(a)} / {spread(b)}")
+PY

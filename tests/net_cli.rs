@@ -1,0 +1,158 @@
+//! `headroom net`, `ping` and `serve` from the command line: results on
+//! loopback, and one clear line with exit code 2 for every way to fail.
+
+mod net_support;
+use net_support::*;
+use std::process::Command;
+use std::time::Duration;
+
+fn serve(extra: &[&str]) -> (Served, u16) {
+    let port = free_port();
+    let mut cmd = Command::new(bin());
+    cmd.args(["serve", "--port", &port.to_string()]).args(extra);
+    (Served::start(cmd, "127.0.0.1", port), port)
+}
+
+fn one_error_line(out: &std::process::Output, needle: &str) {
+    assert_eq!(out.status.code(), Some(2), "stdout: {}", String::from_utf8_lossy(&out.stdout));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line expected: {err}");
+    assert!(lines[0].contains(needle), "'{needle}' not in: {err}");
+    assert!(!err.contains("panicked"));
+}
+
+#[test]
+fn default_suite_on_loopback_json() {
+    let (server, port) = serve(&[]);
+    let out = run(Command::new(bin()).args([
+        "net",
+        &format!("127.0.0.1:{port}"),
+        "--time",
+        "1s",
+        "--streams",
+        "2",
+        "--json",
+    ]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = json(&out);
+    assert_eq!(doc["schema"], "headroom.result/v1");
+    let ids: Vec<&str> = doc["probes"].as_array().unwrap().iter().map(|p| p["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        ids,
+        ["rr-idle", "udp-echo", "tcp-connect", "tcp-up-1", "tcp-down-1", "tcp-up-2", "tcp-down-2", "tcp-bidir-2"]
+    );
+    for p in doc["probes"].as_array().unwrap() {
+        assert!(["net", "ping"].contains(&p["kind"].as_str().unwrap()));
+        if p["id"].as_str().unwrap().starts_with("tcp-") && p["id"] != "tcp-connect" {
+            assert!(!p["samples"].as_array().unwrap().is_empty(), "per-second samples in {}", p["id"]);
+            assert!(p["details"]["tcp_info"]["srtt_us"].as_u64().is_some());
+            assert!(p["details"]["rtt_under_load_ns"]["mean"].as_f64().unwrap() > 0.0);
+            assert!(p["details"]["cpu_remote_percent"].as_f64().is_some());
+        }
+    }
+    let rr = &doc["probes"][0]["summary"]["latency_ns"];
+    assert!(rr["min"].as_f64().unwrap() > 0.0 && rr["p99"].as_f64().unwrap() >= rr["p50"].as_f64().unwrap());
+    assert_eq!(server.wait_lines(5, Duration::from_secs(3)).iter().filter(|l| l.contains("test=")).count(), 5);
+}
+
+#[test]
+fn fixed_transfer_and_udp_rate() {
+    let (_server, port) = serve(&[]);
+    let out = run(Command::new(bin()).args(["net", &format!("127.0.0.1:{port}"), "--bytes", "200MB", "--json"]));
+    let doc = json(&out);
+    let p = &doc["probes"][0];
+    assert_eq!(p["spec"]["bytes"], 200_000_000u64);
+    assert_eq!(p["details"]["upload_bytes"], 200_000_000u64);
+    let out = run(Command::new(bin()).args([
+        "net",
+        &format!("127.0.0.1:{port}"),
+        "--udp",
+        "20M",
+        "--tests",
+        "udp",
+        "--time",
+        "1s",
+        "--json",
+    ]));
+    let doc = json(&out);
+    let rate = doc["probes"][0]["summary"]["bytes_per_sec"].as_f64().unwrap() * 8.0;
+    assert!(close(rate, 20e6, 0.1), "UDP at {rate} b/s, asked 20 Mb/s");
+    assert!(doc["probes"][0]["details"]["udp"]["jitter_ms"].as_f64().is_some());
+}
+
+#[test]
+fn ping_tcp_and_udp() {
+    let (_server, port) = serve(&[]);
+    let out = run(Command::new(bin()).args([
+        "ping",
+        &format!("127.0.0.1:{port}"),
+        "--count",
+        "5",
+        "--interval",
+        "10ms",
+        "--json",
+    ]));
+    assert!(out.status.success());
+    let doc = json(&out);
+    assert_eq!(doc["probes"][0]["kind"], "ping");
+    assert_eq!(doc["probes"][0]["spec"]["method"], "tcp_connect");
+    assert_eq!(doc["probes"][0]["summary"]["ops"], 5);
+    // Closed with RST: no TIME_WAIT left on the client side towards that port.
+    let ss = String::from_utf8_lossy(&Command::new("ss").args(["-tan", "state", "time-wait"]).output().unwrap().stdout)
+        .to_string();
+    let towards: Vec<&str> =
+        ss.lines().filter(|l| l.split_whitespace().nth(3) == Some(&format!("127.0.0.1:{port}"))).collect();
+    assert!(towards.is_empty(), "TIME_WAIT left: {towards:?}");
+    let text =
+        run(Command::new(bin()).args(["ping", &format!("127.0.0.1:{port}"), "--count", "3", "--interval", "10ms"]));
+    let s = String::from_utf8_lossy(&text.stdout);
+    assert!(s.contains("rtt min/avg/max/stddev/p99"), "{s}");
+    // Without a port in TARGET: UDP echo against the headroom server.
+    let out = run(Command::new(bin()).args([
+        "ping",
+        "127.0.0.1",
+        "--port",
+        &port.to_string(),
+        "--count",
+        "5",
+        "--interval",
+        "10ms",
+        "--json",
+    ]));
+    let doc = json(&out);
+    assert_eq!(doc["probes"][0]["spec"]["method"], "udp_echo");
+    assert_eq!(doc["probes"][0]["details"]["received"], 5);
+}
+
+#[test]
+fn failures_are_one_line_and_exit_2() {
+    let closed = free_port();
+    one_error_line(
+        &run(Command::new(bin()).args(["net", &format!("127.0.0.1:{closed}"), "--time", "1s"])),
+        "connection refused",
+    );
+    one_error_line(
+        &run(Command::new(bin()).args(["ping", &format!("127.0.0.1:{closed}"), "--count", "2"])),
+        "connection refused",
+    );
+    let (_server, port) = serve(&["--token", "right"]);
+    one_error_line(&run(Command::new(bin()).args(["net", &format!("127.0.0.1:{port}"), "--token", "wrong"])), "token");
+    one_error_line(&run(Command::new(bin()).args(["net", "127.0.0.1", "--streams", "0"])), "--streams");
+    one_error_line(&run(Command::new(bin()).args(["net", "127.0.0.1", "--tests", "bogus"])), "unknown test");
+    one_error_line(&run(Command::new(bin()).args(["net", "127.0.0.1:http"])), "port");
+    one_error_line(&run(Command::new(bin()).args(["serve", "--bind", "0.0.0.0", "--port", "0"])), "--token");
+}
+
+#[test]
+fn unreachable_host_and_dns_failure_are_one_line() {
+    headroom_lab::require_root!();
+    // A namespace with only loopback: no route anywhere, no DNS server reachable.
+    let ns = headroom_lab::netns::Netns::new("u").unwrap();
+    let out = run(ns.command(bin()).args(["net", "198.18.0.1", "--timeout", "1s"]));
+    one_error_line(&out, "198.18.0.1");
+    let out = run(ns.command(bin()).args(["ping", "198.18.0.1:22", "--count", "1"]));
+    one_error_line(&out, "unreachable");
+    let out = run(ns.command(bin()).args(["net", "no-such-host.invalid", "--timeout", "1s"]));
+    one_error_line(&out, "no-such-host.invalid");
+}

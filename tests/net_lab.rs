@@ -1,0 +1,170 @@
+//! headroom net over real (namespaced, tbf-shaped) links and through failures:
+//! goodput against the tbf ceiling and stock iperf3, UDP above the shaped rate,
+//! a link cut, a server killed and a client killed mid-test.
+
+mod net_support;
+use headroom_lab::netns::TwoHosts;
+use headroom_limits::{tbf_tcp_goodput_bits, Framing};
+use net_support::*;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn lab_servers(lab: &TwoHosts) -> (headroom_lab::netns::ChildGuard, headroom_lab::netns::ChildGuard) {
+    let a = lab.addr_a.to_string();
+    let hr = lab.a.spawn(bin(), &["serve", "--bind", &a, "--no-auth", "--iperf3", "--idle-timeout", "3s"]).unwrap();
+    let ip = lab.a.spawn("iperf3", &["-s", "-B", &a, "-p", "5202"]).unwrap();
+    // Wait until both listen (probing from inside b).
+    let t0 = Instant::now();
+    while lab.b.exec(bin(), &["ping", &format!("{a}:5201"), "--count", "1"]).is_err()
+        || lab.b.exec(bin(), &["ping", &format!("{a}:5202"), "--count", "1"]).is_err()
+    {
+        assert!(t0.elapsed() < Duration::from_secs(10), "servers did not come up");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    (hr, ip)
+}
+
+fn headroom_goodput(lab: &TwoHosts, tests: &str) -> (f64, serde_json::Value) {
+    let out =
+        run(lab.b.command(bin()).args(["net", &lab.addr_a.to_string(), "--tests", tests, "--time", "2s", "--json"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = json(&out);
+    (doc["probes"][0]["summary"]["bytes_per_sec"].as_f64().unwrap() * 8.0, doc)
+}
+
+fn iperf3_goodput(lab: &TwoHosts) -> f64 {
+    let out = run(lab.b.command("iperf3").args(["-c", &lab.addr_a.to_string(), "-p", "5202", "-t", "2", "-J"]));
+    json(&out)["end"]["sum_received"]["bits_per_second"].as_f64().unwrap()
+}
+
+#[test]
+fn tbf_goodput_reaches_the_derived_ceiling_and_matches_iperf3() {
+    headroom_lab::require_root!();
+    headroom_lab::require_program!("iperf3");
+    for rate in [1_000_000_000u64, 2_500_000_000] {
+        let lab = TwoHosts::new(1500).unwrap();
+        lab.shape(rate).unwrap();
+        let _servers = lab_servers(&lab);
+        let ceiling = tbf_tcp_goodput_bits(rate as f64, &Framing::default());
+        // Interleaved: headroom, iperf3, headroom; the better headroom run is compared.
+        let (h1, _) = headroom_goodput(&lab, "up1");
+        let stock = iperf3_goodput(&lab);
+        let (h2, doc) = headroom_goodput(&lab, "up1");
+        let ours = h1.max(h2);
+        eprintln!("tbf {rate}: ceiling {ceiling:.0}, headroom {h1:.0}/{h2:.0}, iperf3 {stock:.0}");
+        assert!(ours >= 0.99 * ceiling, "headroom {ours:.0} b/s < 99% of the tbf ceiling {ceiling:.0}");
+        assert!(ours <= 1.01 * ceiling, "headroom {ours:.0} b/s above the tbf ceiling {ceiling:.0}: counting is off");
+        assert!(close(ours, stock, 0.02), "headroom {ours:.0} vs iperf3 {stock:.0}");
+        assert!(doc["probes"][0]["details"]["tcp_info"]["srtt_us"].as_u64().unwrap() > 0);
+        if rate == 1_000_000_000 {
+            let (four, _) = headroom_goodput(&lab, "up");
+            assert!(four >= 0.98 * ceiling, "4 streams: {four:.0} of {ceiling:.0}");
+            // UDP above the shaped rate: loss shows, with jitter.
+            let out = run(lab.b.command(bin()).args([
+                "net",
+                &lab.addr_a.to_string(),
+                "--tests",
+                "udp",
+                "--udp",
+                "1.5G",
+                "--time",
+                "1s",
+                "--json",
+            ]));
+            let udp = &json(&out)["probes"][0]["details"]["udp"];
+            assert!(udp["loss_percent"].as_f64().unwrap() > 20.0, "{udp}");
+            assert!(udp["jitter_ms"].as_f64().is_some());
+        }
+    }
+}
+
+#[test]
+fn link_cut_mid_test_ends_with_an_error_and_keeps_samples() {
+    headroom_lab::require_root!();
+    let lab = TwoHosts::new(1500).unwrap();
+    lab.shape(1_000_000_000).unwrap();
+    let a = lab.addr_a.to_string();
+    let _server = lab.a.spawn(bin(), &["serve", "--bind", &a, "--no-auth"]).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let client = lab
+        .b
+        .command(bin())
+        .args(["net", &a, "--tests", "up1", "--time", "10s", "--timeout", "2s", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    let t0 = Instant::now();
+    lab.cut().unwrap();
+    let out = client.wait_with_output().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(6), "client took {:?} to give up", t0.elapsed());
+    assert_eq!(out.status.code(), Some(2));
+    let doc = json(&out);
+    let p = &doc["probes"][0];
+    assert!(p["samples"].as_array().unwrap().len() >= 2, "samples kept: {p}");
+    assert!(p["details"]["error"].as_str().unwrap().contains("no data"), "{}", p["details"]["error"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("error"));
+}
+
+#[test]
+fn server_killed_mid_test_client_reports_it_and_keeps_samples() {
+    for test in ["up1", "down1"] {
+        let port = free_port();
+        let mut cmd = Command::new(bin());
+        cmd.args(["serve", "--port", &port.to_string()]);
+        let mut server = Served::start(cmd, "127.0.0.1", port);
+        let client = Command::new(bin())
+            .args(["net", &format!("127.0.0.1:{port}"), "--tests", test, "--time", "10s", "--timeout", "2s", "--json"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        server.child.kill().unwrap();
+        let t0 = Instant::now();
+        let out = client.wait_with_output().unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(4), "{test}: client took {:?}", t0.elapsed());
+        assert_eq!(out.status.code(), Some(2), "{test}");
+        let doc = json(&out);
+        let p = &doc["probes"][0];
+        assert!(!p["samples"].as_array().unwrap().is_empty(), "{test}: samples kept");
+        assert!(p["details"]["error"].is_string(), "{test}: {p}");
+    }
+}
+
+#[test]
+fn client_killed_mid_test_frees_the_slot_within_the_idle_timeout() {
+    let port = free_port();
+    let mut cmd = Command::new(bin());
+    cmd.args(["serve", "--port", &port.to_string(), "--max-clients", "1", "--idle-timeout", "2s"]);
+    let server = Served::start(cmd, "127.0.0.1", port);
+    let mut victim = Command::new(bin())
+        .args(["net", &format!("127.0.0.1:{port}"), "--tests", "up1", "--time", "30s"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    let t0 = Instant::now();
+    loop {
+        let out = run(Command::new(bin()).args([
+            "net",
+            &format!("127.0.0.1:{port}"),
+            "--tests",
+            "up1",
+            "--time",
+            "1s",
+            "--json",
+        ]));
+        if out.status.success() {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(4), "slot not freed: {}", String::from_utf8_lossy(&out.stderr));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let lines = server.wait_lines(2, Duration::from_secs(2));
+    assert!(lines[0].contains("aborted"), "{lines:?}");
+}
