@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
   headroom cpu --link 10gbe            can this CPU keep up with 10 GbE?
   headroom cpu --threads 1 --time 1s   one core only, 1 s per figure
   headroom cpu --size 1G --json        a 1 GiB buffer; the result document on stdout
+  headroom cpu --kernels encryption,sha256   only AES-GCM, ChaCha20-Poly1305 and SHA-256
 
 Kernels: RAID-5 XOR (4+1), RAID-6 P+Q (4+2, 8+2), CRC32C, xxHash64, XXH3, Fletcher-4,
 SHA-256, BLAKE3, LZ4 and zstd -1/-3 (compress and decompress, on incompressible and
@@ -43,6 +44,44 @@ pub struct CpuArgs {
     /// Link to compare with, e.g. 1gbe, 10gbe, 25gbe, 16gfc (default: fastest local interface)
     #[arg(long, value_name = "SPEC")]
     pub link: Option<String>,
+    /// Only these kernels: groups (parity, checksum, compression, encryption) or ids
+    /// (sha256, aes-256-gcm, zstd-3-compress, ...), comma-separated (default: all)
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub kernels: Vec<String>,
+}
+
+/// The kernels `--kernels` names (all when empty).
+fn select_kernels(names: &[String]) -> anyhow::Result<Vec<Kernel>> {
+    let all = all_kernels();
+    if names.is_empty() {
+        return Ok(all);
+    }
+    let group_of = |name: &str| match name {
+        "parity" | "raid" => Some(Group::Parity),
+        "checksum" | "checksums" | "hash" => Some(Group::Checksum),
+        "compression" | "compress" => Some(Group::Compression),
+        "encryption" | "crypto" | "aead" => Some(Group::Encryption),
+        _ => None,
+    };
+    let mut chosen = Vec::new();
+    for name in names {
+        let name = name.trim().to_ascii_lowercase();
+        let matched: Vec<Kernel> = match group_of(&name) {
+            Some(g) => all.iter().filter(|k| k.group() == g).copied().collect(),
+            None => all.iter().filter(|k| k.id() == name).copied().collect(),
+        };
+        if matched.is_empty() {
+            let mut ids: Vec<String> = all.iter().map(|k| k.id()).collect();
+            ids.dedup();
+            bail!(
+                "--kernels: unknown kernel '{name}'; accepted: parity, checksum, compression, encryption or one of {}",
+                ids.join(", ")
+            );
+        }
+        chosen.extend(matched);
+    }
+    // Keep the catalog's order and drop repeats.
+    Ok(all.into_iter().filter(|k| chosen.contains(k)).collect())
 }
 
 const TIME_RANGE: (Duration, Duration) = (Duration::from_millis(10), Duration::from_secs(60));
@@ -169,7 +208,7 @@ pub fn run(args: &CpuArgs, out: &Output) -> anyhow::Result<Outcome> {
     let time = check_time(args.time.0)?;
     let link = link_target(args.link.as_deref(), &host)?;
     let plan = Plan {
-        kernels: all_kernels(),
+        kernels: select_kernels(&args.kernels)?,
         threads,
         buffers,
         time,
@@ -274,6 +313,11 @@ fn sentence(results: &[Measurement], kernel: &Kernel, link: &LinkTarget, out: &O
     Some(text)
 }
 
+/// Whether other processes took a noticeable share of the workers' CPUs.
+fn contended(m: &Measurement) -> bool {
+    m.cpu_share < headroom_cpu::CONTENDED_SHARE
+}
+
 fn yes_no(yes: bool, out: &Output) -> String {
     match (yes, out.color) {
         (true, true) => "yes".green().bold().to_string(),
@@ -349,7 +393,7 @@ fn render(host: &Host, plan: &Plan, results: &[Measurement], link: &LinkTarget, 
     let verdict_title = format!("fills {}?", link.name);
     text += &format!("{:<36}", "");
     for (t, b) in &columns {
-        text += &format!(" {:>23}", column_title(*t, b));
+        text += &format!(" {:>23} ", column_title(*t, b));
     }
     text += &format!("  {verdict_title}\n");
     let mut group = None;
@@ -372,9 +416,9 @@ fn render(host: &Host, plan: &Plan, results: &[Measurement], link: &LinkTarget, 
             let cell = results
                 .iter()
                 .find(|m| m.kernel == *kernel && m.threads == *t && m.cache_resident == b.cache_resident)
-                .map(|m| mb_gb(m.bytes_per_sec))
-                .unwrap_or_else(|| "-".into());
-            text += &format!(" {cell:>23}");
+                .map(|m| format!("{}{}", mb_gb(m.bytes_per_sec), if contended(m) { "*" } else { " " }))
+                .unwrap_or_else(|| "- ".into());
+            text += &format!(" {cell:>24}");
         }
         if let Some(one) = single_stream(results, kernel) {
             let x = one.bytes_per_sec / link.bytes_per_sec;
@@ -383,6 +427,17 @@ fn render(host: &Host, plan: &Plan, results: &[Measurement], link: &LinkTarget, 
         text += "\n";
     }
 
+    let shared: Vec<&Measurement> = results.iter().filter(|m| contended(m)).collect();
+    if !shared.is_empty() {
+        let least = shared.iter().map(|m| m.cpu_share).fold(1.0, f64::min);
+        text += &format!(
+            "* other processes shared the CPU during {} of {} figures (down to {:.0}% of a core per worker): \
+             those figures are low; --json has each one per CPU-second (details.bytes_per_cpu_sec)\n",
+            shared.len(),
+            results.len(),
+            100.0 * least
+        );
+    }
     text += "\n";
     let encryption = plan.kernels.iter().filter(|k| k.group() == Group::Encryption);
     for kernel in encryption {
@@ -457,6 +512,20 @@ fn probe_with_link(m: &Measurement, link: &LinkTarget) -> Probe {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernels_select_by_group_or_id_in_catalog_order() {
+        let names = |list: &[&str]| {
+            let owned: Vec<String> = list.iter().map(|s| s.to_string()).collect();
+            select_kernels(&owned).map(|ks| ks.iter().map(|k| k.id()).collect::<Vec<_>>())
+        };
+        assert_eq!(names(&["aes-256-gcm", "sha256"]).unwrap(), ["sha256", "aes-256-gcm"]);
+        assert_eq!(names(&["encryption"]).unwrap(), ["aes-128-gcm", "aes-256-gcm", "chacha20-poly1305"]);
+        assert_eq!(names(&["zstd-3-compress"]).unwrap().len(), 2, "both data kinds");
+        assert_eq!(names(&[]).unwrap().len(), all_kernels().len());
+        let err = names(&["md5"]).unwrap_err().to_string();
+        assert!(err.contains("unknown kernel 'md5'") && err.contains("aes-256-gcm"), "{err}");
+    }
 
     #[test]
     fn threads_accept_one_all_and_numbers_in_range() {
