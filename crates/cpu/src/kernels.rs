@@ -164,7 +164,7 @@ impl Kernel {
             Kernel::Sha256 => "sha2 0.10 (SHA-NI when present)".into(),
             Kernel::Blake3 => "blake3 1 (SSE4.1/AVX2/AVX-512 runtime dispatch, one thread)".into(),
             Kernel::Fletcher4 => "hand-written ZFS scalar fletcher_4 (no crate has ZFS's variant)".into(),
-            Kernel::Lz4 { .. } => "lz4_flex 0.11 block format (safe Rust)".into(),
+            Kernel::Lz4 { .. } => "lz4_flex 0.11 block format (unsafe fast paths, checked decode)".into(),
             Kernel::Zstd { .. } => "zstd 0.13 (libzstd)".into(),
             Kernel::Aes128Gcm | Kernel::Aes256Gcm => {
                 "ring 0.17 (BoringSSL/OpenSSL assembly: AES-NI + PCLMULQDQ, stitched AVX/VAES paths)".into()
