@@ -6,7 +6,7 @@
 set -euo pipefail
 
 packages=(fio iperf3 iperf sockperf nbdkit iproute2 util-linux fdisk e2fsprogs xfsprogs
-          btrfs-progs kmod procps chromium sqlite3 hyperfine)
+          btrfs-progs kmod procps chromium sqlite3 hyperfine python3 openssl zstd)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -68,6 +68,8 @@ pub enum Command {
     Compare(commands::compare::CompareArgs),
     /// Hours-long loop of disk and network probes into SQLite: dips, drift, link flaps, outages
     Soak(commands::soak::SoakArgs),
+    /// What this CPU pushes through parity, checksums, compression and encryption, next to the link
+    Cpu(commands::cpu::CpuArgs),
     /// Print shell completions for bash, zsh, fish, elvish or powershell
     Completions(commands::meta::CompletionsArgs),
     /// Print the man page (roff) generated from this CLI

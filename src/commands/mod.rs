@@ -2,6 +2,7 @@
 //! hands the result to a presenter. Dispatch lives here.
 
 pub mod compare;
+pub mod cpu;
 pub mod disk;
 pub mod link;
 pub mod meta;
@@ -29,6 +30,7 @@ pub fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
         Command::Report(args) => report::run(&args, out),
         Command::Compare(args) => compare::run(&args, out),
         Command::Soak(args) => soak::run(&args, out),
+        Command::Cpu(args) => cpu::run(&args, out),
         Command::Completions(args) => meta::completions(&args),
         Command::ManPage => meta::man_page(),
     }

@@ -198,6 +198,7 @@ mod tests {
     fn the_fixture_nas_shows_its_flags_and_ceilings() {
         let root = headroom_sys::SysRoot::at(concat!(env!("CARGO_MANIFEST_DIR"), "/crates/sys/tests/fixtures/nas"));
         let text = render(&headroom_sys::inventory(&root), &plain());
+        println!("{text}");
         assert!(text.contains("! 10GbE NIC on PCIe 2.0 x1: the slot carries 4 Gb/s"), "{text}");
         assert!(text.contains("! USB NIC (r8152)"), "{text}");
         assert!(text.contains("! SSD on a 3 Gb/s SATA link"), "{text}");

@@ -23,7 +23,7 @@ pub fn features() -> Vec<Feature> {
         list.push(f(
             "VAES",
             has!("vaes"),
-            "wide AES; not used by the aes-gcm crate measured here (OpenSSL and the kernel use it)",
+            "wide AES-GCM (ring, OpenSSL and the kernel use it where they have a VAES path)",
         ));
         list.push(f("VPCLMULQDQ", has!("vpclmulqdq"), "wide GHASH; as VAES"));
         list.push(f("SSE4.2", has!("sse4.2"), "CRC32C instruction (iSCSI, ext4, btrfs checksums)"));

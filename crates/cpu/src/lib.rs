@@ -26,7 +26,7 @@ pub use data::DataKind;
 pub use features::{features, Feature};
 pub use fletcher::fletcher4;
 pub use kernels::{all_kernels, Group, Kernel};
-pub use measure::{run, BufferSpec, Measurement, Plan, ProgressEvent};
+pub use measure::{run, BufferSpec, Measurement, Plan, ProgressEvent, CONTENDED_SHARE};
 pub use verify::{verify, verify_all};
 
 /// Why a CPU run could not produce figures.

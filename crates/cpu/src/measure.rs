@@ -90,7 +90,16 @@ pub struct Measurement {
     pub ratio: Option<f64>,
     /// (seconds since start, bytes/s in the interval ending then).
     pub samples: Vec<(f64, f64)>,
+    /// CPU time the workers got over their wall time, averaged (1.0: each
+    /// had its CPU to itself; 0.4: other processes took 60% of it).
+    pub cpu_share: f64,
+    /// Bytes per second of CPU time the workers got, summed: what the
+    /// kernel does when it has the CPUs to itself.
+    pub bytes_per_cpu_sec: f64,
 }
+
+/// Below this CPU share, a figure says more about the machine's load than the kernel.
+pub const CONTENDED_SHARE: f64 = 0.9;
 
 impl Measurement {
     /// `cpu-zstd-3-compress-compressible-2to1-t1-memory`: unique in a run.
@@ -106,6 +115,20 @@ impl Measurement {
         details.insert("implementation".into(), serde_json::json!(self.kernel.implementation()));
         if let Some(r) = self.ratio {
             details.insert("compression_ratio".into(), serde_json::json!(r));
+        }
+        details.insert("cpu_share".into(), serde_json::json!(self.cpu_share));
+        details.insert("bytes_per_cpu_sec".into(), serde_json::json!(self.bytes_per_cpu_sec));
+        let mut warnings = Vec::new();
+        if self.cpu_share < CONTENDED_SHARE {
+            warnings.push(headroom_result::Warning::new(
+                "cpu_contended",
+                format!(
+                    "the workers got {:.0}% of their CPUs' time (other processes ran too): the figure is low; \
+                     per CPU-second the kernel did {:.0} MB/s",
+                    100.0 * self.cpu_share,
+                    self.bytes_per_cpu_sec / 1e6
+                ),
+            ));
         }
         let name = if self.kernel.data_matters() {
             format!("{} ({})", self.kernel.name(), self.kernel.data().as_str())
@@ -134,7 +157,7 @@ impl Measurement {
                 .map(|(t, b)| Sample { t_s: *t, bytes_per_sec: *b, ..Sample::default() })
                 .collect(),
             histogram: None,
-            warnings: Vec::new(),
+            warnings,
             details,
         }
     }
@@ -185,7 +208,14 @@ pub fn run(
     Ok(results)
 }
 
-type WorkerOutcome = Result<(u64, Duration, Option<f64>), String>;
+/// Bytes, wall time, CPU time, compression ratio of one worker.
+type WorkerOutcome = Result<(u64, Duration, Duration, Option<f64>), String>;
+
+/// CPU time the calling thread has used.
+fn thread_cpu_time() -> Duration {
+    use nix::time::{clock_gettime, ClockId};
+    clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).map(Duration::from).unwrap_or_default()
+}
 
 fn measure(
     kernel: Kernel,
@@ -229,6 +259,7 @@ fn measure(
                     barrier.wait(); // everyone warm: the clock starts
                     let mut w = w?;
                     let start = Instant::now();
+                    let cpu_start = thread_cpu_time();
                     let mut bytes = 0u64;
                     loop {
                         let n = w.step();
@@ -238,7 +269,7 @@ fn measure(
                             break;
                         }
                     }
-                    Ok((bytes, start.elapsed(), w.ratio()))
+                    Ok((bytes, start.elapsed(), thread_cpu_time().saturating_sub(cpu_start), w.ratio()))
                 });
             match handle {
                 Ok(h) => handles.push(h),
@@ -276,10 +307,14 @@ fn measure(
     let mut rate = 0.0;
     let mut longest = Duration::ZERO;
     let mut ratios = Vec::new();
+    let mut shares = Vec::new();
+    let mut cpu_rate = 0.0;
     for outcome in outcomes {
-        let (b, elapsed, ratio) = outcome.map_err(|reason| CpuError::Setup { kernel: kernel.id(), reason })?;
+        let (b, elapsed, cpu, ratio) = outcome.map_err(|reason| CpuError::Setup { kernel: kernel.id(), reason })?;
         bytes += b;
         rate += b as f64 / elapsed.as_secs_f64().max(1e-9);
+        cpu_rate += b as f64 / cpu.as_secs_f64().max(1e-9);
+        shares.push((cpu.as_secs_f64() / elapsed.as_secs_f64().max(1e-9)).min(1.0));
         longest = longest.max(elapsed);
         ratios.extend(ratio);
     }
@@ -293,6 +328,8 @@ fn measure(
         bytes_per_sec: rate,
         ratio: (!ratios.is_empty()).then(|| ratios.iter().sum::<f64>() / ratios.len() as f64),
         samples,
+        cpu_share: shares.iter().sum::<f64>() / shares.len().max(1) as f64,
+        bytes_per_cpu_sec: cpu_rate,
     })
 }
 

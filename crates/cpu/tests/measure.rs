@@ -31,6 +31,9 @@ fn every_kernel_measures_a_positive_rate_and_becomes_a_cpu_probe() {
     for m in &results {
         assert!(m.bytes > 0 && m.bytes_per_sec > 0.0, "{m:?}");
         assert!(!m.samples.is_empty(), "{m:?}");
+        assert!(m.cpu_share > 0.0 && m.cpu_share <= 1.0, "{m:?}");
+        // CPU time never exceeds wall time, so the per-CPU-second rate is at least the wall rate.
+        assert!(m.bytes_per_cpu_sec >= 0.95 * m.bytes_per_sec, "{m:?}");
         let probe = m.to_probe();
         assert_eq!(probe.kind(), ProbeKind::Cpu);
         assert!(ids.insert(probe.id.clone()), "duplicate probe id {}", probe.id);

@@ -1,0 +1,564 @@
+//! `headroom cpu`: what this CPU pushes through parity, checksums,
+//! compression and encryption, per core and on all cores, next to the link
+//! it feeds (`--link`, else the fastest local interface).
+//! Parses and validates arguments, runs the headroom-cpu engine with a
+//! progress bar, and presents the figures; measures nothing itself.
+
+use crate::output::{Outcome, Output};
+use crate::progress::Progress;
+use anyhow::{bail, Context};
+use headroom_cpu::{all_kernels, BufferSpec, Group, Kernel, Measurement, Plan, CACHE_BUFFER, MIN_BUFFER};
+use headroom_limits::{lookup, Family, Framing};
+use headroom_result::{Ceiling, Host, Probe, ResultDoc, Warning};
+use headroom_units::{format_duration, format_size, DurationArg, Size};
+use owo_colors::OwoColorize;
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  headroom cpu                         every kernel, 1 core and all cores, next to the fastest NIC
+  headroom cpu --link 10gbe            can this CPU keep up with 10 GbE?
+  headroom cpu --threads 1 --time 1s   one core only, 1 s per figure
+  headroom cpu --size 1G --json        a 1 GiB buffer; the result document on stdout
+  headroom cpu --kernels encryption,sha256   only AES-GCM, ChaCha20-Poly1305 and SHA-256
+
+Kernels: RAID-5 XOR (4+1), RAID-6 P+Q (4+2, 8+2), CRC32C, xxHash64, XXH3, Fletcher-4,
+SHA-256, BLAKE3, LZ4 and zstd -1/-3 (compress and decompress, on incompressible and
+2:1 data), AES-128-GCM, AES-256-GCM, ChaCha20-Poly1305. Every kernel is checked for
+a correct answer before it is timed.
+
+Columns: a buffer larger than the caches (--size; default the larger of 64 MiB and
+twice the last-level cache, shared by the threads) and a 256 KiB buffer per thread
+that stays in L2. Figures are payload bytes per second (uncompressed bytes for
+compression) in MB/s and Gb/s. Sizes: 4k = 4096, 1M = 1048576, 1MB = 1000000.")]
+pub struct CpuArgs {
+    /// Worker threads: 1, all, or a number (default: 1 and all, as two columns)
+    #[arg(long, value_name = "1|all|N")]
+    pub threads: Option<String>,
+    /// Out-of-cache buffer (4k to half the RAM; default max(64M, 2 x last-level cache))
+    #[arg(long, value_name = "SIZE")]
+    pub size: Option<Size>,
+    /// Measured time of each figure (10ms to 1m; default 100ms; a warm-up runs before it)
+    #[arg(long, value_name = "DURATION", default_value = "100ms")]
+    pub time: DurationArg,
+    /// Link to compare with, e.g. 1gbe, 10gbe, 25gbe, 16gfc (default: fastest local interface)
+    #[arg(long, value_name = "SPEC")]
+    pub link: Option<String>,
+    /// Only these kernels: groups (parity, checksum, compression, encryption) or ids
+    /// (sha256, aes-256-gcm, zstd-3-compress, ...), comma-separated (default: all)
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub kernels: Vec<String>,
+}
+
+/// The kernels `--kernels` names (all when empty).
+fn select_kernels(names: &[String]) -> anyhow::Result<Vec<Kernel>> {
+    let all = all_kernels();
+    if names.is_empty() {
+        return Ok(all);
+    }
+    let group_of = |name: &str| match name {
+        "parity" | "raid" => Some(Group::Parity),
+        "checksum" | "checksums" | "hash" => Some(Group::Checksum),
+        "compression" | "compress" => Some(Group::Compression),
+        "encryption" | "crypto" | "aead" => Some(Group::Encryption),
+        _ => None,
+    };
+    let mut chosen = Vec::new();
+    for name in names {
+        let name = name.trim().to_ascii_lowercase();
+        let matched: Vec<Kernel> = match group_of(&name) {
+            Some(g) => all.iter().filter(|k| k.group() == g).copied().collect(),
+            None => all.iter().filter(|k| k.id() == name).copied().collect(),
+        };
+        if matched.is_empty() {
+            let mut ids: Vec<String> = all.iter().map(|k| k.id()).collect();
+            ids.dedup();
+            bail!(
+                "--kernels: unknown kernel '{name}'; accepted: parity, checksum, compression, encryption or one of {}",
+                ids.join(", ")
+            );
+        }
+        chosen.extend(matched);
+    }
+    // Keep the catalog's order and drop repeats.
+    Ok(all.into_iter().filter(|k| chosen.contains(k)).collect())
+}
+
+const TIME_RANGE: (Duration, Duration) = (Duration::from_millis(10), Duration::from_secs(60));
+
+/// The link a figure is compared with.
+#[derive(Debug, Clone)]
+struct LinkTarget {
+    /// e.g. "10GbE".
+    name: String,
+    /// What payload the link carries: TCP goodput for Ethernet, usable rate otherwise.
+    bytes_per_sec: f64,
+    /// e.g. "TCP at MTU 1500", "eth0, TCP at MTU 9000".
+    basis: String,
+    /// Why this link, when the user did not name one and none was found.
+    caveat: Option<String>,
+}
+
+/// `--threads` resolved against this machine.
+fn thread_counts(arg: Option<&str>, usable: usize) -> anyhow::Result<Vec<usize>> {
+    let range = format!("1 to {usable} (this machine's usable CPUs) or all, e.g. --threads 1");
+    let Some(text) = arg else {
+        return Ok(if usable > 1 { vec![1, usable] } else { vec![1] });
+    };
+    if text.eq_ignore_ascii_case("all") {
+        return Ok(vec![usable]);
+    }
+    match text.parse::<usize>() {
+        Ok(n) if (1..=usable).contains(&n) => Ok(vec![n]),
+        Ok(n) => bail!("--threads {n} is out of range: {range}"),
+        Err(_) => bail!("--threads '{text}' is not a number: {range}"),
+    }
+}
+
+/// The buffer columns: out of cache (`size`) and cache-resident (256 KiB per thread).
+fn buffers(size: Option<Size>, ram: Option<u64>) -> anyhow::Result<Vec<BufferSpec>> {
+    let max = ram.map(|r| r / 2);
+    let range = match max {
+        Some(m) => format!("4 KiB to {} (half the RAM), e.g. --size 64M", format_size(m)),
+        None => "at least 4 KiB, e.g. --size 64M".to_string(),
+    };
+    let bytes = match size {
+        Some(Size(b)) => {
+            if b < MIN_BUFFER || max.is_some_and(|m| b > m) {
+                bail!("--size {} is out of range: {range}", format_size(b));
+            }
+            b
+        }
+        None => {
+            let default = headroom_cpu::default_memory_buffer();
+            max.map_or(default, |m| default.min(m))
+        }
+    };
+    Ok(if bytes > CACHE_BUFFER {
+        vec![BufferSpec { bytes, cache_resident: false }, BufferSpec { bytes: CACHE_BUFFER, cache_resident: true }]
+    } else {
+        vec![BufferSpec { bytes, cache_resident: true }]
+    })
+}
+
+fn check_time(time: Duration) -> anyhow::Result<Duration> {
+    if time < TIME_RANGE.0 || time > TIME_RANGE.1 {
+        bail!(
+            "--time {} is out of range: {} to {} per figure, e.g. --time 100ms",
+            format_duration(time),
+            format_duration(TIME_RANGE.0),
+            format_duration(TIME_RANGE.1)
+        );
+    }
+    Ok(time)
+}
+
+/// `--link`, else the fastest local interface, else 10 GbE with a caveat.
+fn link_target(spec: Option<&str>, host: &Host) -> anyhow::Result<LinkTarget> {
+    if let Some(spec) = spec {
+        let link = lookup(spec).map_err(|e| anyhow::anyhow!("--link: {e}"))?;
+        return Ok(if link.family == Family::Ethernet {
+            let framing = Framing::default();
+            LinkTarget {
+                name: link.name.clone(),
+                bytes_per_sec: framing.tcp_goodput_bits(link.usable_bits_per_sec) / 8.0,
+                basis: format!("TCP at MTU {}", framing.mtu),
+                caveat: None,
+            }
+        } else {
+            LinkTarget {
+                name: link.name.clone(),
+                bytes_per_sec: link.usable_bytes_per_sec(),
+                basis: "usable rate after line encoding".into(),
+                caveat: None,
+            }
+        });
+    }
+    if let Some(nic) = headroom_sys::fastest_interface(host) {
+        let ceiling = headroom_sys::effective_ceiling(nic).unwrap_or_default();
+        let slot = match nic.bus_ceiling_bytes_per_sec {
+            Some(bus) if bus < nic.ceiling_bytes_per_sec.unwrap_or(f64::MAX) => ", capped by its bus",
+            _ => "",
+        };
+        return Ok(LinkTarget {
+            name: nic.link.clone().unwrap_or_else(|| nic.name.clone()),
+            bytes_per_sec: ceiling,
+            basis: format!("{}, TCP at MTU {}{slot}", nic.name, nic.mtu),
+            caveat: None,
+        });
+    }
+    let link = lookup("10gbe").expect("10GbE is in the catalog");
+    let framing = Framing::default();
+    Ok(LinkTarget {
+        name: link.name.clone(),
+        bytes_per_sec: framing.tcp_goodput_bits(link.usable_bits_per_sec) / 8.0,
+        basis: "TCP at MTU 1500".into(),
+        caveat: Some(
+            "no local interface reports a link speed (virtual NICs do not); compared with 10GbE — name one with --link"
+                .into(),
+        ),
+    })
+}
+
+pub fn run(args: &CpuArgs, out: &Output) -> anyhow::Result<Outcome> {
+    let host = headroom_sys::inventory_live();
+    let usable = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let threads = thread_counts(args.threads.as_deref(), usable)?;
+    let buffers = buffers(args.size, host.memory_bytes)?;
+    let time = check_time(args.time.0)?;
+    let link = link_target(args.link.as_deref(), &host)?;
+    let plan = Plan {
+        kernels: select_kernels(&args.kernels)?,
+        threads,
+        buffers,
+        time,
+        warmup: (time / 4).clamp(Duration::from_millis(2), Duration::from_millis(50)),
+    };
+
+    let stop = crate::signals::stop_flag();
+    let bar = Progress::new(out.progress && !out.json, "cpu", Some(plan.expected_duration()));
+    let start = Instant::now();
+    let results = headroom_cpu::run(&plan, stop, |event| {
+        let last = event.last_bytes_per_sec.map(|b| format!(" (last {})", mb_gb(b))).unwrap_or_default();
+        bar.update(start.elapsed(), &format!("{}/{} {}{last}", event.done, event.total, event.label));
+    })
+    .context("cpu")?;
+    bar.finish();
+    if results.is_empty() {
+        bail!("stopped before any kernel was measured");
+    }
+
+    if out.json {
+        out.print_json(&document(host, &results, &link))?;
+    } else {
+        print!("{}", render(&host, &plan, &results, &link, out));
+    }
+    Ok(Outcome::Ok)
+}
+
+/// "1905 MB/s  15.2 Gb/s".
+fn mb_gb(bytes_per_sec: f64) -> String {
+    format!("{:>6.0} MB/s {:>6.1} Gb/s", bytes_per_sec / 1e6, bytes_per_sec * 8.0 / 1e9)
+}
+
+/// "1.90 GB/s" or "941 MB/s": one figure in a sentence.
+fn short_rate(bytes_per_sec: f64) -> String {
+    if bytes_per_sec >= 1e9 {
+        format!("{:.2} GB/s", bytes_per_sec / 1e9)
+    } else {
+        format!("{:.0} MB/s", bytes_per_sec / 1e6)
+    }
+}
+
+/// What one stream of this kernel does on a storage path, for the sentences.
+fn role(kernel: &Kernel) -> &'static str {
+    match kernel {
+        Kernel::Aes128Gcm => "one SMB3-encrypted stream (AES-128-GCM)",
+        Kernel::Aes256Gcm => "one SMB3-encrypted stream (AES-256-GCM)",
+        Kernel::ChaCha20Poly1305 => "one SSH/sshfs stream (chacha20-poly1305)",
+        _ => match kernel.group() {
+            Group::Parity => "parity for a write stream",
+            Group::Checksum => "checksumming a stream",
+            Group::Compression => "one compressed stream",
+            Group::Encryption => "one encrypted stream",
+        },
+    }
+}
+
+/// The single-stream figure: one thread, out of cache (or the closest the plan has).
+fn single_stream<'a>(results: &'a [Measurement], kernel: &Kernel) -> Option<&'a Measurement> {
+    let mine = || results.iter().filter(move |m| m.kernel == *kernel);
+    let min_threads = mine().map(|m| m.threads).min()?;
+    mine().filter(|m| m.threads == min_threads).min_by_key(|m| m.cache_resident)
+}
+
+/// The all-cores figure, out of cache.
+fn all_cores<'a>(results: &'a [Measurement], kernel: &Kernel) -> Option<&'a Measurement> {
+    let mine = || results.iter().filter(move |m| m.kernel == *kernel);
+    let max_threads = mine().map(|m| m.threads).max()?;
+    mine().filter(|m| m.threads == max_threads).min_by_key(|m| m.cache_resident)
+}
+
+/// "AES-256-GCM 1.90 GB/s on one core: one SMB3-encrypted stream (AES-256-GCM)
+/// can fill 10GbE (1.18 GB/s) — yes".
+fn sentence(results: &[Measurement], kernel: &Kernel, link: &LinkTarget, out: &Output) -> Option<String> {
+    let one = single_stream(results, kernel)?;
+    let cores = if one.threads == 1 { "one core".to_string() } else { format!("{} cores", one.threads) };
+    let fills = one.bytes_per_sec >= link.bytes_per_sec;
+    let verb = match kernel.group() {
+        Group::Parity | Group::Checksum => "keeps up with",
+        Group::Compression | Group::Encryption => "can fill",
+    };
+    let mut text = format!(
+        "{} {} on {cores}: {} {verb} {} ({}) — {}",
+        kernel_label(kernel, results),
+        short_rate(one.bytes_per_sec),
+        role(kernel),
+        link.name,
+        short_rate(link.bytes_per_sec),
+        yes_no(fills, out)
+    );
+    if !fills {
+        text += &format!(" ({:.0}% of it)", 100.0 * one.bytes_per_sec / link.bytes_per_sec);
+        if let Some(all) = all_cores(results, kernel).filter(|a| a.threads > one.threads) {
+            let verdict = if all.bytes_per_sec >= link.bytes_per_sec { "enough" } else { "still not enough" };
+            text += &format!(
+                "; {} streams on {} cores: {} together, {verdict}",
+                all.threads,
+                all.threads,
+                short_rate(all.bytes_per_sec)
+            );
+        }
+    }
+    Some(text)
+}
+
+/// Whether other processes took a noticeable share of the workers' CPUs.
+fn contended(m: &Measurement) -> bool {
+    m.cpu_share < headroom_cpu::CONTENDED_SHARE
+}
+
+fn yes_no(yes: bool, out: &Output) -> String {
+    match (yes, out.color) {
+        (true, true) => "yes".green().bold().to_string(),
+        (false, true) => "no".red().bold().to_string(),
+        (true, false) => "yes".into(),
+        (false, false) => "no".into(),
+    }
+}
+
+fn column_title(threads: usize, buffer: &BufferSpec) -> String {
+    let cores = if threads == 1 { "1 core".to_string() } else { format!("{threads} cores") };
+    if buffer.cache_resident {
+        format!("{cores}, {} each", compact_size(buffer.bytes))
+    } else {
+        format!("{cores}, {}", compact_size(buffer.bytes))
+    }
+}
+
+/// "64 MiB", "256 KiB", "1.5 GiB": a buffer size for a column title.
+fn compact_size(bytes: u64) -> String {
+    for (unit, name) in [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")] {
+        if bytes >= unit {
+            let value = bytes as f64 / unit as f64;
+            return if bytes.is_multiple_of(unit) {
+                format!("{value:.0} {name}")
+            } else {
+                format!("{value:.1} {name}")
+            };
+        }
+    }
+    format!("{bytes} B")
+}
+
+fn kernel_label(kernel: &Kernel, results: &[Measurement]) -> String {
+    if !kernel.data_matters() {
+        return kernel.name();
+    }
+    let data = match kernel.data() {
+        headroom_cpu::DataKind::Incompressible => "random",
+        headroom_cpu::DataKind::Compressible2to1 => "2:1",
+    };
+    let ratio = results.iter().find(|m| m.kernel == *kernel).and_then(|m| m.ratio);
+    match ratio {
+        Some(r) => format!("{} {data} ({r:.2}:1)", kernel.name()),
+        None => format!("{} {data}", kernel.name()),
+    }
+}
+
+fn render(host: &Host, plan: &Plan, results: &[Measurement], link: &LinkTarget, out: &Output) -> String {
+    let mut text = String::new();
+    if let Some(cpu) = &host.cpu {
+        text += &format!("{}  {}, {} logical CPUs\n", out.bold("CPU"), cpu.model, cpu.logical_cpus);
+    }
+    let features: Vec<String> = headroom_cpu::features()
+        .iter()
+        .map(|f| format!("{} {}", f.name, if f.present { "yes" } else { "no" }))
+        .collect();
+    text += &format!("     {}\n", features.join(", "));
+    text += &format!(
+        "{} {} {}: {}\n",
+        out.bold("Link"),
+        link.name,
+        link.basis,
+        headroom_units::format_rate(link.bytes_per_sec * 8.0, out.iec)
+    );
+    if let Some(caveat) = &link.caveat {
+        text += &format!("     {caveat}\n");
+    }
+    text += "\n";
+
+    let columns: Vec<(usize, BufferSpec)> =
+        plan.threads.iter().flat_map(|t| plan.buffers.iter().map(move |b| (*t, *b))).collect();
+    let verdict_title = format!("fills {}?", link.name);
+    text += &format!("{:<36}", "");
+    for (t, b) in &columns {
+        text += &format!(" {:>23} ", column_title(*t, b));
+    }
+    text += &format!("  {verdict_title}\n");
+    let mut group = None;
+    for kernel in &plan.kernels {
+        if !results.iter().any(|m| m.kernel == *kernel) {
+            continue;
+        }
+        if group != Some(kernel.group()) {
+            group = Some(kernel.group());
+            let title = match kernel.group() {
+                Group::Parity => "Parity",
+                Group::Checksum => "Checksums",
+                Group::Compression => "Compression (figures are uncompressed bytes)",
+                Group::Encryption => "Encryption (AEAD seal)",
+            };
+            text += &format!("{}\n", out.bold(title));
+        }
+        text += &format!("  {:<34}", kernel_label(kernel, results));
+        for (t, b) in &columns {
+            let cell = results
+                .iter()
+                .find(|m| m.kernel == *kernel && m.threads == *t && m.cache_resident == b.cache_resident)
+                .map(|m| format!("{}{}", mb_gb(m.bytes_per_sec), if contended(m) { "*" } else { " " }))
+                .unwrap_or_else(|| "- ".into());
+            text += &format!(" {cell:>24}");
+        }
+        if let Some(one) = single_stream(results, kernel) {
+            let x = one.bytes_per_sec / link.bytes_per_sec;
+            text += &format!("  {} {x:.1}x", yes_no(x >= 1.0, out));
+        }
+        text += "\n";
+    }
+
+    let shared: Vec<&Measurement> = results.iter().filter(|m| contended(m)).collect();
+    if !shared.is_empty() {
+        let least = shared.iter().map(|m| m.cpu_share).fold(1.0, f64::min);
+        text += &format!(
+            "* other processes shared the CPU during {} of {} figures (down to {:.0}% of a core per worker): \
+             those figures are low; --json has each one per CPU-second (details.bytes_per_cpu_sec)\n",
+            shared.len(),
+            results.len(),
+            100.0 * least
+        );
+    }
+    text += "\n";
+    let encryption = plan.kernels.iter().filter(|k| k.group() == Group::Encryption);
+    for kernel in encryption {
+        if let Some(s) = sentence(results, kernel, link, out) {
+            text += &format!("{s}\n");
+        }
+    }
+    for g in [Group::Parity, Group::Checksum, Group::Compression] {
+        let slowest = plan
+            .kernels
+            .iter()
+            .filter(|k| k.group() == g)
+            .filter_map(|k| single_stream(results, k).map(|m| (k, m.bytes_per_sec)))
+            .min_by(|a, b| a.1.total_cmp(&b.1));
+        if let Some((kernel, _)) = slowest {
+            if let Some(s) = sentence(results, kernel, link, out) {
+                text += &format!("slowest {}: {s}\n", group_word(g));
+            }
+        }
+    }
+    text
+}
+
+fn group_word(g: Group) -> &'static str {
+    match g {
+        Group::Parity => "parity",
+        Group::Checksum => "checksum",
+        Group::Compression => "compression",
+        Group::Encryption => "encryption",
+    }
+}
+
+/// The result document: host, one probe per measurement, the link as a ceiling.
+fn document(host: Host, results: &[Measurement], link: &LinkTarget) -> ResultDoc {
+    let mut doc = ResultDoc::new(humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string());
+    doc.host = host;
+    doc.ceilings.push(Ceiling {
+        hop: "link".into(),
+        name: format!("{} {}", link.name, link.basis),
+        bytes_per_sec: link.bytes_per_sec,
+        source: Some(if link.caveat.is_some() { "default (no interface speed)".into() } else { "headroom cpu".into() }),
+    });
+    if let Some(caveat) = &link.caveat {
+        doc.warnings.push(Warning::new("link_assumed", caveat.clone()));
+    }
+    doc.probes = results.iter().map(|m| probe_with_link(m, link)).collect();
+    doc
+}
+
+fn probe_with_link(m: &Measurement, link: &LinkTarget) -> Probe {
+    let mut probe = m.to_probe();
+    let fills = m.bytes_per_sec >= link.bytes_per_sec;
+    probe.details.insert("link".into(), serde_json::json!(link.name));
+    probe.details.insert("link_bytes_per_sec".into(), serde_json::json!(link.bytes_per_sec));
+    probe.details.insert("fills_link".into(), serde_json::json!(fills));
+    if !fills {
+        probe.warnings.push(Warning::new(
+            "cpu_below_link",
+            format!(
+                "{} on {} thread(s) reaches {:.0}% of {} ({})",
+                m.kernel.name(),
+                m.threads,
+                100.0 * m.bytes_per_sec / link.bytes_per_sec,
+                link.name,
+                short_rate(link.bytes_per_sec)
+            ),
+        ));
+    }
+    probe
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernels_select_by_group_or_id_in_catalog_order() {
+        let names = |list: &[&str]| {
+            let owned: Vec<String> = list.iter().map(|s| s.to_string()).collect();
+            select_kernels(&owned).map(|ks| ks.iter().map(|k| k.id()).collect::<Vec<_>>())
+        };
+        assert_eq!(names(&["aes-256-gcm", "sha256"]).unwrap(), ["sha256", "aes-256-gcm"]);
+        assert_eq!(names(&["encryption"]).unwrap(), ["aes-128-gcm", "aes-256-gcm", "chacha20-poly1305"]);
+        assert_eq!(names(&["zstd-3-compress"]).unwrap().len(), 2, "both data kinds");
+        assert_eq!(names(&[]).unwrap().len(), all_kernels().len());
+        let err = names(&["md5"]).unwrap_err().to_string();
+        assert!(err.contains("unknown kernel 'md5'") && err.contains("aes-256-gcm"), "{err}");
+    }
+
+    #[test]
+    fn threads_accept_one_all_and_numbers_in_range() {
+        assert_eq!(thread_counts(None, 8).unwrap(), [1, 8]);
+        assert_eq!(thread_counts(None, 1).unwrap(), [1]);
+        assert_eq!(thread_counts(Some("all"), 8).unwrap(), [8]);
+        assert_eq!(thread_counts(Some("3"), 8).unwrap(), [3]);
+        let err = thread_counts(Some("0"), 8).unwrap_err().to_string();
+        assert!(err.contains("--threads 0 is out of range: 1 to 8"), "{err}");
+        assert!(thread_counts(Some("9"), 8).is_err());
+        assert!(thread_counts(Some("many"), 8).is_err());
+    }
+
+    #[test]
+    fn sizes_outside_4k_to_half_the_ram_are_refused() {
+        let ram = Some(8u64 << 30);
+        assert!(buffers(Some(Size(4095)), ram).unwrap_err().to_string().contains("4 KiB to 4.000 GiB"));
+        assert!(buffers(Some(Size((4 << 30) + 1)), ram).is_err());
+        let b = buffers(Some(Size(1 << 20)), ram).unwrap();
+        assert_eq!(b.len(), 2);
+        assert!(!b[0].cache_resident && b[1].cache_resident);
+        let small = buffers(Some(Size(64 << 10)), ram).unwrap();
+        assert_eq!(small, [BufferSpec { bytes: 64 << 10, cache_resident: true }]);
+    }
+
+    #[test]
+    fn an_ethernet_link_is_compared_by_its_tcp_ceiling() {
+        let t = link_target(Some("10gbe"), &Host::default()).unwrap();
+        // 10e9 * 1448 / 1538 / 8 = 1.1768 GB/s, the "1.18 GB/s" users know.
+        assert!((t.bytes_per_sec - 1.1768e9).abs() < 1e6, "{}", t.bytes_per_sec);
+        assert!(link_target(Some("11gbe"), &Host::default()).is_err());
+        let fallback = link_target(None, &Host::default()).unwrap();
+        assert_eq!(fallback.name, "10GbE");
+        assert!(fallback.caveat.is_some());
+    }
+}
