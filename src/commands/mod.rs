@@ -7,11 +7,11 @@ pub mod link;
 pub mod meta;
 pub mod net;
 pub mod ping;
-pub mod serve;
-pub mod sys;
 pub mod report;
 pub mod run;
+pub mod serve;
 pub mod soak;
+pub mod sys;
 
 use crate::cli::Command;
 use crate::output::{Outcome, Output};

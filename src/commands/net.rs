@@ -77,7 +77,8 @@ fn plan(args: &NetArgs) -> anyhow::Result<Vec<String>> {
         Some(t) => t.iter().map(|s| s.trim().to_ascii_lowercase()).filter(|s| !s.is_empty()).collect(),
         None if args.bytes.is_some() => vec!["up1".into()],
         None => {
-            let mut t: Vec<String> = ["rtt", "echo", "connect", "up1", "down1", "up", "down", "bidir"].map(String::from).to_vec();
+            let mut t: Vec<String> =
+                ["rtt", "echo", "connect", "up1", "down1", "up", "down", "bidir"].map(String::from).to_vec();
             if args.udp.is_some() {
                 t.push("udp".into());
             }
@@ -102,12 +103,15 @@ fn plan(args: &NetArgs) -> anyhow::Result<Vec<String>> {
 fn parse_bit_rate(text: &str) -> Result<Rate, String> {
     let t = text.trim();
     let (num, mult) = match t.char_indices().last() {
-        Some((i, c)) if "kKmMgGtT".contains(c) => (&t[..i], match c.to_ascii_lowercase() {
-            'k' => 1e3,
-            'm' => 1e6,
-            'g' => 1e9,
-            _ => 1e12,
-        }),
+        Some((i, c)) if "kKmMgGtT".contains(c) => (
+            &t[..i],
+            match c.to_ascii_lowercase() {
+                'k' => 1e3,
+                'm' => 1e6,
+                'g' => 1e9,
+                _ => 1e12,
+            },
+        ),
         _ => (t, 1.0),
     };
     match num.parse::<f64>() {
@@ -130,7 +134,10 @@ fn validate(args: &NetArgs) -> anyhow::Result<()> {
     }
     if let Some(r) = args.udp {
         if !(r.0 >= 1000.0 && r.0 <= 400e9) {
-            bail!("--udp {} is out of range: 1k to 400G bits/s (example: --udp 100M)", args.udp.map(|r| r.0).unwrap_or(0.0));
+            bail!(
+                "--udp {} is out of range: 1k to 400G bits/s (example: --udp 100M)",
+                args.udp.map(|r| r.0).unwrap_or(0.0)
+            );
         }
     }
     if args.timeout.0 < Duration::from_millis(100) {
@@ -196,7 +203,10 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
                 let s = session.as_ref().expect("checked");
                 let bar = Progress::new(out.progress, "TCP RR idle", Some(args.time.0));
                 let r = s.rr(64, args.time.0.min(Duration::from_secs(5)), stop, &mut |smp| {
-                    bar.update(Duration::from_secs_f64(smp.t_s), &format!("{:.0} us", smp.latency_ns_mean.unwrap_or(0.0) / 1e3));
+                    bar.update(
+                        Duration::from_secs_f64(smp.t_s),
+                        &format!("{:.0} us", smp.latency_ns_mean.unwrap_or(0.0) / 1e3),
+                    );
                 });
                 bar.finish();
                 r.map(|r| probe::rr_probe(&r, protocol, &target.display()))
@@ -210,8 +220,16 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
             }
             "connect" => {
                 let addr = session.as_ref().expect("checked").peer;
-                headroom_net::ping::tcp_connect_series(addr, &target.display(), 20, Duration::from_millis(20), target.timeout, stop, &mut |_, _| {})
-                    .map(|r| probe::connect_probe(&r, false, protocol, 20.0))
+                headroom_net::ping::tcp_connect_series(
+                    addr,
+                    &target.display(),
+                    20,
+                    Duration::from_millis(20),
+                    target.timeout,
+                    stop,
+                    &mut |_, _| {},
+                )
+                .map(|r| probe::connect_probe(&r, false, protocol, 20.0))
             }
             _ => {
                 let spec = throughput_spec(t, args, want_rr_load);
@@ -245,7 +263,9 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
                 }
                 probes.push(p);
             }
-            Err(e @ (NetError::Resolve { .. } | NetError::Connect { .. } | NetError::Refused(_))) if probes.is_empty() => {
+            Err(e @ (NetError::Resolve { .. } | NetError::Connect { .. } | NetError::Refused(_)))
+                if probes.is_empty() =>
+            {
                 return Err(user_error(e));
             }
             Err(e) => {
@@ -447,7 +467,6 @@ impl SpecBytes for Probe {
     }
 }
 
-
 /// The link a result is compared against: from --link, or the local interface that routes to HOST.
 pub struct LinkCeiling {
     pub name: String,
@@ -523,7 +542,11 @@ fn ceiling_for(host: &str, port: u16, link: Option<&str>) -> anyhow::Result<Link
             source,
             is_virtual: i.is_virtual(),
             note: i.is_virtual().then(|| {
-                format!("{} is a virtual NIC ({}): its speed is nominal", i.name, i.driver.clone().unwrap_or_else(|| "no hardware device".into()))
+                format!(
+                    "{} is a virtual NIC ({}): its speed is nominal",
+                    i.name,
+                    i.driver.clone().unwrap_or_else(|| "no hardware device".into())
+                )
             }),
         }),
         None => Ok(LinkCeiling {

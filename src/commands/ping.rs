@@ -63,25 +63,35 @@ pub fn run(args: &PingArgs, out: &Output) -> anyhow::Result<Outcome> {
     let interval_ms = args.interval.0.as_secs_f64() * 1e3;
     let probe = match port {
         Some(port) => {
-            let addr = *headroom_net::resolve(&host, port).map_err(|e| anyhow::anyhow!("{e}"))?.first().expect("non-empty");
+            let addr =
+                *headroom_net::resolve(&host, port).map_err(|e| anyhow::anyhow!("{e}"))?.first().expect("non-empty");
             let display = Target { host: host.clone(), port, token: None, timeout: args.timeout.0 }.display();
             if !out.json {
                 println!("TCP handshake to {display} ({addr}), {} round trips", args.count);
             }
             let json = out.json;
-            let r = ping::tcp_connect_series(addr, &display, args.count, args.interval.0, args.timeout.0, stop, &mut |i, r| {
-                if !json {
-                    match r {
-                        Ok(d) => println!("  seq={i} time={}", ms(d.as_nanos() as f64)),
-                        Err(e) => println!("  seq={i} failed: {e}"),
+            let r = ping::tcp_connect_series(
+                addr,
+                &display,
+                args.count,
+                args.interval.0,
+                args.timeout.0,
+                stop,
+                &mut |i, r| {
+                    if !json {
+                        match r {
+                            Ok(d) => println!("  seq={i} time={}", ms(d.as_nanos() as f64)),
+                            Err(e) => println!("  seq={i} failed: {e}"),
+                        }
                     }
-                }
-            })
+                },
+            )
             .map_err(|e| anyhow::anyhow!("{e}"))?;
             probe::connect_probe(&r, true, "tcp", interval_ms)
         }
         None => {
-            let target = Target { host, port: headroom_net::DEFAULT_PORT, token: args.token.clone(), timeout: args.timeout.0 };
+            let target =
+                Target { host, port: headroom_net::DEFAULT_PORT, token: args.token.clone(), timeout: args.timeout.0 };
             let session = Session::open(&target).map_err(|e| match e {
                 headroom_net::NetError::IsIperf3 => {
                     anyhow::anyhow!("{} is an iperf3 server: UDP echo needs `headroom serve`; give a port for TCP handshakes (HOST:PORT)", target.display())
