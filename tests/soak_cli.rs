@@ -234,3 +234,73 @@ fn vmkernel_log_reconnects_are_flaps() {
     let det = s.detections.iter().find(|x| x.kind == "link_flaps").expect("a link_flaps detection");
     assert!(det.message.starts_with("3 link flap(s): vusb1 down 6.8 s"), "{}", det.message);
 }
+
+#[test]
+fn unreachable_server_at_start_keeps_the_disk_probes_going() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let db = dir.path().join("o.sqlite");
+    let port = free_port().to_string(); // nothing listens there
+    let o = soak(&[
+        "--duration",
+        "5s",
+        "--probe-time",
+        "2s",
+        "--cycle",
+        "write,net",
+        "--server",
+        &format!("127.0.0.1:{port}"),
+        "--size",
+        "8M",
+        "--path",
+        d,
+        "--db",
+        db.to_str().unwrap(),
+        "--json",
+    ]);
+    let d = doc(&o);
+    let s = d.soak.unwrap();
+    let outages: Vec<_> = s.events.iter().filter(|e| e.kind == "server_outage").collect();
+    assert_eq!(outages.len(), 1, "{:#?}", s.events);
+    assert!(outages[0].message.contains("connection refused"), "{}", outages[0].message);
+    assert!(d.probes.iter().any(|p| p.id == "soak-write" && p.summary.bytes_per_sec > 0.0));
+    assert!(!d.probes.iter().any(|p| p.id == "soak-net"), "no net figures without a server");
+    assert!(s.detections.iter().any(|x| x.kind == "server_outage"));
+}
+
+#[test]
+fn server_lost_mid_soak_is_an_outage_and_the_disk_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let db = dir.path().join("m.sqlite");
+    let port = free_port().to_string();
+    let mut server =
+        headroom().args(["serve", "--port", &port]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let child = headroom()
+        .args(["soak", "--duration", "9s", "--probe-time", "2s", "--cycle", "net,write", "--server"])
+        .arg(format!("127.0.0.1:{port}"))
+        .args(["--size", "8M", "--path", d, "--db", db.to_str().unwrap(), "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Kill the server during the first write turn (after the first net turn).
+    std::thread::sleep(Duration::from_millis(3000));
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let killed_at = now_unix();
+    let o = child.wait_with_output().unwrap();
+    let d = doc(&o);
+    let s = d.soak.unwrap();
+    let net = d.probes.iter().find(|p| p.id == "soak-net").expect("net measured before the loss");
+    assert!(net.summary.bytes_per_sec > 0.0);
+    let outages: Vec<_> = s.events.iter().filter(|e| e.kind == "server_outage").collect();
+    assert_eq!(outages.len(), 1, "{:#?}", s.events);
+    assert!(outages[0].end_s.is_none(), "the server never came back");
+    // Disk samples after the loss.
+    let store = Store::open(&db).unwrap();
+    let mut after = 0;
+    store.for_each_sample("write", |x| after += u32::from(x.t_unix > killed_at + 1.0)).unwrap();
+    assert!(after >= 1, "the write probe went on after the server was lost");
+}
