@@ -16,9 +16,10 @@ use std::path::{Path, PathBuf};
   headroom report run.json --html report.html      one self-contained HTML file with charts
   headroom report before.json after.json --html upgrade.html
   headroom report run.json --format markdown       a table ready for a forum post
-  headroom report run.json --format csv > run.csv")]
+  headroom report run.json --format csv > run.csv
+  headroom report soak.sqlite --html soak.html     a whole soak: every probe over time, detections")]
 pub struct ReportArgs {
-    /// Result documents written by `headroom run --save` or `--json`
+    /// Result documents written by `headroom run --save` or `--json`, or `headroom soak` databases
     #[arg(required = true, value_name = "RESULT.json")]
     pub results: Vec<PathBuf>,
     /// Write a self-contained HTML report (charts inline, nothing loaded from elsewhere)
@@ -44,6 +45,12 @@ pub fn load_results(paths: &[PathBuf]) -> anyhow::Result<Vec<(ResultDoc, String)
     paths
         .iter()
         .map(|path| {
+            if headroom_soak::is_sqlite_file(path) {
+                // A `headroom soak` database: the whole soak, samples thinned for the charts.
+                let doc = headroom_soak::load_result(path, headroom_soak::SampleDetail::AtMost(2000))
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+                return Ok((doc, display_name(path)));
+            }
             let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
             let doc = ResultDoc::from_json(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
             Ok((doc, display_name(path)))

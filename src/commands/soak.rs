@@ -43,6 +43,9 @@ pub struct SoakArgs {
     /// A `headroom serve` to include network probes (HOST or HOST:PORT)
     #[arg(long, value_name = "HOST")]
     pub server: Option<String>,
+    /// Token of a `headroom serve` that requires one
+    #[arg(long, env = "HEADROOM_TOKEN", hide_env_values = true, value_name = "TOKEN")]
+    pub token: Option<String>,
     /// Directory for the disk probes' test file [default: .]
     #[arg(long, value_name = "DIR")]
     pub path: Option<PathBuf>,
@@ -166,6 +169,9 @@ fn plan(args: &SoakArgs) -> anyhow::Result<Plan> {
             bail!("--cycle names '{p}' twice; name each probe once (e.g. --cycle write,read)");
         }
     }
+    if let Some(server) = &args.server {
+        headroom_net::split_host_port(server).map_err(|e| anyhow::anyhow!("--server {e}"))?;
+    }
     if cycle.iter().any(|p| p == "net") && args.server.is_none() {
         bail!("--cycle net needs --server HOST (a `headroom serve`); e.g. --server nas.lan");
     }
@@ -178,8 +184,7 @@ fn parse_metrics_addr(spec: &str) -> anyhow::Result<SocketAddr> {
     })
 }
 
-/// Interfaces on the path to `server`: the route's interface for its IPv4
-/// address. None when the server does not resolve (the outage is recorded
+/// Interfaces on the path to `server`: the one the kernel routes it through. None when the server does not resolve (the outage is recorded
 /// by the net probe).
 fn path_interfaces(server: Option<&str>) -> Vec<String> {
     let Some(server) = server else { return Vec::new() };
@@ -189,14 +194,7 @@ fn path_interfaces(server: Option<&str>) -> Vec<String> {
         .map_or(server, |(h, _)| h);
     let host = host.trim_start_matches('[').trim_end_matches(']');
     let addrs = (host, 0).to_socket_addrs().map(|a| a.collect::<Vec<_>>()).unwrap_or_default();
-    addrs
-        .iter()
-        .find_map(|a| match a.ip() {
-            std::net::IpAddr::V4(v4) => watch::route_interface(v4),
-            std::net::IpAddr::V6(_) => None,
-        })
-        .into_iter()
-        .collect()
+    addrs.into_iter().find_map(headroom_net::route::interface_to).map(|i| i.name).into_iter().collect()
 }
 
 fn default_db() -> PathBuf {
@@ -314,7 +312,7 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
         let server = config.server.clone().unwrap_or_default();
         probes.insert(
             config.cycle.iter().position(|p| p == "net").unwrap_or(probes.len()).min(probes.len()),
-            net_probe(&server)?,
+            net_probe(&server, args.token.clone())?,
         );
     }
 
@@ -403,8 +401,66 @@ fn prepare_target(
     Ok(Some(target))
 }
 
-fn net_probe(server: &str) -> anyhow::Result<Box<dyn CycleProbe>> {
-    bail!("--server {server}: network probes in soak need the net engine, which this build does not have yet")
+/// The network probe: one TCP upload stream to the server per turn. Failing
+/// to connect, or losing the server mid-turn, is an outage (the live samples
+/// up to then stay in the database), not an error.
+struct NetTurn {
+    target: headroom_net::client::Target,
+}
+
+impl CycleProbe for NetTurn {
+    fn name(&self) -> &str {
+        "net"
+    }
+
+    fn uses_server(&self) -> bool {
+        true
+    }
+
+    fn run(
+        &mut self,
+        time: Duration,
+        stop: &AtomicBool,
+        on_sample: &mut dyn FnMut(&LiveSample),
+    ) -> Result<ProbeOutcome, ProbeFailure> {
+        use headroom_net::NetError;
+        let classify = |e: NetError| match e {
+            NetError::Refused(_) | NetError::Protocol(_) | NetError::IsIperf3 => ProbeFailure::Failed(e.to_string()),
+            other => ProbeFailure::Unreachable(other.to_string()),
+        };
+        let mut session = headroom_net::client::Session::open(&self.target).map_err(classify)?;
+        let spec = headroom_net::client::ThroughputSpec {
+            direction: headroom_net::wire::Direction::Upload,
+            streams: 1,
+            duration: time,
+            bytes: None,
+            len: headroom_net::datapath::DEFAULT_TCP_LEN,
+            udp_rate: None,
+            rtt_under_load: false,
+        };
+        let start = now_unix();
+        let result = session.throughput(&spec, stop, &mut |s| {
+            on_sample(&LiveSample { t_unix: start + s.t_s, bytes_per_sec: s.bytes_per_sec, ..LiveSample::default() })
+        });
+        session.close();
+        let result = result.map_err(classify)?;
+        if let Some(e) = &result.error {
+            return Err(ProbeFailure::Unreachable(format!("lost the server mid-test: {e}")));
+        }
+        Ok(ProbeOutcome { probe: headroom_net::probe::throughput_probe(&result), measured_start_unix: start })
+    }
+}
+
+fn net_probe(server: &str, token: Option<String>) -> anyhow::Result<Box<dyn CycleProbe>> {
+    let (host, port) = headroom_net::split_host_port(server).map_err(|e| anyhow::anyhow!("--server {e}"))?;
+    Ok(Box::new(NetTurn {
+        target: headroom_net::client::Target {
+            host,
+            port: port.unwrap_or(headroom_net::DEFAULT_PORT),
+            token,
+            timeout: Duration::from_secs(3),
+        },
+    }))
 }
 
 /// The end-of-soak summary on stdout.

@@ -57,8 +57,8 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
     for name in &probe_names {
         let mine: Vec<&CycleRow> = cycles.iter().filter(|c| &c.probe == name).collect();
         let count = store.sample_count(Some(name))?;
-        if mine.is_empty() && count == 0 {
-            continue;
+        if count == 0 && mine.iter().all(|c| c.result.is_none()) {
+            continue; // never measured (e.g. the server was never reachable): the events say why
         }
         let mut points = Vec::with_capacity(count as usize);
         let mut latency = Vec::new();
@@ -146,7 +146,9 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
     }
     let outages: Vec<&EventRow> = events.iter().filter(|e| e.kind == "server_outage").collect();
     if !outages.is_empty() {
-        let total: f64 = outages.iter().filter_map(|e| e.end_unix.map(|end| end - e.t_unix)).sum();
+        // An outage still open counts until the soak's last recorded moment.
+        let soak_end = store.sessions()?.iter().filter_map(|s| s.ended_unix).fold(0.0, f64::max);
+        let total: f64 = outages.iter().map(|e| (e.end_unix.unwrap_or(soak_end) - e.t_unix).max(0.0)).sum();
         detections.push(Detection {
             kind: "server_outage".into(),
             probe: Some("net".into()),

@@ -38,6 +38,14 @@ pub fn rfc3339(unix: f64) -> String {
     humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs_f64(unix.max(0.0))).to_string()
 }
 
+/// Whether `path` is a SQLite file (by its 16-byte header), so `report` can
+/// tell a soak database from a result document.
+pub fn is_sqlite_file(path: &Path) -> bool {
+    let mut head = [0u8; 16];
+    std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head)).is_ok()
+        && &head == b"SQLite format 3\0"
+}
+
 /// An opened soak, ready to run a session.
 pub struct Opened {
     pub store: Store,

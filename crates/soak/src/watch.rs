@@ -4,8 +4,8 @@
 //! trackers of `headroom_analysis::detect` and writes each flap to the store
 //! as it opens and closes. It keeps no history: only the trackers' state.
 //!
-//! Also here: which interface leads to a server (the IPv4 routing table in
-//! /proc/net/route, longest prefix first) and reading a vmkernel.log file.
+//! Also here: reading a vmkernel.log file. (Which interface leads to the
+//! server is `headroom_net::route::interface_to`.)
 
 use crate::store::{EventRow, Store, StoreError};
 use crate::{now_unix, Metrics};
@@ -16,7 +16,6 @@ use headroom_analysis::detect::{
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, Read, Seek, SeekFrom};
-use std::net::Ipv4Addr;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,39 +37,6 @@ pub fn observe(iface: &str, t_s: f64) -> Option<LinkObservation> {
         up: matches!(operstate.trim(), "up" | "unknown"),
         carrier_changes,
     })
-}
-
-/// The interface the kernel routes `dest` through, from /proc/net/route.
-pub fn route_interface(dest: Ipv4Addr) -> Option<String> {
-    let table = std::fs::read_to_string("/proc/net/route").ok()?;
-    route_interface_in(&table, dest)
-}
-
-/// Longest-prefix match of `dest` in the text of /proc/net/route.
-pub fn route_interface_in(table: &str, dest: Ipv4Addr) -> Option<String> {
-    let dest = u32::from(dest);
-    // The kernel prints the network-order bytes as a host-order integer.
-    let hex = |s: &str| u32::from_str_radix(s, 16).ok().map(u32::from_be);
-    table
-        .lines()
-        .skip(1)
-        .filter_map(|line| {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            // Iface Destination Gateway Flags RefCnt Use Metric Mask ...; values little-endian hex.
-            let (net, mask, metric) = (hex(f.get(1)?)?, hex(f.get(7)?)?, f.get(6)?.parse::<u32>().ok()?);
-            (dest & mask == net & mask).then(|| (mask.count_ones(), std::cmp::Reverse(metric), f[0].to_string()))
-        })
-        .max()
-        .map(|(_, _, iface)| iface)
-}
-
-/// Every interface except loopback (when the path is not known).
-pub fn all_interfaces() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir("/sys/class/net")
-        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n != "lo").collect())
-        .unwrap_or_default();
-    names.sort();
-    names
 }
 
 /// Writes tracker updates to the store: an event row when a flap opens,
@@ -252,19 +218,6 @@ pub fn import_vmkernel_log(store: &Store, path: &Path) -> std::io::Result<usize>
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn longest_prefix_wins() {
-        let table = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT
-eth0\t00000000\t0102A8C0\t0003\t0\t0\t100\t00000000\t0\t0\t0
-eth0\t0002A8C0\t00000000\t0001\t0\t0\t100\t00FFFFFF\t0\t0\t0
-vA\t000A0A0A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0
-";
-        assert_eq!(route_interface_in(table, "10.10.10.2".parse().unwrap()).as_deref(), Some("vA"));
-        assert_eq!(route_interface_in(table, "192.168.2.7".parse().unwrap()).as_deref(), Some("eth0"));
-        assert_eq!(route_interface_in(table, "8.8.8.8".parse().unwrap()).as_deref(), Some("eth0"));
-        assert_eq!(route_interface_in("Iface\tDestination\n", "8.8.8.8".parse().unwrap()), None);
-    }
 
     #[test]
     fn loopback_is_observable() {

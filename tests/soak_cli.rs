@@ -1,0 +1,306 @@
+//! `headroom soak` end to end on real files: bad input exits 2 naming the
+//! flag or file (and leaves foreign files untouched), SIGKILL loses at most
+//! the last second and `--resume` continues with the gap recorded, live
+//! Prometheus metrics, and vmkernel.log reconnects reported as flaps.
+
+use headroom_result::ResultDoc;
+use headroom_soak::Store;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn headroom() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_headroom"))
+}
+
+fn soak(args: &[&str]) -> Output {
+    headroom().arg("soak").args(args).output().expect("run headroom")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn doc(o: &Output) -> ResultDoc {
+    assert!(o.status.success(), "headroom failed: {}", stderr(o));
+    ResultDoc::from_json(&String::from_utf8_lossy(&o.stdout)).expect("a headroom.result/v1 document")
+}
+
+fn now_unix() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64()
+}
+
+fn assert_usage_error(o: &Output, needle: &str) {
+    assert_eq!(o.status.code(), Some(2), "exit code; stderr: {}", stderr(o));
+    let err = stderr(o);
+    assert!(err.contains(needle), "stderr should name {needle:?}: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn bad_input_is_named_and_nothing_recorded_is_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let db = dir.path().join("x.sqlite");
+    let db_s = db.to_str().unwrap();
+
+    let o = soak(&["--duration", "soon", "--path", d, "--db", db_s]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--duration"), "{}", stderr(&o));
+    assert_usage_error(&soak(&["--cycle", "write,fio", "--path", d, "--db", db_s]), "'fio' is not a probe");
+    assert_usage_error(&soak(&["--cycle", "net", "--path", d, "--db", db_s]), "--server");
+    assert_usage_error(&soak(&["--cycle", "write,write", "--path", d, "--db", db_s]), "twice");
+    assert_usage_error(&soak(&["--metrics", "everywhere", "--path", d, "--db", db_s]), "--metrics 'everywhere'");
+    assert_usage_error(&soak(&["--duration", "0s", "--path", d, "--db", db_s]), "--duration");
+    assert_usage_error(
+        &soak(&["--vmkernel-log", "/nonexistent/vmkernel.log", "--path", d, "--db", db_s]),
+        "--vmkernel-log",
+    );
+    assert!(!db.exists(), "no database for a refused command");
+    let o = soak(&["--resume"]);
+    assert_eq!(o.status.code(), Some(2), "--resume needs --db");
+
+    // A database of another program: refused, byte for byte untouched.
+    let foreign = dir.path().join("places.sqlite");
+    let c = rusqlite::Connection::open(&foreign).unwrap();
+    c.execute_batch("CREATE TABLE moz_places (id INTEGER, url TEXT); INSERT INTO moz_places VALUES (1, 'x');").unwrap();
+    drop(c);
+    let before = std::fs::read(&foreign).unwrap();
+    let f = foreign.to_str().unwrap();
+    assert_usage_error(&soak(&["--duration", "2s", "--path", d, "--db", f]), "another program");
+    assert_usage_error(&soak(&["--db", f, "--resume"]), "another program");
+    assert_eq!(std::fs::read(&foreign).unwrap(), before);
+
+    // A text file named .sqlite.
+    let text = dir.path().join("notes.sqlite");
+    std::fs::write(&text, "shopping list: milk, eggs, a faster NAS, and some more words to fill").unwrap();
+    assert_usage_error(&soak(&["--db", text.to_str().unwrap(), "--resume"]), "not a SQLite database");
+
+    // A newer schema.
+    let newer = dir.path().join("newer.sqlite");
+    let o = soak(&[
+        "--duration",
+        "1s",
+        "--probe-time",
+        "1s",
+        "--cycle",
+        "write",
+        "--size",
+        "8M",
+        "--path",
+        d,
+        "--db",
+        newer.to_str().unwrap(),
+        "--json",
+    ]);
+    doc(&o);
+    let c = rusqlite::Connection::open(&newer).unwrap();
+    c.execute("UPDATE headroom_soak_schema SET version = 7", []).unwrap();
+    drop(c);
+    assert_usage_error(&soak(&["--db", newer.to_str().unwrap(), "--resume"]), "newer than this headroom reads");
+    // An existing soak is not overwritten by a new one.
+    let again = soak(&["--duration", "1s", "--path", d, "--db", newer.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(2));
+    // Resuming with settings that would change the soak.
+    let first = dir.path().join("first.sqlite");
+    doc(&soak(&[
+        "--duration",
+        "1s",
+        "--probe-time",
+        "1s",
+        "--cycle",
+        "write",
+        "--size",
+        "8M",
+        "--path",
+        d,
+        "--db",
+        first.to_str().unwrap(),
+        "--json",
+    ]));
+    assert_usage_error(
+        &soak(&["--db", first.to_str().unwrap(), "--resume", "--cycle", "read"]),
+        "--cycle cannot change",
+    );
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn scrape(port: u16) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n").ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
+#[test]
+fn sigkill_loses_at_most_the_last_second_and_resume_records_the_gap() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let db = dir.path().join("soak.sqlite");
+    let port = free_port();
+    let mut child = headroom()
+        .args(["soak", "--duration", "60s", "--probe-time", "30s", "--cycle", "write", "--size", "32M"])
+        .args(["--path", d, "--db", db.to_str().unwrap(), "--metrics", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+
+    // Wait for samples, scrape the metrics while it runs, then kill -9.
+    let started = Instant::now();
+    let count = || Store::open(&db).ok().and_then(|s| s.sample_count(None).ok()).unwrap_or(0);
+    while count() < 2 {
+        assert!(started.elapsed() < Duration::from_secs(20), "no samples after 20 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let metrics = scrape(port).expect("metrics answer while the soak runs");
+    assert!(metrics.contains("headroom_soak_throughput_bytes_per_second{probe=\"write\"}"), "{metrics}");
+    assert!(metrics.contains("headroom_soak_samples_total{probe=\"write\"}"), "{metrics}");
+    std::thread::sleep(Duration::from_millis(1700));
+    child.kill().unwrap(); // SIGKILL
+    let killed_at = now_unix();
+    child.wait().unwrap();
+
+    let store = Store::open(&db).expect("the database opens after SIGKILL");
+    let mut times = Vec::new();
+    store.for_each_sample("write", |s| times.push(s.t_unix)).unwrap();
+    assert!(times.len() >= 3, "{times:?}");
+    let last = *times.last().unwrap();
+    assert!(last >= killed_at - 1.25, "newest sample {:.2} s before the kill", killed_at - last);
+    for w in times.windows(2) {
+        assert!(w[1] - w[0] <= 1.3, "a sample is missing between {} and {}", w[0], w[1]);
+    }
+    let stored = times.len() as u64;
+    drop(store);
+
+    // Resume for a short total: the gap is recorded, old samples kept.
+    std::thread::sleep(Duration::from_millis(500));
+    let o = soak(&["--db", db.to_str().unwrap(), "--resume", "--duration", "6s", "--json"]);
+    let d = doc(&o);
+    let s = d.soak.expect("soak section");
+    assert_eq!(s.sessions, 2);
+    assert_eq!(s.gaps.len(), 1, "{:?}", s.gaps);
+    let gap = &s.gaps[0];
+    assert!(gap.reason.contains("interrupted"), "{}", gap.reason);
+    assert!(gap.duration_s >= 0.4 && gap.duration_s < 15.0, "{gap:?}");
+    assert!(s.samples > stored, "resume added samples ({} -> {})", stored, s.samples);
+    assert!(s.events.iter().any(|e| e.kind == "gap"));
+    assert!(d.warnings.iter().any(|w| w.code == "soak_gap"));
+    // The killed soak's samples are all still there.
+    let store = Store::open(&db).unwrap();
+    let mut kept = 0;
+    store.for_each_sample("write", |s| kept += u64::from(s.t_unix <= last)).unwrap();
+    assert_eq!(kept, stored);
+}
+
+#[test]
+fn vmkernel_log_reconnects_are_flaps() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let db = dir.path().join("v.sqlite");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/analysis/tests/fixtures/vmkernel-vusb-three-reconnects.log");
+    let o = soak(&[
+        "--duration",
+        "1s",
+        "--probe-time",
+        "1s",
+        "--cycle",
+        "write",
+        "--size",
+        "8M",
+        "--path",
+        d,
+        "--db",
+        db.to_str().unwrap(),
+        "--vmkernel-log",
+        fixture.to_str().unwrap(),
+        "--json",
+    ]);
+    let d = doc(&o);
+    let s = d.soak.unwrap();
+    let flaps: Vec<_> = s.events.iter().filter(|e| e.kind == "flap").collect();
+    assert_eq!(flaps.len(), 3, "{flaps:#?}");
+    assert!(flaps
+        .iter()
+        .all(|f| f.source == "vmkernel_log" && f.device.as_deref() == Some("vusb1") && f.end_s.is_some()));
+    let det = s.detections.iter().find(|x| x.kind == "link_flaps").expect("a link_flaps detection");
+    assert!(det.message.starts_with("3 link flap(s): vusb1 down 6.8 s"), "{}", det.message);
+}
+
+#[test]
+fn unreachable_server_at_start_keeps_the_disk_probes_going() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let db = dir.path().join("o.sqlite");
+    let port = free_port().to_string(); // nothing listens there
+    let o = soak(&[
+        "--duration",
+        "5s",
+        "--probe-time",
+        "2s",
+        "--cycle",
+        "write,net",
+        "--server",
+        &format!("127.0.0.1:{port}"),
+        "--size",
+        "8M",
+        "--path",
+        d,
+        "--db",
+        db.to_str().unwrap(),
+        "--json",
+    ]);
+    let d = doc(&o);
+    let s = d.soak.unwrap();
+    let outages: Vec<_> = s.events.iter().filter(|e| e.kind == "server_outage").collect();
+    assert_eq!(outages.len(), 1, "{:#?}", s.events);
+    assert!(outages[0].message.contains("connection refused"), "{}", outages[0].message);
+    assert!(d.probes.iter().any(|p| p.id == "soak-write" && p.summary.bytes_per_sec > 0.0));
+    assert!(!d.probes.iter().any(|p| p.id == "soak-net"), "no net figures without a server");
+    assert!(s.detections.iter().any(|x| x.kind == "server_outage"));
+}
+
+#[test]
+fn server_lost_mid_soak_is_an_outage_and_the_disk_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let db = dir.path().join("m.sqlite");
+    let port = free_port().to_string();
+    let mut server =
+        headroom().args(["serve", "--port", &port]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let child = headroom()
+        .args(["soak", "--duration", "9s", "--probe-time", "2s", "--cycle", "net,write", "--server"])
+        .arg(format!("127.0.0.1:{port}"))
+        .args(["--size", "8M", "--path", d, "--db", db.to_str().unwrap(), "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Kill the server during the first write turn (after the first net turn).
+    std::thread::sleep(Duration::from_millis(3000));
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let killed_at = now_unix();
+    let o = child.wait_with_output().unwrap();
+    let d = doc(&o);
+    let s = d.soak.unwrap();
+    let net = d.probes.iter().find(|p| p.id == "soak-net").expect("net measured before the loss");
+    assert!(net.summary.bytes_per_sec > 0.0);
+    let outages: Vec<_> = s.events.iter().filter(|e| e.kind == "server_outage").collect();
+    assert_eq!(outages.len(), 1, "{:#?}", s.events);
+    assert!(outages[0].end_s.is_none(), "the server never came back");
+    // Disk samples after the loss.
+    let store = Store::open(&db).unwrap();
+    let mut after = 0;
+    store.for_each_sample("write", |x| after += u32::from(x.t_unix > killed_at + 1.0)).unwrap();
+    assert!(after >= 1, "the write probe went on after the server was lost");
+}

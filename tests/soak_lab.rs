@@ -1,0 +1,149 @@
+//! `headroom soak` in the lab: a loop device whose blkio throttle is switched
+//! on for 1 s every 4 s (the periodic-dip detector must report a 4 s period
+//! within 10 %), and a veth link taken down and up twice inside network
+//! namespaces (exactly 2 flaps, with times). Needs root; skips otherwise.
+
+use headroom_lab::blockdev::{BlkioThrottle, LoopDevice, Mount};
+use headroom_lab::netns::TwoHosts;
+use headroom_result::ResultDoc;
+use std::path::Path;
+use std::process::{Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn headroom_bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_headroom"))
+}
+
+fn doc(o: &Output) -> ResultDoc {
+    assert!(o.status.success(), "headroom failed: {}", String::from_utf8_lossy(&o.stderr));
+    ResultDoc::from_json(&String::from_utf8_lossy(&o.stdout)).expect("a headroom.result/v1 document")
+}
+
+#[test]
+fn blkio_throttle_one_second_in_four_is_a_four_second_period() {
+    headroom_lab::require_root!();
+    if !BlkioThrottle::available() {
+        eprintln!("SKIPPED: cgroup v1 blkio is not mounted at {}", headroom_lab::blockdev::BLKIO_ROOT);
+        return;
+    }
+    let dev = LoopDevice::new(256 << 20).unwrap();
+    dev.mkfs("ext4").unwrap();
+    let mnt = Mount::device(&dev.path, "ext4").unwrap();
+    // A device of known speed (200 MiB/s reads: the loop device alone would
+    // swing between 2 and 7 GB/s with the machine's load); the soak runs inside.
+    let fast: u64 = 200 << 20;
+    let throttle = BlkioThrottle::new(&dev.major_minor(), Some(fast), None, None, None).unwrap();
+    let db = mnt.path().join("soak.sqlite");
+    let args = [
+        "soak",
+        "--duration",
+        "20s",
+        "--probe-time",
+        "20s",
+        "--cycle",
+        "read",
+        "--size",
+        "64M",
+        "--path",
+        mnt.path().to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+        "--json",
+    ];
+    let child = throttle.command(headroom_bin(), &args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+
+    // Switch the read throttle down to 1 MiB/s for 1 s every 4 s until the soak ends.
+    let done = Arc::new(AtomicBool::new(false));
+    let file = throttle.dir.join("blkio.throttle.read_bps_device");
+    let (mm, flag) = (dev.major_minor(), done.clone());
+    let toggler = std::thread::spawn(move || {
+        let start = Instant::now();
+        let mut k = 0u32;
+        while !flag.load(Ordering::Relaxed) && start.elapsed() < Duration::from_secs(40) {
+            let on_at = start + Duration::from_secs(4 * u64::from(k)) + Duration::from_millis(1500);
+            while Instant::now() < on_at {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            std::fs::write(&file, format!("{mm} 1048576\n")).unwrap();
+            std::thread::sleep(Duration::from_secs(1));
+            std::fs::write(&file, format!("{mm} {fast}\n")).unwrap();
+            k += 1;
+        }
+    });
+    let o = child.wait_with_output().unwrap();
+    done.store(true, Ordering::Relaxed);
+    toggler.join().unwrap();
+    let d = doc(&o);
+    let s = d.soak.unwrap();
+    let store = headroom_soak::Store::open(&db).unwrap();
+    let mut series = String::new();
+    store
+        .for_each_sample("read", |x| series += &format!("{:.2}:{:.0} ", x.t_unix % 1000.0, x.bytes_per_sec / 1e6))
+        .unwrap();
+    eprintln!("read MB/s per second: {series}");
+    let dips = s
+        .detections
+        .iter()
+        .find(|x| x.kind == "periodic_dips" && x.probe.as_deref() == Some("read"))
+        .unwrap_or_else(|| panic!("no periodic dips found in {series}: {:#?}", d.probes[0].details.get("dips")));
+    let period = dips.details["period_s"].as_f64().unwrap();
+    eprintln!("blkio toggled 1 s in 4: {}", dips.message);
+    assert!((period - 4.0).abs() <= 0.4, "period {period:.2} s, expected 4 s +/- 10 %: {}", dips.message);
+    assert!(dips.details["count"].as_u64().unwrap() >= 3, "{}", dips.message);
+    drop(mnt);
+}
+
+#[test]
+fn veth_down_and_up_twice_is_exactly_two_flaps() {
+    headroom_lab::require_root!();
+    let hosts = TwoHosts::new(1500).unwrap();
+    let server_addr = hosts.addr_b.to_string();
+    let _server =
+        hosts.b.spawn(headroom_bin().to_str().unwrap(), &["serve", "--bind", &server_addr, "--no-auth"]).unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("flaps.sqlite");
+    let child = hosts
+        .a
+        .command(headroom_bin().to_str().unwrap())
+        .args(["soak", "--duration", "10s", "--probe-time", "2s", "--cycle", "net", "--server", &server_addr])
+        .args(["--db", db.to_str().unwrap(), "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+
+    // Down 0.6 s at ~2.5 s and ~5.5 s after the start.
+    let started = Instant::now();
+    let mut downs = Vec::new();
+    for at in [2500u64, 5500] {
+        while started.elapsed() < Duration::from_millis(at) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        hosts.a.exec("ip", &["link", "set", &hosts.dev_a, "down"]).unwrap();
+        downs.push(started.elapsed().as_secs_f64());
+        std::thread::sleep(Duration::from_millis(600));
+        hosts.a.exec("ip", &["link", "set", &hosts.dev_a, "up"]).unwrap();
+    }
+    let o = child.wait_with_output().unwrap();
+    let d = doc(&o);
+    let s = d.soak.unwrap();
+    let flaps: Vec<_> = s.events.iter().filter(|e| e.kind == "flap").collect();
+    assert_eq!(flaps.len(), 2, "{flaps:#?}");
+    for f in &flaps {
+        assert_eq!(f.device.as_deref(), Some(hosts.dev_a.as_str()));
+        let duration = f.end_s.expect("back up") - f.t_s;
+        // 0.6 s down, plus up to 1 s: the kernel's linkwatch batches operstate
+        // changes that are not urgent (coming up is not) once a second.
+        assert!((0.4..=1.8).contains(&duration), "flap of {duration:.2} s: {f:?}");
+    }
+    // 3 s apart, as the link was cut.
+    let apart = flaps[1].t_s - flaps[0].t_s;
+    assert!((apart - (downs[1] - downs[0])).abs() < 0.3, "flaps {apart:.2} s apart, cuts {:.2}", downs[1] - downs[0]);
+    let det = s.detections.iter().find(|x| x.kind == "link_flaps").expect("link_flaps detection");
+    assert!(det.message.starts_with("2 link flap(s)"), "{}", det.message);
+    // The flap has the throughput around it.
+    assert!(det.details[0]["throughput_bytes_per_sec"]["before"].as_f64().unwrap_or(0.0) > 0.0, "{}", det.details);
+}
