@@ -289,6 +289,7 @@ mod tests {
                     threads: 1,
                     buffer_size: 1,
                     data: None,
+                    cache_resident: None,
                 }),
                 summary: Summary { bytes_per_sec: self.level, duration_s: time.as_secs_f64(), ..Default::default() },
                 samples,
