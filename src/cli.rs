@@ -48,28 +48,28 @@ pub struct GlobalArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Storage tests on a directory, device or file: MB/s, IOPS, latency percentiles, fio-checked
-    Disk(Box<commands::disk::DiskArgs>),
-    /// Ceilings of a link or bus: usable rate, TCP/UDP/iSCSI goodput, frame timing
-    Link(commands::link::LinkArgs),
-    /// Serve `headroom net` / `headroom ping` clients (and stock iperf3 clients with --iperf3)
-    Serve(commands::serve::ServeArgs),
-    /// Network path: latency idle and under load, handshake time, throughput, next to the link ceiling
-    Net(commands::net::NetArgs),
-    /// TCP handshake round trips to any service (HOST:PORT), or UDP echo to a headroom server (HOST)
-    Ping(commands::ping::PingArgs),
-    /// What is in this box: CPU, memory, NICs, disks, filesystems, each with its ceiling
-    Sys(commands::sys::SysArgs),
     /// The main job: inventory, disk and network probes, ceilings per hop, and the bottleneck verdict
     Run(commands::run::RunArgs),
-    /// Show saved results: verdict, hop chain, probes; --html writes a self-contained report
-    Report(commands::report::ReportArgs),
-    /// Compare saved results side by side: ratios to the first and whether they are beyond the noise
-    Compare(commands::compare::CompareArgs),
-    /// Hours-long loop of disk and network probes into SQLite: dips, drift, link flaps, outages
-    Soak(commands::soak::SoakArgs),
+    /// Storage tests on a directory, device or file: MB/s, IOPS, latency percentiles, fio-checked
+    Disk(Box<commands::disk::DiskArgs>),
+    /// Network path: latency idle and under load, handshake time, throughput, next to the link ceiling
+    Net(commands::net::NetArgs),
+    /// Serve `headroom net` / `headroom ping` clients (and stock iperf3 clients with --iperf3)
+    Serve(commands::serve::ServeArgs),
+    /// TCP handshake round trips to any service (HOST:PORT), or UDP echo to a headroom server (HOST)
+    Ping(commands::ping::PingArgs),
+    /// Ceilings of a link or bus: usable rate, TCP/UDP/iSCSI goodput, frame timing
+    Link(commands::link::LinkArgs),
+    /// What is in this box: CPU, memory, NICs, disks, filesystems, each with its ceiling
+    Sys(commands::sys::SysArgs),
     /// What this CPU pushes through parity, checksums, compression and encryption, next to the link
     Cpu(commands::cpu::CpuArgs),
+    /// Compare saved results side by side: ratios to the first and whether they are beyond the noise
+    Compare(commands::compare::CompareArgs),
+    /// Show saved results: verdict, hop chain, probes; --html writes a self-contained report
+    Report(commands::report::ReportArgs),
+    /// Hours-long loop of disk and network probes into SQLite: dips, drift, link flaps, outages
+    Soak(commands::soak::SoakArgs),
     /// Print shell completions for bash, zsh, fish, elvish or powershell
     Completions(commands::meta::CompletionsArgs),
     /// Print the man page (roff) generated from this CLI
