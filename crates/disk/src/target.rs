@@ -282,6 +282,16 @@ impl Target {
     /// that an aligned read works; returns the file and whether O_DIRECT is in
     /// effect (false when `direct_required` is false and the filesystem refused it).
     pub fn open(&self, write: bool, direct: bool, direct_required: bool, sync: SyncMode) -> Result<(File, bool)> {
+        let (file, direct) = self.open_inner(write, direct, direct_required, sync)?;
+        // Like fio's `invalidate=1`: start every test with none of the target in
+        // the page cache, so buffered reads are not answered from an earlier
+        // test's pages and O_DIRECT reads are not pushed to kernel workers.
+        // SAFETY: advisory call on an open fd.
+        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        Ok((file, direct))
+    }
+
+    fn open_inner(&self, write: bool, direct: bool, direct_required: bool, sync: SyncMode) -> Result<(File, bool)> {
         let mut flags = 0;
         if sync == SyncMode::Dsync {
             flags |= libc::O_DSYNC;
