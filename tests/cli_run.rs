@@ -72,7 +72,64 @@ fn run_with_no_server_tests_this_machine_and_a_missed_goal_exits_1() {
     assert_eq!(doc.label.as_deref(), Some("e2e"));
     assert!(doc.probes.iter().any(|p| p.kind() == headroom_result::ProbeKind::Disk));
     assert!(doc.probes.iter().any(|p| p.kind() == headroom_result::ProbeKind::Net));
+    assert!(
+        !doc.probes.iter().any(|p| p.kind() == headroom_result::ProbeKind::Cpu),
+        "the quick preset measures the CPU hop only with --cpu"
+    );
     let verdict = doc.verdict.expect("verdict saved");
     assert_eq!(verdict.directions.len(), 2);
     assert!(doc.warnings.iter().any(|w| w.code == "goal_missed"));
+}
+
+#[test]
+fn run_with_cpu_puts_the_cpu_hop_into_the_document_and_the_verdict() {
+    if !has_engines() {
+        eprintln!("SKIPPED run --cpu: this build lacks the sys/disk/net/serve commands `run` drives");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = headroom()
+        .args(["run", "--preset", "quick", "--cpu", "--json", "--path", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "stdout: {stdout}\nstderr: {}", String::from_utf8_lossy(&out.stderr));
+    let doc = headroom_result::ResultDoc::from_json(&stdout).expect("--json prints one result document");
+
+    // One thread, out of cache, the kernels a storage stream's CPU runs.
+    let mut kernels: Vec<&str> = doc
+        .probes
+        .iter()
+        .filter_map(|p| match &p.spec {
+            headroom_result::ProbeSpec::Cpu(c) => {
+                assert_eq!(c.threads, 1, "{}", p.id);
+                assert_eq!(c.cache_resident, Some(false), "{}", p.id);
+                assert!(p.summary.bytes_per_sec > 0.0, "{}", p.id);
+                Some(c.kernel.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    kernels.sort_unstable();
+    assert_eq!(kernels, ["aes-256-gcm", "crc32c"]);
+    assert!(doc.probes.iter().any(|p| p.kind() == headroom_result::ProbeKind::Disk));
+    assert!(doc.probes.iter().any(|p| p.kind() == headroom_result::ProbeKind::Net));
+
+    // The slower kernel is the CPU ceiling, and both directions show the hop.
+    let slowest = doc
+        .probes
+        .iter()
+        .filter(|p| p.kind() == headroom_result::ProbeKind::Cpu)
+        .map(|p| p.summary.bytes_per_sec)
+        .fold(f64::INFINITY, f64::min);
+    assert!(doc.ceilings.iter().any(|c| c.hop == "cpu" && c.bytes_per_sec == slowest), "{:?}", doc.ceilings);
+    let verdict = doc.verdict.expect("a verdict");
+    assert_eq!(verdict.directions.len(), 2);
+    for direction in &verdict.directions {
+        let cpu_hop = direction["hops"]
+            .as_array()
+            .and_then(|hops| hops.iter().find(|h| h["hop"] == "cpu"))
+            .unwrap_or_else(|| panic!("no cpu hop in {direction}"));
+        assert_eq!(cpu_hop["ceiling_bytes_per_sec"].as_f64(), Some(slowest), "{cpu_hop}");
+    }
 }

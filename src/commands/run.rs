@@ -9,6 +9,10 @@
 //! between the measuring commands and this one, so `run` measures exactly what
 //! `headroom disk`/`net` do and shows their live progress bars. The loopback
 //! server of a run without `--server` runs in this process.
+//!
+//! With `--preset full` or `--cpu`, `headroom cpu` also measures the kernels
+//! a storage path's CPU may have to run per byte (SMB3's AES-GCM, iSCSI's
+//! CRC32C) on one core; its probes give the verdict its CPU hop.
 
 use crate::output::{Outcome, Output};
 use anyhow::{bail, Context};
@@ -16,7 +20,7 @@ use headroom_analysis::ceilings::LinkSpec;
 use headroom_analysis::goals::{evaluate, parse_goals, Goal, GoalResult};
 use headroom_analysis::{annotate, PathHints};
 use headroom_report::{presenter, Format, Report, ResultView, Style};
-use headroom_result::{Host, Probe, ResultDoc, Warning};
+use headroom_result::{Host, Probe, ProbeSpec, ResultDoc, Warning};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -28,6 +32,7 @@ use std::process::{Command, Stdio};
   headroom run --goal read=223.4MB/s,write=150MB/s,iops=20k,latency-p99=2ms
   headroom run --label before-10gbe --save before.json
   headroom run --preset full --json > run.json
+  headroom run --cpu                                the quick preset plus the CPU hop (AES-256-GCM, CRC32C on one core)
 
 Goals (--goal, comma-separated): read=RATE, write=RATE (e.g. 223.4MB/s, 1Gb/s),
 iops=COUNT, read-iops=COUNT, write-iops=COUNT (e.g. 20k), latency-mean|-p50|-p99|-p999=DURATION
@@ -45,6 +50,9 @@ pub struct RunArgs {
     /// quick (about 45 s) or full (several minutes: more disk tests, 4-stream network tests)
     #[arg(long, default_value = "quick", value_parser = ["quick", "full"])]
     pub preset: String,
+    /// Also measure the CPU hop (AES-256-GCM and CRC32C on one core, ~2 s); always on with --preset full
+    #[arg(long)]
+    pub cpu: bool,
     /// Thresholds to pass, e.g. read=223.4MB/s,write=150MB/s,iops=20k,latency-p99=2ms
     #[arg(long, value_name = "LIST")]
     pub goal: Option<String>,
@@ -67,6 +75,7 @@ struct Plan {
     hints: PathHints,
     goals: Vec<Goal>,
     full: bool,
+    cpu: bool,
 }
 
 fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
@@ -105,6 +114,7 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         hints: PathHints { link: args.link.clone(), nic: None },
         goals,
         full: args.preset == "full",
+        cpu: args.cpu || args.preset == "full",
     })
 }
 
@@ -153,6 +163,33 @@ fn net_args(server: &str, full: bool, token: Option<&str>) -> Vec<String> {
     a
 }
 
+/// The `headroom cpu` kernels of the CPU hop: what a network storage path's
+/// CPU may run on every byte of one stream: SMB3 encryption (AES-256-GCM, the
+/// slower of its two ciphers) and iSCSI header/data digests (CRC32C). Not
+/// SHA-256 or compression: they cost only where the filesystem is set up for
+/// them (ZFS checksum=sha256, compression), and the slowest kernel in the
+/// document becomes the CPU ceiling.
+const CPU_HOP_KERNELS: &str = "aes-256-gcm,crc32c";
+
+/// One thread (one stream is served by one core) and the out-of-cache buffer
+/// (a stream's data comes from RAM); 250 ms per figure keeps the step to ~2 s.
+/// `--link` goes on only when it is a catalog name (`cpu` takes no rates).
+fn cpu_args(link: Option<&str>) -> Vec<String> {
+    let mut a = ["cpu", "--kernels", CPU_HOP_KERNELS, "--threads", "1", "--time", "250ms"].map(String::from).to_vec();
+    if let Some(spec) = link.filter(|s| headroom_limits::lookup(s).is_ok()) {
+        a.extend(["--link".to_string(), spec.to_string()]);
+    }
+    a
+}
+
+/// The CPU hop's probes of a `headroom cpu` document: one thread, out of cache.
+fn cpu_hop_probes(doc: ResultDoc) -> Vec<Probe> {
+    doc.probes
+        .into_iter()
+        .filter(|p| matches!(&p.spec, ProbeSpec::Cpu(c) if c.threads == 1 && c.cache_resident != Some(true)))
+        .collect()
+}
+
 pub fn run(args: &RunArgs, out: &Output) -> anyhow::Result<Outcome> {
     let plan = plan(args)?;
     let exe = std::env::current_exe().context("cannot find the headroom binary to run its probes")?;
@@ -170,6 +207,13 @@ pub fn run(args: &RunArgs, out: &Output) -> anyhow::Result<Outcome> {
     };
 
     let mut probes: Vec<Probe> = Vec::new();
+    if plan.cpu {
+        // Its document-level warnings are about the link it compared with,
+        // which `run` derives itself; the probes carry their own.
+        let what = "CPU probes (headroom cpu)";
+        let text = child_json(&exe, &cpu_args(args.link.as_deref()), quiet, what)?;
+        probes.extend(cpu_hop_probes(child_doc(&text, what)?));
+    }
     {
         // With no --server, an in-process headroom server on a free loopback
         // port; it stops when `loopback` drops at the end of this block.
@@ -241,5 +285,43 @@ fn finish(
     } else {
         eprintln!("headroom: goal missed: {}", missed.join(", "));
         Ok(Outcome::GoalMissed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use headroom_result::{CpuSpec, Summary};
+
+    #[test]
+    fn the_cpu_step_passes_catalog_links_only() {
+        let with = cpu_args(Some("10gbe"));
+        assert_eq!(with[with.len() - 2..], ["--link", "10gbe"]);
+        assert!(!cpu_args(Some("940Mb/s")).contains(&"--link".to_string()), "cpu takes no rates");
+        assert!(cpu_args(None).windows(2).any(|w| w == ["--threads", "1"]));
+    }
+
+    #[test]
+    fn the_cpu_hop_keeps_one_thread_out_of_cache() {
+        let probe = |id: &str, threads: u32, cache_resident: bool| Probe {
+            id: id.into(),
+            name: String::new(),
+            spec: ProbeSpec::Cpu(CpuSpec {
+                kernel: "aes-256-gcm".into(),
+                threads,
+                buffer_size: 64 << 20,
+                data: None,
+                cache_resident: Some(cache_resident),
+            }),
+            summary: Summary { bytes_per_sec: 1e9, ..Summary::default() },
+            samples: Vec::new(),
+            histogram: None,
+            warnings: Vec::new(),
+            details: Default::default(),
+        };
+        let mut doc = ResultDoc::new("2026-11-21T00:00:00Z");
+        doc.probes = vec![probe("memory-1", 1, false), probe("cache-1", 1, true), probe("memory-2", 2, false)];
+        let kept: Vec<String> = cpu_hop_probes(doc).into_iter().map(|p| p.id).collect();
+        assert_eq!(kept, ["memory-1"]);
     }
 }

@@ -53,30 +53,45 @@ pub fn render(host: &Host, out: &Output) -> String {
         text += &format!("{:<9}{}\n", out.bold("Memory"), format_size(mem));
     }
 
-    text += &format!("\n{}\n", out.bold("Network interfaces"));
-    text += &format!(
-        "  {:<16} {:<9} {:<13} {:<8} {:>6} {:<9} {:<28} {}\n",
-        "name", "kind", "driver", "link", "MTU", "carrier", "TCP ceiling", "bus"
+    text += &section(
+        out,
+        "Network interfaces",
+        nic_line(["name", "kind", "driver", "link", "MTU", "carrier", "TCP ceiling", "bus"]),
+        host.nics.iter().map(|nic| nic_row(nic, out)),
     );
-    for nic in &host.nics {
-        text += &nic_row(nic, out);
-    }
-
-    text += &format!("\n{}\n", out.bold("Block devices"));
-    text += &format!(
-        "  {:<10} {:<9} {:<30} {:>11} {:<4} {:<12} {:<14} {}\n",
-        "name", "transport", "model", "size", "type", "scheduler", "bus", "bus ceiling"
+    text += &section(
+        out,
+        "Block devices",
+        disk_line(["name", "transport", "model", "size", "type", "scheduler", "bus", "bus ceiling"]),
+        host.block_devices.iter().map(|disk| disk_row(disk, out)),
     );
-    for disk in &host.block_devices {
-        text += &disk_row(disk, out);
-    }
-
-    text += &format!("\n{}\n", out.bold("Filesystems"));
-    text += &format!("  {:<28} {:<10} {}\n", "mountpoint", "type", "device");
-    for fs in &host.filesystems {
-        text += &format!("  {:<28} {:<10} {}\n", fs.mountpoint, fs.fstype, fs.device);
-    }
+    text += &section(
+        out,
+        "Filesystems",
+        filesystem_line(["mountpoint", "type", "device"]),
+        host.filesystems.iter().map(|fs| filesystem_line([&fs.mountpoint, &fs.fstype, &fs.device])),
+    );
     text
+}
+
+/// A titled table: the bold title, the header line, then the rows.
+fn section(out: &Output, title: &str, header: String, rows: impl Iterator<Item = String>) -> String {
+    let mut text = format!("\n{}\n{header}", out.bold(title));
+    text.extend(rows);
+    text
+}
+
+// One line of each table: the header and the rows share the column widths.
+fn nic_line(c: [&str; 8]) -> String {
+    format!("  {:<16} {:<9} {:<13} {:<8} {:>6} {:<9} {:<28} {}\n", c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7])
+}
+
+fn disk_line(c: [&str; 8]) -> String {
+    format!("  {:<10} {:<9} {:<30} {:>11} {:<4} {:<12} {:<14} {}\n", c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7])
+}
+
+fn filesystem_line(c: [&str; 3]) -> String {
+    format!("  {:<28} {:<10} {}\n", c[0], c[1], c[2])
 }
 
 fn rate(bytes_per_sec: f64, out: &Output) -> String {
@@ -107,17 +122,16 @@ fn nic_row(nic: &Nic, out: &Output) -> String {
         Some(b) => format!("{bus}: {}", rate(b, out)),
         None => bus,
     };
-    let mut text = format!(
-        "  {:<16} {:<9} {:<13} {:<8} {:>6} {:<9} {:<28} {}\n",
-        nic.name,
-        nic.kind,
+    let mut text = nic_line([
+        &nic.name,
+        &nic.kind,
         nic.driver.as_deref().unwrap_or("-"),
-        link,
-        nic.mtu,
-        carrier,
-        ceiling,
-        bus
-    );
+        &link,
+        &nic.mtu.to_string(),
+        &carrier,
+        &ceiling,
+        &bus,
+    ]);
     if !nic.addresses.is_empty() {
         text += &format!("    {}\n", nic.addresses.join("  "));
     }
@@ -141,17 +155,16 @@ fn disk_row(disk: &BlockDevice, out: &Output) -> String {
         (Some(b), None) => b.clone(),
         (None, _) => "-".into(),
     };
-    let mut text = format!(
-        "  {:<10} {:<9} {:<30} {:>11} {:<4} {:<12} {:<14} {}\n",
-        disk.name,
+    let mut text = disk_line([
+        &disk.name,
         disk.transport.as_deref().unwrap_or("-"),
-        truncate(disk.model.as_deref().unwrap_or("-"), 30),
-        format_size(disk.size_bytes),
+        &truncate(disk.model.as_deref().unwrap_or("-"), 30),
+        &format_size(disk.size_bytes),
         kind,
         disk.scheduler.as_deref().unwrap_or("-"),
-        bus,
-        disk.ceiling_bytes_per_sec.map(|c| rate(c, out)).unwrap_or_else(|| "-".into()),
-    );
+        &bus,
+        &disk.ceiling_bytes_per_sec.map(|c| rate(c, out)).unwrap_or_else(|| "-".into()),
+    ]);
     text += &annotations(&disk.flags, &disk.notes, out);
     text
 }

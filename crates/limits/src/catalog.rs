@@ -598,7 +598,11 @@ fn infiniband() -> Vec<Link> {
     let ib = |name: &str, lane_baud: f64, encoding: &str, efficiency: f64, note: Option<&str>, aliases: &[&str]| {
         entry(name, I, 4.0 * lane_baud, 4, encoding, 4.0 * lane_baud * efficiency, None, note, aliases)
     };
-    let approx = Some("PAM4 + FEC: usable rate is the marketed figure (unconfirmed)");
+    // PAM4 generations: the usable rate is taken as the marketed figure.
+    let ib_pam4 = |name: &str, lane_baud: f64, marketed_bits: f64, aliases: &[&str]| {
+        let approx = Some("PAM4 + FEC: usable rate is the marketed figure (unconfirmed)");
+        ib(name, lane_baud, "PAM4 + RS FEC", marketed_bits / (4.0 * lane_baud), approx, aliases)
+    };
     vec![
         ib("InfiniBand SDR 4x", 2.5e9, "8b/10b", E8B10B, None, &["ib-sdr", "sdr", "ibsdr", "ib-10g"]),
         ib("InfiniBand DDR 4x", 5e9, "8b/10b", E8B10B, None, &["ib-ddr", "ddr-ib", "ibddr", "ib-20g"]),
@@ -613,21 +617,7 @@ fn infiniband() -> Vec<Link> {
             &["ib-fdr", "fdr", "ibfdr", "ib-56g"],
         ),
         ib("InfiniBand EDR 4x", 25.78125e9, "64b/66b", E64B66B, None, &["ib-edr", "edr", "ibedr", "ib-100g"]),
-        ib(
-            "InfiniBand HDR 4x",
-            26.5625e9,
-            "PAM4 + RS FEC",
-            200e9 / (4.0 * 26.5625e9),
-            approx,
-            &["ib-hdr", "hdr-ib", "ibhdr", "ib-200g"],
-        ),
-        ib(
-            "InfiniBand NDR 4x",
-            53.125e9,
-            "PAM4 + RS FEC",
-            400e9 / (4.0 * 53.125e9),
-            approx,
-            &["ib-ndr", "ndr", "ibndr", "ib-400g"],
-        ),
+        ib_pam4("InfiniBand HDR 4x", 26.5625e9, 200e9, &["ib-hdr", "hdr-ib", "ibhdr", "ib-200g"]),
+        ib_pam4("InfiniBand NDR 4x", 53.125e9, 400e9, &["ib-ndr", "ndr", "ibndr", "ib-400g"]),
     ]
 }

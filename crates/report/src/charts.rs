@@ -5,6 +5,7 @@
 
 use headroom_analysis::compare::{Comparison, Figure};
 use headroom_result::{Ceiling, Probe, ProbeSpec};
+use plotters::coord::Shift;
 use plotters::prelude::*;
 
 const WIDTH: u32 = 720;
@@ -18,6 +19,23 @@ pub const PALETTE: [RGBColor; 6] = [
     RGBColor(86, 180, 233),
     RGBColor(213, 94, 0),
 ];
+
+/// Draws the legend of a chart in a light box at `position` and writes the
+/// drawing out.
+fn finish<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    root: &DrawingArea<DB, Shift>,
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> Option<()> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.3))
+        .draw()
+        .ok()?;
+    root.present().ok()
+}
 
 /// The ceiling a probe's figure should be held against: the bus for a disk
 /// probe, the NIC slot or link for a network probe, the lowest of them for a
@@ -84,14 +102,7 @@ pub fn probe_chart(probe: &Probe, ceiling: Option<&Ceiling>) -> Option<String> {
                 .label(format!("ceiling: {name}"))
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], red.stroke_width(2)));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .draw()
-            .ok()?;
-        root.present().ok()?;
+        finish(&root, &mut chart, SeriesLabelPosition::LowerRight)?;
     }
     Some(svg)
 }
@@ -151,14 +162,7 @@ pub fn comparison_chart(c: &Comparison, figure: Figure) -> Option<String> {
                 .label(col.clone())
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .draw()
-            .ok()?;
-        root.present().ok()?;
+        finish(&root, &mut chart, SeriesLabelPosition::UpperRight)?;
     }
     Some(svg)
 }
