@@ -47,7 +47,7 @@ pub struct RunArgs {
     /// The narrowest link between client and server: a name (1gbe, 10gbe, 2.5gbe) or a rate (940Mb/s)
     #[arg(long, value_name = "SPEC")]
     pub link: Option<String>,
-    /// quick (about 45 s) or full (several minutes: more disk tests, 4-stream network tests)
+    /// quick (about 45 s) or full (several minutes: more disk tests, 4-stream network tests, the CPU hop)
     #[arg(long, default_value = "quick", value_parser = ["quick", "full"])]
     pub preset: String,
     /// Also measure the CPU hop (AES-256-GCM and CRC32C on one core, ~2 s); always on with --preset full
