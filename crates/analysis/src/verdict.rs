@@ -364,10 +364,10 @@ fn direction_verdict(doc: &ResultDoc, model: &PathModel, dir: Direction) -> Opti
         }
     };
 
-    // Evidence that a CPU limits a figure: a CPU ceiling it reaches, or a probe
-    // that kept one core per stream busy.
-    let cpu_evidence = |m: f64, probe: Option<&Probe>| -> Option<String> {
-        if let Some(cc) = cpu.filter(|cc| m >= cc.bytes_per_sec * AT_CEILING) {
+    // Evidence that a CPU limits a figure: a CPU (kernel) ceiling it reaches,
+    // or a probe that kept one core per stream busy.
+    let cpu_evidence = |m: f64, probe: Option<&Probe>, kernel_ceiling: Option<&Ceiling>| -> Option<String> {
+        if let Some(cc) = kernel_ceiling.filter(|cc| m >= cc.bytes_per_sec * AT_CEILING) {
             return Some(format!("the CPU ceiling {} ({})", cc.name, rate(cc.bytes_per_sec)));
         }
         let busy = probe.and_then(cpu_busy_percent_per_stream).filter(|b| *b >= CPU_BUSY_PERCENT)?;
@@ -455,7 +455,10 @@ fn direction_verdict(doc: &ResultDoc, model: &PathModel, dir: Direction) -> Opti
                     headroom_beyond_network(&mut v, m, m_disk, slot, net.framing, link);
                 }
                 _ => {
-                    if let Some(evidence) = cpu_evidence(m, net_probe) {
+                    // A loopback TCP stream runs no cipher or digest, so a
+                    // kernel's ceiling is no evidence against it.
+                    let kernel_ceiling = cpu.filter(|_| !net.loopback);
+                    if let Some(evidence) = cpu_evidence(m, net_probe, kernel_ceiling) {
                         // R5: CPU.
                         v.bottleneck = Bottleneck::Cpu;
                         v.rule = "R5".into();
@@ -533,7 +536,7 @@ fn direction_verdict(doc: &ResultDoc, model: &PathModel, dir: Direction) -> Opti
                         ];
                         v.headroom_factor = Some(n / m);
                         v.headroom = Some(format!("Fixing it would raise {what} up to {}.", factor(n / m)));
-                    } else if let Some(evidence) = cpu_evidence(m, client) {
+                    } else if let Some(evidence) = cpu_evidence(m, client, cpu) {
                         v.bottleneck = Bottleneck::Cpu;
                         v.rule = "R5".into();
                         v.explanation = format!("{what} run at {}, limited by the CPU: {evidence}.", rate(m));

@@ -128,6 +128,27 @@ fn r6_loopback_has_no_wire_and_the_disk_limits_reads() {
 }
 
 #[test]
+fn r6_a_cpu_kernel_ceiling_is_shown_but_does_not_explain_loopback() {
+    // `headroom run --cpu` on loopback: AES-256-GCM as fast as the loopback
+    // writes. The chain shows the cpu hop, but plain TCP runs no cipher: R6.
+    let mut doc = fixture("loopback");
+    let writes = doc
+        .probes
+        .iter()
+        .find(|p| matches!(&p.spec, headroom_result::ProbeSpec::Net(n) if n.test == "tcp"))
+        .expect("a loopback upload")
+        .summary
+        .bytes_per_sec;
+    let mut aes = fixture("cpu-bound").probes.into_iter().find(|p| p.id == "cpu-aes-256-gcm").unwrap();
+    aes.summary.bytes_per_sec = writes;
+    doc.probes.push(aes);
+    let w = verdict(&doc, Direction::Write);
+    assert_eq!((w.bottleneck, w.rule.as_str()), (Bottleneck::Cpu, "R6"), "{w:#?}");
+    let cpu = w.hops.iter().find(|h| h.hop == "cpu").expect("the cpu hop is in the chain");
+    assert_eq!(cpu.ceiling_bytes_per_sec, Some(writes));
+}
+
+#[test]
 fn link_flag_overrides_the_nic_speed() {
     let doc = fixture("unexplained");
     // The same 62 MB/s on a link the user says is 530 Mb/s (TCP ceiling 62.4 MB/s): link-bound.
