@@ -363,3 +363,100 @@ fn thin(store: &Store, name: &str, origin: f64, count: u64, max: usize) -> Resul
     flush(&mut acc, &mut out);
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{SampleRow, SoakConfig, SoakInfo};
+
+    /// A two-session soak written straight into a store: write samples with a
+    /// 10 s dip every 60 s and latency doubling, a flap seen by sysfs and the
+    /// kernel log, and a gap between the sessions.
+    #[test]
+    fn a_stored_soak_becomes_a_document_with_detections() {
+        let dir = tempfile::tempdir().unwrap();
+        let t0 = 1_800_000_000.0;
+        let info = SoakInfo {
+            started_at: crate::rfc3339(t0),
+            started_unix: t0,
+            planned_s: Some(1200.0),
+            config: SoakConfig {
+                cycle: vec!["write".into()],
+                probe_s: 600.0,
+                path: None,
+                server: None,
+                vmkernel_log: None,
+                extra: serde_json::Value::Null,
+            },
+            host: None,
+        };
+        let path = dir.path().join("s.sqlite");
+        let store = Store::create(&path, &info).unwrap();
+        let mut write_session = |session_start: f64, from: usize, to: usize, clean: bool| {
+            let session = store.begin_session(session_start).unwrap();
+            let cycle = store.begin_cycle(session, session, "write", session_start).unwrap();
+            for i in from..to {
+                let t = t0 + i as f64;
+                let rate = if i % 60 < 10 { 50e6 } else { 200e6 + (i % 7) as f64 * 1e6 };
+                let lat = 1e6 * (1.0 + i as f64 / 1200.0);
+                store
+                    .add_sample(
+                        cycle,
+                        "write",
+                        &SampleRow {
+                            t_unix: t,
+                            bytes_per_sec: rate,
+                            iops: Some(rate / 1e6),
+                            lat_mean_ns: Some(lat),
+                            lat_p99_ns: Some(3.0 * lat),
+                        },
+                    )
+                    .unwrap();
+            }
+            if clean {
+                store.end_session(session, t0 + to as f64, "duration").unwrap();
+            }
+        };
+        write_session(t0, 1, 600, false); // killed after 600 s
+        write_session(t0 + 700.0, 700, 1300, true); // resumed 100 s later
+        for (source, t) in [("sysfs", 300.0), ("kernel_log", 300.5)] {
+            store
+                .add_event(&EventRow {
+                    id: 0,
+                    t_unix: t0 + t,
+                    end_unix: Some(t0 + t + 2.0),
+                    kind: "flap".into(),
+                    source: source.into(),
+                    device: Some("eth0".into()),
+                    message: "eth0 down".into(),
+                    details: None,
+                })
+                .unwrap();
+        }
+        let doc = result_from_store(&store, SampleDetail::AtMost(100)).unwrap();
+        let soak = doc.soak.as_ref().unwrap();
+        assert_eq!(soak.sessions, 2);
+        assert_eq!(soak.gaps.len(), 1);
+        assert!(
+            (soak.gaps[0].from_s - 599.0).abs() < 1e-6 && (soak.gaps[0].to_s - 700.0).abs() < 1e-6,
+            "{:?}",
+            soak.gaps
+        );
+        let kinds: Vec<&str> = soak.detections.iter().map(|d| d.kind.as_str()).collect();
+        assert!(kinds.contains(&"periodic_dips"), "{kinds:?}");
+        assert!(kinds.contains(&"latency_drift"), "{kinds:?}");
+        let flaps = soak.detections.iter().find(|d| d.kind == "link_flaps").unwrap();
+        assert!(flaps.message.starts_with("1 link flap(s): eth0 down 2.0 s at +300.0 s"), "{}", flaps.message);
+        let dips = soak.detections.iter().find(|d| d.kind == "periodic_dips").unwrap();
+        assert!((dips.details["period_s"].as_f64().unwrap() - 60.0).abs() < 1.0, "{}", dips.message);
+        let probe = &doc.probes[0];
+        assert_eq!(probe.id, "soak-write");
+        assert!(probe.samples.len() <= 110 && probe.samples.len() >= 50, "{}", probe.samples.len());
+        assert!(probe.details.contains_key("latency_drift"));
+        // The document round-trips through the schema.
+        let again = ResultDoc::from_json(&doc.to_json()).expect("a valid headroom.result/v1 document");
+        assert_eq!(again.soak.unwrap().detections.len(), soak.detections.len());
+        // Without samples for --json.
+        assert!(result_from_store(&store, SampleDetail::None).unwrap().probes[0].samples.is_empty());
+    }
+}

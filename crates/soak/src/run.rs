@@ -238,7 +238,7 @@ pub fn run_cycles(
 mod tests {
     use super::*;
     use crate::store::{SoakConfig, SoakInfo};
-    use headroom_result::{ProbeSpec, Sample, Summary};
+    use headroom_result::{Sample, Summary};
 
     /// A probe that reports `level` bytes/s once per 100 ms "second", or fails.
     struct Fake {
@@ -284,13 +284,13 @@ mod tests {
             let probe = Probe {
                 id: self.name.into(),
                 name: String::new(),
-                spec: ProbeSpec::Cpu(headroom_result::CpuSpec {
-                    kernel: "fake".into(),
-                    threads: 1,
-                    buffer_size: 1,
-                    data: None,
-                    cache_resident: None,
-                }),
+                // Through JSON so fields added to the spec types later (with
+                // serde defaults) do not break this fake.
+                spec: serde_json::from_value(serde_json::json!({
+                    "kind": "cpu",
+                    "spec": {"kernel": "fake", "threads": 1, "buffer_size": 1}
+                }))
+                .unwrap(),
                 summary: Summary { bytes_per_sec: self.level, duration_s: time.as_secs_f64(), ..Default::default() },
                 samples,
                 histogram: None,
