@@ -100,6 +100,11 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
             }
             probe.details.insert("latency_drift".into(), serde_json::to_value(&drift).unwrap_or_default());
         }
+        if name == "write" {
+            if let Some(found) = write_cliff(&points) {
+                detections.push(found);
+            }
+        }
         if name == "net" || series_for_flaps.is_none() {
             series_for_flaps = Some(points);
         }
@@ -208,6 +213,37 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
         detections,
     });
     Ok(doc)
+}
+
+/// The write cliff of `disk --preset sustained` (shared detector), over the
+/// whole soak's write series thinned to at most 600 points (the detector is
+/// quadratic in samples; a cache that fills over hours still shows).
+fn write_cliff(points: &[Point]) -> Option<Detection> {
+    let group = points.len().div_ceil(600).max(1);
+    let thinned: Vec<Sample> = points
+        .chunks(group)
+        .map(|c| Sample {
+            t_s: c[c.len() - 1].t_s,
+            bytes_per_sec: c.iter().map(|p| p.value).sum::<f64>() / c.len() as f64,
+            ..Sample::default()
+        })
+        .collect();
+    let cliff = headroom_analysis::cliff::detect_write_cliff(&thinned)?;
+    Some(Detection {
+        kind: "write_cliff".into(),
+        probe: Some("write".into()),
+        message: format!(
+            "write: the rate fell from {} to {} at +{:.0} s and stayed there",
+            headroom_units::format_bytes_per_sec(cliff.rate_before),
+            headroom_units::format_bytes_per_sec(cliff.rate_after),
+            cliff.at_s
+        ),
+        details: serde_json::json!({
+            "at_s": cliff.at_s,
+            "rate_before_bytes_per_sec": cliff.rate_before,
+            "rate_after_bytes_per_sec": cliff.rate_after,
+        }),
+    })
 }
 
 /// Drift buckets: per hour for soaks of 3 h and more, else per minute (or
@@ -392,7 +428,7 @@ mod tests {
         };
         let path = dir.path().join("s.sqlite");
         let store = Store::create(&path, &info).unwrap();
-        let mut write_session = |session_start: f64, from: usize, to: usize, clean: bool| {
+        let write_session = |session_start: f64, from: usize, to: usize, clean: bool| {
             let session = store.begin_session(session_start).unwrap();
             let cycle = store.begin_cycle(session, session, "write", session_start).unwrap();
             for i in from..to {
@@ -445,6 +481,7 @@ mod tests {
         let kinds: Vec<&str> = soak.detections.iter().map(|d| d.kind.as_str()).collect();
         assert!(kinds.contains(&"periodic_dips"), "{kinds:?}");
         assert!(kinds.contains(&"latency_drift"), "{kinds:?}");
+        assert!(!kinds.contains(&"write_cliff"), "dips that recover are no cliff: {kinds:?}");
         let flaps = soak.detections.iter().find(|d| d.kind == "link_flaps").unwrap();
         assert!(flaps.message.starts_with("1 link flap(s): eth0 down 2.0 s at +300.0 s"), "{}", flaps.message);
         let dips = soak.detections.iter().find(|d| d.kind == "periodic_dips").unwrap();
@@ -458,5 +495,36 @@ mod tests {
         assert_eq!(again.soak.unwrap().detections.len(), soak.detections.len());
         // Without samples for --json.
         assert!(result_from_store(&store, SampleDetail::None).unwrap().probes[0].samples.is_empty());
+    }
+
+    #[test]
+    fn a_write_cache_filling_up_is_a_cliff() {
+        let dir = tempfile::tempdir().unwrap();
+        let info = SoakInfo {
+            started_at: crate::rfc3339(1000.0),
+            started_unix: 1000.0,
+            planned_s: None,
+            config: SoakConfig {
+                cycle: vec!["write".into()],
+                probe_s: 60.0,
+                path: None,
+                server: None,
+                vmkernel_log: None,
+                extra: serde_json::Value::Null,
+            },
+            host: None,
+        };
+        let store = Store::create(&dir.path().join("c.sqlite"), &info).unwrap();
+        let session = store.begin_session(1000.0).unwrap();
+        let cycle = store.begin_cycle(session, 1, "write", 1000.0).unwrap();
+        for i in 1..=1500 {
+            let rate = if i <= 700 { 270e6 } else { 32e6 };
+            let row = SampleRow { t_unix: 1000.0 + i as f64, bytes_per_sec: rate, ..SampleRow::default() };
+            store.add_sample(cycle, "write", &row).unwrap();
+        }
+        let doc = result_from_store(&store, SampleDetail::None).unwrap();
+        let cliff = doc.soak.unwrap().detections.into_iter().find(|d| d.kind == "write_cliff").expect("a cliff");
+        assert!(cliff.message.contains("from 270.0 MB/s to 32."), "{}", cliff.message);
+        assert!((cliff.details["at_s"].as_f64().unwrap() - 700.0).abs() <= 3.0, "{}", cliff.details);
     }
 }
