@@ -232,7 +232,7 @@ fn vmkernel_log_reconnects_are_flaps() {
         .iter()
         .all(|f| f.source == "vmkernel_log" && f.device.as_deref() == Some("vusb1") && f.end_s.is_some()));
     let det = s.detections.iter().find(|x| x.kind == "link_flaps").expect("a link_flaps detection");
-    assert!(det.message.starts_with("3 link flap(s): vusb1 down 6.8 s"), "{}", det.message);
+    assert!(det.message.starts_with("3 link flap(s): vusb1 down 6.8 s at 2026-11-18T03:12:44Z"), "{}", det.message);
 }
 
 #[test]

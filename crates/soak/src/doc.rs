@@ -136,9 +136,14 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
         let listed: Vec<String> = flaps
             .iter()
             .take(5)
-            .map(|f| match f.duration_s {
-                Some(d) => format!("{} down {:.1} s at +{:.1} s", f.device, d, f.down_s),
-                None => format!("{} down at +{:.1} s, not back", f.device, f.down_s),
+            .map(|f| {
+                // Flaps from a vmkernel.log may predate the soak: name their UTC time.
+                let at =
+                    if f.down_s >= 0.0 { format!("+{:.1} s", f.down_s) } else { crate::rfc3339(origin + f.down_s) };
+                match f.duration_s {
+                    Some(d) => format!("{} down {:.1} s at {at}", f.device, d),
+                    None => format!("{} down at {at}, not back", f.device),
+                }
             })
             .collect();
         let more = if flaps.len() > 5 { format!(", and {} more", flaps.len() - 5) } else { String::new() };
