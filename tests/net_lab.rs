@@ -83,10 +83,22 @@ fn tbf_goodput_reaches_the_derived_ceiling_and_matches_iperf3() {
                 "1s",
                 "--json",
             ]));
-            let udp = &json(&out)["probes"][0]["details"]["udp"];
-            // The sender may not reach 1.5 Gb/s on a busy host; any excess over the
-            // shaped 1 Gb/s must show as loss.
-            assert!(udp["loss_percent"].as_f64().unwrap() > 5.0, "{udp}");
+            let doc = json(&out);
+            let udp = &doc["probes"][0]["details"]["udp"];
+            // tbf counts 14 + 20 + 8 + payload bytes per datagram: at most 1472/1514 of the rate
+            // arrives. The local qdisc pushes back on the sender, so how far it overshoots (and so
+            // how much is lost) depends on timing; what must hold is that nothing beyond the
+            // shaped rate is reported as received and that any overshoot shows as loss.
+            let udp_ceiling = rate as f64 * 1472.0 / 1514.0;
+            let received_bits = doc["probes"][0]["summary"]["bytes_per_sec"].as_f64().unwrap() * 8.0;
+            assert!(
+                received_bits <= 1.03 * udp_ceiling,
+                "received {received_bits:.0} b/s over the shaped {udp_ceiling:.0}"
+            );
+            let (packets, lost) = (udp["packets"].as_f64().unwrap(), udp["lost"].as_f64().unwrap());
+            let sent_bits = received_bits * packets / (packets - lost).max(1.0);
+            let loss = udp["loss_percent"].as_f64().unwrap();
+            assert!(sent_bits <= 1.05 * udp_ceiling || loss > 0.0, "sent {sent_bits:.0} b/s, no loss: {udp}");
             assert!(udp["jitter_ms"].as_f64().is_some());
         }
     }
