@@ -6,7 +6,8 @@
 set -euo pipefail
 
 packages=(fio iperf3 iperf sockperf nbdkit iproute2 util-linux fdisk e2fsprogs xfsprogs
-          btrfs-progs kmod procps chromium sqlite3 hyperfine python3 openssl zstd)
+          btrfs-progs kmod procps chromium sqlite3 hyperfine python3 openssl zstd
+          jq time)
 
 missing=()
 for p in "${packages[@]}"; do
