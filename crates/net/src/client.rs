@@ -390,7 +390,8 @@ impl Session {
             }
         }
         if udp {
-            result.udp_recv = outcomes.iter().filter_map(|o| o.udp.as_ref().map(|u| u.summary)).reduce(merge_udp);
+            result.udp_recv =
+                outcomes.iter().filter_map(|o| o.udp.as_ref().map(|u| u.summary)).reduce(UdpRecvSummary::merge);
         }
         match report {
             Some(rep) => {
@@ -445,17 +446,6 @@ impl Session {
 
 fn sampler_last(samples: &[Sample]) -> f64 {
     samples.last().map_or(0.0, |s| s.t_s)
-}
-
-pub(crate) fn merge_udp(a: UdpRecvSummary, b: UdpRecvSummary) -> UdpRecvSummary {
-    UdpRecvSummary {
-        packets: a.packets + b.packets,
-        received: a.received + b.received,
-        bytes: a.bytes + b.bytes,
-        lost: a.lost + b.lost,
-        out_of_order: a.out_of_order + b.out_of_order,
-        jitter_s: a.jitter_s.max(b.jitter_s),
-    }
 }
 
 /// Opens a UDP stream: a connected socket whose hello the server answered.

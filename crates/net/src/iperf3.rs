@@ -83,18 +83,25 @@ pub fn write_json(w: &mut impl Write, v: &Value) -> io::Result<()> {
     w.write_all(&frame)
 }
 
-pub fn read_json(r: &mut impl Read, max: u32) -> io::Result<Value> {
+/// Reads a 4-byte big-endian length and that many bytes, refusing more than
+/// `max` before allocating (both iperf3's and headroom's messages are framed so).
+pub fn read_length_prefixed(r: &mut impl Read, max: u32, what: &str) -> io::Result<Vec<u8>> {
     let mut len = [0u8; 4];
     r.read_exact(&mut len)?;
     let len = u32::from_be_bytes(len);
     if len > max {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("JSON of {len} bytes exceeds the limit of {max}"),
+            format!("{what} of {len} bytes exceeds the limit of {max}"),
         ));
     }
     let mut body = vec![0u8; len as usize];
     r.read_exact(&mut body)?;
+    Ok(body)
+}
+
+pub fn read_json(r: &mut impl Read, max: u32) -> io::Result<Value> {
+    let mut body = read_length_prefixed(r, max, "JSON")?;
     // Some versions send a trailing NUL; tolerate it.
     while body.last() == Some(&0) {
         body.pop();

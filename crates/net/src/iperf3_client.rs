@@ -3,7 +3,7 @@
 //! Throughput comes from the receiving side's count (the server's results
 //! for uploads, ours for downloads), CPU from both sides' results.
 
-use crate::client::{connect, connect_error, merge_udp, Target, ThroughputResult, ThroughputSpec};
+use crate::client::{connect, connect_error, Target, ThroughputResult, ThroughputSpec};
 use crate::cpu::CpuMeter;
 use crate::datapath::{self, Sampler, StreamParams, StreamSet, UdpHeader};
 use crate::iperf3::{self, Params, Results, StreamResult};
@@ -205,7 +205,10 @@ pub fn throughput(
         }
     }
     if udp {
-        result.udp_recv = outcomes.iter().filter_map(|o| o.udp.as_ref().map(|u| u.summary)).reduce(merge_udp);
+        result.udp_recv = outcomes
+            .iter()
+            .filter_map(|o| o.udp.as_ref().map(|u| u.summary))
+            .reduce(crate::stats::UdpRecvSummary::merge);
     }
     match server_results {
         Some(r) => {

@@ -947,16 +947,11 @@ fn headroom_test(
             .collect(),
         cpu,
         error,
-        udp: outcomes.iter().filter_map(|o| o.udp.as_ref()).map(|u| u.summary).reduce(|a, b| {
-            crate::stats::UdpRecvSummary {
-                packets: a.packets + b.packets,
-                received: a.received + b.received,
-                bytes: a.bytes + b.bytes,
-                lost: a.lost + b.lost,
-                out_of_order: a.out_of_order + b.out_of_order,
-                jitter_s: a.jitter_s.max(b.jitter_s),
-            }
-        }),
+        udp: outcomes
+            .iter()
+            .filter_map(|o| o.udp.as_ref())
+            .map(|u| u.summary)
+            .reduce(crate::stats::UdpRecvSummary::merge),
     };
     wire::write_frame(conn, &Reply::Result(report))?;
     Ok(())

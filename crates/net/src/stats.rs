@@ -86,6 +86,18 @@ pub struct UdpRecvSummary {
 }
 
 impl UdpRecvSummary {
+    /// The summary of several streams: counts add up, jitter is the worst stream's.
+    pub fn merge(self, other: UdpRecvSummary) -> UdpRecvSummary {
+        UdpRecvSummary {
+            packets: self.packets + other.packets,
+            received: self.received + other.received,
+            bytes: self.bytes + other.bytes,
+            lost: self.lost + other.lost,
+            out_of_order: self.out_of_order + other.out_of_order,
+            jitter_s: self.jitter_s.max(other.jitter_s),
+        }
+    }
+
     pub fn loss_ratio(&self) -> f64 {
         if self.packets == 0 {
             0.0

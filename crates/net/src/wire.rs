@@ -196,17 +196,7 @@ pub fn write_frame<T: Serialize>(w: &mut impl Write, msg: &T) -> io::Result<()> 
 
 /// Reads one framed JSON message of at most `max` bytes.
 pub fn read_frame<T: for<'de> Deserialize<'de>>(r: &mut impl Read, max: u32) -> io::Result<T> {
-    let mut len = [0u8; 4];
-    r.read_exact(&mut len)?;
-    let len = u32::from_be_bytes(len);
-    if len > max {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("message of {len} bytes exceeds the limit of {max}"),
-        ));
-    }
-    let mut body = vec![0u8; len as usize];
-    r.read_exact(&mut body)?;
+    let body = crate::iperf3::read_length_prefixed(r, max, "message")?;
     serde_json::from_slice(&body).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("bad message: {e}")))
 }
 
