@@ -182,7 +182,13 @@ impl Session {
         control.set_nodelay(true)?;
         control.set_read_timeout(Some(target.timeout))?;
         let mut first = [0u8; 1];
-        control.read_exact(&mut first).map_err(|e| NetError::Protocol(format!("no answer to the greeting: {e}")))?;
+        control.read_exact(&mut first).map_err(|e| match e.kind() {
+            // A stock iperf3 server takes our greeting for a cookie, answers PARAM_EXCHANGE,
+            // fails to parse the rest and closes with our bytes unread: the kernel's RST can
+            // overtake its answer. A headroom server never resets a greeting.
+            std::io::ErrorKind::ConnectionReset => NetError::IsIperf3,
+            _ => NetError::Protocol(format!("no answer to the greeting: {e}")),
+        })?;
         if first[0] != 0 {
             // A length prefix of a headroom frame starts with 0 (frames are < 16 MiB);
             // iperf3 answers a cookie with PARAM_EXCHANGE (9) or ACCESS_DENIED (0xFF).
