@@ -9,52 +9,86 @@
 # fio runs with the options headroom records as its fio equivalent (io_uring,
 # fixedbufs, registerfiles, norandommap, same ramp and runtime).
 #
-# Usage: benches/disk_vs_fio.sh [DIR] [ROUNDS] [SECONDS]   (DIR defaults to target/)
-# Needs fio and jq. The file (1 GiB of random data) is removed at the end.
+# Usage: benches/disk_vs_fio.sh [DIR|ram] [ROUNDS] [SECONDS]   (DIR defaults to target/)
+#   ram: a loop device over a 1 GiB file in /dev/shm (root), a device with
+#        memory speed and no host cache in between, where the figures show the
+#        tools rather than the disk's noise; the CPU is then the bottleneck.
+# Needs fio and jq. The file (1 GiB of random data) and the loop device are
+# removed at the end.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 dir=${1:-target}
-rounds=${2:-3}
-secs=${3:-5}
+rounds=${2:-7}
+secs=${3:-3}
 ramp=1
 command -v fio >/dev/null || { echo "disk_vs_fio: fio is not installed (scripts/install-deps.sh)" >&2; exit 1; }
 command -v jq >/dev/null || { echo "disk_vs_fio: jq is not installed" >&2; exit 1; }
 
 cargo build --release -q --bin headroom
 hr=target/release/headroom
-file="$dir/headroom-bench-$$.dat"
 tmp=$(mktemp -d)
-trap 'rm -f "$file"; rm -rf "$tmp"' EXIT
-echo "disk_vs_fio: laying out 1 GiB of random data in $file"
-head -c 1G /dev/urandom >"$file"
-sync "$file"
+loopdev=""
+if [ "$dir" = ram ]; then
+  [ "$(id -u)" = 0 ] || { echo "disk_vs_fio: 'ram' needs root (losetup)" >&2; exit 1; }
+  backing="/dev/shm/headroom-bench-$$.dat"
+else
+  backing="$dir/headroom-bench-$$.dat"
+fi
+trap 'if [ -n "$loopdev" ]; then losetup -d "$loopdev"; fi; rm -f "$backing"; rm -rf "$tmp"' EXIT
+echo "disk_vs_fio: laying out 1 GiB of random data in $backing"
+head -c 1G /dev/urandom >"$backing"
+sync "$backing"
+if [ "$dir" = ram ]; then
+  loopdev=$(losetup -f --show "$backing")
+  file=$loopdev
+  echo "disk_vs_fio: testing $loopdev (loop device over tmpfs)"
+else
+  file=$backing
+fi
 
-# cpu_of CMD...: runs CMD, stdout to $tmp/out, user+sys CPU seconds of all its threads to $tmp/cpu.
-cpu_of() {
-  /usr/bin/time -f "%U %S" -o "$tmp/time" "$@" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
-  awk '{print $1 + $2}' "$tmp/time" >"$tmp/cpu"
+# The block device under the file, for the request sizes it saw (diskstats);
+# empty when it is not a plain block device (tmpfs, NFS, ...).
+if [ -n "$loopdev" ]; then dev=$(basename "$loopdev"); else dev=$(basename "$(findmnt -no SOURCE -T "$dir" 2>/dev/null || true)"); fi
+grep -qw "$dev" /proc/diskstats 2>/dev/null || dev=""
+
+# diskstat: "requests sectors" completed so far (reads and writes) on $dev.
+diskstat() {
+  if [ -n "$dev" ]; then awk -v d="$dev" '$3 == d { print $4 + $8, $6 + $10 }' /proc/diskstats; else echo "0 0"; fi
 }
 
-# run_fio RW BS QD -> "mbps iops lat_mean_ns cpu_per_io"
+# cpu_of CMD...: runs CMD, stdout to $tmp/out, user+sys CPU seconds of all its threads to $tmp/cpu.
+# Also writes the mean device request size in KiB to $tmp/req: how the block
+# layer split the I/Os, which moves large-block figures on virtual disks.
+cpu_of() {
+  local before after
+  before=$(diskstat)
+  /usr/bin/time -f "%U %S" -o "$tmp/time" "$@" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
+  after=$(diskstat)
+  awk '{print $1 + $2}' "$tmp/time" >"$tmp/cpu"
+  echo "$before $after" | awk '{ r = $3 - $1; print (r > 0 ? ($4 - $2) / 2 / r : 0) }' >"$tmp/req"
+}
+
+# run_fio RW BS QD -> "mbps iops lat_mean_ns cpu_per_io request_kib"
+# FIO_DATA overrides --refill_buffers (fresh data per write, as headroom does).
 run_fio() {
   local rw=$1 bs=$2 qd=$3 dirn=read
   case $rw in *write) dirn=write ;; esac
   cpu_of fio --name=bench --filename="$file" --rw="$rw" --bs="$bs" --iodepth="$qd" --numjobs=1 \
     --ioengine=io_uring --fixedbufs=1 --registerfiles=1 --direct=1 --size=1g --norandommap \
-    --randrepeat=0 --refill_buffers --time_based --runtime="$secs" --ramp_time="$ramp" --output-format=json
-  jq -r --arg d "$dirn" --argjson cpu "$(cat "$tmp/cpu")" \
-    '.jobs[0][$d] | "\(.bw_bytes / 1e6) \(.iops) \(.lat_ns.mean) \($cpu / .total_ios)"' "$tmp/out"
+    --randrepeat=0 "${FIO_DATA:---refill_buffers}" --time_based --runtime="$secs" --ramp_time="$ramp" --output-format=json
+  jq -r --arg d "$dirn" --argjson cpu "$(cat "$tmp/cpu")" --argjson req "$(cat "$tmp/req")" \
+    '.jobs[0][$d] | "\(.bw_bytes / 1e6) \(.iops) \(.lat_ns.mean) \($cpu / .total_ios) \($req)"' "$tmp/out"
 }
 
-# run_hr RW BS QD -> "mbps iops lat_mean_ns cpu_per_io"
+# run_hr RW BS QD -> "mbps iops lat_mean_ns cpu_per_io request_kib"
 run_hr() {
   local rw=$1 bs=$2 qd=$3 extra=()
   case $rw in *write) extra=(--destructive --force) ;; esac
   cpu_of "$hr" disk "$file" --rw "$rw" --bs "$bs" --qd "$qd" --time "${secs}s" --ramp "${ramp}s" \
     --engine io_uring --direct on "${extra[@]}" --json
-  jq -r --argjson cpu "$(cat "$tmp/cpu")" \
-    '.probes[0].summary | "\(.bytes_per_sec / 1e6) \(.iops) \(.latency_ns.mean) \($cpu / .ops)"' "$tmp/out"
+  jq -r --argjson cpu "$(cat "$tmp/cpu")" --argjson req "$(cat "$tmp/req")" \
+    '.probes[0].summary | "\(.bytes_per_sec / 1e6) \(.iops) \(.latency_ns.mean) \($cpu / .ops) \($req)"' "$tmp/out"
 }
 
 # stats FILE COLUMN -> "median spread%"
@@ -65,19 +99,25 @@ stats() {
           printf "%.6g %.1f", m, (m > 0 ? (v[NR] - v[1]) / m * 100 : 0) }'
 }
 
-report() { # NAME COLUMN UNIT GOAL
-  local name=$1 col=$2 unit=$3 goal=$4 f h
-  read -r fm fs <<<"$(stats "$tmp/fio" "$col")"
+report() { # NAME COLUMN UNIT GOAL [FIO_SERIES]
+  local name=$1 col=$2 unit=$3 goal=$4 series=${5:-fio}
+  read -r fm fs <<<"$(stats "$tmp/$series" "$col")"
   read -r hm hs <<<"$(stats "$tmp/hr" "$col")"
   printf "%-34s fio %12.6g %-6s (spread %5.1f%%)  headroom %12.6g (spread %5.1f%%)  ratio %.3f  goal %s\n" \
     "$name" "$fm" "$unit" "$fs" "$hm" "$hs" "$(awk -v h="$hm" -v f="$fm" 'BEGIN { print (f > 0 ? h / f : 0) }')" "$goal"
 }
 
-bench() { # LABEL RW BS QD
-  : >"$tmp/fio"; : >"$tmp/hr"
+# bench LABEL RW BS QD: fio and headroom interleaved. For writes a third
+# series, fio writing the same buffers over and over (no --refill_buffers),
+# shows what the device takes when no tool generates data: where fio's own
+# data generation is the bottleneck (fast devices), headroom is compared to
+# that too.
+bench() {
+  : >"$tmp/fio"; : >"$tmp/hr"; : >"$tmp/fio_static"
   for _ in $(seq "$rounds"); do
     run_fio "$2" "$3" "$4" >>"$tmp/fio"
     run_hr "$2" "$3" "$4" >>"$tmp/hr"
+    case $2 in *write) FIO_DATA=--refill_buffers=0 run_fio "$2" "$3" "$4" >>"$tmp/fio_static" ;; esac
   done
 }
 
@@ -89,5 +129,9 @@ bench "4K randread QD1" randread 4k 1
 report "4K randread QD1 mean latency" 3 "ns" "<= 1.02"
 bench "1M read QD8" read 1M 8
 report "1M seq read QD8" 1 "MB/s" "0.97-1.03"
+[ -n "$dev" ] && report "  mean $dev request (1M read)" 5 "KiB" "-"
 bench "1M write QD8" write 1M 8
 report "1M seq write QD8" 1 "MB/s" "0.97-1.03"
+report "  vs fio without --refill_buffers" 1 "MB/s" "-" fio_static
+[ -n "$dev" ] && report "  mean $dev request (1M write)" 5 "KiB" "-"
+exit 0

@@ -21,8 +21,12 @@ pub struct BusCeiling {
 pub fn bus_ceiling(path: &Path) -> Option<BusCeiling> {
     let meta = std::fs::metadata(path).ok()?;
     let dev = if meta.file_type().is_block_device() { meta.rdev() } else { meta.dev() };
-    let sysdev = block_sysfs_dir(dev)?;
-    ceiling_from_sysfs(&sysdev, 0)
+    let mut sysdev = block_sysfs_dir(dev)?;
+    // A loop device: follow its backing file to the disk that holds it.
+    if let Ok(backing) = std::fs::read_to_string(sysdev.join("loop/backing_file")) {
+        sysdev = block_sysfs_dir(std::fs::metadata(backing.trim()).ok()?.dev())?;
+    }
+    ceiling_of_device_dir(&sysdev, Path::new("/sys/devices"))
 }
 
 /// /sys/devices/... of the whole disk with device number `dev` (a partition's parent).
@@ -36,24 +40,16 @@ fn block_sysfs_dir(dev: u64) -> Option<PathBuf> {
     }
 }
 
-fn ceiling_from_sysfs(dir: &Path, depth: u32) -> Option<BusCeiling> {
-    // A loop device: follow its backing file to the disk that holds it.
-    if depth == 0 {
-        if let Ok(backing) = std::fs::read_to_string(dir.join("loop/backing_file")) {
-            let backing = backing.trim();
-            let meta = std::fs::metadata(backing).ok()?;
-            return ceiling_from_sysfs(&block_sysfs_dir(meta.dev())?, 1);
-        }
-    }
+/// The bus of the block device whose sysfs directory is `dir`: the first
+/// PCIe link or SATA port among its ancestors, up to `devices_root` (the
+/// `/sys/devices` of the tree, a fixture's in tests).
+pub fn ceiling_of_device_dir(dir: &Path, devices_root: &Path) -> Option<BusCeiling> {
     let mut cur = Some(dir);
     while let Some(d) = cur {
-        if let Some(c) = pcie_ceiling(d) {
+        if let Some(c) = pcie_ceiling(d).or_else(|| sata_ceiling(d)) {
             return Some(c);
         }
-        if let Some(c) = sata_ceiling(d) {
-            return Some(c);
-        }
-        cur = d.parent().filter(|p| p.starts_with("/sys/devices"));
+        cur = d.parent().filter(|p| p.starts_with(devices_root) && *p != devices_root);
     }
     None
 }

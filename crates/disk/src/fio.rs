@@ -32,10 +32,10 @@ pub fn fio_command(def: &TestDef, ctx: FioContext<'_>) -> String {
         format!("--rw={}", def.rw.as_str()),
         format!("--bs={}", fio_size(def.block_size)),
     ];
-    // psync runs one I/O per thread: queue depth becomes jobs.
+    // psync runs one I/O per thread: queue depth becomes jobs (capped as the runner caps it).
     let (numjobs, iodepth) = match ctx.engine {
         EngineKind::IoUring => (def.jobs, def.queue_depth),
-        EngineKind::Psync => (def.jobs * def.queue_depth, 1),
+        EngineKind::Psync => (crate::engine::psync_threads(def.jobs, def.queue_depth), 1),
     };
     args.push(format!("--ioengine={}", ctx.engine.as_str()));
     if ctx.engine == EngineKind::IoUring {
@@ -138,5 +138,16 @@ mod tests {
         assert!(line.contains("--numjobs=8") && line.contains("--iodepth=1"), "{line}");
         assert!(line.contains("--offset_increment=128m") && line.contains("--fsync=1"), "{line}");
         assert!(line.contains("--zero_buffers") && !line.contains("ramp_time"), "{line}");
+    }
+
+    #[test]
+    fn psync_jobs_follow_the_runners_thread_cap() {
+        let def = crate::preset::test_def(Rw::RandRead, 4096, 32, 16, Duration::from_secs(1), Duration::ZERO);
+        let ctx =
+            FioContext { path: "/f", size: 1 << 30, engine: EngineKind::Psync, direct: true, pattern: Pattern::Random };
+        let line = fio_command(&def, ctx);
+        assert!(line.contains("--numjobs=128") && line.contains("--iodepth=1"), "{line}");
+        assert_eq!(crate::engine::psync_threads(1, 8), 8);
+        assert_eq!(crate::engine::psync_threads(200, 4), 200, "never fewer threads than jobs");
     }
 }

@@ -48,6 +48,16 @@ pub fn honesty_warnings(outcome: &TestOutcome, target: &Target, bus: Option<&Bus
             ));
         }
     }
+    let asked = u64::from(outcome.def.jobs) * u64::from(outcome.def.queue_depth);
+    if outcome.engine == crate::EngineKind::Psync && u64::from(outcome.threads) < asked {
+        w.push(Warning::new(
+            "queue_depth_capped",
+            format!(
+                "psync runs one I/O per thread: {} jobs x QD{} would be {asked} threads, capped at {}, so at most {} I/Os were in flight; use --engine io_uring for deeper queues",
+                outcome.def.jobs, outcome.def.queue_depth, outcome.threads, outcome.threads
+            ),
+        ));
+    }
     if outcome.stopped {
         w.push(Warning::new("stopped_early", "stopped by Ctrl-C: figures cover the time measured until then"));
     }

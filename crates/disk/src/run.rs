@@ -48,7 +48,8 @@ pub struct TestOutcome {
     pub engine: EngineKind,
     /// O_DIRECT was in effect.
     pub direct: bool,
-    /// Worker threads that ran (jobs, or jobs x queue depth for psync).
+    /// Worker threads that ran (jobs, or jobs x queue depth for psync, capped
+    /// at [`crate::engine::PSYNC_MAX_THREADS`]).
     pub threads: u32,
     pub summary: Summary,
     pub samples: Vec<Sample>,
@@ -185,10 +186,10 @@ pub fn run_test(
         engine_kind
     };
     check_test(target, def, direct)?;
-    // psync has one I/O in flight per thread: queue depth becomes threads.
+    // psync has one I/O in flight per thread: queue depth becomes threads (capped).
     let (workers, depth) = match engine_kind {
         EngineKind::IoUring => (def.jobs as usize, def.queue_depth as usize),
-        EngineKind::Psync => ((def.jobs * def.queue_depth) as usize, 1),
+        EngineKind::Psync => (crate::engine::psync_threads(def.jobs, def.queue_depth) as usize, 1),
     };
     let shared = Arc::new(Shared {
         counters: (0..workers).map(|_| Counters::default()).collect(),

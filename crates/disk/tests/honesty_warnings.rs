@@ -1,0 +1,109 @@
+//! Warnings from real runs. `faster_than_ceiling` from sysfs to the warning:
+//! the bus ceilings of the fixture NAS's disks (the sys crate's sysfs tree: NVMe on PCIe 3.0 x4 and
+//! x2, SATA at 3 and 6 Gb/s, a loop device), then a real read from memory
+//! judged against them. This machine has no NVMe or SATA disk, so the tree
+//! stands in for one; the read and the warning logic are the real ones.
+//! `queue_depth_capped`: a psync Q32T16 run starts 128 threads, not 512.
+
+use headroom_disk::ceiling::{ceiling_of_device_dir, BusCeiling};
+use headroom_disk::preset::test_def;
+use headroom_disk::probe::honesty_warnings;
+use headroom_disk::run::{run_test, RunSettings};
+use headroom_disk::target::{Target, TargetOptions};
+use headroom_disk::{DirectMode, EngineChoice, Pattern, Rw};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+fn fixture_devices() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../sys/tests/fixtures/nas/sys/devices")
+}
+
+fn ceiling_of(block: &str) -> Option<BusCeiling> {
+    let devices = fixture_devices();
+    let dir = std::fs::canonicalize(devices.join("../block").join(block)).expect("fixture block device");
+    ceiling_of_device_dir(&dir, &std::fs::canonicalize(devices).unwrap())
+}
+
+fn mb_per_sec(c: &BusCeiling) -> f64 {
+    c.bytes_per_sec / 1e6
+}
+
+#[test]
+fn fixture_disks_get_the_ceiling_of_their_bus() {
+    let nvme_x4 = ceiling_of("nvme0n1").expect("nvme0n1 sits on PCIe");
+    assert!(nvme_x4.name.contains("x4"), "{nvme_x4:?}");
+    assert!((mb_per_sec(&nvme_x4) - 3938.5).abs() < 1.0, "{nvme_x4:?}");
+    assert!(nvme_x4.source.ends_with("0000:3d:00.0/current_link_speed"), "{nvme_x4:?}");
+
+    let nvme_x2 = ceiling_of("nvme1n1").expect("nvme1n1 sits on PCIe");
+    assert!((mb_per_sec(&nvme_x2) - mb_per_sec(&nvme_x4) / 2.0).abs() < 1.0, "{nvme_x2:?}");
+
+    let sata_3g = ceiling_of("sda").expect("sda sits on SATA");
+    assert!((mb_per_sec(&sata_3g) - 300.0).abs() < 1.0, "{sata_3g:?}");
+    assert!(sata_3g.source.ends_with("link3/sata_spd"), "{sata_3g:?}");
+    let sata_6g = ceiling_of("sdb").expect("sdb sits on SATA");
+    assert!((mb_per_sec(&sata_6g) - 600.0).abs() < 1.0, "{sata_6g:?}");
+
+    assert_eq!(ceiling_of("loop1"), None, "a loop device has no bus of its own");
+}
+
+/// A laid-out 64 MiB test file in tmpfs (memory), or None (with the reason
+/// printed) where there is no /dev/shm.
+fn memory_target() -> Option<(tempfile::TempDir, Target)> {
+    if !Path::new("/dev/shm").is_dir() {
+        eprintln!("SKIPPED: no /dev/shm (tmpfs) to read from memory");
+        return None;
+    }
+    let dir = tempfile::tempdir_in("/dev/shm").expect("directory in /dev/shm");
+    let opts = TargetOptions { size: Some(64 << 20), default_size: 64 << 20, writes: false, ..Default::default() };
+    let target = Target::prepare(dir.path(), &opts).expect("test file in /dev/shm");
+    target.layout(&AtomicBool::new(false), |_, _| {}).expect("layout");
+    Some((dir, target))
+}
+
+fn run(target: &Target, engine: EngineChoice, def: &headroom_disk::TestDef) -> headroom_disk::run::TestOutcome {
+    let settings = RunSettings { engine, direct: DirectMode::Auto, pattern: Pattern::Random };
+    run_test(target, def, settings, &AtomicBool::new(false), &mut |_| {}).expect("test run")
+}
+
+#[test]
+fn a_read_faster_than_the_bus_is_flagged_and_one_below_it_is_not() {
+    let Some((_dir, target)) = memory_target() else { return };
+    let def = test_def(Rw::Read, 1 << 20, 4, 1, Duration::from_millis(700), Duration::from_millis(100));
+    let outcome = run(&target, EngineChoice::Auto, &def);
+    let read = outcome.summary.bytes_per_sec;
+    // tmpfs is memory: 1M reads from it run at GB/s, far above a 3 Gb/s SATA link.
+    assert!(read > 300e6, "reading from tmpfs gave only {read} B/s");
+
+    let flagged = |bus: &BusCeiling| {
+        honesty_warnings(&outcome, &target, Some(bus)).iter().any(|w| w.code == "faster_than_ceiling")
+    };
+    let sata_3g = ceiling_of("sda").unwrap();
+    assert!(flagged(&sata_3g), "{read} B/s over a {} B/s bus was not flagged", sata_3g.bytes_per_sec);
+    let warning = honesty_warnings(&outcome, &target, Some(&sata_3g));
+    let text = &warning.iter().find(|w| w.code == "faster_than_ceiling").unwrap().message;
+    assert!(text.contains("SATA") && text.contains("cache"), "{text}");
+
+    // A bus faster than what was read: no warning.
+    let wide = BusCeiling { bytes_per_sec: read * 2.0, ..ceiling_of("nvme0n1").unwrap() };
+    assert!(!flagged(&wide), "{read} B/s under a {} B/s bus was flagged", wide.bytes_per_sec);
+}
+
+#[test]
+fn psync_caps_its_threads_and_says_so() {
+    let Some((_dir, target)) = memory_target() else { return };
+    let def = test_def(Rw::RandRead, 4096, 32, 16, Duration::from_millis(300), Duration::ZERO);
+    let outcome = run(&target, EngineChoice::Psync, &def);
+    assert_eq!(outcome.threads, headroom_disk::engine::PSYNC_MAX_THREADS);
+    assert!(outcome.summary.ops.unwrap_or(0) > 0, "{:?}", outcome.summary);
+    let warnings = honesty_warnings(&outcome, &target, None);
+    let capped = warnings.iter().find(|w| w.code == "queue_depth_capped").expect("queue_depth_capped warning");
+    assert!(capped.message.contains("512") && capped.message.contains("128"), "{}", capped.message);
+
+    // Within the cap: as many threads as jobs x QD, and no warning.
+    let def = test_def(Rw::RandRead, 4096, 8, 2, Duration::from_millis(200), Duration::ZERO);
+    let outcome = run(&target, EngineChoice::Psync, &def);
+    assert_eq!(outcome.threads, 16);
+    assert!(honesty_warnings(&outcome, &target, None).iter().all(|w| w.code != "queue_depth_capped"));
+}
