@@ -503,8 +503,8 @@ fn ceiling_for(host: &str, port: u16, link: Option<&str>) -> anyhow::Result<Link
     let iface = headroom_net::resolve(host, port)
         .ok()
         .and_then(|a| a.first().copied())
-        .and_then(headroom_net::route::interface_to);
-    let mtu = iface.as_ref().and_then(|i| i.mtu).filter(|m| (576..=9216).contains(m)).unwrap_or(1500);
+        .and_then(|peer| headroom_sys::nic_towards(peer.ip()));
+    let mtu = iface.as_ref().map(|i| i.mtu).filter(|m| (576..=9216).contains(m)).unwrap_or(1500);
     let framing = Framing { mtu, ..Framing::default() };
     if let Some(spec) = link {
         let l = headroom_limits::lookup(spec).map_err(|e| anyhow::anyhow!("--link: {e}"))?;
@@ -525,7 +525,7 @@ fn ceiling_for(host: &str, port: u16, link: Option<&str>) -> anyhow::Result<Link
             note: Some("give --link SPEC to compare against a ceiling".into()),
         });
     };
-    if i.is_loopback() {
+    if i.kind == "loopback" {
         return Ok(LinkCeiling {
             name: "loopback".into(),
             tcp_bytes_per_sec: None,
@@ -535,13 +535,14 @@ fn ceiling_for(host: &str, port: u16, link: Option<&str>) -> anyhow::Result<Link
         });
     }
     let source = format!("/sys/class/net/{}", i.name);
+    let is_virtual = i.kind == "virtual";
     match i.speed_mbps.and_then(headroom_limits::ethernet_by_speed_mbps) {
         Some(l) => Ok(LinkCeiling {
             name: format!("{} TCP (MTU {mtu}, {})", l.name, i.name),
             tcp_bytes_per_sec: Some(framing.tcp_goodput_bits(l.usable_bits_per_sec) / 8.0),
             source,
-            is_virtual: i.is_virtual(),
-            note: i.is_virtual().then(|| {
+            is_virtual,
+            note: is_virtual.then(|| {
                 format!(
                     "{} is a virtual NIC ({}): its speed is nominal",
                     i.name,
@@ -553,7 +554,7 @@ fn ceiling_for(host: &str, port: u16, link: Option<&str>) -> anyhow::Result<Link
             name: i.name.clone(),
             tcp_bytes_per_sec: None,
             source,
-            is_virtual: i.is_virtual(),
+            is_virtual,
             note: Some("the interface reports no speed; give --link SPEC to compare against a ceiling".into()),
         }),
     }

@@ -194,7 +194,7 @@ fn path_interfaces(server: Option<&str>) -> Vec<String> {
         .map_or(server, |(h, _)| h);
     let host = host.trim_start_matches('[').trim_end_matches(']');
     let addrs = (host, 0).to_socket_addrs().map(|a| a.collect::<Vec<_>>()).unwrap_or_default();
-    addrs.into_iter().find_map(headroom_net::route::interface_to).map(|i| i.name).into_iter().collect()
+    addrs.into_iter().find_map(|a| headroom_sys::route_interface(a.ip())).into_iter().collect()
 }
 
 fn default_db() -> PathBuf {

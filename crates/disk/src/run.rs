@@ -4,7 +4,7 @@
 //! samples. Warm-up (ramp) is excluded from every figure.
 //!
 //! Bookkeeping is kept cheaper than the I/O: one clock read per submitted
-//! batch and one per reaped batch (not per I/O), counters published once per
+//! group and one per reaped batch (not per I/O), counters published once per
 //! batch to a cache line only that worker writes. `disk_overhead` bench
 //! measures the cost per I/O.
 

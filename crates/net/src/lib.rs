@@ -19,7 +19,6 @@ pub mod iperf3;
 pub mod iperf3_client;
 pub mod ping;
 pub mod probe;
-pub mod route;
 pub mod server;
 pub mod stats;
 pub mod tcpinfo;

@@ -7,6 +7,7 @@
 //! sent) settles the cases the table does not show, such as policy routing.
 
 use crate::SysRoot;
+use headroom_result::Nic;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 
 const RTF_UP: u32 = 0x0001;
@@ -16,6 +17,14 @@ const RTF_LOCAL: u32 = 0x8000_0000;
 /// The interface this machine would send packets to `addr` through.
 pub fn route_interface(addr: IpAddr) -> Option<String> {
     route_interface_in(&SysRoot::live(), addr)
+}
+
+/// The inventory entry (speed, MTU, driver, kind) of the interface that
+/// routes to `addr` on this machine.
+pub fn nic_towards(addr: IpAddr) -> Option<Nic> {
+    let root = SysRoot::live();
+    let name = route_interface_in(&root, addr)?;
+    crate::nics(&root).into_iter().find(|nic| nic.name == name)
 }
 
 /// As [`route_interface`], reading the routing tables below `root`.
@@ -141,4 +150,15 @@ fn route_by_socket(addr: IpAddr) -> Option<String> {
         return Some("lo".into());
     }
     interface_with_address(local)
+}
+
+#[cfg(test)]
+mod nic_towards_tests {
+    #[test]
+    fn loopback_is_reached_through_the_loopback_nic() {
+        let nic = super::nic_towards("127.0.0.1".parse().unwrap()).expect("lo in the inventory");
+        assert_eq!(nic.name, "lo");
+        assert_eq!(nic.kind, "loopback");
+        assert!(nic.mtu > 0);
+    }
 }
