@@ -171,7 +171,10 @@ fn client_killed_mid_test_frees_the_slot_within_the_idle_timeout() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1000));
+    // Long enough for the victim's test to be under way even on a loaded
+    // machine (other lab tests share the two cores): a client killed before
+    // its test starts is never logged as aborted.
+    std::thread::sleep(Duration::from_millis(2500));
     victim.kill().unwrap();
     victim.wait().unwrap();
     let t0 = Instant::now();
@@ -191,6 +194,6 @@ fn client_killed_mid_test_frees_the_slot_within_the_idle_timeout() {
         assert!(t0.elapsed() < Duration::from_secs(4), "slot not freed: {}", String::from_utf8_lossy(&out.stderr));
         std::thread::sleep(Duration::from_millis(200));
     }
-    let lines = server.wait_lines(2, Duration::from_secs(2));
-    assert!(lines[0].contains("aborted"), "{lines:?}");
+    let lines = server.wait_lines(2, Duration::from_secs(5));
+    assert!(lines.iter().any(|l| l.contains("aborted")), "the killed client was not logged as aborted: {lines:?}");
 }

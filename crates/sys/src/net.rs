@@ -29,6 +29,9 @@ const VIRTUAL_DRIVERS: &[&str] = &[
     "bonding",
     "team",
     "wireguard",
+    // Cloud paravirtual NICs (AWS ENA, Google gVNIC): the speed is the instance's nominal figure.
+    "ena",
+    "gve",
 ];
 
 /// Drivers of USB network adapters (Realtek, ASIX, Aquantia-in-USB, CDC
