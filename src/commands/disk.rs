@@ -8,9 +8,8 @@ use crate::output::{Outcome, Output};
 use crate::progress::Progress;
 use anyhow::bail;
 use headroom_analysis::cliff::detect_write_cliff;
-use headroom_disk::ceiling::bus_ceiling;
 use headroom_disk::preset::{test_def, Preset, SWEEP_BLOCK_SIZES, SWEEP_QUEUE_DEPTHS};
-use headroom_disk::probe::{honesty_warnings, to_probe};
+use headroom_disk::probe::{honesty_warnings, to_probe, BusCeiling};
 use headroom_disk::run::{check_test, run_test, RunSettings, TestOutcome, Tick};
 use headroom_disk::target::{Target, TargetKind, TargetOptions};
 use headroom_disk::{DirectMode, DiskError, EngineChoice, Pattern, Rw, SyncMode, TestDef};
@@ -374,12 +373,7 @@ fn user_error(e: DiskError) -> anyhow::Error {
 }
 
 /// The probe with every warning: honesty checks plus the write cliff.
-fn probe_for(
-    o: &TestOutcome,
-    target: &Target,
-    settings: RunSettings,
-    bus: Option<&headroom_disk::ceiling::BusCeiling>,
-) -> Probe {
+fn probe_for(o: &TestOutcome, target: &Target, settings: RunSettings, bus: Option<&BusCeiling>) -> Probe {
     let mut warnings = honesty_warnings(o, target, bus);
     let mut cliff_details = None;
     if o.def.rw.writes() {
@@ -510,4 +504,14 @@ fn render_sync(probes: &[Probe]) -> String {
         s += "\n";
     }
     s
+}
+
+/// The bus ceiling of the disk holding `path`, from the machine inventory.
+fn bus_ceiling(path: &std::path::Path) -> Option<BusCeiling> {
+    let disk = headroom_sys::block_device_holding(path)?;
+    Some(BusCeiling {
+        bytes_per_sec: disk.ceiling_bytes_per_sec?,
+        name: disk.bus?,
+        source: format!("/sys/block/{}", disk.name),
+    })
 }

@@ -9,8 +9,9 @@
 //! - the test target: creating and laying out the test file with real data,
 //!   O_DIRECT alignment, removing the file again ([`target`]);
 //! - safety: refusing to write over filesystems and partition tables ([`safety`]);
-//! - honesty checks that need the machine: the bus ceiling from sysfs
-//!   ([`ceiling`]), filesystem caveats;
+//! - honesty checks ([`probe`]): page cache, filesystem caveats, and reads
+//!   faster than the bus ceiling the caller found (headroom_sys reads sysfs;
+//!   this crate does not);
 //! - per-worker HDR latency histograms and per-second samples ([`run`]);
 //! - the presets (quick, cdm, nvme, sizes, sweep, sync, sustained).
 //!
@@ -18,7 +19,6 @@
 //! Progress reaches the caller through a callback; Ctrl-C through a
 //! `&AtomicBool` stop flag that every loop here polls.
 
-pub mod ceiling;
 pub mod data;
 pub mod engine;
 pub mod fio;

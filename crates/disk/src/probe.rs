@@ -2,13 +2,23 @@
 //! with the honesty checks that need only the outcome and the target:
 //! `page_cache_possible`, `faster_than_ceiling`, `filesystem_caveat`.
 
-use crate::ceiling::BusCeiling;
 use crate::fio::{fio_command, FioContext};
 use crate::run::{histogram_buckets, RunSettings, TestOutcome};
 use crate::target::{filesystem_caveat, ram_bytes, Target};
 use crate::Rw;
 use headroom_result::{DiskSpec, Histogram, Probe, ProbeSpec, Warning};
 use std::collections::BTreeMap;
+
+/// The most the bus under the target carries towards the host: a read
+/// faster than this was answered by a cache (`faster_than_ceiling`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BusCeiling {
+    /// e.g. `PCIe 3.0 x4`, `SATA III`.
+    pub name: String,
+    pub bytes_per_sec: f64,
+    /// Where the figure came from, e.g. `/sys/block/nvme0n1`.
+    pub source: String,
+}
 
 /// The warnings every probe on this target carries, whatever it measured.
 pub fn honesty_warnings(outcome: &TestOutcome, target: &Target, bus: Option<&BusCeiling>) -> Vec<Warning> {

@@ -17,6 +17,29 @@ pub fn block_devices(root: &SysRoot) -> Vec<BlockDevice> {
     names.iter().filter_map(|name| block_device(root, name)).collect()
 }
 
+/// The whole disk that holds `path` (a file, a directory or a block device)
+/// on this machine; for a loop device, the disk that holds its backing file.
+pub fn block_device_holding(path: &Path) -> Option<BlockDevice> {
+    let name = whole_disk_name(path)?;
+    let root = SysRoot::live();
+    let backing = read(root.sys().join("block").join(&name).join("loop/backing_file"));
+    let name = match backing {
+        Some(file) => whole_disk_name(Path::new(&file))?,
+        None => name,
+    };
+    block_device(&root, &name)
+}
+
+/// /sys/block name of the whole disk (a partition's parent) holding `path`.
+fn whole_disk_name(path: &Path) -> Option<String> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let meta = std::fs::metadata(path).ok()?;
+    let dev = if meta.file_type().is_block_device() { meta.rdev() } else { meta.dev() };
+    let dir = canonical(format!("/sys/dev/block/{}:{}", libc::major(dev), libc::minor(dev)))?;
+    let disk = if dir.join("partition").exists() { dir.parent()?.to_path_buf() } else { dir };
+    Some(disk.file_name()?.to_string_lossy().into_owned())
+}
+
 fn block_device(root: &SysRoot, name: &str) -> Option<BlockDevice> {
     let dir = root.sys().join("block").join(name);
     let devices_root = root.sys().join("devices");
@@ -177,6 +200,23 @@ fn usb_port(device: &mut BlockDevice, real: &Path, devices_root: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_disk_holding_a_path_is_a_whole_disk_in_sys_block() {
+        // /proc lives on no block device.
+        assert_eq!(block_device_holding(Path::new("/proc/self")), None);
+        // The root filesystem's disk, where it has one, is listed in /sys/block
+        // (partitions are not), and a block device resolves to itself.
+        if let Some(disk) = block_device_holding(Path::new("/")) {
+            assert!(Path::new("/sys/block").join(&disk.name).exists(), "{disk:?}");
+            let node = Path::new("/dev").join(&disk.name);
+            if node.exists() {
+                assert_eq!(block_device_holding(&node).map(|d| d.name), Some(disk.name));
+            }
+        } else {
+            eprintln!("SKIPPED (partly): / is not on a block device here");
+        }
+    }
 
     #[test]
     fn active_scheduler_is_the_bracketed_one() {

@@ -18,7 +18,7 @@ mod net;
 mod route;
 mod sysfs;
 
-pub use block::block_devices;
+pub use block::{block_device_holding, block_devices};
 pub use cpu::{cpu, hostname, kernel, memory_bytes, os};
 pub use mounts::filesystems;
 pub use net::{effective_ceiling, fastest_interface, nics};

@@ -153,7 +153,7 @@ fn route_by_socket(addr: IpAddr) -> Option<String> {
 }
 
 #[cfg(test)]
-mod nic_towards_tests {
+mod tests {
     #[test]
     fn loopback_is_reached_through_the_loopback_nic() {
         let nic = super::nic_towards("127.0.0.1".parse().unwrap()).expect("lo in the inventory");

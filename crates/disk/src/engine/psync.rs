@@ -3,6 +3,9 @@
 //! worker thread per outstanding I/O ([`psync_threads`]).
 
 use super::{BufferPool, Completion, EngineConfig, IoEngine, IoKind, IoUnit};
+use crate::EngineKind;
+use std::io;
+use std::os::fd::RawFd;
 
 /// The most threads a psync test runs. jobs x queue depth threads give psync
 /// its queue depth, but `--preset nvme`'s Q32T16 would start 512; beyond ~128
@@ -14,9 +17,6 @@ pub const PSYNC_MAX_THREADS: u32 = 128;
 pub fn psync_threads(jobs: u32, queue_depth: u32) -> u32 {
     jobs.saturating_mul(queue_depth).min(PSYNC_MAX_THREADS).max(jobs)
 }
-use crate::EngineKind;
-use std::io;
-use std::os::fd::RawFd;
 
 pub struct PsyncEngine {
     fd: RawFd,
