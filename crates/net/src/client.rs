@@ -37,12 +37,29 @@ impl Target {
     }
 }
 
+/// Connects to `addr`. A connection reset during the handshake is tried
+/// again (three times, 100 ms apart): a stock iperf3 server closes and
+/// re-opens its listening socket after every test or failed handshake, and a
+/// connect that lands in that moment is reset rather than refused.
+pub(crate) fn connect_addr(addr: &SocketAddr, timeout: Duration) -> std::io::Result<TcpStream> {
+    let mut attempt = 0;
+    loop {
+        match TcpStream::connect_timeout(addr, timeout) {
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset && attempt < 3 => {
+                attempt += 1;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            result => return result,
+        }
+    }
+}
+
 /// Connects to the first address of `target` that answers.
 pub fn connect(target: &Target) -> Result<(TcpStream, SocketAddr), NetError> {
     let addrs = crate::resolve(&target.host, target.port)?;
     let mut last = None;
     for addr in addrs {
-        match TcpStream::connect_timeout(&addr, target.timeout) {
+        match connect_addr(&addr, target.timeout) {
             Ok(s) => return Ok((s, addr)),
             Err(e) => last = Some((addr, e)),
         }
@@ -155,7 +172,7 @@ pub struct Session {
 }
 
 fn open_stream(peer: SocketAddr, timeout: Duration, hello: &Hello) -> Result<TcpStream, NetError> {
-    let mut s = TcpStream::connect_timeout(&peer, timeout).map_err(|e| connect_error(peer, &e))?;
+    let mut s = connect_addr(&peer, timeout).map_err(|e| connect_error(peer, &e))?;
     greet(&mut s, hello)?;
     Ok(s)
 }

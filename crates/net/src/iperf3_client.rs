@@ -3,7 +3,7 @@
 //! Throughput comes from the receiving side's count (the server's results
 //! for uploads, ours for downloads), CPU from both sides' results.
 
-use crate::client::{connect, connect_error, Target, ThroughputResult, ThroughputSpec};
+use crate::client::{connect, connect_addr, connect_error, Target, ThroughputResult, ThroughputSpec};
 use crate::cpu::CpuMeter;
 use crate::datapath::{self, Sampler, StreamParams, StreamSet, UdpHeader};
 use crate::iperf3::{self, Params, Results, StreamResult};
@@ -124,7 +124,7 @@ pub fn throughput(
     } else {
         let mut socks = Vec::new();
         for i in 0..n {
-            let mut s = TcpStream::connect_timeout(&peer, target.timeout).map_err(|e| connect_error(peer, &e))?;
+            let mut s = connect_addr(&peer, target.timeout).map_err(|e| connect_error(peer, &e))?;
             s.write_all(&cookie)?;
             socks.push((s, client_sends(i)));
         }
