@@ -61,3 +61,32 @@ pub fn sh(program: &str, args: &[&str]) -> std::io::Result<String> {
         )))
     }
 }
+
+/// Holds the machine for one test that measures speed or loads it: while the
+/// guard lives, no other test holding one runs, in this process or another
+/// (cargo runs a binary's tests on parallel threads, and two test binaries or
+/// two checkouts can run at once). A flock on a file in the temp directory, so
+/// a test that crashes releases it with its process.
+pub struct MachineGuard {
+    _file: std::fs::File,
+    _in_process: std::sync::MutexGuard<'static, ()>,
+}
+
+/// Waits until no other test holds the machine, then holds it (see [`MachineGuard`]).
+/// Use it in every test that asserts a speed and every test that loads the
+/// disk, the network or the CPUs enough to disturb one.
+pub fn hold_machine() -> MachineGuard {
+    // flock is per open file description, so threads of one process each open
+    // their own; the mutex keeps a poisoned or re-entrant case simple.
+    static IN_PROCESS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let in_process = IN_PROCESS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let path = std::env::temp_dir().join("headroom-lab-machine.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("cannot open the lab lock {}: {e}", path.display()));
+    file.lock().unwrap_or_else(|e| panic!("cannot lock {}: {e}", path.display()));
+    MachineGuard { _file: file, _in_process: in_process }
+}
