@@ -14,6 +14,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 #[test]
 fn qd1_random_read_iops_agree_with_fio() {
     headroom_lab::require_program!("fio");
+    let _machine = headroom_lab::hold_machine();
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let file = dir.path().join("shared.dat");
     let size: usize = 256 << 20;
