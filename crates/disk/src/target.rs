@@ -75,6 +75,7 @@ pub struct Target {
     pub mem_align: usize,
     /// Where the alignment came from: statx, logical_block_size or default.
     pub dio_align_source: &'static str,
+    /// The test file stays (`--keep`); decided at [`Target::prepare`].
     pub keep: bool,
     /// The descriptor PATH resolved to: the test file from its O_EXCL create
     /// (read-write), a device (read-write and exclusive when the run writes,
