@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Installs what headroom's tests and benchmarks need: the real peers (fio, iperf3,
-# iperf2, sockperf, nbdkit), the lab tools (iproute2, util-linux, e2fsprogs, xfsprogs,
-# btrfs-progs) and headless Chromium for the HTML report test.
+# Installs what headroom's build, tests and benchmarks need: libblkid's headers and
+# libclang (the libblkid-rs bindings are generated at build time), the real peers
+# (fio, iperf3, iperf2, sockperf, nbdkit), the lab tools (iproute2, util-linux,
+# e2fsprogs, xfsprogs, btrfs-progs, cryptsetup) and headless Chromium for the HTML
+# report test.
 # Idempotent: installs only what is missing; runs `apt-get update` at most once.
 set -euo pipefail
 
 packages=(fio iperf3 iperf sockperf nbdkit iproute2 util-linux fdisk e2fsprogs xfsprogs
           btrfs-progs kmod procps chromium sqlite3 hyperfine python3 openssl zstd
-          jq time)
+          jq time libblkid-dev libclang-dev pkg-config cryptsetup-bin)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -8,7 +8,8 @@ pub const EXIT_CODES: &str = "\
 Exit codes:
   0  ok
   1  measured, but a goal (--goal) was missed
-  2  usage error (bad flag, spec or value) or runtime error";
+  2  usage error (bad flag, spec or value) or runtime error
+  130  stopped by Ctrl-C (what was measured is printed, test files are removed)";
 
 #[derive(Parser, Debug)]
 #[command(

@@ -142,15 +142,15 @@ fn existing_files_need_destructive_for_writes_only() {
 
 #[test]
 fn an_existing_file_holding_a_filesystem_needs_force_too() {
+    headroom_lab::require_program!("mkfs.ext4");
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let file = dir.path().join("xfs.img");
-    let mut data = vec![0u8; 4 << 20];
-    data[..4].copy_from_slice(b"XFSB");
-    std::fs::write(&file, &data).unwrap();
+    let file = dir.path().join("ext4.img");
+    std::fs::File::create(&file).unwrap().set_len(4 << 20).unwrap();
     let f = file.to_str().unwrap();
+    headroom_lab::sh("mkfs.ext4", &["-q", "-F", f]).unwrap();
     let o = disk(&[f, "--rw", "write", "--time", "200ms", "--destructive"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("xfs") && stderr(&o).contains("--force"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("ext4") && stderr(&o).contains("--force"), "{}", stderr(&o));
     let o = disk(&[f, "--rw", "write", "--time", "200ms", "--ramp", "0s", "--destructive", "--force", "--json"]);
     assert!(doc(&o).probes[0].summary.ops.unwrap() > 0);
 }

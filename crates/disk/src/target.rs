@@ -3,22 +3,29 @@
 //! with the filesystem's alignment, or buffered), laid out with real data, and
 //! what the filesystem under it is.
 //!
+//! A path is resolved once: the target holds the descriptor it got then (the
+//! test file's from its exclusive create), and every later open goes through
+//! that descriptor (`/proc/self/fd/N`), never through the path again, so a
+//! file swapped for a symlink mid-run cannot redirect a write.
+//!
 //! The test file is removed when the [`Target`] is dropped: at the end of a
 //! run, on error, and on Ctrl-C (the stop flag ends the run, the guard drops),
-//! unless the user asked to keep it.
+//! unless the user asked to keep it; [`remove_test_files_now`] removes every
+//! live one at once (a second Ctrl-C).
 
 use crate::data::FastRng;
 use crate::safety;
 use crate::{DiskError, Result, SyncMode};
 use headroom_result::Warning;
 use std::ffi::CString;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 
 /// What PATH turned out to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +62,7 @@ pub struct FsInfo {
 /// An opened, sized target. Dropping it removes a test file headroom created.
 #[derive(Debug)]
 pub struct Target {
+    /// For display and sysfs look-ups only; never opened again.
     pub path: PathBuf,
     pub kind: TargetKind,
     /// Bytes of the file or device the tests use, from offset 0.
@@ -67,15 +75,71 @@ pub struct Target {
     pub mem_align: usize,
     /// Where the alignment came from: statx, logical_block_size or default.
     pub dio_align_source: &'static str,
+    /// The test file stays (`--keep`); decided at [`Target::prepare`].
     pub keep: bool,
-    created: bool,
+    /// The descriptor PATH resolved to: the test file from its O_EXCL create
+    /// (read-write), a device (read-write and exclusive when the run writes,
+    /// so nothing mounts or assembles it meanwhile) or an existing file.
+    file: File,
+    /// The registry entry of a test file headroom created and will remove.
+    created: Option<u64>,
+}
+
+/// A test file headroom created: removed by its directory descriptor and
+/// name, and only while that name still is the file headroom created.
+#[derive(Debug)]
+struct CreatedFile {
+    id: u64,
+    dir: OwnedFd,
+    name: CString,
+    dev: u64,
+    ino: u64,
+}
+
+impl CreatedFile {
+    fn remove(&self) {
+        // SAFETY: fstatat fills the struct; dir and name are valid.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        let found =
+            unsafe { libc::fstatat(self.dir.as_raw_fd(), self.name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
+        // Someone renamed or replaced it: the name is theirs now, leave it.
+        if found == 0 && st.st_dev == self.dev && st.st_ino == self.ino {
+            // SAFETY: valid descriptor and C string.
+            unsafe { libc::unlinkat(self.dir.as_raw_fd(), self.name.as_ptr(), 0) };
+        }
+    }
+}
+
+/// Test files alive in this process. The lock is held from the exclusive
+/// create to the registration, so a second Ctrl-C never misses one.
+struct Registry {
+    files: Vec<CreatedFile>,
+    /// Set by [`remove_test_files_now`]: the process is about to exit.
+    closed: bool,
+}
+
+static CREATED: Mutex<Registry> = Mutex::new(Registry { files: Vec::new(), closed: false });
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+fn registry() -> std::sync::MutexGuard<'static, Registry> {
+    CREATED.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Removes every test file this process created and still holds (not those
+/// the user asked to keep), and refuses new ones: for a second Ctrl-C, which
+/// exits at once but must not leave the files behind. Workers may still be
+/// writing to a removed file; the space is freed when the process exits.
+pub fn remove_test_files_now() {
+    let mut reg = registry();
+    reg.closed = true;
+    for f in reg.files.drain(..) {
+        f.remove();
+    }
 }
 
 impl Drop for Target {
     fn drop(&mut self) {
-        if self.created && !self.keep {
-            let _ = std::fs::remove_file(&self.path);
-        }
+        self.remove();
     }
 }
 
@@ -86,22 +150,62 @@ pub fn test_file_name() -> String {
 
 const FREE_SPACE_MARGIN: u64 = 64 << 20;
 
+fn last_errno() -> io::Error {
+    io::Error::last_os_error()
+}
+
+/// Opens what `path` names (following symlinks: the user chose the path)
+/// without reading or writing it, so a FIFO or device cannot block or react.
+fn open_path(path: &Path) -> io::Result<File> {
+    let c = cstring(path);
+    // SAFETY: valid C string; the fd is owned by the File.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(last_errno());
+    }
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// Opens the inode `held` refers to again with `flags` (O_DIRECT, O_DSYNC,
+/// read-write...), through `/proc/self/fd`: the kernel follows the
+/// descriptor, not a path, so a rename or symlink swap cannot change what is
+/// opened. The identity is checked anyway.
+pub fn reopen(held: &File, flags: i32) -> io::Result<File> {
+    let proc = CString::new(format!("/proc/self/fd/{}", held.as_raw_fd())).expect("no NUL in a number");
+    // SAFETY: valid C string; the fd is owned by the File.
+    let fd = unsafe { libc::open(proc.as_ptr(), flags | libc::O_CLOEXEC) };
+    if fd < 0 {
+        let e = last_errno();
+        if e.kind() == io::ErrorKind::NotFound {
+            return Err(io::Error::other("cannot reopen through /proc/self/fd: is /proc mounted?"));
+        }
+        return Err(e);
+    }
+    let file = unsafe { File::from_raw_fd(fd) };
+    let (a, b) = (held.metadata()?, file.metadata()?);
+    if a.dev() != b.dev() || a.ino() != b.ino() {
+        return Err(io::Error::other("the reopened file is not the one headroom holds"));
+    }
+    Ok(file)
+}
+
 impl Target {
     /// Resolves PATH, runs the safety checks and, for a directory, creates the
     /// (empty) test file. Call [`Target::layout`] next to fill it.
     pub fn prepare(path: &Path, opts: &TargetOptions) -> Result<Target> {
-        let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        let held = open_path(path).map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => DiskError::Usage(format!(
                 "PATH '{}' does not exist; give a directory (headroom creates its own test file there), e.g. `headroom disk /mnt/nas`",
                 path.display()
             )),
             _ => DiskError::Usage(format!("PATH '{}' cannot be examined: {e}", path.display())),
         })?;
+        let meta = held.metadata().map_err(|e| DiskError::io(format!("fstat {}", path.display()), e))?;
         let ft = meta.file_type();
         if ft.is_dir() {
-            Self::prepare_dir(path, opts)
+            Self::prepare_dir(path, held, opts)
         } else if ft.is_block_device() || ft.is_file() {
-            Self::prepare_existing(path, opts, ft.is_block_device(), meta.len())
+            Self::prepare_existing(path, &held, opts, ft.is_block_device(), meta.len())
         } else {
             Err(DiskError::Usage(format!(
                 "PATH '{}' is neither a directory, a regular file nor a block device",
@@ -110,7 +214,7 @@ impl Target {
         }
     }
 
-    fn prepare_dir(dir: &Path, opts: &TargetOptions) -> Result<Target> {
+    fn prepare_dir(dir: &Path, dir_fd: File, opts: &TargetOptions) -> Result<Target> {
         if !access_ok(dir, libc::W_OK | libc::X_OK) {
             return Err(DiskError::Usage(format!(
                 "PATH '{}' is not writable by this user; pick a directory you can write to, e.g. `headroom disk ~/`",
@@ -118,7 +222,7 @@ impl Target {
             )));
         }
         let size = opts.size.unwrap_or(opts.default_size);
-        let free = free_bytes(dir).map_err(|e| DiskError::io(format!("statvfs {}", dir.display()), e))?;
+        let free = free_bytes(&dir_fd).map_err(|e| DiskError::io(format!("statvfs {}", dir.display()), e))?;
         // ramfs (and some FUSE filesystems) report no size at all: nothing to check.
         let free = free.unwrap_or(u64::MAX);
         // Leave some space for others (64 MiB, or an eighth on small filesystems).
@@ -134,14 +238,41 @@ impl Target {
                 short_size(suggestion)
             )));
         }
-        let path = dir.join(test_file_name());
-        OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| DiskError::io(format!("cannot create the test file {}", path.display()), e))?;
-        let filesystem = statfs_info(dir);
+        let name = test_file_name();
+        let path = dir.join(&name);
+        let cname = CString::new(name).expect("no NUL in the test file name");
+        let (file, created) = {
+            let mut reg = registry();
+            if reg.closed {
+                return Err(DiskError::Usage("stopping: no new test file is created".into()));
+            }
+            // O_EXCL never follows a symlink and never opens an existing file:
+            // this descriptor is the new file, whatever the directory's other
+            // writers do to its name later.
+            // SAFETY: valid descriptor and C string; the fd is owned by the File.
+            let fd: RawFd = unsafe {
+                libc::openat(
+                    dir_fd.as_raw_fd(),
+                    cname.as_ptr(),
+                    libc::O_CREAT | libc::O_EXCL | libc::O_RDWR | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                    0o600 as libc::c_uint,
+                )
+            };
+            if fd < 0 {
+                return Err(DiskError::io(format!("cannot create the test file {}", path.display()), last_errno()));
+            }
+            let file = unsafe { File::from_raw_fd(fd) };
+            let meta = file.metadata().map_err(|e| DiskError::io("fstat test file", e))?;
+            let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+            let entry = CreatedFile { id, dir: OwnedFd::from(dir_fd), name: cname, dev: meta.dev(), ino: meta.ino() };
+            if opts.keep {
+                (file, None)
+            } else {
+                reg.files.push(entry);
+                (file, Some(id))
+            }
+        };
+        let filesystem = statfs_info(&file);
         let mut target = Target {
             path,
             kind: TargetKind::TestFile,
@@ -151,44 +282,71 @@ impl Target {
             mem_align: 4096,
             dio_align_source: "default",
             keep: opts.keep,
-            created: true,
+            file,
+            created,
         };
         target.detect_alignment();
         Ok(target)
     }
 
-    fn prepare_existing(path: &Path, opts: &TargetOptions, block: bool, file_len: u64) -> Result<Target> {
+    fn prepare_existing(path: &Path, held: &File, opts: &TargetOptions, block: bool, file_len: u64) -> Result<Target> {
         let what = if block { "a block device" } else { "an existing file" };
+        let shown = path.display().to_string();
+        let refused = |reason: String| DiskError::Refused { path: shown.clone(), reason };
+        if opts.writes && !opts.destructive {
+            return Err(refused(format!(
+                "it is {what} and the tests write, which destroys its contents. Add --destructive if that is \
+                 what you want, run read tests only (--rw read or randread), or give a directory instead"
+            )));
+        }
+        // Writing to a device: an exclusive open, which fails while the device
+        // is mounted, an md/dm/LVM member, swap, or claimed by another
+        // program, and keeps it that way (no mount or assembly) during the run.
+        let flags = match (opts.writes, block) {
+            (false, _) => libc::O_RDONLY,
+            (true, true) => libc::O_RDWR | libc::O_EXCL,
+            (true, false) => libc::O_RDWR,
+        };
+        let file = reopen(held, flags).map_err(|e| {
+            let in_use = "headroom never writes to something in use, even with --force";
+            match e.raw_os_error() {
+                Some(libc::EBUSY) if block => {
+                    let rdev = held.metadata().map(|m| m.rdev()).unwrap_or(0);
+                    refused(format!("it is in use: {}; {in_use}", safety::in_use_reason(rdev)))
+                }
+                Some(libc::ETXTBSY) => refused(format!("it is in use (an active swap file); {in_use}")),
+                _ => DiskError::io(format!("cannot open {shown}"), e),
+            }
+        })?;
         if opts.writes {
-            if !opts.destructive {
-                return Err(DiskError::Refused {
-                    path: path.display().to_string(),
-                    reason: format!(
-                        "it is {what} and the tests write, which destroys its contents. Add --destructive if that is \
-                         what you want, run read tests only (--rw read or randread), or give a directory instead"
-                    ),
-                });
+            if !block {
+                let loops = safety::loop_devices_backed_by(&file);
+                if !loops.is_empty() {
+                    return Err(refused(format!(
+                        "it is in use: the backing file of {}; headroom never writes to something in use, even \
+                         with --force (detach it with losetup -d first)",
+                        loops.join(", ")
+                    )));
+                }
             }
             if !opts.force {
-                let found = safety::scan_path(path)
-                    .map_err(|e| DiskError::io(format!("cannot read {} to check for signatures", path.display()), e))?;
-                if let Some(sig) = found {
-                    return Err(DiskError::Refused {
-                        path: path.display().to_string(),
-                        reason: format!(
-                            "it holds {sig}. Writing would destroy it; add --force as well as --destructive only if \
-                             you are sure"
-                        ),
-                    });
+                let found = safety::probe_signatures(&file)
+                    .map_err(|e| DiskError::io(format!("cannot read {shown} to check for signatures"), e))?;
+                if !found.is_empty() {
+                    return Err(refused(format!(
+                        "it holds {}. Writing would destroy it; add --force as well as --destructive only if you \
+                         are sure",
+                        safety::describe(&found)
+                    )));
                 }
             }
         }
-        let whole = if block { block_device_size(path)? } else { file_len };
+        let whole = if block { block_device_size(&file)? } else { file_len };
         let size = opts.size.map_or(whole, |s| s.min(whole));
         if size == 0 {
             return Err(DiskError::Usage(format!("PATH '{}' is empty; nothing to test", path.display())));
         }
-        let filesystem = if block { None } else { statfs_info(path) };
+        let filesystem = if block { None } else { statfs_info(&file) };
         let mut target = Target {
             path: path.to_path_buf(),
             kind: if block { TargetKind::BlockDevice } else { TargetKind::ExistingFile },
@@ -198,7 +356,8 @@ impl Target {
             mem_align: 4096,
             dio_align_source: "default",
             keep: true,
-            created: false,
+            file,
+            created: None,
         };
         target.detect_alignment();
         Ok(target)
@@ -207,21 +366,19 @@ impl Target {
     /// O_DIRECT alignment from statx(STATX_DIOALIGN) where the kernel and
     /// filesystem report it, else the block device's logical block size, else 4096.
     fn detect_alignment(&mut self) {
-        if let Some((mem, offset)) = statx_dioalign(&self.path) {
+        if let Some((mem, offset)) = statx_dioalign(&self.file) {
             self.dio_align = offset;
             self.mem_align = mem as usize;
             self.dio_align_source = "statx";
             return;
         }
         if self.kind == TargetKind::BlockDevice {
-            if let Ok(f) = File::open(&self.path) {
-                let mut lbs: libc::c_int = 0;
-                // SAFETY: BLKSSZGET writes one int.
-                if unsafe { libc::ioctl(f.as_raw_fd(), libc::BLKSSZGET, &mut lbs) } == 0 && lbs > 0 {
-                    self.dio_align = lbs as u64;
-                    self.mem_align = lbs as usize;
-                    self.dio_align_source = "logical_block_size";
-                }
+            let mut lbs: libc::c_int = 0;
+            // SAFETY: BLKSSZGET writes one int.
+            if unsafe { libc::ioctl(self.file.as_raw_fd(), libc::BLKSSZGET, &mut lbs) } == 0 && lbs > 0 {
+                self.dio_align = lbs as u64;
+                self.mem_align = lbs as usize;
+                self.dio_align_source = "logical_block_size";
             }
         }
     }
@@ -239,10 +396,8 @@ impl Target {
         if !self.needs_layout() {
             return Ok(Vec::new());
         }
-        let file = OpenOptions::new()
-            .write(true)
-            .open(&self.path)
-            .map_err(|e| DiskError::io(format!("open {}", self.path.display()), e))?;
+        // The descriptor from the exclusive create, never the path.
+        let file = &self.file;
         let chunk = 1usize << 20;
         let mut buf = vec![0u8; chunk];
         let mut rng = FastRng::new(FastRng::seed_from_time(0x1a));
@@ -253,7 +408,7 @@ impl Target {
             }
             let n = chunk.min((self.size - done) as usize);
             rng.fill(&mut buf[..n]);
-            write_all_at(&file, &buf[..n], done)
+            write_all_at(file, &buf[..n], done)
                 .map_err(|e| DiskError::io(format!("laying out the test file {}", self.path.display()), e))?;
             done += n as u64;
             progress(done, self.size);
@@ -296,7 +451,9 @@ impl Target {
         if sync == SyncMode::Dsync {
             flags |= libc::O_DSYNC;
         }
-        let open = |extra: i32| OpenOptions::new().read(true).write(write).custom_flags(flags | extra).open(&self.path);
+        flags |= if write { libc::O_RDWR } else { libc::O_RDONLY };
+        // Through the held descriptor, never the path (see the module doc).
+        let open = |extra: i32| reopen(&self.file, flags | extra);
         if direct {
             match open(libc::O_DIRECT) {
                 Ok(f) if self.direct_read_works(&f) => return Ok((f, true)),
@@ -329,9 +486,11 @@ impl Target {
 
     /// Removes the test file now (also done on drop).
     pub fn remove(&mut self) {
-        if self.created && !self.keep {
-            let _ = std::fs::remove_file(&self.path);
-            self.created = false;
+        if let Some(id) = self.created.take() {
+            let mut reg = registry();
+            if let Some(i) = reg.files.iter().position(|f| f.id == id) {
+                reg.files.swap_remove(i).remove();
+            }
         }
     }
 }
@@ -358,12 +517,12 @@ fn access_ok(path: &Path, mode: i32) -> bool {
     unsafe { libc::access(cstring(path).as_ptr(), mode) == 0 }
 }
 
-/// Bytes an unprivileged user may still write under `path`; None when the
-/// filesystem reports no size (ramfs).
-pub fn free_bytes(path: &Path) -> io::Result<Option<u64>> {
-    // SAFETY: statvfs fills the struct.
+/// Bytes an unprivileged user may still write on the filesystem of `fd`;
+/// None when the filesystem reports no size (ramfs).
+pub fn free_bytes(fd: &impl AsRawFd) -> io::Result<Option<u64>> {
+    // SAFETY: fstatvfs fills the struct.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(cstring(path).as_ptr(), &mut st) } != 0 {
+    if unsafe { libc::fstatvfs(fd.as_raw_fd(), &mut st) } != 0 {
         return Err(io::Error::last_os_error());
     }
     if st.f_blocks == 0 {
@@ -380,18 +539,20 @@ fn short_size(bytes: u64) -> String {
     }
 }
 
-/// Size of a block device in bytes (seeking to its end works on every block device).
-pub fn block_device_size(path: &Path) -> Result<u64> {
+/// Size of the block device open as `file` in bytes (seeking to its end works
+/// on every block device; all I/O here is positioned, so the offset is unused).
+pub fn block_device_size(mut file: &File) -> Result<u64> {
     use std::io::Seek;
-    let mut f = File::open(path).map_err(|e| DiskError::io(format!("open {}", path.display()), e))?;
-    f.seek(io::SeekFrom::End(0)).map_err(|e| DiskError::io(format!("size of {}", path.display()), e))
+    file.seek(io::SeekFrom::End(0)).map_err(|e| DiskError::io("size of the block device", e))
 }
 
 /// (memory alignment, offset alignment) for O_DIRECT, when statx reports them.
-fn statx_dioalign(path: &Path) -> Option<(u32, u64)> {
-    // SAFETY: statx fills the struct; zeroed is a valid initial value.
+fn statx_dioalign(file: &File) -> Option<(u32, u64)> {
+    // SAFETY: statx fills the struct; zeroed is a valid initial value; an
+    // empty path with AT_EMPTY_PATH names the descriptor itself.
     let mut stx: libc::statx = unsafe { std::mem::zeroed() };
-    let ret = unsafe { libc::statx(libc::AT_FDCWD, cstring(path).as_ptr(), 0, libc::STATX_DIOALIGN, &mut stx) };
+    let ret =
+        unsafe { libc::statx(file.as_raw_fd(), c"".as_ptr(), libc::AT_EMPTY_PATH, libc::STATX_DIOALIGN, &mut stx) };
     if ret != 0 || stx.stx_mask & libc::STATX_DIOALIGN == 0 || stx.stx_dio_offset_align == 0 {
         return None;
     }
@@ -419,11 +580,11 @@ const FS_MAGICS: &[(i64, &str)] = &[
     (0x6e73_6673, "nsfs"),
 ];
 
-/// The filesystem under `path` (statfs).
-pub fn statfs_info(path: &Path) -> Option<FsInfo> {
-    // SAFETY: statfs fills the struct.
+/// The filesystem `fd` is on (fstatfs).
+pub fn statfs_info(fd: &impl AsRawFd) -> Option<FsInfo> {
+    // SAFETY: fstatfs fills the struct.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statfs(cstring(path).as_ptr(), &mut st) } != 0 {
+    if unsafe { libc::fstatfs(fd.as_raw_fd(), &mut st) } != 0 {
         return None;
     }
     let magic = st.f_type as i64;

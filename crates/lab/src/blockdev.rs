@@ -1,6 +1,7 @@
 //! Block devices for tests: loop devices over sparse files, filesystems made on
-//! them, mounts (also tmpfs and ramfs), and cgroup v1 blkio throttles that
-//! give a device a known speed. Each is a guard: dropping it detaches,
+//! them, LUKS headers and md RAID superblocks written on them, mounts (also
+//! tmpfs and ramfs), and cgroup v1 blkio throttles that give a device a known
+//! speed. Each is a guard: dropping it detaches,
 //! unmounts or removes what it made, also when the test panics. Names carry
 //! the process id and a counter so parallel tests never collide.
 
@@ -79,6 +80,77 @@ impl LoopDevice {
         }
         Ok(())
     }
+}
+
+/// Formats `target` (a device or an image file) as LUKS `version` (1 or 2)
+/// with cryptsetup, the way a user encrypting a disk would. The key is a
+/// throwaway file; PBKDF iterations are forced low so this takes milliseconds.
+pub fn luks_format(target: &Path, version: u8) -> io::Result<()> {
+    let key = std::env::temp_dir().join(format!("{}.key", unique_name("luks")));
+    std::fs::write(&key, b"headroom-lab")?;
+    let kind = format!("luks{version}");
+    let result = sh(
+        "cryptsetup",
+        &[
+            "luksFormat",
+            "--batch-mode",
+            "--type",
+            &kind,
+            "--pbkdf",
+            "pbkdf2",
+            "--pbkdf-force-iterations",
+            "1000",
+            &target.to_string_lossy(),
+            &key.to_string_lossy(),
+        ],
+    );
+    let _ = std::fs::remove_file(&key);
+    result.map(drop)
+}
+
+/// md RAID superblock formats, named as `mdadm --metadata` names them.
+pub const MD_METADATA: [&str; 4] = ["0.90", "1.0", "1.1", "1.2"];
+
+const MD_MAGIC: u32 = 0xa92b_4efc;
+
+/// Writes the md RAID member superblock `mdadm --create --metadata=<metadata>`
+/// would write, at its offset (0.90: the last 64 KiB-aligned 64 KiB; 1.0: 8 KiB
+/// before the 4 KiB-aligned end; 1.1: the start; 1.2: 4 KiB in).
+///
+/// Written directly because `mdadm --create` needs the kernel's md driver,
+/// which the lab kernel lacks; only the fields a probe checks are filled
+/// (magic, version, the superblock's own sector for 1.x), as in `md_p.h`.
+pub fn write_md_superblock(target: &Path, metadata: &str) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::OpenOptions::new().write(true).open(target)?;
+    let size = {
+        use std::io::Seek;
+        (&file).seek(io::SeekFrom::End(0))?
+    };
+    let mut sb = vec![0u8; 4096];
+    sb[0..4].copy_from_slice(&MD_MAGIC.to_le_bytes());
+    let offset = match metadata {
+        "0.90" => {
+            // major 0, minor 90, patch 0; array size 0 KiB (fits any device).
+            sb[8..12].copy_from_slice(&90u32.to_le_bytes());
+            (size & !0xffff) - 0x10000
+        }
+        "1.0" | "1.1" | "1.2" => {
+            let offset = match metadata {
+                "1.0" => (size & !0xfff) - 0x2000,
+                "1.1" => 0,
+                _ => 0x1000,
+            };
+            sb[4..8].copy_from_slice(&1u32.to_le_bytes());
+            sb[32..44].copy_from_slice(b"headroom-lab");
+            // super_offset: the superblock's own position, in 512-byte sectors.
+            sb[144..152].copy_from_slice(&(offset >> 9).to_le_bytes());
+            offset
+        }
+        other => return Err(io::Error::other(format!("unknown md metadata {other}; use one of {MD_METADATA:?}"))),
+    };
+    file.write_all_at(&sb, offset)?;
+    file.sync_all()
 }
 
 impl Drop for LoopDevice {
