@@ -2,8 +2,7 @@
 //! carry a filesystem or partition table; devices of known speed (cgroup v1
 //! blkio throttles) measured within 3 % by every engine setting at 4K-4M,
 //! reads and writes, and by the fio command headroom records; tests that
-//! complete no I/O; the sync preset under a throttle; a disk filling up
-//! mid-test. Needs root; skips with a reason otherwise.
+//! complete no I/O; a disk filling up mid-test. Needs root; skips with a reason otherwise.
 
 use headroom_lab::blockdev::{BlkioThrottle, LoopDevice, Mount};
 use headroom_result::ResultDoc;
@@ -308,31 +307,6 @@ fn a_test_that_completes_no_io_says_so_instead_of_printing_zeros() {
     let row = text.lines().find(|l| l.starts_with("SEQ1M Q1T1 read")).expect("a row for the test");
     assert!(row.contains("no I/O completed") && !row.contains("0.0"), "{row}");
     assert!(text.contains("warning [no_io_completed]"), "{text}");
-}
-
-/// `--preset sync` under a write IOPS throttle: the buffered test's dirty
-/// pages are flushed before the O_DSYNC test starts, so every test completes
-/// I/O (before, the dsync test waited out the writeback and measured nothing).
-#[test]
-fn the_sync_preset_measures_every_test_under_a_write_throttle() {
-    headroom_lab::require_root!();
-    if !BlkioThrottle::available() {
-        eprintln!("SKIPPED: cgroup v1 blkio is not mounted");
-        return;
-    }
-    let _machine = headroom_lab::hold_machine();
-    let dev = LoopDevice::new(512 << 20).unwrap();
-    dev.mkfs("ext4").unwrap();
-    let m = Mount::device(&dev.path, "ext4").unwrap();
-    let throttle = BlkioThrottle::new(&dev.major_minor(), None, None, None, Some(1000)).unwrap();
-    let dir = m.path().to_string_lossy().to_string();
-    let args = ["disk", &dir, "--preset", "sync", "--size", "128M", "--time", "1s", "--json"];
-    let d = doc(&throttle.command(headroom_bin(), &args).output().unwrap());
-    assert_eq!(d.probes.len(), 9);
-    for probe in &d.probes {
-        assert!(probe.summary.ops.unwrap_or(0) > 0, "{}: no I/O completed: {:?}", probe.name, probe.summary);
-        assert!(probe.warnings.iter().all(|w| w.code != "no_io_completed"), "{}", probe.name);
-    }
 }
 
 #[test]
