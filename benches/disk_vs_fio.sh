@@ -7,7 +7,8 @@
 #   4K randread QD1: mean latency (goal <= 1.02)
 #   1M sequential read and write QD8: MB/s (goal 0.97-1.03)
 # fio runs with the options headroom records as its fio equivalent (io_uring,
-# fixedbufs, registerfiles, norandommap, same ramp and runtime).
+# registerfiles, force_async above 128 KiB, norandommap, same ramp and
+# runtime). FIXEDBUFS=1 runs both with registered buffers (--fixedbufs).
 #
 # Usage: benches/disk_vs_fio.sh [DIR|ram] [ROUNDS] [SECONDS]   (DIR defaults to target/)
 #   ram: a loop device over a 1 GiB file in /dev/shm (root), a device with
@@ -22,6 +23,7 @@ dir=${1:-target}
 rounds=${2:-7}
 secs=${3:-3}
 ramp=1
+fixedbufs=${FIXEDBUFS:-0}
 command -v fio >/dev/null || { echo "disk_vs_fio: fio is not installed (scripts/install-deps.sh)" >&2; exit 1; }
 command -v jq >/dev/null || { echo "disk_vs_fio: jq is not installed" >&2; exit 1; }
 
@@ -72,10 +74,11 @@ cpu_of() {
 # run_fio RW BS QD -> "mbps iops lat_mean_ns cpu_per_io request_kib"
 # FIO_DATA overrides --refill_buffers (fresh data per write, as headroom does).
 run_fio() {
-  local rw=$1 bs=$2 qd=$3 dirn=read
+  local rw=$1 bs=$2 qd=$3 dirn=read async=()
   case $rw in *write) dirn=write ;; esac
+  case $bs in 1M) async=(--force_async=1) ;; esac
   cpu_of fio --name=bench --filename="$file" --rw="$rw" --bs="$bs" --iodepth="$qd" --numjobs=1 \
-    --ioengine=io_uring --fixedbufs=1 --registerfiles=1 --direct=1 --size=1g --norandommap \
+    --ioengine=io_uring --fixedbufs="$fixedbufs" --registerfiles=1 "${async[@]}" --direct=1 --size=1g --norandommap \
     --randrepeat=0 "${FIO_DATA:---refill_buffers}" --time_based --runtime="$secs" --ramp_time="$ramp" --output-format=json
   jq -r --arg d "$dirn" --argjson cpu "$(cat "$tmp/cpu")" --argjson req "$(cat "$tmp/req")" \
     '.jobs[0][$d] | "\(.bw_bytes / 1e6) \(.iops) \(.lat_ns.mean) \($cpu / .total_ios) \($req)"' "$tmp/out"
@@ -85,6 +88,7 @@ run_fio() {
 run_hr() {
   local rw=$1 bs=$2 qd=$3 extra=()
   case $rw in *write) extra=(--destructive --force) ;; esac
+  [ "$fixedbufs" = 1 ] && extra+=(--fixedbufs)
   cpu_of "$hr" disk "$file" --rw "$rw" --bs "$bs" --qd "$qd" --time "${secs}s" --ramp "${ramp}s" \
     --engine io_uring --direct on "${extra[@]}" --json
   jq -r --argjson cpu "$(cat "$tmp/cpu")" --argjson req "$(cat "$tmp/req")" \

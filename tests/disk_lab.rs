@@ -1,7 +1,8 @@
 //! `headroom disk` on loop devices the tests create: refusal of devices that
-//! carry a filesystem or partition table, a device of known speed (cgroup v1
-//! blkio throttle) measured within 5 %, and a disk filling up mid-test. Needs
-//! root; skips with a reason otherwise.
+//! carry a filesystem or partition table; devices of known speed (cgroup v1
+//! blkio throttles) measured within 3 % by every engine setting at 4K-4M,
+//! reads and writes, and by the fio command headroom records; tests that
+//! complete no I/O; a disk filling up mid-test. Needs root; skips with a reason otherwise.
 
 use headroom_lab::blockdev::{BlkioThrottle, LoopDevice, Mount};
 use headroom_result::ResultDoc;
@@ -86,41 +87,226 @@ fn a_device_with_ext4_or_gpt_is_refused_even_with_destructive() {
     }
 }
 
-#[test]
-fn a_throttled_device_is_measured_at_its_true_rate() {
+/// The throttle for one case and what it makes certain. 4K: an IOPS throttle
+/// (2000/s) and the IOPS headroom reports, because a bandwidth throttle at 4K
+/// (12,800 IOPS at 50 MiB/s) may be out of the engine's reach on a busy
+/// 2-core VM, so a shortfall would be the CPU and not the measurement.
+/// Larger blocks: a bandwidth throttle and bytes/s, at a rate that completes
+/// at least 100 I/Os per second of the window, so one I/O more or less at
+/// either edge of the window is under 1 %. Queue depth 32 keeps tens of
+/// milliseconds of work queued at the throttle: at QD4 a worker descheduled
+/// for a few ms on a loaded machine (load 11 on 2 cores) left the throttle
+/// idle and 4K/64K measured 3 % under it, the engine starved rather than the
+/// measurement wrong.
+struct Case {
+    rw: &'static str,
+    bs: &'static str,
+    bytes: u64,
+}
+
+const CASES: [Case; 10] = {
+    const fn c(rw: &'static str, bs: &'static str, bytes: u64) -> Case {
+        Case { rw, bs, bytes }
+    }
+    [
+        c("read", "4k", 4096),
+        c("write", "4k", 4096),
+        c("read", "64k", 64 << 10),
+        c("write", "64k", 64 << 10),
+        c("read", "512k", 512 << 10),
+        c("write", "512k", 512 << 10),
+        c("read", "1M", 1 << 20),
+        c("write", "1M", 1 << 20),
+        c("read", "4M", 4 << 20),
+        c("write", "4M", 4 << 20),
+    ]
+};
+
+const IOPS_4K: u64 = 2000;
+
+impl Case {
+    /// (throttle file, limit): the ground truth this case is measured against.
+    fn limit(&self) -> (&'static str, u64) {
+        let file = |kind| match (self.rw, kind) {
+            ("read", "iops") => "blkio.throttle.read_iops_device",
+            ("read", _) => "blkio.throttle.read_bps_device",
+            (_, "iops") => "blkio.throttle.write_iops_device",
+            _ => "blkio.throttle.write_bps_device",
+        };
+        if self.bytes == 4096 {
+            (file("iops"), IOPS_4K)
+        } else {
+            (file("bps"), (50u64 << 20).max(100 * self.bytes))
+        }
+    }
+}
+
+/// Attempts per case. The machine is shared (load averages of 10-25 on 2
+/// cores were seen while these ran): a worker descheduled for long enough
+/// leaves the throttle idle, and a loaded host can starve the loop device's
+/// own thread, so a single run missed by up to 16 % with one sample showing
+/// the dip. A measurement error repeats (the double charge halved every run);
+/// starvation does not, so a case passes if one of three runs is within 3 %.
+const ATTEMPTS: usize = 3;
+
+/// A loop device over memory, so the device is always faster than its
+/// throttle and the throttle alone sets the rate (a loop device over the
+/// host's virtio disk fell below 400 MiB/s while other work ran).
+fn memory_loop_device(size: u64) -> Option<LoopDevice> {
+    if !Path::new("/dev/shm").is_dir() {
+        eprintln!("SKIPPED: no /dev/shm to back a loop device of memory speed");
+        return None;
+    }
+    Some(LoopDevice::new_in(Path::new("/dev/shm"), size).unwrap())
+}
+
+/// Runs every case with `engine_args` on a throttled loop device and checks
+/// headroom measures each throttle within 3 %; reports every miss at once.
+fn measures_every_throttle(engine_args: &[&str]) {
     headroom_lab::require_root!();
     if !BlkioThrottle::available() {
         eprintln!("SKIPPED: cgroup v1 blkio is not mounted at {}", headroom_lab::blockdev::BLKIO_ROOT);
         return;
     }
-    let dev = LoopDevice::new(256 << 20).unwrap();
-    let rate: u64 = 20 << 20; // 20 MiB/s, LAB.md's example
-    let throttle = BlkioThrottle::new(&dev.major_minor(), Some(rate), None, None, None).unwrap();
+    let _machine = headroom_lab::hold_machine();
+    let Some(dev) = memory_loop_device(256 << 20) else { return };
     let p = dev.path.to_string_lossy().to_string();
-    // Both engines. io_uring runs 512K reads: with 1M reads this kernel's
-    // blk-throttle charges io_uring's non-blocking attempt and its retry
-    // alike, so every engine built on io_uring (stock fio's too) sees half the
-    // rate; psync shows the 1M case is measured right.
-    for (engine, bs) in [("io_uring", "512k"), ("psync", "1M")] {
-        let args = [
-            "disk", &p, "--rw", "read", "--bs", bs, "--qd", "4", "--engine", engine, "--time", "2s", "--ramp", "1s",
-            "--json",
-        ];
-        let d = doc(&throttle.command(headroom_bin(), &args).output().unwrap());
-        let measured = d.probes[0].summary.bytes_per_sec;
-        let error = (measured - rate as f64).abs() / rate as f64;
-        assert!(
-            error < 0.05,
-            "{engine}: measured {measured:.0} B/s on a device throttled to {rate} B/s ({:.1} % off)",
-            error * 100.0
-        );
-        // And the per-second samples say the same, second by second.
-        let samples = &d.probes[0].samples;
-        assert!(!samples.is_empty());
-        for s in samples.iter().filter(|s| s.t_s >= 0.9) {
-            assert!((s.bytes_per_sec - rate as f64).abs() / (rate as f64) < 0.15, "{engine}: sample {s:?}");
+    let mut misses = Vec::new();
+    for case in &CASES {
+        let (file, limit) = case.limit();
+        let mut tries = Vec::new();
+        for _ in 0..ATTEMPTS {
+            match measure_case(&dev, &p, case, engine_args) {
+                Ok(()) => {
+                    tries.clear();
+                    break;
+                }
+                Err(miss) => tries.push(miss),
+            }
+        }
+        if !tries.is_empty() {
+            misses.push(format!("{} {} ({file} {limit}): {}", case.rw, case.bs, tries.join("; ")));
         }
     }
+    assert!(misses.is_empty(), "{engine_args:?}:\n{}", misses.join("\n"));
+}
+
+/// One run of `case`; Err describes a miss.
+fn measure_case(dev: &LoopDevice, p: &str, case: &Case, engine_args: &[&str]) -> Result<(), String> {
+    let (file, limit) = case.limit();
+    let throttle = BlkioThrottle::new(&dev.major_minor(), None, None, None, None).unwrap();
+    throttle.set(file, &dev.major_minor(), limit).unwrap();
+    let mut args = vec!["disk", p, "--rw", case.rw, "--bs", case.bs, "--qd", "32", "--time", "3s", "--ramp", "1s"];
+    args.extend(["--destructive", "--json"]);
+    args.extend(engine_args);
+    let d = doc(&throttle.command(headroom_bin(), &args).output().unwrap());
+    let probe = &d.probes[0];
+    let measured = if case.bytes == 4096 { probe.summary.iops.unwrap_or(0.0) } else { probe.summary.bytes_per_sec };
+    let error = (measured - limit as f64) / limit as f64;
+    eprintln!("{engine_args:?} {} {}: {measured:.1} against {limit} ({:+.2} %)", case.rw, case.bs, error * 100.0);
+    if error.abs() > 0.03 {
+        let samples: Vec<f64> = probe.samples.iter().map(|s| s.bytes_per_sec).collect();
+        return Err(format!("measured {measured:.1}, {:+.1} %, samples {samples:.0?}", error * 100.0));
+    }
+    Ok(())
+}
+
+#[test]
+fn a_throttled_device_is_measured_at_its_true_rate_with_io_uring() {
+    measures_every_throttle(&["--engine", "io_uring"]);
+}
+
+#[test]
+fn a_throttled_device_is_measured_at_its_true_rate_with_registered_buffers() {
+    measures_every_throttle(&["--engine", "io_uring", "--fixedbufs"]);
+}
+
+#[test]
+fn a_throttled_device_is_measured_at_its_true_rate_with_psync() {
+    measures_every_throttle(&["--engine", "psync"]);
+}
+
+/// The fio command headroom records, run on the same throttled device, gives
+/// the same figure: 1M reads (the size blk-throttle used to charge twice) in
+/// the default mode, 4M writes with registered buffers.
+#[test]
+fn the_recorded_fio_command_measures_what_headroom_measured() {
+    headroom_lab::require_root!();
+    headroom_lab::require_program!("fio");
+    if !BlkioThrottle::available() {
+        eprintln!("SKIPPED: cgroup v1 blkio is not mounted");
+        return;
+    }
+    let _machine = headroom_lab::hold_machine();
+    let Some(dev) = memory_loop_device(256 << 20) else { return };
+    let p = dev.path.to_string_lossy().to_string();
+    for (rw, bs, extra, file) in [
+        ("read", "1M", None, "blkio.throttle.read_bps_device"),
+        ("write", "4M", Some("--fixedbufs"), "blkio.throttle.write_bps_device"),
+    ] {
+        let limit = 100u64 << 20;
+        let throttle = BlkioThrottle::new(&dev.major_minor(), None, None, None, None).unwrap();
+        throttle.set(file, &dev.major_minor(), limit).unwrap();
+        let mut args = vec![
+            "disk",
+            &p,
+            "--rw",
+            rw,
+            "--bs",
+            bs,
+            "--qd",
+            "4",
+            "--engine",
+            "io_uring",
+            "--time",
+            "3s",
+            "--ramp",
+            "1s",
+            "--destructive",
+            "--json",
+        ];
+        args.extend(extra);
+        let d = doc(&throttle.command(headroom_bin(), &args).output().unwrap());
+        let ours = d.probes[0].summary.bytes_per_sec;
+        let headroom_result::ProbeSpec::Disk(spec) = &d.probes[0].spec else { panic!("not a disk probe") };
+        assert_eq!(spec.fixedbufs, extra.is_some());
+        let fio_line = spec.fio_equivalent.clone().expect("fio_equivalent recorded");
+        assert!(fio_line.contains("--force_async=1"), "{bs} I/O is issued async: {fio_line}");
+        let out =
+            throttle.command(Path::new("sh"), &["-c", &format!("{fio_line} --output-format=json")]).output().unwrap();
+        assert!(out.status.success(), "{fio_line}: {}", stderr(&out));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("fio's JSON");
+        let fio = report["jobs"][0][rw]["bw_bytes"].as_f64().expect("bw_bytes");
+        let ratio = ours / fio;
+        eprintln!("{rw} {bs} {extra:?}: headroom {ours:.0} B/s, fio {fio:.0} B/s, throttle {limit}: ratio {ratio:.3}");
+        assert!((ratio - 1.0).abs() <= 0.03, "{rw} {bs}: headroom {ours:.0} B/s, `{fio_line}` {fio:.0} B/s");
+        assert!((fio - limit as f64).abs() / limit as f64 <= 0.03, "fio {fio:.0} B/s against a throttle of {limit}");
+    }
+}
+
+/// A test during which no I/O completes is not a result: the probe carries
+/// `no_io_completed` and the table says so instead of printing zeros.
+#[test]
+fn a_test_that_completes_no_io_says_so_instead_of_printing_zeros() {
+    headroom_lab::require_root!();
+    if !BlkioThrottle::available() {
+        eprintln!("SKIPPED: cgroup v1 blkio is not mounted");
+        return;
+    }
+    let dev = LoopDevice::new(64 << 20).unwrap();
+    // 1 MiB/s: the first 1 MiB read completes after ~1 s, the test measures 300 ms.
+    let throttle = BlkioThrottle::new(&dev.major_minor(), Some(1 << 20), None, None, None).unwrap();
+    let p = dev.path.to_string_lossy().to_string();
+    let args = ["disk", &p, "--rw", "read", "--bs", "1M", "--time", "300ms", "--ramp", "0s"];
+    let d = doc(&throttle.command(headroom_bin(), &[&args[..], &["--json"]].concat()).output().unwrap());
+    assert_eq!(d.probes[0].summary.ops, Some(0), "the throttle let an I/O through: {:?}", d.probes[0].summary);
+    let w = d.probes[0].warnings.iter().find(|w| w.code == "no_io_completed").expect("no_io_completed warning");
+    assert!(w.message.contains("--time"), "{}", w.message);
+    let out = throttle.command(headroom_bin(), &args).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = text.lines().find(|l| l.starts_with("SEQ1M Q1T1 read")).expect("a row for the test");
+    assert!(row.contains("no I/O completed") && !row.contains("0.0"), "{row}");
+    assert!(text.contains("warning [no_io_completed]"), "{text}");
 }
 
 #[test]
@@ -130,6 +316,7 @@ fn a_throttled_device_is_measured_at_its_true_iops() {
         eprintln!("SKIPPED: cgroup v1 blkio is not mounted");
         return;
     }
+    let _machine = headroom_lab::hold_machine();
     let dev = LoopDevice::new(64 << 20).unwrap();
     let iops = 500u64;
     let throttle = BlkioThrottle::new(&dev.major_minor(), None, None, None, Some(iops)).unwrap();
@@ -214,30 +401,33 @@ fn sustained_writes_report_the_cliff_when_the_device_slows_down() {
         eprintln!("SKIPPED: cgroup v1 blkio is not mounted");
         return;
     }
-    // A fast device that turns slow after 3 s, like an SLC cache running full.
+    let _machine = headroom_lab::hold_machine();
+    // A fast device that turns slow after 3 s, like an SLC cache running full,
+    // written with the preset's own 1M blocks (once reported at half the rate).
     let dev = LoopDevice::new(512 << 20).unwrap();
     let throttle = BlkioThrottle::new(&dev.major_minor(), None, None, None, None).unwrap();
     let p = dev.path.to_string_lossy().to_string();
     let child = throttle
-        .command(
-            headroom_bin(),
-            &["disk", &p, "--preset", "sustained", "--bs", "256k", "--time", "8s", "--destructive", "--json"],
-        )
+        .command(headroom_bin(), &["disk", &p, "--preset", "sustained", "--time", "8s", "--destructive", "--json"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(3200));
-    throttle.set("blkio.throttle.write_bps_device", &dev.major_minor(), 4 << 20).unwrap();
+    let slow = 20u64 << 20;
+    throttle.set("blkio.throttle.write_bps_device", &dev.major_minor(), slow).unwrap();
     let out = child.wait_with_output().unwrap();
     let d = doc(&out);
     let probe = &d.probes[0];
-    assert_eq!(probe.name, "SEQ256K Q8T1 write");
+    assert_eq!(probe.name, "SEQ1M Q8T1 write");
     let cliff = probe.warnings.iter().find(|w| w.code == "write_cliff");
     assert!(cliff.is_some(), "no write_cliff warning; samples: {:?}", probe.samples);
     let details = &probe.details["write_cliff"];
     let at = details["at_s"].as_f64().unwrap();
     assert!((2.0..=5.0).contains(&at), "cliff at {at} s, throttled at ~3 s");
+    // The median of one-second samples after the cliff: 20 I/Os of 1 MiB per
+    // second, so one I/O more or less in a second is 5 %.
     let after = details["bytes_per_sec_after"].as_f64().unwrap();
-    assert!(after < 6e6, "rate after the cliff {after}");
+    let error = (after - slow as f64) / slow as f64;
+    assert!(error.abs() <= 0.05, "rate after the cliff {after:.0} B/s, throttled to {slow} ({:+.1} %)", error * 100.0);
 }

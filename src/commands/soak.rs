@@ -288,7 +288,12 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
     }
 
     // The disk probes share one test file, laid out once.
-    let settings = RunSettings { engine: EngineChoice::Auto, direct: DirectMode::Auto, pattern: Pattern::Random };
+    let settings = RunSettings {
+        engine: EngineChoice::Auto,
+        direct: DirectMode::Auto,
+        pattern: Pattern::Random,
+        fixedbufs: false,
+    };
     let disk_names: Vec<&str> = config.cycle.iter().map(String::as_str).filter(|p| *p != "net").collect();
     let mut probes: Vec<Box<dyn CycleProbe>> = Vec::new();
     let mut target_holder = None;

@@ -353,6 +353,8 @@ mod tests {
                 size: None,
                 filesystem: None,
                 fio_equivalent: None,
+                fixedbufs: false,
+                force_async: false,
             }),
             summary: Summary { bytes_per_sec: 1.0, duration_s: 1.0, ..Summary::default() },
             samples: vec![],

@@ -21,6 +21,10 @@ pub struct FioContext<'a> {
     pub engine: EngineKind,
     pub direct: bool,
     pub pattern: Pattern,
+    /// io_uring with registered buffers.
+    pub fixedbufs: bool,
+    /// io_uring with IOSQE_ASYNC on every read and write.
+    pub force_async: bool,
 }
 
 /// `fio --name=... --filename=... ...` for `def` as headroom runs it.
@@ -39,8 +43,13 @@ pub fn fio_command(def: &TestDef, ctx: FioContext<'_>) -> String {
     };
     args.push(format!("--ioengine={}", ctx.engine.as_str()));
     if ctx.engine == EngineKind::IoUring {
-        args.push("--fixedbufs=1".into());
+        if ctx.fixedbufs {
+            args.push("--fixedbufs=1".into());
+        }
         args.push("--registerfiles=1".into());
+        if ctx.force_async {
+            args.push("--force_async=1".into());
+        }
     }
     args.push(format!("--iodepth={iodepth}"));
     args.push(format!("--numjobs={numjobs}"));
@@ -109,6 +118,8 @@ mod tests {
                 engine: EngineKind::IoUring,
                 direct: true,
                 pattern: Pattern::Random,
+                fixedbufs: false,
+                force_async: false,
             },
         );
         for part in [
@@ -125,6 +136,26 @@ mod tests {
         ] {
             assert!(line.contains(part), "{part} missing from {line}");
         }
+        // Ordinary buffers and inline issue are fio's defaults: nothing to say.
+        assert!(!line.contains("fixedbufs") && !line.contains("force_async"), "{line}");
+    }
+
+    #[test]
+    fn registered_buffers_and_async_issue_are_recorded() {
+        let def = crate::preset::test_def(Rw::Read, 1 << 20, 8, 1, Duration::from_secs(5), Duration::from_secs(1));
+        let ctx = |fixedbufs, force_async| FioContext {
+            path: "/dev/loop0",
+            size: 1 << 30,
+            engine: EngineKind::IoUring,
+            direct: true,
+            pattern: Pattern::Random,
+            fixedbufs,
+            force_async,
+        };
+        let both = fio_command(&def, ctx(true, true));
+        assert!(both.contains("--fixedbufs=1") && both.contains("--force_async=1"), "{both}");
+        let plain_async = fio_command(&def, ctx(false, true));
+        assert!(!plain_async.contains("fixedbufs") && plain_async.contains("--force_async=1"), "{plain_async}");
     }
 
     #[test]
@@ -133,7 +164,15 @@ mod tests {
         def.sync = SyncMode::Fsync;
         let line = fio_command(
             &def,
-            FioContext { path: "/f", size: 1 << 30, engine: EngineKind::Psync, direct: false, pattern: Pattern::Zero },
+            FioContext {
+                path: "/f",
+                size: 1 << 30,
+                engine: EngineKind::Psync,
+                direct: false,
+                pattern: Pattern::Zero,
+                fixedbufs: false,
+                force_async: false,
+            },
         );
         assert!(line.contains("--numjobs=8") && line.contains("--iodepth=1"), "{line}");
         assert!(line.contains("--offset_increment=128m") && line.contains("--fsync=1"), "{line}");
@@ -143,8 +182,15 @@ mod tests {
     #[test]
     fn psync_jobs_follow_the_runners_thread_cap() {
         let def = crate::preset::test_def(Rw::RandRead, 4096, 32, 16, Duration::from_secs(1), Duration::ZERO);
-        let ctx =
-            FioContext { path: "/f", size: 1 << 30, engine: EngineKind::Psync, direct: true, pattern: Pattern::Random };
+        let ctx = FioContext {
+            path: "/f",
+            size: 1 << 30,
+            engine: EngineKind::Psync,
+            direct: true,
+            pattern: Pattern::Random,
+            fixedbufs: false,
+            force_async: false,
+        };
         let line = fio_command(&def, ctx);
         assert!(line.contains("--numjobs=128") && line.contains("--iodepth=1"), "{line}");
         assert_eq!(crate::engine::psync_threads(1, 8), 8);

@@ -1,6 +1,7 @@
 //! Turns a [`TestOutcome`] into a `headroom.result/v1` probe of kind disk,
 //! with the honesty checks that need only the outcome and the target:
-//! `page_cache_possible`, `faster_than_ceiling`, `filesystem_caveat`.
+//! `page_cache_possible`, `faster_than_ceiling`, `filesystem_caveat`,
+//! `queue_depth_capped`, `no_io_completed`, `stopped_early`, `io_error`.
 
 use crate::fio::{fio_command, FioContext};
 use crate::run::{histogram_buckets, RunSettings, TestOutcome};
@@ -68,6 +69,16 @@ pub fn honesty_warnings(outcome: &TestOutcome, target: &Target, bus: Option<&Bus
             ),
         ));
     }
+    if outcome.summary.ops == Some(0) && outcome.error.is_none() && !outcome.stopped {
+        w.push(Warning::new(
+            "no_io_completed",
+            format!(
+                "{}: no I/O completed in the {:.2} s measured, so there is no figure: every I/O took longer than \
+                 that (a very slow or throttled device, or writeback of earlier writes ahead of it); use a longer --time",
+                outcome.def.name, outcome.summary.duration_s
+            ),
+        ));
+    }
     if outcome.stopped {
         w.push(Warning::new("stopped_early", "stopped by Ctrl-C: figures cover the time measured until then"));
     }
@@ -89,6 +100,8 @@ pub fn to_probe(outcome: &TestOutcome, target: &Target, settings: RunSettings, w
             engine: outcome.engine,
             direct: outcome.direct,
             pattern: settings.pattern,
+            fixedbufs: outcome.fixedbufs,
+            force_async: outcome.force_async,
         },
     );
     let mut details = BTreeMap::new();
@@ -116,6 +129,8 @@ pub fn to_probe(outcome: &TestOutcome, target: &Target, settings: RunSettings, w
             size: Some(target.size),
             filesystem: target.filesystem.as_ref().map(|f| f.name.clone()),
             fio_equivalent: Some(fio),
+            fixedbufs: outcome.fixedbufs,
+            force_async: outcome.force_async,
         }),
         summary: outcome.summary.clone(),
         samples: outcome.samples.clone(),

@@ -21,11 +21,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Run-wide settings every test shares.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct RunSettings {
     pub engine: EngineChoice,
     pub direct: DirectMode,
     pub pattern: Pattern,
+    /// io_uring with registered buffers (fio's `--fixedbufs`): less CPU per
+    /// I/O, but a throttled device is charged twice for every I/O it splits
+    /// unless it is issued async (see [`crate::engine::FORCE_ASYNC_ABOVE`]).
+    pub fixedbufs: bool,
 }
 
 /// What the progress callback sees about once a second.
@@ -48,6 +52,11 @@ pub struct TestOutcome {
     pub engine: EngineKind,
     /// O_DIRECT was in effect.
     pub direct: bool,
+    /// io_uring ran with registered buffers (`--fixedbufs`).
+    pub fixedbufs: bool,
+    /// io_uring issued reads and writes async (IOSQE_ASYNC), see
+    /// [`crate::engine::force_async`].
+    pub force_async: bool,
     /// Worker threads that ran (jobs, or jobs x queue depth for psync, capped
     /// at [`crate::engine::PSYNC_MAX_THREADS`]).
     pub threads: u32,
@@ -121,6 +130,8 @@ struct Worker {
     engine: EngineChoice,
     fd: i32,
     depth: usize,
+    fixedbufs: bool,
+    force_async: bool,
     def: TestDef,
     region: Region,
     pattern: Pattern,
@@ -169,6 +180,7 @@ pub fn run_test(
     let direct_mode = def.direct.unwrap_or(settings.direct);
     let want_direct = direct_mode != DirectMode::Off;
     let (file, direct) = target.open(def.rw.writes(), want_direct, direct_mode == DirectMode::On, def.sync)?;
+    let force_async = crate::engine::force_async(def.block_size, direct);
     // `auto` must also survive a ring that sets up but cannot register this
     // test's buffers (RLIMIT_MEMLOCK on older kernels): try the real thing once.
     let engine_kind = if settings.engine == EngineChoice::Auto && engine_kind == EngineKind::IoUring {
@@ -177,6 +189,8 @@ pub fn run_test(
             depth: def.queue_depth as usize,
             buf_size: def.block_size as usize,
             buf_align: target.mem_align,
+            fixedbufs: settings.fixedbufs,
+            force_async,
         };
         match crate::engine::UringEngine::new(config) {
             Ok(_) => EngineKind::IoUring,
@@ -186,6 +200,8 @@ pub fn run_test(
         engine_kind
     };
     check_test(target, def, direct)?;
+    let uring = engine_kind == EngineKind::IoUring;
+    let (fixedbufs, force_async) = (uring && settings.fixedbufs, uring && force_async);
     // psync has one I/O in flight per thread: queue depth becomes threads (capped).
     let (workers, depth) = match engine_kind {
         EngineKind::IoUring => (def.jobs as usize, def.queue_depth as usize),
@@ -219,6 +235,8 @@ pub fn run_test(
             },
             fd: file.as_raw_fd(),
             depth,
+            fixedbufs,
+            force_async,
             def: def.clone(),
             region,
             pattern: settings.pattern,
@@ -302,7 +320,16 @@ pub fn run_test(
             let _ = histogram.add(&worker_hist);
         }
     }
-    let error = shared.error.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let mut error = shared.error.lock().unwrap_or_else(|p| p.into_inner()).take();
+    // Written data still in the page cache (or a device cache) would be
+    // written back during the next test and slow it down: a buffered write
+    // test's writeback once held the next O_DSYNC test's only I/O for longer
+    // than it ran. fsync waits for all of it, outside any measured time.
+    if def.rw.writes() && !stopped {
+        if let Err(e) = file.sync_all() {
+            error.get_or_insert(DiskError::io(format!("flushing the test file after {}", def.name), e));
+        }
+    }
 
     let measured = shared.counters.iter().fold(Snapshot::default(), |s, c| Snapshot {
         bytes: s.bytes + c.measured_bytes.load(Ordering::Relaxed),
@@ -323,6 +350,8 @@ pub fn run_test(
         def: def.clone(),
         engine: engine_kind,
         direct,
+        fixedbufs,
+        force_async,
         threads: workers as u32,
         summary,
         samples,
@@ -433,14 +462,21 @@ fn submit_group(
 fn worker_loop(w: Worker, shared: &Shared) -> Histogram<u64> {
     let mut hist = new_histogram();
     let bs = w.def.block_size as usize;
-    let mut engine =
-        match open_engine(w.engine, EngineConfig { fd: w.fd, depth: w.depth, buf_size: bs, buf_align: w.align }) {
-            Ok(e) => e,
-            Err(e) => {
-                shared.fail(DiskError::io(format!("cannot set up the {} engine", w.engine_name()), e));
-                return hist;
-            }
-        };
+    let config = EngineConfig {
+        fd: w.fd,
+        depth: w.depth,
+        buf_size: bs,
+        buf_align: w.align,
+        fixedbufs: w.fixedbufs,
+        force_async: w.force_async,
+    };
+    let mut engine = match open_engine(w.engine, config) {
+        Ok(e) => e,
+        Err(e) => {
+            shared.fail(DiskError::io(format!("cannot set up the {} engine", w.engine_name()), e));
+            return hist;
+        }
+    };
     let counters = &shared.counters[w.index];
     let mut picker = IoPicker {
         rng: FastRng::new(w.seed),

@@ -4,6 +4,8 @@
 //! figures). This machine has no NVMe or SATA disk, so the tree stands in for
 //! one; the read and the warning logic are the real ones.
 //! `queue_depth_capped`: a psync Q32T16 run starts 128 threads, not 512.
+//! Both hold the lab machine: the first asserts a speed, the second loads
+//! the CPUs with 128 threads (and once made the first flake beside it).
 
 use headroom_disk::preset::test_def;
 use headroom_disk::probe::{honesty_warnings, BusCeiling};
@@ -41,12 +43,13 @@ fn memory_target() -> Option<(tempfile::TempDir, Target)> {
 }
 
 fn run(target: &Target, engine: EngineChoice, def: &headroom_disk::TestDef) -> headroom_disk::run::TestOutcome {
-    let settings = RunSettings { engine, direct: DirectMode::Auto, pattern: Pattern::Random };
+    let settings = RunSettings { engine, direct: DirectMode::Auto, pattern: Pattern::Random, fixedbufs: false };
     run_test(target, def, settings, &AtomicBool::new(false), &mut |_| {}).expect("test run")
 }
 
 #[test]
 fn a_read_faster_than_the_bus_is_flagged_and_one_below_it_is_not() {
+    let _machine = headroom_lab::hold_machine();
     let Some((_dir, target)) = memory_target() else { return };
     let def = test_def(Rw::Read, 1 << 20, 4, 1, Duration::from_millis(700), Duration::from_millis(100));
     let outcome = run(&target, EngineChoice::Auto, &def);
@@ -70,6 +73,7 @@ fn a_read_faster_than_the_bus_is_flagged_and_one_below_it_is_not() {
 
 #[test]
 fn psync_caps_its_threads_and_says_so() {
+    let _machine = headroom_lab::hold_machine();
     let Some((_dir, target)) = memory_target() else { return };
     let def = test_def(Rw::RandRead, 4096, 32, 16, Duration::from_millis(300), Duration::ZERO);
     let outcome = run(&target, EngineChoice::Psync, &def);

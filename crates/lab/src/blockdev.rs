@@ -32,7 +32,13 @@ pub struct LoopDevice {
 impl LoopDevice {
     /// A loop device of `size` bytes (backing file sparse until written).
     pub fn new(size: u64) -> io::Result<LoopDevice> {
-        let backing = std::env::temp_dir().join(format!("{}.img", unique_name("loop")));
+        LoopDevice::new_in(&std::env::temp_dir(), size)
+    }
+
+    /// A loop device over a backing file in `dir`; `/dev/shm` gives a device
+    /// of memory speed whose figures a throttle sets, not the host disk's noise.
+    pub fn new_in(dir: &Path, size: u64) -> io::Result<LoopDevice> {
+        let backing = dir.join(format!("{}.img", unique_name("loop")));
         let file = std::fs::File::create(&backing)?;
         file.set_len(size)?;
         drop(file);

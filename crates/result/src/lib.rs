@@ -153,6 +153,14 @@ pub struct DiskSpec {
     /// The fio command line that runs the same test, for cross-checking.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fio_equivalent: Option<String>,
+    /// io_uring with registered buffers (fio's `--fixedbufs`); false: ordinary
+    /// buffers, as fio's default and applications use.
+    #[serde(default)]
+    pub fixedbufs: bool,
+    /// io_uring issued reads and writes straight to kernel workers (IOSQE_ASYNC,
+    /// fio's `--force_async=1`) rather than trying them without blocking first.
+    #[serde(default)]
+    pub force_async: bool,
 }
 
 /// A network probe's resolved parameters.

@@ -286,6 +286,8 @@ fn summarise_probe(name: &str, cycles: &[&CycleRow], points: &[Point]) -> Probe 
             size: None,
             filesystem: None,
             fio_equivalent: None,
+            fixedbufs: false,
+            force_async: false,
         }),
         summary: Summary::default(),
         samples: vec![],

@@ -10,7 +10,7 @@ mod psync;
 mod uring;
 
 pub use psync::{psync_threads, PsyncEngine, PSYNC_MAX_THREADS};
-pub use uring::UringEngine;
+pub use uring::{force_async, UringEngine, FORCE_ASYNC_ABOVE};
 
 use crate::{EngineChoice, EngineKind};
 use std::io;
@@ -69,6 +69,11 @@ pub struct EngineConfig {
     pub depth: usize,
     pub buf_size: usize,
     pub buf_align: usize,
+    /// io_uring only: registered buffers (fio's `--fixedbufs`).
+    pub fixedbufs: bool,
+    /// io_uring only: reads and writes skip the non-blocking first attempt
+    /// (IOSQE_ASYNC, fio's `--force_async=1`); see [`FORCE_ASYNC_ABOVE`].
+    pub force_async: bool,
 }
 
 /// The engine `choice` asks for. `Auto` tries io_uring and falls back to psync
@@ -202,12 +207,14 @@ mod tests {
     use std::io::Write;
     use std::os::fd::AsRawFd;
 
-    fn roundtrip(choice: EngineChoice) {
+    fn roundtrip(choice: EngineChoice, fixedbufs: bool, force_async: bool) {
         let mut file = tempfile::NamedTempFile::new().unwrap();
         file.write_all(&vec![7u8; 64 * 1024]).unwrap();
         file.flush().unwrap();
         let fd = file.as_file().as_raw_fd();
-        let mut engine = open_engine(choice, EngineConfig { fd, depth: 4, buf_size: 4096, buf_align: 4096 }).unwrap();
+        let mut engine =
+            open_engine(choice, EngineConfig { fd, depth: 4, buf_size: 4096, buf_align: 4096, fixedbufs, force_async })
+                .unwrap();
         engine.buffer_mut(0).fill(0xab);
         engine.queue(IoUnit { kind: IoKind::Write, offset: 8192, len: 4096, buf_index: 0, tag: 10 }).unwrap();
         engine.commit().unwrap();
@@ -234,7 +241,7 @@ mod tests {
 
     #[test]
     fn psync_reads_back_what_it_wrote() {
-        roundtrip(EngineChoice::Psync);
+        roundtrip(EngineChoice::Psync, false, false);
     }
 
     #[test]
@@ -243,7 +250,10 @@ mod tests {
             eprintln!("SKIPPED: io_uring is not available here");
             return;
         }
-        roundtrip(EngineChoice::IoUring);
+        // Ordinary and registered buffers, inline and forced-async issue.
+        for (fixedbufs, force_async) in [(false, false), (true, false), (false, true), (true, true)] {
+            roundtrip(EngineChoice::IoUring, fixedbufs, force_async);
+        }
     }
 
     #[test]
@@ -251,9 +261,18 @@ mod tests {
         let file = tempfile::NamedTempFile::new().unwrap();
         let fd = std::fs::File::open(file.path()).unwrap(); // read-only: writes fail with EBADF
         for choice in [EngineChoice::Psync, EngineChoice::Auto] {
-            let mut engine =
-                open_engine(choice, EngineConfig { fd: fd.as_raw_fd(), depth: 1, buf_size: 4096, buf_align: 4096 })
-                    .unwrap();
+            let mut engine = open_engine(
+                choice,
+                EngineConfig {
+                    fd: fd.as_raw_fd(),
+                    depth: 1,
+                    buf_size: 4096,
+                    buf_align: 4096,
+                    fixedbufs: false,
+                    force_async: false,
+                },
+            )
+            .unwrap();
             engine.queue(IoUnit { kind: IoKind::Write, offset: 0, len: 4096, buf_index: 0, tag: 1 }).unwrap();
             engine.commit().unwrap();
             let mut out = Vec::new();

@@ -1,6 +1,17 @@
-//! The io_uring engine: registered buffers and a registered file (the kernel
-//! skips page pinning and fd lookups per I/O), batched submission (one
-//! `io_uring_enter` per commit) and batched reaping.
+//! The io_uring engine: a registered file (the kernel skips the fd lookup per
+//! I/O), batched submission (one `io_uring_enter` per commit) and batched
+//! reaping. Buffers are ordinary memory by default, as in fio's default and
+//! in applications; registered buffers (fio's `--fixedbufs`) are opt-in.
+//!
+//! Why registered buffers are not the default: the kernel first tries every
+//! I/O without blocking (REQ_NOWAIT), and a bio the device must split (more
+//! segments than `max_segments`, or longer than `max_sectors_kb`) fails that
+//! attempt with EAGAIN and is retried from a worker thread. blk-throttle
+//! (cgroup v1 blkio, v2 io.max) has charged the failed attempt already, so
+//! such I/Os are charged twice and a throttled device reads and writes at
+//! half its rate. A registered buffer reaches the block layer as one bio
+//! for any block size, so every I/O past the split limits pays twice;
+//! [`FORCE_ASYNC_ABOVE`] avoids the failed attempt in both modes.
 
 use super::{BufferPool, Completion, EngineConfig, IoEngine, IoKind, IoUnit};
 use crate::EngineKind;
@@ -10,9 +21,31 @@ use std::io;
 /// From linux/io_uring.h (the io-uring crate keeps its copy private).
 const IORING_ENTER_GETEVENTS: u32 = 1;
 
+/// I/Os larger than this are handed straight to the kernel's worker threads
+/// (IOSQE_ASYNC; fio's `--force_async=1`) instead of being tried without
+/// blocking first. Past 128 KiB a bio may need splitting on common devices
+/// (NVMe `max_segments` 33-127 of 4 KiB pages, `max_sectors_kb` 128-1280,
+/// loop 128 segments), and a split bio's non-blocking attempt always fails
+/// and is retried from a worker anyway, after blk-throttle charged it: 1 MiB
+/// I/Os on a throttled loop device measured half the rate, in fio too
+/// (its default mode, 1M: 25 or 51 MiB/s at a 50 MiB/s throttle from run to
+/// run, depending on how contiguous its buffers happened to be). Sizes up to
+/// 128 KiB are never split in practice and keep the cheaper inline issue.
+pub const FORCE_ASYNC_ABOVE: u64 = 128 << 10;
+
+/// Whether an I/O of `block_size` bytes is submitted with IOSQE_ASYNC
+/// (only O_DIRECT: buffered I/O builds its bios in the kernel).
+pub fn force_async(block_size: u64, direct: bool) -> bool {
+    direct && block_size > FORCE_ASYNC_ABOVE
+}
+
 pub struct UringEngine {
     ring: IoUring,
     buffers: BufferPool,
+    /// Registered buffers (ReadFixed/WriteFixed) rather than ordinary ones.
+    fixed: bool,
+    /// SQE flags of every read and write (IOSQE_ASYNC or none).
+    rw_flags: squeue::Flags,
     /// Queued but not yet submitted.
     unsubmitted: usize,
 }
@@ -30,16 +63,19 @@ impl UringEngine {
             .build(entries)
             .or_else(|_| IoUring::builder().build(entries))?;
         let buffers = BufferPool::new(config.depth, config.buf_size, config.buf_align);
-        let iovecs: Vec<libc::iovec> = (0..buffers.len())
-            .map(|i| libc::iovec { iov_base: buffers.ptr(i).cast(), iov_len: buffers.buf_len() })
-            .collect();
-        // SAFETY: the buffers live as long as the ring: both are fields of self, and
-        // the ring is dropped first (declared first), which unregisters them.
-        unsafe { ring.submitter().register_buffers(&iovecs)? };
+        if config.fixedbufs {
+            let iovecs: Vec<libc::iovec> = (0..buffers.len())
+                .map(|i| libc::iovec { iov_base: buffers.ptr(i).cast(), iov_len: buffers.buf_len() })
+                .collect();
+            // SAFETY: the buffers live as long as the ring: both are fields of self, and
+            // the ring is dropped first (declared first), which unregisters them.
+            unsafe { ring.submitter().register_buffers(&iovecs)? };
+        }
         ring.submitter().register_files(&[config.fd])?;
         // Saves the ring's fd lookup on every io_uring_enter (6.3+); optional.
         let _ = ring.submitter().register_ring_fd();
-        Ok(UringEngine { ring, buffers, unsubmitted: 0 })
+        let rw_flags = if config.force_async { squeue::Flags::ASYNC } else { squeue::Flags::empty() };
+        Ok(UringEngine { ring, buffers, fixed: config.fixedbufs, rw_flags, unsubmitted: 0 })
     }
 }
 
@@ -58,18 +94,26 @@ impl IoEngine for UringEngine {
 
     fn queue(&mut self, io: IoUnit) -> io::Result<()> {
         let file = types::Fixed(0);
+        let len = io.len.min(self.buffers.buf_len() as u32);
+        let (index, fixed) = (io.buf_index, self.fixed);
         let entry = match io.kind {
             IoKind::Read => {
-                let buf = self.buffers.ptr(usize::from(io.buf_index));
-                opcode::ReadFixed::new(file, buf, io.len.min(self.buffers.buf_len() as u32), io.buf_index)
-                    .offset(io.offset)
-                    .build()
+                let buf = self.buffers.ptr(usize::from(index));
+                if fixed {
+                    opcode::ReadFixed::new(file, buf, len, index).offset(io.offset).build()
+                } else {
+                    opcode::Read::new(file, buf, len).offset(io.offset).build()
+                }
+                .flags(self.rw_flags)
             }
             IoKind::Write => {
-                let buf = self.buffers.ptr(usize::from(io.buf_index));
-                opcode::WriteFixed::new(file, buf, io.len.min(self.buffers.buf_len() as u32), io.buf_index)
-                    .offset(io.offset)
-                    .build()
+                let buf = self.buffers.ptr(usize::from(index));
+                if fixed {
+                    opcode::WriteFixed::new(file, buf, len, index).offset(io.offset).build()
+                } else {
+                    opcode::Write::new(file, buf, len).offset(io.offset).build()
+                }
+                .flags(self.rw_flags)
             }
             IoKind::Fsync => opcode::Fsync::new(file).build(),
         }
