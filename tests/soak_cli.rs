@@ -180,16 +180,6 @@ fn resume_checks_before_it_writes_and_accepts_the_same_settings() {
     let first = dir.path().join("first.sqlite");
     short_soak(d, &first);
     let f = first.to_str().unwrap();
-    // Every stored sample has its own second's p99 latency (the drift view needs it).
-    let store = Store::open(&first).unwrap();
-    let mut lat = Vec::new();
-    store.for_each_sample("write", |s| lat.push((s.lat_mean_ns, s.lat_p99_ns))).unwrap();
-    drop(store);
-    assert!(!lat.is_empty());
-    for (mean, p99) in &lat {
-        let (mean, p99) = (mean.expect("mean latency"), p99.expect("per-second p99 latency"));
-        assert!(p99 >= 0.5 * mean && p99 > 0.0, "p99 {p99} vs mean {mean}: {lat:?}");
-    }
     let before = std::fs::read(&first).unwrap();
     let o = soak(&["--db", f, "--resume"]);
     assert_usage_error(&o, "used up");
@@ -216,6 +206,16 @@ fn resume_checks_before_it_writes_and_accepts_the_same_settings() {
     ]);
     let s = doc(&o).soak.unwrap();
     assert_eq!(s.sessions, 2);
+    // Every stored sample has its own second's p99 latency (the drift view needs it).
+    let store = Store::open(&first).unwrap();
+    let mut lat = Vec::new();
+    store.for_each_sample("write", |s| lat.push((s.lat_mean_ns, s.lat_p99_ns))).unwrap();
+    drop(store);
+    assert!(!lat.is_empty());
+    for (mean, p99) in &lat {
+        let (mean, p99) = (mean.expect("mean latency"), p99.expect("per-second p99 latency"));
+        assert!(p99 >= 0.5 * mean && p99 > 0.0, "p99 {p99} vs mean {mean}: {lat:?}");
+    }
     assert_usage_error(
         &soak(&["--db", f, "--resume", "--duration", "9s", "--size", "16M"]),
         "--size 16.00 MiB cannot change",
