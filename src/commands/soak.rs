@@ -282,7 +282,9 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
         let size = config.extra.get("size").and_then(|s| s.as_u64()).unwrap_or(DEFAULT_SIZE);
         let mut recorded = None;
         let target = prepare_target(&dir, size, &disk_names, stop, out, &mut |path| {
-            recorded = Some((store.add_test_file(opened.session, path, std::process::id())?, path.to_path_buf()));
+            // Absolute: a resume may run from another directory.
+            let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+            recorded = Some((store.add_test_file(opened.session, &path, std::process::id())?, path));
             Ok(())
         });
         if let Some((id, path)) = &recorded {
