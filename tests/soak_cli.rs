@@ -123,8 +123,150 @@ fn bad_input_is_named_and_nothing_recorded_is_lost() {
     ]));
     assert_usage_error(
         &soak(&["--db", first.to_str().unwrap(), "--resume", "--cycle", "read"]),
-        "--cycle cannot change",
+        "--cycle read cannot change a soak being resumed",
     );
+}
+
+/// headroom test files in `dir`.
+fn test_files(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .filter(|n| n.starts_with("headroom-disk-"))
+        .collect()
+}
+
+fn short_soak(dir: &str, db: &Path) {
+    doc(&soak(&[
+        "--duration",
+        "1s",
+        "--probe-time",
+        "1s",
+        "--cycle",
+        "write",
+        "--size",
+        "8M",
+        "--path",
+        dir,
+        "--db",
+        db.to_str().unwrap(),
+        "--json",
+    ]));
+}
+
+#[test]
+fn resume_checks_before_it_writes_and_accepts_the_same_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+
+    // A busy --metrics port is refused before the database exists.
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port();
+    let db = dir.path().join("metrics.sqlite");
+    let o = soak(&[
+        "--duration",
+        "2s",
+        "--path",
+        d,
+        "--db",
+        db.to_str().unwrap(),
+        "--metrics",
+        &format!("127.0.0.1:{port}"),
+    ]);
+    assert_usage_error(&o, "--metrics 127.0.0.1");
+    assert!(!db.exists(), "no database for a soak that never started");
+
+    // A soak whose time is used up: refused, nothing written or laid out.
+    let first = dir.path().join("first.sqlite");
+    short_soak(d, &first);
+    let f = first.to_str().unwrap();
+    let before = std::fs::read(&first).unwrap();
+    let o = soak(&["--db", f, "--resume"]);
+    assert_usage_error(&o, "used up");
+    assert!(stderr(&o).contains("--duration"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&first).unwrap(), before, "the used-up soak is not modified");
+    assert!(test_files(dir.path()).is_empty(), "no test file laid out for nothing");
+
+    // The same settings again are accepted; a change is refused.
+    let o = soak(&[
+        "--db",
+        f,
+        "--resume",
+        "--duration",
+        "4s",
+        "--cycle",
+        "write",
+        "--path",
+        d,
+        "--probe-time",
+        "1s",
+        "--size",
+        "8M",
+        "--json",
+    ]);
+    let s = doc(&o).soak.unwrap();
+    assert_eq!(s.sessions, 2);
+    // Every stored sample has its own second's p99 latency (the drift view needs it).
+    let store = Store::open(&first).unwrap();
+    let mut lat = Vec::new();
+    store.for_each_sample("write", |s| lat.push((s.lat_mean_ns, s.lat_p99_ns))).unwrap();
+    drop(store);
+    assert!(!lat.is_empty());
+    for (mean, p99) in &lat {
+        let (mean, p99) = (mean.expect("mean latency"), p99.expect("per-second p99 latency"));
+        assert!(p99 >= 0.5 * mean && p99 > 0.0, "p99 {p99} vs mean {mean}: {lat:?}");
+    }
+    assert_usage_error(
+        &soak(&["--db", f, "--resume", "--duration", "9s", "--size", "16M"]),
+        "--size 16.00 MiB cannot change",
+    );
+
+    // A damaged database: refused, byte for byte untouched.
+    let damaged = dir.path().join("damaged.sqlite");
+    {
+        let info = headroom_soak::SoakInfo {
+            started_at: "2026-11-21T22:00:00Z".into(),
+            started_unix: 1e9,
+            planned_s: Some(3600.0),
+            config: headroom_soak::SoakConfig {
+                cycle: vec!["write".into()],
+                probe_s: 30.0,
+                path: Some(d.into()),
+                server: None,
+                vmkernel_log: None,
+                extra: serde_json::json!({"size": 8 << 20}),
+            },
+            host: None,
+        };
+        let store = Store::create(&damaged, &info).unwrap();
+        let session = store.begin_session(1e9).unwrap();
+        let cycle = store.begin_cycle(session, 1, "write", 1e9).unwrap();
+        for i in 0..5000 {
+            let row =
+                headroom_soak::store::SampleRow { t_unix: 1e9 + i as f64, bytes_per_sec: 1e8, ..Default::default() };
+            store.add_sample(cycle, "write", &row).unwrap();
+        }
+    }
+    let mut bytes = std::fs::read(&damaged).unwrap();
+    assert!(bytes.len() > 40 * 4096, "{}", bytes.len());
+    for b in &mut bytes[20 * 4096..21 * 4096] {
+        *b = 0xa5;
+    }
+    std::fs::write(&damaged, &bytes).unwrap();
+    let o = soak(&["--db", damaged.to_str().unwrap(), "--resume", "--duration", "2h"]);
+    assert_usage_error(&o, "damaged");
+    assert_eq!(std::fs::read(&damaged).unwrap(), bytes, "the damaged database is not modified");
+
+    // report of an empty SQLite file says what is wrong, not "drop --resume".
+    let empty = dir.path().join("empty.sqlite");
+    let c = rusqlite::Connection::open(&empty).unwrap();
+    c.pragma_update(None, "user_version", 1).unwrap();
+    drop(c);
+    let o = headroom().args(["report", empty.to_str().unwrap()]).output().unwrap();
+    assert_usage_error(&o, "holds no headroom soak");
+    assert!(!stderr(&o).contains("--resume"), "{}", stderr(&o));
+    let o = soak(&["--db", empty.to_str().unwrap(), "--resume"]);
+    assert_usage_error(&o, "no soak to resume");
 }
 
 fn free_port() -> u16 {
@@ -179,6 +321,8 @@ fn sigkill_loses_at_most_the_last_second_and_resume_records_the_gap() {
     }
     let stored = times.len() as u64;
     drop(store);
+    let left = dir.path().join(format!("headroom-disk-{}.tmp", child.id()));
+    assert!(left.exists(), "the killed soak left its test file (what --resume must clean up)");
 
     // Resume for a short total: the gap is recorded, old samples kept.
     std::thread::sleep(Duration::from_millis(500));
@@ -193,6 +337,8 @@ fn sigkill_loses_at_most_the_last_second_and_resume_records_the_gap() {
     assert!(s.samples > stored, "resume added samples ({} -> {})", stored, s.samples);
     assert!(s.events.iter().any(|e| e.kind == "gap"));
     assert!(d.warnings.iter().any(|w| w.code == "soak_gap"));
+    assert!(!left.exists(), "--resume removed the killed session's test file");
+    assert_eq!(test_files(dir.path()), Vec::<String>::new(), "and its own");
     // The killed soak's samples are all still there.
     let store = Store::open(&db).unwrap();
     let mut kept = 0;

@@ -1,6 +1,7 @@
-//! `headroom soak` in the lab: a loop device whose blkio throttle is switched
-//! on for 1 s every 4 s (the periodic-dip detector must report a 4 s period
-//! within 10 %), and a veth link taken down and up twice inside network
+//! `headroom soak` in the lab: a loop device whose blkio throttles (read and
+//! write bytes/s, read IOPS) drop to 5% for 1.5 s every 6 s while the default
+//! cycle (write, read, iops) runs: one periodic-dip finding for the path with
+//! a 6 s period within 10 % (never a multiple), and a veth link taken down and up twice inside network
 //! namespaces (exactly 2 flaps, with times). Needs root; skips otherwise.
 
 use headroom_lab::blockdev::{BlkioThrottle, LoopDevice, Mount};
@@ -12,6 +13,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+const READ_BPS: &str = "blkio.throttle.read_bps_device";
+const WRITE_BPS: &str = "blkio.throttle.write_bps_device";
+const READ_IOPS: &str = "blkio.throttle.read_iops_device";
+
 fn headroom_bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_headroom"))
 }
@@ -22,28 +27,29 @@ fn doc(o: &Output) -> ResultDoc {
 }
 
 #[test]
-fn blkio_throttle_one_second_in_four_is_a_four_second_period() {
+fn blkio_throttle_dropping_every_6_s_is_one_6_s_period_across_the_default_cycle() {
     headroom_lab::require_root!();
     if !BlkioThrottle::available() {
         eprintln!("SKIPPED: cgroup v1 blkio is not mounted at {}", headroom_lab::blockdev::BLKIO_ROOT);
         return;
     }
+    let _machine = headroom_lab::hold_machine();
     let dev = LoopDevice::new(256 << 20).unwrap();
     dev.mkfs("ext4").unwrap();
     let mnt = Mount::device(&dev.path, "ext4").unwrap();
-    // A device of known speed (200 MiB/s reads: the loop device alone would
-    // swing between 2 and 7 GB/s with the machine's load); the soak runs inside.
-    let fast: u64 = 200 << 20;
-    let throttle = BlkioThrottle::new(&dev.major_minor(), Some(fast), None, None, None).unwrap();
+    // A device of known speed for every probe of the default cycle (the loop
+    // device alone swings with the machine's load): 200 MiB/s each way and
+    // 5000 read IOPS; during a dip all three fall to 5%.
+    let mm = dev.major_minor();
+    let fast = [(READ_BPS, 200u64 << 20), (WRITE_BPS, 200 << 20), (READ_IOPS, 5000)];
+    let throttle = BlkioThrottle::new(&mm, Some(fast[0].1), Some(fast[1].1), Some(fast[2].1), None).unwrap();
     let db = mnt.path().join("soak.sqlite");
     let args = [
         "soak",
         "--duration",
-        "20s",
+        "60s",
         "--probe-time",
-        "20s",
-        "--cycle",
-        "read",
+        "10s",
         "--size",
         "64M",
         "--path",
@@ -54,21 +60,26 @@ fn blkio_throttle_one_second_in_four_is_a_four_second_period() {
     ];
     let child = throttle.command(headroom_bin(), &args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
 
-    // Switch the read throttle down to 1 MiB/s for 1 s every 4 s until the soak ends.
+    // Drop every throttle to 5% for 1.5 s every 6 s until the soak ends.
     let done = Arc::new(AtomicBool::new(false));
-    let file = throttle.dir.join("blkio.throttle.read_bps_device");
-    let (mm, flag) = (dev.major_minor(), done.clone());
+    let (dir, flag, mm2) = (throttle.dir.clone(), done.clone(), mm.clone());
     let toggler = std::thread::spawn(move || {
         let start = Instant::now();
+        let set = |slow: bool| {
+            for (file, rate) in fast {
+                let rate = if slow { rate / 20 } else { rate };
+                std::fs::write(dir.join(file), format!("{mm2} {rate}\n")).unwrap();
+            }
+        };
         let mut k = 0u32;
-        while !flag.load(Ordering::Relaxed) && start.elapsed() < Duration::from_secs(40) {
-            let on_at = start + Duration::from_secs(4 * u64::from(k)) + Duration::from_millis(1500);
+        while !flag.load(Ordering::Relaxed) && start.elapsed() < Duration::from_secs(120) {
+            let on_at = start + Duration::from_secs(6 * u64::from(k)) + Duration::from_millis(2500);
             while Instant::now() < on_at {
                 std::thread::sleep(Duration::from_millis(5));
             }
-            std::fs::write(&file, format!("{mm} 1048576\n")).unwrap();
-            std::thread::sleep(Duration::from_secs(1));
-            std::fs::write(&file, format!("{mm} {fast}\n")).unwrap();
+            set(true);
+            std::thread::sleep(Duration::from_millis(1500));
+            set(false);
             k += 1;
         }
     });
@@ -79,19 +90,23 @@ fn blkio_throttle_one_second_in_four_is_a_four_second_period() {
     let s = d.soak.unwrap();
     let store = headroom_soak::Store::open(&db).unwrap();
     let mut series = String::new();
-    store
-        .for_each_sample("read", |x| series += &format!("{:.2}:{:.0} ", x.t_unix % 1000.0, x.bytes_per_sec / 1e6))
-        .unwrap();
-    eprintln!("read MB/s per second: {series}");
-    let dips = s
-        .detections
-        .iter()
-        .find(|x| x.kind == "periodic_dips" && x.probe.as_deref() == Some("read"))
-        .unwrap_or_else(|| panic!("no periodic dips found in {series}: {:#?}", d.probes[0].details.get("dips")));
+    for probe in ["write", "read", "iops"] {
+        series += &format!("\n{probe}: ");
+        store
+            .for_each_sample(probe, |x| series += &format!("{:.2}:{:.0} ", x.t_unix % 1000.0, x.bytes_per_sec / 1e6))
+            .unwrap();
+    }
+    eprintln!("MB/s per second (time mod 1000 s: value):{series}");
+    let found: Vec<_> = s.detections.iter().filter(|x| x.kind == "periodic_dips").collect();
+    assert_eq!(found.len(), 1, "one finding for the path: {found:#?}\n{series}");
+    let dips = found[0];
     let period = dips.details["period_s"].as_f64().unwrap();
-    eprintln!("blkio toggled 1 s in 4: {}", dips.message);
-    assert!((period - 4.0).abs() <= 0.4, "period {period:.2} s, expected 4 s +/- 10 %: {}", dips.message);
-    assert!(dips.details["count"].as_u64().unwrap() >= 3, "{}", dips.message);
+    eprintln!("blkio dropped 1.5 s in 6: {}", dips.message);
+    assert!((period - 6.0).abs() <= 0.6, "period {period:.2} s, expected 6 s +/- 10 %: {}", dips.message);
+    let probes: Vec<&str> = dips.details["probes"].as_array().unwrap().iter().filter_map(|p| p[0].as_str()).collect();
+    assert_eq!(probes, ["write", "read", "iops"], "dips seen in every probe's turns: {}", dips.message);
+    assert!(dips.details["count"].as_u64().unwrap() >= 7, "{}", dips.message);
+    drop(store);
     drop(mnt);
 }
 

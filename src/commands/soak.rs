@@ -220,61 +220,8 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
     }
     let db = args.db.clone().unwrap_or_else(default_db);
     let fresh_plan = if args.resume { None } else { Some(plan(args)?) };
-    if args.resume {
-        for (flag, given) in [
-            ("--cycle", args.cycle.is_some()),
-            ("--path", args.path.is_some()),
-            ("--server", args.server.is_some()),
-            ("--probe-time", args.probe_time.is_some()),
-            ("--size", args.size.is_some()),
-        ] {
-            if given {
-                bail!("{flag} cannot change a soak being resumed (its settings are in {}); drop {flag}", db.display());
-            }
-        }
-    }
-
-    let now = now_unix();
-    let new_info = match &fresh_plan {
-        Some(p) => SoakInfo {
-            started_at: rfc3339(now),
-            started_unix: now,
-            planned_s: Some(p.duration.as_secs_f64()),
-            config: SoakConfig {
-                cycle: p.cycle.clone(),
-                probe_s: p.probe_time.as_secs_f64(),
-                path: Some(args.path.clone().unwrap_or_else(|| PathBuf::from(".")).display().to_string()),
-                server: args.server.clone(),
-                vmkernel_log: args.vmkernel_log.as_ref().map(|p| p.display().to_string()),
-                extra: serde_json::json!({"size": args.size.map_or(DEFAULT_SIZE, |s| s.0)}),
-            },
-            host: None,
-        },
-        None => SoakInfo {
-            started_at: String::new(),
-            started_unix: now,
-            planned_s: None,
-            config: SoakConfig {
-                cycle: vec![],
-                probe_s: 0.0,
-                path: None,
-                server: None,
-                vmkernel_log: None,
-                extra: serde_json::Value::Null,
-            },
-            host: None,
-        },
-    };
-    let planned = if args.resume { args.duration.map(|d| d.0) } else { fresh_plan.as_ref().map(|p| p.duration) };
-    let opened = headroom_soak::open_soak(&db, args.resume, new_info, planned)?;
-    let mut store = opened.store;
-    let config = opened.info.config.clone();
-    if let Some(gap) = opened.gap_s {
-        if !out.json {
-            eprintln!("headroom: resuming {} after a gap of {:.1} s", db.display(), gap);
-        }
-    }
-
+    // Everything that can be checked is, before the database is created or
+    // touched: a busy --metrics port must not leave a half-started soak.
     let metrics = Metrics::new();
     if let Some(addr) = metrics_addr {
         let bound = metrics.serve(addr).with_context(|| format!("--metrics {addr}: cannot listen there"))?;
@@ -282,6 +229,43 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
             eprintln!("headroom: Prometheus metrics on http://{bound}/metrics");
         }
     }
+
+    let opened = match &fresh_plan {
+        None => {
+            let store = headroom_soak::open_to_resume(&db)?;
+            check_resume_flags(args, &store.info()?.config, &db)?;
+            headroom_soak::resume(store, args.duration.map(|d| d.0))?
+        }
+        Some(p) => {
+            let now = now_unix();
+            let info = SoakInfo {
+                started_at: rfc3339(now),
+                started_unix: now,
+                planned_s: Some(p.duration.as_secs_f64()),
+                config: SoakConfig {
+                    cycle: p.cycle.clone(),
+                    probe_s: p.probe_time.as_secs_f64(),
+                    path: Some(args.path.clone().unwrap_or_else(|| PathBuf::from(".")).display().to_string()),
+                    server: args.server.clone(),
+                    vmkernel_log: args.vmkernel_log.as_ref().map(|p| p.display().to_string()),
+                    extra: serde_json::json!({"size": args.size.map_or(DEFAULT_SIZE, |s| s.0)}),
+                },
+                host: None,
+            };
+            headroom_soak::open_soak(&db, false, info, Some(p.duration))?
+        }
+    };
+    let mut store = opened.store;
+    let config = opened.info.config.clone();
+    if let Some(gap) = opened.gap_s {
+        if !out.json {
+            eprintln!("headroom: resuming {} after a gap of {:.1} s", db.display(), gap);
+        }
+    }
+    if fresh_plan.is_none() {
+        remove_left_test_files(&store, out)?;
+    }
+
     let vmkernel_log = args.vmkernel_log.clone().or_else(|| config.vmkernel_log.as_ref().map(PathBuf::from));
     if let Some(log) = &vmkernel_log {
         watch::import_vmkernel_log(&store, log).with_context(|| format!("--vmkernel-log {}", log.display()))?;
@@ -297,11 +281,25 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
     let disk_names: Vec<&str> = config.cycle.iter().map(String::as_str).filter(|p| *p != "net").collect();
     let mut probes: Vec<Box<dyn CycleProbe>> = Vec::new();
     let mut target_holder = None;
+    let mut test_file: Option<(i64, PathBuf)> = None;
     if !disk_names.is_empty() {
         let dir = PathBuf::from(config.path.clone().unwrap_or_else(|| ".".into()));
         let size = config.extra.get("size").and_then(|s| s.as_u64()).unwrap_or(DEFAULT_SIZE);
-        let target = prepare_target(&dir, size, &disk_names, stop, out)?;
+        let mut recorded = None;
+        let target = prepare_target(&dir, size, &disk_names, stop, out, &mut |path| {
+            // Absolute: a resume may run from another directory.
+            let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+            recorded = Some((store.add_test_file(opened.session, &path, std::process::id())?, path));
+            Ok(())
+        });
+        if let Some((id, path)) = &recorded {
+            test_file = Some((*id, path.clone()));
+        }
+        let target = target.inspect_err(|_| {
+            let _ = mark_removed(&store, test_file.as_ref());
+        })?;
         let Some(target) = target else {
+            mark_removed(&store, test_file.as_ref())?;
             store.end_session(opened.session, now_unix(), "interrupted")?;
             return Ok(Outcome::Error);
         };
@@ -350,6 +348,7 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
     drop(watcher);
     drop(probes);
     drop(target_holder); // removes the test file
+    mark_removed(&store, test_file.as_ref())?;
     let reason = result?;
     store.end_session(opened.session, now_unix(), reason.as_str())?;
     if let Some(log) = &vmkernel_log {
@@ -366,6 +365,100 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
+/// Marks the session's test file removed once it is gone.
+fn mark_removed(store: &headroom_soak::Store, file: Option<&(i64, PathBuf)>) -> anyhow::Result<()> {
+    if let Some((id, path)) = file {
+        if !path.exists() {
+            store.test_file_removed(*id, now_unix())?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether `pid` is a running headroom (one still using its test file).
+fn headroom_running(pid: u32) -> bool {
+    pid != std::process::id()
+        && std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "headroom")
+}
+
+/// Removes the test files that killed sessions of this soak left behind. Only
+/// files the database recorded, named as headroom names them, and not in use
+/// by a headroom still running.
+fn remove_left_test_files(store: &headroom_soak::Store, out: &Output) -> anyhow::Result<()> {
+    for (id, path, pid) in store.test_files_left()? {
+        let ours = path.file_name().is_some_and(|n| n.to_string_lossy() == format!("headroom-disk-{pid}.tmp"));
+        if !ours {
+            continue;
+        }
+        if headroom_running(pid) {
+            eprintln!("headroom: {} is in use by a running headroom (pid {pid}); left in place", path.display());
+            continue;
+        }
+        match std::fs::remove_file(&path) {
+            Ok(()) => {
+                if !out.json {
+                    eprintln!("headroom: removed {}, the test file of an interrupted session", path.display());
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                eprintln!("headroom: cannot remove {}, the test file of an interrupted session: {e}", path.display());
+                continue;
+            }
+        }
+        store.test_file_removed(id, now_unix())?;
+    }
+    Ok(())
+}
+
+/// `--resume` keeps the stored settings: a flag given again must say the
+/// same (it is then accepted); only a real change is refused.
+fn check_resume_flags(args: &SoakArgs, stored: &SoakConfig, db: &Path) -> anyhow::Result<()> {
+    let refuse = |flag: &str, given: String, kept: String| -> anyhow::Result<()> {
+        bail!(
+            "{flag} {given} cannot change a soak being resumed: it runs {kept} (stored in {}); drop {flag} or give the same value",
+            db.display()
+        )
+    };
+    if let Some(list) = &args.cycle {
+        let given: Vec<String> = list.iter().map(|p| p.trim().to_lowercase()).filter(|p| !p.is_empty()).collect();
+        if given != stored.cycle {
+            refuse("--cycle", given.join(","), stored.cycle.join(","))?;
+        }
+    }
+    if let Some(path) = &args.path {
+        let kept = PathBuf::from(stored.path.clone().unwrap_or_else(|| ".".into()));
+        let same = match (path.canonicalize(), kept.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => *path == kept,
+        };
+        if !same {
+            refuse("--path", path.display().to_string(), kept.display().to_string())?;
+        }
+    }
+    if let Some(server) = &args.server {
+        if Some(server) != stored.server.as_ref() {
+            refuse("--server", server.clone(), stored.server.clone().unwrap_or_else(|| "no server".into()))?;
+        }
+    }
+    if let Some(t) = args.probe_time {
+        if (t.0.as_secs_f64() - stored.probe_s).abs() > 1e-3 {
+            refuse("--probe-time", t.to_string(), format!("{} s turns", stored.probe_s))?;
+        }
+    }
+    if let Some(size) = args.size {
+        let kept = stored.extra.get("size").and_then(|s| s.as_u64()).unwrap_or(DEFAULT_SIZE);
+        if size.0 != kept {
+            refuse(
+                "--size",
+                headroom_units::format_size(size.0),
+                format!("a {} file", headroom_units::format_size(kept)),
+            )?;
+        }
+    }
+    Ok(())
+}
+
 /// Creates (and for reads lays out) the test file; `None` when Ctrl-C came first.
 fn prepare_target(
     dir: &Path,
@@ -373,6 +466,7 @@ fn prepare_target(
     probes: &[&str],
     stop: &AtomicBool,
     out: &Output,
+    on_created: &mut dyn FnMut(&Path) -> Result<(), headroom_soak::StoreError>,
 ) -> anyhow::Result<Option<Target>> {
     let writes = probes.contains(&"write");
     let target = Target::prepare(
@@ -387,6 +481,11 @@ fn prepare_target(
         },
     )
     .map_err(|e| anyhow::anyhow!(e.to_string()))?;
+    // Recorded before the (long) layout, so a kill during it leaves a record
+    // that --resume finds.
+    if target.path.file_name().is_some_and(|n| n.to_string_lossy() == headroom_disk::target::test_file_name()) {
+        on_created(&target.path)?;
+    }
     if target.needs_layout() && probes.iter().any(|p| *p != "write") {
         let bar = crate::progress::Progress::new(out.progress && !out.json, "laying out", None);
         let laid = target.layout(stop, |done, total| {

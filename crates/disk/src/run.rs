@@ -5,7 +5,9 @@
 //!
 //! Bookkeeping is kept cheaper than the I/O: one clock read per submitted
 //! group and one per reaped batch (not per I/O), counters published once per
-//! batch to a cache line only that worker writes. `disk_overhead` bench
+//! batch to a cache line only that worker writes, and the batch's latencies
+//! added under one uncontended lock to a per-second histogram (each sample's
+//! p99). `disk_overhead` bench
 //! measures the cost per I/O.
 
 use crate::data::{fill_block, FastRng};
@@ -106,6 +108,26 @@ struct Shared {
     measuring: AtomicBool,
     done: AtomicBool,
     error: Mutex<Option<DiskError>>,
+    /// Per worker, the latencies since the controller's last tick, for each
+    /// sample's p99 (locked once per reaped batch, and once a second).
+    intervals: Vec<Mutex<Histogram<u64>>>,
+}
+
+/// A coarse histogram (2 significant digits) for one second's p99: cheap to
+/// reset every second.
+fn new_interval_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 2).expect("static histogram bounds")
+}
+
+/// The p99 of the latencies since the last call, resetting them.
+fn interval_p99(shared: &Shared) -> Option<f64> {
+    let mut merged = new_interval_histogram();
+    for h in &shared.intervals {
+        let mut h = h.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = merged.add(&*h);
+        h.reset();
+    }
+    (!merged.is_empty()).then(|| merged.value_at_quantile(0.99) as f64)
 }
 
 impl Shared {
@@ -212,6 +234,7 @@ pub fn run_test(
         measuring: AtomicBool::new(false),
         done: AtomicBool::new(false),
         error: Mutex::new(None),
+        intervals: (0..workers).map(|_| Mutex::new(new_interval_histogram())).collect(),
     });
     let file = Arc::new(file);
     let bs = def.block_size;
@@ -275,6 +298,7 @@ pub fn run_test(
         }
         if base.is_none() && now >= started + def.ramp {
             shared.measuring.store(true, Ordering::Relaxed);
+            let _ = interval_p99(&shared); // drop the warm-up's latencies
             let snap = snapshot(&shared.counters);
             base = Some((now, snap));
             last_tick = now;
@@ -290,7 +314,8 @@ pub fn run_test(
         }
         if now >= last_tick + tick_every {
             let snap = snapshot(&shared.counters);
-            let sample = interval_sample(last_snap, snap, now - last_tick, base.map(|(t0, _)| now - t0));
+            let mut sample = interval_sample(last_snap, snap, now - last_tick, base.map(|(t0, _)| now - t0));
+            sample.latency_ns_p99 = interval_p99(&shared);
             on_tick(&Tick {
                 elapsed: now - started,
                 planned,
@@ -340,7 +365,9 @@ pub fn run_test(
         Some((t0, _)) => {
             let dt = end - last_tick;
             if dt >= Duration::from_millis(250) && !samples.is_empty() || samples.is_empty() && dt > Duration::ZERO {
-                samples.push(interval_sample(last_snap, end_snap, dt, Some(end - t0)));
+                let mut last = interval_sample(last_snap, end_snap, dt, Some(end - t0));
+                last.latency_ns_p99 = interval_p99(&shared);
+                samples.push(last);
             }
             (summarise(Snapshot::default(), measured, end - t0, &histogram), samples)
         }
@@ -492,6 +519,7 @@ fn worker_loop(w: Worker, shared: &Shared) -> Histogram<u64> {
     let mut free: Vec<u16> = (0..w.depth as u16).rev().collect();
     let mut batch: Vec<(u16, IoKind, u64)> = Vec::with_capacity(w.depth);
     let mut completions = Vec::with_capacity(w.depth * 2);
+    let mut batch_lats: Vec<u64> = Vec::with_capacity(w.depth * 2);
     let mut inflight = 0usize;
     let (mut bytes_total, mut ops_total, mut lat_total) = (0u64, 0u64, 0u64);
     let (mut m_bytes, mut m_ops, mut m_lat) = (0u64, 0u64, 0u64);
@@ -570,6 +598,7 @@ fn worker_loop(w: Worker, shared: &Shared) -> Histogram<u64> {
             lat_total += lat;
             if measuring {
                 hist.saturating_record(lat.max(1));
+                batch_lats.push(lat.max(1));
                 m_bytes += bs as u64;
                 m_ops += 1;
                 m_lat += lat;
@@ -580,6 +609,12 @@ fn worker_loop(w: Worker, shared: &Shared) -> Histogram<u64> {
             if let Err(e) = engine.commit() {
                 shared.fail(DiskError::io("submitting fsync", e));
                 return hist;
+            }
+        }
+        if !batch_lats.is_empty() {
+            let mut h = shared.intervals[w.index].lock().unwrap_or_else(|p| p.into_inner());
+            for lat in batch_lats.drain(..) {
+                h.saturating_record(lat);
             }
         }
         counters.bytes.store(bytes_total, Ordering::Relaxed);

@@ -1,8 +1,10 @@
 //! Charts as inline SVG, drawn with plotters' SVG backend: a per-second chart
-//! of each probe (with the ceiling of its hop as a dashed line) and a grouped
-//! bar chart comparing results. Text is left to the browser's fonts, so the
+//! of each probe (with the ceiling of its hop as a dashed line), a soak
+//! probe's chart with its findings marked and its latency (mean and p99)
+//! over time, and a grouped bar chart comparing results. Text is left to the browser's fonts, so the
 //! SVG needs nothing from outside the page.
 
+use crate::sections::Marks;
 use headroom_analysis::compare::{Comparison, Figure};
 use headroom_result::{Ceiling, Probe, ProbeSpec};
 use plotters::coord::Shift;
@@ -163,6 +165,186 @@ pub fn comparison_chart(c: &Comparison, figure: Figure) -> Option<String> {
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
         }
         finish(&root, &mut chart, SeriesLabelPosition::UpperRight)?;
+    }
+    Some(svg)
+}
+
+/// Colours of the soak marks (Okabe-Ito, as the series).
+pub const DIP_COLOR: RGBColor = PALETTE[1];
+pub const FLAP_COLOR: RGBColor = PALETTE[5];
+pub const OUTAGE_COLOR: RGBColor = PALETTE[3];
+pub const GAP_COLOR: RGBColor = RGBColor(150, 150, 150);
+
+/// Splits points where the time step is much longer than usual (the other
+/// probes' turns, a gap between sessions), so no line is drawn across a
+/// stretch that has no samples.
+pub fn segments(points: &[(f64, f64)]) -> Vec<&[(f64, f64)]> {
+    let mut steps: Vec<f64> = points.windows(2).map(|w| w[1].0 - w[0].0).filter(|d| *d > 0.0).collect();
+    steps.sort_by(f64::total_cmp);
+    let typical = steps.get(steps.len() / 2).copied().unwrap_or(1.0);
+    let limit = (2.5 * typical).max(1.5);
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 1..points.len() {
+        if points[i].0 - points[i - 1].0 > limit {
+            out.push(&points[start..i]);
+            start = i;
+        }
+    }
+    if start < points.len() {
+        out.push(&points[start..]);
+    }
+    out
+}
+
+/// Draws `points` as lines broken at gaps, with dots, labelled once.
+fn broken_line<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<
+        'a,
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    points: &[(f64, f64)],
+    color: RGBColor,
+    label: &str,
+) -> Option<()> {
+    for (i, seg) in segments(points).into_iter().enumerate() {
+        let series = chart.draw_series(LineSeries::new(seg.iter().copied(), color.stroke_width(2))).ok()?;
+        if i == 0 {
+            series
+                .label(label)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
+        }
+        if seg.len() <= 240 {
+            chart.draw_series(seg.iter().map(|p| Circle::new(*p, 2, color.filled()))).ok()?;
+        }
+    }
+    Some(())
+}
+
+/// A soak probe over the whole soak: throughput (or IOPS) with the lines
+/// broken at gaps, dips shaded, link flaps as vertical lines, outages and
+/// gaps shaded, the write cliff as a marked point. None without samples.
+pub fn soak_chart(probe: &Probe, marks: &Marks) -> Option<String> {
+    let bytes: Vec<(f64, f64)> = probe.samples.iter().map(|s| (s.t_s, s.bytes_per_sec / 1e6)).collect();
+    let (points, unit, scale) = if bytes.iter().any(|p| p.1 > 0.0) {
+        (bytes, "MB/s", 1e-6)
+    } else {
+        (probe.samples.iter().map(|s| (s.t_s, s.iops.unwrap_or(0.0))).collect(), "IOPS", 1.0)
+    };
+    if points.is_empty() {
+        return None;
+    }
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE).ok()?;
+        let t_max = points.iter().map(|p| p.0).chain(marks.gaps.iter().map(|g| g.1)).fold(1.0, f64::max);
+        let t_min = points.iter().map(|p| p.0).chain(marks.flaps.iter().map(|f| f.0)).fold(0.0, f64::min).max(-t_max);
+        let y_max = points.iter().map(|p| p.1).fold(0.0, f64::max) * 1.15 + 1e-9;
+        let title = if probe.name.is_empty() { probe.id.clone() } else { probe.name.clone() };
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 16))
+            .margin(8)
+            .x_label_area_size(32)
+            .y_label_area_size(64)
+            .build_cartesian_2d(t_min..t_max, 0.0..y_max)
+            .ok()?;
+        chart
+            .configure_mesh()
+            .x_desc("seconds since the soak started")
+            .y_desc(unit)
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .ok()?;
+        let band = |chart: &mut ChartContext<_, _>, spans: &[(f64, f64)], color: RGBColor, label: &str| -> Option<()> {
+            if spans.is_empty() {
+                return Some(());
+            }
+            chart
+                .draw_series(
+                    spans.iter().map(|(a, b)| Rectangle::new([(*a, 0.0), (*b, y_max)], color.mix(0.3).filled())),
+                )
+                .ok()?
+                .label(label)
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.mix(0.3).filled()));
+            Some(())
+        };
+        band(&mut chart, &marks.gaps, GAP_COLOR, "no samples (soak not running)")?;
+        band(&mut chart, &marks.outages, OUTAGE_COLOR, "server unreachable")?;
+        band(&mut chart, &marks.dips, DIP_COLOR, "dip")?;
+        broken_line(&mut chart, &points, PALETTE[0], &format!("measured {unit}"))?;
+        if !marks.flaps.is_empty() {
+            let red = FLAP_COLOR;
+            chart
+                .draw_series(marks.flaps.iter().map(|(down, up)| {
+                    let up = up.unwrap_or(t_max);
+                    Rectangle::new([(*down, 0.0), (up.max(*down), y_max)], red.stroke_width(2))
+                }))
+                .ok()?
+                .label("link flap (down .. up)")
+                .legend(move |(x, y)| PathElement::new(vec![(x + 6, y - 6), (x + 6, y + 6)], red.stroke_width(2)));
+        }
+        if let Some((at, after)) = marks.cliff {
+            let c = FLAP_COLOR;
+            chart
+                .draw_series(std::iter::once(Cross::new((at, after * scale), 8, c.stroke_width(3))))
+                .ok()?
+                .label(format!("write cliff at +{at:.0} s"))
+                .legend(move |(x, y)| Cross::new((x + 6, y), 5, c.stroke_width(2)));
+        }
+        finish(&root, &mut chart, SeriesLabelPosition::LowerRight)?;
+    }
+    Some(svg)
+}
+
+/// Latency of a probe over time: per-sample mean and p99 (where the engine
+/// reported them), broken at gaps. None when no sample has a latency.
+pub fn latency_chart(probe: &Probe, marks: &Marks) -> Option<String> {
+    let mean: Vec<(f64, f64)> =
+        probe.samples.iter().filter_map(|s| s.latency_ns_mean.map(|l| (s.t_s, l / 1e3))).collect();
+    let p99: Vec<(f64, f64)> =
+        probe.samples.iter().filter_map(|s| s.latency_ns_p99.map(|l| (s.t_s, l / 1e3))).collect();
+    if mean.is_empty() && p99.is_empty() {
+        return None;
+    }
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE).ok()?;
+        let all = || mean.iter().chain(p99.iter());
+        let t_max = all().map(|p| p.0).fold(1.0, f64::max);
+        let y_max = all().map(|p| p.1).fold(0.0, f64::max) * 1.15 + 1e-9;
+        let title = format!("{} latency", if probe.name.is_empty() { &probe.id } else { &probe.name });
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 16))
+            .margin(8)
+            .x_label_area_size(32)
+            .y_label_area_size(64)
+            .build_cartesian_2d(0.0..t_max, 0.0..y_max)
+            .ok()?;
+        chart
+            .configure_mesh()
+            .x_desc("seconds since the soak started")
+            .y_desc("latency (us)")
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .ok()?;
+        if !marks.dips.is_empty() {
+            chart
+                .draw_series(
+                    marks
+                        .dips
+                        .iter()
+                        .map(|(a, b)| Rectangle::new([(*a, 0.0), (*b, y_max)], DIP_COLOR.mix(0.3).filled())),
+                )
+                .ok()?;
+        }
+        broken_line(&mut chart, &mean, PALETTE[2], "mean per second")?;
+        if !p99.is_empty() {
+            broken_line(&mut chart, &p99, PALETTE[3], "p99 per second")?;
+        }
+        finish(&root, &mut chart, SeriesLabelPosition::UpperLeft)?;
     }
     Some(svg)
 }

@@ -20,7 +20,8 @@ pub struct ResultView {
 
 impl ResultView {
     /// Uses the verdict stored in the document (it knew the `--link` given at
-    /// run time); analyses afresh when the document has none.
+    /// run time); analyses afresh when the document has none. A soak gets no
+    /// verdict: [`crate::sections::soak_findings`] leads its report instead.
     pub fn new(mut doc: ResultDoc, fallback_name: &str) -> Self {
         let stored: Vec<DirectionVerdict> = doc
             .verdict
@@ -28,7 +29,11 @@ impl ResultView {
             .flat_map(|v| v.directions.iter())
             .filter_map(|d| serde_json::from_value(d.clone()).ok())
             .collect();
-        let (ceilings, directions) = if !stored.is_empty() {
+        let (ceilings, directions) = if doc.soak.is_some() {
+            // A soak's probes take turns over hours: its findings are the
+            // detections, not one run's bottleneck verdict.
+            (doc.ceilings.clone(), Vec::new())
+        } else if !stored.is_empty() {
             (doc.ceilings.clone(), stored)
         } else {
             // The document gains the ceilings and verdict, so JSON output carries them too.

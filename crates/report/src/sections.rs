@@ -7,7 +7,7 @@ use crate::table::{Cell, Table, Tone};
 use crate::Style;
 use headroom_analysis::compare::{Comparison, Figure, Significance};
 use headroom_analysis::{Bottleneck, DirectionVerdict};
-use headroom_result::{Probe, ProbeSpec};
+use headroom_result::{Probe, ProbeSpec, ResultDoc};
 use headroom_units::{format_duration, format_rate};
 use std::time::Duration;
 
@@ -340,4 +340,96 @@ pub fn comparison_csv(c: &Comparison) -> Table {
         }
     }
     t
+}
+
+/// What a soak found, one line each, findings first: the detections, then
+/// the gaps (time without samples). Empty for a document that is no soak.
+pub fn soak_findings(doc: &ResultDoc) -> Vec<(String, Tone)> {
+    let Some(soak) = &doc.soak else { return Vec::new() };
+    let mut out: Vec<(String, Tone)> =
+        soak.detections.iter().map(|d| (format!("{}: {}", d.kind, d.message), Tone::Bad)).collect();
+    for g in &soak.gaps {
+        out.push((
+            format!("gap: no samples for {:.1} s from +{:.1} s ({})", g.duration_s, g.from_s, g.reason),
+            Tone::Warn,
+        ));
+    }
+    if out.is_empty() {
+        out.push(("no dips, drift, cliffs, flaps or outages detected".into(), Tone::Good));
+    }
+    out
+}
+
+/// One line on the soak's course: time soaked, sessions, turns, samples.
+pub fn soak_course(doc: &ResultDoc) -> Option<String> {
+    let s = doc.soak.as_ref()?;
+    let planned = s.planned_s.map(|p| format!(" of {}", format_duration(Duration::from_secs_f64(p.max(0.0).round()))));
+    Some(format!(
+        "soaked {}{} in {} session(s): {} turns, {} samples",
+        format_duration(Duration::from_secs_f64(s.elapsed_s.max(0.0).round())),
+        planned.unwrap_or_default(),
+        s.sessions,
+        s.cycles,
+        s.samples
+    ))
+}
+
+/// Where a soak's findings fall on one probe's chart (seconds since the soak
+/// started, the clock of its samples).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Marks {
+    /// Dips: (start, end).
+    pub dips: Vec<(f64, f64)>,
+    /// Link flaps: (down, up); up is None while the link stayed down.
+    pub flaps: Vec<(f64, Option<f64>)>,
+    /// The write cliff: (time, rate after in bytes/s).
+    pub cliff: Option<(f64, f64)>,
+    /// Server outages: (start, end).
+    pub outages: Vec<(f64, f64)>,
+    /// Stretches without samples between sessions: (from, to).
+    pub gaps: Vec<(f64, f64)>,
+}
+
+impl Marks {
+    pub fn is_empty(&self) -> bool {
+        *self == Marks::default()
+    }
+}
+
+/// The marks of one soak probe (`probe.id` is `soak-<name>`).
+pub fn soak_marks(doc: &ResultDoc, probe: &Probe) -> Marks {
+    let Some(soak) = &doc.soak else { return Marks::default() };
+    let name = probe.id.strip_prefix("soak-").unwrap_or(&probe.id);
+    let end = probe.samples.last().map_or(0.0, |s| s.t_s).max(soak.elapsed_s);
+    let mut m = Marks::default();
+    let dip_of = |d: &serde_json::Value| {
+        let mine = d.get("probe").and_then(|p| p.as_str()).is_none_or(|p| p == name);
+        let span = (d.get("start_s")?.as_f64()?, d.get("end_s")?.as_f64()?);
+        mine.then_some(span)
+    };
+    for det in &soak.detections {
+        match det.kind.as_str() {
+            "periodic_dips" if det.probe.as_deref().is_none_or(|p| p == name) => {
+                let dips = det.details.get("dips").and_then(|d| d.as_array());
+                m.dips.extend(dips.into_iter().flatten().filter_map(dip_of));
+            }
+            "write_cliff" if name == "write" => {
+                let at = det.details.get("at_s").and_then(|v| v.as_f64());
+                let after = det.details.get("rate_after_bytes_per_sec").and_then(|v| v.as_f64());
+                m.cliff = at.zip(after);
+            }
+            _ => {}
+        }
+    }
+    // Dips that recur at no period are listed on the probe itself.
+    m.dips.extend(probe.details.get("dips").and_then(|d| d.as_array()).into_iter().flatten().filter_map(dip_of));
+    for e in &soak.events {
+        match e.kind.as_str() {
+            "flap" => m.flaps.push((e.t_s, e.end_s)),
+            "server_outage" => m.outages.push((e.t_s, e.end_s.unwrap_or(end))),
+            _ => {}
+        }
+    }
+    m.gaps = soak.gaps.iter().map(|g| (g.from_s, g.to_s)).collect();
+    m
 }

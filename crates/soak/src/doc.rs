@@ -4,14 +4,15 @@
 //! it without samples; `report FILE.sqlite` loads it with samples thinned to
 //! what a chart can show.
 //!
-//! Memory: samples are streamed from the database; a detector needs one
-//! value per second of one probe at a time (16 bytes per sample: about
-//! 1.4 MB per day of soak), never all probes' rows at once.
+//! Memory: samples are streamed from the database; the detectors need one
+//! time and value per stored second (16 bytes per sample: about 1.4 MB per
+//! day of soak, whatever the cycle, since one probe runs at a time), never
+//! the rows themselves.
 
 use crate::store::{CycleRow, EventRow, Store, StoreError};
 use headroom_analysis::detect::{
-    around_flap, latency_drift, merge_flaps, periodic_dips, DipConfig, DriftConfig, Flap, FlapSource, LatencyPoint,
-    Point,
+    around_flap, dips_across, latency_drift, merge_flaps, periodic_dips_across, DipConfig, DriftConfig, Flap,
+    FlapSource, LatencyPoint, Point,
 };
 use headroom_result::{
     Detection, Histogram, Latency, Probe, ResultDoc, Sample, Soak, SoakEvent, SoakGap, Summary, Warning,
@@ -53,7 +54,9 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
             probe_names.push(p);
         }
     }
-    let mut series_for_flaps: Option<Vec<Point>> = None;
+    // Every probe's one-per-second values (only one probe runs at a time, so
+    // all of them together are one series' worth of memory).
+    let mut series: Vec<(String, Vec<Point>)> = Vec::new();
     for name in &probe_names {
         let mine: Vec<&CycleRow> = cycles.iter().filter(|c| &c.probe == name).collect();
         let count = store.sample_count(Some(name))?;
@@ -73,20 +76,6 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
             probe.samples = thin(store, name, origin, count, max)?;
         }
 
-        if let Some(found) = periodic_dips(&points, &DipConfig::default()) {
-            let message = format!("{name}: {}", found.describe(headroom_units::format_bytes_per_sec));
-            detections.push(Detection {
-                kind: "periodic_dips".into(),
-                probe: Some(name.clone()),
-                message,
-                details: serde_json::to_value(&found).unwrap_or_default(),
-            });
-        } else {
-            let dips = headroom_analysis::detect::find_dips(&points, &DipConfig::default());
-            if !dips.is_empty() {
-                probe.details.insert("dips".into(), serde_json::to_value(&dips).unwrap_or_default());
-            }
-        }
         let span = points.last().map_or(0.0, |p| p.t_s) - points.first().map_or(0.0, |p| p.t_s);
         let drift_config = DriftConfig { bucket_s: drift_bucket(span), ..DriftConfig::default() };
         if let Some(drift) = latency_drift(&latency, &drift_config) {
@@ -105,11 +94,34 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
                 detections.push(found);
             }
         }
-        if name == "net" || series_for_flaps.is_none() {
-            series_for_flaps = Some(points);
-        }
+        series.push((name.clone(), points));
         doc.probes.push(probe);
     }
+
+    // Dips are a property of the path: pooled across probes, one period.
+    let dip_config = DipConfig::default();
+    if let Some(found) = periodic_dips_across(&series, &dip_config) {
+        detections.push(Detection {
+            kind: "periodic_dips".into(),
+            probe: match found.probes.as_slice() {
+                [(only, _)] => Some(only.clone()),
+                _ => None,
+            },
+            message: found.describe_across(),
+            details: serde_json::to_value(&found).unwrap_or_default(),
+        });
+    } else {
+        for d in dips_across(&series, &dip_config) {
+            let Some(probe) = doc.probes.iter_mut().find(|p| d.probe.as_deref() == p.id.strip_prefix("soak-")) else {
+                continue;
+            };
+            let list = probe.details.entry("dips".to_string()).or_insert_with(|| serde_json::json!([]));
+            if let Some(list) = list.as_array_mut() {
+                list.push(serde_json::to_value(&d).unwrap_or_default());
+            }
+        }
+    }
+    let series_for_flaps = series.iter().find(|(n, _)| n == "net").or(series.first()).map(|(_, points)| points.clone());
 
     // Flaps: sysfs and logs merged, with the throughput around each.
     let as_flap = |e: &EventRow| Flap {
@@ -533,5 +545,112 @@ mod tests {
         let cliff = doc.soak.unwrap().detections.into_iter().find(|d| d.kind == "write_cliff").expect("a cliff");
         assert!(cliff.message.contains("from 270.0 MB/s to 32."), "{}", cliff.message);
         assert!((cliff.details["at_s"].as_f64().unwrap() - 700.0).abs() <= 3.0, "{}", cliff.details);
+    }
+}
+
+#[cfg(test)]
+mod cross_probe_tests {
+    use super::*;
+    use crate::store::{SampleRow, SoakConfig, SoakInfo};
+
+    /// A soak of the default cycle (write, read, iops; `turn_s` each, `switch_s`
+    /// without samples between turns) over a path whose throughput falls to
+    /// 10% for `dip_s` every `period_s` (first at `first_s`). Each probe has its
+    /// own level, so a dip is only a dip against that probe's baseline.
+    fn cycled_soak(
+        dir: &Path,
+        total_s: f64,
+        turn_s: f64,
+        switch_s: f64,
+        period_s: f64,
+        dip_s: f64,
+        first_s: f64,
+    ) -> Store {
+        let t0 = 1_800_000_000.0;
+        let info = SoakInfo {
+            started_at: crate::rfc3339(t0),
+            started_unix: t0,
+            planned_s: Some(total_s),
+            config: SoakConfig {
+                cycle: vec!["write".into(), "read".into(), "iops".into()],
+                probe_s: turn_s,
+                path: None,
+                server: None,
+                vmkernel_log: None,
+                extra: serde_json::Value::Null,
+            },
+            host: None,
+        };
+        let store = Store::create(&dir.join("cycled.sqlite"), &info).unwrap();
+        let session = store.begin_session(t0).unwrap();
+        let levels = [("write", 400e6), ("read", 900e6), ("iops", 160e6)];
+        let mut seed = 0x1234_5678_u64;
+        let mut noise = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % 1000) as f64 / 1000.0 * 0.06 - 0.03
+        };
+        // Share of (a, b] during which the path is in a dip.
+        let dipped = |a: f64, b: f64| {
+            let mut k = ((a - first_s) / period_s).floor().max(0.0);
+            let mut covered = 0.0;
+            loop {
+                let (s, e) = (first_s + k * period_s, first_s + k * period_s + dip_s);
+                if s >= b {
+                    break;
+                }
+                covered += (e.min(b) - s.max(a)).max(0.0);
+                k += 1.0;
+            }
+            covered / (b - a)
+        };
+        let (mut t, mut n) = (0.0, 1);
+        'outer: loop {
+            for (probe, level) in levels {
+                let cycle = store.begin_cycle(session, n, probe, t0 + t).unwrap();
+                for _ in 0..turn_s as usize {
+                    if t + 1.0 > total_s {
+                        break 'outer;
+                    }
+                    let share = dipped(t, t + 1.0);
+                    let value = level * (1.0 + noise()) * (1.0 - 0.9 * share);
+                    let row = SampleRow { t_unix: t0 + t + 1.0, bytes_per_sec: value, ..SampleRow::default() };
+                    store.add_sample(cycle, probe, &row).unwrap();
+                    t += 1.0;
+                }
+                t += switch_s;
+            }
+            n += 1;
+        }
+        store.end_session(session, t0 + total_s, "duration").unwrap();
+        store
+    }
+
+    fn dips_of(store: &Store) -> Vec<Detection> {
+        let doc = result_from_store(store, SampleDetail::None).unwrap();
+        doc.soak.unwrap().detections.into_iter().filter(|d| d.kind == "periodic_dips").collect()
+    }
+
+    #[test]
+    fn dips_every_6_s_in_a_default_cycle_are_one_6_s_period() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = cycled_soak(dir.path(), 600.0, 30.0, 1.0, 6.0, 1.5, 2.7);
+        let found = dips_of(&store);
+        assert_eq!(found.len(), 1, "one finding for the path, not one per probe: {found:#?}");
+        let period = found[0].details["period_s"].as_f64().unwrap();
+        assert!((period - 6.0).abs() <= 0.6, "period {period:.2} s, expected 6 s: {}", found[0].message);
+        assert!(found[0].message.contains("write") && found[0].message.contains("iops"), "{}", found[0].message);
+    }
+
+    #[test]
+    fn dips_every_35_min_in_a_3_h_soak_of_30_s_turns_are_one_35_min_period() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = cycled_soak(dir.path(), 3.0 * 3600.0, 30.0, 1.0, 2100.0, 40.0, 600.0);
+        let found = dips_of(&store);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        let period = found[0].details["period_s"].as_f64().unwrap();
+        assert!((period - 2100.0).abs() <= 210.0, "period {period:.0} s, expected 2100 s: {}", found[0].message);
+        assert_eq!(found[0].details["count"].as_u64(), Some(5), "{}", found[0].message);
     }
 }

@@ -58,24 +58,53 @@ pub struct Opened {
     pub gap_s: Option<f64>,
 }
 
-/// Starts a new soak in `db`, or with `resume` continues the one there.
-///
-/// On resume the stored settings are kept (the cycle, path, server); a
-/// `planned` duration given again replaces the stored total. The gap since
-/// the last sample is recorded as a `gap` event.
+/// Starts a new soak in `db`, or with `resume` continues the one there
+/// ([`open_to_resume`] then [`resume`]).
 pub fn open_soak(db: &Path, resume: bool, new: SoakInfo, planned: Option<Duration>) -> Result<Opened, StoreError> {
-    let now = now_unix();
     if !resume {
+        let now = now_unix();
         let store = Store::create(db, &new)?;
         let session = store.begin_session(now)?;
         return Ok(Opened { store, session, remaining: planned, gap_s: None, info: new });
     }
-    let store = Store::open(db)?;
+    self::resume(open_to_resume(db)?, planned)
+}
+
+/// Opens the soak in `db` to resume it, writing nothing yet (the caller can
+/// compare its flags with the stored settings first).
+pub fn open_to_resume(db: &Path) -> Result<Store, StoreError> {
+    Store::open(db).map_err(|e| match e {
+        StoreError::NoSoak { path } => StoreError::NothingToResume { path },
+        e => e,
+    })
+}
+
+/// Continues the soak in `store`. The stored settings are kept (the cycle,
+/// path, server); a `planned` duration given again replaces the stored total.
+/// A soak whose total is used up is refused before anything is written. The
+/// gap since the last sample is recorded as a `gap` event.
+pub fn resume(store: Store, planned: Option<Duration>) -> Result<Opened, StoreError> {
+    let now = now_unix();
+    let info = store.info()?;
+    let elapsed = store.elapsed_s()?;
+    let total = planned.map(|p| p.as_secs_f64()).or(info.planned_s);
+    if let Some(total) = total {
+        // Under a second left is no turn at all (the loop would start none).
+        if total - elapsed < 1.0 {
+            let span = |s: f64| headroom_units::format_duration(Duration::from_secs_f64(s.max(0.0).round()));
+            return Err(StoreError::UsedUp {
+                path: store.path().to_path_buf(),
+                planned: span(total),
+                elapsed: span(elapsed),
+                example: span((elapsed * 2.0).max(elapsed + 3600.0).ceil()),
+            });
+        }
+    }
+    store.migrate()?;
     if let Some(p) = planned {
         store.set_planned(Some(p.as_secs_f64()))?;
     }
     let info = store.info()?;
-    let elapsed = store.elapsed_s()?;
     let last = store.sessions()?.last().map(|s| s.ended_unix.unwrap_or(s.started_unix));
     let last_sample = store.last_sample_unix()?;
     let since = last_sample.into_iter().chain(last).fold(f64::NEG_INFINITY, f64::max);

@@ -22,8 +22,20 @@ use std::time::Duration;
 
 /// `PRAGMA application_id` of a headroom soak database: "HDRS".
 pub const APPLICATION_ID: i32 = 0x4844_5253;
-/// Schema version this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 1;
+/// Schema version this build writes and reads. 2 added `test_files`; a
+/// version 1 file is migrated when a soak in it is resumed ([`Store::migrate`]).
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// Tables added in version 2 (each `IF NOT EXISTS`, so migrating is idempotent).
+const SCHEMA_V2: &str = "
+CREATE TABLE IF NOT EXISTS test_files (
+    id INTEGER PRIMARY KEY,
+    session INTEGER NOT NULL REFERENCES sessions(id),
+    path TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    removed_unix REAL
+);
+";
 
 const SCHEMA: &str = "
 CREATE TABLE headroom_soak_schema (version INTEGER NOT NULL, written_by TEXT NOT NULL);
@@ -87,6 +99,12 @@ pub enum StoreError {
     AlreadyStarted { path: PathBuf },
     #[error("{path}: no soak to resume here (the file does not exist or is empty); drop --resume to start one")]
     NothingToResume { path: PathBuf },
+    #[error("{path}: holds no headroom soak (the file does not exist or is empty); give a database `headroom soak --db` wrote")]
+    NoSoak { path: PathBuf },
+    #[error("{path}: the soak database is damaged ({detail}); it was left as it is. Salvage it with `sqlite3 {path} .recover`, or start a new soak with another --db")]
+    Corrupt { path: PathBuf, detail: String },
+    #[error("{path}: nothing left to run: the planned {planned} are used up ({elapsed} soaked); give a longer total, e.g. --resume --duration {example}")]
+    UsedUp { path: PathBuf, planned: String, elapsed: String, example: String },
     #[error("{path}: {source}")]
     Sqlite { path: PathBuf, source: rusqlite::Error },
 }
@@ -238,7 +256,7 @@ impl Store {
         Self::tune(&conn, path)?;
         let err = sqlite(path);
         conn.pragma_update(None, "application_id", APPLICATION_ID).map_err(&err)?;
-        conn.execute_batch(&format!("BEGIN; {SCHEMA} COMMIT;")).map_err(&err)?;
+        conn.execute_batch(&format!("BEGIN; {SCHEMA} {SCHEMA_V2} COMMIT;")).map_err(&err)?;
         conn.execute(
             "INSERT INTO headroom_soak_schema (version, written_by) VALUES (?1, ?2)",
             params![SCHEMA_VERSION, format!("headroom {}", env!("CARGO_PKG_VERSION"))],
@@ -259,17 +277,109 @@ impl Store {
     }
 
     /// Opens an existing soak (for `--resume`, `report`, or another thread).
+    ///
+    /// Everything is checked before anything could write: the identity, the
+    /// schema version, `PRAGMA quick_check` (a damaged file is refused
+    /// untouched) and the soak row.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         if std::fs::metadata(path).map(|m| m.len() == 0).unwrap_or(true) {
-            return Err(StoreError::NothingToResume { path: path.to_path_buf() });
+            return Err(StoreError::NoSoak { path: path.to_path_buf() });
         }
         let conn = Self::connect(path)?;
-        if Self::is_empty(&conn, path)? {
-            return Err(StoreError::NothingToResume { path: path.to_path_buf() });
+        let corrupt = |e: StoreError| match e {
+            StoreError::Sqlite { source: rusqlite::Error::SqliteFailure(f, msg), .. }
+                if f.code == rusqlite::ErrorCode::DatabaseCorrupt =>
+            {
+                StoreError::Corrupt { path: path.to_path_buf(), detail: msg.unwrap_or_else(|| f.to_string()) }
+            }
+            e => e,
+        };
+        if Self::is_empty(&conn, path).map_err(corrupt)? {
+            return Err(StoreError::NoSoak { path: path.to_path_buf() });
         }
-        Self::check(&conn, path)?;
-        Self::tune(&conn, path)?;
-        Ok(Store { conn, path: path.to_path_buf() })
+        Self::check(&conn, path).map_err(corrupt)?;
+        let problems: Vec<String> = conn
+            .prepare("PRAGMA quick_check(3)")
+            .and_then(|mut st| st.query_map([], |r| r.get::<_, String>(0))?.collect())
+            .map_err(sqlite(path))
+            .map_err(corrupt)?;
+        if problems.iter().any(|p| p != "ok") {
+            // quick_check answers in lines ("*** in database main ***", "Page 21: ..."): one line for the error.
+            let mut detail: String = problems
+                .iter()
+                .flat_map(|p| p.lines())
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with("***"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            if detail.len() > 160 {
+                detail = format!("{}...", detail.chars().take(160).collect::<String>());
+            }
+            return Err(StoreError::Corrupt { path: path.to_path_buf(), detail });
+        }
+        let store = Store { conn, path: path.to_path_buf() };
+        store.info().map_err(corrupt).map_err(|e| match e {
+            StoreError::Sqlite { source, .. } => StoreError::Corrupt {
+                path: path.to_path_buf(),
+                detail: format!("the soak row cannot be read: {source}"),
+            },
+            e => e,
+        })?;
+        Self::tune(&store.conn, path)?;
+        Ok(store)
+    }
+
+    /// Brings a file of an older schema up to this one (resume only, so
+    /// `report` never writes to a soak it reads).
+    pub fn migrate(&self) -> Result<(), StoreError> {
+        let version: i64 = self
+            .conn
+            .query_row("SELECT max(version) FROM headroom_soak_schema", [], |r| r.get(0))
+            .map_err(self.err())?;
+        if version < SCHEMA_VERSION {
+            self.conn.execute_batch(&format!("BEGIN; {SCHEMA_V2} COMMIT;")).map_err(self.err())?;
+            self.conn
+                .execute(
+                    "INSERT INTO headroom_soak_schema (version, written_by) VALUES (?1, ?2)",
+                    params![SCHEMA_VERSION, format!("headroom {} (migrated)", env!("CARGO_PKG_VERSION"))],
+                )
+                .map_err(self.err())?;
+        }
+        Ok(())
+    }
+
+    /// Records the test file a session created (before it is laid out, so a
+    /// kill during the layout still leaves a record); returns its id.
+    pub fn add_test_file(&self, session: i64, path: &Path, pid: u32) -> Result<i64, StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO test_files (session, path, pid) VALUES (?1, ?2, ?3)",
+                params![session, path.display().to_string(), pid],
+            )
+            .map_err(self.err())?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Marks a test file removed.
+    pub fn test_file_removed(&self, id: i64, now_unix: f64) -> Result<(), StoreError> {
+        self.conn
+            .execute("UPDATE test_files SET removed_unix = ?1 WHERE id = ?2", params![now_unix, id])
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// Test files of sessions that never removed them (killed): (id, path, pid).
+    pub fn test_files_left(&self) -> Result<Vec<(i64, PathBuf, u32)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, path, pid FROM test_files WHERE removed_unix IS NULL ORDER BY id")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, PathBuf::from(r.get::<_, String>(1)?), r.get(2)?)))
+            .map_err(self.err())?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(self.err())?;
+        Ok(rows)
     }
 
     /// A second connection to the same database, for another thread.
@@ -685,6 +795,6 @@ mod tests {
         let existing = dir.path().join("existing.sqlite");
         drop(Store::create(&existing, &info()).unwrap());
         assert!(matches!(Store::create(&existing, &info()), Err(StoreError::AlreadyStarted { .. })));
-        assert!(matches!(Store::open(&dir.path().join("missing.sqlite")), Err(StoreError::NothingToResume { .. })));
+        assert!(matches!(Store::open(&dir.path().join("missing.sqlite")), Err(StoreError::NoSoak { .. })));
     }
 }

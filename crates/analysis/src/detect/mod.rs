@@ -18,7 +18,7 @@ pub use flaps::{
     parse_vmkernel_line, AroundFlap, Flap, FlapSource, FlapUpdate, LinkEvent, LinkEventKind, LinkObservation,
     LinkTracker, LogFlapTracker,
 };
-pub use periodic::{find_dips, periodic_dips, Dip, DipConfig, PeriodicDips, Point};
+pub use periodic::{dips_across, find_dips, periodic_dips, periodic_dips_across, Dip, DipConfig, PeriodicDips, Point};
 
 /// Median of a slice (NaN-free); `None` when empty. Sorts a copy.
 pub(crate) fn median(values: &[f64]) -> Option<f64> {

@@ -17,6 +17,13 @@
 //!    time = t0 + n x period for the best candidate. The largest period whose
 //!    coherence is within 90% of the best is taken, so harmonics (period/2,
 //!    period/3, which are just as coherent) are not reported.
+//!
+//! Across probes ([`periodic_dips_across`]): a soak cycles write, read, iops,
+//! so a path's dip falls into whichever probe's turn is running. Each probe's
+//! samples are judged against that probe's own baseline (steps 1-3), the dips
+//! of all probes are pooled in time order (a dip cut in two by a probe switch
+//! is one dip), and step 4 runs once on the pool: one period for the path,
+//! not a multiple of it seen through one probe's turns.
 
 use super::{least_squares, median};
 use serde::{Deserialize, Serialize};
@@ -84,6 +91,13 @@ pub struct Dip {
     pub min_value: f64,
     /// The rolling median around the dip.
     pub baseline: f64,
+    /// Throughput lost, in seconds at the baseline: sum of (1 - value /
+    /// baseline) x interval. Weighs dips of different probes against each other.
+    #[serde(default)]
+    pub depth_s: f64,
+    /// The probe whose samples showed the dip (cross-probe search only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<String>,
 }
 
 /// Dips that recur at a period.
@@ -102,6 +116,13 @@ pub struct PeriodicDips {
     pub min_value: f64,
     /// Median baseline around the dips.
     pub baseline: f64,
+    /// Lowest value / baseline over all dips (0.2: down to 20% of the level
+    /// around it); the depth that compares across probes.
+    #[serde(default)]
+    pub min_share: f64,
+    /// Probes whose turns showed dips, with how many each (cross-probe search).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<(String, usize)>,
     pub dips: Vec<Dip>,
 }
 
@@ -117,6 +138,23 @@ impl PeriodicDips {
             format_span(self.mean_duration_s),
             show(self.min_value),
             show(self.baseline)
+        )
+    }
+
+    /// As [`PeriodicDips::describe`] for dips pooled across probes, whose
+    /// values are in different units: depth as a share of each baseline.
+    /// "9 dips in write (3), read (3), iops (3), every 6.0 s +/- 0.1 s, each
+    /// ~1.5 s long, down to 12% of the probe's level".
+    pub fn describe_across(&self) -> String {
+        let seen: Vec<String> = self.probes.iter().map(|(p, n)| format!("{p} ({n})")).collect();
+        format!(
+            "{} dips in {}, every {} +/- {}, each ~{} long, down to {:.0}% of the probe's level",
+            self.count,
+            seen.join(", "),
+            format_span(self.period_s),
+            format_span(self.jitter_s),
+            format_span(self.mean_duration_s),
+            self.min_share * 100.0
         )
     }
 }
@@ -201,9 +239,10 @@ pub fn find_dips(points: &[Point], config: &DipConfig) -> Vec<Dip> {
         while last + 1 < points.len() && adjacent(last) && below(last + 1, config.edge_share) {
             last += 1;
         }
-        let (mut weight, mut weighted_t, mut min_value) = (0.0, 0.0, f64::INFINITY);
+        let (mut weight, mut weighted_t, mut min_value, mut depth) = (0.0, 0.0, f64::INFINITY, 0.0);
         for j in first..=last {
             let deficit = (baseline[j] - values[j]).max(0.0);
+            depth += deficit / baseline[j] * interval;
             weight += deficit;
             weighted_t += deficit * (points[j].t_s - interval / 2.0);
             min_value = min_value.min(values[j]);
@@ -215,6 +254,8 @@ pub fn find_dips(points: &[Point], config: &DipConfig) -> Vec<Dip> {
             duration_s: (core_end - i + 1) as f64 * interval,
             min_value,
             baseline: median(&baseline[first..=last]).unwrap_or(0.0),
+            depth_s: depth,
+            probe: None,
         });
         i = last + 1;
     }
@@ -236,7 +277,62 @@ fn coherence(times: &[f64], period: f64) -> f64 {
 /// Returns `None` when there are fewer than `min_dips` dips or their times
 /// are not regular (noise-only series and one-off dips land here).
 pub fn periodic_dips(points: &[Point], config: &DipConfig) -> Option<PeriodicDips> {
-    let dips = find_dips(points, config);
+    period_of(find_dips(points, config), config)
+}
+
+/// The dips of several probes' series, each judged against its own
+/// baseline, pooled in time order (see the module doc). Dips of different
+/// probes less than two sample intervals apart (a dip cut by a probe switch)
+/// are one dip. Series must be in time order and on one clock.
+pub fn dips_across(series: &[(String, Vec<Point>)], config: &DipConfig) -> Vec<Dip> {
+    let mut all: Vec<Dip> = Vec::new();
+    let mut interval = f64::INFINITY;
+    for (name, points) in series {
+        if points.len() >= 2 {
+            interval = interval.min(sample_interval(points));
+        }
+        all.extend(find_dips(points, config).into_iter().map(|d| Dip { probe: Some(name.clone()), ..d }));
+    }
+    let interval = if interval.is_finite() { interval } else { 1.0 };
+    all.sort_by(|a, b| a.start_s.total_cmp(&b.start_s));
+    let mut merged: Vec<Dip> = Vec::with_capacity(all.len());
+    for d in all {
+        match merged.last_mut() {
+            Some(prev) if prev.probe != d.probe && d.start_s - prev.end_s <= 2.0 * interval => {
+                let (wa, wb) = (prev.depth_s.max(1e-12), d.depth_s.max(1e-12));
+                prev.center_s = (prev.center_s * wa + d.center_s * wb) / (wa + wb);
+                // Depth and level of the side that lost more: values of two
+                // probes are in different units.
+                if d.depth_s > prev.depth_s {
+                    prev.min_value = d.min_value;
+                    prev.baseline = d.baseline;
+                    prev.probe = d.probe.clone();
+                }
+                prev.end_s = prev.end_s.max(d.end_s);
+                prev.duration_s += d.duration_s;
+                prev.depth_s += d.depth_s;
+            }
+            _ => merged.push(d),
+        }
+    }
+    merged
+}
+
+/// [`periodic_dips`] over several probes' series: one period for the path
+/// (see the module doc); `probes` counts the dips each probe showed.
+pub fn periodic_dips_across(series: &[(String, Vec<Point>)], config: &DipConfig) -> Option<PeriodicDips> {
+    let mut found = period_of(dips_across(series, config), config)?;
+    for (name, _) in series {
+        let n = found.dips.iter().filter(|d| d.probe.as_ref() == Some(name)).count();
+        if n > 0 {
+            found.probes.push((name.clone(), n));
+        }
+    }
+    Some(found)
+}
+
+/// Step 4 of the module doc: the period of `dips`, if they recur regularly.
+fn period_of(dips: Vec<Dip>, config: &DipConfig) -> Option<PeriodicDips> {
     if dips.len() < config.min_dips.max(3) {
         return None;
     }
@@ -302,6 +398,13 @@ pub fn periodic_dips(points: &[Point], config: &DipConfig) -> Option<PeriodicDip
         mean_duration_s: dips.iter().map(|d| d.duration_s).sum::<f64>() / dips.len() as f64,
         min_value: dips.iter().map(|d| d.min_value).fold(f64::INFINITY, f64::min),
         baseline: median(&baselines).unwrap_or(0.0),
+        min_share: dips
+            .iter()
+            .filter(|d| d.baseline > 0.0)
+            .map(|d| d.min_value / d.baseline)
+            .fold(f64::INFINITY, f64::min)
+            .min(1.0),
+        probes: Vec::new(),
         dips,
     })
 }
@@ -410,6 +513,87 @@ mod tests {
             .collect();
         let found = periodic_dips(&points, &DipConfig::default()).expect("periodic");
         assert!((found.period_s - 60.0).abs() < 1.0, "period {}", found.period_s);
+    }
+
+    /// The default soak cycle over a path that dips: three probes at their
+    /// own levels take turns of `turn` one-second samples, `switch` seconds
+    /// apart; the path falls to 10% for `dip` seconds every `period`.
+    fn cycled(
+        total: f64,
+        turn: usize,
+        switch: f64,
+        period: f64,
+        dip: f64,
+        first: f64,
+        seed: u64,
+    ) -> Vec<(String, Vec<Point>)> {
+        let mut rng = Noise::new(seed);
+        let probes = [("write", 400e6), ("read", 900e6), ("iops", 40e3)];
+        let mut out: Vec<(String, Vec<Point>)> = probes.iter().map(|(n, _)| (n.to_string(), Vec::new())).collect();
+        let dipped = |a: f64, b: f64| {
+            let k0 = ((a - first) / period).floor().max(0.0) as i64;
+            (k0..k0 + 3)
+                .map(|k| {
+                    let s = first + k as f64 * period;
+                    ((s + dip).min(b) - s.max(a)).max(0.0)
+                })
+                .sum::<f64>()
+        };
+        let mut t = 0.0;
+        'all: loop {
+            for (i, (_, level)) in probes.iter().enumerate() {
+                for _ in 0..turn {
+                    if t + 1.0 > total {
+                        break 'all;
+                    }
+                    let v = level * (1.0 + 0.03 * rng.gauss()) * (1.0 - 0.9 * dipped(t, t + 1.0));
+                    out[i].1.push(Point::new(t + 1.0, v));
+                    t += 1.0;
+                }
+                t += switch;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn dips_pooled_across_probes_give_the_path_period() {
+        // 1.5 s every 6 s through 30 s turns with 1 s switches; several phases.
+        for (seed, first) in [(1, 2.7), (2, 0.2), (3, 4.9)] {
+            let series = cycled(540.0, 30, 1.0, 6.0, 1.5, first, seed);
+            let found = periodic_dips_across(&series, &DipConfig::default()).expect("periodic dips");
+            assert!((found.period_s - 6.0).abs() < 0.3, "seed {seed}: period {}", found.period_s);
+            assert_eq!(found.probes.len(), 3, "{:?}", found.probes);
+            assert!(found.count >= 80, "seed {seed}: {} dips", found.count);
+            assert!(found.min_share < 0.3, "{}", found.min_share);
+            assert!(found.describe_across().contains("every 6.0 s"), "{}", found.describe_across());
+        }
+        // 35 min dips of 40 s in a 3 h soak of 30 s turns: 5 dips, each in
+        // whichever probe's turn, one period.
+        let series = cycled(3.0 * 3600.0, 30, 1.0, 2100.0, 40.0, 600.0, 9);
+        let found = periodic_dips_across(&series, &DipConfig::default()).expect("periodic dips");
+        assert_eq!(found.count, 5, "{found:#?}");
+        assert!((found.period_s - 2100.0).abs() < 60.0, "period {}", found.period_s);
+    }
+
+    #[test]
+    fn a_dip_cut_by_a_probe_switch_is_one_dip() {
+        // Turns of 5 samples, 1 s switch: the dip at 5.5-7.5 s spans write's
+        // last sample, the switch and read's first sample.
+        let series = cycled(60.0, 5, 1.0, 30.0, 2.0, 5.5, 4);
+        let dips = dips_across(&series, &DipConfig::default());
+        let early: Vec<&Dip> = dips.iter().filter(|d| d.center_s < 20.0).collect();
+        assert_eq!(early.len(), 1, "{dips:#?}");
+        assert!((early[0].center_s - 6.5).abs() < 0.8, "{:?}", early[0]);
+    }
+
+    #[test]
+    fn noise_across_probes_has_no_period() {
+        for seed in 1..15 {
+            let series = cycled(1800.0, 30, 1.0, 1e9, 0.0, 1e9, seed);
+            assert!(dips_across(&series, &DipConfig::default()).is_empty(), "seed {seed}");
+            assert!(periodic_dips_across(&series, &DipConfig::default()).is_none(), "seed {seed}");
+        }
     }
 
     #[test]

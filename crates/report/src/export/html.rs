@@ -69,7 +69,8 @@ font-weight:600;padding:.3rem 0}th,td{border:1px solid #ddd;padding:.3rem .6rem;
 .num{text-align:right;font-variant-numeric:tabular-nums}.good{color:#08703a;font-weight:600}.bad{color:#b00020;\
 font-weight:600}.warn{background:#fff4d6}.strong{font-weight:600}.verdict{border-left:4px solid #0072b2;background:#f3f8fc;\
 padding:.6rem 1rem;margin:.8rem 0}.verdict.bad{border-color:#b00020;background:#fdf2f4;color:inherit;font-weight:normal}\
-.verdict p{margin:.3rem 0}.chart{margin:.8rem 0}.chart svg{max-width:100%;height:auto}footer{margin-top:3rem;color:#777;\
+.verdict p{margin:.3rem 0}.findings{border-left:4px solid #e69f00;background:#fff8ec;padding:.4rem 1rem;margin:.8rem 0}\
+.findings li{margin:.3rem 0}.finding{font-weight:600}.chart{margin:.8rem 0}.chart svg{max-width:100%;height:auto}footer{margin-top:3rem;color:#777;\
 font-size:.8rem}";
 
 impl Presenter for HtmlPresenter {
@@ -89,6 +90,20 @@ impl Presenter for HtmlPresenter {
         }
         for view in &report.results {
             body += &format!("<section class=\"result\">\n<h2>{}</h2>\n", escape(&sections::heading(view)));
+            let findings = sections::soak_findings(&view.doc);
+            if !findings.is_empty() {
+                // A soak leads with what it found.
+                body += "<div class=\"findings\"><h3>Findings</h3><ul>";
+                for (line, tone) in &findings {
+                    let class = if matches!(tone, Tone::Good) { "good" } else { "finding" };
+                    body += &format!("<li class=\"{class}\">{}</li>", escape(line));
+                }
+                body += "</ul>";
+                if let Some(course) = sections::soak_course(&view.doc) {
+                    body += &format!("<p>{}</p>", escape(&course));
+                }
+                body += "</div>\n";
+            }
             for v in &view.directions {
                 let bad = matches!(sections::bottleneck_tone(v.bottleneck), Tone::Bad);
                 body += &format!("<div class=\"verdict{}\">", if bad { " bad" } else { "" });
@@ -115,6 +130,23 @@ impl Presenter for HtmlPresenter {
             body += &table_html(&sections::probes_table(view, style));
             for p in &view.doc.probes {
                 let ceiling = charts::ceiling_for(p, &view.ceilings);
+                if view.doc.soak.is_some() {
+                    let marks = sections::soak_marks(&view.doc, p);
+                    match charts::soak_chart(p, &marks) {
+                        Some(svg) => {
+                            body +=
+                                &format!("<div class=\"chart soak-chart\" id=\"chart-{}\">{svg}</div>\n", escape(&p.id))
+                        }
+                        None => body += &format!("<p>{}: no per-second samples to draw.</p>\n", escape(&p.id)),
+                    }
+                    if let Some(svg) = charts::latency_chart(p, &marks) {
+                        body += &format!(
+                            "<div class=\"chart latency-chart\" id=\"latency-{}\">{svg}</div>\n",
+                            escape(&p.id)
+                        );
+                    }
+                    continue;
+                }
                 match charts::probe_chart(p, ceiling) {
                     Some(svg) => {
                         body +=

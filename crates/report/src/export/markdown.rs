@@ -13,6 +13,13 @@ impl Presenter for MarkdownPresenter {
         let mut out = String::new();
         for view in &report.results {
             out += &format!("### headroom: {}\n\n", sections::heading(view));
+            let findings = sections::soak_findings(&view.doc);
+            for (line, _) in &findings {
+                out += &format!("- **{line}**\n");
+            }
+            if let Some(course) = sections::soak_course(&view.doc) {
+                out += &format!("\n{course}\n\n");
+            }
             for v in &view.directions {
                 for l in sections::verdict_lines(v) {
                     out += &format!("> {}\n", l.trim_start());

@@ -14,6 +14,19 @@ impl Presenter for TerminalPresenter {
         for view in &report.results {
             out += &paint(&format!("headroom: {}", sections::heading(view)), Tone::Bold, style.color);
             out += "\n\n";
+            let findings = sections::soak_findings(&view.doc);
+            if !findings.is_empty() {
+                // A soak leads with what it found.
+                out += &paint("findings:", Tone::Bold, style.color);
+                out.push('\n');
+                for (line, tone) in &findings {
+                    out += &format!("  {}\n", paint(line, *tone, style.color));
+                }
+                if let Some(course) = sections::soak_course(&view.doc) {
+                    out += &format!("  {course}\n");
+                }
+                out.push('\n');
+            }
             for v in &view.directions {
                 let mut lines = sections::verdict_lines(v).into_iter();
                 if let Some(first) = lines.next() {
