@@ -102,7 +102,7 @@ fn bottleneck_hop(v: &DirectionVerdict) -> Option<&'static str> {
         Bottleneck::Link => "link",
         Bottleneck::Protocol => "protocol",
         Bottleneck::Cpu => "cpu",
-        Bottleneck::Cache | Bottleneck::Unexplained => return None,
+        Bottleneck::Cache | Bottleneck::Level | Bottleneck::Unexplained => return None,
     })
 }
 
