@@ -281,7 +281,8 @@ fn r5_names_the_server_quota_and_this_machines_saturated_core_not_the_buffers() 
     let down = net_probe_mut(&mut doc, "tcp_reverse");
     down.details.insert("cpu_load_remote".into(), serde_json::to_value(&server).unwrap());
     down.details.insert("cpu_load_local".into(), serde_json::to_value(load(8, 10.0)).unwrap());
-    down.details.insert("why".into(), serde_json::json!("receive window limited 40% of the time: raise net.core.rmem_max"));
+    down.details
+        .insert("why".into(), serde_json::json!("receive window limited 40% of the time: raise net.core.rmem_max"));
     // One receiving thread at a full core of eight: 12.5% of the machine.
     let up = net_probe_mut(&mut doc, "tcp");
     up.details.insert("cpu_load_local".into(), serde_json::to_value(load(8, 99.0)).unwrap());
@@ -306,9 +307,31 @@ fn r5_names_the_server_quota_and_this_machines_saturated_core_not_the_buffers() 
 fn no_window_advice_for_a_stream_at_the_link_ceiling() {
     let mut doc = fixture("link-bound");
     let p = net_probe_mut(&mut doc, "tcp_reverse");
-    p.details.insert("why".into(), serde_json::json!("receive window limited 60% of the time: raise net.core.rmem_max"));
+    p.details
+        .insert("why".into(), serde_json::json!("receive window limited 60% of the time: raise net.core.rmem_max"));
     p.warnings.push(headroom_result::Warning::new("single_stream_limited", "receive window limited: raise rmem"));
     annotate(&mut doc, &PathHints::default()).unwrap();
     let text = doc.to_json();
     assert!(!text.contains("rmem"), "window advice at 98% of the link: {text}");
+}
+
+#[test]
+fn compare_says_too_few_samples_when_no_difference_could_be_significant() {
+    let before = fixture("compare-before");
+    let mut after = fixture("compare-after");
+    let c = compare(&[before.clone(), after.clone()], &["a".into(), "b".into()]).unwrap();
+    assert!(c.rows.iter().any(|r| matches!(r.cells[1].significance, Significance::Significant { .. })));
+    // Three one-second samples a side: even no overlap gives p = 0.08.
+    for p in &mut after.probes {
+        p.samples.truncate(3);
+    }
+    let mut three = before.clone();
+    for p in &mut three.probes {
+        p.samples.truncate(3);
+    }
+    let c = compare(&[three, after], &["a".into(), "b".into()]).unwrap();
+    for r in c.rows.iter().filter(|r| r.figure == Figure::Throughput) {
+        assert_eq!(r.cells[1].significance, Significance::TooFewSamples, "{}", r.probe);
+        assert_eq!(r.cells[1].significance.short(), "too few samples");
+    }
 }
