@@ -344,29 +344,4 @@ mod tests {
         assert_eq!(m.dir, PathBuf::from("/proc/7/root/sys/fs/cgroup/cpu"));
         assert_eq!(find_mount(mi, 2, Path::new("/")).unwrap().dir, PathBuf::from("/sys/fs/cgroup/unified"));
     }
-
-    #[test]
-    fn a_busy_thread_shows_as_one_full_core() {
-        let before = CpuSnapshot::take().expect("/proc/stat");
-        let t0 = Instant::now();
-        let spinner = std::thread::Builder::new()
-            .name("hr-spin".into())
-            .spawn(move || {
-                let mut x = 0u64;
-                while t0.elapsed() < std::time::Duration::from_millis(600) {
-                    x = std::hint::black_box(x.wrapping_add(1));
-                }
-                x
-            })
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(550));
-        let load = CpuSnapshot::take().unwrap().load_since(&before);
-        spinner.join().unwrap();
-        let busiest = load.busiest_thread().expect("a thread");
-        assert_eq!(busiest.name, "hr-spin");
-        // CPU time of a spinning thread on a shared 2-core machine: not asserted
-        // near 100%, only that it dominates this process.
-        assert!(busiest.percent > 20.0, "{load:?}");
-        assert!(load.cores >= 1 && load.per_core.len() == load.cores as usize);
-    }
 }
