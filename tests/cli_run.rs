@@ -76,6 +76,28 @@ fn run_with_no_server_tests_this_machine_and_a_missed_goal_exits_1() {
         !doc.probes.iter().any(|p| p.kind() == headroom_result::ProbeKind::Cpu),
         "the quick preset measures the CPU hop only with --cpu"
     );
+    // Both ends' CPU rides along with every network probe (the loopback server is headroom's own).
+    for p in doc.probes.iter().filter(|p| p.kind() == headroom_result::ProbeKind::Net) {
+        for key in ["cpu_load_local", "cpu_load_remote"] {
+            let load: headroom_result::CpuLoad = serde_json::from_value(p.details[key].clone()).unwrap();
+            assert!(load.cores >= 1 && !load.per_core.is_empty() && !load.threads.is_empty(), "{}: {key}", p.id);
+        }
+    }
+    // Enough samples per disk test for compare to tell a difference from noise.
+    for p in doc.probes.iter().filter(|p| p.kind() == headroom_result::ProbeKind::Disk) {
+        assert!(p.samples.len() >= 6, "{}: {} samples", p.id, p.samples.len());
+    }
+    let cmp = headroom().args(["compare", "--json"]).arg(&save).arg(&save).output().unwrap();
+    let cmp: serde_json::Value = serde_json::from_slice(&cmp.stdout).unwrap();
+    for row in cmp["rows"].as_array().unwrap() {
+        let result = &row["cells"][1]["significance"]["result"];
+        let disk =
+            row["probe"].as_str().unwrap().starts_with("seq") || row["probe"].as_str().unwrap().starts_with("rnd");
+        // Disk samples carry throughput and IOPS (not a per-interval p99).
+        if disk && (row["figure"] == "throughput" || row["figure"] == "iops") {
+            assert_eq!(result, "within_noise", "{row}");
+        }
+    }
     let verdict = doc.verdict.expect("verdict saved");
     assert_eq!(verdict.directions.len(), 2);
     assert!(doc.warnings.iter().any(|w| w.code == "goal_missed"));

@@ -1,10 +1,12 @@
 //! headroom net over real (namespaced, tbf-shaped) links and through failures:
 //! goodput against the tbf ceiling and stock iperf3, UDP above the shaped rate,
-//! a link cut, a server killed and a client killed mid-test.
+//! a CPU quota on either end named as the limit, a link cut, a server killed
+//! and a client killed mid-test.
 
 mod net_support;
+use headroom_lab::cpu::CpuQuota;
 use headroom_lab::netns::TwoHosts;
-use headroom_limits::{tbf_tcp_goodput_bits, Framing};
+use headroom_limits::{tbf_rate_emulating, tbf_tcp_goodput_bits, Framing};
 use net_support::*;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -100,6 +102,100 @@ fn tbf_goodput_reaches_the_derived_ceiling_and_matches_iperf3() {
             let loss = udp["loss_percent"].as_f64().unwrap();
             assert!(sent_bits <= 1.05 * udp_ceiling || loss > 0.0, "sent {sent_bits:.0} b/s, no loss: {udp}");
             assert!(udp["jitter_ms"].as_f64().is_some());
+        }
+    }
+}
+
+/// What a net document's TCP probes say about the CPU: (id, goodput bits/s,
+/// cpu_limit, the cgroup figures of `side`'s load).
+fn cpu_findings(doc: &serde_json::Value, side: &str) -> Vec<(String, f64, serde_json::Value, serde_json::Value)> {
+    doc["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["id"].as_str().unwrap().to_string(),
+                p["summary"]["bytes_per_sec"].as_f64().unwrap() * 8.0,
+                p["details"]["cpu_limit"].clone(),
+                p["details"][format!("cpu_load_{side}")]["cgroup"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// Section 5 of issue 11: a `headroom serve` held by a cgroup cpu quota to 2%
+/// of a core behind a veth shaped like 2.5 GbE carries a fraction of the link;
+/// `headroom net` must name the server's CPU quota with its throttled periods
+/// (as the kernel counted them), and must not advise raising wmem/rmem. With
+/// the quota on the client instead, it names this machine's.
+#[test]
+fn a_cpu_quota_on_either_end_is_named_with_its_throttled_periods() {
+    headroom_lab::require_root!();
+    if !CpuQuota::available() {
+        eprintln!("SKIPPED: cgroup v1 cpu is not mounted at {}", headroom_lab::cpu::CPU_ROOT);
+        return;
+    }
+    let _machine = headroom_lab::hold_machine();
+    let lab = TwoHosts::new(1500).unwrap();
+    lab.shape(tbf_rate_emulating(2.5e9, &Framing::default()) as u64).unwrap();
+    let a = lab.addr_a.to_string();
+    let server = lab.a.spawn(bin(), &["serve", "--bind", &a, "--no-auth", "--quiet"]).unwrap();
+    let t0 = Instant::now();
+    while lab.b.exec(bin(), &["ping", &format!("{a}:5201"), "--count", "1"]).is_err() {
+        assert!(t0.elapsed() < Duration::from_secs(10), "server did not come up");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let ceiling_bits = Framing::default().tcp_goodput_bits(2.5e9);
+    let net_args = ["net", a.as_str(), "--tests", "up1,down1", "--time", "3s", "--link", "2.5gbe", "--json"];
+    let net = |cmd: &mut Command| {
+        let out = run(cmd);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(!text.contains("wmem") && !text.contains("rmem"), "buffer advice under a CPU quota: {text}");
+        json(&out)
+    };
+
+    // The peer in the same run: no quota, the link's ceiling and no CPU blamed.
+    let free = net(lab.b.command(bin()).args(net_args));
+    let free_bits: Vec<f64> = cpu_findings(&free, "remote").iter().map(|f| f.1).collect();
+    for (id, bits, limit, _) in cpu_findings(&free, "remote") {
+        eprintln!("no quota, {id}: {:.0} Mb/s ({:.0}% of {ceiling_bits:.0})", bits / 1e6, bits / ceiling_bits * 100.0);
+        assert!(limit.is_null(), "{id}: a CPU limit without a quota: {limit}");
+    }
+
+    for side in ["remote", "local"] {
+        let quota = CpuQuota::new(2000, 100_000).unwrap();
+        let before = quota.throttle_counts().unwrap();
+        let doc = if side == "remote" {
+            quota.add_pid(server.id()).unwrap();
+            net(lab.b.command(bin()).args(net_args))
+        } else {
+            let mut args = vec!["netns", "exec", lab.b.name.as_str(), bin()];
+            args.extend(net_args);
+            net(&mut quota.command(std::path::Path::new("ip"), &args))
+        };
+        let after = quota.throttle_counts().unwrap();
+        let (kernel_periods, kernel_throttled) = (after.0 - before.0, after.1 - before.1);
+        for ((id, bits, limit, cgroup), free) in cpu_findings(&doc, side).into_iter().zip(&free_bits) {
+            let (periods, throttled) =
+                (cgroup["periods"].as_u64().unwrap(), cgroup["throttled_periods"].as_u64().unwrap());
+            eprintln!(
+                "quota 2% on {side}, {id}: {:.0} Mb/s ({:.0}% of the 2.5GbE TCP ceiling; {:.0} Mb/s without), \
+                 throttled in {throttled} of {periods} periods (kernel, whole run: {kernel_throttled} of {kernel_periods})",
+                bits / 1e6,
+                bits / ceiling_bits * 100.0,
+                free / 1e6
+            );
+            assert_eq!(limit["side"], side, "{id}: {limit}");
+            assert_eq!(limit["kind"], "quota", "{id}: {limit}");
+            let owner = if side == "remote" { "the server's CPU quota" } else { "this machine's CPU quota" };
+            assert!(limit["evidence"].as_str().unwrap().contains(owner), "{id}: {limit}");
+            // headroom's window lies inside the kernel's count over the whole run.
+            assert!(periods > 0 && periods <= kernel_periods, "{id}: {periods} periods of {kernel_periods}");
+            assert!(throttled <= kernel_throttled, "{id}: {throttled} throttled of {kernel_throttled}");
+            assert!(throttled as f64 >= 0.2 * periods as f64, "{id}: {throttled} of {periods}");
+            assert!(bits < 0.85 * ceiling_bits && bits < *free, "{id}: the quota did not hold the stream back");
         }
     }
 }

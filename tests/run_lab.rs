@@ -1,9 +1,11 @@
 //! `headroom run` end to end in the lab: a client namespace and a server
 //! namespace joined by a tbf-shaped veth, and a loop device throttled by
 //! cgroup blkio under the disk probes. Once with the link as the narrow hop,
-//! once with the disk: the verdict must name the right one.
+//! once with the disk, once with the server's CPU held by a cgroup quota: the
+//! verdict must name the right one.
 
 use headroom_lab::blockdev::{BlkioThrottle, LoopDevice, Mount};
+use headroom_lab::cpu::CpuQuota;
 use headroom_lab::netns::TwoHosts;
 use headroom_limits::{tbf_rate_emulating, Framing};
 use headroom_result::ResultDoc;
@@ -15,6 +17,11 @@ const MB: u64 = 1_000_000;
 /// Runs `headroom run` inside namespace a against a `headroom serve` in b,
 /// with the disk probes on a throttled loop device, and returns the document.
 fn run_in_lab(link: &str, link_bits: f64, disk_bytes_per_sec: u64) -> ResultDoc {
+    run_in_lab_with(link, link_bits, disk_bytes_per_sec, None)
+}
+
+/// [`run_in_lab`] with the server's PID moved into `server_quota` once it runs.
+fn run_in_lab_with(link: &str, link_bits: f64, disk_bytes_per_sec: u64, server_quota: Option<&CpuQuota>) -> ResultDoc {
     let exe = Path::new(env!("CARGO_BIN_EXE_headroom"));
     let hosts = TwoHosts::new(1500).expect("namespaces");
     // Shape so that TCP sees what a real Ethernet link of `link_bits` carries.
@@ -24,6 +31,10 @@ fn run_in_lab(link: &str, link_bits: f64, disk_bytes_per_sec: u64) -> ResultDoc 
         .spawn(exe.to_str().unwrap(), &["serve", "--bind", &hosts.addr_b.to_string(), "--no-auth", "--quiet"])
         .expect("serve in b");
     std::thread::sleep(Duration::from_millis(300));
+    if let Some(q) = server_quota {
+        // From outside: inside the namespace the cgroup filesystem is not mounted.
+        q.add_pid(server.id()).expect("server into the cpu group");
+    }
 
     let loop_dev = LoopDevice::new(512 << 20).expect("loop device");
     loop_dev.mkfs("ext4").expect("mkfs");
@@ -122,5 +133,32 @@ fn narrow_disk_is_named_the_bottleneck() {
         assert_eq!(bottleneck, "disk", "{dir}: {explanation}");
         // The blkio throttle is what the disk figure shows.
         assert!((figure / (20 * MB) as f64 - 1.0).abs() < 0.1, "{dir}: {figure} B/s against a 20 MB/s throttle");
+    }
+}
+
+#[test]
+fn a_server_held_by_a_cpu_quota_is_named_not_the_link_or_the_buffers() {
+    if !lab_ready() {
+        return;
+    }
+    if !CpuQuota::available() {
+        eprintln!("SKIPPED run lab: cgroup v1 cpu is not mounted at {}", headroom_lab::cpu::CPU_ROOT);
+        return;
+    }
+    let _machine = headroom_lab::hold_machine();
+    // 2% of one core for the server, behind a 2.5 GbE link (294 MB/s of TCP),
+    // in front of a disk throttled to 1 GB/s (faster than the quota lets the
+    // server carry, so the network is the lower figure).
+    let quota = CpuQuota::new(2000, 100_000).expect("cpu group");
+    let doc = run_in_lab_with("2.5gbe", 2.5e9, 1000 * MB, Some(&quota));
+    let text = doc.to_json();
+    assert!(!text.contains("wmem") && !text.contains("rmem"), "buffer advice under a CPU quota: {text}");
+    for dir in ["read", "write"] {
+        let (bottleneck, explanation, figure, percent) = verdict_of(&doc, dir);
+        eprintln!("{dir}: {figure:.0} B/s, {percent:?}% of the ceiling: {explanation}");
+        assert_eq!(bottleneck, "cpu", "{dir}: {explanation}");
+        assert!(explanation.contains("the server's CPU quota"), "{dir}: {explanation}");
+        assert!(explanation.contains("throttled in"), "{dir}: {explanation}");
+        assert!(percent.unwrap() < 85.0, "{dir}: {percent:?}");
     }
 }

@@ -61,6 +61,10 @@ pub struct DiskArgs {
     /// Warm-up per test, excluded from every figure [default: 1s]
     #[arg(long, value_name = "DURATION")]
     pub ramp: Option<DurationArg>,
+    /// Length of each per-interval sample (100ms to 10s) [default: 1s]; shorter gives
+    /// `compare` more samples of a short test
+    #[arg(long, value_name = "DURATION")]
+    pub sample_interval: Option<DurationArg>,
     /// Percentage of reads in --rw randrw [default: 70]
     #[arg(long, value_name = "PCT", value_parser = clap::value_parser!(u32).range(0..=100))]
     pub rwmix: Option<u32>,
@@ -220,6 +224,12 @@ fn plan(args: &DiskArgs) -> anyhow::Result<Plan> {
             vec![t]
         }
     };
+    if let Some(i) = args.sample_interval {
+        if i.0 < Duration::from_millis(100) || i.0 > Duration::from_secs(10) {
+            bail!("--sample-interval {i} is out of range: 100ms to 10s (example: --sample-interval 250ms)");
+        }
+        tests.iter_mut().for_each(|t| t.sample_interval = i.0);
+    }
     if sync != SyncMode::None {
         if preset == Some(Preset::Sync) {
             bail!("--sync {} cannot be combined with --preset sync, which runs every sync mode", args.sync);

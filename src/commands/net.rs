@@ -6,10 +6,13 @@
 use crate::output::{Outcome, Output};
 use crate::progress::Progress;
 use anyhow::bail;
+use headroom_analysis::cpu_limits;
+use headroom_analysis::verdict::AT_CEILING;
 use headroom_limits::Framing;
 use headroom_net::client::{Session, Target, ThroughputResult, ThroughputSpec};
 use headroom_net::wire::Direction;
 use headroom_net::{iperf3_client, probe, NetError};
+use headroom_result::CpuLoad;
 use headroom_result::{Ceiling, Probe, ResultDoc, Warning};
 use headroom_units::{format_rate, DurationArg, Rate, Size};
 use std::time::Duration;
@@ -346,6 +349,12 @@ fn probe_label(spec: &ThroughputSpec) -> String {
 fn throughput_probe(r: &ThroughputResult, ceiling: &LinkCeiling) -> Probe {
     let mut p = probe::throughput_probe(r);
     let directions = if r.direction == Some(Direction::Bidir) { 2.0 } else { 1.0 };
+    // A virtual NIC's nominal speed is no ceiling a stream could be at.
+    let share =
+        ceiling.tcp_bytes_per_sec.filter(|_| !ceiling.is_virtual).map(|c| p.summary.bytes_per_sec / (c * directions));
+    if !r.udp {
+        cpu_limits::settle_diagnosis(&mut p, share.is_some_and(|s| s >= AT_CEILING));
+    }
     if let Some(c) = ceiling.tcp_bytes_per_sec {
         let share = p.summary.bytes_per_sec / (c * directions);
         p.details.insert("ceiling_share".into(), serde_json::json!(share));
@@ -440,6 +449,11 @@ fn print_probe(p: &Probe, ceiling: &LinkCeiling, out: &Output) {
                 line += &format!(" / {c:.0}% server");
             }
             println!("{line}");
+            for (key, whose) in [("cpu_load_local", "cpu here"), ("cpu_load_remote", "cpu server")] {
+                if let Some(load) = d.get(key).and_then(|v| serde_json::from_value::<CpuLoad>(v.clone()).ok()) {
+                    println!("  {:<24} {whose}: {}", "", cpu_line(&load));
+                }
+            }
             if let Some(l) = d.get("rtt_under_load_ns") {
                 println!(
                     "  {:<24} RTT under load: mean {}  p99 {}",
@@ -453,6 +467,31 @@ fn print_probe(p: &Probe, ceiling: &LinkCeiling, out: &Output) {
             }
         }
     }
+}
+
+/// One end's CPU over a test: the process against one core and the machine,
+/// its busiest thread and core, softirq, steal and the cgroup quota.
+fn cpu_line(load: &CpuLoad) -> String {
+    let mut parts = vec![format!("process {:.0}% of one core ({} cores)", load.process_percent, load.cores)];
+    if let Some(t) = load.busiest_thread() {
+        parts.push(format!("busiest thread {} {:.0}%", t.name, t.percent));
+    }
+    if let Some(c) = load.busiest_core() {
+        parts.push(format!("busiest core cpu{} {:.0}% (softirq {:.0}%)", c.cpu, c.busy_percent, c.softirq_percent));
+    }
+    if load.steal_percent >= 1.0 {
+        parts.push(format!("steal {:.0}%", load.steal_percent));
+    }
+    if let Some(cg) = &load.cgroup {
+        parts.push(format!(
+            "cgroup {} quota {:.0}% of a core, throttled in {} of {} periods",
+            cg.path,
+            cg.quota_cores() * 100.0,
+            cg.throttled_periods,
+            cg.periods
+        ));
+    }
+    parts.join(", ")
 }
 
 trait SpecBytes {

@@ -145,7 +145,12 @@ fn disk_args(path: &Path, full: bool) -> Vec<String> {
         a.extend(["--preset", "cdm"].map(String::from));
     } else {
         // 6 tests x (2 s + 0.5 s warm-up): the no-argument run stays under a minute.
-        a.extend(["--preset", "quick", "--time", "2s", "--ramp", "500ms", "--size", "256MiB"].map(String::from));
+        // 250 ms samples give each test 8, enough for `compare` to tell a
+        // difference from noise (2 one-second samples never can).
+        a.extend(
+            ["--preset", "quick", "--time", "2s", "--ramp", "500ms", "--size", "256MiB", "--sample-interval", "250ms"]
+                .map(String::from),
+        );
     }
     a
 }

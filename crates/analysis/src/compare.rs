@@ -79,7 +79,9 @@ pub enum Significance {
     WithinNoise {
         p_value: f64,
     },
-    /// Fewer than [`MIN_SAMPLES`] per-second samples on one side.
+    /// Too few samples to tell: fewer than [`MIN_SAMPLES`] on one side, or so
+    /// few that even two sets with no overlap could not reach [`ALPHA`] (3
+    /// against 3 gives p = 0.08 at best).
     TooFewSamples,
 }
 
@@ -191,6 +193,7 @@ pub fn compare(docs: &[ResultDoc], names: &[String]) -> Result<Comparison, Compa
                     } else {
                         let other: Vec<f64> = p.samples.iter().filter_map(|s| figure.of_sample(s)).collect();
                         match mann_whitney_u(&base_samples, &other) {
+                            _ if smallest_p(base_samples.len(), other.len()) >= ALPHA => Significance::TooFewSamples,
                             None => Significance::TooFewSamples,
                             Some(p) if p < ALPHA => Significance::Significant { p_value: p },
                             Some(p) => Significance::WithinNoise { p_value: p },
@@ -263,6 +266,18 @@ pub fn mann_whitney_u(a: &[f64], b: &[f64]) -> Option<f64> {
     Some((2.0 * (1.0 - standard_normal_cdf(z))).min(1.0))
 }
 
+/// The smallest p-value [`mann_whitney_u`] can give for these sample counts:
+/// that of two sets with no overlap and no ties.
+pub fn smallest_p(n1: usize, n2: usize) -> f64 {
+    if n1 < MIN_SAMPLES || n2 < MIN_SAMPLES {
+        return 1.0;
+    }
+    let (n1, n2) = (n1 as f64, n2 as f64);
+    let variance = n1 * n2 / 12.0 * (n1 + n2 + 1.0);
+    let z = (n1 * n2 / 2.0 - 0.5) / variance.sqrt();
+    (2.0 * (1.0 - standard_normal_cdf(z))).min(1.0)
+}
+
 /// Φ(z) via the complementary error function (Abramowitz & Stegun 7.1.26, |error| < 1.5e-7).
 fn standard_normal_cdf(z: f64) -> f64 {
     let x = z / std::f64::consts::SQRT_2;
@@ -286,6 +301,14 @@ mod tests {
         assert!(mann_whitney_u(&a, &c).unwrap() > 0.3);
         assert_eq!(mann_whitney_u(&a[..2], &b), None);
         assert_eq!(mann_whitney_u(&[5.0; 4], &[5.0; 4]), Some(1.0));
+    }
+
+    #[test]
+    fn three_samples_a_side_can_never_be_significant_eight_can() {
+        assert!(smallest_p(3, 3) > ALPHA, "{}", smallest_p(3, 3));
+        assert!(smallest_p(4, 4) < ALPHA, "{}", smallest_p(4, 4));
+        assert!(smallest_p(8, 8) < 0.001);
+        assert_eq!(smallest_p(2, 8), 1.0);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 pub mod ceilings;
 pub mod cliff;
 pub mod compare;
+pub mod cpu_limits;
 pub mod goals;
 pub mod verdict;
 

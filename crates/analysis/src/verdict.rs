@@ -7,6 +7,7 @@
 //! (tests/fixtures/*.json). Reads only the document and the limits model.
 
 use crate::ceilings::{self, hop, PathHints, PathModel};
+use crate::cpu_limits::{self, CpuLimit, CpuLimitKind};
 use headroom_limits::{catalog, Family};
 use headroom_result::{Ceiling, Probe, ProbeSpec, ResultDoc, Verdict};
 use headroom_units::format_bytes_per_sec;
@@ -20,9 +21,10 @@ pub const AT_CEILING: f64 = 0.85;
 pub const ABOVE_CEILING: f64 = 1.05;
 /// A protocol ceiling this share of the link's or lower is a hop of its own.
 pub const PROTOCOL_NOTICEABLE: f64 = 0.98;
-/// A network probe whose sender or receiver used this much of one core per
-/// stream is CPU-bound.
-pub const CPU_BUSY_PERCENT: f64 = 90.0;
+pub use crate::cpu_limits::CPU_BUSY_PERCENT;
+/// Disk and network figures closer than this share (or than the spread of
+/// their per-second samples, when wider) are level: neither alone limits.
+pub const LEVEL_WITHIN: f64 = 0.05;
 
 /// Which way the data flows, seen from the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,6 +60,8 @@ pub enum Bottleneck {
     Cpu,
     /// Faster than a ceiling allows: a cache, compression or a wrong ceiling.
     Cache,
+    /// Disk and network within the noise of each other: no single bottleneck.
+    Level,
     Unexplained,
 }
 
@@ -70,6 +74,7 @@ impl Bottleneck {
             Bottleneck::Protocol => "protocol",
             Bottleneck::Cpu => "cpu",
             Bottleneck::Cache => "cache",
+            Bottleneck::Level => "level",
             Bottleneck::Unexplained => "unexplained",
         }
     }
@@ -99,7 +104,7 @@ pub struct DirectionVerdict {
     /// What the path delivers end to end, bytes/s.
     pub figure_bytes_per_sec: f64,
     pub bottleneck: Bottleneck,
-    /// The rule of docs/verdict.md that decided (R1..R7).
+    /// The rule of docs/verdict.md that decided (R1..R9).
     pub rule: String,
     /// The figure as a share of the bottleneck's ceiling, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -157,8 +162,17 @@ pub fn analyse(doc: &ResultDoc, hints: &PathHints) -> Result<Analysis, ceilings:
     Ok(Analysis { model, directions })
 }
 
-/// Fills `doc.ceilings` and `doc.verdict` from its own content.
+/// Fills `doc.ceilings` and `doc.verdict` from its own content, and settles
+/// each TCP probe's one-line diagnosis against the link ceiling
+/// ([`cpu_limits::settle_diagnosis`]).
 pub fn annotate(doc: &mut ResultDoc, hints: &PathHints) -> Result<Analysis, ceilings::BadLinkSpec> {
+    let model = ceilings::derive(doc, hints)?;
+    let link = model.ceiling(hop::LINK).map(|c| c.bytes_per_sec);
+    for probe in doc.probes.iter_mut().filter(|p| matches!(&p.spec, ProbeSpec::Net(n) if n.test.starts_with("tcp"))) {
+        let directions = if matches!(&probe.spec, ProbeSpec::Net(n) if n.test == "tcp_bidir") { 2.0 } else { 1.0 };
+        let at_ceiling = link.is_some_and(|l| probe.summary.bytes_per_sec >= l * directions * AT_CEILING);
+        cpu_limits::settle_diagnosis(probe, at_ceiling);
+    }
     let analysis = analyse(doc, hints)?;
     doc.ceilings = analysis.model.ceilings.clone();
     doc.verdict = analysis.to_verdict();
@@ -183,34 +197,6 @@ fn best_net_probe(doc: &ResultDoc, dir: Direction) -> Option<&Probe> {
         .iter()
         .filter(|p| matches!(&p.spec, ProbeSpec::Net(n) if n.test == test))
         .max_by(|a, b| a.summary.bytes_per_sec.total_cmp(&b.summary.bytes_per_sec))
-}
-
-/// The highest CPU use of one core per stream a net probe recorded in its
-/// details: `cpu_local_percent`/`cpu_remote_percent` (percent of one core, as
-/// the net engine writes them), or `cpu_*` objects with `percent_total` or
-/// user_s/system_s/wall_s.
-pub fn cpu_busy_percent_per_stream(probe: &Probe) -> Option<f64> {
-    let streams = match &probe.spec {
-        ProbeSpec::Net(n) => n.streams.max(1) as f64,
-        _ => 1.0,
-    };
-    probe
-        .details
-        .iter()
-        .filter(|(k, _)| k.starts_with("cpu"))
-        .filter_map(|(k, v)| {
-            if k.ends_with("_percent") {
-                return v.as_f64();
-            }
-            v.get("percent_total").and_then(|p| p.as_f64()).or_else(|| {
-                let user = v.get("user_s")?.as_f64()?;
-                let system = v.get("system_s")?.as_f64()?;
-                let wall = v.get("wall_s")?.as_f64()?;
-                (wall > 0.0).then(|| (user + system) / wall * 100.0)
-            })
-        })
-        .map(|percent| percent / streams)
-        .reduce(f64::max)
 }
 
 fn capitalise(s: &str) -> String {
@@ -355,6 +341,18 @@ fn direction_verdict(doc: &ResultDoc, model: &PathModel, dir: Direction) -> Opti
     }
     let limiting = if let Some(m) = m_client {
         Limiting::Client(m)
+    } else if let Some((d, n)) = m_disk.zip(m_net).filter(|(d, n)| level(*d, *n, disk_alone, net_probe)) {
+        // R9: disk and network within the noise of each other.
+        let apart = (d - n).abs() / d.max(n);
+        v.bottleneck = Bottleneck::Level;
+        v.rule = "R9".into();
+        v.explanation = format!(
+            "{what}: the disk alone ({}) and the network ({}) are level, {:.0}% apart, within the noise of their samples: neither alone is the bottleneck, and raising one gains little until the other rises too.",
+            rate(d),
+            rate(n),
+            apart * 100.0
+        );
+        return Some(v);
     } else {
         match (m_disk, m_net) {
             (Some(d), Some(n)) if d <= n => Limiting::Disk(d),
@@ -364,14 +362,20 @@ fn direction_verdict(doc: &ResultDoc, model: &PathModel, dir: Direction) -> Opti
         }
     };
 
-    // Evidence that a CPU limits a figure: a CPU (kernel) ceiling it reaches,
-    // or a probe that kept one core per stream busy.
-    let cpu_evidence = |m: f64, probe: Option<&Probe>, kernel_ceiling: Option<&Ceiling>| -> Option<String> {
-        if let Some(cc) = kernel_ceiling.filter(|cc| m >= cc.bytes_per_sec * AT_CEILING) {
-            return Some(format!("the CPU ceiling {} ({})", cc.name, rate(cc.bytes_per_sec)));
+    // Evidence that a CPU limits a figure: a limit measured on either end
+    // during the probe (docs/verdict.md, "CPU limits"), else a CPU (kernel)
+    // ceiling the figure reaches. Over loopback every stream is a memory copy
+    // at a full core, so only a quota or steal counts there (R6 speaks).
+    // A bare percent of one core (CpuLimitKind::Busy) is weaker evidence than a kernel ceiling.
+    let cpu_evidence = |m: f64, probe: Option<&Probe>, kernel_ceiling: Option<&Ceiling>, loopback: bool| {
+        let found = probe.and_then(cpu_limits::cpu_limit).filter(|l| !loopback || cpu_limits::is_machine_limit(l));
+        if let Some(l) = found.clone().filter(|l| l.kind != CpuLimitKind::Busy) {
+            return Some((l.evidence.clone(), Some(l)));
         }
-        let busy = probe.and_then(cpu_busy_percent_per_stream).filter(|b| *b >= CPU_BUSY_PERCENT)?;
-        Some(format!("{busy:.0}% of one core per stream busy during the test"))
+        if let Some(cc) = kernel_ceiling.filter(|cc| m >= cc.bytes_per_sec * AT_CEILING) {
+            return Some((format!("the CPU: the CPU ceiling {} ({})", cc.name, rate(cc.bytes_per_sec)), None));
+        }
+        found.map(|l| (l.evidence.clone(), Some(l)))
     };
 
     match limiting {
@@ -458,23 +462,19 @@ fn direction_verdict(doc: &ResultDoc, model: &PathModel, dir: Direction) -> Opti
                     // A loopback TCP stream runs no cipher or digest, so a
                     // kernel's ceiling is no evidence against it.
                     let kernel_ceiling = cpu.filter(|_| !net.loopback);
-                    if let Some(evidence) = cpu_evidence(m, net_probe, kernel_ceiling) {
+                    if let Some((evidence, limit)) = cpu_evidence(m, net_probe, kernel_ceiling, net.loopback) {
                         // R5: CPU.
                         v.bottleneck = Bottleneck::Cpu;
                         v.rule = "R5".into();
                         v.percent_of_ceiling = net_bound.map(|b| m / b.bytes_per_sec * 100.0);
                         v.explanation = format!(
-                            "{what} run at {}{}, limited by the CPU: {evidence}.",
+                            "{what} run at {}{}, limited by {evidence}.",
                             rate(m),
                             net_bound
                                 .map(|b| format!(", {} of the {} ceiling", pct(m / b.bytes_per_sec), b.name))
                                 .unwrap_or_default()
                         );
-                        v.checks = vec![
-                            "more streams (--streams 4) spread the work over more cores".into(),
-                            "NIC offloads (ethtool -k: tso, gso, gro) and interrupt coalescing".into(),
-                            "a CPU with AES-NI/VAES for encrypted protocols".into(),
-                        ];
+                        v.checks = cpu_checks(limit.as_ref());
                     } else if net.loopback {
                         // R6: loopback has no wire; what limits it is memory copies.
                         v.bottleneck = Bottleneck::Cpu;
@@ -482,6 +482,9 @@ fn direction_verdict(doc: &ResultDoc, model: &PathModel, dir: Direction) -> Opti
                         v.explanation = format!("{what} over loopback run at {}: no wire is involved, so the CPU copying memory is the limit.", rate(m));
                     } else {
                         unexplained(&mut v, m, net_bound, "network");
+                        if net_bound.is_none() && net.nic.as_ref().is_none_or(|n| n.kind == "virtual") {
+                            virtual_link(&mut v, m, net.nic.as_ref().map(|n| n.name.as_str()));
+                        }
                         if let Some(why) = net_probe.and_then(|p| p.details.get("why")).and_then(|w| w.as_str()) {
                             v.checks.insert(0, format!("the probe's own diagnosis: {why}"));
                         }
@@ -536,10 +539,11 @@ fn direction_verdict(doc: &ResultDoc, model: &PathModel, dir: Direction) -> Opti
                         ];
                         v.headroom_factor = Some(n / m);
                         v.headroom = Some(format!("Fixing it would raise {what} up to {}.", factor(n / m)));
-                    } else if let Some(evidence) = cpu_evidence(m, client, cpu) {
+                    } else if let Some((evidence, limit)) = cpu_evidence(m, client, cpu, false) {
                         v.bottleneck = Bottleneck::Cpu;
                         v.rule = "R5".into();
-                        v.explanation = format!("{what} run at {}, limited by the CPU: {evidence}.", rate(m));
+                        v.explanation = format!("{what} run at {}, limited by {evidence}.", rate(m));
+                        v.checks = cpu_checks(limit.as_ref());
                     } else {
                         unexplained(&mut v, m, bound, "client");
                     }
@@ -548,6 +552,69 @@ fn direction_verdict(doc: &ResultDoc, model: &PathModel, dir: Direction) -> Opti
         }
     }
     Some(v)
+}
+
+/// R5's checks: what lifts the CPU limit that was found.
+fn cpu_checks(limit: Option<&CpuLimit>) -> Vec<String> {
+    let spread = "more streams (--streams 4) spread the work over more cores".to_string();
+    let offloads = "NIC offloads (ethtool -k: tso, gso, gro) and interrupt coalescing".to_string();
+    match limit {
+        Some(l) if l.kind == CpuLimitKind::Quota => vec![format!(
+            "raise or remove the CPU quota of {}'s cgroup (cpu.cfs_quota_us or cpu.max; a container's --cpus, a systemd CPUQuota=)",
+            l.side.owner()
+        )],
+        Some(l) if l.kind == CpuLimitKind::Steal => vec![format!(
+            "the hypervisor under {}: other guests on the host, the VM's CPU limit or reservation",
+            l.side.owner()
+        )],
+        Some(l) if l.kind == CpuLimitKind::Softirq => vec![
+            format!(
+                "spread {}'s packet processing over more cores: NIC queues and RSS (ethtool -L), RPS/RFS, irqbalance",
+                l.side.owner()
+            ),
+            offloads,
+        ],
+        Some(l) => vec![format!("{} CPU: {spread}", capitalise(l.side.owner())), offloads],
+        None => vec![spread, offloads, "a CPU with AES-NI/VAES for encrypted protocols".into()],
+    }
+}
+
+/// Whether disk and network figures are within the noise of each other: closer
+/// than [`LEVEL_WITHIN`], or than the wider spread (coefficient of variation)
+/// of the two probes' per-second samples.
+fn level(disk: f64, net: f64, disk_probe: Option<&Probe>, net_probe: Option<&Probe>) -> bool {
+    let spread = |p: Option<&Probe>| {
+        let xs: Vec<f64> = p.map(|p| p.samples.iter().map(|s| s.bytes_per_sec).collect()).unwrap_or_default();
+        if xs.len() < 3 {
+            return 0.0;
+        }
+        let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (xs.len() - 1) as f64;
+        if mean > 0.0 {
+            var.sqrt() / mean
+        } else {
+            0.0
+        }
+    };
+    let noise = LEVEL_WITHIN.max(spread(disk_probe)).max(spread(net_probe));
+    (disk - net).abs() / disk.max(net) <= noise
+}
+
+/// R8 over a virtual NIC (veth, virtio, a bridge) with no `--link`: there is
+/// no physical ceiling to hold the figure against, so the cable checklist
+/// does not apply; say how to give one.
+fn virtual_link(v: &mut DirectionVerdict, m: f64, nic: Option<&str>) {
+    let what = v.direction.plural();
+    let over = nic.map(|n| format!(" over {n}")).unwrap_or_default();
+    v.explanation = format!(
+        "{what} run at {}{over}, a virtual link (veth, virtio, a bridge) with no physical ceiling here: nothing can be held against it. Pass --link with the slowest physical link between the two ends (e.g. --link 10gbe, --link 2.5gbe, --link 940Mb/s) for a verdict.",
+        rate(m)
+    );
+    v.checks = vec![
+        "--link SPEC: the physical link the traffic crosses (the host's NIC, the switch port)".into(),
+        "CPU of both ends: a virtual link runs as fast as the CPUs copy (headroom net shows each end's cores and threads)".into(),
+        "the server side: is its disk or its CPU busy?".into(),
+    ];
 }
 
 /// R4's headroom: what a faster link would give, up to the disk alone.

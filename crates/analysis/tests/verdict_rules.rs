@@ -216,3 +216,122 @@ fn compare_refuses_results_with_nothing_in_common_or_other_schemas() {
     assert!(e.to_string().contains("different schema"), "{e}");
     assert!(matches!(compare(&[fixture("cache")], &[]), Err(CompareError::TooFew(1))));
 }
+
+/// A net probe of `doc` by test name.
+fn net_probe_mut<'a>(doc: &'a mut ResultDoc, test: &str) -> &'a mut headroom_result::Probe {
+    doc.probes
+        .iter_mut()
+        .find(|p| matches!(&p.spec, headroom_result::ProbeSpec::Net(n) if n.test == test))
+        .expect("net probe")
+}
+
+#[test]
+fn r9_disk_and_network_within_the_noise_are_level() {
+    // `headroom run` with no arguments: writes 3.355 GB/s, loopback TCP 3.499 GB/s.
+    let mut doc = fixture("loopback");
+    doc.probes.iter_mut().find(|p| p.id == "seq1m-q8t1-write").unwrap().summary.bytes_per_sec = 3.355e9;
+    net_probe_mut(&mut doc, "tcp").summary.bytes_per_sec = 3.499e9;
+    let w = verdict(&doc, Direction::Write);
+    assert_eq!((w.bottleneck, w.rule.as_str()), (Bottleneck::Level, "R9"), "{w:#?}");
+    assert!(w.explanation.contains("are level, 4% apart"), "{}", w.explanation);
+    assert!(w.headroom.is_none(), "no single hop to lift: {:?}", w.headroom);
+    // Reads (1.45 GB/s disk, 2.65 GB/s loopback) are far apart: still the disk.
+    assert_eq!(verdict(&doc, Direction::Read).bottleneck, Bottleneck::Disk);
+}
+
+#[test]
+fn r8_a_virtual_link_without_link_asks_for_one_instead_of_the_cable_checklist() {
+    let mut doc = fixture("unexplained");
+    doc.host.nics[0].kind = "virtual".into();
+    doc.host.nics[0].name = "veth0".into();
+    let v = verdict(&doc, Direction::Read);
+    assert_eq!((v.bottleneck, v.rule.as_str()), (Bottleneck::Unexplained, "R8"), "{v:#?}");
+    assert!(v.explanation.contains("over veth0, a virtual link"), "{}", v.explanation);
+    assert!(v.explanation.contains("--link"), "{}", v.explanation);
+    let checks = v.checks.join("\n");
+    assert!(!checks.contains("duplex") && !checks.contains("USB NIC"), "{checks}");
+    // A physical NIC of known speed keeps the checklist (the fixture as stored).
+    assert!(verdict(&fixture("unexplained"), Direction::Read).checks.iter().any(|c| c.contains("duplex")));
+}
+
+#[test]
+fn r5_names_the_server_quota_and_this_machines_saturated_core_not_the_buffers() {
+    use headroom_result::{CgroupCpu, CoreLoad, CpuLoad, ThreadLoad};
+    let load = |cores: u32, thread_percent: f64| CpuLoad {
+        wall_s: 3.0,
+        cores,
+        process_percent: thread_percent + 1.0,
+        threads: vec![ThreadLoad { name: "tcp-recv-0".into(), tid: 42, percent: thread_percent }],
+        per_core: (0..cores)
+            .map(|cpu| CoreLoad { cpu, busy_percent: 15.0, softirq_percent: 1.0, steal_percent: 0.0 })
+            .collect(),
+        ..CpuLoad::default()
+    };
+    let mut doc = fixture("unexplained");
+    let mut server = load(4, 2.0);
+    server.cgroup = Some(CgroupCpu {
+        version: 2,
+        path: "/system.slice/nas.service".into(),
+        quota_us: 2000,
+        period_us: 100_000,
+        periods: 30,
+        throttled_periods: 24,
+        throttled_s: 2.1,
+    });
+    let down = net_probe_mut(&mut doc, "tcp_reverse");
+    down.details.insert("cpu_load_remote".into(), serde_json::to_value(&server).unwrap());
+    down.details.insert("cpu_load_local".into(), serde_json::to_value(load(8, 10.0)).unwrap());
+    down.details
+        .insert("why".into(), serde_json::json!("receive window limited 40% of the time: raise net.core.rmem_max"));
+    // One receiving thread at a full core of eight: 12.5% of the machine.
+    let up = net_probe_mut(&mut doc, "tcp");
+    up.details.insert("cpu_load_local".into(), serde_json::to_value(load(8, 99.0)).unwrap());
+    up.details.insert("cpu_local_percent".into(), serde_json::json!(100.0 / 8.0));
+    annotate(&mut doc, &PathHints::default()).unwrap();
+    let text = doc.to_json();
+    assert!(!text.contains("rmem_max"), "buffer advice survived a CPU limit");
+    let v = doc.verdict.as_ref().unwrap();
+    let read = &v.directions[0];
+    assert_eq!((read["bottleneck"].as_str(), read["rule"].as_str()), (Some("cpu"), Some("R5")), "{read:#}");
+    let e = read["explanation"].as_str().unwrap();
+    assert!(e.contains("the server's CPU quota") && e.contains("cpu.max 2000 100000"), "{e}");
+    assert!(e.contains("throttled in 80% of 30 periods"), "{e}");
+    assert!(read["checks"][0].as_str().unwrap().contains("quota of the server's cgroup"), "{read:#}");
+    let write = &v.directions[1];
+    let e = write["explanation"].as_str().unwrap();
+    assert_eq!(write["bottleneck"], "cpu", "{e}");
+    assert!(e.contains("this machine's CPU: thread tcp-recv-0 kept one core 99% busy (one of 8 cores"), "{e}");
+}
+
+#[test]
+fn no_window_advice_for_a_stream_at_the_link_ceiling() {
+    let mut doc = fixture("link-bound");
+    let p = net_probe_mut(&mut doc, "tcp_reverse");
+    p.details
+        .insert("why".into(), serde_json::json!("receive window limited 60% of the time: raise net.core.rmem_max"));
+    p.warnings.push(headroom_result::Warning::new("single_stream_limited", "receive window limited: raise rmem"));
+    annotate(&mut doc, &PathHints::default()).unwrap();
+    let text = doc.to_json();
+    assert!(!text.contains("rmem"), "window advice at 98% of the link: {text}");
+}
+
+#[test]
+fn compare_says_too_few_samples_when_no_difference_could_be_significant() {
+    let before = fixture("compare-before");
+    let mut after = fixture("compare-after");
+    let c = compare(&[before.clone(), after.clone()], &["a".into(), "b".into()]).unwrap();
+    assert!(c.rows.iter().any(|r| matches!(r.cells[1].significance, Significance::Significant { .. })));
+    // Three one-second samples a side: even no overlap gives p = 0.08.
+    for p in &mut after.probes {
+        p.samples.truncate(3);
+    }
+    let mut three = before.clone();
+    for p in &mut three.probes {
+        p.samples.truncate(3);
+    }
+    let c = compare(&[three, after], &["a".into(), "b".into()]).unwrap();
+    for r in c.rows.iter().filter(|r| r.figure == Figure::Throughput) {
+        assert_eq!(r.cells[1].significance, Significance::TooFewSamples, "{}", r.probe);
+        assert_eq!(r.cells[1].significance.short(), "too few samples");
+    }
+}

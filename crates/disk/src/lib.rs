@@ -179,6 +179,8 @@ pub struct TestDef {
     pub ramp: Duration,
     /// Stop after this many bytes (sustained --size), if set.
     pub max_bytes: Option<u64>,
+    /// Length of each sample of the series (one second unless --sample-interval).
+    pub sample_interval: Duration,
 }
 
 /// Errors of the disk engine. Messages say what to do.

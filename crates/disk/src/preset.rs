@@ -163,6 +163,7 @@ pub fn test_def(rw: Rw, block_size: u64, queue_depth: u32, jobs: u32, time: Dura
         time,
         ramp,
         max_bytes: None,
+        sample_interval: Duration::from_secs(1),
     }
 }
 

@@ -278,7 +278,7 @@ pub fn run_test(
         handles.push(handle);
     }
 
-    // The controller: ramp, then one sample per second until time, stop, error or max_bytes.
+    // The controller: ramp, then one sample per interval until time, stop, error or max_bytes.
     let started = Instant::now();
     let planned = def.ramp + def.time;
     let mut stopped = false;
@@ -286,7 +286,7 @@ pub fn run_test(
     let mut last_snap = Snapshot::default();
     let mut base: Option<(Instant, Snapshot)> = None;
     let mut samples = Vec::new();
-    let tick_every = Duration::from_secs(1);
+    let tick_every = def.sample_interval;
     loop {
         let now = Instant::now();
         if stop.load(Ordering::Relaxed) {
@@ -364,7 +364,8 @@ pub fn run_test(
     let (summary, samples) = match base {
         Some((t0, _)) => {
             let dt = end - last_tick;
-            if dt >= Duration::from_millis(250) && !samples.is_empty() || samples.is_empty() && dt > Duration::ZERO {
+            // A last partial interval counts when it is a quarter of one or more.
+            if dt >= tick_every / 4 && !samples.is_empty() || samples.is_empty() && dt > Duration::ZERO {
                 let mut last = interval_sample(last_snap, end_snap, dt, Some(end - t0));
                 last.latency_ns_p99 = interval_p99(&shared);
                 samples.push(last);

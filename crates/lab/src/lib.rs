@@ -5,6 +5,7 @@
 //! Used only by tests, benches and scripts; never by the headroom binary.
 
 pub mod blockdev;
+pub mod cpu;
 pub mod netns;
 
 /// Whether this process runs as root (namespaces, loop devices and cgroups need it).

@@ -106,6 +106,10 @@ pub struct ThroughputResult {
     pub sender_tcp_info: Vec<TcpInfo>,
     pub cpu_local: CpuUse,
     pub cpu_remote: Option<CpuUse>,
+    /// Per core, per thread and cgroup figures of this machine over the test.
+    pub cpu_load_local: Option<headroom_result::CpuLoad>,
+    /// The same, as the server measured them (headroom servers only).
+    pub cpu_load_remote: Option<headroom_result::CpuLoad>,
     /// UDP receive figures (loss, jitter) of the receiving side.
     pub udp_recv: Option<UdpRecvSummary>,
     /// Request/response RTT measured while the streams ran.
@@ -354,6 +358,7 @@ impl Session {
         }
         let duration = sampler.elapsed().as_secs_f64();
         let download_bytes = datapath::total(&recv_counters);
+        let cpu_load_local = cpu.load();
         let cpu_local = cpu.stop();
         streams.stop_senders();
         // A partial last interval still counts, so the samples cover the whole test.
@@ -373,6 +378,7 @@ impl Session {
             download_bytes,
             samples,
             cpu_local,
+            cpu_load_local,
             fixed_bytes: spec.bytes,
             rate_bits: spec.udp_rate,
             ..Default::default()
@@ -421,6 +427,7 @@ impl Session {
                 result.upload_bytes = rep.streams.iter().map(|s| s.bytes_received).sum();
                 result.sender_tcp_info.extend(rep.streams.iter().filter_map(|s| s.tcp_info.clone()));
                 result.cpu_remote = Some(rep.cpu);
+                result.cpu_load_remote = rep.cpu_load.map(|l| *l);
                 // The server counted from its streams' start to the end request
                 // (or, for a fixed transfer, to the last byte).
                 result.upload_duration_s = Some(rep.duration_s);

@@ -1,5 +1,7 @@
 //! CPU time of this process over a test (getrusage), the figure that shows a
-//! NAS whose CPU, not its link, is the bottleneck.
+//! NAS whose CPU, not its link, is the bottleneck; with it, the per-core,
+//! per-thread and cgroup figures of [`headroom_sys::CpuSnapshot`] that show
+//! *which* CPU limit it met (a quota, one saturated core, softirq, steal).
 
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
@@ -42,6 +44,7 @@ pub struct CpuMeter {
     start: Instant,
     user: Duration,
     system: Duration,
+    counters: Option<headroom_sys::CpuSnapshot>,
 }
 
 fn rusage() -> (Duration, Duration) {
@@ -55,7 +58,15 @@ fn rusage() -> (Duration, Duration) {
 impl CpuMeter {
     pub fn start() -> Self {
         let (user, system) = rusage();
-        CpuMeter { start: Instant::now(), user, system }
+        CpuMeter { start: Instant::now(), user, system, counters: headroom_sys::CpuSnapshot::take() }
+    }
+
+    /// Per core, per thread and cgroup figures since the start. Call it while
+    /// the test's threads still live: a thread that ended is in the process
+    /// total only.
+    pub fn load(&self) -> Option<headroom_result::CpuLoad> {
+        let before = self.counters.as_ref()?;
+        Some(headroom_sys::CpuSnapshot::take()?.load_since(before))
     }
 
     pub fn stop(&self) -> CpuUse {

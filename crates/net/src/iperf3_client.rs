@@ -166,6 +166,7 @@ pub fn throughput(
     }
     let duration = sampler.elapsed().as_secs_f64();
     let download_bytes = datapath::total(&recv_counters);
+    let cpu_load_local = cpu.load();
     let cpu_local = cpu.stop();
     streams.stop_senders();
     if duration > samples.last().map_or(0.0, |s| s.t_s) + 0.2 {
@@ -183,6 +184,7 @@ pub fn throughput(
         download_bytes,
         samples,
         cpu_local,
+        cpu_load_local,
         fixed_bytes: spec.bytes,
         rate_bits: spec.udp_rate,
         ..Default::default()

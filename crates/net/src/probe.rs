@@ -1,6 +1,7 @@
 //! Turns what the client measured into `headroom.result/v1` probes
-//! (kind `net` or `ping`), with the sender's TCP_INFO, CPU of both ends, UDP
-//! loss/jitter and the RTT under load in `details`.
+//! (kind `net` or `ping`), with the sender's TCP_INFO, CPU of both ends
+//! (percent of one core, and per core/thread/cgroup as `cpu_load_local` and
+//! `cpu_load_remote`), UDP loss/jitter and the RTT under load in `details`.
 
 use crate::client::{EchoResult, RrResult, ThroughputResult};
 use crate::ping::ConnectResult;
@@ -85,6 +86,11 @@ pub fn throughput_probe(r: &ThroughputResult) -> Probe {
         d.insert("cpu_remote_percent".into(), json!(c.percent_total()));
         if gb > 0.0 {
             d.insert("cpu_remote_s_per_gb".into(), json!((c.user_s + c.system_s) / gb));
+        }
+    }
+    for (key, load) in [("cpu_load_local", &r.cpu_load_local), ("cpu_load_remote", &r.cpu_load_remote)] {
+        if let Some(load) = load {
+            d.insert(key.into(), serde_json::to_value(load).unwrap_or_default());
         }
     }
     if let Some(merged) = TcpInfo::merge(&r.sender_tcp_info) {

@@ -897,6 +897,8 @@ fn headroom_test(
     });
     let mut duration = started.elapsed().as_secs_f64();
     let at_end = set.snapshot();
+    // While the stream threads live (a fixed transfer runs on through finish).
+    let load_at_end = if bytes.is_none() { cpu.load() } else { None };
     let mut outcomes = if bytes.is_some() {
         // A fixed transfer counts every byte: wait for the client's streams to end,
         // and the test lasted until the last byte arrived.
@@ -914,6 +916,7 @@ fn headroom_test(
             }
         }
     }
+    let cpu_load = load_at_end.or_else(|| cpu.load()).map(Box::new);
     let cpu = cpu.stop();
     let total: u64 = outcomes.iter().map(|o| o.bytes).sum();
     let test = direction.test_name(udp);
@@ -952,6 +955,7 @@ fn headroom_test(
             .filter_map(|o| o.udp.as_ref())
             .map(|u| u.summary)
             .reduce(crate::stats::UdpRecvSummary::merge),
+        cpu_load,
     };
     wire::write_frame(conn, &Reply::Result(report))?;
     Ok(())

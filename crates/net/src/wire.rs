@@ -172,6 +172,10 @@ pub struct ServerReport {
     pub error: Option<String>,
     #[serde(default)]
     pub udp: Option<crate::stats::UdpRecvSummary>,
+    /// The server's per-core, per-thread and cgroup CPU figures over the test
+    /// (absent from servers before it was added).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_load: Option<Box<headroom_result::CpuLoad>>,
 }
 
 /// One stream as the server saw it.

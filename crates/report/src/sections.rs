@@ -102,7 +102,7 @@ fn bottleneck_hop(v: &DirectionVerdict) -> Option<&'static str> {
         Bottleneck::Link => "link",
         Bottleneck::Protocol => "protocol",
         Bottleneck::Cpu => "cpu",
-        Bottleneck::Cache | Bottleneck::Unexplained => return None,
+        Bottleneck::Cache | Bottleneck::Level | Bottleneck::Unexplained => return None,
     })
 }
 
@@ -227,7 +227,8 @@ pub fn comparison_table(c: &Comparison, style: Style) -> Table {
             let mark = match cell.significance {
                 Significance::Significant { .. } => " *",
                 Significance::WithinNoise { .. } => " ~",
-                _ => "",
+                Significance::TooFewSamples => " (too few samples)",
+                Significance::Baseline => "",
             };
             cells.push(Cell::tone(format!("{:.2}x{mark}", cell.ratio), tone));
         }
@@ -238,7 +239,10 @@ pub fn comparison_table(c: &Comparison, style: Style) -> Table {
 
 /// The legend of the comparison's ratio marks.
 pub fn comparison_legend(c: &Comparison) -> String {
-    format!("* beyond the noise, ~ within the noise ({}); no mark: too few samples", c.significance_test)
+    format!(
+        "* beyond the noise, ~ within the noise ({}); too few samples: not enough samples on a side to tell",
+        c.significance_test
+    )
 }
 
 /// One sentence per later result: "A -> B: reads 1.4x, writes 10x, IOPS 1.6x".

@@ -11,9 +11,11 @@
 //! This crate does no I/O beyond (de)serialising documents and knows nothing of
 //! how figures were measured.
 
+mod cpu_load;
 mod host;
 mod soak;
 
+pub use cpu_load::*;
 pub use host::*;
 pub use soak::*;
 

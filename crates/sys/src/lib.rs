@@ -8,11 +8,16 @@
 //! (`tests/fixtures/*`) and production at `/`. Also answers "which interface
 //! routes to this address?" ([`route_interface`]) for the net command.
 //!
-//! Reads only; never writes sysfs, never measures anything, knows nothing of
-//! output.
+//! Also reads the CPU counters ([`CpuSnapshot`]: per core, per thread, the
+//! cgroup's quota and throttling) whose difference over a test shows a CPU
+//! limit on either end of a network test.
+//!
+//! Reads only; never writes sysfs, never drives a test itself, knows nothing
+//! of output.
 
 mod block;
 mod cpu;
+mod cpu_load;
 mod mounts;
 mod net;
 mod route;
@@ -20,6 +25,7 @@ mod sysfs;
 
 pub use block::{block_device_holding, block_devices};
 pub use cpu::{cpu, hostname, kernel, memory_bytes, os};
+pub use cpu_load::CpuSnapshot;
 pub use mounts::filesystems;
 pub use net::{effective_ceiling, fastest_interface, nics};
 pub use route::{nic_towards, route_interface, route_interface_in};

@@ -1,0 +1,335 @@
+//! Which CPU held a network probe back, and whose it is (this machine or the
+//! server), from the `cpu_load_local` / `cpu_load_remote` figures a net probe
+//! carries: a cgroup quota that throttled, time stolen by a hypervisor, a core
+//! drowned in softirq, one thread at a full core, or every core the streams
+//! could use. Probes without them (stock iperf3 servers, older documents)
+//! fall back to `cpu_*_percent`, the percent of one core per stream.
+//!
+//! Also owns the probe's one-line diagnosis (`details.why`): a CPU limit
+//! replaces the TCP_INFO buffer advice, and a stream at its link's ceiling
+//! gets no buffer advice at all. Thresholds are documented in docs/verdict.md.
+
+use headroom_result::{CpuLoad, Probe, ProbeSpec, Warning};
+use serde::{Deserialize, Serialize};
+
+/// A cgroup that throttled in this share of its periods or more was held by its quota.
+pub const THROTTLED_SHARE: f64 = 0.20;
+/// Fewest enforcement periods for the throttled share to mean anything.
+pub const MIN_PERIODS: u64 = 5;
+/// Time stolen by the hypervisor, percent of all cores, that limits by itself.
+pub const STEAL_PERCENT: f64 = 20.0;
+/// A core this busy is saturated.
+pub const CORE_SATURATED_PERCENT: f64 = 95.0;
+/// A saturated core that spent this share of its time in softirq is held by network processing.
+pub const SOFTIRQ_SHARE_PERCENT: f64 = 50.0;
+/// A thread (or a stream's share of a process) at this percent of one core is CPU-bound.
+pub const CPU_BUSY_PERCENT: f64 = 90.0;
+
+/// Which end of the test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    /// The machine that ran the client (`headroom net`, `headroom run`).
+    Local,
+    /// The server (`headroom serve`, iperf3 -s).
+    Remote,
+}
+
+impl Side {
+    /// "this machine" / "the server".
+    pub fn owner(self) -> &'static str {
+        match self {
+            Side::Local => "this machine",
+            Side::Remote => "the server",
+        }
+    }
+    fn possessive(self) -> &'static str {
+        match self {
+            Side::Local => "this machine's",
+            Side::Remote => "the server's",
+        }
+    }
+}
+
+/// What kind of CPU limit, strongest evidence first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CpuLimitKind {
+    /// A cgroup CPU quota (cpu.cfs_quota_us, cpu.max) throttled the process.
+    Quota,
+    /// The hypervisor gave the CPU time to other guests (steal).
+    Steal,
+    /// A core saturated mostly by softirq (packet processing).
+    Softirq,
+    /// One thread at a full core: the work of one stream cannot spread.
+    Thread,
+    /// The streams kept every core they could use busy.
+    Cores,
+    /// Only the percent of one core per stream is known, and it was full.
+    Busy,
+}
+
+/// A CPU limit found in a probe, with the evidence in words.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuLimit {
+    pub side: Side,
+    pub kind: CpuLimitKind,
+    /// e.g. "the server's CPU: its cgroup /t is held to 2% of one core (...) and was throttled in 81% of 40 periods".
+    pub evidence: String,
+}
+
+/// The strongest CPU limit a net probe shows on either end.
+pub fn cpu_limit(probe: &Probe) -> Option<CpuLimit> {
+    let streams = match &probe.spec {
+        ProbeSpec::Net(n) => n.streams.max(1),
+        _ => 1,
+    };
+    let mut found: Vec<CpuLimit> = Vec::new();
+    for (side, key, legacy) in
+        [(Side::Remote, "cpu_load_remote", "cpu_remote_percent"), (Side::Local, "cpu_load_local", "cpu_local_percent")]
+    {
+        match probe.details.get(key).and_then(|v| serde_json::from_value::<CpuLoad>(v.clone()).ok()) {
+            Some(load) => found.extend(limit_of_load(&load, side, streams)),
+            None => {
+                let percent = probe.details.get(legacy).and_then(|v| v.as_f64());
+                if let Some(per_stream) = percent.map(|p| p / streams as f64).filter(|p| *p >= CPU_BUSY_PERCENT) {
+                    found.push(CpuLimit {
+                        side,
+                        kind: CpuLimitKind::Busy,
+                        evidence: format!(
+                            "{} CPU: {per_stream:.0}% of one core per stream busy during the test",
+                            side.possessive()
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    found.into_iter().min_by_key(|l| l.kind)
+}
+
+/// Only the limits a loopback test can meet besides copying memory: a quota or steal.
+pub fn is_machine_limit(limit: &CpuLimit) -> bool {
+    matches!(limit.kind, CpuLimitKind::Quota | CpuLimitKind::Steal)
+}
+
+fn limit_of_load(load: &CpuLoad, side: Side, streams: u32) -> Option<CpuLimit> {
+    let whose = side.possessive();
+    if let Some(cg) =
+        load.cgroup.as_ref().filter(|c| c.periods >= MIN_PERIODS && c.throttled_share() >= THROTTLED_SHARE)
+    {
+        let setting = if cg.version == 1 {
+            format!("cpu.cfs_quota_us {} per cpu.cfs_period_us {}", cg.quota_us, cg.period_us)
+        } else {
+            format!("cpu.max {} {}", cg.quota_us, cg.period_us)
+        };
+        return Some(CpuLimit {
+            side,
+            kind: CpuLimitKind::Quota,
+            evidence: format!(
+                "{whose} CPU quota: its cgroup {} is held to {} of one core ({setting}) and was throttled in {:.0}% of {} periods ({:.2} s stopped)",
+                cg.path,
+                cores_text(cg.quota_cores()),
+                cg.throttled_share() * 100.0,
+                cg.periods,
+                cg.throttled_s
+            ),
+        });
+    }
+    if load.steal_percent >= STEAL_PERCENT {
+        return Some(CpuLimit {
+            side,
+            kind: CpuLimitKind::Steal,
+            evidence: format!(
+                "{whose} CPU: the hypervisor took {:.0}% of its CPU time for others (steal)",
+                load.steal_percent
+            ),
+        });
+    }
+    if let Some(core) = load
+        .per_core
+        .iter()
+        .filter(|c| c.busy_percent >= CORE_SATURATED_PERCENT && c.softirq_percent >= SOFTIRQ_SHARE_PERCENT)
+        .max_by(|a, b| a.softirq_percent.total_cmp(&b.softirq_percent))
+    {
+        return Some(CpuLimit {
+            side,
+            kind: CpuLimitKind::Softirq,
+            evidence: format!(
+                "{whose} CPU: core {} was {:.0}% busy, {:.0}% of it in softirq (network packet processing; spread it with RSS/RPS or more queues)",
+                core.cpu, core.busy_percent, core.softirq_percent
+            ),
+        });
+    }
+    let usable = streams.min(load.cores.max(1));
+    if streams == 1 {
+        if let Some(t) = load.busiest_thread().filter(|t| t.percent >= CPU_BUSY_PERCENT) {
+            return Some(CpuLimit {
+                side,
+                kind: CpuLimitKind::Thread,
+                evidence: format!(
+                    "{whose} CPU: thread {} kept one core {:.0}% busy (one of {} cores; {:.0}% of the machine's CPU time in all)",
+                    t.name,
+                    t.percent.min(100.0),
+                    load.cores,
+                    load.machine_busy_percent()
+                ),
+            });
+        }
+    } else if load.process_percent >= CPU_BUSY_PERCENT * f64::from(usable) {
+        return Some(CpuLimit {
+            side,
+            kind: CpuLimitKind::Cores,
+            evidence: format!(
+                "{whose} CPU: the {streams} streams kept {:.1} of the {usable} cores they can use busy",
+                load.process_percent / 100.0
+            ),
+        });
+    }
+    None
+}
+
+fn cores_text(cores: f64) -> String {
+    if cores < 1.0 {
+        format!("{:.0}%", cores * 100.0)
+    } else {
+        format!("{cores:.2} cores")
+    }
+}
+
+/// Settles a net probe's one-line diagnosis (`details.why` and its warning):
+/// a CPU limit replaces the TCP_INFO buffer advice (a starved sender or
+/// receiver fills its buffers, but bigger ones would not help); a stream at
+/// its link's ceiling gets no buffer advice (the link, not a buffer, is full).
+/// Returns the CPU limit it found.
+pub fn settle_diagnosis(probe: &mut Probe, at_link_ceiling: bool) -> Option<CpuLimit> {
+    let limit = if at_link_ceiling { None } else { cpu_limit(probe) };
+    let buffer_advice =
+        probe.details.get("why").and_then(|w| w.as_str()).is_some_and(|w| w.contains("rmem") || w.contains("wmem"));
+    if limit.is_some() || (at_link_ceiling && buffer_advice) {
+        probe.details.remove("why");
+        probe.warnings.retain(|w| w.code != "single_stream_limited");
+    }
+    if let Some(l) = &limit {
+        probe.details.insert("why".into(), serde_json::Value::String(format!("limited by {}", l.evidence)));
+        probe.details.insert("cpu_limit".into(), serde_json::to_value(l).expect("serialisable"));
+        if !probe.warnings.iter().any(|w| w.code == "cpu_limited") {
+            probe.warnings.push(Warning::new("cpu_limited", format!("limited by {}", l.evidence)));
+        }
+    }
+    limit
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use headroom_result::{CgroupCpu, CoreLoad, NetSpec, Summary, ThreadLoad};
+    use serde_json::json;
+
+    fn net_probe(streams: u32) -> Probe {
+        Probe {
+            id: "tcp-up-1".into(),
+            name: String::new(),
+            spec: ProbeSpec::Net(NetSpec {
+                test: "tcp".into(),
+                streams,
+                protocol: "headroom".into(),
+                peer: "198.18.1.1:5201".into(),
+                rate_bits_per_sec: None,
+                bytes: None,
+            }),
+            summary: Summary { bytes_per_sec: 100e6, duration_s: 3.0, ..Summary::default() },
+            samples: vec![],
+            histogram: None,
+            warnings: vec![],
+            details: Default::default(),
+        }
+    }
+
+    fn idle_load(cores: u32) -> CpuLoad {
+        CpuLoad {
+            wall_s: 3.0,
+            cores,
+            process_percent: 20.0,
+            threads: vec![ThreadLoad { name: "tcp-send-0".into(), tid: 7, percent: 20.0 }],
+            per_core: (0..cores)
+                .map(|cpu| CoreLoad { cpu, busy_percent: 20.0, softirq_percent: 2.0, steal_percent: 0.0 })
+                .collect(),
+            ..CpuLoad::default()
+        }
+    }
+
+    #[test]
+    fn a_throttled_server_quota_is_named_and_replaces_the_buffer_advice() {
+        let mut p = net_probe(1);
+        let mut server = idle_load(2);
+        server.cgroup = Some(CgroupCpu {
+            version: 1,
+            path: "/hr-cpu-1".into(),
+            quota_us: 2000,
+            period_us: 100_000,
+            periods: 40,
+            throttled_periods: 32,
+            throttled_s: 2.5,
+        });
+        p.details.insert("cpu_load_remote".into(), serde_json::to_value(&server).unwrap());
+        p.details.insert("cpu_load_local".into(), serde_json::to_value(idle_load(2)).unwrap());
+        p.details.insert("why".into(), json!("send buffer limited 80% of the time: raise net.core.wmem_max"));
+        p.warnings.push(Warning::new("single_stream_limited", "send buffer ... wmem"));
+        let l = settle_diagnosis(&mut p, false).expect("a limit");
+        assert_eq!((l.side, l.kind), (Side::Remote, CpuLimitKind::Quota));
+        assert!(l.evidence.contains("2% of one core") && l.evidence.contains("80% of 40 periods"), "{}", l.evidence);
+        let why = p.details["why"].as_str().unwrap();
+        assert!(why.contains("the server's CPU quota") && !why.contains("wmem"), "{why}");
+        assert!(p.warnings.iter().all(|w| w.code != "single_stream_limited"));
+        assert!(p.warnings.iter().any(|w| w.code == "cpu_limited"));
+    }
+
+    #[test]
+    fn one_saturated_core_of_eight_is_found_where_the_average_hides_it() {
+        let mut p = net_probe(1);
+        let mut local = idle_load(8);
+        local.process_percent = 101.0;
+        local.threads = vec![ThreadLoad { name: "smbd".into(), tid: 9, percent: 99.0 }];
+        p.details.insert("cpu_load_local".into(), serde_json::to_value(&local).unwrap());
+        // The old figure, one core of eight, reads as 12.5% of the machine.
+        p.details.insert("cpu_local_percent".into(), json!(101.0 / 8.0));
+        let l = cpu_limit(&p).expect("a limit");
+        assert_eq!((l.side, l.kind), (Side::Local, CpuLimitKind::Thread));
+        assert!(l.evidence.contains("thread smbd kept one core 99% busy (one of 8 cores"), "{}", l.evidence);
+    }
+
+    #[test]
+    fn many_streams_need_every_usable_core_busy_and_softirq_and_steal_are_named() {
+        let mut p = net_probe(4);
+        let mut server = idle_load(2);
+        server.process_percent = 150.0;
+        p.details.insert("cpu_load_remote".into(), serde_json::to_value(&server).unwrap());
+        assert!(cpu_limit(&p).is_none(), "1.5 of 2 cores is not saturated");
+        server.process_percent = 195.0;
+        p.details.insert("cpu_load_remote".into(), serde_json::to_value(&server).unwrap());
+        assert_eq!(cpu_limit(&p).unwrap().kind, CpuLimitKind::Cores);
+        server.per_core[1] = CoreLoad { cpu: 1, busy_percent: 99.0, softirq_percent: 70.0, steal_percent: 0.0 };
+        p.details.insert("cpu_load_remote".into(), serde_json::to_value(&server).unwrap());
+        let l = cpu_limit(&p).unwrap();
+        assert_eq!(l.kind, CpuLimitKind::Softirq);
+        assert!(l.evidence.contains("core 1 was 99% busy, 70% of it in softirq"), "{}", l.evidence);
+        server.steal_percent = 30.0;
+        p.details.insert("cpu_load_remote".into(), serde_json::to_value(&server).unwrap());
+        assert_eq!(cpu_limit(&p).unwrap().kind, CpuLimitKind::Steal);
+    }
+
+    #[test]
+    fn at_the_link_ceiling_no_buffer_advice_and_no_cpu_blame() {
+        let mut p = net_probe(1);
+        p.details.insert("why".into(), json!("receive window limited 60% of the time: raise net.core.rmem_max"));
+        p.warnings.push(Warning::new("single_stream_limited", "receive window ... rmem"));
+        p.details.insert("cpu_remote_percent".into(), json!(99.0));
+        assert!(settle_diagnosis(&mut p, true).is_none());
+        assert!(!p.details.contains_key("why") && p.warnings.is_empty());
+        // Below the ceiling the legacy percent still speaks.
+        let mut q = net_probe(1);
+        q.details.insert("cpu_remote_percent".into(), json!(99.0));
+        assert_eq!(settle_diagnosis(&mut q, false).unwrap().kind, CpuLimitKind::Busy);
+    }
+}

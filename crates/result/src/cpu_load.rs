@@ -1,0 +1,110 @@
+//! How busy one end's CPU was during a network test: per core (with softirq
+//! and steal), the measuring process's own threads, and the cgroup limit with
+//! the periods it throttled. Net probes carry one per end in `details`
+//! (`cpu_load_local`: this machine, `cpu_load_remote`: the server); an
+//! absolute "12% CPU" hides one saturated core among eight, a quota or a
+//! hypervisor taking the time, and these figures do not.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// CPU time of one end over the wall-clock window of a test.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct CpuLoad {
+    pub wall_s: f64,
+    /// Logical CPUs the machine schedules on.
+    pub cores: u32,
+    /// The process (all its threads, also those that ended), percent of one core.
+    pub process_percent: f64,
+    /// Its busiest threads, busiest first, each in percent of one core.
+    #[serde(default)]
+    pub threads: Vec<ThreadLoad>,
+    /// Each core's time, whoever used it.
+    #[serde(default)]
+    pub per_core: Vec<CoreLoad>,
+    /// Time the hypervisor gave to others, percent of all cores' time.
+    #[serde(default)]
+    pub steal_percent: f64,
+    /// Time in softirq (network receive and transmit work), percent of all cores' time.
+    #[serde(default)]
+    pub softirq_percent: f64,
+    /// The CPU limit of the process's cgroup, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<CgroupCpu>,
+}
+
+/// One thread of the measuring process.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadLoad {
+    /// The thread's name (comm), e.g. `headroom`, `hr-tx-0`.
+    pub name: String,
+    pub tid: u32,
+    /// Percent of one core.
+    pub percent: f64,
+}
+
+/// One logical CPU, in percent of its time.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct CoreLoad {
+    pub cpu: u32,
+    /// Everything but idle and iowait (user, nice, system, irq, softirq, steal).
+    pub busy_percent: f64,
+    pub softirq_percent: f64,
+    pub steal_percent: f64,
+}
+
+/// The tightest CFS bandwidth limit on the process's cgroup or its ancestors.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct CgroupCpu {
+    /// 1 (cpu.cfs_quota_us, cpu.cfs_period_us) or 2 (cpu.max).
+    pub version: u8,
+    /// The cgroup that holds the limit, relative to its hierarchy's root.
+    pub path: String,
+    /// Runtime allowed per period, microseconds.
+    pub quota_us: u64,
+    pub period_us: u64,
+    /// Enforcement periods that elapsed during the test (cpu.stat nr_periods).
+    pub periods: u64,
+    /// Periods in which the group used its quota and was stopped (nr_throttled).
+    pub throttled_periods: u64,
+    /// Time the group spent stopped, seconds (throttled_time / throttled_usec).
+    pub throttled_s: f64,
+}
+
+impl CgroupCpu {
+    /// The quota in cores (0.02 = 2% of one core).
+    pub fn quota_cores(&self) -> f64 {
+        if self.period_us == 0 {
+            0.0
+        } else {
+            self.quota_us as f64 / self.period_us as f64
+        }
+    }
+    /// Share of the periods that were throttled (0..1).
+    pub fn throttled_share(&self) -> f64 {
+        if self.periods == 0 {
+            0.0
+        } else {
+            (self.throttled_periods as f64 / self.periods as f64).min(1.0)
+        }
+    }
+}
+
+impl CpuLoad {
+    /// The busiest thread of the process.
+    pub fn busiest_thread(&self) -> Option<&ThreadLoad> {
+        self.threads.iter().max_by(|a, b| a.percent.total_cmp(&b.percent))
+    }
+    /// The busiest core.
+    pub fn busiest_core(&self) -> Option<&CoreLoad> {
+        self.per_core.iter().max_by(|a, b| a.busy_percent.total_cmp(&b.busy_percent))
+    }
+    /// Busy time of all cores, percent of all cores' time.
+    pub fn machine_busy_percent(&self) -> f64 {
+        if self.per_core.is_empty() {
+            0.0
+        } else {
+            self.per_core.iter().map(|c| c.busy_percent).sum::<f64>() / self.per_core.len() as f64
+        }
+    }
+}
