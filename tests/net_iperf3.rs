@@ -109,7 +109,7 @@ fn stock_iperf3_clients_on_a_token_server_leave_a_slot_for_token_holders() {
         c.args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", secs, "-b", "100M", "-J"]);
         c
     };
-    let mut long = iperf("4").stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let long = iperf("4").stdout(std::process::Stdio::piped()).spawn().unwrap();
     std::thread::sleep(Duration::from_millis(1000));
     let second = json(&run(&mut iperf("1")));
     assert!(second["error"].as_str().is_some_and(|e| e.contains("busy")), "second iperf3 client: {second}");

@@ -249,8 +249,11 @@ impl Admission {
         let e = f.entry(ip).or_insert(Failures { allowance: AUTH_BURST, at: now, wrong: 0, throttled: 0, logged: now });
         e.refill(now);
         e.allowance -= 1.0;
+        if fresh {
+            return Some(format!("peer={ip} protocol=headroom refused: wrong token"));
+        }
         e.wrong += 1;
-        fresh.then(|| e.line(ip, now))
+        None
     }
 
     /// Log lines summing up the failures of each source not logged for

@@ -223,6 +223,15 @@ impl Params {
         Ok(p)
     }
 
+    /// What each sending stream moves with -n or -k; None = by time.
+    pub fn bytes_per_stream(&self) -> Option<u64> {
+        match (self.bytes, self.blockcount) {
+            (0, 0) => None,
+            (0, k) => Some(k * u64::from(self.len) / u64::from(self.parallel)),
+            (b, _) => Some(b / u64::from(self.parallel)),
+        }
+    }
+
     /// Streams opened by the client: `parallel`, twice that with --bidir.
     pub fn total_streams(&self) -> u32 {
         if self.bidirectional {
@@ -270,6 +279,20 @@ pub struct Results {
 }
 
 impl Results {
+    /// The receive figures of a peer's results for UDP streams it received
+    /// (packets it counted, those lost, bytes, worst jitter).
+    pub fn udp_received(&self) -> crate::stats::UdpRecvSummary {
+        let s = &self.streams;
+        crate::stats::UdpRecvSummary {
+            packets: s.iter().map(|s| s.packets).sum(),
+            received: s.iter().map(|s| s.packets.saturating_sub(s.errors.max(0) as u64)).sum(),
+            bytes: s.iter().map(|s| s.bytes).sum(),
+            lost: s.iter().map(|s| s.errors).sum(),
+            out_of_order: 0,
+            jitter_s: s.iter().map(|s| s.jitter_s).fold(0.0, f64::max),
+        }
+    }
+
     pub fn to_json(&self) -> Value {
         let streams: Vec<Value> = self
             .streams

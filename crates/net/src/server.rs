@@ -562,14 +562,9 @@ fn iperf3_session(
     iperf3::write_state(conn, iperf3::CREATE_STREAMS).map_err(|e| e.to_string())?;
     // Stream roles by arrival order: with --bidir the client's sending streams come first.
     let server_sends = |i: usize| if p.bidirectional { i >= p.parallel as usize } else { p.reverse };
-    let per_stream_limit = match (p.bytes, p.blockcount) {
-        (0, 0) => None,
-        (0, k) => Some(k * u64::from(p.len) / u64::from(p.parallel)),
-        (b, _) => Some(b / u64::from(p.parallel)),
-    };
     let sp = StreamParams {
         len: p.len as usize,
-        limit: per_stream_limit,
+        limit: p.bytes_per_stream(),
         stall: s.cfg.idle_timeout,
         udp_rate: p.bandwidth as f64,
     };
