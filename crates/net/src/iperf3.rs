@@ -227,7 +227,8 @@ impl Params {
     pub fn bytes_per_stream(&self) -> Option<u64> {
         match (self.bytes, self.blockcount) {
             (0, 0) => None,
-            (0, k) => Some(k * u64::from(self.len) / u64::from(self.parallel)),
+            // -k comes from the peer: saturate rather than wrap to a short transfer.
+            (0, k) => Some(k.saturating_mul(u64::from(self.len)) / u64::from(self.parallel)),
             (b, _) => Some(b / u64::from(self.parallel)),
         }
     }
@@ -364,6 +365,8 @@ mod tests {
         assert!(!p.reverse, "a number is not a boolean, as in stock iperf3");
         assert_eq!(p.parallel, 4);
         assert!(Params::from_json(&json!({"parallel": 10000})).unwrap_err().contains("at most 128"));
+        let huge = Params::from_json(&json!({"blockcount": u64::MAX, "len": 1000})).unwrap();
+        assert_eq!(huge.bytes_per_stream(), Some(u64::MAX), "-k times the block length saturates");
         let round = Params::from_json(&Params { reverse: true, parallel: 3, ..Default::default() }.to_json()).unwrap();
         assert!(round.reverse && round.parallel == 3);
     }

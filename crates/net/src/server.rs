@@ -38,7 +38,7 @@ pub use crate::admission::MAX_PENDING;
 pub struct ServerConfig {
     pub bind: IpAddr,
     pub port: u16,
-    /// Shared secret headroom clients must present; None = no authentication.
+    /// Shared secret headroom clients must prove they hold (challenge-response); None = no authentication.
     pub token: Option<String>,
     /// Serve stock iperf3 clients (they cannot authenticate). With a token,
     /// they may hold at most `max_clients - 1` slots: one stays for token holders.
