@@ -93,3 +93,39 @@ fn stock_iperf3_client_against_headroom_serve() {
         assert!(close(theirs, logged, 0.02), "{extra:?}: iperf3 says {theirs} B, headroom serve logged {logged} B");
     }
 }
+
+/// On a `--token --iperf3` server stock clients (which cannot do the challenge)
+/// still run tests, but never take the last slot: a token holder is served
+/// while the iperf3 clients fill all they may have.
+#[test]
+fn stock_iperf3_clients_on_a_token_server_leave_a_slot_for_token_holders() {
+    headroom_lab::require_program!("iperf3");
+    let port = free_port();
+    let mut cmd = Command::new(bin());
+    cmd.args(["serve", "--iperf3", "--token", "s3cret", "--port", &port.to_string(), "--max-clients", "2"]);
+    let _server = Served::start(cmd, "127.0.0.1", port);
+    let iperf = |secs: &str| {
+        let mut c = Command::new("iperf3");
+        c.args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", secs, "-b", "100M", "-J"]);
+        c
+    };
+    let long = iperf("4").stdout(std::process::Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    let second = json(&run(&mut iperf("1")));
+    assert!(second["error"].as_str().is_some_and(|e| e.contains("busy")), "second iperf3 client: {second}");
+    let net = run(Command::new(bin()).args([
+        "net",
+        &format!("127.0.0.1:{port}"),
+        "--token",
+        "s3cret",
+        "--tests",
+        "up1",
+        "--time",
+        "1s",
+    ]));
+    assert!(net.status.success(), "token holder: {}", String::from_utf8_lossy(&net.stderr));
+    let first = long.wait_with_output().unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&first.stdout).unwrap();
+    assert!(doc.get("error").is_none(), "the first iperf3 client: {}", doc["error"]);
+    assert!(doc["end"]["sum_received"]["bytes"].as_f64().unwrap() > 0.0);
+}

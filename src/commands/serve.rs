@@ -26,13 +26,13 @@ pub struct ServeArgs {
     /// TCP and UDP port
     #[arg(long, default_value_t = headroom_net::DEFAULT_PORT)]
     pub port: u16,
-    /// Shared secret headroom clients must present (also $HEADROOM_TOKEN)
+    /// Shared secret headroom clients must prove they hold (challenge-response; never sent; also $HEADROOM_TOKEN)
     #[arg(long, env = "HEADROOM_TOKEN", hide_env_values = true, conflicts_with = "no_auth")]
     pub token: Option<String>,
     /// Serve anyone who can reach the port (needed for a non-loopback --bind without --token)
     #[arg(long)]
     pub no_auth: bool,
-    /// Also serve stock iperf3 clients (they cannot present a token)
+    /// Also serve stock iperf3 clients (unauthenticated; with --token they get one slot less than --max-clients)
     #[arg(long)]
     pub iperf3: bool,
     /// Clients served at once; more are told the server is busy
@@ -41,7 +41,7 @@ pub struct ServeArgs {
     /// Longest test a client may ask for
     #[arg(long, default_value = "10m")]
     pub max_duration: DurationArg,
-    /// A client silent for this long loses its slot
+    /// A client silent for this long loses its slot (also the pre-authentication deadline, at most 10s)
     #[arg(long, default_value = "10s")]
     pub idle_timeout: DurationArg,
     /// Exit after the first test

@@ -198,7 +198,7 @@ impl Session {
         // One connection only: a stock iperf3 server would take a throwaway
         // connection for a control connection and reset the next one.
         let (mut control, peer) = connect(target)?;
-        let hello = Hello::Control { token: target.token.clone(), client_version: env!("CARGO_PKG_VERSION").into() };
+        let hello = Hello::Control { client_version: env!("CARGO_PKG_VERSION").into() };
         greet(&mut control, &hello)?;
         control.set_nodelay(true)?;
         control.set_read_timeout(Some(target.timeout))?;
@@ -216,8 +216,11 @@ impl Session {
             return Err(NetError::IsIperf3);
         }
         let mut reader = std::io::Read::chain(&first[..], &mut control);
-        let reply: Reply =
+        let mut reply: Reply =
             wire::read_frame(&mut reader, wire::MAX_FRAME).map_err(|e| NetError::Protocol(e.to_string()))?;
+        if let Reply::Challenge { nonce } = &reply {
+            reply = answer_challenge(&mut control, target, nonce)?;
+        }
         match reply {
             Reply::Welcome { session, server_version, .. } => {
                 Ok(Session { control, key: session, peer, target: target.clone(), server_version })
@@ -472,6 +475,23 @@ impl Session {
     pub fn close(mut self) {
         let _ = wire::write_frame(&mut self.control, &Request::Bye);
     }
+}
+
+/// Proves we hold the token without sending it (see [`wire`]); returns the server's verdict.
+fn answer_challenge(control: &mut TcpStream, target: &Target, nonce: &str) -> Result<Reply, NetError> {
+    let Some(token) = &target.token else {
+        return Err(NetError::Refused(format!(
+            "{} requires a token: pass --token (the one given to `headroom serve --token`)",
+            target.display()
+        )));
+    };
+    let theirs = wire::from_hex::<{ wire::NONCE_LEN }>(nonce)
+        .ok_or_else(|| NetError::Protocol("the server's challenge is not a nonce".into()))?;
+    let ours = wire::random_nonce();
+    let answer =
+        wire::AuthAnswer { nonce: wire::to_hex(&ours), proof: wire::to_hex(&wire::auth_proof(token, &theirs, &ours)) };
+    wire::write_frame(control, &answer)?;
+    wire::read_frame(control, wire::MAX_FRAME).map_err(|e| NetError::Protocol(format!("after the challenge: {e}")))
 }
 
 fn sampler_last(samples: &[Sample]) -> f64 {

@@ -223,6 +223,16 @@ impl Params {
         Ok(p)
     }
 
+    /// What each sending stream moves with -n or -k; None = by time.
+    pub fn bytes_per_stream(&self) -> Option<u64> {
+        match (self.bytes, self.blockcount) {
+            (0, 0) => None,
+            // -k comes from the peer: saturate rather than wrap to a short transfer.
+            (0, k) => Some(k.saturating_mul(u64::from(self.len)) / u64::from(self.parallel)),
+            (b, _) => Some(b / u64::from(self.parallel)),
+        }
+    }
+
     /// Streams opened by the client: `parallel`, twice that with --bidir.
     pub fn total_streams(&self) -> u32 {
         if self.bidirectional {
@@ -270,6 +280,20 @@ pub struct Results {
 }
 
 impl Results {
+    /// The receive figures of a peer's results for UDP streams it received
+    /// (packets it counted, those lost, bytes, worst jitter).
+    pub fn udp_received(&self) -> crate::stats::UdpRecvSummary {
+        let s = &self.streams;
+        crate::stats::UdpRecvSummary {
+            packets: s.iter().map(|s| s.packets).sum(),
+            received: s.iter().map(|s| s.packets.saturating_sub(s.errors.max(0) as u64)).sum(),
+            bytes: s.iter().map(|s| s.bytes).sum(),
+            lost: s.iter().map(|s| s.errors).sum(),
+            out_of_order: 0,
+            jitter_s: s.iter().map(|s| s.jitter_s).fold(0.0, f64::max),
+        }
+    }
+
     pub fn to_json(&self) -> Value {
         let streams: Vec<Value> = self
             .streams
@@ -341,6 +365,8 @@ mod tests {
         assert!(!p.reverse, "a number is not a boolean, as in stock iperf3");
         assert_eq!(p.parallel, 4);
         assert!(Params::from_json(&json!({"parallel": 10000})).unwrap_err().contains("at most 128"));
+        let huge = Params::from_json(&json!({"blockcount": u64::MAX, "len": 1000})).unwrap();
+        assert_eq!(huge.bytes_per_stream(), Some(u64::MAX), "-k times the block length saturates");
         let round = Params::from_json(&Params { reverse: true, parallel: 3, ..Default::default() }.to_json()).unwrap();
         assert!(round.reverse && round.parallel == 3);
     }

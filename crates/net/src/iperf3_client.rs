@@ -223,15 +223,7 @@ pub fn throughput(
                 .map(|s| s.bytes)
                 .sum();
             if udp && spec.direction != Direction::Download {
-                let sent: Vec<&StreamResult> = r.streams.iter().collect();
-                result.udp_recv = Some(crate::stats::UdpRecvSummary {
-                    packets: sent.iter().map(|s| s.packets).sum(),
-                    received: sent.iter().map(|s| s.packets.saturating_sub(s.errors.max(0) as u64)).sum(),
-                    bytes: sent.iter().map(|s| s.bytes).sum(),
-                    lost: sent.iter().map(|s| s.errors).sum(),
-                    out_of_order: 0,
-                    jitter_s: sent.iter().map(|s| s.jitter_s).fold(0.0, f64::max),
-                });
+                result.udp_recv = Some(r.udp_received());
             }
             let window = r.streams.iter().map(|s| s.end_time).fold(0.0, f64::max);
             if window > 0.0 {

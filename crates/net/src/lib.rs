@@ -2,6 +2,7 @@
 //! `headroom ping`.
 //!
 //! It owns sockets and wire formats: the headroom protocol ([`wire`]), the
+//! server's admission of unauthenticated peers ([`admission`]), the
 //! iperf3 control protocol spoken as client ([`iperf3_client`]) and server
 //! ([`server`]), the data paths that move bytes ([`datapath`]), TCP_INFO
 //! ([`tcpinfo`]), latency statistics ([`stats`]) and the conversion of what
@@ -12,6 +13,7 @@
 //! sends traffic to an address other than the peer the caller named (client)
 //! or the peer that connected (server).
 
+pub mod admission;
 pub mod client;
 pub mod cpu;
 pub mod datapath;

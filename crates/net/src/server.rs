@@ -6,17 +6,21 @@
 //! character of `[a-z2-7]` starts an iperf3 cookie (a new control connection
 //! or a data stream of a running test). Anything else is dropped.
 //!
-//! Defences: at most [`MAX_PENDING`] connections may sit before their first
-//! message and each gets the idle timeout to send it; every message has a
-//! size bound; tests are bounded in streams and duration; a client that dies
-//! or stalls frees its slot within the idle timeout. The server only ever
-//! answers the peer of a connection or datagram, and a UDP reply is never
-//! larger than the datagram it answers.
+//! Defences: the pre-auth phase (first message, authentication, iperf3
+//! parameters) has one deadline and a bounded, per-source table
+//! ([`crate::admission`]); a test slot is taken only once that phase is over;
+//! the token never crosses the wire (challenge-response, [`crate::wire`]) and
+//! failed guesses are throttled per source; every message has a size bound;
+//! tests are bounded in streams and duration; a client that dies or stalls
+//! frees its slot at the idle timeout. The server only ever answers the peer
+//! of a connection or datagram, and a UDP reply is never larger than the
+//! datagram it answers.
 
+use crate::admission::{Admission, DeadlineStream, PendingTicket};
 use crate::cpu::CpuMeter;
 use crate::datapath::{self, StreamOutcome, StreamParams, StreamSet, UdpHeader};
 use crate::iperf3::{self, Params};
-use crate::wire::{self, Direction, Hello, Reply, Request, ServerReport, StreamReport};
+use crate::wire::{self, AuthAnswer, Direction, Hello, Reply, Request, ServerReport, StreamReport};
 use crate::NetError;
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -27,19 +31,17 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Connections allowed to be waiting for their first message at once.
-pub const MAX_PENDING: usize = 256;
-/// Largest first message (hello) on a headroom connection.
-const MAX_HELLO: u32 = 4096;
+pub use crate::admission::MAX_PENDING;
 
 /// How the server runs.
 #[derive(Clone)]
 pub struct ServerConfig {
     pub bind: IpAddr,
     pub port: u16,
-    /// Shared secret headroom clients must present; None = no authentication.
+    /// Shared secret headroom clients must prove they hold (challenge-response); None = no authentication.
     pub token: Option<String>,
-    /// Serve stock iperf3 clients (they cannot authenticate).
+    /// Serve stock iperf3 clients (they cannot authenticate). With a token,
+    /// they may hold at most `max_clients - 1` slots: one stays for token holders.
     pub allow_iperf3: bool,
     pub max_clients: usize,
     pub max_duration: Duration,
@@ -107,8 +109,7 @@ type IndexedStreamInbox = SyncSender<(u32, TcpStream)>;
 struct Shared {
     cfg: ServerConfig,
     local: SocketAddr,
-    active: AtomicUsize,
-    pending: AtomicUsize,
+    admission: Arc<Admission>,
     tests_done: AtomicUsize,
     stop: Arc<AtomicBool>,
     iperf3_streams: Mutex<HashMap<[u8; iperf3::COOKIE_LEN], StreamInbox>>,
@@ -176,8 +177,7 @@ impl Server {
         let shared = Arc::new(Shared {
             cfg,
             local,
-            active: AtomicUsize::new(0),
-            pending: AtomicUsize::new(0),
+            admission: Default::default(),
             tests_done: AtomicUsize::new(0),
             stop: Arc::new(AtomicBool::new(false)),
             iperf3_streams: Default::default(),
@@ -216,12 +216,16 @@ impl Server {
             std::thread::Builder::new().name("serve-udp".into()).spawn(move || udp_loop(&udp, &udp_shared))?;
         let fd = self.listener.as_raw_fd();
         let mut accepted = 0u64;
+        let mut failures_logged = Instant::now();
         while !stop.load(Ordering::Relaxed) && !shared.stop.load(Ordering::Relaxed) {
-            if shared.cfg.once
-                && shared.tests_done.load(Ordering::Relaxed) > 0
-                && shared.active.load(Ordering::Relaxed) == 0
-            {
+            if shared.cfg.once && shared.tests_done.load(Ordering::Relaxed) > 0 && shared.admission.slots_held() == 0 {
                 break;
+            }
+            if failures_logged.elapsed() >= Duration::from_secs(1) {
+                failures_logged = Instant::now();
+                for line in shared.admission.failure_log() {
+                    (shared.cfg.log)(&line);
+                }
             }
             if !wait_readable(fd, datapath::POLL) {
                 continue;
@@ -234,38 +238,17 @@ impl Server {
             // connection threads may read their cookies in any order.
             accepted += 1;
             let arrival = accepted;
-            if shared.pending.fetch_add(1, Ordering::SeqCst) >= MAX_PENDING {
-                shared.pending.fetch_sub(1, Ordering::SeqCst);
-                drop(conn);
+            let Some(mut ticket) = shared.admission.admit(&conn, peer.ip(), preauth_deadline(&shared)) else {
                 continue;
-            }
+            };
             let s = shared.clone();
-            let spawned = std::thread::Builder::new().name("serve-conn".into()).spawn(move || {
-                let mut pending = PendingGuard(Some(&s.pending));
-                handle_connection(conn, peer, arrival, &s, &mut pending);
-            });
-            if spawned.is_err() {
-                shared.pending.fetch_sub(1, Ordering::SeqCst);
-            }
+            let _ = std::thread::Builder::new()
+                .name("serve-conn".into())
+                .spawn(move || handle_connection(conn, peer, arrival, &s, &mut ticket));
         }
         shared.stop.store(true, Ordering::SeqCst);
         let _ = udp_thread.join();
         Ok(())
-    }
-}
-
-/// Decrements the pending count once, when the first message has arrived or the connection ends.
-struct PendingGuard<'a>(Option<&'a AtomicUsize>);
-impl PendingGuard<'_> {
-    fn release(&mut self) {
-        if let Some(p) = self.0.take() {
-            p.fetch_sub(1, Ordering::SeqCst);
-        }
-    }
-}
-impl Drop for PendingGuard<'_> {
-    fn drop(&mut self) {
-        self.release();
     }
 }
 
@@ -277,67 +260,55 @@ pub(crate) fn wait_readable(fd: i32, timeout: Duration) -> bool {
     rc > 0
 }
 
-/// Holds one of the --max-clients slots.
-struct Slot<'a>(&'a AtomicUsize);
-impl<'a> Slot<'a> {
-    fn take(active: &'a AtomicUsize, max: usize) -> Option<Slot<'a>> {
-        let mut cur = active.load(Ordering::SeqCst);
-        loop {
-            if cur >= max {
-                return None;
-            }
-            match active.compare_exchange(cur, cur + 1, Ordering::SeqCst, Ordering::SeqCst) {
-                Ok(_) => return Some(Slot(active)),
-                Err(now) => cur = now,
-            }
-        }
-    }
-}
-impl Drop for Slot<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
+/// When the pre-auth phase of a connection accepted now must be over: the
+/// first message, the authentication and iperf3's parameters all fit in it.
+fn preauth_deadline(s: &Shared) -> Instant {
+    Instant::now() + s.cfg.idle_timeout.min(Duration::from_secs(10))
 }
 
-fn handle_connection(mut conn: TcpStream, peer: SocketAddr, arrival: u64, s: &Arc<Shared>, pending: &mut PendingGuard) {
-    let first_message_deadline = s.cfg.idle_timeout.min(Duration::from_secs(10));
-    let _ = conn.set_read_timeout(Some(first_message_deadline));
+fn handle_connection(conn: TcpStream, peer: SocketAddr, arrival: u64, s: &Arc<Shared>, ticket: &mut PendingTicket) {
     let _ = conn.set_write_timeout(Some(s.cfg.idle_timeout));
+    let mut dl = DeadlineStream { conn: &conn, deadline: ticket.deadline };
     let mut first = [0u8; 1];
-    if conn.read_exact(&mut first).is_err() {
+    if dl.read_exact(&mut first).is_err() {
         return;
     }
     if iperf3::is_cookie_char(first[0]) {
         let mut cookie = [0u8; iperf3::COOKIE_LEN];
         cookie[0] = first[0];
-        if conn.read_exact(&mut cookie[1..]).is_err() || !iperf3::cookie_is_valid(&cookie) {
+        if dl.read_exact(&mut cookie[1..]).is_err() || !iperf3::cookie_is_valid(&cookie) {
             return;
         }
-        pending.release();
         let waiting = s.iperf3_streams.lock().unwrap_or_else(|p| p.into_inner()).get(&cookie).cloned();
         match waiting {
             Some(tx) => {
+                ticket.release();
                 let _ = tx.try_send((arrival, conn));
             }
-            None => serve_iperf3(conn, peer, cookie, s),
+            None => serve_iperf3(conn, peer, cookie, s, ticket),
         }
     } else if first[0] == wire::MAGIC[0] {
-        let mut rest = [0u8; wire::GREETING_LEN];
-        rest[0] = first[0];
-        if conn.read_exact(&mut rest[1..]).is_err() || wire::parse_greeting(&rest).is_none() {
-            return;
-        }
-        let hello: Hello = match wire::read_frame(&mut conn, MAX_HELLO) {
-            Ok(h) => h,
+        let hello = match wire::read_opening(&mut first.chain(&mut dl)) {
+            Ok(Some(o)) if o.version == wire::VERSION => o.hello,
+            Ok(Some(o)) => {
+                let reason = format!(
+                    "this server speaks headroom protocol {}, the client {}: run the same headroom version on both ends",
+                    wire::VERSION,
+                    o.version
+                );
+                let _ = wire::write_frame(&mut dl, &Reply::Refused { reason });
+                return;
+            }
+            Ok(None) => return,
             Err(e) => {
-                let _ = wire::write_frame(&mut conn, &Reply::Refused { reason: format!("bad hello: {e}") });
+                let _ = wire::write_frame(&mut dl, &Reply::Refused { reason: format!("bad hello: {e}") });
                 return;
             }
         };
-        pending.release();
         match hello {
-            Hello::Control { token, .. } => serve_headroom(conn, peer, token, s),
+            Hello::Control { .. } => serve_headroom(conn, peer, s, ticket),
             Hello::Stream { session, test, index } => {
+                ticket.release();
                 let key = wire::key_from_hex(&session);
                 let tx = key.and_then(|k| {
                     s.headroom_streams.lock().unwrap_or_else(|p| p.into_inner()).get(&(k, test)).cloned()
@@ -347,6 +318,7 @@ fn handle_connection(mut conn: TcpStream, peer: SocketAddr, arrival: u64, s: &Ar
                 }
             }
             Hello::Rr { session, size } => {
+                ticket.release();
                 let known = wire::key_from_hex(&session)
                     .and_then(|k| s.sessions.lock().unwrap_or_else(|p| p.into_inner()).get(&k).cloned())
                     .filter(|info| info.ip == peer.ip());
@@ -465,12 +437,13 @@ enum Ending {
 
 /// Waits for the client's end-of-test message while watching limits and streams.
 /// `read_end` reads one control message when the connection is readable and
-/// says whether it was the end request.
+/// says whether it was the end request; `on_activity` runs whenever data moved.
 fn watch_test(
     control: &mut TcpStream,
     set: &StreamSet,
     s: &Shared,
     started: Instant,
+    on_activity: &dyn Fn(),
     mut read_end: impl FnMut(&mut TcpStream) -> io::Result<bool>,
 ) -> Ending {
     let fd = control.as_raw_fd();
@@ -495,6 +468,7 @@ fn watch_test(
         if bytes != last_bytes {
             last_bytes = bytes;
             last_progress = Instant::now();
+            on_activity();
         } else if last_progress.elapsed() > s.cfg.idle_timeout && !set.senders_finished() {
             return Ending::Server(format!(
                 "no data for {:.0}s (client gone or stalled)",
@@ -511,7 +485,30 @@ fn watch_test(
 
 // ---------------------------------------------------------------- iperf3 side
 
-fn serve_iperf3(mut conn: TcpStream, peer: SocketAddr, cookie: [u8; iperf3::COOKIE_LEN], s: &Arc<Shared>) {
+/// Slots iperf3 clients may hold: with a token, one stays for token holders,
+/// since anyone who reaches the port can be an iperf3 client.
+fn iperf3_slots(cfg: &ServerConfig) -> usize {
+    if cfg.token.is_some() && cfg.max_clients > 1 {
+        cfg.max_clients - 1
+    } else {
+        cfg.max_clients
+    }
+}
+
+/// A new iperf3 control connection. The parameter exchange is part of the
+/// pre-auth phase (same deadline, no slot): a peer that never completes it
+/// holds nothing a paying client needs.
+fn serve_iperf3(
+    mut conn: TcpStream,
+    peer: SocketAddr,
+    cookie: [u8; iperf3::COOKIE_LEN],
+    s: &Arc<Shared>,
+    ticket: &mut PendingTicket,
+) {
+    let busy = |conn: &mut TcpStream| {
+        let _ = iperf3::write_state(conn, iperf3::ACCESS_DENIED);
+        (s.cfg.log)(&format!("peer={peer} protocol=iperf3 refused: busy ({} clients)", s.cfg.max_clients));
+    };
     if !s.cfg.allow_iperf3 {
         let _ = iperf3::write_state(&mut conn, iperf3::ACCESS_DENIED);
         (s.cfg.log)(&format!(
@@ -519,14 +516,21 @@ fn serve_iperf3(mut conn: TcpStream, peer: SocketAddr, cookie: [u8; iperf3::COOK
         ));
         return;
     }
-    let Some(_slot) = Slot::take(&s.active, s.cfg.max_clients) else {
-        let _ = iperf3::write_state(&mut conn, iperf3::ACCESS_DENIED);
-        (s.cfg.log)(&format!("peer={peer} protocol=iperf3 refused: busy ({} clients)", s.cfg.max_clients));
-        return;
-    };
+    let cap = iperf3_slots(&s.cfg);
+    // Busy now: say so at once, as a stock server does, rather than after the parameters.
+    if s.admission.slots_held() >= cap {
+        return busy(&mut conn);
+    }
     let _ = conn.set_nodelay(true);
+    let mut dl = DeadlineStream { conn: &conn, deadline: ticket.deadline };
+    if iperf3::write_state(&mut dl, iperf3::PARAM_EXCHANGE).is_err() {
+        return;
+    }
+    let Ok(params) = iperf3::read_json(&mut dl, iperf3::MAX_PARAMS) else { return };
+    ticket.release();
+    let Some(_slot) = s.admission.take_slot(peer.ip(), cap) else { return busy(&mut conn) };
     let _ = conn.set_read_timeout(Some(s.cfg.idle_timeout));
-    let result = iperf3_session(&mut conn, peer, cookie, s);
+    let result = iperf3_session(&mut conn, peer, cookie, &params, s);
     s.tests_done.fetch_add(1, Ordering::SeqCst);
     if let Err(e) = result {
         (s.cfg.log)(&format!("peer={peer} protocol=iperf3 status=error: {e}"));
@@ -542,11 +546,10 @@ fn iperf3_session(
     conn: &mut TcpStream,
     peer: SocketAddr,
     cookie: [u8; iperf3::COOKIE_LEN],
+    params: &serde_json::Value,
     s: &Arc<Shared>,
 ) -> Result<(), String> {
-    iperf3::write_state(conn, iperf3::PARAM_EXCHANGE).map_err(|e| e.to_string())?;
-    let params = iperf3::read_json(conn, iperf3::MAX_PARAMS).map_err(|e| format!("parameters: {e}"))?;
-    let p = match Params::from_json(&params) {
+    let p = match Params::from_json(params) {
         Ok(p) if Duration::from_secs(p.time_s) <= s.cfg.max_duration => p,
         Ok(p) => return Err(refuse_iperf3(conn, IE_DURATION, format!("{} s test exceeds --max-duration", p.time_s))),
         Err(e) if e.contains("parallel") => return Err(refuse_iperf3(conn, IE_NUM_STREAMS, e)),
@@ -559,14 +562,9 @@ fn iperf3_session(
     iperf3::write_state(conn, iperf3::CREATE_STREAMS).map_err(|e| e.to_string())?;
     // Stream roles by arrival order: with --bidir the client's sending streams come first.
     let server_sends = |i: usize| if p.bidirectional { i >= p.parallel as usize } else { p.reverse };
-    let per_stream_limit = match (p.bytes, p.blockcount) {
-        (0, 0) => None,
-        (0, k) => Some(k * u64::from(p.len) / u64::from(p.parallel)),
-        (b, _) => Some(b / u64::from(p.parallel)),
-    };
     let sp = StreamParams {
         len: p.len as usize,
-        limit: per_stream_limit,
+        limit: p.bytes_per_stream(),
         stall: s.cfg.idle_timeout,
         udp_rate: p.bandwidth as f64,
     };
@@ -587,7 +585,7 @@ fn iperf3_session(
     let started = Instant::now();
     iperf3::write_state(conn, iperf3::TEST_START).map_err(|e| e.to_string())?;
     iperf3::write_state(conn, iperf3::TEST_RUNNING).map_err(|e| e.to_string())?;
-    let ending = watch_test(conn, &set, s, started, |c| iperf3::read_state(c).map(|st| st == iperf3::TEST_END));
+    let ending = watch_test(conn, &set, s, started, &|| {}, |c| iperf3::read_state(c).map(|st| st == iperf3::TEST_END));
     let duration = started.elapsed().as_secs_f64();
     // Count what arrived until TEST_END, as a stock server does; data still
     // in flight (socket buffers, a shaper's queue) was not delivered in time.
@@ -729,16 +727,48 @@ impl Drop for Registration<'_> {
 
 // ---------------------------------------------------------------- headroom side
 
-fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, token: Option<String>, s: &Arc<Shared>) {
-    if let Some(expected) = &s.cfg.token {
-        let ok = token.as_deref().is_some_and(|t| wire::constant_time_eq(t.as_bytes(), expected.as_bytes()));
-        if !ok {
-            let _ = wire::write_frame(&mut conn, &Reply::Refused { reason: "wrong or missing token (--token)".into() });
-            (s.cfg.log)(&format!("peer={peer} protocol=headroom refused: wrong or missing token"));
+/// Challenge-response: true when the peer proved it holds the token. A
+/// throttled source is refused before it gets a challenge.
+fn authenticate(dl: &mut DeadlineStream, peer: SocketAddr, token: &str, s: &Shared) -> bool {
+    let ip = peer.ip();
+    if let Err(wait) = s.admission.may_authenticate(ip) {
+        let reason = format!(
+            "too many failed authentications from {ip}: try again in {:.0} s (check --token)",
+            wait.as_secs_f64().ceil()
+        );
+        let _ = wire::write_frame(dl, &Reply::Refused { reason });
+        return false;
+    }
+    let nonce = wire::random_nonce();
+    if wire::write_frame(dl, &Reply::Challenge { nonce: wire::to_hex(&nonce) }).is_err() {
+        return false;
+    }
+    // No answer (a client without a token hangs up) is not a guess.
+    let Ok(answer) = wire::read_frame::<AuthAnswer>(dl, wire::MAX_HELLO) else { return false };
+    let proven = match (wire::from_hex::<{ wire::NONCE_LEN }>(&answer.nonce), wire::from_hex::<32>(&answer.proof)) {
+        (Some(theirs), Some(proof)) => wire::auth_verify(token, &nonce, &theirs, &proof),
+        _ => false,
+    };
+    if !proven {
+        let _ = wire::write_frame(dl, &Reply::Refused { reason: "wrong token (--token)".into() });
+        if let Some(line) = s.admission.failed_authentication(ip) {
+            (s.cfg.log)(&format!(
+                "{line} (failures from one address are throttled and logged every {:.0}s)",
+                crate::admission::FAILURE_LOG_EVERY.as_secs_f64()
+            ));
+        }
+    }
+    proven
+}
+
+fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, s: &Arc<Shared>, ticket: &mut PendingTicket) {
+    if let Some(token) = &s.cfg.token {
+        if !authenticate(&mut DeadlineStream { conn: &conn, deadline: ticket.deadline }, peer, token, s) {
             return;
         }
     }
-    let Some(_slot) = Slot::take(&s.active, s.cfg.max_clients) else {
+    ticket.release();
+    let Some(_slot) = s.admission.take_slot(peer.ip(), s.cfg.max_clients) else {
         let _ = wire::write_frame(
             &mut conn,
             &Reply::Refused {
@@ -801,9 +831,12 @@ fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, token: Option<String>, 
                     let _ = wire::write_frame(&mut conn, &Reply::Refused { reason });
                     continue;
                 }
-                let r = headroom_test(&mut conn, peer, key, test_id, udp, direction, streams, bytes, len, rate_bits, s);
+                // The test's data and control messages count as activity, so a
+                // client that went silent mid-test is idle since its last byte.
+                let r = headroom_test(
+                    &mut conn, peer, key, test_id, udp, direction, streams, bytes, len, rate_bits, &info, s,
+                );
                 s.tests_done.fetch_add(1, Ordering::SeqCst);
-                info.touch(s);
                 if r.is_err() {
                     return;
                 }
@@ -852,6 +885,7 @@ fn headroom_test(
     bytes: Option<u64>,
     len: u32,
     rate_bits: Option<f64>,
+    session: &SessionInfo,
     s: &Arc<Shared>,
 ) -> io::Result<()> {
     let n = if direction == Direction::Bidir { streams * 2 } else { streams } as usize;
@@ -892,8 +926,10 @@ fn headroom_test(
     let cpu = CpuMeter::start();
     let started = Instant::now();
     wire::write_frame(conn, &Reply::Started)?;
-    let ending = watch_test(conn, &set, s, started, |c| {
-        wire::read_frame::<Request>(c, wire::MAX_FRAME).map(|r| r == Request::End)
+    let ending = watch_test(conn, &set, s, started, &|| session.touch(s), |c| {
+        let end = wire::read_frame::<Request>(c, wire::MAX_FRAME).map(|r| r == Request::End);
+        session.touch(s);
+        end
     });
     let mut duration = started.elapsed().as_secs_f64();
     let at_end = set.snapshot();

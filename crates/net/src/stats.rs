@@ -121,14 +121,15 @@ impl UdpRecvStats {
         let s = &mut self.summary;
         s.received += 1;
         s.bytes += bytes as u64;
+        // Saturating: a peer's sequence numbers are untrusted, and a jump
+        // beyond i64 must not wrap the loss count negative.
         if seq > s.packets {
-            if seq > s.packets + 1 {
-                s.lost += (seq - s.packets - 1) as i64;
-            }
+            let gap = i64::try_from(seq - s.packets - 1).unwrap_or(i64::MAX);
+            s.lost = s.lost.saturating_add(gap);
             s.packets = seq;
         } else {
             s.out_of_order += 1;
-            s.lost -= 1;
+            s.lost = s.lost.saturating_sub(1);
         }
         // Only differences of transit times mean anything: the clocks differ.
         let transit = arrived_s - sent_s;
@@ -167,6 +168,11 @@ mod tests {
         assert_eq!(s.summary.lost, 1); // 5 missing; 3 arrived late
         assert_eq!(s.summary.out_of_order, 1);
         assert!(s.summary.jitter_s < 1e-9);
+        // A hostile sequence jump saturates the loss count instead of wrapping it negative.
+        let mut h = UdpRecvStats::default();
+        h.record(1, 0.0, 0.0, 1);
+        h.record(u64::MAX, 0.0, 0.0, 1);
+        assert_eq!(h.summary.lost, i64::MAX);
         let mut j = UdpRecvStats::default();
         j.record(1, 0.0, 0.0, 1);
         j.record(2, 0.0, 0.016, 1);

@@ -10,16 +10,23 @@
 //! u32 length then that many bytes of JSON. Frames over [`MAX_FRAME`] are
 //! refused before any allocation, so a hostile length prefix costs nothing.
 //!
-//! A connection is a control connection (authenticates with the token, then
-//! asks for tests), a data stream of a test, or a request/response echo
-//! stream; data and echo streams prove membership with the session key the
-//! control connection received. UDP datagrams carry the session key too.
+//! A connection is a control connection (authenticates, then asks for
+//! tests), a data stream of a test, or a request/response echo stream; data
+//! and echo streams prove membership with the session key the control
+//! connection received. UDP datagrams carry the session key too.
+//!
+//! Authentication is a challenge-response, so the token never crosses the
+//! wire: a server with a token answers the control hello with
+//! [`Reply::Challenge`] (a fresh random nonce); the client answers with
+//! [`AuthAnswer`]: its own nonce and HMAC-SHA256 keyed with the token over
+//! [`AUTH_CONTEXT`], the server nonce and the client nonce ([`auth_proof`]).
 
+use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 
-/// Protocol version spoken by this build.
-pub const VERSION: u16 = 1;
+/// Protocol version spoken by this build (2: challenge-response authentication).
+pub const VERSION: u16 = 2;
 /// The first bytes of every headroom connection.
 pub const MAGIC: &[u8; 8] = b"HEADROOM";
 /// Magic plus version plus two reserved zero bytes.
@@ -54,19 +61,12 @@ pub fn parse_greeting(bytes: &[u8; GREETING_LEN]) -> Option<u16> {
 
 /// A session key as lower-case hex, for JSON.
 pub fn key_hex(key: &[u8; KEY_LEN]) -> String {
-    key.iter().map(|b| format!("{b:02x}")).collect()
+    to_hex(key)
 }
 
 /// Parses a hex session key.
 pub fn key_from_hex(text: &str) -> Option<[u8; KEY_LEN]> {
-    if text.len() != KEY_LEN * 2 || !text.is_ascii() {
-        return None;
-    }
-    let mut key = [0u8; KEY_LEN];
-    for (i, k) in key.iter_mut().enumerate() {
-        *k = u8::from_str_radix(&text[i * 2..i * 2 + 2], 16).ok()?;
-    }
-    Some(key)
+    from_hex(text)
 }
 
 /// Fresh unguessable bytes from the OS.
@@ -76,24 +76,70 @@ pub fn random_key() -> [u8; KEY_LEN] {
     key
 }
 
-/// Compares two byte strings in time independent of where they differ.
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
+/// Authentication nonces are 32 random bytes, sent as hex.
+pub const NONCE_LEN: usize = 32;
+/// Bound into every proof, so a proof cannot be replayed in another protocol.
+pub const AUTH_CONTEXT: &[u8] = b"headroom-auth-v2\0";
+
+/// A fresh authentication nonce from the OS.
+pub fn random_nonce() -> [u8; NONCE_LEN] {
+    let mut n = [0u8; NONCE_LEN];
+    getrandom::fill(&mut n).expect("the OS random source is available");
+    n
+}
+
+fn auth_mac(token: &str, server_nonce: &[u8; NONCE_LEN], client_nonce: &[u8; NONCE_LEN]) -> Hmac<sha2::Sha256> {
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(token.as_bytes()).expect("HMAC takes keys of any length");
+    mac.update(AUTH_CONTEXT);
+    mac.update(server_nonce);
+    mac.update(client_nonce);
+    mac
+}
+
+/// HMAC-SHA256(token, AUTH_CONTEXT || server nonce || client nonce): what the
+/// client sends instead of the token.
+pub fn auth_proof(token: &str, server_nonce: &[u8; NONCE_LEN], client_nonce: &[u8; NONCE_LEN]) -> [u8; 32] {
+    auth_mac(token, server_nonce, client_nonce).finalize().into_bytes().into()
+}
+
+/// Whether `proof` is the proof for `token` over the two nonces (constant time).
+pub fn auth_verify(token: &str, server_nonce: &[u8; NONCE_LEN], client_nonce: &[u8; NONCE_LEN], proof: &[u8]) -> bool {
+    auth_mac(token, server_nonce, client_nonce).verify_slice(proof).is_ok()
+}
+
+/// Lower-case hex of any bytes.
+pub fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Exactly `N` bytes from hex, or None.
+pub fn from_hex<const N: usize>(text: &str) -> Option<[u8; N]> {
+    if text.len() != N * 2 || !text.is_ascii() {
+        return None;
     }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    let mut out = [0u8; N];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(&text[i * 2..i * 2 + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+/// The client's answer to [`Reply::Challenge`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuthAnswer {
+    /// The client's nonce, hex.
+    pub nonce: String,
+    /// [`auth_proof`], hex.
+    pub proof: String,
 }
 
 /// What a connection is for, declared in its first message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum Hello {
-    /// A control connection; `token` is required when the server has one.
-    Control {
-        #[serde(default)]
-        token: Option<String>,
-        client_version: String,
-    },
+    /// A control connection; a server with a token answers with a challenge.
+    /// (Version 1 clients sent the token itself here; the field is ignored.)
+    Control { client_version: String },
     /// Data stream `index` of test `test` of session `session`.
     Stream { session: String, test: u32, index: u32 },
     /// A request/response echo stream with fixed message size.
@@ -154,9 +200,22 @@ pub enum Request {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "msg", rename_all = "snake_case")]
 pub enum Reply {
-    Welcome { session: String, server_version: String, max_duration_ms: u64, max_streams: u32 },
-    Refused { reason: String },
-    TestReady { test: u32 },
+    /// Prove you hold the token: answer with an [`AuthAnswer`] over this nonce (hex).
+    Challenge {
+        nonce: String,
+    },
+    Welcome {
+        session: String,
+        server_version: String,
+        max_duration_ms: u64,
+        max_streams: u32,
+    },
+    Refused {
+        reason: String,
+    },
+    TestReady {
+        test: u32,
+    },
     Started,
     Result(ServerReport),
 }
@@ -198,6 +257,28 @@ pub fn write_frame<T: Serialize>(w: &mut impl Write, msg: &T) -> io::Result<()> 
     w.write_all(&frame)
 }
 
+/// What opened a headroom connection: the greeting's protocol version and the hello.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Opening {
+    pub version: u16,
+    pub hello: Hello,
+}
+
+/// Reads the greeting and the hello frame that open every headroom connection
+/// (the server's first parser of untrusted bytes; public for the fuzzer).
+/// `None` = not a headroom greeting (drop silently); `Err` = a headroom
+/// greeting followed by a bad hello (the server says why).
+pub fn read_opening(r: &mut impl Read) -> io::Result<Option<Opening>> {
+    let mut g = [0u8; GREETING_LEN];
+    r.read_exact(&mut g)?;
+    let Some(version) = parse_greeting(&g) else { return Ok(None) };
+    let hello = read_frame(r, MAX_HELLO)?;
+    Ok(Some(Opening { version, hello }))
+}
+
+/// Largest first message (hello) on a headroom connection.
+pub const MAX_HELLO: u32 = 4096;
+
 /// Reads one framed JSON message of at most `max` bytes.
 pub fn read_frame<T: for<'de> Deserialize<'de>>(r: &mut impl Read, max: u32) -> io::Result<T> {
     let body = crate::iperf3::read_length_prefixed(r, max, "message")?;
@@ -235,7 +316,15 @@ mod tests {
         let k = random_key();
         assert_eq!(key_from_hex(&key_hex(&k)), Some(k));
         assert_eq!(key_from_hex("zz"), None);
-        assert!(constant_time_eq(b"abc", b"abc"));
-        assert!(!constant_time_eq(b"abc", b"abd"));
+    }
+
+    #[test]
+    fn proofs_bind_token_and_both_nonces() {
+        let (sn, cn) = (random_nonce(), random_nonce());
+        let p = auth_proof("s3cret", &sn, &cn);
+        assert!(auth_verify("s3cret", &sn, &cn, &p));
+        assert!(!auth_verify("s3creT", &sn, &cn, &p));
+        assert!(!auth_verify("s3cret", &cn, &sn, &p));
+        assert!(!auth_verify("s3cret", &sn, &cn, &p[..31]));
     }
 }

@@ -189,7 +189,7 @@ fn busy_server_refuses_then_a_stalled_client_frees_its_slot() {
     let t = target(&h);
     let mut a = TcpStream::connect(h.addr).unwrap();
     let mut msg = wire::greeting().to_vec();
-    let body = serde_json::to_vec(&wire::Hello::Control { token: None, client_version: "t".into() }).unwrap();
+    let body = serde_json::to_vec(&wire::Hello::Control { client_version: "t".into() }).unwrap();
     msg.extend_from_slice(&(body.len() as u32).to_be_bytes());
     msg.extend_from_slice(&body);
     a.write_all(&msg).unwrap();
@@ -274,4 +274,235 @@ fn udp_echo_is_not_an_amplifier() {
     u.send_to(&msg, h.addr).unwrap();
     let mut buf = [0u8; 2048];
     assert!(u.recv(&mut buf).is_err(), "unknown session key answered");
+}
+
+/// A TCP connection to `to` from the loopback address `from` (all of 127/8 is
+/// local on Linux): hostile peers get their own source address, so a
+/// per-source bound is tested apart from the legitimate client on 127.0.0.1.
+fn connect_from(from: [u8; 4], to: std::net::SocketAddr) -> TcpStream {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    s.bind(&std::net::SocketAddr::from((from, 0)).into()).unwrap();
+    s.connect(&to.into()).unwrap();
+    s.into()
+}
+
+/// Keeps writing one byte every `every` on each connection (as long as it stays
+/// open) until `stop`; returns, per connection, when the server closed it.
+fn trickle(
+    conns: Vec<TcpStream>,
+    every: Duration,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<Vec<Option<Duration>>> {
+    std::thread::spawn(move || {
+        let t0 = Instant::now();
+        let mut closed = vec![None; conns.len()];
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            for (c, closed) in conns.iter().zip(closed.iter_mut()) {
+                if closed.is_none() && (&*c).write_all(b" ").is_err() {
+                    *closed = Some(t0.elapsed());
+                }
+            }
+            std::thread::sleep(every);
+        }
+        closed
+    })
+}
+
+fn token_target(h: &ServerHandle, token: &str) -> Target {
+    Target { token: Some(token.into()), ..target(h) }
+}
+
+/// Issue 12.5: 260 connections from one source and 300 more from 30 others, each
+/// with a greeting and a length prefix, then a byte every 500 ms (well inside the
+/// old per-read timeout), must neither lock out a token holder nor live past the
+/// pre-auth deadline.
+#[test]
+fn preauth_slow_loris_neither_locks_out_token_holders_nor_outlives_the_deadline() {
+    let (h, _) = start(|c| {
+        c.token = Some("s3cret".into());
+        c.idle_timeout = Duration::from_secs(2);
+    });
+    let mut loris = Vec::new();
+    let sources: Vec<[u8; 4]> =
+        std::iter::repeat_n([127, 0, 0, 2], 260).chain((0..300).map(|i| [127, 0, 1, (i / 10) as u8 + 1])).collect();
+    for from in sources {
+        let mut c = connect_from(from, h.addr);
+        c.write_all(&wire::greeting()).unwrap();
+        c.write_all(&100u32.to_be_bytes()).unwrap();
+        loris.push(c);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let trickler = trickle(loris, Duration::from_millis(500), stop.clone());
+    std::thread::sleep(Duration::from_millis(300));
+    let mut s = Session::open(&token_target(&h, "s3cret")).expect("token holder admitted during the slow-loris");
+    let r = s.throughput(&spec(Direction::Upload, 1), &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert!(r.error.is_none() && r.upload_bytes > 0, "{:?}", r.error);
+    s.close();
+    // The whole pre-auth phase has one deadline (2 s here): the tricklers are gone
+    // well before the old per-read timeout would ever fire.
+    std::thread::sleep(Duration::from_secs(4));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let closed = trickler.join().unwrap();
+    let open = closed.iter().filter(|c| c.is_none()).count();
+    assert_eq!(open, 0, "{open} trickling connections still open after twice the pre-auth deadline");
+}
+
+/// Issue 12.6: iperf3 peers with unknown cookies that trickle their parameter JSON
+/// hold no test slot: a token holder is served meanwhile.
+#[test]
+fn iperf3_peers_trickling_parameters_hold_no_slot() {
+    let (h, _) = start(|c| {
+        c.token = Some("s3cret".into());
+        c.allow_iperf3 = true;
+        c.max_clients = 4;
+        c.idle_timeout = Duration::from_secs(3);
+    });
+    let mut peers = Vec::new();
+    for i in 0..4 {
+        let mut c = connect_from([127, 0, 2, i + 1], h.addr);
+        c.write_all(&iperf3::new_cookie()).unwrap();
+        assert_eq!(iperf3::read_state(&mut c).unwrap(), iperf3::PARAM_EXCHANGE);
+        c.write_all(&200u32.to_be_bytes()).unwrap();
+        peers.push(c);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let trickler = trickle(peers, Duration::from_millis(500), stop.clone());
+    std::thread::sleep(Duration::from_millis(300));
+    let mut s = Session::open(&token_target(&h, "s3cret")).expect("token holder not kept at 'busy'");
+    s.throughput(&spec(Direction::Download, 1), &AtomicBool::new(false), &mut |_| {}).unwrap();
+    s.close();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    trickler.join().unwrap();
+}
+
+/// Relays one connection from a local listener to `to`, recording what the client sent.
+fn recording_relay(to: std::net::SocketAddr) -> (u16, std::thread::JoinHandle<Vec<u8>>) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let t = std::thread::spawn(move || {
+        let (mut client, _) = l.accept().unwrap();
+        let mut server = TcpStream::connect(to).unwrap();
+        let mut back = server.try_clone().unwrap();
+        let mut client_w = client.try_clone().unwrap();
+        let down = std::thread::spawn(move || {
+            let _ = std::io::copy(&mut back, &mut client_w);
+        });
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = client.read(&mut buf) {
+            if n == 0 || server.write_all(&buf[..n]).is_err() {
+                break;
+            }
+            seen.extend_from_slice(&buf[..n]);
+        }
+        let _ = server.shutdown(std::net::Shutdown::Both);
+        let _ = down.join();
+        seen
+    });
+    (port, t)
+}
+
+/// Issue 12.7: the token never crosses the wire, yet only its holder gets in.
+#[test]
+fn the_token_never_crosses_the_wire() {
+    let token = "S3CRET-never-on-the-wire";
+    let (h, _) = start(|c| c.token = Some(token.into()));
+    let (port, relay) = recording_relay(h.addr);
+    let t = Target { host: "127.0.0.1".into(), port, token: Some(token.into()), timeout: Duration::from_secs(3) };
+    Session::open(&t).expect("admitted through the relay").close();
+    let seen = relay.join().unwrap();
+    assert!(seen.len() > wire::GREETING_LEN, "the relay saw the handshake");
+    assert!(
+        !seen.windows(token.len()).any(|w| w == token.as_bytes()),
+        "token on the wire: {}",
+        String::from_utf8_lossy(&seen)
+    );
+}
+
+/// Issue 12.7: wrong guesses are throttled per source and logged in aggregate.
+#[test]
+fn wrong_token_guesses_are_throttled_and_logged_in_aggregate() {
+    let (h, log) = start(|c| c.token = Some("s3cret".into()));
+    let t0 = Instant::now();
+    let (mut wrong, mut throttled) = (0, 0);
+    for i in 0..300 {
+        let err = Session::open(&token_target(&h, &format!("guess{i}"))).err().expect("a guess is refused").to_string();
+        if err.contains("too many") {
+            throttled += 1;
+        } else {
+            assert!(err.contains("token"), "{err}");
+            wrong += 1;
+        }
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    // A burst, then one guess per two seconds.
+    assert!(f64::from(wrong) <= 5.0 + secs / 2.0 + 1.0, "{wrong} guesses checked in {secs:.1}s, {throttled} throttled");
+    let lines: Vec<String> = log.lock().unwrap().clone();
+    assert!(lines.len() <= 2, "one log line per guess: {} lines", lines.len());
+    // The aggregate line names the count once the interval is over.
+    drop(h);
+}
+
+/// Issue 12.8: a client that goes silent mid-test behind a dead link (its sockets
+/// stay open, nothing moves) frees its slot at the idle timeout, not twice that.
+#[test]
+fn a_client_silent_behind_a_dead_link_frees_its_slot_at_the_idle_timeout() {
+    let idle = Duration::from_secs(2);
+    let (h, _) = start(|c| {
+        c.max_clients = 1;
+        c.idle_timeout = idle;
+    });
+    let mut a = TcpStream::connect(h.addr).unwrap();
+    let mut msg = wire::greeting().to_vec();
+    let body = serde_json::to_vec(&serde_json::json!({"role": "control", "client_version": "t"})).unwrap();
+    msg.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    msg.extend_from_slice(&body);
+    a.write_all(&msg).unwrap();
+    let welcome: serde_json::Value = wire::read_frame(&mut a, wire::MAX_FRAME).unwrap();
+    let session = welcome["session"].as_str().expect("welcome").to_string();
+    let test = wire::Request::Test {
+        udp: false,
+        direction: Direction::Upload,
+        streams: 1,
+        duration_ms: 60_000,
+        bytes: None,
+        len: 65536,
+        rate_bits: None,
+    };
+    wire::write_frame(&mut a, &test).unwrap();
+    let ready: serde_json::Value = wire::read_frame(&mut a, wire::MAX_FRAME).unwrap();
+    let mut data = TcpStream::connect(h.addr).unwrap();
+    let mut msg = wire::greeting().to_vec();
+    let body =
+        serde_json::to_vec(&wire::Hello::Stream { session, test: ready["test"].as_u64().unwrap() as u32, index: 0 })
+            .unwrap();
+    msg.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    msg.extend_from_slice(&body);
+    data.write_all(&msg).unwrap();
+    let started: serde_json::Value = wire::read_frame(&mut a, wire::MAX_FRAME).unwrap();
+    assert_eq!(started["msg"], "started");
+    let chunk = vec![0u8; 65536];
+    for _ in 0..50 {
+        data.write_all(&chunk).unwrap();
+    }
+    // The link dies: nothing more moves, no FIN, no RST.
+    let silent = Instant::now();
+    loop {
+        match Session::open(&target(&h)) {
+            Ok(s) => {
+                s.close();
+                break;
+            }
+            Err(e) => {
+                assert!(e.to_string().contains("busy"), "{e}");
+                assert!(
+                    silent.elapsed() < idle + idle / 2,
+                    "slot still held {:?} after the client went silent (--idle-timeout {idle:?})",
+                    silent.elapsed()
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+    drop((a, data));
 }
