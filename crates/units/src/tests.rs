@@ -128,3 +128,21 @@ proptest! {
         let _ = parse_duration(&s);
     }
 }
+
+#[test]
+fn negative_values_say_negative() {
+    assert!(parse_size("-1G").unwrap_err().reason.contains("negative"));
+    assert!(parse_duration("-5s").unwrap_err().reason.contains("negative"));
+    assert!(parse_rate("-1Gb/s").unwrap_err().reason.contains("negative"));
+}
+
+#[test]
+fn absurd_durations_and_rates_are_refused() {
+    let e = parse_duration("99999999999999h").unwrap_err();
+    assert!(e.reason.contains("at most 365d"), "{e}");
+    assert!(parse_duration("366d").is_err());
+    assert_eq!(parse_duration("365d").unwrap(), MAX_DURATION);
+    // 1e305 TB/s overflowed to an infinite rate.
+    let huge = format!("{}TB/s", "9".repeat(305));
+    assert!(parse_rate(&huge).unwrap_err().reason.contains("too large"));
+}
