@@ -7,8 +7,8 @@
 # target for 5 seconds (what CI does, so a target that no longer builds or
 # crashes at once fails CI). TARGETs default to every file in
 # fuzz/fuzz_targets/. Seeds come from fuzz/seeds/TARGET (committed); what the
-# fuzzer learns goes to fuzz/corpus/TARGET, finds to fuzz/artifacts/TARGET
-# (both ignored by git). Ends with one line per target: executions and
+# fuzzer learns goes to fuzz/corpus/TARGET, finds to fuzz/artifacts/TARGET,
+# libFuzzer's output to fuzz/logs/TARGET.log (all ignored by git). Ends with one line per target: executions and
 # whether it found anything; exits 1 when one did, 2 when it cannot run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,10 +41,10 @@ summary=()
 status=0
 for t in "${targets[@]}"; do
   [ -f "fuzz/fuzz_targets/$t.rs" ] || { echo "scripts/fuzz.sh: no target '$t' in fuzz/fuzz_targets/" >&2; exit 2; }
-  mkdir -p "fuzz/corpus/$t" "fuzz/artifacts/$t"
+  mkdir -p "fuzz/corpus/$t" "fuzz/artifacts/$t" fuzz/logs
   dirs=("fuzz/corpus/$t")
   [ -d "fuzz/seeds/$t" ] && dirs+=("fuzz/seeds/$t")
-  log="fuzz/artifacts/$t/last-run.log"
+  log="fuzz/logs/$t.log"
   echo "== $t (${limit[*]})" >&2
   if cargo +nightly fuzz run "$t" "${dirs[@]}" -- "${limit[@]}" -print_final_stats=1 >"$log" 2>&1; then
     result="no crash"

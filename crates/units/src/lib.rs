@@ -253,14 +253,17 @@ pub fn format_size(bytes: u64) -> String {
 pub fn format_duration(d: Duration) -> String {
     let secs = d.as_secs();
     if secs == 0 {
-        let micros = d.as_micros();
-        return if micros >= 1000 {
-            format!("{}ms", d.as_millis())
-        } else if micros > 0 {
-            format!("{micros}us")
-        } else {
-            format!("{}ns", d.as_nanos())
+        // Exact, so the text parses back to the same duration (940.7ms, not 940ms).
+        let nanos = d.subsec_nanos();
+        let (per_unit, digits, unit) = match nanos {
+            1_000_000.. => (1_000_000, 6, "ms"),
+            1_000.. => (1_000, 3, "us"),
+            _ => return format!("{nanos}ns"),
         };
+        let fraction = format!("{:0digits$}", nanos % per_unit);
+        let fraction = fraction.trim_end_matches('0');
+        let point = if fraction.is_empty() { "" } else { "." };
+        return format!("{}{point}{fraction}{unit}", nanos / per_unit);
     }
     let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
     let seconds = if d.subsec_nanos() != 0 {

@@ -82,6 +82,10 @@ fn formats_users_read() {
     assert_eq!(format_size(4096), "4.000 KiB");
     assert_eq!(format_duration(Duration::from_secs(90)), "1m30s");
     assert_eq!(format_duration(Duration::from_millis(500)), "500ms");
+    // Found by fuzz/units_parsers: ".9407" was shown as "940ms".
+    assert_eq!(format_duration(parse_duration(".9407").unwrap()), "940.7ms");
+    assert_eq!(format_duration(Duration::from_nanos(250_500)), "250.5us");
+    assert_eq!(format_duration(Duration::from_nanos(17)), "17ns");
     assert_eq!(format_duration(Duration::from_secs(3 * 3600)), "3h");
 }
 
