@@ -1,8 +1,13 @@
 //! The command line: flags, presets and help text, parsed with clap.
-//! Owns argument syntax and validation of single values; it runs nothing.
+//! Owns argument syntax, validation of single values and how a bad command
+//! line is reported (one line, exit 2); it runs nothing.
 
 use crate::commands;
-use clap::{Args, Parser, Subcommand};
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::ExitCode;
 
 pub const EXIT_CODES: &str = "\
 Exit codes:
@@ -76,4 +81,169 @@ pub enum Command {
     /// Print the man page (roff) generated from this CLI
     #[command(name = "manpage")]
     ManPage,
+}
+
+/// Parses the command line. Help and version print as clap renders them and
+/// exit 0; every error is one line on stderr (what was wrong, and an example
+/// that works) and exits 2.
+pub fn parse() -> Result<Cli, ExitCode> {
+    parse_from(std::env::args_os())
+}
+
+fn parse_from(args: impl IntoIterator<Item = OsString>) -> Result<Cli, ExitCode> {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let mut cmd = values_may_start_with_a_dash(Cli::command());
+    let parsed = cmd.try_get_matches_from_mut(&args).and_then(|m| Cli::from_arg_matches(&m));
+    parsed.map_err(|e| match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        _ => {
+            eprintln!("headroom: error: {}", one_line(&e, &cmd, &args));
+            ExitCode::from(2)
+        }
+    })
+}
+
+/// Lets a flag's value start with `-` (`--size -1G`, `--time -5s`), so the
+/// value's own parser says what is wrong with it and names the flag, rather
+/// than clap taking it for an unknown flag.
+fn values_may_start_with_a_dash(cmd: clap::Command) -> clap::Command {
+    let cmd =
+        cmd.mut_args(
+            |a| {
+                if a.get_action().takes_values() && !a.is_positional() {
+                    a.allow_hyphen_values(true)
+                } else {
+                    a
+                }
+            },
+        );
+    let names: Vec<String> = cmd.get_subcommands().map(|c| c.get_name().to_string()).collect();
+    names.iter().fold(cmd, |cmd, name| cmd.mut_subcommand(name, values_may_start_with_a_dash))
+}
+
+/// A clap error as one line: its message (a list of missing arguments
+/// joined), clap's suggestion when it has one, and the first example of the
+/// subcommand's help unless the message already shows one.
+fn one_line(e: &clap::Error, cmd: &clap::Command, args: &[OsString]) -> String {
+    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        let names: Vec<&str> = cmd.get_subcommands().filter(|c| !c.is_hide_set()).map(|c| c.get_name()).collect();
+        return format!(
+            "a command is required: {} (example: headroom run; headroom --help says what each does)",
+            names.join(", ")
+        );
+    }
+    let rendered = e.render().to_string();
+    let message: Vec<&str> = rendered
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| l.trim().trim_start_matches("error:").trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    let mut line = message.join(" ");
+    if line.ends_with(':') {
+        line.pop();
+    }
+    for kind in [ContextKind::SuggestedArg, ContextKind::SuggestedValue, ContextKind::SuggestedSubcommand] {
+        match e.get(kind) {
+            Some(ContextValue::String(s)) => line += &format!("; did you mean '{s}'?"),
+            Some(ContextValue::Strings(v)) if !v.is_empty() => line += &format!("; did you mean '{}'?", v.join("', '")),
+            _ => {}
+        }
+    }
+    let sub = args.iter().skip(1).filter_map(|a| a.to_str()).find_map(|a| cmd.find_subcommand(a));
+    let help = match sub {
+        Some(sub) => format!("headroom {} --help", sub.get_name()),
+        None => "headroom --help".to_string(),
+    };
+    if !line.contains("example") {
+        let example = sub.and_then(first_example).unwrap_or_else(|| "headroom run".to_string());
+        line += &format!(" (example: {example}; {help} shows every flag)");
+    } else {
+        line += &format!(" ({help} shows every flag)");
+    }
+    line
+}
+
+/// The first line under "Examples:" in a subcommand's help, as a command alone.
+fn first_example(cmd: &clap::Command) -> Option<String> {
+    let help = cmd.get_after_help()?.to_string();
+    let mut lines = help.lines().skip_while(|l| !l.trim_start().starts_with("Examples:")).skip(1);
+    let first = lines.next()?.trim();
+    // The comment after two spaces and any shell redirection are not the command.
+    let command = first.split("  ").next().unwrap_or(first);
+    Some(command.split(['>', '|']).next().unwrap_or(command).trim().to_string())
+}
+
+/// Checks, before any work starts, that a file a command will write can be
+/// written: its directory exists and is writable, and it is not a directory.
+pub fn check_output_file(flag: &str, path: &Path, example: &str) -> anyhow::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let shown = path.display();
+    if path.is_dir() {
+        anyhow::bail!("{flag} {shown} is a directory; give a file name (example: {flag} {example})");
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        anyhow::bail!("{flag} {shown}: directory {} does not exist (example: {flag} {example})", dir.display());
+    }
+    let target = if path.exists() { path } else { dir };
+    let c = std::ffi::CString::new(target.as_os_str().as_bytes())?;
+    // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK) } != 0 {
+        anyhow::bail!("{flag} {shown}: {} is not writable (example: {flag} {example})", target.display());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error_line(args: &[&str]) -> String {
+        let args: Vec<OsString> = std::iter::once("headroom").chain(args.iter().copied()).map(Into::into).collect();
+        let mut cmd = values_may_start_with_a_dash(Cli::command());
+        let e = cmd.try_get_matches_from_mut(&args).expect_err("a bad command line");
+        one_line(&e, &cmd, &args)
+    }
+
+    #[test]
+    fn every_example_in_help_parses() {
+        let cmd = Cli::command();
+        for sub in cmd.get_subcommands() {
+            if let Some(example) = first_example(sub) {
+                let args = shell_words(&example);
+                assert!(Cli::try_parse_from(&args).is_ok(), "{}: {example:?} does not parse", sub.get_name());
+            }
+        }
+    }
+
+    fn shell_words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn clap_errors_are_one_line_with_an_example() {
+        let cases = [&["disk", "--bogus"][..], &["disk"], &["link"], &["frobnicate"], &["disk", ".", "--qd", "0"], &[]];
+        for args in cases {
+            let line = error_line(args);
+            assert!(!line.contains('\n'), "{args:?}: {line}");
+            assert!(line.contains("example"), "{args:?}: {line}");
+        }
+        assert!(error_line(&["disk", "--bogus"]).contains("headroom disk /mnt/nas"));
+        assert!(error_line(&["dsik"]).contains("did you mean 'disk'"), "{}", error_line(&["dsik"]));
+    }
+
+    #[test]
+    fn negative_values_name_the_flag() {
+        let line = error_line(&["disk", ".", "--size", "-1G"]);
+        assert!(line.contains("--size") && line.contains("negative"), "{line}");
+        let line = error_line(&["disk", ".", "--time", "-5s"]);
+        assert!(line.contains("--time") && line.contains("negative"), "{line}");
+    }
 }

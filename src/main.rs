@@ -11,11 +11,13 @@ mod output;
 mod progress;
 mod signals;
 
-use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = match cli::parse() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     let out = output::Output::from_env(&cli.global);
     let outcome = match commands::dispatch(cli.command, &out) {
         Ok(code) => code.into(),

@@ -48,13 +48,20 @@ impl Output {
         }
     }
 
-    /// Prints an error as one line (plus its causes) on stderr.
+    /// Prints an error as one line (plus its causes) on stderr; a peer's or
+    /// a file's words in it cannot drive the terminal.
     pub fn error(&self, e: &anyhow::Error) {
         let mut text = format!("headroom: error: {e}");
         for cause in e.chain().skip(1) {
             text += &format!(": {cause}");
         }
-        eprintln!("{text}");
+        eprintln!("{}", headroom_report::terminal_safe(&text, false));
+    }
+
+    /// Prints presenter text on stdout, control characters from outside
+    /// strings neutralised (the presenters' own colour kept).
+    pub fn print(&self, text: &str) {
+        print!("{}", headroom_report::terminal_safe(text, self.color));
     }
 
     /// Prints a serialisable document as pretty JSON on stdout.

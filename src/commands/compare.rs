@@ -51,7 +51,7 @@ pub fn run(args: &CompareArgs, out: &Output) -> anyhow::Result<Outcome> {
         Format::Table | Format::Markdown => comparison_only(&report, format, style),
         other => presenter(other).render(&report, style),
     };
-    print!("{text}");
+    out.print(&text);
     Ok(Outcome::Ok)
 }
 

@@ -91,7 +91,7 @@ pub struct DiskArgs {
     #[arg(long)]
     pub destructive: bool,
     /// With --destructive: write even over a filesystem or partition table signature
-    #[arg(long)]
+    #[arg(long, requires = "destructive")]
     pub force: bool,
 }
 
@@ -147,6 +147,12 @@ fn plan(args: &DiskArgs) -> anyhow::Result<Plan> {
         if t.0 < Duration::from_millis(100) {
             bail!("--time {} is too short to measure; use at least 100ms, e.g. --time 5s", t);
         }
+        if t.0 > Duration::from_secs(86_400) {
+            bail!("--time {} is too long: at most 24h per test, e.g. --time 5m", t);
+        }
+    }
+    if let Some(r) = args.ramp.filter(|r| r.0 > Duration::from_secs(3600)) {
+        bail!("--ramp {} is too long: at most 1h of warm-up, e.g. --ramp 2s", r);
     }
     if args.bs.is_some_and(|b| b.0 == 0) {
         bail!("--bs 0 is not a block size; use e.g. --bs 4k or --bs 1M");

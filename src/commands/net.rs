@@ -143,6 +143,9 @@ fn validate(args: &NetArgs) -> anyhow::Result<()> {
             );
         }
     }
+    if args.timeout.0 > Duration::from_secs(3600) {
+        bail!("--timeout {} is too long: at most 1h (example: --timeout 5s)", args.timeout);
+    }
     if args.timeout.0 < Duration::from_millis(100) {
         bail!("--timeout {} is too short: at least 100ms (example: --timeout 5s)", args.timeout);
     }
@@ -305,7 +308,7 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
         Ok(Outcome::Ok)
     } else {
         for f in &failures {
-            eprintln!("headroom: error: {f}");
+            eprintln!("headroom: error: {}", headroom_report::terminal_safe(f, false));
         }
         Ok(Outcome::Error)
     }

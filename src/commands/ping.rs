@@ -57,6 +57,9 @@ pub fn run(args: &PingArgs, out: &Output) -> anyhow::Result<Outcome> {
     if args.interval.0 > Duration::from_secs(3600) {
         bail!("--interval {} is too long: at most 1h (example: --interval 200ms)", args.interval);
     }
+    if args.timeout.0 > Duration::from_secs(3600) {
+        bail!("--timeout {} is too long: at most 1h (example: --timeout 2s)", args.timeout);
+    }
     if args.timeout.0 < Duration::from_millis(1) {
         bail!("--timeout {} is too short (example: --timeout 2s)", args.timeout);
     }

@@ -40,19 +40,25 @@ pub fn parse_format(s: &str) -> anyhow::Result<Format> {
 }
 
 /// Loads result files; an unreadable file, one that is not JSON, another
-/// tool's JSON or an unknown schema version is an error naming the file.
+/// tool's JSON, an unknown schema version, a file over the size cap or a
+/// figure no measurement can produce is an error naming the file (and the
+/// field).
 pub fn load_results(paths: &[PathBuf]) -> anyhow::Result<Vec<(ResultDoc, String)>> {
     paths
         .iter()
         .map(|path| {
-            if headroom_soak::is_sqlite_file(path) {
+            let doc = if headroom_soak::is_sqlite_file(path) {
                 // A `headroom soak` database: the whole soak, samples thinned for the charts.
                 let doc = headroom_soak::load_result(path, headroom_soak::SampleDetail::AtMost(2000))
                     .map_err(|e| anyhow::anyhow!("{e}"))?;
-                return Ok((doc, display_name(path)));
-            }
-            let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
-            let doc = ResultDoc::from_json(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                doc.validate().map_err(|e| {
+                    anyhow::anyhow!("{}: a soak database with an impossible figure: {e}", path.display())
+                })?;
+                doc
+            } else {
+                let file = std::fs::File::open(path).with_context(|| format!("{}: cannot read", path.display()))?;
+                ResultDoc::from_reader(file).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+            };
             Ok((doc, display_name(path)))
         })
         .collect()
@@ -69,6 +75,9 @@ pub fn run(args: &ReportArgs, out: &Output) -> anyhow::Result<Outcome> {
         (Some(f), false) => Some(parse_format(f)?),
         (None, false) => args.html.is_none().then_some(Format::Table),
     };
+    if let Some(path) = &args.html {
+        crate::cli::check_output_file("--html", path, "report.html")?;
+    }
     let report = Report::new(load_results(&args.results)?);
     let style = Style { color: out.color, iec: out.iec };
     if let Some(path) = &args.html {
@@ -84,7 +93,7 @@ pub fn run(args: &ReportArgs, out: &Output) -> anyhow::Result<Outcome> {
         }
     }
     if let Some(format) = format {
-        print!("{}", presenter(format).render(&report, style));
+        out.print(&presenter(format).render(&report, style));
     }
     Ok(Outcome::Ok)
 }

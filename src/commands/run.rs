@@ -103,6 +103,9 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
             path.display()
         );
     }
+    if let Some(save) = &args.save {
+        crate::cli::check_output_file("--save", save, "run.json")?;
+    }
     if let Some(label) = &args.label {
         if label.trim().is_empty() {
             bail!("--label must not be empty (example: --label before-10gbe)");
@@ -279,7 +282,7 @@ fn finish(
         let mut view = ResultView::new(doc, &name);
         view.goals = results.clone();
         let style = Style { color: out.color, iec: out.iec };
-        print!("{}", presenter(Format::Table).render(&Report::single(view), style));
+        out.print(&presenter(Format::Table).render(&Report::single(view), style));
         if let Some(path) = save {
             println!("saved {}", path.display());
         }

@@ -9,6 +9,7 @@ use headroom_units::DurationArg;
 use std::io::Write;
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
@@ -61,6 +62,12 @@ pub fn run(args: &ServeArgs, out: &Output) -> anyhow::Result<Outcome> {
     if args.idle_timeout.0.as_millis() < 100 {
         bail!("--idle-timeout {} is too short: at least 100ms (example: --idle-timeout 10s)", args.idle_timeout);
     }
+    if args.idle_timeout.0 > Duration::from_secs(86_400) {
+        bail!("--idle-timeout {} is too long: at most 24h (example: --idle-timeout 10s)", args.idle_timeout);
+    }
+    if args.max_duration.0 > Duration::from_secs(7 * 86_400) {
+        bail!("--max-duration {} is too long: at most 7d (example: --max-duration 10m)", args.max_duration);
+    }
     if args.max_duration.0.is_zero() {
         bail!("--max-duration must be above zero (example: --max-duration 10m)");
     }
@@ -86,7 +93,7 @@ pub fn run(args: &ServeArgs, out: &Output) -> anyhow::Result<Outcome> {
         }),
     };
     let iperf3 = cfg.allow_iperf3;
-    let server = Server::bind(cfg).context("headroom serve")?;
+    let server = Server::bind(cfg).with_context(|| format!("--bind {} --port {}", args.bind, args.port))?;
     eprintln!(
         "headroom serve: listening on {} (TCP and UDP); headroom clients: {}; iperf3 clients: {}",
         server.local_addr(),

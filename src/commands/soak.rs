@@ -146,6 +146,12 @@ fn plan(args: &SoakArgs) -> anyhow::Result<Plan> {
             args.probe_time.unwrap_or(DurationArg(probe_time))
         );
     }
+    if probe_time > Duration::from_secs(86_400) {
+        bail!(
+            "--probe-time {} is too long: at most 24h per probe, e.g. --probe-time 30s",
+            args.probe_time.unwrap_or(DurationArg(probe_time))
+        );
+    }
     let cycle: Vec<String> = match &args.cycle {
         Some(list) => list.iter().map(|p| p.trim().to_lowercase()).filter(|p| !p.is_empty()).collect(),
         None => {
@@ -339,9 +345,14 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
                     o.probe.summary.iops.map(|i| format!("  {i:>9.0} IOPS")).unwrap_or_default()
                 ),
                 Err(ProbeFailure::Unreachable(why)) => {
-                    eprintln!("cycle {cycle:>4} {probe:<5} server unreachable: {why}")
+                    eprintln!(
+                        "cycle {cycle:>4} {probe:<5} server unreachable: {}",
+                        headroom_report::terminal_safe(why, false)
+                    )
                 }
-                Err(ProbeFailure::Failed(why)) => eprintln!("cycle {cycle:>4} {probe:<5} failed: {why}"),
+                Err(ProbeFailure::Failed(why)) => {
+                    eprintln!("cycle {cycle:>4} {probe:<5} failed: {}", headroom_report::terminal_safe(why, false))
+                }
             }
         }
     });

@@ -48,6 +48,11 @@ impl LinkSpec {
                 input: input.into(),
                 reason: format!("{} is a {} link, not a network link", link.name, link.family.as_str()),
             }),
+            // "7gbe" names an Ethernet generation, not a rate: one the catalog
+            // does not know is an error, as `headroom link 7gbe` says.
+            Err(unknown) if input.trim().to_ascii_lowercase().ends_with("be") => {
+                Err(BadLinkSpec { input: input.into(), reason: unknown.to_string() })
+            }
             Err(unknown) => match headroom_units::parse_rate(input) {
                 Ok(bits) if bits > 0.0 => Ok(LinkSpec {
                     name: format!("{} link", headroom_units::format_bits(bits)),
@@ -370,6 +375,8 @@ mod tests {
         assert_eq!(LinkSpec::parse("200Mb/s").unwrap().usable_bits_per_sec, 200e6);
         assert!(LinkSpec::parse("sata3").unwrap_err().reason.contains("not a network link"));
         assert!(LinkSpec::parse("fastest").is_err());
+        // An Ethernet name the catalog lacks is not taken for a rate (it was 7 Gb/s).
+        assert!(LinkSpec::parse("7gbe").unwrap_err().reason.contains("10gbe"), "{:?}", LinkSpec::parse("7gbe"));
     }
 
     #[test]

@@ -68,11 +68,25 @@ pub fn connect(target: &Target) -> Result<(TcpStream, SocketAddr), NetError> {
     Err(connect_error(addr, &e))
 }
 
+/// A failed connect to a headroom (or iperf3) server: a refusal suggests
+/// starting `headroom serve`.
 pub(crate) fn connect_error(addr: SocketAddr, e: &std::io::Error) -> NetError {
-    let reason = match e.kind() {
-        std::io::ErrorKind::ConnectionRefused => {
-            "connection refused (nothing listens on that port; is `headroom serve` running?)".into()
-        }
+    let mut reason = connect_reason(e);
+    if e.kind() == std::io::ErrorKind::ConnectionRefused {
+        reason += "; is `headroom serve` running there?";
+    }
+    NetError::Connect { addr: addr.to_string(), reason }
+}
+
+/// A failed connect to any TCP service (`headroom ping HOST:PORT`): nothing
+/// said about headroom, the port may belong to anything.
+pub(crate) fn connect_error_any_service(addr: SocketAddr, e: &std::io::Error) -> NetError {
+    NetError::Connect { addr: addr.to_string(), reason: connect_reason(e) }
+}
+
+fn connect_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => "connection refused (nothing listens on that port)".into(),
         std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
             "timed out (host unreachable or a firewall drops the packets)".into()
         }
@@ -80,8 +94,7 @@ pub(crate) fn connect_error(addr: SocketAddr, e: &std::io::Error) -> NetError {
             "no route to host (unreachable)".into()
         }
         _ => e.to_string(),
-    };
-    NetError::Connect { addr: addr.to_string(), reason }
+    }
 }
 
 /// What one throughput test measured (either protocol).

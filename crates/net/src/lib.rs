@@ -40,6 +40,9 @@ pub enum NetError {
     /// The TCP connection could not be made.
     #[error("cannot connect to {addr}: {reason}")]
     Connect { addr: String, reason: String },
+    /// The server could not listen on its address (`serve --bind/--port`).
+    #[error("cannot listen on {addr}: {reason}")]
+    Listen { addr: String, reason: String },
     /// The server answered but said no (wrong token, busy, limits).
     #[error("{0}")]
     Refused(String),

@@ -159,12 +159,25 @@ fn reuse_udp(addr: SocketAddr) -> io::Result<UdpSocket> {
     Ok(s.into())
 }
 
+/// Why a listening socket could not be made, with what to do about it.
+fn listen_reason(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::AddrInUse => format!("{e} (another server has the port; example: --port 5202)"),
+        io::ErrorKind::AddrNotAvailable => {
+            format!(
+                "{e} (no interface of this machine has that address; `ip addr` lists them; example: --bind 0.0.0.0)"
+            )
+        }
+        io::ErrorKind::PermissionDenied => format!("{e} (ports below 1024 need root; example: --port 5201)"),
+        _ => e.to_string(),
+    }
+}
+
 impl Server {
     /// Binds the TCP and UDP sockets of the port.
     pub fn bind(cfg: ServerConfig) -> Result<Server, NetError> {
         let addr = SocketAddr::new(cfg.bind, cfg.port);
-        let bind_err =
-            |e: io::Error| NetError::Connect { addr: addr.to_string(), reason: format!("cannot listen: {e}") };
+        let bind_err = |e: io::Error| NetError::Listen { addr: addr.to_string(), reason: listen_reason(&e) };
         let sock =
             socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None).map_err(bind_err)?;
         sock.set_reuse_address(true).map_err(bind_err)?;

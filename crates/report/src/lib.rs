@@ -31,3 +31,53 @@ pub trait Presenter {
     /// Renders the whole report as text (UTF-8).
     fn render(&self, report: &Report, style: Style) -> String;
 }
+
+/// Text that is safe to write to a terminal. Strings from outside (a result
+/// file's label, a soak database, a peer's message) may hold control
+/// characters: `ESC[2J` clears the screen, an OSC sequence sets the window
+/// title or plants a hyperlink. Every control character (C0, DEL, C1) but
+/// newline and tab becomes U+FFFD, one character for one so table alignment
+/// holds. With `keep_colour`, SGR sequences (`ESC[...m`: colour and bold
+/// only, which cannot move the cursor or talk to the terminal) are kept, as
+/// the presenters paint with them.
+pub fn terminal_safe(text: &str, keep_colour: bool) -> std::borrow::Cow<'_, str> {
+    let clean = |c: char| !c.is_control() || c == '\n' || c == '\t';
+    if text.chars().all(clean) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if keep_colour && c == '\x1b' {
+            let sgr_len = rest[1..]
+                .strip_prefix('[')
+                .and_then(|s| s.find(|c: char| !(c.is_ascii_digit() || c == ';')).filter(|&n| s[n..].starts_with('m')));
+            if let Some(n) = sgr_len {
+                let len = 1 + 1 + n + 1;
+                out.push_str(&rest[..len]);
+                rest = &rest[len..];
+                continue;
+            }
+        }
+        out.push(if clean(c) { c } else { '\u{fffd}' });
+        rest = &rest[c.len_utf8()..];
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod terminal_safe_tests {
+    use super::terminal_safe;
+
+    #[test]
+    fn control_sequences_are_neutralised() {
+        let hostile = "lab\x1b]0;pwned\x07\x1b[2J\u{9b}2J\r\nnext\tcol";
+        assert_eq!(
+            terminal_safe(hostile, false),
+            "lab\u{fffd}]0;pwned\u{fffd}\u{fffd}[2J\u{fffd}2J\u{fffd}\nnext\tcol"
+        );
+        // Colour kept only as SGR: the clear-screen CSI is not one.
+        assert_eq!(terminal_safe("\x1b[1mbold\x1b[0m\x1b[2J", true), "\x1b[1mbold\x1b[0m\u{fffd}[2J");
+        assert!(matches!(terminal_safe("plain 941.5 Mb/s\n", false), std::borrow::Cow::Borrowed(_)));
+    }
+}

@@ -8,20 +8,27 @@
 //! when the two disagree (`UPDATE_SCHEMA=1 cargo test -p headroom-result`
 //! rewrites it).
 //!
+//! Documents from outside are read through [`ResultDoc::from_reader`] (at
+//! most [`MAX_DOCUMENT_BYTES`]) or [`ResultDoc::from_json`], which check the
+//! schema, then the content, then every figure ([`ResultDoc::validate`]).
+//!
 //! This crate does no I/O beyond (de)serialising documents and knows nothing of
 //! how figures were measured.
 
 mod cpu_load;
 mod host;
 mod soak;
+mod validate;
 
 pub use cpu_load::*;
 pub use host::*;
 pub use soak::*;
+pub use validate::*;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::io::Read;
 
 /// The schema identifier written into every result document.
 pub const SCHEMA: &str = "headroom.result/v1";
@@ -304,17 +311,37 @@ pub struct Verdict {
     pub directions: Vec<serde_json::Value>,
 }
 
+/// The most [`ResultDoc::from_reader`] reads: 64 MiB. A `headroom run` document
+/// is tens of kilobytes and an hours-long soak's a few megabytes; anything
+/// larger is not a result, and reading it whole would hold all of it in memory.
+pub const MAX_DOCUMENT_BYTES: u64 = 64 << 20;
+
 /// Why a document could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    #[error("cannot read: {0}")]
+    Io(std::io::Error),
+    #[error("larger than {} MiB, the most headroom reads from a result document (a `headroom run` document is well under 1 MiB); is it the right file?", MAX_DOCUMENT_BYTES >> 20)]
+    TooLarge,
     #[error("not JSON: {0}")]
     NotJson(serde_json::Error),
+    #[error("not JSON: not UTF-8 text")]
+    NotUtf8,
     #[error("not a headroom result (no \"schema\" field); was it written by another tool?")]
     NoSchema,
     #[error("schema '{found}' is not supported (this headroom reads {SCHEMA}); upgrade headroom or re-run the test")]
     UnknownSchema { found: String },
     #[error("a {SCHEMA} document with invalid content: {0}")]
     Invalid(serde_json::Error),
+    #[error("a {SCHEMA} document with an impossible figure: {0}")]
+    Impossible(InvalidField),
+}
+
+/// Just the `schema` field: read first, without building the rest of the document.
+#[derive(Deserialize)]
+struct SchemaOnly {
+    #[serde(default)]
+    schema: Option<serde_json::Value>,
 }
 
 impl ResultDoc {
@@ -334,15 +361,42 @@ impl ResultDoc {
         }
     }
 
-    /// Parses a document, checking the schema before the content so a user
-    /// learns "wrong tool / wrong version" rather than a field error.
+    /// Parses and validates a document, checking the schema before the
+    /// content so a user learns "wrong tool / wrong version" rather than a
+    /// field error. The text is deserialised straight into the types (no
+    /// intermediate `serde_json::Value`), so memory stays proportional to the
+    /// document.
     pub fn from_json(text: &str) -> Result<Self, LoadError> {
-        let value: serde_json::Value = serde_json::from_str(text).map_err(LoadError::NotJson)?;
-        match value.get("schema").and_then(|s| s.as_str()) {
-            None => Err(LoadError::NoSchema),
-            Some(SCHEMA) => serde_json::from_value(value).map_err(LoadError::Invalid),
-            Some(other) => Err(LoadError::UnknownSchema { found: other.to_string() }),
+        if !text.trim_start().starts_with('{') {
+            // Valid JSON that is not an object (serde would read an array as a struct).
+            serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(LoadError::NotJson)?;
+            return Err(LoadError::NoSchema);
         }
+        let head: SchemaOnly = serde_json::from_str(text).map_err(|e| match e.classify() {
+            serde_json::error::Category::Data => LoadError::NoSchema,
+            _ => LoadError::NotJson(e),
+        })?;
+        match head.schema.as_ref().and_then(|s| s.as_str()) {
+            None => return Err(LoadError::NoSchema),
+            Some(SCHEMA) => {}
+            Some(other) => return Err(LoadError::UnknownSchema { found: other.to_string() }),
+        }
+        let doc: ResultDoc = serde_json::from_str(text).map_err(LoadError::Invalid)?;
+        doc.validate().map_err(LoadError::Impossible)?;
+        Ok(doc)
+    }
+
+    /// Reads a document from a file or stream: at most [`MAX_DOCUMENT_BYTES`]
+    /// (more is [`LoadError::TooLarge`], found without reading further), then
+    /// [`ResultDoc::from_json`].
+    pub fn from_reader(reader: impl std::io::Read) -> Result<Self, LoadError> {
+        let mut bytes = Vec::new();
+        reader.take(MAX_DOCUMENT_BYTES + 1).read_to_end(&mut bytes).map_err(LoadError::Io)?;
+        if bytes.len() as u64 > MAX_DOCUMENT_BYTES {
+            return Err(LoadError::TooLarge);
+        }
+        let text = std::str::from_utf8(&bytes).map_err(|_| LoadError::NotUtf8)?;
+        Self::from_json(text)
     }
 
     /// Pretty JSON, as `--json` prints it.

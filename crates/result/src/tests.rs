@@ -53,3 +53,44 @@ fn wrong_documents_are_named() {
     let broken = r#"{"schema":"headroom.result/v1","tool":1}"#;
     assert!(matches!(ResultDoc::from_json(broken), Err(LoadError::Invalid(_))));
 }
+
+/// The stored fixture with one field replaced (a JSON pointer) by raw JSON text.
+fn fixture_with(pointer: &str, raw: &str) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(FIXTURE).unwrap();
+    *v.pointer_mut(pointer).unwrap_or_else(|| panic!("{pointer} in the fixture")) = serde_json::json!("__X__");
+    v.to_string().replace("\"__X__\"", raw)
+}
+
+#[test]
+fn impossible_figures_are_refused_with_the_field_path() {
+    let cases = [
+        ("/probes/0/summary/bytes_per_sec", "1e308", "probes[0].summary.bytes_per_sec"),
+        ("/probes/1/summary/duration_s", "-3", "probes[1].summary.duration_s"),
+        ("/probes/0/summary/latency_ns/p99", "-7450580596.92", "probes[0].summary.latency_ns.p99"),
+        ("/ceilings/0/bytes_per_sec", "1e300", "ceilings[0].bytes_per_sec"),
+    ];
+    for (pointer, raw, path) in cases {
+        let err = ResultDoc::from_json(&fixture_with(pointer, raw)).unwrap_err();
+        assert!(matches!(err, LoadError::Impossible(_)), "{pointer}={raw}: {err}");
+        assert!(err.to_string().contains(path), "{err}");
+    }
+    // A figure past f64 is not a number serde can read: refused as invalid content.
+    assert!(ResultDoc::from_json(&fixture_with("/probes/0/summary/bytes_per_sec", "1e999")).is_err());
+}
+
+#[test]
+fn a_stream_past_the_cap_is_refused_without_reading_it_all() {
+    // An endless stream (like /dev/zero): refused after the cap, not read until memory runs out.
+    let err = ResultDoc::from_reader(std::io::repeat(b' ')).unwrap_err();
+    assert!(matches!(err, LoadError::TooLarge), "{err}");
+    assert!(err.to_string().contains("64 MiB"), "{err}");
+    assert!(ResultDoc::from_reader(FIXTURE.as_bytes()).is_ok());
+    assert!(matches!(ResultDoc::from_reader(&[0xff, 0xfe][..]), Err(LoadError::NotUtf8)));
+}
+
+#[test]
+fn documents_that_are_not_objects_have_no_schema() {
+    assert!(matches!(ResultDoc::from_json("[1, 2]"), Err(LoadError::NoSchema)));
+    assert!(matches!(ResultDoc::from_json(r#"{"schema": 7}"#), Err(LoadError::NoSchema)));
+    assert!(matches!(ResultDoc::from_json("{\"schema\": "), Err(LoadError::NotJson(_))));
+}

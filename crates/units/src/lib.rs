@@ -34,6 +34,21 @@ fn error(what: &'static str, input: &str, reason: impl Into<String>, examples: &
     UnitError { what, input: input.to_string(), reason: reason.into(), examples }
 }
 
+/// The longest duration any flag takes: a year. Longer is a typo (`99999h`),
+/// and would run until killed.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 86400);
+
+/// The highest rate any flag takes: 10^18 b/s, a million times any link.
+pub const MAX_RATE_BITS_PER_SEC: f64 = 1e18;
+
+/// Refuses a leading minus: no size, rate or duration is negative.
+fn not_negative(input: &str, fail: impl Fn(&str) -> UnitError) -> Result<(), UnitError> {
+    if input.trim_start().starts_with('-') {
+        return Err(fail("negative; it must be 0 or more"));
+    }
+    Ok(())
+}
+
 /// Splits "12.5GiB" into (12.5, "GiB"). The number must be finite and >= 0.
 fn split_number(input: &str) -> Option<(f64, &str)> {
     let s = input.trim();
@@ -48,6 +63,7 @@ fn split_number(input: &str) -> Option<(f64, &str)> {
 /// Parses a size in bytes (dd convention, see the crate docs).
 pub fn parse_size(input: &str) -> Result<u64, UnitError> {
     let fail = |reason: &str| error("size", input, reason, SIZE_EXAMPLES);
+    not_negative(input, fail)?;
     let (value, suffix) = split_number(input).ok_or_else(|| fail("expected a number followed by an optional unit"))?;
     let multiplier: f64 = match suffix {
         "" | "B" | "b" => 1.0,
@@ -76,13 +92,18 @@ pub fn parse_size(input: &str) -> Result<u64, UnitError> {
 /// Parses a rate and returns bits per second.
 pub fn parse_rate(input: &str) -> Result<f64, UnitError> {
     let fail = |reason: &str| error("rate", input, reason, RATE_EXAMPLES);
+    not_negative(input, fail)?;
     let (value, rest) = split_number(input).ok_or_else(|| fail("expected a number followed by a unit"))?;
     if rest.is_empty() {
         return Err(fail("a rate needs a unit: b (bits) or B (bytes) per second"));
     }
     let (multiplier, unit) = split_rate_prefix(rest);
     let bits_per_unit = rate_unit_bits(unit).ok_or_else(|| fail(&format!("unknown unit '{rest}'")))?;
-    Ok(value * multiplier * bits_per_unit)
+    let bits = value * multiplier * bits_per_unit;
+    if !bits.is_finite() || bits > MAX_RATE_BITS_PER_SEC {
+        return Err(fail("too large: at most 1e18 b/s"));
+    }
+    Ok(bits)
 }
 
 /// Takes the SI or IEC prefix off a rate unit: ("Mi", "B/s") -> (1048576, "B/s").
@@ -131,8 +152,11 @@ pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
     if rest.is_empty() {
         return Err(fail("empty"));
     }
+    not_negative(input, fail)?;
+    let too_long = || fail("too long: at most 365d");
     if let Some((value, "")) = split_number(rest) {
-        return Duration::try_from_secs_f64(value).map_err(|_| fail("out of range"));
+        let d = Duration::try_from_secs_f64(value).map_err(|_| too_long())?;
+        return if d <= MAX_DURATION { Ok(d) } else { Err(too_long()) };
     }
     let mut total = 0f64;
     while !rest.is_empty() {
@@ -152,7 +176,12 @@ pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
         total += value * seconds_per_unit;
         rest = &after[unit_len..];
     }
-    Duration::try_from_secs_f64(total).map_err(|_| fail("out of range"))
+    let d = Duration::try_from_secs_f64(total).map_err(|_| too_long())?;
+    if d <= MAX_DURATION {
+        Ok(d)
+    } else {
+        Err(too_long())
+    }
 }
 
 /// A number scaled to an SI or IEC prefix with enough digits to read at a glance:
@@ -224,14 +253,17 @@ pub fn format_size(bytes: u64) -> String {
 pub fn format_duration(d: Duration) -> String {
     let secs = d.as_secs();
     if secs == 0 {
-        let micros = d.as_micros();
-        return if micros >= 1000 {
-            format!("{}ms", d.as_millis())
-        } else if micros > 0 {
-            format!("{micros}us")
-        } else {
-            format!("{}ns", d.as_nanos())
+        // Exact, so the text parses back to the same duration (940.7ms, not 940ms).
+        let nanos = d.subsec_nanos();
+        let (per_unit, digits, unit) = match nanos {
+            1_000_000.. => (1_000_000, 6, "ms"),
+            1_000.. => (1_000, 3, "us"),
+            _ => return format!("{nanos}ns"),
         };
+        let fraction = format!("{:0digits$}", nanos % per_unit);
+        let fraction = fraction.trim_end_matches('0');
+        let point = if fraction.is_empty() { "" } else { "." };
+        return format!("{}{point}{fraction}{unit}", nanos / per_unit);
     }
     let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
     let seconds = if d.subsec_nanos() != 0 {

@@ -82,6 +82,10 @@ fn formats_users_read() {
     assert_eq!(format_size(4096), "4.000 KiB");
     assert_eq!(format_duration(Duration::from_secs(90)), "1m30s");
     assert_eq!(format_duration(Duration::from_millis(500)), "500ms");
+    // Found by fuzz/units_parsers: ".9407" was shown as "940ms".
+    assert_eq!(format_duration(parse_duration(".9407").unwrap()), "940.7ms");
+    assert_eq!(format_duration(Duration::from_nanos(250_500)), "250.5us");
+    assert_eq!(format_duration(Duration::from_nanos(17)), "17ns");
     assert_eq!(format_duration(Duration::from_secs(3 * 3600)), "3h");
 }
 
@@ -127,4 +131,22 @@ proptest! {
         let _ = parse_rate(&s);
         let _ = parse_duration(&s);
     }
+}
+
+#[test]
+fn negative_values_say_negative() {
+    assert!(parse_size("-1G").unwrap_err().reason.contains("negative"));
+    assert!(parse_duration("-5s").unwrap_err().reason.contains("negative"));
+    assert!(parse_rate("-1Gb/s").unwrap_err().reason.contains("negative"));
+}
+
+#[test]
+fn absurd_durations_and_rates_are_refused() {
+    let e = parse_duration("99999999999999h").unwrap_err();
+    assert!(e.reason.contains("at most 365d"), "{e}");
+    assert!(parse_duration("366d").is_err());
+    assert_eq!(parse_duration("365d").unwrap(), MAX_DURATION);
+    // 1e305 TB/s overflowed to an infinite rate.
+    let huge = format!("{}TB/s", "9".repeat(305));
+    assert!(parse_rate(&huge).unwrap_err().reason.contains("too large"));
 }

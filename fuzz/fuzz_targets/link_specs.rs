@@ -1,0 +1,17 @@
+//! `--link` and `headroom link` specs: a catalog name or a rate. Neither the
+//! lookup nor the spec parser may panic, and an accepted spec has a finite,
+//! positive rate.
+#![no_main]
+
+use headroom_analysis::ceilings::LinkSpec;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    if let Ok(link) = headroom_limits::lookup(text) {
+        assert!(link.usable_bits_per_sec.is_finite() && link.usable_bits_per_sec > 0.0);
+    }
+    if let Ok(spec) = LinkSpec::parse(text) {
+        assert!(spec.usable_bits_per_sec.is_finite() && spec.usable_bits_per_sec > 0.0, "{text:?}: {spec:?}");
+    }
+});
