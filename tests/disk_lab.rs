@@ -42,6 +42,7 @@ fn run(args: &[String]) -> Output {
 #[test]
 fn a_blank_block_device_needs_destructive_to_be_written() {
     headroom_lab::require_root!();
+    let _machine = headroom_lab::hold_machine();
     let dev = LoopDevice::new(32 << 20).unwrap();
     let o = run(&with(&dev, &[]));
     assert_eq!(o.status.code(), Some(2));
@@ -213,16 +214,19 @@ fn measure_case(dev: &LoopDevice, p: &str, case: &Case, engine_args: &[&str]) ->
 
 #[test]
 fn a_throttled_device_is_measured_at_its_true_rate_with_io_uring() {
+    let _machine = headroom_lab::hold_machine();
     measures_every_throttle(&["--engine", "io_uring"]);
 }
 
 #[test]
 fn a_throttled_device_is_measured_at_its_true_rate_with_registered_buffers() {
+    let _machine = headroom_lab::hold_machine();
     measures_every_throttle(&["--engine", "io_uring", "--fixedbufs"]);
 }
 
 #[test]
 fn a_throttled_device_is_measured_at_its_true_rate_with_psync() {
+    let _machine = headroom_lab::hold_machine();
     measures_every_throttle(&["--engine", "psync"]);
 }
 
@@ -289,6 +293,7 @@ fn the_recorded_fio_command_measures_what_headroom_measured() {
 #[test]
 fn a_test_that_completes_no_io_says_so_instead_of_printing_zeros() {
     headroom_lab::require_root!();
+    let _machine = headroom_lab::hold_machine();
     if !BlkioThrottle::available() {
         eprintln!("SKIPPED: cgroup v1 blkio is not mounted");
         return;
@@ -349,6 +354,7 @@ fn a_throttled_device_is_measured_at_its_true_iops() {
 #[test]
 fn a_disk_filling_up_mid_test_ends_with_a_clear_error_and_no_test_file() {
     headroom_lab::require_root!();
+    let _machine = headroom_lab::hold_machine();
     if !BlkioThrottle::available() {
         eprintln!("SKIPPED: cgroup v1 blkio is not mounted");
         return;

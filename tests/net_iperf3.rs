@@ -13,6 +13,7 @@ fn probe<'a>(doc: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
 #[test]
 fn headroom_client_against_stock_iperf3_server() {
     headroom_lab::require_program!("iperf3");
+    let _machine = headroom_lab::hold_machine();
     let port = free_port();
     let mut server = Command::new("iperf3");
     server.args(["-s", "-J", "-p", &port.to_string(), "-B", "127.0.0.1"]);
@@ -66,6 +67,7 @@ fn headroom_client_against_stock_iperf3_server() {
 #[test]
 fn stock_iperf3_client_against_headroom_serve() {
     headroom_lab::require_program!("iperf3");
+    let _machine = headroom_lab::hold_machine();
     let port = free_port();
     let mut cmd = Command::new(bin());
     cmd.args(["serve", "--iperf3", "--port", &port.to_string(), "--max-clients", "2"]);
@@ -100,6 +102,7 @@ fn stock_iperf3_client_against_headroom_serve() {
 #[test]
 fn stock_iperf3_clients_on_a_token_server_leave_a_slot_for_token_holders() {
     headroom_lab::require_program!("iperf3");
+    let _machine = headroom_lab::hold_machine();
     let port = free_port();
     let mut cmd = Command::new(bin());
     cmd.args(["serve", "--iperf3", "--token", "s3cret", "--port", &port.to_string(), "--max-clients", "2"]);

@@ -43,6 +43,7 @@ fn iperf3_goodput(lab: &TwoHosts) -> f64 {
 fn tbf_goodput_reaches_the_derived_ceiling_and_matches_iperf3() {
     headroom_lab::require_root!();
     headroom_lab::require_program!("iperf3");
+    let _machine = headroom_lab::hold_machine();
     for rate in [1_000_000_000u64, 2_500_000_000] {
         let lab = TwoHosts::new(1500).unwrap();
         lab.shape(rate).unwrap();
@@ -203,6 +204,7 @@ fn a_cpu_quota_on_either_end_is_named_with_its_throttled_periods() {
 #[test]
 fn link_cut_mid_test_ends_with_an_error_and_keeps_samples() {
     headroom_lab::require_root!();
+    let _machine = headroom_lab::hold_machine();
     let lab = TwoHosts::new(1500).unwrap();
     lab.shape(1_000_000_000).unwrap();
     let a = lab.addr_a.to_string();
@@ -231,6 +233,7 @@ fn link_cut_mid_test_ends_with_an_error_and_keeps_samples() {
 
 #[test]
 fn server_killed_mid_test_client_reports_it_and_keeps_samples() {
+    let _machine = headroom_lab::hold_machine();
     for test in ["up1", "down1"] {
         let port = free_port();
         let mut cmd = Command::new(bin());
@@ -257,6 +260,7 @@ fn server_killed_mid_test_client_reports_it_and_keeps_samples() {
 
 #[test]
 fn client_killed_mid_test_frees_the_slot_within_the_idle_timeout() {
+    let _machine = headroom_lab::hold_machine();
     let port = free_port();
     let mut cmd = Command::new(bin());
     cmd.args(["serve", "--port", &port.to_string(), "--max-clients", "1", "--idle-timeout", "2s"]);

@@ -106,6 +106,7 @@ fn lab_ready() -> bool {
 
 #[test]
 fn narrow_link_is_named_the_bottleneck() {
+    let _machine = headroom_lab::hold_machine();
     if !lab_ready() {
         return;
     }
@@ -123,6 +124,7 @@ fn narrow_link_is_named_the_bottleneck() {
 
 #[test]
 fn narrow_disk_is_named_the_bottleneck() {
+    let _machine = headroom_lab::hold_machine();
     if !lab_ready() {
         return;
     }

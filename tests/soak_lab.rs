@@ -113,6 +113,7 @@ fn blkio_throttle_dropping_every_6_s_is_one_6_s_period_across_the_default_cycle(
 #[test]
 fn veth_down_and_up_twice_is_exactly_two_flaps() {
     headroom_lab::require_root!();
+    let _machine = headroom_lab::hold_machine();
     let hosts = TwoHosts::new(1500).unwrap();
     let server_addr = hosts.addr_b.to_string();
     let _server =

@@ -74,6 +74,7 @@ fn artifacts_dir() -> PathBuf {
 #[test]
 fn html_report_renders_in_headless_chromium() {
     headroom_lab::require_program!(CHROMIUM);
+    let _machine = headroom_lab::hold_machine();
     let docs = vec![fixture("compare-before"), fixture("compare-after"), fixture("link-bound")];
     let report = Report::new(docs);
     let html = presenter(Format::Html).render(&report, Style::default());
@@ -113,6 +114,7 @@ fn html_report_renders_in_headless_chromium() {
 #[test]
 fn soak_report_renders_in_headless_chromium() {
     headroom_lab::require_program!(CHROMIUM);
+    let _machine = headroom_lab::hold_machine();
     let tmp = tempfile::tempdir().unwrap();
     let report = Report::new(vec![common::soak_doc(tmp.path())]);
     let html = presenter(Format::Html).render(&report, Style::default());
