@@ -25,5 +25,10 @@ fuzz_target!(|data: &[u8]| {
             let _ = doc.validate();
         }
     }
-    let _ = std::fs::remove_file(path);
+    // SQLite may leave a write-ahead log and its index beside the file.
+    for suffix in ["", "-wal", "-shm"] {
+        let mut name = path.clone().into_os_string();
+        name.push(suffix);
+        let _ = std::fs::remove_file(name);
+    }
 });

@@ -94,3 +94,22 @@ fn documents_that_are_not_objects_have_no_schema() {
     assert!(matches!(ResultDoc::from_json(r#"{"schema": 7}"#), Err(LoadError::NoSchema)));
     assert!(matches!(ResultDoc::from_json("{\"schema\": "), Err(LoadError::NotJson(_))));
 }
+
+#[test]
+fn soak_events_may_precede_the_start() {
+    // A vmkernel.log holds flaps from before the soak began: negative times are history.
+    let mut doc = ResultDoc::from_json(FIXTURE).unwrap();
+    let event = |t_s: f64| SoakEvent {
+        t_s,
+        end_s: Some(t_s + 5.0),
+        kind: "flap".into(),
+        source: "vmkernel_log".into(),
+        device: None,
+        message: "vusb0 down".into(),
+    };
+    doc.soak = Some(Soak { events: vec![event(-435_529.0)], ..Soak::default() });
+    assert!(ResultDoc::from_json(&doc.to_json()).is_ok());
+    doc.soak = Some(Soak { events: vec![event(-1e12)], ..Soak::default() });
+    let err = ResultDoc::from_json(&doc.to_json()).unwrap_err();
+    assert!(err.to_string().contains("soak.events[0].t_s"), "{err}");
+}
