@@ -254,7 +254,7 @@ fn a_read_only_filesystem_is_refused_naming_the_path() {
 #[test]
 fn the_quick_preset_runs_its_six_tests_in_order() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let d = doc(&disk(&[dir.path().to_str().unwrap(), "--time", "150ms", "--ramp", "0s", "--size", "16M", "--json"]));
+    let d = doc(&disk(&[dir.path().to_str().unwrap(), "--time", "500ms", "--ramp", "0s", "--size", "16M", "--json"]));
     let ids: Vec<_> = d.probes.iter().map(|p| p.id.as_str()).collect();
     assert_eq!(
         ids,

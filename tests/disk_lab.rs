@@ -214,19 +214,16 @@ fn measure_case(dev: &LoopDevice, p: &str, case: &Case, engine_args: &[&str]) ->
 
 #[test]
 fn a_throttled_device_is_measured_at_its_true_rate_with_io_uring() {
-    let _machine = headroom_lab::hold_machine();
     measures_every_throttle(&["--engine", "io_uring"]);
 }
 
 #[test]
 fn a_throttled_device_is_measured_at_its_true_rate_with_registered_buffers() {
-    let _machine = headroom_lab::hold_machine();
     measures_every_throttle(&["--engine", "io_uring", "--fixedbufs"]);
 }
 
 #[test]
 fn a_throttled_device_is_measured_at_its_true_rate_with_psync() {
-    let _machine = headroom_lab::hold_machine();
     measures_every_throttle(&["--engine", "psync"]);
 }
 

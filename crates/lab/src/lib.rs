@@ -73,6 +73,17 @@ pub struct MachineGuard {
     _in_process: std::sync::MutexGuard<'static, ()>,
 }
 
+thread_local! {
+    /// Whether this thread holds the machine: taking it twice would wait forever.
+    static HELD_HERE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+impl Drop for MachineGuard {
+    fn drop(&mut self) {
+        HELD_HERE.with(|held| held.set(false));
+    }
+}
+
 /// Waits until no other test holds the machine, then holds it (see [`MachineGuard`]).
 /// Use it in every test that asserts a speed and every test that loads the
 /// disk, the network or the CPUs enough to disturb one.
@@ -80,6 +91,10 @@ pub fn hold_machine() -> MachineGuard {
     // flock is per open file description, so threads of one process each open
     // their own; the mutex keeps a poisoned or re-entrant case simple.
     static IN_PROCESS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    assert!(
+        !HELD_HERE.with(|held| held.replace(true)),
+        "hold_machine() called twice on one thread: the test already holds the machine"
+    );
     let in_process = IN_PROCESS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let path = std::env::temp_dir().join("headroom-lab-machine.lock");
     let file = std::fs::OpenOptions::new()

@@ -190,18 +190,47 @@ impl Drop for Watcher {
     }
 }
 
+/// Longest vmkernel.log line kept whole; the rest of a longer one is skipped
+/// (ESXi lines are a few hundred bytes; a file without newlines must not grow
+/// memory without bound).
+const MAX_LOG_LINE: u64 = 64 * 1024;
+
+/// Calls `each` with every line of `reader`, decoded lossily (one bad byte must
+/// not end the import) and cut at [`MAX_LOG_LINE`] bytes.
+fn for_each_log_line(mut reader: impl BufRead, mut each: impl FnMut(&str)) -> std::io::Result<()> {
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = (&mut reader).take(MAX_LOG_LINE).read_until(b'\n', &mut line)?;
+        if read == 0 {
+            return Ok(());
+        }
+        if line.last() != Some(&b'\n') && read as u64 == MAX_LOG_LINE {
+            // Skip the rest of an overlong line.
+            let mut sink = Vec::new();
+            loop {
+                sink.clear();
+                let more = (&mut reader).take(MAX_LOG_LINE).read_until(b'\n', &mut sink)?;
+                if more == 0 || sink.last() == Some(&b'\n') {
+                    break;
+                }
+            }
+        }
+        each(String::from_utf8_lossy(&line).trim_end_matches(['\n', '\r']));
+    }
+}
+
 /// Reads an ESXi vmkernel.log and records its flaps in the store (replacing
 /// those of an earlier read); returns how many.
 pub fn import_vmkernel_log(store: &Store, path: &Path) -> std::io::Result<usize> {
     let file = File::open(path)?;
     let mut tracker = LogFlapTracker::new();
     let mut updates = Vec::new();
-    for line in std::io::BufReader::new(file).lines() {
-        let line = line?;
-        if let Some(event) = parse_vmkernel_line(&line) {
+    for_each_log_line(std::io::BufReader::new(file), |line| {
+        if let Some(event) = parse_vmkernel_line(line) {
             updates.extend(tracker.event(event));
         }
-    }
+    })?;
     let still_open = tracker.finish();
     store.delete_events_from("vmkernel_log").map_err(std::io::Error::other)?;
     let mut writer = FlapWriter { store, metrics: None, open_rows: BTreeMap::new() };
@@ -224,5 +253,19 @@ mod tests {
         let o = observe("lo", 1.0).expect("lo exists");
         assert!(o.up);
         assert!(observe("no-such-if0", 1.0).is_none());
+    }
+
+    #[test]
+    fn log_lines_survive_bad_bytes_and_overlong_lines() {
+        let mut input = b"first\n\xff\xfe bad bytes\n".to_vec();
+        input.extend(std::iter::repeat_n(b'x', 3 * MAX_LOG_LINE as usize));
+        input.extend_from_slice(b"\nlast\r\n");
+        let mut seen = Vec::new();
+        for_each_log_line(&input[..], |l| seen.push(l.to_string())).unwrap();
+        assert_eq!(seen.len(), 4, "{:?}", seen.iter().map(|l| l.len()).collect::<Vec<_>>());
+        assert_eq!(seen[0], "first");
+        assert!(seen[1].ends_with(" bad bytes"), "{}", seen[1]);
+        assert_eq!(seen[2].len(), MAX_LOG_LINE as usize, "an overlong line is cut, its rest skipped");
+        assert_eq!(seen[3], "last");
     }
 }
