@@ -197,7 +197,7 @@ fn measure_case(dev: &LoopDevice, p: &str, case: &Case, engine_args: &[&str]) ->
     let (file, limit) = case.limit();
     let throttle = BlkioThrottle::new(&dev.major_minor(), None, None, None, None).unwrap();
     throttle.set(file, &dev.major_minor(), limit).unwrap();
-    let mut args = vec!["disk", p, "--rw", case.rw, "--bs", case.bs, "--qd", "32", "--time", "3s", "--ramp", "1s"];
+    let mut args = vec!["disk", p, "--rw", case.rw, "--bs", case.bs, "--qd", "32", "--time", "2s", "--ramp", "500ms"];
     args.extend(["--destructive", "--json"]);
     args.extend(engine_args);
     let d = doc(&throttle.command(headroom_bin(), &args).output().unwrap());
