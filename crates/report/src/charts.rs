@@ -7,6 +7,7 @@
 use crate::sections::Marks;
 use headroom_analysis::compare::{Comparison, Figure};
 use headroom_result::{Ceiling, Probe, ProbeSpec};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -37,6 +38,37 @@ fn finish<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
         .draw()
         .ok()?;
     root.present().ok()
+}
+
+const SOAK_SECONDS: &str = "seconds since the soak started";
+
+/// A probe's name for a chart title, its id when it has none.
+fn probe_title(probe: &Probe) -> String {
+    if probe.name.is_empty() {
+        probe.id.clone()
+    } else {
+        probe.name.clone()
+    }
+}
+
+/// The frame every time chart shares: title, margins, label areas, and the mesh
+/// with its axis names (`axes`: x, y).
+fn time_frame<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    title: String,
+    x: std::ops::Range<f64>,
+    y_max: f64,
+    axes: (&str, &str),
+) -> Option<ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>> {
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 16))
+        .margin(8)
+        .x_label_area_size(32)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x, 0.0..y_max)
+        .ok()?;
+    chart.configure_mesh().x_desc(axes.0).y_desc(axes.1).light_line_style(RGBColor(235, 235, 235)).draw().ok()?;
+    Some(chart)
 }
 
 /// The ceiling a probe's figure should be held against: the bus for a disk
@@ -76,15 +108,7 @@ pub fn probe_chart(probe: &Probe, ceiling: Option<&Ceiling>) -> Option<String> {
         root.fill(&WHITE).ok()?;
         let t_max = points.iter().map(|p| p.0).fold(1.0, f64::max);
         let y_max = points.iter().map(|p| p.1).chain(ceiling.as_ref().map(|c| c.1)).fold(0.0, f64::max) * 1.15 + 1e-9;
-        let title = if probe.name.is_empty() { probe.id.clone() } else { probe.name.clone() };
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 16))
-            .margin(8)
-            .x_label_area_size(32)
-            .y_label_area_size(64)
-            .build_cartesian_2d(0.0..t_max, 0.0..y_max)
-            .ok()?;
-        chart.configure_mesh().x_desc("seconds").y_desc(unit).light_line_style(RGBColor(235, 235, 235)).draw().ok()?;
+        let mut chart = time_frame(&root, probe_title(probe), 0.0..t_max, y_max, ("seconds", unit))?;
         let line = PALETTE[0];
         chart
             .draw_series(LineSeries::new(points.iter().copied(), line.stroke_width(2)))
@@ -242,21 +266,7 @@ pub fn soak_chart(probe: &Probe, marks: &Marks) -> Option<String> {
         let t_max = points.iter().map(|p| p.0).chain(marks.gaps.iter().map(|g| g.1)).fold(1.0, f64::max);
         let t_min = points.iter().map(|p| p.0).chain(marks.flaps.iter().map(|f| f.0)).fold(0.0, f64::min).max(-t_max);
         let y_max = points.iter().map(|p| p.1).fold(0.0, f64::max) * 1.15 + 1e-9;
-        let title = if probe.name.is_empty() { probe.id.clone() } else { probe.name.clone() };
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 16))
-            .margin(8)
-            .x_label_area_size(32)
-            .y_label_area_size(64)
-            .build_cartesian_2d(t_min..t_max, 0.0..y_max)
-            .ok()?;
-        chart
-            .configure_mesh()
-            .x_desc("seconds since the soak started")
-            .y_desc(unit)
-            .light_line_style(RGBColor(235, 235, 235))
-            .draw()
-            .ok()?;
+        let mut chart = time_frame(&root, probe_title(probe), t_min..t_max, y_max, (SOAK_SECONDS, unit))?;
         let band = |chart: &mut ChartContext<_, _>, spans: &[(f64, f64)], color: RGBColor, label: &str| -> Option<()> {
             if spans.is_empty() {
                 return Some(());
@@ -315,21 +325,8 @@ pub fn latency_chart(probe: &Probe, marks: &Marks) -> Option<String> {
         let all = || mean.iter().chain(p99.iter());
         let t_max = all().map(|p| p.0).fold(1.0, f64::max);
         let y_max = all().map(|p| p.1).fold(0.0, f64::max) * 1.15 + 1e-9;
-        let title = format!("{} latency", if probe.name.is_empty() { &probe.id } else { &probe.name });
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 16))
-            .margin(8)
-            .x_label_area_size(32)
-            .y_label_area_size(64)
-            .build_cartesian_2d(0.0..t_max, 0.0..y_max)
-            .ok()?;
-        chart
-            .configure_mesh()
-            .x_desc("seconds since the soak started")
-            .y_desc("latency (us)")
-            .light_line_style(RGBColor(235, 235, 235))
-            .draw()
-            .ok()?;
+        let title = format!("{} latency", probe_title(probe));
+        let mut chart = time_frame(&root, title, 0.0..t_max, y_max, (SOAK_SECONDS, "latency (us)"))?;
         if !marks.dips.is_empty() {
             chart
                 .draw_series(
