@@ -99,15 +99,68 @@ pub fn lookup(spec: &str) -> Result<&'static Link, UnknownLink> {
     Err(UnknownLink { input: spec.to_string(), suggestions: closest_names(&key, links) })
 }
 
+/// Keys longer than this get no suggestions: no alias is longer than 20
+/// characters, so such a key is not a typo of one, and comparing it with every
+/// alias would make a long `--link` (or a hostile spec over the wire) slow.
+const LONGEST_SUGGESTIBLE_KEY: usize = 32;
+
+/// Jaro-Winkler similarity above which an alias is suggested.
+const SUGGESTION_THRESHOLD: f64 = 0.75;
+
+/// How many times each ASCII character occurs in `text`.
+fn ascii_counts(text: &str) -> [u8; 128] {
+    let mut counts = [0u8; 128];
+    for b in text.bytes().filter(u8::is_ascii) {
+        counts[usize::from(b)] = counts[usize::from(b)].saturating_add(1);
+    }
+    counts
+}
+
+/// False when the Jaro-Winkler similarity of the key and the (ASCII) alias
+/// cannot exceed `threshold`, from character counts alone; true otherwise.
+///
+/// Jaro is (m/|k| + m/|a| + (m-t)/m) / 3 with m matching characters, at most
+/// the characters the two share; Winkler adds at most 0.4 of what is left.
+/// So similarity <= 0.4 + 0.6 * (m/|k| + m/|a| + 1) / 3, and most aliases are
+/// ruled out without the quadratic comparison (it made lookups of unknown names
+/// cost a millisecond each).
+fn may_reach(key_counts: &[u8; 128], key_len: usize, alias: &str, threshold: f64) -> bool {
+    let mut left = *key_counts;
+    let mut shared = 0usize;
+    for b in alias.bytes() {
+        let slot = &mut left[usize::from(b & 0x7f)];
+        if *slot > 0 {
+            *slot -= 1;
+            shared += 1;
+        }
+    }
+    let (m, k, a) = (shared as f64, key_len as f64, alias.len() as f64);
+    if shared == 0 || key_len == 0 {
+        return false;
+    }
+    // The margin keeps rounding in strsim's arithmetic from ruling out a tie.
+    0.4 + 0.6 * (m / k + m / a + 1.0) / 3.0 > threshold - 1e-9
+}
+
 /// Up to three canonical names whose aliases are closest to `key`.
 fn closest_names(key: &str, links: &[Link]) -> Vec<String> {
+    let key_len = key.chars().count();
+    if key_len > LONGEST_SUGGESTIBLE_KEY {
+        return Vec::new();
+    }
+    let key_counts = ascii_counts(key);
     let mut scored: Vec<(f64, &str)> = links
         .iter()
         .map(|l| {
-            let best = l.aliases.iter().map(|a| strsim::jaro_winkler(key, a)).fold(0.0, f64::max);
+            let best = l
+                .aliases
+                .iter()
+                .filter(|a| may_reach(&key_counts, key_len, a, SUGGESTION_THRESHOLD))
+                .map(|a| strsim::jaro_winkler(key, a))
+                .fold(0.0, f64::max);
             (best, l.aliases[0].as_str())
         })
-        .filter(|(score, _)| *score > 0.75)
+        .filter(|(score, _)| *score > SUGGESTION_THRESHOLD)
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
     let mut names: Vec<String> = Vec::new();
@@ -620,4 +673,79 @@ fn infiniband() -> Vec<Link> {
         ib_pam4("InfiniBand HDR 4x", 26.5625e9, 200e9, &["ib-hdr", "hdr-ib", "ibhdr", "ib-200g"]),
         ib_pam4("InfiniBand NDR 4x", 53.125e9, 400e9, &["ib-ndr", "ndr", "ibndr", "ib-400g"]),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_near_miss_gets_suggestions() {
+        let err = lookup("10gbee").unwrap_err();
+        assert!(err.suggestions.iter().any(|s| s == "10gbe"), "{err}");
+    }
+
+    #[test]
+    fn a_key_far_longer_than_any_alias_gets_none() {
+        let longest = catalog().iter().flat_map(|l| &l.aliases).map(|a| a.chars().count()).max().unwrap();
+        assert!(longest * 3 / 2 <= LONGEST_SUGGESTIBLE_KEY, "an alias of {longest} characters: raise the bound");
+        let err = lookup(&format!("10gbe{}", "x".repeat(40))).unwrap_err();
+        assert!(err.suggestions.is_empty(), "{err}");
+    }
+
+    /// Every alias scored, no shortcut: what `closest_names` must return.
+    fn closest_by_brute_force(key: &str) -> Vec<String> {
+        let mut scored: Vec<(f64, &str)> = catalog()
+            .iter()
+            .map(|l| {
+                (l.aliases.iter().map(|a| strsim::jaro_winkler(key, a)).fold(0.0, f64::max), l.aliases[0].as_str())
+            })
+            .filter(|(score, _)| *score > SUGGESTION_THRESHOLD)
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let mut names: Vec<String> = Vec::new();
+        for (_, name) in scored {
+            if !names.iter().any(|n| n == name) && names.len() < 3 {
+                names.push(name.to_string());
+            }
+        }
+        names
+    }
+
+    #[test]
+    fn the_character_count_shortcut_never_changes_a_suggestion() {
+        let aliases: Vec<&String> = catalog().iter().flat_map(|l| &l.aliases).collect();
+        assert!(aliases.iter().all(|a| a.is_ascii()), "may_reach assumes ASCII aliases");
+        let mut keys: Vec<String> = vec![String::new(), "x".into(), "gbe".into(), "10".into(), "é10gbe".into()];
+        for alias in &aliases {
+            let chars: Vec<char> = alias.chars().collect();
+            for i in [0, chars.len() / 2, chars.len() - 1] {
+                let mut dropped = chars.clone();
+                dropped.remove(i);
+                keys.push(dropped.iter().collect());
+                let mut swapped = chars.clone();
+                swapped.swap(i, (i + 1) % chars.len());
+                keys.push(swapped.iter().collect());
+                let mut replaced = chars.clone();
+                replaced[i] = 'q';
+                keys.push(replaced.iter().collect());
+            }
+            keys.push(format!("{alias}s"));
+            keys.push(format!("x{alias}"));
+        }
+        let shortcut_matters = keys.iter().filter(|k| !closest_by_brute_force(k).is_empty()).count();
+        assert!(shortcut_matters > 500, "only {shortcut_matters} keys with suggestions: the test proves little");
+        for key in &keys {
+            assert_eq!(closest_names(key, catalog()), closest_by_brute_force(key), "key {key:?}");
+        }
+    }
+
+    #[test]
+    fn the_shortcut_rules_out_most_aliases_of_an_unrelated_name() {
+        let key = "zfs-raidz";
+        let counts = ascii_counts(key);
+        let aliases: Vec<&String> = catalog().iter().flat_map(|l| &l.aliases).collect();
+        let compared = aliases.iter().filter(|a| may_reach(&counts, key.len(), a, SUGGESTION_THRESHOLD)).count();
+        assert!(compared * 10 < aliases.len(), "{compared} of {} aliases still compared", aliases.len());
+    }
 }
