@@ -17,11 +17,12 @@ use crate::data::FastRng;
 use crate::safety;
 use crate::{DiskError, Result, SyncMode};
 use headroom_result::Warning;
+use rustix::fs::{self, Access, AtFlags, Mode, OFlags, StatxFlags};
+use rustix::io::Errno;
 use std::ffi::CString;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -98,14 +99,10 @@ struct CreatedFile {
 
 impl CreatedFile {
     fn remove(&self) {
-        // SAFETY: fstatat fills the struct; dir and name are valid.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        let found =
-            unsafe { libc::fstatat(self.dir.as_raw_fd(), self.name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
+        let found = fs::statat(&self.dir, self.name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW);
         // Someone renamed or replaced it: the name is theirs now, leave it.
-        if found == 0 && st.st_dev == self.dev && st.st_ino == self.ino {
-            // SAFETY: valid descriptor and C string.
-            unsafe { libc::unlinkat(self.dir.as_raw_fd(), self.name.as_ptr(), 0) };
+        if found.is_ok_and(|st| st.st_dev == self.dev && st.st_ino == self.ino) {
+            let _ = fs::unlinkat(&self.dir, self.name.as_c_str(), AtFlags::empty());
         }
     }
 }
@@ -150,38 +147,23 @@ pub fn test_file_name() -> String {
 
 const FREE_SPACE_MARGIN: u64 = 64 << 20;
 
-fn last_errno() -> io::Error {
-    io::Error::last_os_error()
-}
-
 /// Opens what `path` names (following symlinks: the user chose the path)
 /// without reading or writing it, so a FIFO or device cannot block or react.
 fn open_path(path: &Path) -> io::Result<File> {
-    let c = cstring(path);
-    // SAFETY: valid C string; the fd is owned by the File.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(last_errno());
-    }
-    Ok(unsafe { File::from_raw_fd(fd) })
+    Ok(File::from(fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())?))
 }
 
 /// Opens the inode `held` refers to again with `flags` (O_DIRECT, O_DSYNC,
 /// read-write...), through `/proc/self/fd`: the kernel follows the
 /// descriptor, not a path, so a rename or symlink swap cannot change what is
 /// opened. The identity is checked anyway.
-pub fn reopen(held: &File, flags: i32) -> io::Result<File> {
-    let proc = CString::new(format!("/proc/self/fd/{}", held.as_raw_fd())).expect("no NUL in a number");
-    // SAFETY: valid C string; the fd is owned by the File.
-    let fd = unsafe { libc::open(proc.as_ptr(), flags | libc::O_CLOEXEC) };
-    if fd < 0 {
-        let e = last_errno();
-        if e.kind() == io::ErrorKind::NotFound {
-            return Err(io::Error::other("cannot reopen through /proc/self/fd: is /proc mounted?"));
-        }
-        return Err(e);
-    }
-    let file = unsafe { File::from_raw_fd(fd) };
+pub fn reopen(held: &File, flags: OFlags) -> io::Result<File> {
+    let proc = format!("/proc/self/fd/{}", held.as_raw_fd());
+    let file = match fs::open(proc.as_str(), flags | OFlags::CLOEXEC, Mode::empty()) {
+        Ok(fd) => File::from(fd),
+        Err(Errno::NOENT) => return Err(io::Error::other("cannot reopen through /proc/self/fd: is /proc mounted?")),
+        Err(e) => return Err(e.into()),
+    };
     let (a, b) = (held.metadata()?, file.metadata()?);
     if a.dev() != b.dev() || a.ino() != b.ino() {
         return Err(io::Error::other("the reopened file is not the one headroom holds"));
@@ -215,7 +197,7 @@ impl Target {
     }
 
     fn prepare_dir(dir: &Path, dir_fd: File, opts: &TargetOptions) -> Result<Target> {
-        if !access_ok(dir, libc::W_OK | libc::X_OK) {
+        if !access_ok(dir, Access::WRITE_OK | Access::EXEC_OK) {
             return Err(DiskError::Usage(format!(
                 "PATH '{}' is not writable by this user; pick a directory you can write to, e.g. `headroom disk ~/`",
                 dir.display()
@@ -249,19 +231,10 @@ impl Target {
             // O_EXCL never follows a symlink and never opens an existing file:
             // this descriptor is the new file, whatever the directory's other
             // writers do to its name later.
-            // SAFETY: valid descriptor and C string; the fd is owned by the File.
-            let fd: RawFd = unsafe {
-                libc::openat(
-                    dir_fd.as_raw_fd(),
-                    cname.as_ptr(),
-                    libc::O_CREAT | libc::O_EXCL | libc::O_RDWR | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                    0o600 as libc::c_uint,
-                )
-            };
-            if fd < 0 {
-                return Err(DiskError::io(format!("cannot create the test file {}", path.display()), last_errno()));
-            }
-            let file = unsafe { File::from_raw_fd(fd) };
+            let flags = OFlags::CREATE | OFlags::EXCL | OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            let file = fs::openat(&dir_fd, cname.as_c_str(), flags, Mode::from_raw_mode(0o600))
+                .map(File::from)
+                .map_err(|e| DiskError::io(format!("cannot create the test file {}", path.display()), e.into()))?;
             let meta = file.metadata().map_err(|e| DiskError::io("fstat test file", e))?;
             let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
             let entry = CreatedFile { id, dir: OwnedFd::from(dir_fd), name: cname, dev: meta.dev(), ino: meta.ino() };
@@ -303,9 +276,9 @@ impl Target {
         // is mounted, an md/dm/LVM member, swap, or claimed by another
         // program, and keeps it that way (no mount or assembly) during the run.
         let flags = match (opts.writes, block) {
-            (false, _) => libc::O_RDONLY,
-            (true, true) => libc::O_RDWR | libc::O_EXCL,
-            (true, false) => libc::O_RDWR,
+            (false, _) => OFlags::RDONLY,
+            (true, true) => OFlags::RDWR | OFlags::EXCL,
+            (true, false) => OFlags::RDWR,
         };
         let file = reopen(held, flags).map_err(|e| {
             let in_use = "headroom never writes to something in use, even with --force";
@@ -373,10 +346,8 @@ impl Target {
             return;
         }
         if self.kind == TargetKind::BlockDevice {
-            let mut lbs: libc::c_int = 0;
-            // SAFETY: BLKSSZGET writes one int.
-            if unsafe { libc::ioctl(self.file.as_raw_fd(), libc::BLKSSZGET, &mut lbs) } == 0 && lbs > 0 {
-                self.dio_align = lbs as u64;
+            if let Ok(lbs @ 1..) = fs::ioctl_blksszget(&self.file) {
+                self.dio_align = u64::from(lbs);
                 self.mem_align = lbs as usize;
                 self.dio_align_source = "logical_block_size";
             }
@@ -414,8 +385,7 @@ impl Target {
             progress(done, self.size);
         }
         file.sync_all().map_err(|e| DiskError::io(format!("fsync {}", self.path.display()), e))?;
-        // SAFETY: advisory call on an open fd.
-        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        drop_from_page_cache(file);
         let meta = file.metadata().map_err(|e| DiskError::io("fstat test file", e))?;
         let allocated = meta.blocks() * 512;
         let mut warnings = Vec::new();
@@ -441,21 +411,19 @@ impl Target {
         // Like fio's `invalidate=1`: start every test with none of the target in
         // the page cache, so buffered reads are not answered from an earlier
         // test's pages and O_DIRECT reads are not pushed to kernel workers.
-        // SAFETY: advisory call on an open fd.
-        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        drop_from_page_cache(&file);
         Ok((file, direct))
     }
 
     fn open_inner(&self, write: bool, direct: bool, direct_required: bool, sync: SyncMode) -> Result<(File, bool)> {
-        let mut flags = 0;
+        let mut flags = if write { OFlags::RDWR } else { OFlags::RDONLY };
         if sync == SyncMode::Dsync {
-            flags |= libc::O_DSYNC;
+            flags |= OFlags::DSYNC;
         }
-        flags |= if write { libc::O_RDWR } else { libc::O_RDONLY };
         // Through the held descriptor, never the path (see the module doc).
-        let open = |extra: i32| reopen(&self.file, flags | extra);
+        let open = |extra: OFlags| reopen(&self.file, flags | extra);
         if direct {
-            match open(libc::O_DIRECT) {
+            match open(OFlags::DIRECT) {
                 Ok(f) if self.direct_read_works(&f) => return Ok((f, true)),
                 Ok(_) | Err(_) if !direct_required => {}
                 Ok(_) => {
@@ -472,16 +440,14 @@ impl Target {
                 }
             }
         }
-        let f = open(0).map_err(|e| DiskError::io(format!("open {}", self.path.display()), e))?;
+        let f = open(OFlags::empty()).map_err(|e| DiskError::io(format!("open {}", self.path.display()), e))?;
         Ok((f, false))
     }
 
     fn direct_read_works(&self, f: &File) -> bool {
         let len = self.dio_align.max(512) as usize;
         let mut buf = crate::engine::AlignedBuf::new(len, self.mem_align);
-        // SAFETY: buf is valid for len bytes.
-        let ret = unsafe { libc::pread(f.as_raw_fd(), buf.as_mut_slice().as_mut_ptr().cast(), len, 0) };
-        ret >= 0
+        rustix::io::pread(f, buf.as_mut_slice(), 0).is_ok()
     }
 
     /// Removes the test file now (also done on drop).
@@ -508,27 +474,24 @@ fn write_all_at(file: &File, mut buf: &[u8], mut offset: u64) -> io::Result<()> 
     Ok(())
 }
 
-fn cstring(path: &Path) -> CString {
-    CString::new(path.as_os_str().as_bytes()).unwrap_or_default()
+/// Advises the kernel to drop the file's pages from the page cache (like
+/// fio's `invalidate=1`); advisory, so a refusal changes nothing.
+fn drop_from_page_cache(file: &File) {
+    let _ = fs::fadvise(file, 0, None, fs::Advice::DontNeed);
 }
 
-fn access_ok(path: &Path, mode: i32) -> bool {
-    // SAFETY: valid C string.
-    unsafe { libc::access(cstring(path).as_ptr(), mode) == 0 }
+fn access_ok(path: &Path, access: Access) -> bool {
+    fs::access(path, access).is_ok()
 }
 
 /// Bytes an unprivileged user may still write on the filesystem of `fd`;
 /// None when the filesystem reports no size (ramfs).
-pub fn free_bytes(fd: &impl AsRawFd) -> io::Result<Option<u64>> {
-    // SAFETY: fstatvfs fills the struct.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstatvfs(fd.as_raw_fd(), &mut st) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+pub fn free_bytes(fd: impl AsFd) -> io::Result<Option<u64>> {
+    let st = fs::fstatvfs(fd)?;
     if st.f_blocks == 0 {
         return Ok(None);
     }
-    Ok(Some(st.f_bavail as u64 * st.f_frsize as u64))
+    Ok(Some(st.f_bavail.saturating_mul(st.f_frsize)))
 }
 
 fn short_size(bytes: u64) -> String {
@@ -548,12 +511,9 @@ pub fn block_device_size(mut file: &File) -> Result<u64> {
 
 /// (memory alignment, offset alignment) for O_DIRECT, when statx reports them.
 fn statx_dioalign(file: &File) -> Option<(u32, u64)> {
-    // SAFETY: statx fills the struct; zeroed is a valid initial value; an
-    // empty path with AT_EMPTY_PATH names the descriptor itself.
-    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
-    let ret =
-        unsafe { libc::statx(file.as_raw_fd(), c"".as_ptr(), libc::AT_EMPTY_PATH, libc::STATX_DIOALIGN, &mut stx) };
-    if ret != 0 || stx.stx_mask & libc::STATX_DIOALIGN == 0 || stx.stx_dio_offset_align == 0 {
+    // An empty path with AT_EMPTY_PATH names the descriptor itself.
+    let stx = fs::statx(file, c"", AtFlags::EMPTY_PATH, StatxFlags::DIOALIGN).ok()?;
+    if !StatxFlags::from_bits_retain(stx.stx_mask).contains(StatxFlags::DIOALIGN) || stx.stx_dio_offset_align == 0 {
         return None;
     }
     Some((stx.stx_dio_mem_align.max(1), u64::from(stx.stx_dio_offset_align)))
@@ -581,12 +541,8 @@ const FS_MAGICS: &[(i64, &str)] = &[
 ];
 
 /// The filesystem `fd` is on (fstatfs).
-pub fn statfs_info(fd: &impl AsRawFd) -> Option<FsInfo> {
-    // SAFETY: fstatfs fills the struct.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstatfs(fd.as_raw_fd(), &mut st) } != 0 {
-        return None;
-    }
+pub fn statfs_info(fd: impl AsFd) -> Option<FsInfo> {
+    let st = fs::fstatfs(fd).ok()?;
     let magic = st.f_type as i64;
     let name = FS_MAGICS.iter().find(|(m, _)| *m == magic).map(|(_, n)| n.to_string()).unwrap_or(format!("{magic:#x}"));
     Some(FsInfo { name, magic })
@@ -609,9 +565,10 @@ pub fn filesystem_caveat(fs: &FsInfo) -> Option<Warning> {
 
 /// Total RAM in bytes (sysconf), for the page-cache check.
 pub fn ram_bytes() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let (pages, page) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
-    (pages.max(0) as u64) * (page.max(0) as u64)
+    let info = rustix::system::sysinfo();
+    // totalram is a C unsigned long: u64 here, u32 on 32-bit targets.
+    #[allow(clippy::useless_conversion)]
+    u64::from(info.totalram).saturating_mul(u64::from(info.mem_unit))
 }
 
 /// Whether `path` names a block device.

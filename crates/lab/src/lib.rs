@@ -10,13 +10,7 @@ pub mod netns;
 
 /// Whether this process runs as root (namespaces, loop devices and cgroups need it).
 pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc_geteuid() == 0 }
-}
-
-extern "C" {
-    #[link_name = "geteuid"]
-    fn libc_geteuid() -> u32;
+    rustix::process::geteuid().is_root()
 }
 
 /// Skips the calling test with a printed reason unless running as root.

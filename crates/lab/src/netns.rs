@@ -7,6 +7,7 @@
 //! deleted on drop (which also removes its veth ends), even when a test
 //! panics; processes started through [`Netns::spawn`] are killed first.
 
+use rustix::process::{kill_process, Pid, Signal};
 use std::io;
 use std::net::Ipv4Addr;
 use std::process::{Child, Command, Stdio};
@@ -64,18 +65,12 @@ impl Drop for Netns {
     fn drop(&mut self) {
         // Kill whatever still runs inside, then delete (which removes the veth ends too).
         if let Ok(pids) = ip(&["netns", "pids", &self.name]) {
-            for pid in pids.split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
-                // SAFETY: kill has no memory effects; these pids live in our namespace.
-                unsafe { libc_kill(pid, 9) };
+            for pid in pids.split_whitespace().filter_map(|p| p.parse::<i32>().ok()).filter_map(Pid::from_raw) {
+                let _ = kill_process(pid, Signal::KILL);
             }
         }
         let _ = ip(&["netns", "del", &self.name]);
     }
-}
-
-extern "C" {
-    #[link_name = "kill"]
-    fn libc_kill(pid: i32, sig: i32) -> i32;
 }
 
 /// A child process killed (SIGKILL) and reaped on drop.
