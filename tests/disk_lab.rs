@@ -176,38 +176,74 @@ fn measures_every_throttle(engine_args: &[&str]) {
     for case in &CASES {
         let (file, limit) = case.limit();
         let mut tries = Vec::new();
+        let mut starved = 0;
         for _ in 0..ATTEMPTS {
             match measure_case(&dev, &p, case, engine_args) {
                 Ok(()) => {
                     tries.clear();
                     break;
                 }
-                Err(miss) => tries.push(miss),
+                Err(Miss { text, starved: was_starved }) => {
+                    starved += usize::from(was_starved);
+                    tries.push(text);
+                }
             }
         }
-        if !tries.is_empty() {
+        if !tries.is_empty() && starved == tries.len() {
+            eprintln!(
+                "SKIPPED {} {} {engine_args:?}: every attempt ran on a starved machine (the premise, a device \
+                 faster than its throttle, did not hold): {}",
+                case.rw,
+                case.bs,
+                tries.join("; ")
+            );
+        } else if !tries.is_empty() {
             misses.push(format!("{} {} ({file} {limit}): {}", case.rw, case.bs, tries.join("; ")));
         }
     }
     assert!(misses.is_empty(), "{engine_args:?}:\n{}", misses.join("\n"));
 }
 
+/// A run that missed its throttle by more than 3 %.
+struct Miss {
+    text: String,
+    /// Other tasks waited for a CPU during at least [`STARVED_PRESSURE`] of the run.
+    starved: bool,
+}
+
+/// CPU pressure (some task waiting for a CPU) above which a run counts as
+/// starved. Processes outside the suite (a build, another user) are not
+/// kept out by the machine lock; at load 10 on 2 cores the pressure was 98 %
+/// and the loop device's thread could not keep 4M reads at 400 MiB/s (the
+/// first second of each run at 292 MB/s). A run alone on the machine keeps
+/// it far lower: this test's threads mostly wait for the throttle.
+const STARVED_PRESSURE: f64 = 0.25;
+
 /// One run of `case`; Err describes a miss.
-fn measure_case(dev: &LoopDevice, p: &str, case: &Case, engine_args: &[&str]) -> Result<(), String> {
+fn measure_case(dev: &LoopDevice, p: &str, case: &Case, engine_args: &[&str]) -> Result<(), Miss> {
     let (file, limit) = case.limit();
     let throttle = BlkioThrottle::new(&dev.major_minor(), None, None, None, None).unwrap();
     throttle.set(file, &dev.major_minor(), limit).unwrap();
     let mut args = vec!["disk", p, "--rw", case.rw, "--bs", case.bs, "--qd", "32", "--time", "2s", "--ramp", "500ms"];
     args.extend(["--destructive", "--json"]);
     args.extend(engine_args);
+    let pressure = headroom_lab::CpuPressure::start();
     let d = doc(&throttle.command(headroom_bin(), &args).output().unwrap());
+    let stalled = pressure.map_or(0.0, |p| p.stalled_fraction());
     let probe = &d.probes[0];
     let measured = if case.bytes == 4096 { probe.summary.iops.unwrap_or(0.0) } else { probe.summary.bytes_per_sec };
     let error = (measured - limit as f64) / limit as f64;
     eprintln!("{engine_args:?} {} {}: {measured:.1} against {limit} ({:+.2} %)", case.rw, case.bs, error * 100.0);
     if error.abs() > 0.03 {
         let samples: Vec<f64> = probe.samples.iter().map(|s| s.bytes_per_sec).collect();
-        return Err(format!("measured {measured:.1}, {:+.1} %, samples {samples:.0?}", error * 100.0));
+        return Err(Miss {
+            text: format!(
+                "measured {measured:.1}, {:+.1} %, samples {samples:.0?}, cpu pressure {:.0} %",
+                error * 100.0,
+                stalled * 100.0
+            ),
+            starved: stalled >= STARVED_PRESSURE,
+        });
     }
     Ok(())
 }
@@ -267,6 +303,7 @@ fn the_recorded_fio_command_measures_what_headroom_measured() {
             "--json",
         ];
         args.extend(extra);
+        let pressure = headroom_lab::CpuPressure::start();
         let d = doc(&throttle.command(headroom_bin(), &args).output().unwrap());
         let ours = d.probes[0].summary.bytes_per_sec;
         let headroom_result::ProbeSpec::Disk(spec) = &d.probes[0].spec else { panic!("not a disk probe") };
@@ -279,7 +316,19 @@ fn the_recorded_fio_command_measures_what_headroom_measured() {
         let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("fio's JSON");
         let fio = report["jobs"][0][rw]["bw_bytes"].as_f64().expect("bw_bytes");
         let ratio = ours / fio;
-        eprintln!("{rw} {bs} {extra:?}: headroom {ours:.0} B/s, fio {fio:.0} B/s, throttle {limit}: ratio {ratio:.3}");
+        let stalled = pressure.map_or(0.0, |p| p.stalled_fraction());
+        eprintln!(
+            "{rw} {bs} {extra:?}: headroom {ours:.0} B/s, fio {fio:.0} B/s, throttle {limit}: ratio {ratio:.3}, \
+             cpu pressure {:.0} %",
+            stalled * 100.0
+        );
+        let missed = (ratio - 1.0).abs() > 0.03 || (fio - limit as f64).abs() / limit as f64 > 0.03;
+        if missed && stalled >= STARVED_PRESSURE {
+            eprintln!(
+                "SKIPPED {rw} {bs}: the machine was starved (see STARVED_PRESSURE), the figures above prove nothing"
+            );
+            continue;
+        }
         assert!((ratio - 1.0).abs() <= 0.03, "{rw} {bs}: headroom {ours:.0} B/s, `{fio_line}` {fio:.0} B/s");
         assert!((fio - limit as f64).abs() / limit as f64 <= 0.03, "fio {fio:.0} B/s against a throttle of {limit}");
     }

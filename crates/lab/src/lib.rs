@@ -100,3 +100,65 @@ pub fn hold_machine() -> MachineGuard {
     file.lock().unwrap_or_else(|e| panic!("cannot lock {}: {e}", path.display()));
     MachineGuard { _file: file, _in_process: in_process }
 }
+
+/// CPU pressure (PSI, /proc/pressure/cpu) over a span of time: the share of
+/// wall time in which at least one runnable task waited for a CPU. A test
+/// whose premise is "the machine keeps up" (a throttle, not the CPU, sets the
+/// rate) checks it with this when a figure misses: processes outside the test
+/// suite (builds, other users) can starve the device's or the peer's threads,
+/// and the lock of [`hold_machine`] only keeps tests apart.
+pub struct CpuPressure {
+    start_stalled_us: u64,
+    start: std::time::Instant,
+}
+
+impl CpuPressure {
+    /// Starts measuring; None when the kernel has no PSI.
+    pub fn start() -> Option<CpuPressure> {
+        Some(CpuPressure { start_stalled_us: cpu_some_stalled_us()?, start: std::time::Instant::now() })
+    }
+
+    /// Share (0..1) of the time since [`CpuPressure::start`] in which some task waited for a CPU.
+    pub fn stalled_fraction(&self) -> f64 {
+        let elapsed_us = self.start.elapsed().as_secs_f64() * 1e6;
+        let stalled = cpu_some_stalled_us().unwrap_or(self.start_stalled_us).saturating_sub(self.start_stalled_us);
+        if elapsed_us > 0.0 {
+            (stalled as f64 / elapsed_us).min(1.0)
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The `total=` of the `some` line of /proc/pressure/cpu: microseconds in
+/// which at least one task waited for a CPU, since boot.
+fn cpu_some_stalled_us() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/pressure/cpu").ok()?;
+    text.lines()
+        .find(|l| l.starts_with("some "))?
+        .split_whitespace()
+        .find_map(|field| field.strip_prefix("total="))?
+        .parse()
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_pressure_sees_a_busy_machine() {
+        let Some(pressure) = CpuPressure::start() else {
+            eprintln!("SKIPPED: this kernel has no /proc/pressure/cpu");
+            return;
+        };
+        // Three spinners per CPU: some runnable task always waits for one.
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let until = std::time::Instant::now() + std::time::Duration::from_millis(600);
+        let spinners: Vec<_> =
+            (0..cpus * 3).map(|_| std::thread::spawn(move || while std::time::Instant::now() < until {})).collect();
+        spinners.into_iter().for_each(|s| s.join().unwrap());
+        let stalled = pressure.stalled_fraction();
+        assert!(stalled > 0.5, "cpu pressure {stalled:.2} while 3 spinners per CPU ran");
+    }
+}
