@@ -157,12 +157,19 @@ fn a_cpu_quota_on_either_end_is_named_with_its_throttled_periods() {
         json(&out)
     };
 
-    // The peer in the same run: no quota, the link's ceiling and no CPU blamed.
+    // The peer in the same run: no quota, so no quota blamed. On a busy host
+    // the free run can miss the link's ceiling for a real reason headroom then
+    // names (hypervisor steal of 30% was seen while builds ran beside the
+    // suite): any finding but a quota is allowed here.
     let free = net(lab.b.command(bin()).args(net_args));
     let free_bits: Vec<f64> = cpu_findings(&free, "remote").iter().map(|f| f.1).collect();
     for (id, bits, limit, _) in cpu_findings(&free, "remote") {
-        eprintln!("no quota, {id}: {:.0} Mb/s ({:.0}% of {ceiling_bits:.0})", bits / 1e6, bits / ceiling_bits * 100.0);
-        assert!(limit.is_null(), "{id}: a CPU limit without a quota: {limit}");
+        eprintln!(
+            "no quota, {id}: {:.0} Mb/s ({:.0}% of {ceiling_bits:.0}), CPU finding {limit}",
+            bits / 1e6,
+            bits / ceiling_bits * 100.0
+        );
+        assert!(limit.is_null() || limit["kind"] != "quota", "{id}: a quota named where none was set: {limit}");
     }
 
     for side in ["remote", "local"] {
