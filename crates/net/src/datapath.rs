@@ -6,6 +6,7 @@
 //! and again, one buffer is read into and dropped. Counters are atomics the
 //! sampler reads once a second.
 
+use crate::socket::{describe, is_timeout, MAX_TCP_LEN, MAX_UDP_LEN, POLL};
 use crate::stats::UdpRecvStats;
 use crate::wire;
 use std::io::{self, Read, Write};
@@ -13,36 +14,12 @@ use std::net::{TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// How often blocked socket calls wake up to look at the stop flag.
-pub const POLL: Duration = Duration::from_millis(200);
-/// Default TCP write/read size (iperf3's default too).
-pub const DEFAULT_TCP_LEN: usize = 128 * 1024;
-/// Default UDP payload: fits one 1500-byte MTU frame over IPv4 (iperf3 uses the same).
-pub const DEFAULT_UDP_LEN: usize = 1448;
-/// Largest TCP write size accepted from a peer.
-pub const MAX_TCP_LEN: usize = 1024 * 1024;
-/// Largest UDP datagram accepted from a peer.
-pub const MAX_UDP_LEN: usize = 65_507;
-
 /// Incompressible payload: never zeros, so compression on the path cannot inflate figures.
 pub fn payload(len: usize) -> Vec<u8> {
     let mut rng = fastrand::Rng::new();
     let mut buf = vec![0u8; len];
     rng.fill(&mut buf);
     buf
-}
-
-fn is_timeout(e: &io::Error) -> bool {
-    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut)
-}
-
-fn describe(e: &io::Error) -> String {
-    match e.kind() {
-        io::ErrorKind::ConnectionReset => "connection reset by the peer".into(),
-        io::ErrorKind::BrokenPipe => "the peer closed the connection".into(),
-        io::ErrorKind::ConnectionRefused => "the peer's port is closed (connection refused)".into(),
-        _ => e.to_string(),
-    }
 }
 
 /// Sends `buf` repeatedly until `stop`, `limit` bytes, or an error. A peer
@@ -489,7 +466,7 @@ impl StreamSet {
         // Senders stop now; receivers stop at EOF or after the drain time.
         self.stop_send.store(true, Ordering::Relaxed);
         let deadline = Instant::now() + drain;
-        while Instant::now() < deadline && !self.receivers_done() {
+        while Instant::now() < deadline && !self.receivers_finished() {
             std::thread::sleep(Duration::from_millis(2));
         }
         self.stop.store(true, Ordering::Relaxed);
@@ -512,8 +489,19 @@ impl StreamSet {
         out
     }
 
-    fn receivers_done(&self) -> bool {
+    /// Whether every receiving stream's thread has returned (end of stream, stop or error).
+    pub fn receivers_finished(&self) -> bool {
         self.streams.iter().filter(|s| !s.sending).all(|s| s.handle.as_ref().is_none_or(|h| h.is_finished()))
+    }
+
+    /// Whether this side sends on any stream.
+    pub fn has_senders(&self) -> bool {
+        self.streams.iter().any(|s| s.sending)
+    }
+
+    /// Whether this side receives on any stream.
+    pub fn has_receivers(&self) -> bool {
+        self.streams.iter().any(|s| !s.sending)
     }
 
     /// Tells the sending streams to stop without waiting (the peer's receivers then see EOF).

@@ -77,31 +77,11 @@ pub fn read_state(r: &mut impl Read) -> io::Result<i8> {
 
 pub fn write_json(w: &mut impl Write, v: &Value) -> io::Result<()> {
     let body = serde_json::to_vec(v).map_err(io::Error::other)?;
-    let mut frame = Vec::with_capacity(body.len() + 4);
-    frame.extend_from_slice(&(body.len() as u32).to_be_bytes());
-    frame.extend_from_slice(&body);
-    w.write_all(&frame)
-}
-
-/// Reads a 4-byte big-endian length and that many bytes, refusing more than
-/// `max` before allocating (both iperf3's and headroom's messages are framed so).
-pub fn read_length_prefixed(r: &mut impl Read, max: u32, what: &str) -> io::Result<Vec<u8>> {
-    let mut len = [0u8; 4];
-    r.read_exact(&mut len)?;
-    let len = u32::from_be_bytes(len);
-    if len > max {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("{what} of {len} bytes exceeds the limit of {max}"),
-        ));
-    }
-    let mut body = vec![0u8; len as usize];
-    r.read_exact(&mut body)?;
-    Ok(body)
+    w.write_all(&crate::socket::length_prefixed(&body))
 }
 
 pub fn read_json(r: &mut impl Read, max: u32) -> io::Result<Value> {
-    let mut body = read_length_prefixed(r, max, "JSON")?;
+    let mut body = crate::socket::read_length_prefixed(r, max, "JSON")?;
     // Some versions send a trailing NUL; tolerate it.
     while body.last() == Some(&0) {
         body.pop();
@@ -205,12 +185,12 @@ impl Params {
         p.bytes = num("num").unwrap_or(0);
         p.blockcount = num("blockcount").unwrap_or(0);
         p.len = match obj.get("len").and_then(Value::as_i64) {
-            Some(l) if l >= 1 && l as usize <= crate::datapath::MAX_TCP_LEN => l as u32,
+            Some(l) if l >= 1 && l as usize <= crate::socket::MAX_TCP_LEN => l as u32,
             Some(l) => return Err(format!("block length {l} out of range (1 to 1 MiB)")),
-            None if p.udp => crate::datapath::DEFAULT_UDP_LEN as u32,
-            None => crate::datapath::DEFAULT_TCP_LEN as u32,
+            None if p.udp => crate::socket::DEFAULT_UDP_LEN as u32,
+            None => crate::socket::DEFAULT_TCP_LEN as u32,
         };
-        if p.udp && p.len as usize > crate::datapath::MAX_UDP_LEN {
+        if p.udp && p.len as usize > crate::socket::MAX_UDP_LEN {
             return Err(format!("UDP datagram length {} over 65507", p.len));
         }
         if let Some(b) = num("bandwidth") {

@@ -58,7 +58,7 @@ pub fn tcp_connect_series(
             Err(e) => {
                 // The first failure with nothing measured is the user's answer: fail loudly.
                 if out.rtt.count() == 0 && i == 0 {
-                    return Err(crate::client::connect_error_any_service(addr, &e));
+                    return Err(crate::socket::connect_error_any_service(addr, &e));
                 }
                 out.failures += 1;
                 out.series.push(None);

@@ -146,10 +146,10 @@ pub enum Hello {
     Rr { session: String, size: u32 },
 }
 
-/// Direction of a throughput test, from the client's point of view.
+/// TrafficDirection of a throughput test, from the client's point of view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Direction {
+pub enum TrafficDirection {
     /// Client sends, server receives.
     Upload,
     /// Server sends, client receives.
@@ -158,14 +158,14 @@ pub enum Direction {
     Bidir,
 }
 
-impl Direction {
+impl TrafficDirection {
     /// The `test` name in the result document.
     pub fn test_name(self, udp: bool) -> &'static str {
         match (udp, self) {
             (true, _) => "udp",
-            (false, Direction::Upload) => "tcp",
-            (false, Direction::Download) => "tcp_reverse",
-            (false, Direction::Bidir) => "tcp_bidir",
+            (false, TrafficDirection::Upload) => "tcp",
+            (false, TrafficDirection::Download) => "tcp_reverse",
+            (false, TrafficDirection::Bidir) => "tcp_bidir",
         }
     }
 }
@@ -177,7 +177,7 @@ pub enum Request {
     /// Prepare a test; the server answers `TestReady`, then waits for the streams.
     Test {
         udp: bool,
-        direction: Direction,
+        direction: TrafficDirection,
         streams: u32,
         /// Planned length; the server refuses more than its --max-duration.
         duration_ms: u64,
@@ -225,7 +225,7 @@ pub enum Reply {
 pub struct ServerReport {
     pub duration_s: f64,
     pub streams: Vec<StreamReport>,
-    pub cpu: crate::cpu::CpuUse,
+    pub cpu: crate::process_cpu::CpuUse,
     /// Why the server ended the test early, if it did.
     #[serde(default)]
     pub error: Option<String>,
@@ -251,10 +251,7 @@ pub struct StreamReport {
 /// Writes one framed JSON message.
 pub fn write_frame<T: Serialize>(w: &mut impl Write, msg: &T) -> io::Result<()> {
     let body = serde_json::to_vec(msg).map_err(io::Error::other)?;
-    let mut frame = Vec::with_capacity(4 + body.len());
-    frame.extend_from_slice(&(body.len() as u32).to_be_bytes());
-    frame.extend_from_slice(&body);
-    w.write_all(&frame)
+    w.write_all(&crate::socket::length_prefixed(&body))
 }
 
 /// What opened a headroom connection: the greeting's protocol version and the hello.
@@ -281,7 +278,7 @@ pub const MAX_HELLO: u32 = 4096;
 
 /// Reads one framed JSON message of at most `max` bytes.
 pub fn read_frame<T: for<'de> Deserialize<'de>>(r: &mut impl Read, max: u32) -> io::Result<T> {
-    let body = crate::iperf3::read_length_prefixed(r, max, "message")?;
+    let body = crate::socket::read_length_prefixed(r, max, "message")?;
     serde_json::from_slice(&body).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("bad message: {e}")))
 }
 
