@@ -6,6 +6,7 @@
 use super::admission::{DeadlineStream, PendingTicket};
 use super::registry::{collect, Registration, SessionInfo, Shared};
 use super::test_watch::{log_test, watch_test, Ending};
+use super::ServerConfig;
 use crate::datapath::{StreamParams, StreamSet, UdpHeader};
 use crate::iperf3 as iperf3_wire;
 use crate::process_cpu::CpuMeter;
@@ -84,9 +85,7 @@ pub(super) fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, s: &Arc<Shar
         return;
     };
     let key = wire::random_key();
-    let info = SessionInfo { ip: peer.ip(), last_activity_ms: Default::default() };
-    info.touch(s);
-    s.sessions.lock().unwrap_or_else(|p| p.into_inner()).insert(key, info.clone());
+    let info = s.open_session(key, peer.ip());
     struct SessionGuard<'a>(&'a Shared, [u8; wire::KEY_LEN]);
     impl Drop for SessionGuard<'_> {
         fn drop(&mut self) {
@@ -132,15 +131,14 @@ pub(super) fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, s: &Arc<Shar
             Request::End => {}
             Request::Test { udp, direction, streams, duration_ms, bytes, len, rate_bits } => {
                 test_id += 1;
-                if let Err(reason) = validate_test(s, udp, streams, duration_ms, len, rate_bits) {
+                let asked = TestAsked { udp, direction, streams, duration_ms, bytes, len, rate_bits };
+                if let Err(reason) = asked.validate(&s.cfg) {
                     let _ = wire::write_frame(&mut conn, &Reply::Refused { reason });
                     continue;
                 }
                 // The test's data and control messages count as activity, so a
                 // client that went silent mid-test is idle since its last byte.
-                let r = headroom_test(
-                    &mut conn, peer, key, test_id, udp, direction, streams, bytes, len, rate_bits, &info, s,
-                );
+                let r = headroom_test(&mut conn, peer, key, test_id, &asked, &info, s);
                 s.tests_done.fetch_add(1, Ordering::SeqCst);
                 if r.is_err() {
                     return;
@@ -150,49 +148,53 @@ pub(super) fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, s: &Arc<Shar
     }
 }
 
-fn validate_test(
-    s: &Shared,
+/// A test as a client asked for it (the fields of [`Request::Test`]), not yet trusted.
+#[derive(Debug, Clone, Copy)]
+struct TestAsked {
     udp: bool,
+    direction: TrafficDirection,
     streams: u32,
     duration_ms: u64,
+    bytes: Option<u64>,
     len: u32,
-    rate: Option<f64>,
-) -> Result<(), String> {
-    if !(1..=iperf3_wire::MAX_STREAMS).contains(&streams) {
-        return Err(format!("{streams} streams asked; this server allows 1 to {}", iperf3_wire::MAX_STREAMS));
-    }
-    if Duration::from_millis(duration_ms) > s.cfg.max_duration {
-        return Err(format!(
-            "a {:.0} s test exceeds this server's --max-duration of {:.0} s",
-            duration_ms as f64 / 1000.0,
-            s.cfg.max_duration.as_secs_f64()
-        ));
-    }
-    let max_len = if udp { MAX_UDP_LEN } else { MAX_TCP_LEN };
-    if len == 0 || len as usize > max_len {
-        return Err(format!("length {len} out of range (1 to {max_len})"));
-    }
-    if udp && !rate.is_some_and(|r| r.is_finite() && r > 0.0 && r <= 400e9) {
-        return Err("UDP tests need a rate between 1 b/s and 400 Gb/s".into());
-    }
-    Ok(())
+    rate_bits: Option<f64>,
 }
 
-#[allow(clippy::too_many_arguments)]
+impl TestAsked {
+    /// Refuses what exceeds this server's limits, with the reason the client prints.
+    fn validate(&self, cfg: &ServerConfig) -> Result<(), String> {
+        let streams = self.streams;
+        if !(1..=iperf3_wire::MAX_STREAMS).contains(&streams) {
+            return Err(format!("{streams} streams asked; this server allows 1 to {}", iperf3_wire::MAX_STREAMS));
+        }
+        if Duration::from_millis(self.duration_ms) > cfg.max_duration {
+            return Err(format!(
+                "a {:.0} s test exceeds this server's --max-duration of {:.0} s",
+                self.duration_ms as f64 / 1000.0,
+                cfg.max_duration.as_secs_f64()
+            ));
+        }
+        let max_len = if self.udp { MAX_UDP_LEN } else { MAX_TCP_LEN };
+        if self.len == 0 || self.len as usize > max_len {
+            return Err(format!("length {} out of range (1 to {max_len})", self.len));
+        }
+        if self.udp && !self.rate_bits.is_some_and(|r| r.is_finite() && r > 0.0 && r <= 400e9) {
+            return Err("UDP tests need a rate between 1 b/s and 400 Gb/s".into());
+        }
+        Ok(())
+    }
+}
+
 fn headroom_test(
     conn: &mut TcpStream,
     peer: SocketAddr,
     key: [u8; wire::KEY_LEN],
     test_id: u32,
-    udp: bool,
-    direction: TrafficDirection,
-    streams: u32,
-    bytes: Option<u64>,
-    len: u32,
-    rate_bits: Option<f64>,
+    asked: &TestAsked,
     session: &SessionInfo,
     s: &Arc<Shared>,
 ) -> io::Result<()> {
+    let TestAsked { udp, direction, streams, bytes, len, rate_bits, .. } = *asked;
     let n = if direction == TrafficDirection::Bidir { streams * 2 } else { streams } as usize;
     let (tx, rx) = sync_channel::<(u32, TcpStream)>(n);
     let (utx, urx) = sync_channel::<UdpSocket>(n);
@@ -300,4 +302,64 @@ fn headroom_test(
     };
     wire::write_frame(conn, &Reply::Result(report))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::registry::test_support::{shared, tcp_pair};
+    use super::*;
+
+    fn asked() -> TestAsked {
+        TestAsked {
+            udp: false,
+            direction: TrafficDirection::Upload,
+            streams: 1,
+            duration_ms: 1000,
+            bytes: None,
+            len: 1000,
+            rate_bits: None,
+        }
+    }
+
+    #[test]
+    fn hostile_test_requests_are_refused_with_a_reason() {
+        let cfg = ServerConfig::loopback(0);
+        assert!(asked().validate(&cfg).is_ok());
+        let udp = |rate_bits| TestAsked { udp: true, rate_bits, ..asked() };
+        for (bad, says) in [
+            (TestAsked { streams: 0, ..asked() }, "allows 1 to 128"),
+            (TestAsked { streams: u32::MAX, ..asked() }, "allows 1 to 128"),
+            (TestAsked { duration_ms: u64::MAX, ..asked() }, "--max-duration"),
+            (TestAsked { len: 0, ..asked() }, "out of range"),
+            (TestAsked { len: u32::MAX, ..asked() }, "out of range"),
+            (TestAsked { len: 70_000, ..udp(Some(1e6)) }, "out of range"),
+            (udp(None), "rate"),
+            (udp(Some(f64::NAN)), "rate"),
+            (udp(Some(f64::INFINITY)), "rate"),
+            (udp(Some(-1.0)), "rate"),
+            (udp(Some(1e12)), "rate"),
+        ] {
+            let e = bad.validate(&cfg).unwrap_err();
+            assert!(e.contains(says), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn rr_echoes_and_a_peer_silent_mid_message_frees_its_thread() {
+        let s = shared(Duration::from_millis(300));
+        let info = s.open_session(wire::random_key(), [127, 0, 0, 1].into());
+        let (mut client, server) = tcp_pair();
+        let s2 = s.clone();
+        let rr = std::thread::spawn(move || serve_rr(server, 4, &info, &s2));
+        client.write_all(b"ping").unwrap();
+        let mut back = [0u8; 4];
+        client.read_exact(&mut back).unwrap();
+        assert_eq!(&back, b"ping");
+        client.write_all(b"pi").unwrap(); // half a message, then silence
+        let t0 = Instant::now();
+        while !rr.is_finished() {
+            assert!(t0.elapsed() < Duration::from_secs(5), "serve_rr outlived the idle timeout");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }

@@ -205,3 +205,68 @@ fn iperf3_results(outcomes: &[StreamOutcome], udp: bool, duration: f64, cpu: &Cp
             .collect(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::registry::test_support::{shared, tcp_pair};
+    use super::*;
+    use crate::stats::UdpRecvStats;
+    use std::io::Read;
+
+    #[test]
+    fn with_a_token_one_slot_stays_for_token_holders() {
+        let cfg = |token: Option<&str>, max_clients| ServerConfig {
+            token: token.map(Into::into),
+            max_clients,
+            ..ServerConfig::loopback(0)
+        };
+        assert_eq!(iperf3_slots(&cfg(None, 4)), 4);
+        assert_eq!(iperf3_slots(&cfg(Some("t"), 4)), 3);
+        assert_eq!(iperf3_slots(&cfg(Some("t"), 1)), 1);
+    }
+
+    #[test]
+    fn hostile_parameters_are_refused_with_iperf3_error_codes() {
+        let s = shared(Duration::from_millis(300));
+        let peer = SocketAddr::from(([127, 0, 0, 1], 1));
+        for (params, code) in [
+            (serde_json::json!({"tcp": true, "time": 1_000_000_000}), IE_DURATION),
+            (serde_json::json!({"tcp": true, "parallel": 10_000}), IE_NUM_STREAMS),
+            (serde_json::json!({"tcp": true, "len": -5}), IE_BLOCK_SIZE),
+            (serde_json::json!([1, 2, 3]), IE_BLOCK_SIZE),
+        ] {
+            let (mut client, mut server) = tcp_pair();
+            let err = iperf3_session(&mut server, peer, iperf3_wire::new_cookie(), &params, &s).unwrap_err();
+            assert!(err.starts_with("refused"), "{params}: {err}");
+            let mut answer = [0u8; 9];
+            client.read_exact(&mut answer).unwrap();
+            assert_eq!(answer[0] as i8, iperf3_wire::SERVER_ERROR);
+            assert_eq!(i32::from_be_bytes(answer[1..5].try_into().unwrap()), code, "{params}");
+            assert!(s.iperf3_streams.lock().unwrap().is_empty(), "a refused test registers nothing");
+        }
+    }
+
+    #[test]
+    fn results_name_streams_by_iperf3_id_with_receiver_counts() {
+        let sent = StreamOutcome { index: 0, sending: true, bytes: 100, packets: 0, ..Default::default() };
+        let mut udp = UdpRecvStats::default();
+        udp.record(1, 0.0, 0.0, 50);
+        udp.record(3, 0.0, 0.0, 50);
+        let received = StreamOutcome { index: 1, sending: false, bytes: 100, udp: Some(udp), ..Default::default() };
+        let r = iperf3_results(&[sent, received], true, 2.0, &CpuUse::default());
+        assert_eq!(r.sender_has_retransmits, 0, "UDP sender: no retransmits to report");
+        assert_eq!(r.streams.iter().map(|s| s.id).collect::<Vec<_>>(), [1, 3]);
+        assert_eq!((r.streams[1].packets, r.streams[1].errors), (3, 1), "receiver: packets by sequence, one lost");
+        assert!(r.streams.iter().all(|s| s.retransmits == -1 && s.end_time == 2.0));
+        let tcp = iperf3_results(&[], false, 1.0, &CpuUse::default());
+        assert_eq!(tcp.sender_has_retransmits, -1);
+    }
+
+    #[test]
+    fn direction_from_parameters() {
+        let p = |reverse, bidirectional| Params { reverse, bidirectional, ..Default::default() };
+        assert_eq!(TrafficDirection::from_iperf3(&p(false, false)), TrafficDirection::Upload);
+        assert_eq!(TrafficDirection::from_iperf3(&p(true, false)), TrafficDirection::Download);
+        assert_eq!(TrafficDirection::from_iperf3(&p(true, true)), TrafficDirection::Bidir);
+    }
+}

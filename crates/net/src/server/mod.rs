@@ -31,7 +31,7 @@ use admission::{DeadlineStream, PendingTicket};
 use registry::Shared;
 use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -150,19 +150,7 @@ impl Server {
         let local = listener.local_addr()?;
         let udp = reuse_udp(local).map_err(bind_err)?;
         udp.set_read_timeout(Some(POLL))?;
-        let shared = Arc::new(Shared {
-            cfg,
-            local,
-            admission: Default::default(),
-            tests_done: AtomicUsize::new(0),
-            stop: Arc::new(AtomicBool::new(false)),
-            iperf3_streams: Default::default(),
-            headroom_streams: Default::default(),
-            sessions: Default::default(),
-            epoch: Instant::now(),
-            udp_waiters: Default::default(),
-            next_waiter: Default::default(),
-        });
+        let shared = Arc::new(Shared::new(cfg, local));
         Ok(Server { listener, udp, shared })
     }
 
@@ -294,5 +282,26 @@ fn handle_connection(conn: TcpStream, peer: SocketAddr, arrival: u64, s: &Arc<Sh
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn beyond_loopback_a_token_or_an_explicit_opt_out() {
+        assert!(check_bind_policy(IpAddr::from([127, 0, 0, 1]), None, false).is_ok());
+        assert!(check_bind_policy(IpAddr::from([0, 0, 0, 0]), Some("t"), false).is_ok());
+        assert!(check_bind_policy(IpAddr::from([0, 0, 0, 0]), None, true).is_ok());
+        let e = check_bind_policy(IpAddr::from([0, 0, 0, 0]), None, false).unwrap_err();
+        assert!(e.contains("--token") && e.contains("--no-auth"), "{e}");
+    }
+
+    #[test]
+    fn a_taken_port_is_refused_with_an_example() {
+        let first = Server::bind(ServerConfig::loopback(0)).unwrap();
+        let err = Server::bind(ServerConfig::loopback(first.local_addr().port())).err().expect("port taken");
+        assert!(err.to_string().contains("example: --port"), "{err}");
     }
 }

@@ -42,6 +42,7 @@ pub(super) type StreamInbox = SyncSender<(u64, TcpStream)>;
 /// Where a running headroom test receives its data streams, with their index.
 pub(super) type IndexedStreamInbox = SyncSender<(u32, TcpStream)>;
 
+/// What every thread of a running server reads and registers in.
 pub(super) struct Shared {
     pub(super) cfg: ServerConfig,
     pub(super) local: SocketAddr,
@@ -54,6 +55,32 @@ pub(super) struct Shared {
     pub(super) epoch: Instant,
     pub(super) udp_waiters: Mutex<Vec<UdpWaiter>>,
     pub(super) next_waiter: AtomicU64,
+}
+
+impl Shared {
+    pub(super) fn new(cfg: ServerConfig, local: SocketAddr) -> Shared {
+        Shared {
+            cfg,
+            local,
+            admission: Default::default(),
+            tests_done: AtomicUsize::new(0),
+            stop: Arc::new(AtomicBool::new(false)),
+            iperf3_streams: Default::default(),
+            headroom_streams: Default::default(),
+            sessions: Default::default(),
+            epoch: Instant::now(),
+            udp_waiters: Default::default(),
+            next_waiter: Default::default(),
+        }
+    }
+
+    /// Starts a session for `ip` (its key must come from [`wire::random_key`]).
+    pub(super) fn open_session(&self, key: [u8; wire::KEY_LEN], ip: IpAddr) -> SessionInfo {
+        let info = SessionInfo { ip, last_activity_ms: Default::default() };
+        info.touch(self);
+        self.sessions.lock().unwrap_or_else(|p| p.into_inner()).insert(key, info.clone());
+        info
+    }
 }
 
 /// Collects `n` items from `rx` before `deadline`.
@@ -120,5 +147,66 @@ impl Drop for Registration<'_> {
         if let Some(id) = self.udp_waiter {
             self.s.udp_waiters.lock().unwrap_or_else(|p| p.into_inner()).retain(|w| w.id != id);
         }
+    }
+}
+
+/// Pieces the server's unit tests share: a server state without sockets, and
+/// a connected loopback pair standing for a client and its server side.
+#[cfg(test)]
+pub(super) mod test_support {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A loopback server's state with `idle` as its idle timeout.
+    pub(crate) fn shared(idle: Duration) -> Arc<Shared> {
+        let cfg = ServerConfig { idle_timeout: idle, ..ServerConfig::loopback(0) };
+        Arc::new(Shared::new(cfg, SocketAddr::from(([127, 0, 0, 1], 0))))
+    }
+
+    /// (client, server) ends of one TCP connection.
+    pub(crate) fn tcp_pair() -> (TcpStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        (client, server)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::shared;
+    use super::*;
+    use std::sync::mpsc::sync_channel;
+
+    #[test]
+    fn collect_gives_up_when_streams_do_not_arrive() {
+        let (tx, rx) = sync_channel(4);
+        tx.send(1).unwrap();
+        // A client that opens one of its two streams cannot hold the test.
+        let t0 = Instant::now();
+        assert_eq!(collect(&rx, 2, Duration::from_millis(100)), None);
+        assert!(t0.elapsed() < Duration::from_secs(5));
+        tx.send(2).unwrap();
+        tx.send(3).unwrap();
+        assert_eq!(collect(&rx, 2, Duration::from_millis(100)), Some(vec![2, 3]));
+    }
+
+    #[test]
+    fn registrations_vanish_on_drop() {
+        let s = shared(Duration::from_secs(1));
+        let key = wire::random_key();
+        let (tx, _rx) = sync_channel(1);
+        let (utx, _urx) = sync_channel(1);
+        {
+            let _r = Registration::headroom(&s, key, 7, tx, Some((IpAddr::from([127, 0, 0, 1]), utx)));
+            assert!(s.headroom_streams.lock().unwrap().contains_key(&(key, 7)));
+            assert_eq!(s.udp_waiters.lock().unwrap().len(), 1);
+        }
+        assert!(s.headroom_streams.lock().unwrap().is_empty());
+        assert!(s.udp_waiters.lock().unwrap().is_empty());
+        let cookie = crate::iperf3::new_cookie();
+        let (tx, _rx) = sync_channel(1);
+        drop(Registration::iperf3(&s, cookie, tx, None));
+        assert!(s.iperf3_streams.lock().unwrap().is_empty());
     }
 }

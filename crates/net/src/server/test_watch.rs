@@ -23,12 +23,12 @@ pub(super) fn log_test(
 ) {
     (s.cfg.log)(&format!(
         "peer={peer} protocol={protocol} test={test} streams={streams} duration={dur:.2}s bytes={bytes} rate={} status={status}",
-        headroom_units_free_rate(bytes, dur)
+        rate_text(bytes, dur)
     ));
 }
 
 /// "941.5 Mb/s" without pulling the units crate into the engine.
-fn headroom_units_free_rate(bytes: u64, secs: f64) -> String {
+fn rate_text(bytes: u64, secs: f64) -> String {
     if secs <= 0.0 {
         return "0 b/s".into();
     }
@@ -97,5 +97,56 @@ pub(super) fn watch_test(
                 return Ending::Server(e);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::registry::test_support::{shared, tcp_pair};
+    use super::*;
+    use crate::datapath::StreamParams;
+    use std::io::{Read, Write};
+
+    fn no_streams() -> StreamSet {
+        let p = StreamParams { len: 1, limit: None, stall: Duration::from_secs(1), udp_rate: 0.0 };
+        StreamSet::start_tcp(Vec::new(), p)
+    }
+
+    /// Watches with a reader that takes one byte: `E` is the end request.
+    fn watch(s: &Shared, control: &mut TcpStream) -> Ending {
+        watch_test(control, &no_streams(), s, Instant::now(), &|| {}, |c| {
+            let mut b = [0u8; 1];
+            c.read_exact(&mut b).map(|_| b[0] == b'E')
+        })
+    }
+
+    #[test]
+    fn a_test_ends_on_the_end_request_a_hostile_message_or_a_lost_client() {
+        let s = shared(Duration::from_secs(5));
+        let (mut client, mut control) = tcp_pair();
+        client.write_all(b"E").unwrap();
+        assert!(matches!(watch(&s, &mut control), Ending::Client));
+        client.write_all(b"\xff").unwrap();
+        assert!(matches!(watch(&s, &mut control), Ending::Gone(e) if e.contains("unexpected")));
+        drop(client);
+        assert!(matches!(watch(&s, &mut control), Ending::Gone(e) if e.contains("lost")));
+    }
+
+    #[test]
+    fn a_silent_client_or_a_stopping_server_ends_the_test() {
+        let s = shared(Duration::from_millis(300));
+        let (_client, mut control) = tcp_pair();
+        let t0 = Instant::now();
+        assert!(matches!(watch(&s, &mut control), Ending::Server(e) if e.contains("no data")));
+        assert!(t0.elapsed() < Duration::from_secs(5), "the idle timeout bounds a silent client");
+        s.stop.store(true, Ordering::Relaxed);
+        assert!(matches!(watch(&s, &mut control), Ending::Server(e) if e.contains("shutting down")));
+    }
+
+    #[test]
+    fn rates_in_log_lines() {
+        assert_eq!(rate_text(125_000_000, 1.0), "1.0Gb/s");
+        assert_eq!(rate_text(1_250_000, 10.0), "1.0Mb/s");
+        assert_eq!(rate_text(5, 0.0), "0 b/s");
     }
 }

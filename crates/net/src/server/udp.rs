@@ -45,3 +45,58 @@ pub(super) fn udp_loop(sock: &UdpSocket, s: &Shared) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::registry::test_support::shared;
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// What `client` gets back within a short wait, if anything.
+    fn answer(client: &UdpSocket, msg: &[u8]) -> Option<Vec<u8>> {
+        client.send(msg).unwrap();
+        let mut buf = [0u8; 4096];
+        client.recv(&mut buf).ok().map(|n| buf[..n].to_vec())
+    }
+
+    #[test]
+    fn hostile_datagrams_get_no_answer_and_echo_only_answers_its_session() {
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.set_read_timeout(Some(crate::socket::POLL)).unwrap();
+        let s = shared(Duration::from_secs(5));
+        let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+        client.connect(sock.local_addr().unwrap()).unwrap();
+        client.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+        let s2 = s.clone();
+        let server = std::thread::spawn(move || udp_loop(&sock, &s2));
+
+        let key = wire::random_key();
+        let mut echo = wire::UDP_ECHO_TAG.to_vec();
+        echo.extend_from_slice(&key);
+        echo.extend_from_slice(&[9; 8]);
+        let mut data_hello = wire::UDP_DATA_TAG.to_vec();
+        data_hello.extend_from_slice(&key);
+        for hostile in [
+            &b""[..],
+            b"HRE1",
+            &echo,                  // a key no session holds
+            &data_hello,            // no test waits for it
+            iperf3_wire::UDP_HELLO, // no iperf3 test waits either
+            &[0xff; 2000],
+        ] {
+            assert_eq!(answer(&client, hostile), None, "{hostile:?}");
+        }
+        // A session of another address: its key alone opens nothing.
+        s.open_session(key, [10, 0, 0, 1].into());
+        assert_eq!(answer(&client, &echo), None);
+        s.open_session(key, [127, 0, 0, 1].into());
+        assert_eq!(answer(&client, &echo).as_deref(), Some(&echo[..]), "the reply is the request itself");
+
+        s.stop.store(true, Ordering::Relaxed);
+        let t0 = Instant::now();
+        while !server.is_finished() {
+            assert!(t0.elapsed() < Duration::from_secs(5), "the UDP loop did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
