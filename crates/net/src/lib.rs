@@ -36,11 +36,11 @@ mod socket;
 mod stats;
 mod tcpinfo;
 mod throughput;
+mod udp_header;
 pub mod wire;
 
 pub use address::{resolve, split_host_port, Endpoint};
 pub use client::{EchoResult, RrResult, Session};
-pub use datapath::UdpHeader;
 pub use ping::{connect_once, tcp_connect_series, ConnectResult};
 pub use probe::{connect_probe, echo_probe, rr_probe, throughput_id, throughput_probe};
 pub use process_cpu::{CpuMeter, CpuUse};
@@ -50,6 +50,7 @@ pub use stats::{LatencyRecorder, UdpRecvStats, UdpRecvSummary};
 pub use tcpinfo::TcpInfo;
 pub use throughput::iperf3::throughput as iperf3_throughput;
 pub use throughput::{ThroughputResult, ThroughputSpec};
+pub use udp_header::UdpHeader;
 pub use wire::TrafficDirection;
 
 use std::io;

@@ -48,11 +48,11 @@ pub struct CpuMeter {
 }
 
 fn rusage() -> (Duration, Duration) {
-    // SAFETY: getrusage writes into the struct we pass and has no other effects.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
-    (tv(ru.ru_utime), tv(ru.ru_stime))
+    use nix::sys::resource::{getrusage, UsageWho};
+    // getrusage(RUSAGE_SELF) fails only for a bad `who`: zero then reads as "no CPU used".
+    let Ok(usage) = getrusage(UsageWho::RUSAGE_SELF) else { return (Duration::ZERO, Duration::ZERO) };
+    let duration = |t: nix::sys::time::TimeVal| Duration::new(t.tv_sec() as u64, (t.tv_usec() as u32) * 1000);
+    (duration(usage.user_time()), duration(usage.system_time()))
 }
 
 impl CpuMeter {

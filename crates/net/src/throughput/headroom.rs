@@ -6,8 +6,9 @@
 
 use super::{Protocol, ServerFigures, ThroughputSpec};
 use crate::client::{open_stream, rr_loop, udp_hello, Session};
-use crate::datapath::{StreamParams, StreamSet, UdpHeader};
+use crate::datapath::{StreamParams, StreamSet};
 use crate::process_cpu::CpuUse;
+use crate::udp_header::UdpHeader;
 use crate::wire::{self, Hello, Reply, Request};
 use crate::{NetError, RrResult};
 use std::net::TcpStream;
