@@ -1,13 +1,12 @@
 //! The headroom-protocol client: an authenticated [`Session`] with a
-//! headroom server, its throughput tests (run by the shared loop of
-//! [`crate::throughput`]), request/response RTT (idle and under load) and UDP
+//! headroom server (its throughput tests are in [`crate::throughput`], run by
+//! the loop both protocols share), request/response RTT (idle and under load) and UDP
 //! echo RTT with jitter and loss. Results come back as plain data
 //! ([`RrResult`], [`EchoResult`]); [`crate::probe`] turns them into probes.
 
 use crate::address::{connect, Endpoint};
 use crate::socket::{connect_to_server, udp_connected};
 use crate::stats::LatencyRecorder;
-use crate::throughput::{self, ThroughputResult, ThroughputSpec};
 use crate::wire::{self, Hello, Reply, Request};
 use crate::{datapath, NetError};
 use headroom_result::Sample;
@@ -115,16 +114,6 @@ impl Session {
             }
             _ => NetError::Broken(e.to_string()),
         })
-    }
-
-    /// Runs one throughput test; `on_sample` gets one sample per second.
-    pub fn throughput(
-        &mut self,
-        spec: &ThroughputSpec,
-        stop: &AtomicBool,
-        on_sample: &mut dyn FnMut(&Sample),
-    ) -> Result<ThroughputResult, NetError> {
-        throughput::measure(&mut throughput::headroom::HeadroomTest::new(self), spec, stop, on_sample)
     }
 
     /// The session key as bytes (UDP datagrams carry it).

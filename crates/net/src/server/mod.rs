@@ -35,8 +35,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use admission::MAX_PENDING;
-
 /// How the server runs.
 #[derive(Clone)]
 pub struct ServerConfig {

@@ -1,32 +1,41 @@
 //! The headroom protocol's side of a throughput test ([`Protocol`]): `Test`,
 //! `TestReady`, the data streams (TCP streams or UDP hellos carrying the
 //! session key), `Started`; at the end `End` and the server's `Result`
-//! report. The session itself (authentication, RR, echo) is
-//! [`crate::client::Session`]'s.
+//! report; and [`Session::throughput`], which runs it. The session itself
+//! (authentication, RR, echo) is [`crate::client`]'s.
 
-use super::{Protocol, ServerFigures, ThroughputSpec};
+use super::{measure, Protocol, ServerFigures, ThroughputResult, ThroughputSpec};
 use crate::client::{open_stream, rr_loop, udp_hello, Session};
 use crate::datapath::{StreamParams, StreamSet};
 use crate::process_cpu::CpuUse;
 use crate::udp_header::UdpHeader;
 use crate::wire::{self, Hello, Reply, Request};
 use crate::{NetError, RrResult};
+use headroom_result::Sample;
 use std::net::TcpStream;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+impl Session {
+    /// Runs one throughput test; `on_sample` gets one sample per second.
+    pub fn throughput(
+        &mut self,
+        spec: &ThroughputSpec,
+        stop: &AtomicBool,
+        on_sample: &mut dyn FnMut(&Sample),
+    ) -> Result<ThroughputResult, NetError> {
+        measure(&mut HeadroomTest { session: self }, spec, stop, on_sample)
+    }
+}
+
 /// One test on an open session.
-pub(crate) struct HeadroomTest<'a> {
+struct HeadroomTest<'a> {
     session: &'a mut Session,
 }
 
-impl<'a> HeadroomTest<'a> {
-    pub(crate) fn new(session: &'a mut Session) -> Self {
-        HeadroomTest { session }
-    }
-
+impl HeadroomTest<'_> {
     fn refused(&self, reason: &str) -> NetError {
         NetError::Refused(format!("{} refused the test: {reason}", self.session.target.display()))
     }
