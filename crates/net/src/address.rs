@@ -11,8 +11,11 @@ use std::time::Duration;
 /// The server to test against, and how patient to be.
 #[derive(Debug, Clone)]
 pub struct Endpoint {
+    /// Host name or address as the user gave it.
     pub host: String,
+    /// TCP (and UDP) port of the server.
     pub port: u16,
+    /// Shared secret of a `headroom serve --token` server.
     pub token: Option<String>,
     /// Connect timeout, and how long a stalled stream or silent server is tolerated.
     pub timeout: Duration,

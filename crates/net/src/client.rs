@@ -18,18 +18,26 @@ use std::time::{Duration, Instant};
 /// Request/response round trips.
 #[derive(Debug, Clone, Default)]
 pub struct RrResult {
+    /// Message size, bytes each way.
     pub size: usize,
+    /// How long the round trips ran, seconds.
     pub duration_s: f64,
+    /// Every round trip time.
     pub rtt: LatencyRecorder,
+    /// One sample per second: round trips done and their mean time.
     pub samples: Vec<Sample>,
 }
 
 /// UDP echo round trips.
 #[derive(Debug, Clone, Default)]
 pub struct EchoResult {
+    /// Datagrams sent.
     pub sent: u64,
+    /// Answers received in time.
     pub received: u64,
+    /// How long the series ran, seconds.
     pub duration_s: f64,
+    /// Round trip time of every answer.
     pub rtt: LatencyRecorder,
     /// RFC 3550 jitter over successive RTTs, seconds.
     pub jitter_s: f64,
@@ -40,8 +48,11 @@ pub struct Session {
     pub(crate) control: TcpStream,
     /// The session key, hex, as the server sent it.
     pub(crate) key: String,
+    /// The server address that answered.
     pub peer: SocketAddr,
+    /// Where the session was opened, as the user named it.
     pub target: Endpoint,
+    /// The server's headroom version.
     pub server_version: String,
 }
 

@@ -24,6 +24,8 @@
 //! sends traffic to an address other than the peer the caller named (client)
 //! or the peer that connected (server).
 
+#![warn(missing_docs)]
+
 mod address;
 mod client;
 mod datapath;
@@ -63,13 +65,28 @@ pub const DEFAULT_PORT: u16 = 5201;
 pub enum NetError {
     /// The host name did not resolve.
     #[error("cannot resolve '{host}': {reason}")]
-    Resolve { host: String, reason: String },
+    Resolve {
+        /// The name as given.
+        host: String,
+        /// Why, for the user.
+        reason: String,
+    },
     /// The TCP connection could not be made.
     #[error("cannot connect to {addr}: {reason}")]
-    Connect { addr: String, reason: String },
+    Connect {
+        /// The address tried.
+        addr: String,
+        /// Why, with what to check.
+        reason: String,
+    },
     /// The server could not listen on its address (`serve --bind/--port`).
     #[error("cannot listen on {addr}: {reason}")]
-    Listen { addr: String, reason: String },
+    Listen {
+        /// The address asked for.
+        addr: String,
+        /// Why, with an example that works.
+        reason: String,
+    },
     /// The server answered but said no (wrong token, busy, limits).
     #[error("{0}")]
     Refused(String),
@@ -82,6 +99,7 @@ pub enum NetError {
     /// The server at this address speaks iperf3, not headroom (auto-detection falls back).
     #[error("the server speaks iperf3, not headroom (use --protocol iperf3)")]
     IsIperf3,
+    /// Any other socket error.
     #[error("{0}")]
     Io(#[from] io::Error),
 }

@@ -12,12 +12,17 @@ use std::time::{Duration, Instant};
 /// Handshake round trips.
 #[derive(Debug, Clone, Default)]
 pub struct ConnectResult {
+    /// The service as the user named it.
     pub peer: String,
+    /// Handshakes tried.
     pub attempts: u32,
+    /// Handshakes that failed.
     pub failures: u32,
+    /// Every handshake round trip time.
     pub rtt: LatencyRecorder,
     /// Each attempt's RTT in order (None = failed), for per-probe samples.
     pub series: Vec<Option<Duration>>,
+    /// The last failure, for the warning.
     pub last_error: Option<String>,
 }
 

@@ -9,8 +9,11 @@ use std::time::{Duration, Instant};
 /// CPU used over a wall-clock interval.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuUse {
+    /// User-mode CPU, seconds.
     pub user_s: f64,
+    /// Kernel-mode CPU, seconds.
     pub system_s: f64,
+    /// Wall-clock time over which it was measured, seconds.
     pub wall_s: f64,
 }
 
@@ -23,6 +26,7 @@ impl CpuUse {
             0.0
         }
     }
+    /// User time as a percentage of one core.
     pub fn percent_user(&self) -> f64 {
         if self.wall_s > 0.0 {
             self.user_s / self.wall_s * 100.0
@@ -30,6 +34,7 @@ impl CpuUse {
             0.0
         }
     }
+    /// System time as a percentage of one core.
     pub fn percent_system(&self) -> f64 {
         if self.wall_s > 0.0 {
             self.system_s / self.wall_s * 100.0

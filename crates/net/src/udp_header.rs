@@ -10,12 +10,19 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 #[derive(Debug, Clone, Copy)]
 pub enum UdpHeader {
     /// iperf3: sec u32, usec u32, sequence u32 or u64, all big-endian.
-    Iperf3 { seq64: bool },
+    Iperf3 {
+        /// 64-bit sequence numbers (iperf3 `--udp-counters-64bit`).
+        seq64: bool,
+    },
     /// headroom: tag, session key, sequence u64, send time ns u64.
-    Headroom { key: [u8; wire::KEY_LEN] },
+    Headroom {
+        /// The session key that proves the datagram belongs to the test.
+        key: [u8; wire::KEY_LEN],
+    },
 }
 
 impl UdpHeader {
+    /// Header length in bytes.
     pub fn len(&self) -> usize {
         match self {
             UdpHeader::Iperf3 { seq64: false } => 12,
@@ -24,6 +31,7 @@ impl UdpHeader {
         }
     }
 
+    /// Never: every format has a header (clippy wants it next to `len`).
     pub fn is_empty(&self) -> bool {
         false
     }

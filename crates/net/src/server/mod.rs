@@ -38,15 +38,20 @@ use std::time::{Duration, Instant};
 /// How the server runs.
 #[derive(Clone)]
 pub struct ServerConfig {
+    /// Address to listen on (loopback unless told otherwise).
     pub bind: IpAddr,
+    /// TCP and UDP port (0 = any free port).
     pub port: u16,
     /// Shared secret headroom clients must prove they hold (challenge-response); None = no authentication.
     pub token: Option<String>,
     /// Serve stock iperf3 clients (they cannot authenticate). With a token,
     /// they may hold at most `max_clients - 1` slots: one stays for token holders.
     pub allow_iperf3: bool,
+    /// Test slots; more clients are refused as busy.
     pub max_clients: usize,
+    /// Longest test a client may ask for.
     pub max_duration: Duration,
+    /// How long a silent client or stalled stream keeps its slot.
     pub idle_timeout: Duration,
     /// Exit after the first test.
     pub once: bool,
@@ -55,6 +60,7 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
+    /// A loopback server on `port` with the default limits (tests, `headroom run`).
     pub fn loopback(port: u16) -> Self {
         ServerConfig {
             bind: IpAddr::from([127, 0, 0, 1]),
@@ -90,12 +96,14 @@ pub struct Server {
 
 /// A server running in background threads (tests, the in-process loopback of `headroom run`).
 pub struct ServerHandle {
+    /// The address it listens on.
     pub addr: SocketAddr,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl ServerHandle {
+    /// Stops the server and waits for its threads.
     pub fn stop(mut self) {
         self.shutdown();
     }
@@ -152,6 +160,7 @@ impl Server {
         Ok(Server { listener, udp, shared })
     }
 
+    /// The address it listens on (the port chosen when 0 was asked).
     pub fn local_addr(&self) -> SocketAddr {
         self.shared.local
     }

@@ -29,8 +29,11 @@ use std::time::Duration;
 /// What a throughput test should do.
 #[derive(Debug, Clone)]
 pub struct ThroughputSpec {
+    /// Who sends.
     pub direction: TrafficDirection,
+    /// Streams per direction.
     pub streams: u32,
+    /// How long a test by time runs.
     pub duration: Duration,
     /// Fixed transfer: each direction moves this many bytes in total.
     pub bytes: Option<u64>,
@@ -71,11 +74,17 @@ impl ThroughputSpec {
 /// What one throughput test measured (either protocol).
 #[derive(Debug, Clone, Default)]
 pub struct ThroughputResult {
+    /// `headroom` or `iperf3`.
     pub protocol: String,
+    /// The server as the user named it.
     pub peer: String,
+    /// Who sent.
     pub direction: Option<TrafficDirection>,
+    /// UDP instead of TCP.
     pub udp: bool,
+    /// Streams per direction.
     pub streams: u32,
+    /// How long the test ran on this side, seconds.
     pub duration_s: f64,
     /// The receiver's window for the upload half (the server's time from the
     /// start of the streams to the end request), when it reported one.
@@ -88,7 +97,9 @@ pub struct ThroughputResult {
     pub samples: Vec<Sample>,
     /// TCP_INFO of the sending side of each stream.
     pub sender_tcp_info: Vec<TcpInfo>,
+    /// CPU of this process over the test.
     pub cpu_local: CpuUse,
+    /// CPU of the server over the test, as it reported it.
     pub cpu_remote: Option<CpuUse>,
     /// Per core, per thread and cgroup figures of this machine over the test.
     pub cpu_load_local: Option<headroom_result::CpuLoad>,
@@ -98,7 +109,9 @@ pub struct ThroughputResult {
     pub udp_recv: Option<UdpRecvSummary>,
     /// Request/response RTT measured while the streams ran.
     pub rtt_under_load: Option<headroom_result::Latency>,
+    /// The fixed transfer asked, bytes per direction.
     pub fixed_bytes: Option<u64>,
+    /// The UDP rate asked, bits/s.
     pub rate_bits: Option<f64>,
     /// Set when the test ended early; the samples up to then are kept.
     pub error: Option<String>,
