@@ -2,8 +2,8 @@
 //! patience), name resolution, `HOST[:PORT]` parsing and connecting to the
 //! first address that answers. Knows no protocol.
 
+use crate::error::NetError;
 use crate::socket::{connect_addr, connect_error};
-use crate::NetError;
 use std::io;
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;

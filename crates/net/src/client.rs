@@ -5,10 +5,11 @@
 //! ([`RrResult`], [`EchoResult`]); [`crate::probe`] turns them into probes.
 
 use crate::address::{connect, Endpoint};
+use crate::datapath;
+use crate::error::NetError;
 use crate::socket::{connect_to_server, udp_connected};
 use crate::stats::LatencyRecorder;
 use crate::wire::{self, Hello, Reply, Request};
-use crate::{datapath, NetError};
 use headroom_result::Sample;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};

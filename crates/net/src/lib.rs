@@ -29,6 +29,7 @@
 mod address;
 mod client;
 mod datapath;
+mod error;
 pub mod iperf3;
 mod ping;
 mod probe;
@@ -43,6 +44,7 @@ pub mod wire;
 
 pub use address::{resolve, split_host_port, Endpoint};
 pub use client::{EchoResult, RrResult, Session};
+pub use error::NetError;
 pub use ping::{connect_once, tcp_connect_series, ConnectResult};
 pub use probe::{connect_probe, echo_probe, rr_probe, throughput_id, throughput_probe};
 pub use process_cpu::CpuUse;
@@ -55,51 +57,5 @@ pub use throughput::{ThroughputResult, ThroughputSpec};
 pub use udp_header::UdpHeader;
 pub use wire::TrafficDirection;
 
-use std::io;
-
 /// The default port, shared with iperf3 so one firewall rule serves both.
 pub const DEFAULT_PORT: u16 = 5201;
-
-/// Why a network test could not run or could not finish.
-#[derive(Debug, thiserror::Error)]
-pub enum NetError {
-    /// The host name did not resolve.
-    #[error("cannot resolve '{host}': {reason}")]
-    Resolve {
-        /// The name as given.
-        host: String,
-        /// Why, for the user.
-        reason: String,
-    },
-    /// The TCP connection could not be made.
-    #[error("cannot connect to {addr}: {reason}")]
-    Connect {
-        /// The address tried.
-        addr: String,
-        /// Why, with what to check.
-        reason: String,
-    },
-    /// The server could not listen on its address (`serve --bind/--port`).
-    #[error("cannot listen on {addr}: {reason}")]
-    Listen {
-        /// The address asked for.
-        addr: String,
-        /// Why, with an example that works.
-        reason: String,
-    },
-    /// The server answered but said no (wrong token, busy, limits).
-    #[error("{0}")]
-    Refused(String),
-    /// The peer broke the protocol or sent something we cannot use.
-    #[error("protocol error: {0}")]
-    Protocol(String),
-    /// The connection failed while a test ran (link down, peer gone, stalled).
-    #[error("{0}")]
-    Broken(String),
-    /// The server at this address speaks iperf3, not headroom (auto-detection falls back).
-    #[error("the server speaks iperf3, not headroom (use --protocol iperf3)")]
-    IsIperf3,
-    /// Any other socket error.
-    #[error("{0}")]
-    Io(#[from] io::Error),
-}

@@ -2,8 +2,8 @@
 //! Each connection is closed with RST (SO_LINGER 0) so no TIME_WAIT piles up
 //! on either side and the service sees no request.
 
+use crate::error::NetError;
 use crate::stats::LatencyRecorder;
-use crate::NetError;
 use socket2::{Domain, Socket, Type};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -8,7 +8,7 @@
 //! control protocol ([`crate::iperf3`]), the data paths ([`crate::datapath`])
 //! and the server all build on it, and it imports none of them.
 
-use crate::NetError;
+use crate::error::NetError;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use std::io::{self, Read};
 use std::net::{SocketAddr, TcpStream, UdpSocket};

@@ -23,10 +23,10 @@ mod registry;
 mod test_watch;
 mod udp;
 
+use crate::error::NetError;
 use crate::iperf3 as iperf3_wire;
 use crate::socket::{wait_readable, POLL};
 use crate::wire::{self, Hello, Reply};
-use crate::NetError;
 use admission::{DeadlineStream, PendingTicket};
 use registry::Shared;
 use std::io::{self, Read};

@@ -5,12 +5,13 @@
 //! (authentication, RR, echo) is [`crate::client`]'s.
 
 use super::{measure, Protocol, ServerFigures, ThroughputResult, ThroughputSpec};
+use crate::client::RrResult;
 use crate::client::{open_stream, rr_loop, udp_hello, Session};
 use crate::datapath::{StreamParams, StreamSet};
+use crate::error::NetError;
 use crate::process_cpu::CpuUse;
 use crate::udp_header::UdpHeader;
 use crate::wire::{self, Hello, Reply, Request};
-use crate::{NetError, RrResult};
 use headroom_result::Sample;
 use std::net::TcpStream;
 use std::sync::atomic::AtomicBool;

@@ -8,12 +8,12 @@
 use super::{measure, Protocol, ServerFigures, ThroughputResult, ThroughputSpec};
 use crate::address::{connect, Endpoint};
 use crate::datapath::{StreamParams, StreamSet};
+use crate::error::NetError;
 use crate::iperf3::{self, Params, Results, StreamResult};
 use crate::process_cpu::CpuUse;
 use crate::socket::{connect_to_server, udp_connected};
 use crate::udp_header::UdpHeader;
 use crate::wire::TrafficDirection;
-use crate::NetError;
 use headroom_result::Sample;
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream, UdpSocket};

@@ -13,12 +13,14 @@
 pub(crate) mod headroom;
 pub(crate) mod iperf3;
 
+use crate::client::RrResult;
 use crate::datapath::{self, Sampler, StreamSet};
+use crate::error::NetError;
 use crate::process_cpu::{CpuMeter, CpuUse};
+use crate::socket;
 use crate::stats::{UdpRecvStats, UdpRecvSummary};
 use crate::tcpinfo::TcpInfo;
 use crate::wire::TrafficDirection;
-use crate::{socket, NetError, RrResult};
 use headroom_result::Sample;
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
