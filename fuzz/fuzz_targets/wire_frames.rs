@@ -4,9 +4,8 @@
 //! to the receive accounting.
 #![no_main]
 
-use headroom_net::datapath::UdpHeader;
-use headroom_net::stats::UdpRecvStats;
 use headroom_net::wire::{self, AuthAnswer, Hello, Request};
+use headroom_net::{UdpHeader, UdpRecvStats};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -9,9 +9,10 @@ use anyhow::bail;
 use headroom_analysis::cpu_limits;
 use headroom_analysis::verdict::AT_CEILING;
 use headroom_limits::Framing;
-use headroom_net::client::{Session, Target, ThroughputResult, ThroughputSpec};
-use headroom_net::wire::Direction;
-use headroom_net::{iperf3_client, probe, NetError};
+use headroom_net::{
+    connect_probe, echo_probe, iperf3_throughput, rr_probe, tcp_connect_series, Endpoint, NetError, Session,
+    ThroughputResult, ThroughputSpec, TrafficDirection,
+};
 use headroom_result::CpuLoad;
 use headroom_result::{Ceiling, Probe, ResultDoc, Warning};
 use headroom_units::{format_rate, DurationArg, Rate, Size};
@@ -156,7 +157,7 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
     validate(args)?;
     let tests = plan(args)?;
     let (host, port) = headroom_net::split_host_port(&args.host).map_err(|e| anyhow::anyhow!("HOST {e}"))?;
-    let target = Target {
+    let target = Endpoint {
         host: host.clone(),
         port: port.unwrap_or(headroom_net::DEFAULT_PORT),
         token: args.token.clone(),
@@ -215,18 +216,18 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
                     );
                 });
                 bar.finish();
-                r.map(|r| probe::rr_probe(&r, protocol, &target.display()))
+                r.map(|r| rr_probe(&r, protocol, &target.display()))
             }
             "echo" => {
                 let s = session.as_ref().expect("checked");
                 let bar = Progress::new(out.progress, "UDP echo", None);
                 let r = s.udp_echo(200, Duration::from_millis(5), 64, stop);
                 bar.finish();
-                r.map(|r| probe::echo_probe(&r, &target.display(), 5.0))
+                r.map(|r| echo_probe(&r, &target.display(), 5.0))
             }
             "connect" => {
                 let addr = session.as_ref().expect("checked").peer;
-                headroom_net::ping::tcp_connect_series(
+                tcp_connect_series(
                     addr,
                     &target.display(),
                     20,
@@ -235,7 +236,7 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
                     stop,
                     &mut |_, _| {},
                 )
-                .map(|r| probe::connect_probe(&r, false, protocol, 20.0))
+                .map(|r| connect_probe(&r, false, protocol, 20.0))
             }
             _ => {
                 let spec = throughput_spec(t, args, want_rr_load);
@@ -249,7 +250,7 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
                 let r = match session.as_mut() {
                     Some(s) => s.throughput(&spec, stop, &mut on_sample),
                     None => {
-                        let r = iperf3_client::throughput(&target, &spec, stop, &mut on_sample);
+                        let r = iperf3_throughput(&target, &spec, stop, &mut on_sample);
                         // A stock server needs a moment between tests.
                         std::thread::sleep(Duration::from_millis(300));
                         r
@@ -321,12 +322,12 @@ fn user_error(e: NetError) -> anyhow::Error {
 
 fn throughput_spec(t: &str, args: &NetArgs, rr: bool) -> ThroughputSpec {
     let (direction, streams) = match t {
-        "up1" => (Direction::Upload, 1),
-        "down1" => (Direction::Download, 1),
-        "up" => (Direction::Upload, args.streams),
-        "down" => (Direction::Download, args.streams),
-        "bidir" => (Direction::Bidir, args.streams),
-        _ => (Direction::Upload, 1), // udp
+        "up1" => (TrafficDirection::Upload, 1),
+        "down1" => (TrafficDirection::Download, 1),
+        "up" => (TrafficDirection::Upload, args.streams),
+        "down" => (TrafficDirection::Download, args.streams),
+        "bidir" => (TrafficDirection::Bidir, args.streams),
+        _ => (TrafficDirection::Upload, 1), // udp
     };
     let udp = t == "udp";
     ThroughputSpec {
@@ -334,7 +335,7 @@ fn throughput_spec(t: &str, args: &NetArgs, rr: bool) -> ThroughputSpec {
         streams,
         duration: args.time.0,
         bytes: args.bytes.map(|b| b.0),
-        len: if udp { headroom_net::datapath::DEFAULT_UDP_LEN } else { headroom_net::datapath::DEFAULT_TCP_LEN },
+        len: if udp { headroom_net::DEFAULT_UDP_LEN } else { headroom_net::DEFAULT_TCP_LEN },
         udp_rate: if udp { args.udp.map(|r| r.0) } else { None },
         rtt_under_load: rr && !udp,
     }
@@ -342,16 +343,16 @@ fn throughput_spec(t: &str, args: &NetArgs, rr: bool) -> ThroughputSpec {
 
 fn probe_label(spec: &ThroughputSpec) -> String {
     let dir = match spec.direction {
-        Direction::Upload => "up",
-        Direction::Download => "down",
-        Direction::Bidir => "bidir",
+        TrafficDirection::Upload => "up",
+        TrafficDirection::Download => "down",
+        TrafficDirection::Bidir => "bidir",
     };
     format!("{} {dir} x{}", if spec.udp_rate.is_some() { "UDP" } else { "TCP" }, spec.streams)
 }
 
 fn throughput_probe(r: &ThroughputResult, ceiling: &LinkCeiling) -> Probe {
-    let mut p = probe::throughput_probe(r);
-    let directions = if r.direction == Some(Direction::Bidir) { 2.0 } else { 1.0 };
+    let mut p = headroom_net::throughput_probe(r);
+    let directions = if r.direction == Some(TrafficDirection::Bidir) { 2.0 } else { 1.0 };
     // A virtual NIC's nominal speed is no ceiling a stream could be at.
     let share =
         ceiling.tcp_bytes_per_sec.filter(|_| !ceiling.is_virtual).map(|c| p.summary.bytes_per_sec / (c * directions));

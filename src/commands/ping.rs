@@ -5,8 +5,7 @@
 
 use crate::output::{Outcome, Output};
 use anyhow::bail;
-use headroom_net::client::{Session, Target};
-use headroom_net::{ping, probe};
+use headroom_net::{connect_probe, echo_probe, tcp_connect_series, Endpoint, Session};
 use headroom_result::ResultDoc;
 use headroom_units::DurationArg;
 use std::time::Duration;
@@ -71,32 +70,25 @@ pub fn run(args: &PingArgs, out: &Output) -> anyhow::Result<Outcome> {
         Some(port) => {
             let addr =
                 *headroom_net::resolve(&host, port).map_err(|e| anyhow::anyhow!("{e}"))?.first().expect("non-empty");
-            let display = Target { host: host.clone(), port, token: None, timeout: args.timeout.0 }.display();
+            let display = Endpoint { host: host.clone(), port, token: None, timeout: args.timeout.0 }.display();
             if !out.json {
                 println!("TCP handshake to {display} ({addr}), {} round trips", args.count);
             }
             let json = out.json;
-            let r = ping::tcp_connect_series(
-                addr,
-                &display,
-                args.count,
-                args.interval.0,
-                args.timeout.0,
-                stop,
-                &mut |i, r| {
+            let r =
+                tcp_connect_series(addr, &display, args.count, args.interval.0, args.timeout.0, stop, &mut |i, r| {
                     if !json {
                         match r {
                             Ok(d) => println!("  seq={i} time={}", ms(d.as_nanos() as f64)),
                             Err(e) => println!("  seq={i} failed: {e}"),
                         }
                     }
-                },
-            )
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-            probe::connect_probe(&r, true, "tcp", interval_ms)
+                })
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            connect_probe(&r, true, "tcp", interval_ms)
         }
         None => {
-            let target = Target { host, port: args.port, token: args.token.clone(), timeout: args.timeout.0 };
+            let target = Endpoint { host, port: args.port, token: args.token.clone(), timeout: args.timeout.0 };
             let session = Session::open(&target).map_err(|e| match e {
                 headroom_net::NetError::IsIperf3 => {
                     anyhow::anyhow!("{} is an iperf3 server: UDP echo needs `headroom serve`; give a port for TCP handshakes (HOST:PORT)", target.display())
@@ -108,7 +100,7 @@ pub fn run(args: &PingArgs, out: &Output) -> anyhow::Result<Outcome> {
             }
             let r = session.udp_echo(args.count, args.interval.0, 64, stop).map_err(|e| anyhow::anyhow!("{e}"))?;
             session.close();
-            probe::echo_probe(&r, &target.display(), interval_ms)
+            echo_probe(&r, &target.display(), interval_ms)
         }
     };
     if out.json {

@@ -228,7 +228,7 @@ pub fn run(args: &RunArgs, out: &Output) -> anyhow::Result<Outcome> {
         let loopback = match &plan.server {
             Some(_) => None,
             None => Some(
-                headroom_net::server::Server::bind(headroom_net::server::ServerConfig::loopback(0))
+                headroom_net::Server::bind(headroom_net::ServerConfig::loopback(0))
                     .map_err(|e| anyhow::anyhow!("starting the loopback server: {e}"))?
                     .spawn(),
             ),

@@ -4,7 +4,7 @@
 
 use crate::output::{Outcome, Output};
 use anyhow::{bail, Context};
-use headroom_net::server::{check_bind_policy, Server, ServerConfig};
+use headroom_net::{check_bind_policy, Server, ServerConfig};
 use headroom_units::DurationArg;
 use std::io::Write;
 use std::net::IpAddr;

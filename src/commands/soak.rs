@@ -520,7 +520,7 @@ fn prepare_target(
 /// to connect, or losing the server mid-turn, is an outage (the live samples
 /// up to then stay in the database), not an error.
 struct NetTurn {
-    target: headroom_net::client::Target,
+    target: headroom_net::Endpoint,
 }
 
 impl CycleProbe for NetTurn {
@@ -543,13 +543,13 @@ impl CycleProbe for NetTurn {
             NetError::Refused(_) | NetError::Protocol(_) | NetError::IsIperf3 => ProbeFailure::Failed(e.to_string()),
             other => ProbeFailure::Unreachable(other.to_string()),
         };
-        let mut session = headroom_net::client::Session::open(&self.target).map_err(classify)?;
-        let spec = headroom_net::client::ThroughputSpec {
-            direction: headroom_net::wire::Direction::Upload,
+        let mut session = headroom_net::Session::open(&self.target).map_err(classify)?;
+        let spec = headroom_net::ThroughputSpec {
+            direction: headroom_net::TrafficDirection::Upload,
             streams: 1,
             duration: time,
             bytes: None,
-            len: headroom_net::datapath::DEFAULT_TCP_LEN,
+            len: headroom_net::DEFAULT_TCP_LEN,
             udp_rate: None,
             rtt_under_load: false,
         };
@@ -562,14 +562,14 @@ impl CycleProbe for NetTurn {
         if let Some(e) = &result.error {
             return Err(ProbeFailure::Unreachable(format!("lost the server mid-test: {e}")));
         }
-        Ok(ProbeOutcome { probe: headroom_net::probe::throughput_probe(&result), measured_start_unix: start })
+        Ok(ProbeOutcome { probe: headroom_net::throughput_probe(&result), measured_start_unix: start })
     }
 }
 
 fn net_probe(server: &str, token: Option<String>) -> anyhow::Result<Box<dyn CycleProbe>> {
     let (host, port) = headroom_net::split_host_port(server).map_err(|e| anyhow::anyhow!("--server {e}"))?;
     Ok(Box::new(NetTurn {
-        target: headroom_net::client::Target {
+        target: headroom_net::Endpoint {
             host,
             port: port.unwrap_or(headroom_net::DEFAULT_PORT),
             token,

@@ -6,23 +6,14 @@
 //! and again, one buffer is read into and dropped. Counters are atomics the
 //! sampler reads once a second.
 
+use crate::socket::{describe, is_timeout, MAX_TCP_LEN, MAX_UDP_LEN, POLL};
 use crate::stats::UdpRecvStats;
-use crate::wire;
+use crate::udp_header::wall_now;
+use crate::udp_header::UdpHeader;
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-/// How often blocked socket calls wake up to look at the stop flag.
-pub const POLL: Duration = Duration::from_millis(200);
-/// Default TCP write/read size (iperf3's default too).
-pub const DEFAULT_TCP_LEN: usize = 128 * 1024;
-/// Default UDP payload: fits one 1500-byte MTU frame over IPv4 (iperf3 uses the same).
-pub const DEFAULT_UDP_LEN: usize = 1448;
-/// Largest TCP write size accepted from a peer.
-pub const MAX_TCP_LEN: usize = 1024 * 1024;
-/// Largest UDP datagram accepted from a peer.
-pub const MAX_UDP_LEN: usize = 65_507;
+use std::time::{Duration, Instant};
 
 /// Incompressible payload: never zeros, so compression on the path cannot inflate figures.
 pub fn payload(len: usize) -> Vec<u8> {
@@ -30,19 +21,6 @@ pub fn payload(len: usize) -> Vec<u8> {
     let mut buf = vec![0u8; len];
     rng.fill(&mut buf);
     buf
-}
-
-fn is_timeout(e: &io::Error) -> bool {
-    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut)
-}
-
-fn describe(e: &io::Error) -> String {
-    match e.kind() {
-        io::ErrorKind::ConnectionReset => "connection reset by the peer".into(),
-        io::ErrorKind::BrokenPipe => "the peer closed the connection".into(),
-        io::ErrorKind::ConnectionRefused => "the peer's port is closed (connection refused)".into(),
-        _ => e.to_string(),
-    }
 }
 
 /// Sends `buf` repeatedly until `stop`, `limit` bytes, or an error. A peer
@@ -122,81 +100,6 @@ pub fn tcp_recv(
             Err(e) => return Err(describe(&e)),
         }
     }
-}
-
-/// The header a UDP sender writes at the front of each datagram.
-#[derive(Debug, Clone, Copy)]
-pub enum UdpHeader {
-    /// iperf3: sec u32, usec u32, sequence u32 or u64, all big-endian.
-    Iperf3 { seq64: bool },
-    /// headroom: tag, session key, sequence u64, send time ns u64.
-    Headroom { key: [u8; wire::KEY_LEN] },
-}
-
-impl UdpHeader {
-    pub fn len(&self) -> usize {
-        match self {
-            UdpHeader::Iperf3 { seq64: false } => 12,
-            UdpHeader::Iperf3 { seq64: true } => 16,
-            UdpHeader::Headroom { .. } => wire::UDP_HEADER_LEN,
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        false
-    }
-
-    fn write(&self, buf: &mut [u8], seq: u64, now: Duration) {
-        match *self {
-            UdpHeader::Iperf3 { seq64 } => {
-                buf[0..4].copy_from_slice(&(now.as_secs() as u32).to_be_bytes());
-                buf[4..8].copy_from_slice(&now.subsec_micros().to_be_bytes());
-                if seq64 {
-                    buf[8..16].copy_from_slice(&seq.to_be_bytes());
-                } else {
-                    buf[8..12].copy_from_slice(&(seq as u32).to_be_bytes());
-                }
-            }
-            UdpHeader::Headroom { key } => {
-                buf[0..4].copy_from_slice(wire::UDP_DATA_TAG);
-                buf[4..20].copy_from_slice(&key);
-                buf[20..28].copy_from_slice(&seq.to_be_bytes());
-                buf[28..36].copy_from_slice(&(now.as_nanos() as u64).to_be_bytes());
-            }
-        }
-    }
-
-    /// Parses (sequence, send time in seconds) from a datagram in this format.
-    pub fn parse(&self, buf: &[u8]) -> Option<(u64, f64)> {
-        match *self {
-            UdpHeader::Iperf3 { seq64 } => {
-                if buf.len() < self.len() {
-                    return None;
-                }
-                let sec = u32::from_be_bytes(buf[0..4].try_into().ok()?);
-                let usec = u32::from_be_bytes(buf[4..8].try_into().ok()?);
-                let seq = if seq64 {
-                    u64::from_be_bytes(buf[8..16].try_into().ok()?)
-                } else {
-                    u64::from(u32::from_be_bytes(buf[8..12].try_into().ok()?))
-                };
-                Some((seq, f64::from(sec) + f64::from(usec) * 1e-6))
-            }
-            UdpHeader::Headroom { .. } => {
-                if buf.len() < wire::UDP_HEADER_LEN {
-                    return None;
-                }
-                let seq = u64::from_be_bytes(buf[20..28].try_into().ok()?);
-                let ns = u64::from_be_bytes(buf[28..36].try_into().ok()?);
-                Some((seq, ns as f64 * 1e-9))
-            }
-        }
-    }
-}
-
-/// Wall-clock time since the epoch: both ends stamp with it; only differences are used.
-pub fn wall_now() -> Duration {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default()
 }
 
 /// Sends datagrams of `len` bytes on a connected socket at `rate_bits` until
@@ -489,7 +392,7 @@ impl StreamSet {
         // Senders stop now; receivers stop at EOF or after the drain time.
         self.stop_send.store(true, Ordering::Relaxed);
         let deadline = Instant::now() + drain;
-        while Instant::now() < deadline && !self.receivers_done() {
+        while Instant::now() < deadline && !self.receivers_finished() {
             std::thread::sleep(Duration::from_millis(2));
         }
         self.stop.store(true, Ordering::Relaxed);
@@ -512,8 +415,19 @@ impl StreamSet {
         out
     }
 
-    fn receivers_done(&self) -> bool {
+    /// Whether every receiving stream's thread has returned (end of stream, stop or error).
+    pub fn receivers_finished(&self) -> bool {
         self.streams.iter().filter(|s| !s.sending).all(|s| s.handle.as_ref().is_none_or(|h| h.is_finished()))
+    }
+
+    /// Whether this side sends on any stream.
+    pub fn has_senders(&self) -> bool {
+        self.streams.iter().any(|s| s.sending)
+    }
+
+    /// Whether this side receives on any stream.
+    pub fn has_receivers(&self) -> bool {
+        self.streams.iter().any(|s| !s.sending)
     }
 
     /// Tells the sending streams to stop without waiting (the peer's receivers then see EOF).

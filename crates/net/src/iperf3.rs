@@ -7,6 +7,7 @@
 use serde_json::{json, Map, Value};
 use std::io::{self, Read, Write};
 
+/// A cookie: 36 characters of `[a-z2-7]` and a NUL.
 pub const COOKIE_LEN: usize = 37;
 /// Parameters larger than this are refused (stock servers use the same bound).
 pub const MAX_PARAMS: u32 = 8 * 1024;
@@ -15,23 +16,38 @@ pub const MAX_RESULTS: u32 = 1024 * 1024;
 /// Most streams a test may ask for (iperf3's own limit).
 pub const MAX_STREAMS: u32 = 128;
 
+/// State: the streams are up, the test starts.
 pub const TEST_START: i8 = 1;
+/// State: the test runs.
 pub const TEST_RUNNING: i8 = 2;
+/// State: the client ends the test.
 pub const TEST_END: i8 = 4;
+/// State: the server asks for the parameter JSON.
 pub const PARAM_EXCHANGE: i8 = 9;
+/// State: the server asks for the data streams.
 pub const CREATE_STREAMS: i8 = 10;
+/// State: the server ends the test early.
 pub const SERVER_TERMINATE: i8 = 11;
+/// State: the client ends the test early.
 pub const CLIENT_TERMINATE: i8 = 12;
+/// State: both sides send their results.
 pub const EXCHANGE_RESULTS: i8 = 13;
+/// State: the client may print the results.
 pub const DISPLAY_RESULTS: i8 = 14;
+/// State: the client is done.
 pub const IPERF_DONE: i8 = 16;
+/// State: the server is busy (another test runs).
 pub const ACCESS_DENIED: i8 = -1;
+/// State: the server refuses; two big-endian i32 (i_errno, errno) follow.
 pub const SERVER_ERROR: i8 = -2;
 
 /// UDP hello and reply since 3.12 (ASCII), and up to 3.11 (u32 in host order).
 pub const UDP_HELLO: &[u8; 4] = b"9876";
+/// UDP reply since 3.12.
 pub const UDP_REPLY: &[u8; 4] = b"6789";
+/// UDP hello up to 3.11 (host byte order).
 pub const LEGACY_UDP_HELLO: u32 = 123_456_789;
+/// UDP reply up to 3.11 (host byte order).
 pub const LEGACY_UDP_REPLY: u32 = 987_654_321;
 
 /// Whether 4 bytes are an iperf3 UDP hello of either generation.
@@ -65,43 +81,27 @@ pub fn cookie_is_valid(c: &[u8; COOKIE_LEN]) -> bool {
     c[..COOKIE_LEN - 1].iter().all(|&b| is_cookie_char(b)) && c[COOKIE_LEN - 1] == 0
 }
 
+/// Writes one state byte.
 pub fn write_state(w: &mut impl Write, state: i8) -> io::Result<()> {
     w.write_all(&[state as u8])
 }
 
+/// Reads one state byte.
 pub fn read_state(r: &mut impl Read) -> io::Result<i8> {
     let mut b = [0u8; 1];
     r.read_exact(&mut b)?;
     Ok(b[0] as i8)
 }
 
+/// Writes one length-prefixed JSON document.
 pub fn write_json(w: &mut impl Write, v: &Value) -> io::Result<()> {
     let body = serde_json::to_vec(v).map_err(io::Error::other)?;
-    let mut frame = Vec::with_capacity(body.len() + 4);
-    frame.extend_from_slice(&(body.len() as u32).to_be_bytes());
-    frame.extend_from_slice(&body);
-    w.write_all(&frame)
+    w.write_all(&crate::socket::length_prefixed(&body))
 }
 
-/// Reads a 4-byte big-endian length and that many bytes, refusing more than
-/// `max` before allocating (both iperf3's and headroom's messages are framed so).
-pub fn read_length_prefixed(r: &mut impl Read, max: u32, what: &str) -> io::Result<Vec<u8>> {
-    let mut len = [0u8; 4];
-    r.read_exact(&mut len)?;
-    let len = u32::from_be_bytes(len);
-    if len > max {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("{what} of {len} bytes exceeds the limit of {max}"),
-        ));
-    }
-    let mut body = vec![0u8; len as usize];
-    r.read_exact(&mut body)?;
-    Ok(body)
-}
-
+/// Reads one length-prefixed JSON document of at most `max` bytes.
 pub fn read_json(r: &mut impl Read, max: u32) -> io::Result<Value> {
-    let mut body = read_length_prefixed(r, max, "JSON")?;
+    let mut body = crate::socket::read_length_prefixed(r, max, "JSON")?;
     // Some versions send a trailing NUL; tolerate it.
     while body.last() == Some(&0) {
         body.pop();
@@ -112,19 +112,27 @@ pub fn read_json(r: &mut impl Read, max: u32) -> io::Result<Value> {
 /// The test parameters both sides agree on.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Params {
+    /// UDP instead of TCP.
     pub udp: bool,
+    /// -R: the server sends.
     pub reverse: bool,
+    /// --bidir: both send.
     pub bidirectional: bool,
+    /// -P: streams per direction.
     pub parallel: u32,
+    /// -t: test length, seconds.
     pub time_s: u64,
     /// -n: bytes to send (0 = by time).
     pub bytes: u64,
     /// -k: blocks to send (0 = by time).
     pub blockcount: u64,
+    /// -l: write size (TCP) or datagram size (UDP).
     pub len: u32,
     /// UDP target rate per stream, bits/s.
     pub bandwidth: u64,
+    /// UDP sequence numbers are 64-bit.
     pub udp_counters_64bit: bool,
+    /// The client wants the server's output.
     pub get_server_output: bool,
 }
 
@@ -205,12 +213,12 @@ impl Params {
         p.bytes = num("num").unwrap_or(0);
         p.blockcount = num("blockcount").unwrap_or(0);
         p.len = match obj.get("len").and_then(Value::as_i64) {
-            Some(l) if l >= 1 && l as usize <= crate::datapath::MAX_TCP_LEN => l as u32,
+            Some(l) if l >= 1 && l as usize <= crate::socket::MAX_TCP_LEN => l as u32,
             Some(l) => return Err(format!("block length {l} out of range (1 to 1 MiB)")),
-            None if p.udp => crate::datapath::DEFAULT_UDP_LEN as u32,
-            None => crate::datapath::DEFAULT_TCP_LEN as u32,
+            None if p.udp => crate::socket::DEFAULT_UDP_LEN as u32,
+            None => crate::socket::DEFAULT_TCP_LEN as u32,
         };
-        if p.udp && p.len as usize > crate::datapath::MAX_UDP_LEN {
+        if p.udp && p.len as usize > crate::socket::MAX_UDP_LEN {
             return Err(format!("UDP datagram length {} over 65507", p.len));
         }
         if let Some(b) = num("bandwidth") {
@@ -260,22 +268,34 @@ fn short(v: &Value) -> String {
 /// One stream in a results document.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StreamResult {
+    /// iperf3 stream id ([`stream_id`]).
     pub id: u64,
+    /// Payload bytes the side sent or received on this stream.
     pub bytes: u64,
+    /// TCP retransmits; -1 = unknown.
     pub retransmits: i64,
+    /// UDP jitter, seconds.
     pub jitter_s: f64,
+    /// UDP datagrams lost.
     pub errors: i64,
+    /// UDP datagrams sent or counted.
     pub packets: u64,
+    /// When the stream ended, seconds since the start.
     pub end_time: f64,
 }
 
 /// The results document one side sends the other at the end of a test.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Results {
+    /// CPU use, percent of one core.
     pub cpu_total: f64,
+    /// User-mode CPU, percent of one core.
     pub cpu_user: f64,
+    /// Kernel-mode CPU, percent of one core.
     pub cpu_system: f64,
+    /// 1 when the sender counts retransmits, 0 for UDP, -1 when not sending.
     pub sender_has_retransmits: i64,
+    /// One entry per stream.
     pub streams: Vec<StreamResult>,
 }
 
@@ -294,6 +314,7 @@ impl Results {
         }
     }
 
+    /// The document as iperf3 sends it.
     pub fn to_json(&self) -> Value {
         let streams: Vec<Value> = self
             .streams
@@ -311,6 +332,7 @@ impl Results {
         })
     }
 
+    /// Reads a peer's results document; a missing figure is an error.
     pub fn from_json(v: &Value) -> Result<Results, String> {
         let f = |k: &str| v.get(k).and_then(Value::as_f64).ok_or_else(|| format!("results lack '{k}': {}", short(v)));
         let streams = v.get("streams").and_then(Value::as_array).ok_or("results lack 'streams'")?;

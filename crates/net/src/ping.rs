@@ -2,8 +2,8 @@
 //! Each connection is closed with RST (SO_LINGER 0) so no TIME_WAIT piles up
 //! on either side and the service sees no request.
 
+use crate::error::NetError;
 use crate::stats::LatencyRecorder;
-use crate::NetError;
 use socket2::{Domain, Socket, Type};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,12 +12,17 @@ use std::time::{Duration, Instant};
 /// Handshake round trips.
 #[derive(Debug, Clone, Default)]
 pub struct ConnectResult {
+    /// The service as the user named it.
     pub peer: String,
+    /// Handshakes tried.
     pub attempts: u32,
+    /// Handshakes that failed.
     pub failures: u32,
+    /// Every handshake round trip time.
     pub rtt: LatencyRecorder,
     /// Each attempt's RTT in order (None = failed), for per-probe samples.
     pub series: Vec<Option<Duration>>,
+    /// The last failure, for the warning.
     pub last_error: Option<String>,
 }
 
@@ -58,7 +63,7 @@ pub fn tcp_connect_series(
             Err(e) => {
                 // The first failure with nothing measured is the user's answer: fail loudly.
                 if out.rtt.count() == 0 && i == 0 {
-                    return Err(crate::client::connect_error_any_service(addr, &e));
+                    return Err(crate::socket::connect_error_any_service(addr, &e));
                 }
                 out.failures += 1;
                 out.series.push(None);

@@ -3,10 +3,11 @@
 //! (percent of one core, and per core/thread/cgroup as `cpu_load_local` and
 //! `cpu_load_remote`), UDP loss/jitter and the RTT under load in `details`.
 
-use crate::client::{EchoResult, RrResult, ThroughputResult};
+use crate::client::{EchoResult, RrResult};
 use crate::ping::ConnectResult;
 use crate::stats::LatencyRecorder;
 use crate::tcpinfo::{self, TcpInfo};
+use crate::throughput::ThroughputResult;
 use headroom_result::{Histogram, NetSpec, PingSpec, Probe, ProbeSpec, Sample, Summary, Warning};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -31,24 +32,24 @@ fn histogram(r: &LatencyRecorder) -> Option<Histogram> {
 /// The id of a throughput probe, e.g. `tcp-up-4`, `tcp-down-1`, `udp-up-1`.
 pub fn throughput_id(r: &ThroughputResult) -> String {
     let dir = match r.direction {
-        Some(crate::wire::Direction::Upload) | None => "up",
-        Some(crate::wire::Direction::Download) => "down",
-        Some(crate::wire::Direction::Bidir) => "bidir",
+        Some(crate::wire::TrafficDirection::Upload) | None => "up",
+        Some(crate::wire::TrafficDirection::Download) => "down",
+        Some(crate::wire::TrafficDirection::Bidir) => "bidir",
     };
     format!("{}-{dir}-{}", if r.udp { "udp" } else { "tcp" }, r.streams)
 }
 
 /// A throughput test as a probe.
 pub fn throughput_probe(r: &ThroughputResult) -> Probe {
-    let dir = r.direction.unwrap_or(crate::wire::Direction::Upload);
+    let dir = r.direction.unwrap_or(crate::wire::TrafficDirection::Upload);
     let test = dir.test_name(r.udp);
     let name = format!(
         "{} {} x{}",
         if r.udp { "UDP" } else { "TCP" },
         match dir {
-            crate::wire::Direction::Upload => "upload",
-            crate::wire::Direction::Download => "download",
-            crate::wire::Direction::Bidir => "bidirectional",
+            crate::wire::TrafficDirection::Upload => "upload",
+            crate::wire::TrafficDirection::Download => "download",
+            crate::wire::TrafficDirection::Bidir => "bidirectional",
         },
         r.streams
     );

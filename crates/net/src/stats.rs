@@ -32,6 +32,7 @@ impl Default for LatencyRecorder {
 }
 
 impl LatencyRecorder {
+    /// Records one round trip.
     pub fn record(&mut self, d: Duration) {
         let ns = (d.as_nanos() as u64).clamp(1, 3_600_000_000_000);
         let _ = self.hist.record(ns);
@@ -39,6 +40,7 @@ impl LatencyRecorder {
         self.sum_sq += (ns as f64) * (ns as f64);
     }
 
+    /// Round trips recorded.
     pub fn count(&self) -> u64 {
         self.hist.len()
     }
@@ -76,10 +78,13 @@ impl LatencyRecorder {
 pub struct UdpRecvSummary {
     /// Highest sequence number seen (= packets the sender sent, if the last arrived).
     pub packets: u64,
+    /// Datagrams received.
     pub received: u64,
+    /// Payload bytes received.
     pub bytes: u64,
     /// Sequence gaps minus late arrivals.
     pub lost: i64,
+    /// Datagrams that arrived after a later one.
     pub out_of_order: u64,
     /// RFC 3550 interarrival jitter, seconds.
     pub jitter_s: f64,
@@ -98,6 +103,7 @@ impl UdpRecvSummary {
         }
     }
 
+    /// Share of the datagrams lost, 0..1.
     pub fn loss_ratio(&self) -> f64 {
         if self.packets == 0 {
             0.0
@@ -110,6 +116,7 @@ impl UdpRecvSummary {
 /// Accounts datagrams as they arrive (iperf3's method, so figures match).
 #[derive(Debug, Default, Clone)]
 pub struct UdpRecvStats {
+    /// The figures so far.
     pub summary: UdpRecvSummary,
     prev_transit: Option<f64>,
 }

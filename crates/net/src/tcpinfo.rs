@@ -63,13 +63,17 @@ struct RawTcpInfo {
 /// The TCP_INFO figures headroom reports.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TcpInfo {
+    /// Segments retransmitted over the connection's life.
     pub retransmits: u64,
     /// Smoothed RTT, microseconds.
     pub srtt_us: u64,
+    /// RTT variation, microseconds.
     pub rttvar_us: u64,
     /// Congestion window, bytes (segments x MSS).
     pub cwnd_bytes: u64,
+    /// Send maximum segment size, bytes.
     pub snd_mss: u32,
+    /// Path MTU, bytes.
     pub pmtu: u32,
     /// Time the connection had data in flight, microseconds (busy_time).
     pub busy_us: u64,

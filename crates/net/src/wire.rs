@@ -39,6 +39,7 @@ pub const KEY_LEN: usize = 16;
 pub const MAX_RR_SIZE: u32 = 64 * 1024;
 /// UDP datagram tags (first 4 bytes).
 pub const UDP_ECHO_TAG: &[u8; 4] = b"HRE1";
+/// Tag of a UDP test datagram or a UDP stream hello.
 pub const UDP_DATA_TAG: &[u8; 4] = b"HRU1";
 /// Smallest useful datagram: tag, key, sequence, send time.
 pub const UDP_HEADER_LEN: usize = 4 + KEY_LEN + 8 + 8;
@@ -139,17 +140,32 @@ pub struct AuthAnswer {
 pub enum Hello {
     /// A control connection; a server with a token answers with a challenge.
     /// (Version 1 clients sent the token itself here; the field is ignored.)
-    Control { client_version: String },
+    Control {
+        /// The client's headroom version.
+        client_version: String,
+    },
     /// Data stream `index` of test `test` of session `session`.
-    Stream { session: String, test: u32, index: u32 },
+    Stream {
+        /// Session key, hex.
+        session: String,
+        /// The test's number within the session.
+        test: u32,
+        /// The stream's index within the test.
+        index: u32,
+    },
     /// A request/response echo stream with fixed message size.
-    Rr { session: String, size: u32 },
+    Rr {
+        /// Session key, hex.
+        session: String,
+        /// Message size, bytes each way.
+        size: u32,
+    },
 }
 
-/// Direction of a throughput test, from the client's point of view.
+/// The direction of a throughput test, from the client's point of view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Direction {
+pub enum TrafficDirection {
     /// Client sends, server receives.
     Upload,
     /// Server sends, client receives.
@@ -158,14 +174,14 @@ pub enum Direction {
     Bidir,
 }
 
-impl Direction {
+impl TrafficDirection {
     /// The `test` name in the result document.
     pub fn test_name(self, udp: bool) -> &'static str {
         match (udp, self) {
             (true, _) => "udp",
-            (false, Direction::Upload) => "tcp",
-            (false, Direction::Download) => "tcp_reverse",
-            (false, Direction::Bidir) => "tcp_bidir",
+            (false, TrafficDirection::Upload) => "tcp",
+            (false, TrafficDirection::Download) => "tcp_reverse",
+            (false, TrafficDirection::Bidir) => "tcp_bidir",
         }
     }
 }
@@ -176,8 +192,11 @@ impl Direction {
 pub enum Request {
     /// Prepare a test; the server answers `TestReady`, then waits for the streams.
     Test {
+        /// UDP instead of TCP.
         udp: bool,
-        direction: Direction,
+        /// Who sends.
+        direction: TrafficDirection,
+        /// Streams per direction.
         streams: u32,
         /// Planned length; the server refuses more than its --max-duration.
         duration_ms: u64,
@@ -202,34 +221,50 @@ pub enum Request {
 pub enum Reply {
     /// Prove you hold the token: answer with an [`AuthAnswer`] over this nonce (hex).
     Challenge {
+        /// Hex of the server's fresh nonce.
         nonce: String,
     },
+    /// Authenticated: the session and the server's limits.
     Welcome {
+        /// Session key, hex: data and echo streams carry it.
         session: String,
+        /// The server's headroom version.
         server_version: String,
+        /// Longest test it accepts, ms.
         max_duration_ms: u64,
+        /// Most streams per direction it accepts.
         max_streams: u32,
     },
+    /// No: the reason is for the user.
     Refused {
+        /// One line saying why.
         reason: String,
     },
+    /// The server waits for the test's data streams.
     TestReady {
+        /// The test's number within the session.
         test: u32,
     },
+    /// Every stream arrived: data flows.
     Started,
+    /// What the server measured in the test.
     Result(ServerReport),
 }
 
 /// What the server measured in one test.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerReport {
+    /// Server time from the start of the streams to the end request (or the last byte of a fixed transfer), seconds.
     pub duration_s: f64,
+    /// Each stream as the server saw it.
     pub streams: Vec<StreamReport>,
-    pub cpu: crate::cpu::CpuUse,
+    /// CPU of the server process over the test.
+    pub cpu: crate::process_cpu::CpuUse,
     /// Why the server ended the test early, if it did.
     #[serde(default)]
     pub error: Option<String>,
     #[serde(default)]
+    /// UDP receive figures of the server's receiving streams.
     pub udp: Option<crate::stats::UdpRecvSummary>,
     /// The server's per-core, per-thread and cgroup CPU figures over the test
     /// (absent from servers before it was added).
@@ -240,8 +275,11 @@ pub struct ServerReport {
 /// One stream as the server saw it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StreamReport {
+    /// Stream index, as the client numbered it.
     pub index: u32,
+    /// Payload the server sent on it.
     pub bytes_sent: u64,
+    /// Payload the server received on it.
     pub bytes_received: u64,
     /// TCP_INFO at the end, when the server sent on this stream.
     #[serde(default)]
@@ -251,16 +289,15 @@ pub struct StreamReport {
 /// Writes one framed JSON message.
 pub fn write_frame<T: Serialize>(w: &mut impl Write, msg: &T) -> io::Result<()> {
     let body = serde_json::to_vec(msg).map_err(io::Error::other)?;
-    let mut frame = Vec::with_capacity(4 + body.len());
-    frame.extend_from_slice(&(body.len() as u32).to_be_bytes());
-    frame.extend_from_slice(&body);
-    w.write_all(&frame)
+    w.write_all(&crate::socket::length_prefixed(&body))
 }
 
 /// What opened a headroom connection: the greeting's protocol version and the hello.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Opening {
+    /// The peer's protocol version.
     pub version: u16,
+    /// What the connection is for.
     pub hello: Hello,
 }
 
@@ -281,7 +318,7 @@ pub const MAX_HELLO: u32 = 4096;
 
 /// Reads one framed JSON message of at most `max` bytes.
 pub fn read_frame<T: for<'de> Deserialize<'de>>(r: &mut impl Read, max: u32) -> io::Result<T> {
-    let body = crate::iperf3::read_length_prefixed(r, max, "message")?;
+    let body = crate::socket::read_length_prefixed(r, max, "message")?;
     serde_json::from_slice(&body).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("bad message: {e}")))
 }
 

@@ -1,10 +1,8 @@
 //! The server against well-behaved and hostile peers, in process on loopback:
 //! it keeps serving the next legitimate client with bounded memory.
 
-use headroom_net::client::{Session, Target, ThroughputSpec};
-use headroom_net::iperf3;
-use headroom_net::server::{Server, ServerConfig, ServerHandle};
-use headroom_net::wire::{self, Direction};
+use headroom_net::wire;
+use headroom_net::{iperf3, Endpoint, Server, ServerConfig, ServerHandle, Session, ThroughputSpec, TrafficDirection};
 use std::io::{Read, Write};
 use std::net::{TcpStream, UdpSocket};
 use std::sync::atomic::AtomicBool;
@@ -21,11 +19,11 @@ fn start(tweak: impl FnOnce(&mut ServerConfig)) -> (ServerHandle, Arc<Mutex<Vec<
     (Server::bind(cfg).expect("bind").spawn(), log)
 }
 
-fn target(h: &ServerHandle) -> Target {
-    Target { host: "127.0.0.1".into(), port: h.addr.port(), token: None, timeout: Duration::from_secs(3) }
+fn target(h: &ServerHandle) -> Endpoint {
+    Endpoint { host: "127.0.0.1".into(), port: h.addr.port(), token: None, timeout: Duration::from_secs(3) }
 }
 
-fn spec(direction: Direction, streams: u32) -> ThroughputSpec {
+fn spec(direction: TrafficDirection, streams: u32) -> ThroughputSpec {
     ThroughputSpec {
         direction,
         streams,
@@ -40,7 +38,7 @@ fn spec(direction: Direction, streams: u32) -> ThroughputSpec {
 /// A legitimate client still gets a full test.
 fn legit_test_works(h: &ServerHandle) {
     let mut s = Session::open(&target(h)).expect("legit client admitted");
-    let r = s.throughput(&spec(Direction::Upload, 2), &AtomicBool::new(false), &mut |_| {}).unwrap();
+    let r = s.throughput(&spec(TrafficDirection::Upload, 2), &AtomicBool::new(false), &mut |_| {}).unwrap();
     assert!(r.error.is_none(), "{:?}", r.error);
     assert!(r.upload_bytes > 1_000_000, "moved only {} bytes", r.upload_bytes);
     s.close();
@@ -58,13 +56,13 @@ fn rss_kib() -> u64 {
 fn all_directions_and_rr_and_echo() {
     let (h, log) = start(|_| {});
     let mut s = Session::open(&target(&h)).unwrap();
-    for (dir, n) in [(Direction::Upload, 1), (Direction::Download, 1), (Direction::Bidir, 2)] {
+    for (dir, n) in [(TrafficDirection::Upload, 1), (TrafficDirection::Download, 1), (TrafficDirection::Bidir, 2)] {
         let r = s.throughput(&spec(dir, n), &AtomicBool::new(false), &mut |_| {}).unwrap();
         assert!(r.error.is_none(), "{dir:?}: {:?}", r.error);
         match dir {
-            Direction::Upload => assert!(r.upload_bytes > 0 && r.download_bytes == 0),
-            Direction::Download => assert!(r.download_bytes > 0 && r.upload_bytes == 0),
-            Direction::Bidir => assert!(r.download_bytes > 0 && r.upload_bytes > 0),
+            TrafficDirection::Upload => assert!(r.upload_bytes > 0 && r.download_bytes == 0),
+            TrafficDirection::Download => assert!(r.download_bytes > 0 && r.upload_bytes == 0),
+            TrafficDirection::Bidir => assert!(r.download_bytes > 0 && r.upload_bytes > 0),
         }
         assert!(!r.sender_tcp_info.is_empty(), "{dir:?}: sender TCP_INFO missing");
         assert!(r.cpu_remote.is_some());
@@ -81,11 +79,11 @@ fn all_directions_and_rr_and_echo() {
 fn fixed_transfer_moves_exactly_the_bytes() {
     let (h, _) = start(|_| {});
     let mut s = Session::open(&target(&h)).unwrap();
-    let mut sp = spec(Direction::Upload, 2);
+    let mut sp = spec(TrafficDirection::Upload, 2);
     sp.bytes = Some(50_000_000);
     let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
     assert_eq!(r.upload_bytes, 50_000_000);
-    sp.direction = Direction::Download;
+    sp.direction = TrafficDirection::Download;
     let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
     assert_eq!(r.download_bytes, 50_000_000);
 }
@@ -94,7 +92,7 @@ fn fixed_transfer_moves_exactly_the_bytes() {
 fn udp_stream_reports_loss_and_jitter() {
     let (h, _) = start(|_| {});
     let mut s = Session::open(&target(&h)).unwrap();
-    let mut sp = spec(Direction::Upload, 1);
+    let mut sp = spec(TrafficDirection::Upload, 1);
     sp.udp_rate = Some(50e6);
     sp.len = 1448;
     let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
@@ -121,9 +119,10 @@ fn token_is_enforced() {
 fn limits_refuse_10000_streams_and_a_year_long_test() {
     let (h, _) = start(|c| c.max_duration = Duration::from_secs(60));
     let mut s = Session::open(&target(&h)).unwrap();
-    let err = s.throughput(&spec(Direction::Upload, 10_000), &AtomicBool::new(false), &mut |_| {}).err().unwrap();
+    let err =
+        s.throughput(&spec(TrafficDirection::Upload, 10_000), &AtomicBool::new(false), &mut |_| {}).err().unwrap();
     assert!(err.to_string().contains("10000 streams"), "{err}");
-    let mut year = spec(Direction::Upload, 1);
+    let mut year = spec(TrafficDirection::Upload, 1);
     year.duration = Duration::from_secs(365 * 86_400);
     let err = s.throughput(&year, &AtomicBool::new(false), &mut |_| {}).err().unwrap();
     assert!(err.to_string().contains("max-duration"), "{err}");
@@ -133,7 +132,7 @@ fn limits_refuse_10000_streams_and_a_year_long_test() {
     assert_eq!(iperf3::read_state(&mut c).unwrap(), iperf3::PARAM_EXCHANGE);
     iperf3::write_json(&mut c, &serde_json::json!({"tcp": true, "parallel": 10000, "time": 1, "len": 1000})).unwrap();
     assert_eq!(iperf3::read_state(&mut c).unwrap(), iperf3::SERVER_ERROR);
-    s.throughput(&spec(Direction::Download, 1), &AtomicBool::new(false), &mut |_| {}).expect("still serving");
+    s.throughput(&spec(TrafficDirection::Download, 1), &AtomicBool::new(false), &mut |_| {}).expect("still serving");
 }
 
 #[test]
@@ -198,7 +197,7 @@ fn busy_server_refuses_then_a_stalled_client_frees_its_slot() {
         &mut a,
         &wire::Request::Test {
             udp: false,
-            direction: Direction::Download,
+            direction: TrafficDirection::Download,
             streams: 1,
             duration_ms: 60_000,
             bytes: None,
@@ -308,8 +307,8 @@ fn trickle(
     })
 }
 
-fn token_target(h: &ServerHandle, token: &str) -> Target {
-    Target { token: Some(token.into()), ..target(h) }
+fn token_target(h: &ServerHandle, token: &str) -> Endpoint {
+    Endpoint { token: Some(token.into()), ..target(h) }
 }
 
 /// Issue 12.5: 260 connections from one source and 300 more from 30 others, each
@@ -335,7 +334,7 @@ fn preauth_slow_loris_neither_locks_out_token_holders_nor_outlives_the_deadline(
     let trickler = trickle(loris, Duration::from_millis(500), stop.clone());
     std::thread::sleep(Duration::from_millis(300));
     let mut s = Session::open(&token_target(&h, "s3cret")).expect("token holder admitted during the slow-loris");
-    let r = s.throughput(&spec(Direction::Upload, 1), &AtomicBool::new(false), &mut |_| {}).unwrap();
+    let r = s.throughput(&spec(TrafficDirection::Upload, 1), &AtomicBool::new(false), &mut |_| {}).unwrap();
     assert!(r.error.is_none() && r.upload_bytes > 0, "{:?}", r.error);
     s.close();
     // The whole pre-auth phase has one deadline (2 s here): the tricklers are gone
@@ -369,7 +368,7 @@ fn iperf3_peers_trickling_parameters_hold_no_slot() {
     let trickler = trickle(peers, Duration::from_millis(500), stop.clone());
     std::thread::sleep(Duration::from_millis(300));
     let mut s = Session::open(&token_target(&h, "s3cret")).expect("token holder not kept at 'busy'");
-    s.throughput(&spec(Direction::Download, 1), &AtomicBool::new(false), &mut |_| {}).unwrap();
+    s.throughput(&spec(TrafficDirection::Download, 1), &AtomicBool::new(false), &mut |_| {}).unwrap();
     s.close();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     trickler.join().unwrap();
@@ -408,7 +407,7 @@ fn the_token_never_crosses_the_wire() {
     let token = "S3CRET-never-on-the-wire";
     let (h, _) = start(|c| c.token = Some(token.into()));
     let (port, relay) = recording_relay(h.addr);
-    let t = Target { host: "127.0.0.1".into(), port, token: Some(token.into()), timeout: Duration::from_secs(3) };
+    let t = Endpoint { host: "127.0.0.1".into(), port, token: Some(token.into()), timeout: Duration::from_secs(3) };
     Session::open(&t).expect("admitted through the relay").close();
     let seen = relay.join().unwrap();
     assert!(seen.len() > wire::GREETING_LEN, "the relay saw the handshake");
@@ -462,7 +461,7 @@ fn a_client_silent_behind_a_dead_link_frees_its_slot_at_the_idle_timeout() {
     let session = welcome["session"].as_str().expect("welcome").to_string();
     let test = wire::Request::Test {
         udp: false,
-        direction: Direction::Upload,
+        direction: TrafficDirection::Upload,
         streams: 1,
         duration_ms: 60_000,
         bytes: None,

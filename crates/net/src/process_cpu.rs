@@ -9,8 +9,11 @@ use std::time::{Duration, Instant};
 /// CPU used over a wall-clock interval.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuUse {
+    /// User-mode CPU, seconds.
     pub user_s: f64,
+    /// Kernel-mode CPU, seconds.
     pub system_s: f64,
+    /// Wall-clock time over which it was measured, seconds.
     pub wall_s: f64,
 }
 
@@ -23,6 +26,7 @@ impl CpuUse {
             0.0
         }
     }
+    /// User time as a percentage of one core.
     pub fn percent_user(&self) -> f64 {
         if self.wall_s > 0.0 {
             self.user_s / self.wall_s * 100.0
@@ -30,6 +34,7 @@ impl CpuUse {
             0.0
         }
     }
+    /// System time as a percentage of one core.
     pub fn percent_system(&self) -> f64 {
         if self.wall_s > 0.0 {
             self.system_s / self.wall_s * 100.0
@@ -48,11 +53,11 @@ pub struct CpuMeter {
 }
 
 fn rusage() -> (Duration, Duration) {
-    // SAFETY: getrusage writes into the struct we pass and has no other effects.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
-    (tv(ru.ru_utime), tv(ru.ru_stime))
+    use nix::sys::resource::{getrusage, UsageWho};
+    // getrusage(RUSAGE_SELF) fails only for a bad `who`: zero then reads as "no CPU used".
+    let Ok(usage) = getrusage(UsageWho::RUSAGE_SELF) else { return (Duration::ZERO, Duration::ZERO) };
+    let duration = |t: nix::sys::time::TimeVal| Duration::new(t.tv_sec() as u64, (t.tv_usec() as u32) * 1000);
+    (duration(usage.user_time()), duration(usage.system_time()))
 }
 
 impl CpuMeter {

@@ -1,0 +1,366 @@
+//! The server's headroom side: challenge-response authentication (failed
+//! guesses throttled per source), the session and its idle timeout, test
+//! validation against the server's limits, the test itself with its report,
+//! and the request/response echo streams of a session.
+
+use super::admission::{DeadlineStream, PendingTicket};
+use super::registry::{collect, Registration, SessionInfo, Shared};
+use super::test_watch::{log_test, watch_test, Ending};
+use super::ServerConfig;
+use crate::datapath::{StreamParams, StreamSet};
+use crate::iperf3 as iperf3_wire;
+use crate::process_cpu::CpuMeter;
+use crate::socket::{wait_readable, MAX_TCP_LEN, MAX_UDP_LEN, POLL};
+use crate::udp_header::UdpHeader;
+use crate::wire::{self, AuthAnswer, Reply, Request, ServerReport, StreamReport, TrafficDirection};
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::sync_channel;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Echoes fixed-size messages until the client leaves or idles out.
+pub(super) fn serve_rr(mut conn: TcpStream, size: usize, session: &SessionInfo, s: &Shared) {
+    let _ = conn.set_nodelay(true);
+    let _ = conn.set_read_timeout(Some(s.cfg.idle_timeout));
+    let mut buf = vec![0u8; size];
+    let start = Instant::now();
+    while start.elapsed() < s.cfg.max_duration && !s.stop.load(Ordering::Relaxed) {
+        if conn.read_exact(&mut buf).is_err() || conn.write_all(&buf).is_err() {
+            return;
+        }
+        session.touch(s);
+    }
+}
+
+/// Challenge-response: true when the peer proved it holds the token. A
+/// throttled source is refused before it gets a challenge.
+fn authenticate(dl: &mut DeadlineStream, peer: SocketAddr, token: &str, s: &Shared) -> bool {
+    let ip = peer.ip();
+    if let Err(wait) = s.admission.may_authenticate(ip) {
+        let reason = format!(
+            "too many failed authentications from {ip}: try again in {:.0} s (check --token)",
+            wait.as_secs_f64().ceil()
+        );
+        let _ = wire::write_frame(dl, &Reply::Refused { reason });
+        return false;
+    }
+    let nonce = wire::random_nonce();
+    if wire::write_frame(dl, &Reply::Challenge { nonce: wire::to_hex(&nonce) }).is_err() {
+        return false;
+    }
+    // No answer (a client without a token hangs up) is not a guess.
+    let Ok(answer) = wire::read_frame::<AuthAnswer>(dl, wire::MAX_HELLO) else { return false };
+    let proven = match (wire::from_hex::<{ wire::NONCE_LEN }>(&answer.nonce), wire::from_hex::<32>(&answer.proof)) {
+        (Some(theirs), Some(proof)) => wire::auth_verify(token, &nonce, &theirs, &proof),
+        _ => false,
+    };
+    if !proven {
+        let _ = wire::write_frame(dl, &Reply::Refused { reason: "wrong token (--token)".into() });
+        if let Some(line) = s.admission.failed_authentication(ip) {
+            (s.cfg.log)(&format!(
+                "{line} (failures from one address are throttled and logged every {:.0}s)",
+                super::admission::FAILURE_LOG_EVERY.as_secs_f64()
+            ));
+        }
+    }
+    proven
+}
+
+pub(super) fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, s: &Arc<Shared>, ticket: &mut PendingTicket) {
+    if let Some(token) = &s.cfg.token {
+        if !authenticate(&mut DeadlineStream { conn: &conn, deadline: ticket.deadline }, peer, token, s) {
+            return;
+        }
+    }
+    ticket.release();
+    let Some(_slot) = s.admission.take_slot(peer.ip(), s.cfg.max_clients) else {
+        let _ = wire::write_frame(
+            &mut conn,
+            &Reply::Refused {
+                reason: format!("server busy: {} clients already (its --max-clients)", s.cfg.max_clients),
+            },
+        );
+        (s.cfg.log)(&format!("peer={peer} protocol=headroom refused: busy"));
+        return;
+    };
+    let key = wire::random_key();
+    let info = s.open_session(key, peer.ip());
+    struct SessionGuard<'a>(&'a Shared, [u8; wire::KEY_LEN]);
+    impl Drop for SessionGuard<'_> {
+        fn drop(&mut self) {
+            self.0.sessions.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.1);
+        }
+    }
+    let _session = SessionGuard(s, key);
+    let _ = conn.set_nodelay(true);
+    let welcome = Reply::Welcome {
+        session: wire::key_hex(&key),
+        server_version: env!("CARGO_PKG_VERSION").into(),
+        max_duration_ms: s.cfg.max_duration.as_millis() as u64,
+        max_streams: iperf3_wire::MAX_STREAMS,
+    };
+    if wire::write_frame(&mut conn, &welcome).is_err() {
+        return;
+    }
+    let mut test_id = 0u32;
+    loop {
+        // Between tests a session may be silent for at most the idle timeout;
+        // its RR and echo traffic counts as activity.
+        if !wait_readable(&conn, POLL) {
+            let idle_ms =
+                (s.epoch.elapsed().as_millis() as u64).saturating_sub(info.last_activity_ms.load(Ordering::Relaxed));
+            if Duration::from_millis(idle_ms) > s.cfg.idle_timeout || s.stop.load(Ordering::Relaxed) {
+                (s.cfg.log)(&format!(
+                    "peer={peer} protocol=headroom session dropped: idle for {:.1}s",
+                    idle_ms as f64 / 1e3
+                ));
+                return;
+            }
+            continue;
+        }
+        let _ = conn.set_read_timeout(Some(s.cfg.idle_timeout));
+        let req: Request = match wire::read_frame(&mut conn, wire::MAX_FRAME) {
+            Ok(r) => r,
+            Err(_) => return,
+        };
+        info.touch(s);
+        match req {
+            Request::Bye => return,
+            // A late End after the server ended a test itself: already answered.
+            Request::End => {}
+            Request::Test { udp, direction, streams, duration_ms, bytes, len, rate_bits } => {
+                test_id += 1;
+                let asked = TestAsked { udp, direction, streams, duration_ms, bytes, len, rate_bits };
+                if let Err(reason) = asked.validate(&s.cfg) {
+                    let _ = wire::write_frame(&mut conn, &Reply::Refused { reason });
+                    continue;
+                }
+                // The test's data and control messages count as activity, so a
+                // client that went silent mid-test is idle since its last byte.
+                let r = headroom_test(&mut conn, peer, key, test_id, &asked, &info, s);
+                s.tests_done.fetch_add(1, Ordering::SeqCst);
+                if r.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// A test as a client asked for it (the fields of [`Request::Test`]), not yet trusted.
+#[derive(Debug, Clone, Copy)]
+struct TestAsked {
+    udp: bool,
+    direction: TrafficDirection,
+    streams: u32,
+    duration_ms: u64,
+    bytes: Option<u64>,
+    len: u32,
+    rate_bits: Option<f64>,
+}
+
+impl TestAsked {
+    /// Refuses what exceeds this server's limits, with the reason the client prints.
+    fn validate(&self, cfg: &ServerConfig) -> Result<(), String> {
+        let streams = self.streams;
+        if !(1..=iperf3_wire::MAX_STREAMS).contains(&streams) {
+            return Err(format!("{streams} streams asked; this server allows 1 to {}", iperf3_wire::MAX_STREAMS));
+        }
+        if Duration::from_millis(self.duration_ms) > cfg.max_duration {
+            return Err(format!(
+                "a {:.0} s test exceeds this server's --max-duration of {:.0} s",
+                self.duration_ms as f64 / 1000.0,
+                cfg.max_duration.as_secs_f64()
+            ));
+        }
+        let max_len = if self.udp { MAX_UDP_LEN } else { MAX_TCP_LEN };
+        if self.len == 0 || self.len as usize > max_len {
+            return Err(format!("length {} out of range (1 to {max_len})", self.len));
+        }
+        if self.udp && !self.rate_bits.is_some_and(|r| r.is_finite() && r > 0.0 && r <= 400e9) {
+            return Err("UDP tests need a rate between 1 b/s and 400 Gb/s".into());
+        }
+        Ok(())
+    }
+}
+
+fn headroom_test(
+    conn: &mut TcpStream,
+    peer: SocketAddr,
+    key: [u8; wire::KEY_LEN],
+    test_id: u32,
+    asked: &TestAsked,
+    session: &SessionInfo,
+    s: &Arc<Shared>,
+) -> io::Result<()> {
+    let TestAsked { udp, direction, streams, bytes, len, rate_bits, .. } = *asked;
+    let n = if direction == TrafficDirection::Bidir { streams * 2 } else { streams } as usize;
+    let (tx, rx) = sync_channel::<(u32, TcpStream)>(n);
+    let (utx, urx) = sync_channel::<UdpSocket>(n);
+    let registration = Registration::headroom(s, key, test_id, tx, udp.then(|| (peer.ip(), utx)));
+    wire::write_frame(conn, &Reply::TestReady { test: test_id })?;
+    let server_sends = |i: usize| match direction {
+        TrafficDirection::Upload => false,
+        TrafficDirection::Download => true,
+        TrafficDirection::Bidir => i >= streams as usize,
+    };
+    let sp = StreamParams {
+        len: len as usize,
+        limit: bytes,
+        stall: s.cfg.idle_timeout,
+        udp_rate: rate_bits.unwrap_or(1e6) / streams as f64,
+    };
+    let set = if udp {
+        collect(&urx, n, s.cfg.idle_timeout).map(|socks| {
+            StreamSet::start_udp(
+                socks.into_iter().enumerate().map(|(i, u)| (u, server_sends(i))).collect(),
+                UdpHeader::Headroom { key },
+                sp,
+            )
+        })
+    } else {
+        collect(&rx, n, s.cfg.idle_timeout).map(|mut socks| {
+            socks.sort_by_key(|(i, _)| *i);
+            StreamSet::start_tcp(socks.into_iter().enumerate().map(|(i, (_, t))| (t, server_sends(i))).collect(), sp)
+        })
+    };
+    drop(registration);
+    let Some(mut set) = set else {
+        wire::write_frame(conn, &Reply::Refused { reason: "the data streams did not arrive in time".into() })?;
+        return Ok(());
+    };
+    let cpu = CpuMeter::start();
+    let started = Instant::now();
+    wire::write_frame(conn, &Reply::Started)?;
+    let ending = watch_test(conn, &set, s, started, &|| session.touch(s), |c| {
+        let end = wire::read_frame::<Request>(c, wire::MAX_FRAME).map(|r| r == Request::End);
+        session.touch(s);
+        end
+    });
+    let mut duration = started.elapsed().as_secs_f64();
+    let at_end = set.snapshot();
+    // While the stream threads live (a fixed transfer runs on through finish).
+    let load_at_end = if bytes.is_none() { cpu.load() } else { None };
+    let mut outcomes = if bytes.is_some() {
+        // A fixed transfer counts every byte: wait for the client's streams to end,
+        // and the test lasted until the last byte arrived.
+        let o = set.finish(s.cfg.idle_timeout);
+        duration = started.elapsed().as_secs_f64();
+        o
+    } else {
+        set.finish(Duration::from_millis(100))
+    };
+    if bytes.is_none() {
+        // By time: what arrived until End; data still in flight was not delivered in time.
+        for (o, b) in outcomes.iter_mut().zip(at_end) {
+            if !o.sending {
+                o.bytes = b;
+            }
+        }
+    }
+    let cpu_load = load_at_end.or_else(|| cpu.load()).map(Box::new);
+    let cpu = cpu.stop();
+    let total: u64 = outcomes.iter().map(|o| o.bytes).sum();
+    let test = direction.test_name(udp);
+    let error = match &ending {
+        Ending::Client => None,
+        Ending::Gone(e) | Ending::Server(e) => Some(e.clone()),
+    };
+    log_test(
+        s,
+        peer,
+        "headroom",
+        test,
+        streams,
+        duration,
+        total,
+        error.as_deref().map_or("ok".into(), |e| format!("aborted: {e}")).as_str(),
+    );
+    if let Ending::Gone(_) = ending {
+        return Err(io::Error::other("client gone"));
+    }
+    let report = ServerReport {
+        duration_s: duration,
+        streams: outcomes
+            .iter()
+            .map(|o| StreamReport {
+                index: o.index,
+                bytes_sent: if o.sending { o.bytes } else { 0 },
+                bytes_received: if o.sending { 0 } else { o.bytes },
+                tcp_info: o.tcp_info.clone(),
+            })
+            .collect(),
+        cpu,
+        error,
+        udp: outcomes
+            .iter()
+            .filter_map(|o| o.udp.as_ref())
+            .map(|u| u.summary)
+            .reduce(crate::stats::UdpRecvSummary::merge),
+        cpu_load,
+    };
+    wire::write_frame(conn, &Reply::Result(report))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::registry::test_support::{shared, tcp_pair};
+    use super::*;
+
+    fn asked() -> TestAsked {
+        TestAsked {
+            udp: false,
+            direction: TrafficDirection::Upload,
+            streams: 1,
+            duration_ms: 1000,
+            bytes: None,
+            len: 1000,
+            rate_bits: None,
+        }
+    }
+
+    #[test]
+    fn hostile_test_requests_are_refused_with_a_reason() {
+        let cfg = ServerConfig::loopback(0);
+        assert!(asked().validate(&cfg).is_ok());
+        let udp = |rate_bits| TestAsked { udp: true, rate_bits, ..asked() };
+        for (bad, says) in [
+            (TestAsked { streams: 0, ..asked() }, "allows 1 to 128"),
+            (TestAsked { streams: u32::MAX, ..asked() }, "allows 1 to 128"),
+            (TestAsked { duration_ms: u64::MAX, ..asked() }, "--max-duration"),
+            (TestAsked { len: 0, ..asked() }, "out of range"),
+            (TestAsked { len: u32::MAX, ..asked() }, "out of range"),
+            (TestAsked { len: 70_000, ..udp(Some(1e6)) }, "out of range"),
+            (udp(None), "rate"),
+            (udp(Some(f64::NAN)), "rate"),
+            (udp(Some(f64::INFINITY)), "rate"),
+            (udp(Some(-1.0)), "rate"),
+            (udp(Some(1e12)), "rate"),
+        ] {
+            let e = bad.validate(&cfg).unwrap_err();
+            assert!(e.contains(says), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn rr_echoes_and_a_peer_silent_mid_message_frees_its_thread() {
+        let s = shared(Duration::from_millis(300));
+        let info = s.open_session(wire::random_key(), [127, 0, 0, 1].into());
+        let (mut client, server) = tcp_pair();
+        let s2 = s.clone();
+        let rr = std::thread::spawn(move || serve_rr(server, 4, &info, &s2));
+        client.write_all(b"ping").unwrap();
+        let mut back = [0u8; 4];
+        client.read_exact(&mut back).unwrap();
+        assert_eq!(&back, b"ping");
+        client.write_all(b"pi").unwrap(); // half a message, then silence
+        let t0 = Instant::now();
+        while !rr.is_finished() {
+            assert!(t0.elapsed() < Duration::from_secs(5), "serve_rr outlived the idle timeout");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}

@@ -1,0 +1,314 @@
+//! `headroom serve`: one port for headroom clients and stock iperf3 clients.
+//!
+//! Threads: one accepts TCP connections, one owns the UDP socket of the same
+//! port (UDP echo, UDP stream hellos), one per connection. The first byte of
+//! a connection says who is calling: `H` starts the headroom greeting, a
+//! character of `[a-z2-7]` starts an iperf3 cookie (a new control connection
+//! or a data stream of a running test). Anything else is dropped.
+//!
+//! Defences: the pre-auth phase (first message, authentication, iperf3
+//! parameters) has one deadline and a bounded, per-source table
+//! ([`admission`]); a test slot is taken only once that phase is over;
+//! the token never crosses the wire (challenge-response, [`crate::wire`]) and
+//! failed guesses are throttled per source; every message has a size bound;
+//! tests are bounded in streams and duration; a client that dies or stalls
+//! frees its slot at the idle timeout. The server only ever answers the peer
+//! of a connection or datagram, and a UDP reply is never larger than the
+//! datagram it answers.
+
+mod admission;
+mod headroom;
+mod iperf3;
+mod registry;
+mod test_watch;
+mod udp;
+
+use crate::error::NetError;
+use crate::iperf3 as iperf3_wire;
+use crate::socket::{wait_readable, POLL};
+use crate::wire::{self, Hello, Reply};
+use admission::{DeadlineStream, PendingTicket};
+use registry::Shared;
+use std::io::{self, Read};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How the server runs.
+#[derive(Clone)]
+pub struct ServerConfig {
+    /// Address to listen on (loopback unless told otherwise).
+    pub bind: IpAddr,
+    /// TCP and UDP port (0 = any free port).
+    pub port: u16,
+    /// Shared secret headroom clients must prove they hold (challenge-response); None = no authentication.
+    pub token: Option<String>,
+    /// Serve stock iperf3 clients (they cannot authenticate). With a token,
+    /// they may hold at most `max_clients - 1` slots: one stays for token holders.
+    pub allow_iperf3: bool,
+    /// Test slots; more clients are refused as busy.
+    pub max_clients: usize,
+    /// Longest test a client may ask for.
+    pub max_duration: Duration,
+    /// How long a silent client or stalled stream keeps its slot.
+    pub idle_timeout: Duration,
+    /// Exit after the first test.
+    pub once: bool,
+    /// Receives one line per test and per refusal.
+    pub log: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+impl ServerConfig {
+    /// A loopback server on `port` with the default limits (tests, `headroom run`).
+    pub fn loopback(port: u16) -> Self {
+        ServerConfig {
+            bind: IpAddr::from([127, 0, 0, 1]),
+            port,
+            token: None,
+            allow_iperf3: true,
+            max_clients: 4,
+            max_duration: Duration::from_secs(600),
+            idle_timeout: Duration::from_secs(10),
+            once: false,
+            log: Arc::new(|_| {}),
+        }
+    }
+}
+
+/// Checks the safety rule: a non-loopback bind needs a token or an explicit opt-out.
+pub fn check_bind_policy(bind: IpAddr, token: Option<&str>, no_auth: bool) -> Result<(), String> {
+    if bind.is_loopback() || token.is_some() || no_auth {
+        Ok(())
+    } else {
+        Err(format!(
+            "--bind {bind} listens beyond this machine: give --token SECRET (clients pass the same --token) or --no-auth to serve anyone who can reach it"
+        ))
+    }
+}
+
+/// A bound server, ready to run.
+pub struct Server {
+    listener: TcpListener,
+    udp: UdpSocket,
+    shared: Arc<Shared>,
+}
+
+/// A server running in background threads (tests, the in-process loopback of `headroom run`).
+pub struct ServerHandle {
+    /// The address it listens on.
+    pub addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ServerHandle {
+    /// Stops the server and waits for its threads.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+    fn shutdown(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+pub(super) fn reuse_udp(addr: SocketAddr) -> io::Result<UdpSocket> {
+    let s = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::DGRAM, None)?;
+    s.set_reuse_address(true)?;
+    s.bind(&addr.into())?;
+    Ok(s.into())
+}
+
+/// Why a listening socket could not be made, with what to do about it.
+fn listen_reason(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::AddrInUse => format!("{e} (another server has the port; example: --port 5202)"),
+        io::ErrorKind::AddrNotAvailable => {
+            format!(
+                "{e} (no interface of this machine has that address; `ip addr` lists them; example: --bind 0.0.0.0)"
+            )
+        }
+        io::ErrorKind::PermissionDenied => format!("{e} (ports below 1024 need root; example: --port 5201)"),
+        _ => e.to_string(),
+    }
+}
+
+impl Server {
+    /// Binds the TCP and UDP sockets of the port.
+    pub fn bind(cfg: ServerConfig) -> Result<Server, NetError> {
+        let addr = SocketAddr::new(cfg.bind, cfg.port);
+        let bind_err = |e: io::Error| NetError::Listen { addr: addr.to_string(), reason: listen_reason(&e) };
+        let sock =
+            socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None).map_err(bind_err)?;
+        sock.set_reuse_address(true).map_err(bind_err)?;
+        sock.bind(&addr.into()).map_err(bind_err)?;
+        sock.listen(1024).map_err(bind_err)?;
+        let listener: TcpListener = sock.into();
+        let local = listener.local_addr()?;
+        let udp = reuse_udp(local).map_err(bind_err)?;
+        udp.set_read_timeout(Some(POLL))?;
+        let shared = Arc::new(Shared::new(cfg, local));
+        Ok(Server { listener, udp, shared })
+    }
+
+    /// The address it listens on (the port chosen when 0 was asked).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.shared.local
+    }
+
+    /// Runs in background threads until the handle is stopped or dropped.
+    pub fn spawn(self) -> ServerHandle {
+        let addr = self.local_addr();
+        let stop = self.shared.stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("headroom-serve".into())
+            .spawn(move || {
+                let _ = self.run(&AtomicBool::new(false));
+            })
+            .expect("spawn server thread");
+        ServerHandle { addr, stop, thread: Some(thread) }
+    }
+
+    /// Serves until `stop` is set (or after one test with `once`).
+    pub fn run(self, stop: &AtomicBool) -> io::Result<()> {
+        let shared = self.shared;
+        let udp_shared = shared.clone();
+        let udp = self.udp;
+        let udp_thread =
+            std::thread::Builder::new().name("serve-udp".into()).spawn(move || udp::udp_loop(&udp, &udp_shared))?;
+        let mut accepted = 0u64;
+        let mut failures_logged = Instant::now();
+        while !stop.load(Ordering::Relaxed) && !shared.stop.load(Ordering::Relaxed) {
+            if shared.cfg.once && shared.tests_done.load(Ordering::Relaxed) > 0 && shared.admission.slots_held() == 0 {
+                break;
+            }
+            if failures_logged.elapsed() >= Duration::from_secs(1) {
+                failures_logged = Instant::now();
+                for line in shared.admission.failure_log() {
+                    (shared.cfg.log)(&line);
+                }
+            }
+            if !wait_readable(&self.listener, POLL) {
+                continue;
+            }
+            let (conn, peer) = match self.listener.accept() {
+                Ok(c) => c,
+                Err(_) => continue,
+            };
+            // iperf3 assigns stream roles by arrival order: remember it, since
+            // connection threads may read their cookies in any order.
+            accepted += 1;
+            let arrival = accepted;
+            let Some(mut ticket) = shared.admission.admit(&conn, peer.ip(), preauth_deadline(&shared)) else {
+                continue;
+            };
+            let s = shared.clone();
+            let _ = std::thread::Builder::new()
+                .name("serve-conn".into())
+                .spawn(move || handle_connection(conn, peer, arrival, &s, &mut ticket));
+        }
+        shared.stop.store(true, Ordering::SeqCst);
+        let _ = udp_thread.join();
+        Ok(())
+    }
+}
+
+/// When the pre-auth phase of a connection accepted now must be over: the
+/// first message, the authentication and iperf3's parameters all fit in it.
+fn preauth_deadline(s: &Shared) -> Instant {
+    Instant::now() + s.cfg.idle_timeout.min(Duration::from_secs(10))
+}
+
+fn handle_connection(conn: TcpStream, peer: SocketAddr, arrival: u64, s: &Arc<Shared>, ticket: &mut PendingTicket) {
+    let _ = conn.set_write_timeout(Some(s.cfg.idle_timeout));
+    let mut dl = DeadlineStream { conn: &conn, deadline: ticket.deadline };
+    let mut first = [0u8; 1];
+    if dl.read_exact(&mut first).is_err() {
+        return;
+    }
+    if iperf3_wire::is_cookie_char(first[0]) {
+        let mut cookie = [0u8; iperf3_wire::COOKIE_LEN];
+        cookie[0] = first[0];
+        if dl.read_exact(&mut cookie[1..]).is_err() || !iperf3_wire::cookie_is_valid(&cookie) {
+            return;
+        }
+        let waiting = s.iperf3_streams.lock().unwrap_or_else(|p| p.into_inner()).get(&cookie).cloned();
+        match waiting {
+            Some(tx) => {
+                ticket.release();
+                let _ = tx.try_send((arrival, conn));
+            }
+            None => iperf3::serve_iperf3(conn, peer, cookie, s, ticket),
+        }
+    } else if first[0] == wire::MAGIC[0] {
+        let hello = match wire::read_opening(&mut first.chain(&mut dl)) {
+            Ok(Some(o)) if o.version == wire::VERSION => o.hello,
+            Ok(Some(o)) => {
+                let reason = format!(
+                    "this server speaks headroom protocol {}, the client {}: run the same headroom version on both ends",
+                    wire::VERSION,
+                    o.version
+                );
+                let _ = wire::write_frame(&mut dl, &Reply::Refused { reason });
+                return;
+            }
+            Ok(None) => return,
+            Err(e) => {
+                let _ = wire::write_frame(&mut dl, &Reply::Refused { reason: format!("bad hello: {e}") });
+                return;
+            }
+        };
+        match hello {
+            Hello::Control { .. } => headroom::serve_headroom(conn, peer, s, ticket),
+            Hello::Stream { session, test, index } => {
+                ticket.release();
+                let key = wire::key_from_hex(&session);
+                let tx = key.and_then(|k| {
+                    s.headroom_streams.lock().unwrap_or_else(|p| p.into_inner()).get(&(k, test)).cloned()
+                });
+                if let Some(tx) = tx {
+                    let _ = tx.try_send((index, conn));
+                }
+            }
+            Hello::Rr { session, size } => {
+                ticket.release();
+                let known = wire::key_from_hex(&session)
+                    .and_then(|k| s.sessions.lock().unwrap_or_else(|p| p.into_inner()).get(&k).cloned())
+                    .filter(|info| info.ip == peer.ip());
+                if let Some(info) = known.filter(|_| (1..=wire::MAX_RR_SIZE).contains(&size)) {
+                    headroom::serve_rr(conn, size as usize, &info, s);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn beyond_loopback_a_token_or_an_explicit_opt_out() {
+        assert!(check_bind_policy(IpAddr::from([127, 0, 0, 1]), None, false).is_ok());
+        assert!(check_bind_policy(IpAddr::from([0, 0, 0, 0]), Some("t"), false).is_ok());
+        assert!(check_bind_policy(IpAddr::from([0, 0, 0, 0]), None, true).is_ok());
+        let e = check_bind_policy(IpAddr::from([0, 0, 0, 0]), None, false).unwrap_err();
+        assert!(e.contains("--token") && e.contains("--no-auth"), "{e}");
+    }
+
+    #[test]
+    fn a_taken_port_is_refused_with_an_example() {
+        let first = Server::bind(ServerConfig::loopback(0)).unwrap();
+        let err = Server::bind(ServerConfig::loopback(first.local_addr().port())).err().expect("port taken");
+        assert!(err.to_string().contains("example: --port"), "{err}");
+    }
+}

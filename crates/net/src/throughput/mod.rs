@@ -1,0 +1,295 @@
+//! A throughput test as a client runs it, whichever protocol the server
+//! speaks: what is asked ([`ThroughputSpec`]), what comes back
+//! ([`ThroughputResult`]), the [`Protocol`] seam (one implementation per
+//! control protocol: [`headroom`] and [`iperf3`], in the spirit of the disk
+//! engines' ops table) and the ONE measurement loop both share ([`measure`]).
+//!
+//! A protocol only talks to its server: it sets the test up, opens and
+//! starts the data streams, ends the test and brings back the server's
+//! figures. Sampling, the end of the test (time, a fixed transfer, a stop
+//! request, a broken stream, the server ending it) and the local figures
+//! belong to the loop. Nothing here prints.
+
+pub(crate) mod headroom;
+pub(crate) mod iperf3;
+
+use crate::client::RrResult;
+use crate::datapath::{self, Sampler, StreamSet};
+use crate::error::NetError;
+use crate::process_cpu::{CpuMeter, CpuUse};
+use crate::socket;
+use crate::stats::{UdpRecvStats, UdpRecvSummary};
+use crate::tcpinfo::TcpInfo;
+use crate::wire::TrafficDirection;
+use headroom_result::Sample;
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// What a throughput test should do.
+#[derive(Debug, Clone)]
+pub struct ThroughputSpec {
+    /// Who sends.
+    pub direction: TrafficDirection,
+    /// Streams per direction.
+    pub streams: u32,
+    /// How long a test by time runs.
+    pub duration: Duration,
+    /// Fixed transfer: each direction moves this many bytes in total.
+    pub bytes: Option<u64>,
+    /// TCP write size or UDP datagram size.
+    pub len: usize,
+    /// Some = a UDP test at this total rate, bits/s.
+    pub udp_rate: Option<f64>,
+    /// Measure RR latency on a separate connection while the test runs.
+    pub rtt_under_load: bool,
+}
+
+impl ThroughputSpec {
+    /// Whether this side sends on stream `i` (with both directions, the
+    /// client's sending streams come first).
+    pub(crate) fn client_sends(&self, i: u32) -> bool {
+        match self.direction {
+            TrafficDirection::Upload => true,
+            TrafficDirection::Download => false,
+            TrafficDirection::Bidir => i < self.streams,
+        }
+    }
+
+    /// Data streams the test opens: twice `streams` in both directions.
+    pub(crate) fn total_streams(&self) -> u32 {
+        if self.direction == TrafficDirection::Bidir {
+            self.streams * 2
+        } else {
+            self.streams
+        }
+    }
+
+    /// Bytes each sending stream moves in a fixed transfer.
+    pub(crate) fn bytes_per_stream(&self) -> Option<u64> {
+        self.bytes.map(|b| b.div_ceil(u64::from(self.streams)))
+    }
+}
+
+/// What one throughput test measured (either protocol).
+#[derive(Debug, Clone, Default)]
+pub struct ThroughputResult {
+    /// `headroom` or `iperf3`.
+    pub protocol: String,
+    /// The server as the user named it.
+    pub peer: String,
+    /// Who sent.
+    pub direction: Option<TrafficDirection>,
+    /// UDP instead of TCP.
+    pub udp: bool,
+    /// Streams per direction.
+    pub streams: u32,
+    /// How long the test ran on this side, seconds.
+    pub duration_s: f64,
+    /// The receiver's window for the upload half (the server's time from the
+    /// start of the streams to the end request), when it reported one.
+    pub upload_duration_s: Option<f64>,
+    /// Payload the server received (upload half), as the receiver counted it.
+    pub upload_bytes: u64,
+    /// Payload this client received (download half).
+    pub download_bytes: u64,
+    /// Per-second goodput, both directions together, as this client saw it.
+    pub samples: Vec<Sample>,
+    /// TCP_INFO of the sending side of each stream.
+    pub sender_tcp_info: Vec<TcpInfo>,
+    /// CPU of this process over the test.
+    pub cpu_local: CpuUse,
+    /// CPU of the server over the test, as it reported it.
+    pub cpu_remote: Option<CpuUse>,
+    /// Per core, per thread and cgroup figures of this machine over the test.
+    pub cpu_load_local: Option<headroom_result::CpuLoad>,
+    /// The same, as the server measured them (headroom servers only).
+    pub cpu_load_remote: Option<headroom_result::CpuLoad>,
+    /// UDP receive figures (loss, jitter) of the receiving side.
+    pub udp_recv: Option<UdpRecvSummary>,
+    /// Request/response RTT measured while the streams ran.
+    pub rtt_under_load: Option<headroom_result::Latency>,
+    /// The fixed transfer asked, bytes per direction.
+    pub fixed_bytes: Option<u64>,
+    /// The UDP rate asked, bits/s.
+    pub rate_bits: Option<f64>,
+    /// Set when the test ended early; the samples up to then are kept.
+    pub error: Option<String>,
+}
+
+impl ThroughputResult {
+    /// Goodput over the whole test, bytes per second: each half counted by
+    /// its receiver over that receiver's own window.
+    pub fn bytes_per_sec(&self) -> f64 {
+        let per = |bytes: u64, secs: f64| if secs > 0.0 { bytes as f64 / secs } else { 0.0 };
+        per(self.upload_bytes, self.upload_duration_s.unwrap_or(self.duration_s))
+            + per(self.download_bytes, self.duration_s)
+    }
+}
+
+/// The server's side of a finished test, as its protocol reports it.
+#[derive(Debug, Default)]
+pub(crate) struct ServerFigures {
+    /// Payload the server received from this client's sending streams.
+    pub upload_bytes: u64,
+    /// The server's receive window, when it says.
+    pub upload_duration_s: Option<f64>,
+    /// TCP_INFO of the server's sending streams.
+    pub sender_tcp_info: Vec<TcpInfo>,
+    pub cpu: Option<CpuUse>,
+    pub cpu_load: Option<headroom_result::CpuLoad>,
+    /// The server's UDP receive figures; they replace this side's when present.
+    pub udp_recv: Option<UdpRecvSummary>,
+    /// Why the server ended the test early, if it says.
+    pub error: Option<String>,
+}
+
+/// What the control protocols differ in; the measurement loop ([`measure`]) does the rest.
+pub(crate) trait Protocol {
+    /// The protocol's name as the result records it (`headroom`, `iperf3`).
+    fn name(&self) -> &'static str;
+    /// The server as the result records it.
+    fn peer(&self) -> String;
+    /// Sets the test up with the server, opens the data streams and starts them.
+    fn start(&mut self, spec: &ThroughputSpec) -> Result<StreamSet, NetError>;
+    /// The control connection: readable during a test means the server ended it.
+    fn control(&self) -> &TcpStream;
+    /// Reads why the server ended the test: None = it ended it in order and
+    /// will report (a fixed transfer done), Some = an error to record.
+    fn server_ended(&mut self) -> Option<String>;
+    /// Request/response round trips on a connection of their own while the
+    /// streams run (`rtt_under_load`), where the protocol has them.
+    fn start_rtt_under_load(&self, _stop: Arc<AtomicBool>) -> Option<JoinHandle<Result<RrResult, NetError>>> {
+        None
+    }
+    /// Ends the test with the server and fetches its figures, given this
+    /// side's duration and CPU; `server_ended` says whether the server already ended it.
+    fn finish(
+        &mut self,
+        streams: &StreamSet,
+        duration_s: f64,
+        local_cpu: &CpuUse,
+        server_ended: bool,
+    ) -> Result<ServerFigures, NetError>;
+    /// The test broke on this side: nothing more is asked of the server.
+    fn abandon(&mut self) {}
+    /// How long this side's receivers may read what is still in flight once the test ended.
+    fn drain(&self) -> Duration;
+}
+
+/// Whether a fixed transfer is over: every sending stream moved its bytes,
+/// and this side received what the server sends (its streams ended, or the
+/// count arrived: a stock iperf3 server stops sending but keeps its streams open).
+fn fixed_transfer_done(streams: &StreamSet, bytes: u64, received: u64) -> bool {
+    let senders_done = !streams.has_senders() || streams.senders_finished();
+    let receivers_done = !streams.has_receivers() || streams.receivers_finished() || received >= bytes;
+    senders_done && receivers_done
+}
+
+/// Runs one throughput test over `protocol`; `on_sample` gets one sample per second.
+pub(crate) fn measure(
+    protocol: &mut dyn Protocol,
+    spec: &ThroughputSpec,
+    stop: &AtomicBool,
+    on_sample: &mut dyn FnMut(&Sample),
+) -> Result<ThroughputResult, NetError> {
+    let mut streams = protocol.start(spec)?;
+    let cpu = CpuMeter::start();
+    let rr_stop = Arc::new(AtomicBool::new(false));
+    let rr_thread = if spec.rtt_under_load { protocol.start_rtt_under_load(rr_stop.clone()) } else { None };
+    let mut sampler = Sampler::new();
+    let mut samples = Vec::new();
+    let mut next_tick = Duration::from_secs(1);
+    let recv_counters = streams.counters(false);
+    let mut error = None;
+    let mut server_ended = false;
+    loop {
+        std::thread::sleep(Duration::from_millis(20));
+        let elapsed = sampler.elapsed();
+        if elapsed >= next_tick {
+            let s = sampler.tick(streams.total_bytes());
+            on_sample(&s);
+            samples.push(s);
+            next_tick += Duration::from_secs(1);
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        match spec.bytes {
+            None if elapsed >= spec.duration => break,
+            Some(bytes) if fixed_transfer_done(&streams, bytes, datapath::total(&recv_counters)) => break,
+            _ => {}
+        }
+        if let Some(e) = streams.error() {
+            error = Some(e);
+            break;
+        }
+        if socket::wait_readable(protocol.control(), Duration::ZERO) {
+            server_ended = true;
+            error = protocol.server_ended();
+            break;
+        }
+    }
+    let duration = sampler.elapsed().as_secs_f64();
+    let download_bytes = datapath::total(&recv_counters);
+    let cpu_load_local = cpu.load();
+    let cpu_local = cpu.stop();
+    streams.stop_senders();
+    // A partial last interval still counts, so the samples cover the whole test.
+    if duration > samples.last().map_or(0.0, |s: &Sample| s.t_s) + 0.2 {
+        let s = sampler.tick(streams.total_bytes());
+        on_sample(&s);
+        samples.push(s);
+    }
+    rr_stop.store(true, Ordering::Relaxed);
+    let mut result = ThroughputResult {
+        protocol: protocol.name().into(),
+        peer: protocol.peer(),
+        direction: Some(spec.direction),
+        udp: spec.udp_rate.is_some(),
+        streams: spec.streams,
+        duration_s: duration,
+        download_bytes,
+        samples,
+        cpu_local,
+        cpu_load_local,
+        fixed_bytes: spec.bytes,
+        rate_bits: spec.udp_rate,
+        ..Default::default()
+    };
+    // Ask for the server's side; on a broken path keep what we measured.
+    let server = if error.is_some() {
+        protocol.abandon();
+        None
+    } else {
+        protocol.finish(&streams, duration, &cpu_local, server_ended).map_err(|e| error = Some(e.to_string())).ok()
+    };
+    let outcomes = streams.finish(protocol.drain());
+    if let Some(rr) = rr_thread.and_then(|h| h.join().ok()).and_then(Result::ok) {
+        result.rtt_under_load = rr.rtt.latency();
+    }
+    result.sender_tcp_info = outcomes.iter().filter(|o| o.sending).filter_map(|o| o.tcp_info.clone()).collect();
+    if result.udp {
+        result.udp_recv = outcomes
+            .iter()
+            .filter_map(|o| o.udp.as_ref().map(|u: &UdpRecvStats| u.summary))
+            .reduce(UdpRecvSummary::merge);
+    }
+    match server {
+        Some(figures) => {
+            result.upload_bytes = figures.upload_bytes;
+            result.upload_duration_s = figures.upload_duration_s;
+            result.sender_tcp_info.extend(figures.sender_tcp_info);
+            result.cpu_remote = figures.cpu;
+            result.cpu_load_remote = figures.cpu_load;
+            result.udp_recv = figures.udp_recv.or(result.udp_recv);
+            error = error.or(figures.error);
+        }
+        // No server figures: fall back to what this side sent.
+        None => result.upload_bytes = outcomes.iter().filter(|o| o.sending).map(|o| o.bytes).sum(),
+    }
+    result.error = error;
+    Ok(result)
+}
