@@ -9,6 +9,7 @@
 //! replaces the TCP_INFO buffer advice, and a stream at its link's ceiling
 //! gets no buffer advice at all. Thresholds are documented in docs/verdict.md.
 
+pub use headroom_result::Side;
 use headroom_result::{CpuLoad, Probe, ProbeSpec, Warning};
 use serde::{Deserialize, Serialize};
 
@@ -24,32 +25,6 @@ pub const CORE_SATURATED_PERCENT: f64 = 95.0;
 pub const SOFTIRQ_SHARE_PERCENT: f64 = 50.0;
 /// A thread (or a stream's share of a process) at this percent of one core is CPU-bound.
 pub const CPU_BUSY_PERCENT: f64 = 90.0;
-
-/// Which end of the test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Side {
-    /// The machine that ran the client (`headroom net`, `headroom run`).
-    Local,
-    /// The server (`headroom serve`, iperf3 -s).
-    Remote,
-}
-
-impl Side {
-    /// "this machine" / "the server".
-    pub fn owner(self) -> &'static str {
-        match self {
-            Side::Local => "this machine",
-            Side::Remote => "the server",
-        }
-    }
-    fn possessive(self) -> &'static str {
-        match self {
-            Side::Local => "this machine's",
-            Side::Remote => "the server's",
-        }
-    }
-}
 
 /// What kind of CPU limit, strongest evidence first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

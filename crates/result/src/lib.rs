@@ -19,11 +19,13 @@ mod cpu_load;
 mod host;
 mod soak;
 mod validate;
+mod verdict;
 
 pub use cpu_load::*;
 pub use host::*;
 pub use soak::*;
 pub use validate::*;
+pub use verdict::*;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -291,24 +293,13 @@ impl Warning {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Ceiling {
     /// disk, bus, nic, link, protocol or cpu.
-    pub hop: String,
+    pub hop: Hop,
     /// What it is, e.g. `1GbE TCP (MTU 1500)`, `PCIe 3.0 x4`.
     pub name: String,
     pub bytes_per_sec: f64,
     /// Where the figure came from (sysfs path, --link, the catalog).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
-}
-
-/// Which hop limits the path, and why.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Verdict {
-    /// disk, bus, nic, link, protocol, cpu, cache or unexplained.
-    pub bottleneck: String,
-    pub explanation: String,
-    /// Per-direction detail (read, write), when analysis produced it.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub directions: Vec<serde_json::Value>,
 }
 
 /// The most [`ResultDoc::from_reader`] reads: 64 MiB. A `headroom run` document
