@@ -421,7 +421,7 @@ fn document(host: Host, results: &[Measurement], link: &LinkTarget) -> ResultDoc
         source: Some(if link.caveat.is_some() { "default (no interface speed)".into() } else { "headroom cpu".into() }),
     });
     if let Some(caveat) = &link.caveat {
-        doc.warnings.push(Warning::new("link_assumed", caveat.clone()));
+        doc.warnings.push(Warning::new(headroom_result::WarningCode::LinkAssumed, caveat.clone()));
     }
     doc.probes = results.iter().map(|m| probe_with_link(m, link)).collect();
     doc
@@ -435,7 +435,7 @@ fn probe_with_link(m: &Measurement, link: &LinkTarget) -> Probe {
     probe.details.insert("fills_link".into(), serde_json::json!(fills));
     if !fills {
         probe.warnings.push(Warning::new(
-            "cpu_below_link",
+            headroom_result::WarningCode::CpuBelowLink,
             format!(
                 "{} on {} thread(s) reaches {:.0}% of {} ({})",
                 m.kernel.name(),

@@ -404,7 +404,7 @@ fn probe_for(o: &TestOutcome, target: &Target, settings: RunSettings, bus: Optio
     if o.def.rw.writes() {
         if let Some(c) = detect_write_cliff(&o.samples) {
             warnings.push(Warning::new(
-                "write_cliff",
+                headroom_result::WarningCode::WriteCliff,
                 format!(
                     "{}: the write rate fell after {:.0} s and {} written, from {} to {} (a cache filled up)",
                     o.def.name,

@@ -299,7 +299,7 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
         doc.ceilings.push(c);
     }
     for f in &failures {
-        doc.warnings.push(Warning::new("test_failed", f.clone()));
+        doc.warnings.push(Warning::new(headroom_result::WarningCode::TestFailed, f.clone()));
     }
     if out.json {
         out.print_json(&doc)?;
@@ -363,7 +363,7 @@ fn throughput_probe(r: &ThroughputResult, ceiling: &LinkCeiling) -> Probe {
         p.details.insert("ceiling_share".into(), serde_json::json!(share));
         if share > 1.02 {
             p.warnings.push(Warning::new(
-                "faster_than_ceiling",
+                headroom_result::WarningCode::FasterThanCeiling,
                 format!(
                     "measured {} is above the {} ceiling: {}",
                     format_rate(p.summary.bytes_per_sec * 8.0, false),

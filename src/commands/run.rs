@@ -204,8 +204,10 @@ pub fn run(args: &RunArgs, out: &Output) -> anyhow::Result<Outcome> {
     let host: Host = match child_json(&exe, &["sys".into()], quiet, "inventory (headroom sys)") {
         Ok(text) => serde_json::from_str(&text).context("inventory (headroom sys): not a host object")?,
         Err(e) => {
-            warnings
-                .push(Warning::new("no_inventory", format!("{e:#}; ceilings of the bus, NIC and link are unknown")));
+            warnings.push(Warning::new(
+                headroom_result::WarningCode::NoInventory,
+                format!("{e:#}; ceilings of the bus, NIC and link are unknown"),
+            ));
             Host::default()
         }
     };
@@ -265,7 +267,7 @@ fn finish(
     let analysis = annotate(&mut doc, hints)?;
     let results: Vec<GoalResult> = evaluate(goals, &doc, Some(&analysis));
     for g in results.iter().filter(|g| !g.met) {
-        doc.warnings.push(Warning::new("goal_missed", format!("goal {} missed", g.goal)));
+        doc.warnings.push(Warning::new(headroom_result::WarningCode::GoalMissed, format!("goal {} missed", g.goal)));
     }
     if let Some(path) = save {
         std::fs::write(path, doc.to_json() + "\n")

@@ -189,7 +189,9 @@ pub fn settle_diagnosis(probe: &mut Probe, at_link_ceiling: bool) -> Option<CpuL
         probe.details.insert("why".into(), serde_json::Value::String(format!("limited by {}", l.evidence)));
         probe.details.insert("cpu_limit".into(), serde_json::to_value(l).expect("serialisable"));
         if !probe.warnings.iter().any(|w| w.code == "cpu_limited") {
-            probe.warnings.push(Warning::new("cpu_limited", format!("limited by {}", l.evidence)));
+            probe
+                .warnings
+                .push(Warning::new(headroom_result::WarningCode::CpuLimited, format!("limited by {}", l.evidence)));
         }
     }
     limit
@@ -250,7 +252,7 @@ mod tests {
         p.details.insert("cpu_load_remote".into(), serde_json::to_value(&server).unwrap());
         p.details.insert("cpu_load_local".into(), serde_json::to_value(idle_load(2)).unwrap());
         p.details.insert("why".into(), json!("send buffer limited 80% of the time: raise net.core.wmem_max"));
-        p.warnings.push(Warning::new("single_stream_limited", "send buffer ... wmem"));
+        p.warnings.push(Warning::new(headroom_result::WarningCode::SingleStreamLimited, "send buffer ... wmem"));
         let l = settle_diagnosis(&mut p, false).expect("a limit");
         assert_eq!((l.side, l.kind), (Side::Remote, CpuLimitKind::Quota));
         assert!(l.evidence.contains("2% of one core") && l.evidence.contains("80% of 40 periods"), "{}", l.evidence);
@@ -298,7 +300,7 @@ mod tests {
     fn at_the_link_ceiling_no_buffer_advice_and_no_cpu_blame() {
         let mut p = net_probe(1);
         p.details.insert("why".into(), json!("receive window limited 60% of the time: raise net.core.rmem_max"));
-        p.warnings.push(Warning::new("single_stream_limited", "receive window ... rmem"));
+        p.warnings.push(Warning::new(headroom_result::WarningCode::SingleStreamLimited, "receive window ... rmem"));
         p.details.insert("cpu_remote_percent".into(), json!(99.0));
         assert!(settle_diagnosis(&mut p, true).is_none());
         assert!(!p.details.contains_key("why") && p.warnings.is_empty());

@@ -20,12 +20,14 @@ mod host;
 mod soak;
 mod validate;
 mod verdict;
+mod warning;
 
 pub use cpu_load::*;
 pub use host::*;
 pub use soak::*;
 pub use validate::*;
 pub use verdict::*;
+pub use warning::*;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -273,20 +275,6 @@ pub struct Sample {
     pub latency_ns_mean: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_ns_p99: Option<f64>,
-}
-
-/// Something the user must know to trust a figure; `code` is stable, `message` human.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct Warning {
-    /// e.g. page_cache_possible, faster_than_ceiling, write_cliff.
-    pub code: String,
-    pub message: String,
-}
-
-impl Warning {
-    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
-        Warning { code: code.into(), message: message.into() }
-    }
 }
 
 /// The physical ceiling of one hop on the path.
