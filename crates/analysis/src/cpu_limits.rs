@@ -10,7 +10,7 @@
 //! gets no buffer advice at all. Thresholds are documented in docs/verdict.md.
 
 pub use headroom_result::Side;
-use headroom_result::{CpuLoad, Probe, ProbeSpec, Warning};
+use headroom_result::{details, CpuLoad, Probe, ProbeSpec, Warning};
 use serde::{Deserialize, Serialize};
 
 /// A cgroup that throttled in this share of its periods or more was held by its quota.
@@ -60,13 +60,11 @@ pub fn cpu_limit(probe: &Probe) -> Option<CpuLimit> {
         _ => 1,
     };
     let mut found: Vec<CpuLimit> = Vec::new();
-    for (side, key, legacy) in
-        [(Side::Remote, "cpu_load_remote", "cpu_remote_percent"), (Side::Local, "cpu_load_local", "cpu_local_percent")]
-    {
-        match probe.details.get(key).and_then(|v| serde_json::from_value::<CpuLoad>(v.clone()).ok()) {
+    for side in [Side::Remote, Side::Local] {
+        match probe.cpu_load(side) {
             Some(load) => found.extend(limit_of_load(&load, side, streams)),
             None => {
-                let percent = probe.details.get(legacy).and_then(|v| v.as_f64());
+                let percent = probe.cpu_percent(side);
                 if let Some(per_stream) = percent.map(|p| p / streams as f64).filter(|p| *p >= CPU_BUSY_PERCENT) {
                     found.push(CpuLimit {
                         side,
@@ -179,15 +177,14 @@ fn cores_text(cores: f64) -> String {
 /// Returns the CPU limit it found.
 pub fn settle_diagnosis(probe: &mut Probe, at_link_ceiling: bool) -> Option<CpuLimit> {
     let limit = if at_link_ceiling { None } else { cpu_limit(probe) };
-    let buffer_advice =
-        probe.details.get("why").and_then(|w| w.as_str()).is_some_and(|w| w.contains("rmem") || w.contains("wmem"));
+    let buffer_advice = probe.why().is_some_and(|w| w.contains("rmem") || w.contains("wmem"));
     if limit.is_some() || (at_link_ceiling && buffer_advice) {
-        probe.details.remove("why");
+        probe.details.remove(details::WHY);
         probe.warnings.retain(|w| w.code != "single_stream_limited");
     }
     if let Some(l) = &limit {
-        probe.details.insert("why".into(), serde_json::Value::String(format!("limited by {}", l.evidence)));
-        probe.details.insert("cpu_limit".into(), serde_json::to_value(l).expect("serialisable"));
+        probe.details.insert(details::WHY.into(), serde_json::Value::String(format!("limited by {}", l.evidence)));
+        probe.details.insert(details::CPU_LIMIT.into(), serde_json::to_value(l).expect("serialisable"));
         if !probe.warnings.iter().any(|w| w.code == "cpu_limited") {
             probe
                 .warnings

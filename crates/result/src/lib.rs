@@ -16,6 +16,7 @@
 //! how figures were measured.
 
 mod cpu_load;
+pub mod details;
 mod host;
 mod soak;
 mod validate;

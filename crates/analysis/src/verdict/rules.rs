@@ -449,7 +449,7 @@ fn unexplained(f: &Facts) -> Option<Finding> {
         if bound.is_none() && net.nic.as_ref().is_none_or(|n| n.kind == "virtual") {
             virtual_link(&mut found, what, m, net.nic.as_ref().map(|n| n.name.as_str()));
         }
-        if let Some(why) = f.net_probe.and_then(|p| p.details.get("why")).and_then(|w| w.as_str()) {
+        if let Some(why) = f.net_probe.and_then(Probe::why) {
             found.checks.insert(0, format!("the probe's own diagnosis: {why}"));
         }
     }
