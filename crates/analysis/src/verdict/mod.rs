@@ -255,3 +255,24 @@ fn direction_verdict(doc: &ResultDoc, model: &PathModel, dir: Direction) -> Opti
         side: finding.side,
     })
 }
+
+/// Whether disk and network figures are within the noise of each other: closer
+/// than [`LEVEL_WITHIN`], or than the wider spread (coefficient of variation)
+/// of the two probes' per-second samples.
+pub(super) fn level(disk: f64, net: f64, disk_probe: Option<&Probe>, net_probe: Option<&Probe>) -> bool {
+    let spread = |p: Option<&Probe>| {
+        let xs: Vec<f64> = p.map(|p| p.samples.iter().map(|s| s.bytes_per_sec).collect()).unwrap_or_default();
+        if xs.len() < 3 {
+            return 0.0;
+        }
+        let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (xs.len() - 1) as f64;
+        if mean > 0.0 {
+            var.sqrt() / mean
+        } else {
+            0.0
+        }
+    };
+    let noise = LEVEL_WITHIN.max(spread(disk_probe)).max(spread(net_probe));
+    (disk - net).abs() / disk.max(net) <= noise
+}
