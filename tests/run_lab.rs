@@ -77,13 +77,8 @@ fn run_in_lab_with(link: &str, link_bits: f64, disk_bytes_per_sec: u64, server_q
 /// (bottleneck, explanation, path figure in bytes/s, percent of the ceiling).
 fn verdict_of(doc: &ResultDoc, direction: &str) -> (String, String, f64, Option<f64>) {
     let v = doc.verdict.as_ref().expect("verdict");
-    let d = v.directions.iter().find(|d| d["direction"] == direction).expect("direction");
-    (
-        d["bottleneck"].as_str().unwrap().to_string(),
-        d["explanation"].as_str().unwrap().to_string(),
-        d["figure_bytes_per_sec"].as_f64().unwrap(),
-        d["percent_of_ceiling"].as_f64(),
-    )
+    let d = v.directions.iter().find(|d| d.direction == direction).expect("direction");
+    (d.bottleneck.to_string(), d.explanation.clone(), d.figure_bytes_per_sec, d.percent_of_ceiling)
 }
 
 fn lab_ready() -> bool {

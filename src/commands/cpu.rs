@@ -1,15 +1,15 @@
 //! `headroom cpu`: what this CPU pushes through parity, checksums,
 //! compression and encryption, per core and on all cores, next to the link
-//! it feeds (`--link`, else the fastest local interface).
+//! it feeds (`--link`, else the path's NIC: `headroom_analysis::ceilings::LinkTarget`).
 //! Parses and validates arguments, runs the headroom-cpu engine with a
 //! progress bar, and presents the figures; measures nothing itself.
 
 use crate::output::{Outcome, Output};
 use crate::progress::Progress;
 use anyhow::{bail, Context};
+use headroom_analysis::ceilings::{LinkSpec, LinkTarget};
 use headroom_cpu::{all_kernels, BufferSpec, Group, Kernel, Measurement, Plan, CACHE_BUFFER, MIN_BUFFER};
-use headroom_limits::{lookup, Family, Framing};
-use headroom_result::{Ceiling, Host, Probe, ResultDoc, Warning};
+use headroom_result::{Ceiling, Hop, Host, Probe, ResultDoc, Warning};
 use headroom_units::{format_duration, format_size, DurationArg, Size};
 use owo_colors::OwoColorize;
 use std::time::{Duration, Instant};
@@ -41,9 +41,9 @@ pub struct CpuArgs {
     /// Measured time of each figure (10ms to 1m; default 100ms; a warm-up runs before it)
     #[arg(long, value_name = "DURATION", default_value = "100ms")]
     pub time: DurationArg,
-    /// Link to compare with, e.g. 1gbe, 10gbe, 25gbe, 16gfc (default: fastest local interface)
-    #[arg(long, value_name = "SPEC")]
-    pub link: Option<String>,
+    /// Link to compare with, e.g. 1gbe, 10gbe, 25gbe, 16gfc, 940Mb/s (default: fastest local interface)
+    #[arg(long, value_name = "SPEC", value_parser = LinkSpec::parse)]
+    pub link: Option<LinkSpec>,
     /// Only these kernels: groups (parity, checksum, compression, encryption) or ids
     /// (sha256, aes-256-gcm, zstd-3-compress, ...), comma-separated (default: all)
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
@@ -85,19 +85,6 @@ fn select_kernels(names: &[String]) -> anyhow::Result<Vec<Kernel>> {
 }
 
 const TIME_RANGE: (Duration, Duration) = (Duration::from_millis(10), Duration::from_secs(60));
-
-/// The link a figure is compared with.
-#[derive(Debug, Clone)]
-struct LinkTarget {
-    /// e.g. "10GbE".
-    name: String,
-    /// What payload the link carries: TCP goodput for Ethernet, usable rate otherwise.
-    bytes_per_sec: f64,
-    /// e.g. "TCP at MTU 1500", "eth0, TCP at MTU 9000".
-    basis: String,
-    /// Why this link, when the user did not name one and none was found.
-    caveat: Option<String>,
-}
 
 /// `--threads` resolved against this machine.
 fn thread_counts(arg: Option<&str>, usable: usize) -> anyhow::Result<Vec<usize>> {
@@ -153,60 +140,13 @@ fn check_time(time: Duration) -> anyhow::Result<Duration> {
     Ok(time)
 }
 
-/// `--link`, else the fastest local interface, else 10 GbE with a caveat.
-fn link_target(spec: Option<&str>, host: &Host) -> anyhow::Result<LinkTarget> {
-    if let Some(spec) = spec {
-        let link = lookup(spec).map_err(|e| anyhow::anyhow!("--link: {e}"))?;
-        return Ok(if link.family == Family::Ethernet {
-            let framing = Framing::default();
-            LinkTarget {
-                name: link.name.clone(),
-                bytes_per_sec: framing.tcp_goodput_bits(link.usable_bits_per_sec) / 8.0,
-                basis: format!("TCP at MTU {}", framing.mtu),
-                caveat: None,
-            }
-        } else {
-            LinkTarget {
-                name: link.name.clone(),
-                bytes_per_sec: link.usable_bytes_per_sec(),
-                basis: "usable rate after line encoding".into(),
-                caveat: None,
-            }
-        });
-    }
-    if let Some(nic) = headroom_sys::fastest_interface(host) {
-        let ceiling = headroom_sys::effective_ceiling(nic).unwrap_or_default();
-        let slot = match nic.bus_ceiling_bytes_per_sec {
-            Some(bus) if bus < nic.ceiling_bytes_per_sec.unwrap_or(f64::MAX) => ", capped by its bus",
-            _ => "",
-        };
-        return Ok(LinkTarget {
-            name: nic.link.clone().unwrap_or_else(|| nic.name.clone()),
-            bytes_per_sec: ceiling,
-            basis: format!("{}, TCP at MTU {}{slot}", nic.name, nic.mtu),
-            caveat: None,
-        });
-    }
-    let link = lookup("10gbe").expect("10GbE is in the catalog");
-    let framing = Framing::default();
-    Ok(LinkTarget {
-        name: link.name.clone(),
-        bytes_per_sec: framing.tcp_goodput_bits(link.usable_bits_per_sec) / 8.0,
-        basis: "TCP at MTU 1500".into(),
-        caveat: Some(
-            "no local interface reports a link speed (virtual NICs do not); compared with 10GbE — name one with --link"
-                .into(),
-        ),
-    })
-}
-
 pub fn run(args: &CpuArgs, out: &Output) -> anyhow::Result<Outcome> {
     let host = headroom_sys::inventory_live();
     let usable = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let threads = thread_counts(args.threads.as_deref(), usable)?;
     let buffers = buffers(args.size, host.memory_bytes)?;
     let time = check_time(args.time.0)?;
-    let link = link_target(args.link.as_deref(), &host)?;
+    let link = LinkTarget::choose(args.link.as_ref(), &host.nics);
     let plan = Plan {
         kernels: select_kernels(&args.kernels)?,
         threads,
@@ -475,13 +415,13 @@ fn document(host: Host, results: &[Measurement], link: &LinkTarget) -> ResultDoc
     let mut doc = ResultDoc::new(humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string());
     doc.host = host;
     doc.ceilings.push(Ceiling {
-        hop: "link".into(),
+        hop: Hop::Link,
         name: format!("{} {}", link.name, link.basis),
         bytes_per_sec: link.bytes_per_sec,
         source: Some(if link.caveat.is_some() { "default (no interface speed)".into() } else { "headroom cpu".into() }),
     });
     if let Some(caveat) = &link.caveat {
-        doc.warnings.push(Warning::new("link_assumed", caveat.clone()));
+        doc.warnings.push(Warning::new(headroom_result::WarningCode::LinkAssumed, caveat.clone()));
     }
     doc.probes = results.iter().map(|m| probe_with_link(m, link)).collect();
     doc
@@ -495,7 +435,7 @@ fn probe_with_link(m: &Measurement, link: &LinkTarget) -> Probe {
     probe.details.insert("fills_link".into(), serde_json::json!(fills));
     if !fills {
         probe.warnings.push(Warning::new(
-            "cpu_below_link",
+            headroom_result::WarningCode::CpuBelowLink,
             format!(
                 "{} on {} thread(s) reaches {:.0}% of {} ({})",
                 m.kernel.name(),
@@ -549,16 +489,5 @@ mod tests {
         assert!(!b[0].cache_resident && b[1].cache_resident);
         let small = buffers(Some(Size(64 << 10)), ram).unwrap();
         assert_eq!(small, [BufferSpec { bytes: 64 << 10, cache_resident: true }]);
-    }
-
-    #[test]
-    fn an_ethernet_link_is_compared_by_its_tcp_ceiling() {
-        let t = link_target(Some("10gbe"), &Host::default()).unwrap();
-        // 10e9 * 1448 / 1538 / 8 = 1.1768 GB/s, the "1.18 GB/s" users know.
-        assert!((t.bytes_per_sec - 1.1768e9).abs() < 1e6, "{}", t.bytes_per_sec);
-        assert!(link_target(Some("11gbe"), &Host::default()).is_err());
-        let fallback = link_target(None, &Host::default()).unwrap();
-        assert_eq!(fallback.name, "10GbE");
-        assert!(fallback.caveat.is_some());
     }
 }

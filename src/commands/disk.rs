@@ -7,6 +7,7 @@
 use crate::output::{Outcome, Output};
 use crate::progress::Progress;
 use anyhow::bail;
+use headroom_analysis::ceilings::bus_ceiling;
 use headroom_analysis::cliff::detect_write_cliff;
 use headroom_disk::preset::{test_def, Preset, SWEEP_BLOCK_SIZES, SWEEP_QUEUE_DEPTHS};
 use headroom_disk::probe::{honesty_warnings, to_probe, BusCeiling};
@@ -293,7 +294,7 @@ pub fn run(args: &DiskArgs, out: &Output) -> anyhow::Result<Outcome> {
         }
         run_warnings.extend(laid.map_err(user_error)?);
     }
-    let bus = bus_ceiling(&target.path);
+    let bus = bus_of(&target.path);
     let mut outcomes: Vec<TestOutcome> = Vec::new();
     let mut failure: Option<String> = None;
     let mut fallback_warned = false;
@@ -345,7 +346,7 @@ pub fn run(args: &DiskArgs, out: &Output) -> anyhow::Result<Outcome> {
         doc.warnings = run_warnings;
         if let Some(b) = &bus {
             doc.ceilings.push(Ceiling {
-                hop: "bus".into(),
+                hop: headroom_result::Hop::Bus,
                 name: b.name.clone(),
                 bytes_per_sec: b.bytes_per_sec,
                 source: Some(b.source.clone()),
@@ -403,7 +404,7 @@ fn probe_for(o: &TestOutcome, target: &Target, settings: RunSettings, bus: Optio
     if o.def.rw.writes() {
         if let Some(c) = detect_write_cliff(&o.samples) {
             warnings.push(Warning::new(
-                "write_cliff",
+                headroom_result::WarningCode::WriteCliff,
                 format!(
                     "{}: the write rate fell after {:.0} s and {} written, from {} to {} (a cache filled up)",
                     o.def.name,
@@ -540,12 +541,12 @@ fn render_sync(probes: &[Probe]) -> String {
     s
 }
 
-/// The bus ceiling of the disk holding `path`, from the machine inventory.
-fn bus_ceiling(path: &std::path::Path) -> Option<BusCeiling> {
-    let disk = headroom_sys::block_device_holding(path)?;
+/// The bus ceiling of the disk holding `path` ([`bus_ceiling`] of its inventory entry).
+fn bus_of(path: &std::path::Path) -> Option<BusCeiling> {
+    let ceiling = bus_ceiling(&headroom_sys::block_device_holding(path)?)?;
     Some(BusCeiling {
-        bytes_per_sec: disk.ceiling_bytes_per_sec?,
-        name: disk.bus?,
-        source: format!("/sys/block/{}", disk.name),
+        name: ceiling.name,
+        bytes_per_sec: ceiling.bytes_per_sec,
+        source: ceiling.source.unwrap_or_default(),
     })
 }

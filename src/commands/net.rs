@@ -6,15 +6,15 @@
 use crate::output::{Outcome, Output};
 use crate::progress::Progress;
 use anyhow::bail;
+use headroom_analysis::ceilings::{choose_nic, LinkCeiling, LinkSpec};
 use headroom_analysis::cpu_limits;
 use headroom_analysis::verdict::AT_CEILING;
-use headroom_limits::Framing;
 use headroom_net::{
     connect_probe, echo_probe, iperf3_throughput, rr_probe, tcp_connect_series, Endpoint, NetError, Session,
     ThroughputResult, ThroughputSpec, TrafficDirection,
 };
 use headroom_result::CpuLoad;
-use headroom_result::{Ceiling, Probe, ResultDoc, Warning};
+use headroom_result::{Probe, ResultDoc, Warning};
 use headroom_units::{format_rate, DurationArg, Rate, Size};
 use std::time::Duration;
 
@@ -52,9 +52,9 @@ pub struct NetArgs {
     /// Run a UDP test at this rate (bits/s as iperf3 -b reads it: 100M, 1G; or 1Gb/s, 125MB/s)
     #[arg(long, value_parser = parse_bit_rate)]
     pub udp: Option<Rate>,
-    /// The link to compare against (e.g. 1gbe, 10gbe); default: the local interface that routes to HOST
-    #[arg(long)]
-    pub link: Option<String>,
+    /// The link to compare against: a name (1gbe, 10gbe) or a rate (940Mb/s); default: the local interface that routes to HOST
+    #[arg(long, value_name = "SPEC", value_parser = LinkSpec::parse_network)]
+    pub link: Option<LinkSpec>,
     /// Wire protocol: auto detects a headroom server and falls back to iperf3
     #[arg(long, value_enum, default_value = "auto")]
     pub protocol: ProtocolArg,
@@ -180,7 +180,7 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
         },
     };
     let protocol = if session.is_some() { "headroom" } else { "iperf3" };
-    let ceiling = ceiling_for(&host, target.port, args.link.as_deref())?;
+    let ceiling = ceiling_for(&host, target.port, args.link.as_ref());
     if !out.json {
         println!(
             "{} {} ({} protocol{})",
@@ -189,7 +189,7 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
             protocol,
             session.as_ref().map(|s| format!(", server {}", s.server_version)).unwrap_or_default()
         );
-        println!("link: {}", ceiling.describe(out.iec));
+        println!("link: {}", describe(&ceiling, out.iec));
     }
     let mut probes: Vec<Probe> = Vec::new();
     let mut failures: Vec<String> = Vec::new();
@@ -296,11 +296,11 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
     }
     let mut doc = ResultDoc::new(started_at);
     doc.probes = probes;
-    if let Some(c) = ceiling.result_ceiling() {
+    if let Some(c) = ceiling.to_ceiling() {
         doc.ceilings.push(c);
     }
     for f in &failures {
-        doc.warnings.push(Warning::new("test_failed", f.clone()));
+        doc.warnings.push(Warning::new(headroom_result::WarningCode::TestFailed, f.clone()));
     }
     if out.json {
         out.print_json(&doc)?;
@@ -364,7 +364,7 @@ fn throughput_probe(r: &ThroughputResult, ceiling: &LinkCeiling) -> Probe {
         p.details.insert("ceiling_share".into(), serde_json::json!(share));
         if share > 1.02 {
             p.warnings.push(Warning::new(
-                "faster_than_ceiling",
+                headroom_result::WarningCode::FasterThanCeiling,
                 format!(
                     "measured {} is above the {} ceiling: {}",
                     format_rate(p.summary.bytes_per_sec * 8.0, false),
@@ -510,95 +510,25 @@ impl SpecBytes for Probe {
     }
 }
 
-/// The link a result is compared against: from --link, or the local interface that routes to HOST.
-pub struct LinkCeiling {
-    pub name: String,
-    /// TCP goodput per direction, bytes/s; None for loopback or an unknown speed.
-    pub tcp_bytes_per_sec: Option<f64>,
-    pub source: String,
-    pub is_virtual: bool,
-    pub note: Option<String>,
+/// The `link:` line: the ceiling, where it came from, and why it may not hold.
+fn describe(c: &LinkCeiling, iec: bool) -> String {
+    let mut s = match c.tcp_bytes_per_sec {
+        Some(b) => format!("{} ({}): TCP ceiling {}", c.name, c.source, format_rate(b * 8.0, iec)),
+        None => format!("{} ({})", c.name, c.source),
+    };
+    if let Some(n) = &c.note {
+        s += &format!("; {n}");
+    }
+    s
 }
 
-impl LinkCeiling {
-    fn describe(&self, iec: bool) -> String {
-        let mut s = match self.tcp_bytes_per_sec {
-            Some(b) => format!("{} ({}): TCP ceiling {}", self.name, self.source, format_rate(b * 8.0, iec)),
-            None => format!("{} ({})", self.name, self.source),
-        };
-        if let Some(n) = &self.note {
-            s += &format!("; {n}");
-        }
-        s
-    }
-
-    fn result_ceiling(&self) -> Option<Ceiling> {
-        self.tcp_bytes_per_sec.map(|b| Ceiling {
-            hop: "link".into(),
-            name: self.name.clone(),
-            bytes_per_sec: b,
-            source: Some(self.source.clone()),
-        })
-    }
-}
-
-fn ceiling_for(host: &str, port: u16, link: Option<&str>) -> anyhow::Result<LinkCeiling> {
-    let iface = headroom_net::resolve(host, port)
+/// The link ceiling of `--link`, else of the interface the route to HOST
+/// leaves through ([`choose_nic`] with that interface named).
+fn ceiling_for(host: &str, port: u16, link: Option<&LinkSpec>) -> LinkCeiling {
+    let route = headroom_net::resolve(host, port)
         .ok()
         .and_then(|a| a.first().copied())
-        .and_then(|peer| headroom_sys::nic_towards(peer.ip()));
-    let mtu = iface.as_ref().map(|i| i.mtu).filter(|m| (576..=9216).contains(m)).unwrap_or(1500);
-    let framing = Framing { mtu, ..Framing::default() };
-    if let Some(spec) = link {
-        let l = headroom_limits::lookup(spec).map_err(|e| anyhow::anyhow!("--link: {e}"))?;
-        return Ok(LinkCeiling {
-            name: format!("{} TCP (MTU {mtu})", l.name),
-            tcp_bytes_per_sec: Some(framing.tcp_goodput_bits(l.usable_bits_per_sec) / 8.0),
-            source: "--link".into(),
-            is_virtual: false,
-            note: None,
-        });
-    }
-    let Some(i) = iface else {
-        return Ok(LinkCeiling {
-            name: "unknown link".into(),
-            tcp_bytes_per_sec: None,
-            source: "no local route found".into(),
-            is_virtual: false,
-            note: Some("give --link SPEC to compare against a ceiling".into()),
-        });
-    };
-    if i.kind == "loopback" {
-        return Ok(LinkCeiling {
-            name: "loopback".into(),
-            tcp_bytes_per_sec: None,
-            source: "lo".into(),
-            is_virtual: true,
-            note: Some("no physical link: memory and CPU set the pace".into()),
-        });
-    }
-    let source = format!("/sys/class/net/{}", i.name);
-    let is_virtual = i.kind == "virtual";
-    match i.speed_mbps.and_then(headroom_limits::ethernet_by_speed_mbps) {
-        Some(l) => Ok(LinkCeiling {
-            name: format!("{} TCP (MTU {mtu}, {})", l.name, i.name),
-            tcp_bytes_per_sec: Some(framing.tcp_goodput_bits(l.usable_bits_per_sec) / 8.0),
-            source,
-            is_virtual,
-            note: is_virtual.then(|| {
-                format!(
-                    "{} is a virtual NIC ({}): its speed is nominal",
-                    i.name,
-                    i.driver.clone().unwrap_or_else(|| "no hardware device".into())
-                )
-            }),
-        }),
-        None => Ok(LinkCeiling {
-            name: i.name.clone(),
-            tcp_bytes_per_sec: None,
-            source,
-            is_virtual,
-            note: Some("the interface reports no speed; give --link SPEC to compare against a ceiling".into()),
-        }),
-    }
+        .and_then(|peer| headroom_sys::route_interface(peer.ip()));
+    let nics = if route.is_some() { headroom_sys::nics(&headroom_sys::SysRoot::live()) } else { Vec::new() };
+    LinkCeiling::of_path(link, route.as_deref().and_then(|name| choose_nic(&nics, Some(name))))
 }

@@ -45,8 +45,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub path: Option<PathBuf>,
     /// The narrowest link between client and server: a name (1gbe, 10gbe, 2.5gbe) or a rate (940Mb/s)
-    #[arg(long, value_name = "SPEC")]
-    pub link: Option<String>,
+    #[arg(long, value_name = "SPEC", value_parser = LinkSpec::parse_network)]
+    pub link: Option<LinkSpec>,
     /// quick (about 45 s) or full (several minutes: more disk tests, 4-stream network tests, the CPU hop)
     #[arg(long, default_value = "quick", value_parser = ["quick", "full"])]
     pub preset: String,
@@ -79,9 +79,6 @@ struct Plan {
 }
 
 fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
-    if let Some(spec) = &args.link {
-        LinkSpec::parse(spec)?;
-    }
     let goals = match &args.goal {
         Some(list) => parse_goals(list)?,
         None => Vec::new(),
@@ -158,8 +155,7 @@ fn disk_args(path: &Path, full: bool) -> Vec<String> {
     a
 }
 
-/// `--link` is not passed on: `run` holds the figures against it itself, and
-/// accepts rates (`940Mb/s`) that `net` does not.
+/// `--link` is not passed on: `run` holds the figures against it itself.
 fn net_args(server: &str, full: bool, token: Option<&str>) -> Vec<String> {
     let tests = if full { "rtt,up1,down1,up,down" } else { "up1,down1" };
     let time = if full { "5s" } else { "3s" };
@@ -208,8 +204,10 @@ pub fn run(args: &RunArgs, out: &Output) -> anyhow::Result<Outcome> {
     let host: Host = match child_json(&exe, &["sys".into()], quiet, "inventory (headroom sys)") {
         Ok(text) => serde_json::from_str(&text).context("inventory (headroom sys): not a host object")?,
         Err(e) => {
-            warnings
-                .push(Warning::new("no_inventory", format!("{e:#}; ceilings of the bus, NIC and link are unknown")));
+            warnings.push(Warning::new(
+                headroom_result::WarningCode::NoInventory,
+                format!("{e:#}; ceilings of the bus, NIC and link are unknown"),
+            ));
             Host::default()
         }
     };
@@ -219,7 +217,7 @@ pub fn run(args: &RunArgs, out: &Output) -> anyhow::Result<Outcome> {
         // Its document-level warnings are about the link it compared with,
         // which `run` derives itself; the probes carry their own.
         let what = "CPU probes (headroom cpu)";
-        let text = child_json(&exe, &cpu_args(args.link.as_deref()), quiet, what)?;
+        let text = child_json(&exe, &cpu_args(args.link.as_ref().map(|l| l.input.as_str())), quiet, what)?;
         probes.extend(cpu_hop_probes(child_doc(&text, what)?));
     }
     {
@@ -269,7 +267,7 @@ fn finish(
     let analysis = annotate(&mut doc, hints)?;
     let results: Vec<GoalResult> = evaluate(goals, &doc, Some(&analysis));
     for g in results.iter().filter(|g| !g.met) {
-        doc.warnings.push(Warning::new("goal_missed", format!("goal {} missed", g.goal)));
+        doc.warnings.push(Warning::new(headroom_result::WarningCode::GoalMissed, format!("goal {} missed", g.goal)));
     }
     if let Some(path) = save {
         std::fs::write(path, doc.to_json() + "\n")

@@ -9,7 +9,8 @@
 //! replaces the TCP_INFO buffer advice, and a stream at its link's ceiling
 //! gets no buffer advice at all. Thresholds are documented in docs/verdict.md.
 
-use headroom_result::{CpuLoad, Probe, ProbeSpec, Warning};
+pub use headroom_result::Side;
+use headroom_result::{details, CpuLoad, Probe, ProbeSpec, Warning};
 use serde::{Deserialize, Serialize};
 
 /// A cgroup that throttled in this share of its periods or more was held by its quota.
@@ -24,32 +25,6 @@ pub const CORE_SATURATED_PERCENT: f64 = 95.0;
 pub const SOFTIRQ_SHARE_PERCENT: f64 = 50.0;
 /// A thread (or a stream's share of a process) at this percent of one core is CPU-bound.
 pub const CPU_BUSY_PERCENT: f64 = 90.0;
-
-/// Which end of the test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Side {
-    /// The machine that ran the client (`headroom net`, `headroom run`).
-    Local,
-    /// The server (`headroom serve`, iperf3 -s).
-    Remote,
-}
-
-impl Side {
-    /// "this machine" / "the server".
-    pub fn owner(self) -> &'static str {
-        match self {
-            Side::Local => "this machine",
-            Side::Remote => "the server",
-        }
-    }
-    fn possessive(self) -> &'static str {
-        match self {
-            Side::Local => "this machine's",
-            Side::Remote => "the server's",
-        }
-    }
-}
 
 /// What kind of CPU limit, strongest evidence first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -85,13 +60,11 @@ pub fn cpu_limit(probe: &Probe) -> Option<CpuLimit> {
         _ => 1,
     };
     let mut found: Vec<CpuLimit> = Vec::new();
-    for (side, key, legacy) in
-        [(Side::Remote, "cpu_load_remote", "cpu_remote_percent"), (Side::Local, "cpu_load_local", "cpu_local_percent")]
-    {
-        match probe.details.get(key).and_then(|v| serde_json::from_value::<CpuLoad>(v.clone()).ok()) {
+    for side in [Side::Remote, Side::Local] {
+        match probe.cpu_load(side) {
             Some(load) => found.extend(limit_of_load(&load, side, streams)),
             None => {
-                let percent = probe.details.get(legacy).and_then(|v| v.as_f64());
+                let percent = probe.cpu_percent(side);
                 if let Some(per_stream) = percent.map(|p| p / streams as f64).filter(|p| *p >= CPU_BUSY_PERCENT) {
                     found.push(CpuLimit {
                         side,
@@ -204,17 +177,18 @@ fn cores_text(cores: f64) -> String {
 /// Returns the CPU limit it found.
 pub fn settle_diagnosis(probe: &mut Probe, at_link_ceiling: bool) -> Option<CpuLimit> {
     let limit = if at_link_ceiling { None } else { cpu_limit(probe) };
-    let buffer_advice =
-        probe.details.get("why").and_then(|w| w.as_str()).is_some_and(|w| w.contains("rmem") || w.contains("wmem"));
+    let buffer_advice = probe.why().is_some_and(|w| w.contains("rmem") || w.contains("wmem"));
     if limit.is_some() || (at_link_ceiling && buffer_advice) {
-        probe.details.remove("why");
+        probe.details.remove(details::WHY);
         probe.warnings.retain(|w| w.code != "single_stream_limited");
     }
     if let Some(l) = &limit {
-        probe.details.insert("why".into(), serde_json::Value::String(format!("limited by {}", l.evidence)));
-        probe.details.insert("cpu_limit".into(), serde_json::to_value(l).expect("serialisable"));
+        probe.details.insert(details::WHY.into(), serde_json::Value::String(format!("limited by {}", l.evidence)));
+        probe.details.insert(details::CPU_LIMIT.into(), serde_json::to_value(l).expect("serialisable"));
         if !probe.warnings.iter().any(|w| w.code == "cpu_limited") {
-            probe.warnings.push(Warning::new("cpu_limited", format!("limited by {}", l.evidence)));
+            probe
+                .warnings
+                .push(Warning::new(headroom_result::WarningCode::CpuLimited, format!("limited by {}", l.evidence)));
         }
     }
     limit
@@ -275,7 +249,7 @@ mod tests {
         p.details.insert("cpu_load_remote".into(), serde_json::to_value(&server).unwrap());
         p.details.insert("cpu_load_local".into(), serde_json::to_value(idle_load(2)).unwrap());
         p.details.insert("why".into(), json!("send buffer limited 80% of the time: raise net.core.wmem_max"));
-        p.warnings.push(Warning::new("single_stream_limited", "send buffer ... wmem"));
+        p.warnings.push(Warning::new(headroom_result::WarningCode::SingleStreamLimited, "send buffer ... wmem"));
         let l = settle_diagnosis(&mut p, false).expect("a limit");
         assert_eq!((l.side, l.kind), (Side::Remote, CpuLimitKind::Quota));
         assert!(l.evidence.contains("2% of one core") && l.evidence.contains("80% of 40 periods"), "{}", l.evidence);
@@ -323,7 +297,7 @@ mod tests {
     fn at_the_link_ceiling_no_buffer_advice_and_no_cpu_blame() {
         let mut p = net_probe(1);
         p.details.insert("why".into(), json!("receive window limited 60% of the time: raise net.core.rmem_max"));
-        p.warnings.push(Warning::new("single_stream_limited", "receive window ... rmem"));
+        p.warnings.push(Warning::new(headroom_result::WarningCode::SingleStreamLimited, "receive window ... rmem"));
         p.details.insert("cpu_remote_percent".into(), json!(99.0));
         assert!(settle_diagnosis(&mut p, true).is_none());
         assert!(!p.details.contains_key("why") && p.warnings.is_empty());

@@ -1,5 +1,6 @@
 //! Each rule of docs/verdict.md, held against a stored result document.
 
+use headroom_analysis::ceilings::LinkSpec;
 use headroom_analysis::compare::{compare, CompareError, Figure, Significance};
 use headroom_analysis::goals::{evaluate, parse_goals};
 use headroom_analysis::{analyse, annotate, Bottleneck, Direction, DirectionVerdict, PathHints};
@@ -152,9 +153,9 @@ fn r6_a_cpu_kernel_ceiling_is_shown_but_does_not_explain_loopback() {
 fn link_flag_overrides_the_nic_speed() {
     let doc = fixture("unexplained");
     // The same 62 MB/s on a link the user says is 530 Mb/s (TCP ceiling 62.4 MB/s): link-bound.
-    let a = analyse(&doc, &PathHints { link: Some("530Mb/s".into()), nic: None }).unwrap();
+    let a = analyse(&doc, &PathHints { link: Some("530Mb/s".parse().unwrap()), nic: None }).unwrap();
     assert_eq!(a.directions[0].bottleneck, Bottleneck::Link, "{:#?}", a.directions[0]);
-    assert!(analyse(&doc, &PathHints { link: Some("nvme".into()), nic: None }).is_err());
+    assert!("nvme".parse::<LinkSpec>().is_err());
 }
 
 #[test]
@@ -292,14 +293,16 @@ fn r5_names_the_server_quota_and_this_machines_saturated_core_not_the_buffers() 
     assert!(!text.contains("rmem_max"), "buffer advice survived a CPU limit");
     let v = doc.verdict.as_ref().unwrap();
     let read = &v.directions[0];
-    assert_eq!((read["bottleneck"].as_str(), read["rule"].as_str()), (Some("cpu"), Some("R5")), "{read:#}");
-    let e = read["explanation"].as_str().unwrap();
+    assert_eq!((read.bottleneck.as_str(), read.rule.as_str()), ("cpu", "R5"), "{read:#?}");
+    assert_eq!(read.side, Some(headroom_result::Side::Remote), "{read:#?}");
+    let e = &read.explanation;
     assert!(e.contains("the server's CPU quota") && e.contains("cpu.max 2000 100000"), "{e}");
     assert!(e.contains("throttled in 80% of 30 periods"), "{e}");
-    assert!(read["checks"][0].as_str().unwrap().contains("quota of the server's cgroup"), "{read:#}");
+    assert!(read.checks[0].contains("quota of the server's cgroup"), "{read:#?}");
     let write = &v.directions[1];
-    let e = write["explanation"].as_str().unwrap();
-    assert_eq!(write["bottleneck"], "cpu", "{e}");
+    let e = &write.explanation;
+    assert_eq!(write.bottleneck, "cpu", "{e}");
+    assert_eq!(write.side, Some(headroom_result::Side::Local), "{e}");
     assert!(e.contains("this machine's CPU: thread tcp-recv-0 kept one core 99% busy (one of 8 cores"), "{e}");
 }
 
@@ -334,4 +337,56 @@ fn compare_says_too_few_samples_when_no_difference_could_be_significant() {
         assert_eq!(r.cells[1].significance, Significance::TooFewSamples, "{}", r.probe);
         assert_eq!(r.cells[1].significance.short(), "too few samples");
     }
+}
+
+/// The verdict as a table of rules writes what the one-function verdict
+/// wrote: each fixture annotated now equals the document annotated before
+/// (tests/fixtures/annotated/), but for the fields added since (`limiting_hop`, `side`).
+#[test]
+fn annotated_documents_are_what_they_were() {
+    let added = ["limiting_hop", "side"];
+    let cases = [
+        ("bus-bound", None),
+        ("cache", None),
+        ("cpu-bound", None),
+        ("disk-bound", None),
+        ("link-bound", None),
+        ("loopback", None),
+        ("protocol", None),
+        ("unexplained", None),
+        ("compare-before", None),
+        ("compare-after", None),
+        ("unexplained", Some("530Mb/s")),
+    ];
+    for (name, link) in cases {
+        let mut doc = fixture(name);
+        let hints = PathHints { link: link.map(|l| l.parse().unwrap()), nic: None };
+        annotate(&mut doc, &hints).unwrap();
+        let mut now: serde_json::Value = serde_json::from_str(&doc.to_json()).unwrap();
+        for d in now["verdict"]["directions"].as_array_mut().unwrap() {
+            for key in added {
+                d.as_object_mut().unwrap().remove(key);
+            }
+        }
+        let stored = match link {
+            Some(_) => format!("annotated/{name}-link-530Mbps"),
+            None => format!("annotated/{name}"),
+        };
+        let path = format!("{}/tests/fixtures/{stored}.json", env!("CARGO_MANIFEST_DIR"));
+        let before: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert!(now == before, "{stored}: the verdict changed:\n{}", doc.to_json());
+    }
+}
+
+#[test]
+fn each_verdict_names_its_limiting_hop_and_side() {
+    use headroom_result::{Hop, Side};
+    let bus = verdict(&fixture("bus-bound"), Direction::Read);
+    assert_eq!((bus.limiting_hop, bus.side), (Some(Hop::Nic), Some(Side::Local)), "R4 on a narrow slot is the NIC's");
+    let link = verdict(&fixture("link-bound"), Direction::Read);
+    assert_eq!((link.limiting_hop, link.side), (Some(Hop::Link), None));
+    let disk = verdict(&fixture("disk-bound"), Direction::Read);
+    assert_eq!((disk.limiting_hop, disk.side), (Some(Hop::Disk), Some(Side::Local)));
+    let cache = verdict(&fixture("cache"), Direction::Read);
+    assert_eq!(cache.limiting_hop, None);
 }

@@ -121,7 +121,7 @@ impl Measurement {
         let mut warnings = Vec::new();
         if self.cpu_share < CONTENDED_SHARE {
             warnings.push(headroom_result::Warning::new(
-                "cpu_contended",
+                headroom_result::WarningCode::CpuContended,
                 format!(
                     "the workers got {:.0}% of their CPUs' time (other processes ran too): the figure is low; \
                      per CPU-second the kernel did {:.0} MB/s",

@@ -28,7 +28,7 @@ pub fn honesty_warnings(outcome: &TestOutcome, target: &Target, bus: Option<&Bus
     let ram = ram_bytes();
     if (!outcome.direct && target.size < ram.saturating_mul(2)) || memory_fs {
         w.push(Warning::new(
-            "page_cache_possible",
+            headroom_result::WarningCode::PageCachePossible,
             format!(
                 "{} on a {} file with {} of RAM: the page cache may have answered; {}",
                 if outcome.direct { "O_DIRECT" } else { "buffered I/O" },
@@ -49,7 +49,7 @@ pub fn honesty_warnings(outcome: &TestOutcome, target: &Target, bus: Option<&Bus
         let reads = matches!(outcome.def.rw, Rw::Read | Rw::RandRead);
         if reads && outcome.summary.bytes_per_sec > bus.bytes_per_sec {
             w.push(Warning::new(
-                "faster_than_ceiling",
+                headroom_result::WarningCode::FasterThanCeiling,
                 format!(
                     "read {} but the device's bus ({}) carries at most {}: a cache answered, not the device",
                     headroom_units::format_bytes_per_sec(outcome.summary.bytes_per_sec),
@@ -62,7 +62,7 @@ pub fn honesty_warnings(outcome: &TestOutcome, target: &Target, bus: Option<&Bus
     let asked = u64::from(outcome.def.jobs) * u64::from(outcome.def.queue_depth);
     if outcome.engine == crate::EngineKind::Psync && u64::from(outcome.threads) < asked {
         w.push(Warning::new(
-            "queue_depth_capped",
+            headroom_result::WarningCode::QueueDepthCapped,
             format!(
                 "psync runs one I/O per thread: {} jobs x QD{} would be {asked} threads, capped at {}, so at most {} I/Os were in flight; use --engine io_uring for deeper queues",
                 outcome.def.jobs, outcome.def.queue_depth, outcome.threads, outcome.threads
@@ -71,7 +71,7 @@ pub fn honesty_warnings(outcome: &TestOutcome, target: &Target, bus: Option<&Bus
     }
     if outcome.summary.ops == Some(0) && outcome.error.is_none() && !outcome.stopped {
         w.push(Warning::new(
-            "no_io_completed",
+            headroom_result::WarningCode::NoIoCompleted,
             format!(
                 "{}: no I/O completed in the {:.2} s measured, so there is no figure: every I/O took longer than \
                  that (a very slow or throttled device, or writeback of earlier writes ahead of it); use a longer --time",
@@ -80,10 +80,13 @@ pub fn honesty_warnings(outcome: &TestOutcome, target: &Target, bus: Option<&Bus
         ));
     }
     if outcome.stopped {
-        w.push(Warning::new("stopped_early", "stopped by Ctrl-C: figures cover the time measured until then"));
+        w.push(Warning::new(
+            headroom_result::WarningCode::StoppedEarly,
+            "stopped by Ctrl-C: figures cover the time measured until then",
+        ));
     }
     if let Some(e) = &outcome.error {
-        w.push(Warning::new("io_error", format!("the test ended early: {e}")));
+        w.push(Warning::new(headroom_result::WarningCode::IoError, format!("the test ended early: {e}")));
     }
     w
 }

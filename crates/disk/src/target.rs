@@ -391,7 +391,7 @@ impl Target {
         let mut warnings = Vec::new();
         if allocated < self.size / 100 * 99 {
             warnings.push(Warning::new(
-                "layout_not_allocated",
+                headroom_result::WarningCode::LayoutNotAllocated,
                 format!(
                     "the filesystem allocated only {} for the {} test file (compression, dedupe or holes): reads may \
                      not touch the device",
@@ -560,7 +560,7 @@ pub fn filesystem_caveat(fs: &FsInfo) -> Option<Warning> {
         "overlay" => "overlayfs: the figures are those of the upper layer's filesystem",
         _ => return None,
     };
-    Some(Warning::new("filesystem_caveat", format!("{}: {message}", fs.name)))
+    Some(Warning::new(headroom_result::WarningCode::FilesystemCaveat, format!("{}: {message}", fs.name)))
 }
 
 /// Total RAM in bytes (sysconf), for the page-cache check.

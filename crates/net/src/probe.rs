@@ -99,7 +99,7 @@ pub fn throughput_probe(r: &ThroughputResult) -> Probe {
         if r.streams == 1 {
             if let Some(why) = tcpinfo::explain(&merged) {
                 d.insert("why".into(), json!(why));
-                p.warnings.push(Warning::new("single_stream_limited", why));
+                p.warnings.push(Warning::new(headroom_result::WarningCode::SingleStreamLimited, why));
             }
         }
     }
@@ -115,7 +115,7 @@ pub fn throughput_probe(r: &ThroughputResult) -> Probe {
     }
     if let Some(e) = &r.error {
         d.insert("error".into(), json!(e));
-        p.warnings.push(Warning::new("test_aborted", format!("the test ended early: {e}")));
+        p.warnings.push(Warning::new(headroom_result::WarningCode::TestAborted, format!("the test ended early: {e}")));
     }
     p
 }
@@ -170,7 +170,10 @@ pub fn echo_probe(r: &EchoResult, peer: &str, interval_ms: f64) -> Probe {
     p.details.insert("loss_percent".into(), json!(loss));
     p.details.insert("jitter_ms".into(), json!(r.jitter_s * 1e3));
     if loss > 0.0 {
-        p.warnings.push(Warning::new("udp_loss", format!("{loss:.1}% of the echo datagrams got no answer")));
+        p.warnings.push(Warning::new(
+            headroom_result::WarningCode::UdpLoss,
+            format!("{loss:.1}% of the echo datagrams got no answer"),
+        ));
     }
     p
 }
@@ -212,7 +215,7 @@ pub fn connect_probe(r: &ConnectResult, as_ping: bool, protocol: &str, interval_
     p.details.insert("failures".into(), json!(r.failures));
     if r.failures > 0 {
         p.warnings.push(Warning::new(
-            "connect_failures",
+            headroom_result::WarningCode::ConnectFailures,
             format!(
                 "{} of {} connections failed (last: {})",
                 r.failures,

@@ -23,12 +23,7 @@ impl ResultView {
     /// run time); analyses afresh when the document has none. A soak gets no
     /// verdict: [`crate::sections::soak_findings`] leads its report instead.
     pub fn new(mut doc: ResultDoc, fallback_name: &str) -> Self {
-        let stored: Vec<DirectionVerdict> = doc
-            .verdict
-            .iter()
-            .flat_map(|v| v.directions.iter())
-            .filter_map(|d| serde_json::from_value(d.clone()).ok())
-            .collect();
+        let stored: Vec<DirectionVerdict> = doc.verdict.iter().flat_map(|v| v.directions.iter().cloned()).collect();
         let (ceilings, directions) = if doc.soak.is_some() {
             // A soak's probes take turns over hours: its findings are the
             // detections, not one run's bottleneck verdict.

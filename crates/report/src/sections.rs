@@ -7,7 +7,7 @@ use crate::table::{Cell, Table, Tone};
 use crate::Style;
 use headroom_analysis::compare::{Comparison, Figure, Significance};
 use headroom_analysis::{Bottleneck, DirectionVerdict};
-use headroom_result::{Probe, ProbeSpec, ResultDoc};
+use headroom_result::{Hop, Probe, ProbeSpec, ResultDoc};
 use headroom_units::{format_duration, format_rate};
 use std::time::Duration;
 
@@ -93,19 +93,6 @@ fn kind(p: &Probe) -> &'static str {
     }
 }
 
-/// The hop that the bottleneck names, to highlight it in the chain.
-fn bottleneck_hop(v: &DirectionVerdict) -> Option<&'static str> {
-    Some(match v.bottleneck {
-        Bottleneck::Disk => "disk",
-        Bottleneck::Bus if v.rule == "R4" => "nic",
-        Bottleneck::Bus => "bus",
-        Bottleneck::Link => "link",
-        Bottleneck::Protocol => "protocol",
-        Bottleneck::Cpu => "cpu",
-        Bottleneck::Cache | Bottleneck::Level | Bottleneck::Unexplained => return None,
-    })
-}
-
 /// The chain of one direction: hop, what, ceiling, measured, share of ceiling.
 pub fn hop_table(v: &DirectionVerdict, style: Style) -> Table {
     let mut t = Table::new(
@@ -113,13 +100,14 @@ pub fn hop_table(v: &DirectionVerdict, style: Style) -> Table {
         &["hop", "what", "ceiling", "measured", "of ceiling"],
     );
     t.right = vec![2, 3, 4];
-    let hot = bottleneck_hop(v);
+    let hot = v.limiting();
     let mut hops: Vec<_> = v.hops.iter().collect();
     // The CPU sits beside the chain; show it last.
-    hops.sort_by_key(|h| h.hop == "cpu");
+    hops.sort_by_key(|h| h.hop == Hop::Cpu);
     for h in hops {
-        let tone = if Some(h.hop.as_str()) == hot
-            || (hot == Some("cpu") && h.hop == "link" && !v.hops.iter().any(|x| x.hop == "cpu"))
+        // A CPU limit with no cpu hop in the chain shows on the link it held back.
+        let tone = if Some(h.hop) == hot
+            || (hot == Some(Hop::Cpu) && h.hop == Hop::Link && !v.hops.iter().any(|x| x.hop == Hop::Cpu))
         {
             Tone::Warn
         } else {
@@ -130,7 +118,7 @@ pub fn hop_table(v: &DirectionVerdict, style: Style) -> Table {
             _ => String::new(),
         };
         t.row(vec![
-            Cell::tone(h.hop.clone(), tone),
+            Cell::tone(h.hop.as_str(), tone),
             Cell::tone(h.name.clone(), tone),
             h.ceiling_bytes_per_sec.map(|c| rate(c, style)).unwrap_or_else(|| "-".into()).into(),
             h.measured_bytes_per_sec.map(|m| rate(m, style)).unwrap_or_else(|| "-".into()).into(),

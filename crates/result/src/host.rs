@@ -101,6 +101,17 @@ pub struct Nic {
     pub flags: Vec<String>,
 }
 
+impl Nic {
+    /// The lower of the TCP ceiling at the port's speed and the bus it hangs off, bytes/s.
+    pub fn effective_ceiling(&self) -> Option<f64> {
+        match (self.ceiling_bytes_per_sec, self.bus_ceiling_bytes_per_sec) {
+            (Some(tcp), Some(bus)) => Some(tcp.min(bus)),
+            (tcp, None) => tcp,
+            (None, Some(_)) => None,
+        }
+    }
+}
+
 /// A block device.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct BlockDevice {

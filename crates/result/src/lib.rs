@@ -16,14 +16,19 @@
 //! how figures were measured.
 
 mod cpu_load;
+pub mod details;
 mod host;
 mod soak;
 mod validate;
+mod verdict;
+mod warning;
 
 pub use cpu_load::*;
 pub use host::*;
 pub use soak::*;
 pub use validate::*;
+pub use verdict::*;
+pub use warning::*;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -273,42 +278,17 @@ pub struct Sample {
     pub latency_ns_p99: Option<f64>,
 }
 
-/// Something the user must know to trust a figure; `code` is stable, `message` human.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct Warning {
-    /// e.g. page_cache_possible, faster_than_ceiling, write_cliff.
-    pub code: String,
-    pub message: String,
-}
-
-impl Warning {
-    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
-        Warning { code: code.into(), message: message.into() }
-    }
-}
-
 /// The physical ceiling of one hop on the path.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Ceiling {
     /// disk, bus, nic, link, protocol or cpu.
-    pub hop: String,
+    pub hop: Hop,
     /// What it is, e.g. `1GbE TCP (MTU 1500)`, `PCIe 3.0 x4`.
     pub name: String,
     pub bytes_per_sec: f64,
     /// Where the figure came from (sysfs path, --link, the catalog).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
-}
-
-/// Which hop limits the path, and why.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Verdict {
-    /// disk, bus, nic, link, protocol, cpu, cache or unexplained.
-    pub bottleneck: String,
-    pub explanation: String,
-    /// Per-direction detail (read, write), when analysis produced it.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub directions: Vec<serde_json::Value>,
 }
 
 /// The most [`ResultDoc::from_reader`] reads: 64 MiB. A `headroom run` document

@@ -113,3 +113,59 @@ fn soak_events_may_precede_the_start() {
     let err = ResultDoc::from_json(&doc.to_json()).unwrap_err();
     assert!(err.to_string().contains("soak.events[0].t_s"), "{err}");
 }
+
+/// Every stored result document of the workspace: this crate's sample and
+/// analysis's fixtures, the annotated ones (with ceilings and typed verdicts) included.
+fn stored_documents() -> Vec<(String, String)> {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let dirs = ["result/tests/fixtures", "analysis/tests/fixtures", "analysis/tests/fixtures/annotated"];
+    let mut docs = Vec::new();
+    for dir in dirs {
+        for entry in std::fs::read_dir(format!("{root}/{dir}")).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            if path.extension().is_some_and(|e| e == "json") && text.contains(SCHEMA) {
+                docs.push((path.display().to_string(), text));
+            }
+        }
+    }
+    docs
+}
+
+/// JSON equality where a number is its value: a stored `300` is the `300.0`
+/// an f64 field writes back.
+fn same(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y)),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+#[test]
+fn every_stored_document_reserialises_to_the_same_json() {
+    let docs = stored_documents();
+    assert!(docs.len() >= 20, "found only {} stored documents", docs.len());
+    let mut verdicts = 0;
+    for (path, text) in docs {
+        let doc = ResultDoc::from_json(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
+        verdicts += doc.verdict.as_ref().map_or(0, |v| v.directions.len());
+        let original: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let mut again: serde_json::Value = serde_json::from_str(&doc.to_json()).unwrap();
+        // Disk specs have written `fixedbufs` and `force_async` (false by
+        // default) since they were added; documents stored before lack them.
+        for (i, probe) in again["probes"].as_array_mut().into_iter().flatten().enumerate() {
+            for key in ["fixedbufs", "force_async"] {
+                if original["probes"][i]["spec"].get(key).is_none() && probe["spec"][key] == false {
+                    probe["spec"].as_object_mut().unwrap().remove(key);
+                }
+            }
+        }
+        assert!(same(&original, &again), "{path} changed on the way through the types:\n{again:#}");
+    }
+    assert!(verdicts >= 15, "the annotated fixtures carry typed verdicts ({verdicts} directions)");
+}

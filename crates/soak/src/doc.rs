@@ -201,7 +201,7 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
     }
     for g in &gaps {
         doc.warnings.push(Warning::new(
-            "soak_gap",
+            headroom_result::WarningCode::SoakGap,
             format!("no samples for {:.1} s from +{:.1} s: {}", g.duration_s, g.from_s, g.reason),
         ));
     }

@@ -27,8 +27,8 @@ pub use block::{block_device_holding, block_devices};
 pub use cpu::{cpu, hostname, kernel, memory_bytes, os};
 pub use cpu_load::CpuSnapshot;
 pub use mounts::filesystems;
-pub use net::{effective_ceiling, fastest_interface, nics};
-pub use route::{nic_towards, route_interface, route_interface_in};
+pub use net::{effective_ceiling, nics};
+pub use route::{route_interface, route_interface_in};
 
 use headroom_result::Host;
 use std::path::{Path, PathBuf};

@@ -8,7 +8,7 @@ use crate::sysfs::{
 };
 use crate::{trim_float, SysRoot};
 use headroom_limits::{ethernet_by_speed_mbps, Framing};
-use headroom_result::{Host, Nic};
+use headroom_result::Nic;
 use std::collections::BTreeMap;
 
 /// Drivers of paravirtual or software NICs: their reported speed is not a
@@ -219,24 +219,11 @@ fn judge(nic: &mut Nic) {
     }
 }
 
-/// The lower of the TCP ceiling at the port's speed and the bus it hangs off, bytes/s.
+/// The lower of the TCP ceiling at the port's speed and the bus it hangs off,
+/// bytes/s ([`Nic::effective_ceiling`]). Which NIC a path uses is chosen in
+/// `headroom_analysis::ceilings::choose_nic`, the one rule for every command.
 pub fn effective_ceiling(nic: &Nic) -> Option<f64> {
-    match (nic.ceiling_bytes_per_sec, nic.bus_ceiling_bytes_per_sec) {
-        (Some(tcp), Some(bus)) => Some(tcp.min(bus)),
-        (tcp, None) => tcp,
-        (None, Some(_)) => None,
-    }
-}
-
-/// The fastest interface with a carrier and a known speed (loopback excluded):
-/// the link a CPU figure is compared with when the user names none.
-pub fn fastest_interface(host: &Host) -> Option<&Nic> {
-    host.nics
-        .iter()
-        .filter(|n| n.kind != "loopback" && n.carrier != Some(false) && n.link.is_some())
-        .filter_map(|n| effective_ceiling(n).map(|c| (n, c)))
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(n, _)| n)
+    nic.effective_ceiling()
 }
 
 /// Interface name -> "address/prefix" for every address the kernel knows.

@@ -1,5 +1,6 @@
 //! Which interface carries traffic to an address: the net command puts the
-//! measured figure next to that interface's ceiling.
+//! measured figure next to that interface's ceiling (the interface is named to
+//! `headroom_analysis::ceilings::choose_nic`, the one NIC rule).
 //!
 //! Longest-prefix match over the main routing table as /proc/net/route and
 //! /proc/net/ipv6_route show it; addresses of this machine and the loopback
@@ -7,7 +8,6 @@
 //! sent) settles the cases the table does not show, such as policy routing.
 
 use crate::SysRoot;
-use headroom_result::Nic;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 
 const RTF_UP: u32 = 0x0001;
@@ -17,14 +17,6 @@ const RTF_LOCAL: u32 = 0x8000_0000;
 /// The interface this machine would send packets to `addr` through.
 pub fn route_interface(addr: IpAddr) -> Option<String> {
     route_interface_in(&SysRoot::live(), addr)
-}
-
-/// The inventory entry (speed, MTU, driver, kind) of the interface that
-/// routes to `addr` on this machine.
-pub fn nic_towards(addr: IpAddr) -> Option<Nic> {
-    let root = SysRoot::live();
-    let name = route_interface_in(&root, addr)?;
-    crate::nics(&root).into_iter().find(|nic| nic.name == name)
 }
 
 /// As [`route_interface`], reading the routing tables below `root`.
@@ -156,8 +148,9 @@ fn route_by_socket(addr: IpAddr) -> Option<String> {
 mod tests {
     #[test]
     fn loopback_is_reached_through_the_loopback_nic() {
-        let nic = super::nic_towards("127.0.0.1".parse().unwrap()).expect("lo in the inventory");
-        assert_eq!(nic.name, "lo");
+        assert_eq!(super::route_interface("127.0.0.1".parse().unwrap()).as_deref(), Some("lo"));
+        let nics = crate::nics(&crate::SysRoot::live());
+        let nic = nics.iter().find(|n| n.name == "lo").expect("lo in the inventory");
         assert_eq!(nic.kind, "loopback");
         assert!(nic.mtu > 0);
     }

@@ -1,78 +1,39 @@
-//! Ceilings per hop: what each hop on the path could carry, derived from a
-//! result document's host inventory, its probes and the limits model.
+//! What each hop can carry: the one owner of ceilings. Every command asks
+//! here rather than computing: `run` and `report` through [`derive`] (the
+//! ceilings of a whole document), `net` through [`LinkCeiling`], `cpu`
+//! through [`LinkTarget`], `disk` through [`bus_ceiling`].
 //!
-//! Owns the choice of *which* device and interface a path runs through and the
-//! arithmetic that turns a PCIe/SATA link, a NIC speed and MTU or a `--link`
-//! spec into bytes per second. Measured figures are not ceilings and are left
-//! to [`crate::verdict`], except CPU kernels, whose throughput is a ceiling for
-//! the work they stand for.
+//! - [`link`](LinkSpec): `--link` (one type, parsed once by clap) and the TCP
+//!   or usable rate of a link at the path's MTU;
+//! - `nic`: which interface a path leaves through ([`choose_nic`], one rule)
+//!   and what its PCIe slot carries;
+//! - `bus`: the PCIe/SATA/USB link under a block device;
+//! - here: which device and interface a document's probes ran through, the
+//!   storage protocol over the link, and the CPU kernels' ceilings.
+//!
+//! Pure arithmetic over the document and the limits model, no I/O. Measured
+//! figures are not ceilings and are left to [`crate::verdict`], except CPU
+//! kernels, whose throughput is a ceiling for the work they stand for.
 
-use headroom_limits::{ethernet_by_speed_mbps, lookup, pcie_link, Family, Framing, Link};
-use headroom_result::{BlockDevice, Ceiling, Nic, Probe, ProbeSpec, ResultDoc};
+mod bus;
+mod link;
+mod nic;
+
+pub use bus::bus_ceiling;
+pub use link::{BadLinkSpec, LinkCeiling, LinkSpec, LinkTarget};
+pub use nic::choose_nic;
+
+use headroom_limits::Framing;
+use headroom_result::{BlockDevice, Ceiling, Hop, Nic, Probe, ProbeSpec, ResultDoc};
+use nic::{framing_of, slot_ceiling};
 
 /// What the user told us about the path that the inventory cannot show.
 #[derive(Debug, Clone, Default)]
 pub struct PathHints {
-    /// `--link SPEC`: a catalog name (`10gbe`, `2.5GbE`) or a rate (`200Mb/s`),
-    /// the MAC data rate of the narrowest link between client and server.
-    pub link: Option<String>,
+    /// `--link SPEC`, the narrowest link between client and server.
+    pub link: Option<LinkSpec>,
     /// The interface the network probes leave through, when known.
     pub nic: Option<String>,
-}
-
-/// Why a `--link` spec could not be used.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error(
-    "--link '{input}' is neither a known link nor a rate: {reason} (examples: 1gbe, 10GbE, 2.5gbe, 25gbe, 940Mb/s)"
-)]
-pub struct BadLinkSpec {
-    pub input: String,
-    pub reason: String,
-}
-
-/// A link the user named with `--link`: its display name and MAC data rate.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LinkSpec {
-    pub name: String,
-    pub usable_bits_per_sec: f64,
-}
-
-impl LinkSpec {
-    /// Parses `--link`: a catalog name first, then a rate.
-    pub fn parse(input: &str) -> Result<LinkSpec, BadLinkSpec> {
-        match lookup(input) {
-            Ok(link) if link.family == Family::Ethernet => {
-                Ok(LinkSpec { name: link.name.clone(), usable_bits_per_sec: link.usable_bits_per_sec })
-            }
-            Ok(link) => Err(BadLinkSpec {
-                input: input.into(),
-                reason: format!("{} is a {} link, not a network link", link.name, link.family.as_str()),
-            }),
-            // "7gbe" names an Ethernet generation, not a rate: one the catalog
-            // does not know is an error, as `headroom link 7gbe` says.
-            Err(unknown) if input.trim().to_ascii_lowercase().ends_with("be") => {
-                Err(BadLinkSpec { input: input.into(), reason: unknown.to_string() })
-            }
-            Err(unknown) => match headroom_units::parse_rate(input) {
-                Ok(bits) if bits > 0.0 => Ok(LinkSpec {
-                    name: format!("{} link", headroom_units::format_bits(bits)),
-                    usable_bits_per_sec: bits,
-                }),
-                Ok(_) => Err(BadLinkSpec { input: input.into(), reason: "the rate must be above zero".into() }),
-                Err(_) => Err(BadLinkSpec { input: input.into(), reason: unknown.to_string() }),
-            },
-        }
-    }
-}
-
-/// Hop names as written in [`Ceiling::hop`].
-pub mod hop {
-    pub const DISK: &str = "disk";
-    pub const BUS: &str = "bus";
-    pub const NIC: &str = "nic";
-    pub const LINK: &str = "link";
-    pub const PROTOCOL: &str = "protocol";
-    pub const CPU: &str = "cpu";
 }
 
 /// Filesystem types whose data crosses the network: a disk probe on one of
@@ -112,14 +73,17 @@ pub struct PathModel {
 
 impl PathModel {
     /// The lowest ceiling recorded for `hop`.
-    pub fn ceiling(&self, hop: &str) -> Option<&Ceiling> {
+    pub fn ceiling(&self, hop: Hop) -> Option<&Ceiling> {
         self.ceilings.iter().filter(|c| c.hop == hop).min_by(|a, b| a.bytes_per_sec.total_cmp(&b.bytes_per_sec))
     }
 }
 
 /// Derives the ceilings of every hop the document's probes crossed.
 pub fn derive(doc: &ResultDoc, hints: &PathHints) -> Result<PathModel, BadLinkSpec> {
-    let link_spec = hints.link.as_deref().map(LinkSpec::parse).transpose()?;
+    let link_spec = hints.link.as_ref();
+    if let Some(spec) = link_spec.filter(|s| !s.carries_tcp()) {
+        return Err(BadLinkSpec { input: spec.input.clone(), reason: format!("{} is not a network link", spec.name) });
+    }
     let mut ceilings = Vec::new();
 
     let disk_path = doc.probes.iter().find_map(|p| match &p.spec {
@@ -142,31 +106,15 @@ pub fn derive(doc: &ResultDoc, hints: &PathHints) -> Result<PathModel, BadLinkSp
 
     let has_network_probe = doc.probes.iter().any(|p| matches!(p.spec, ProbeSpec::Net(_)));
     let network = if has_network_probe || storage_protocol.is_some() || link_spec.is_some() {
-        Some(network_path(doc, hints, link_spec.as_ref()))
+        Some(network_path(doc, hints, link_spec))
     } else {
         None
     };
     if let Some(net) = &network {
-        if let Some(nic) = &net.nic {
-            if let Some(pci) = &nic.pci_link {
-                let bytes = if pci.bytes_per_sec > 0.0 {
-                    pci.bytes_per_sec
-                } else {
-                    pcie_link(pci.gt_per_sec, pci.width).map(|l| l.usable_bytes_per_sec()).unwrap_or(0.0)
-                };
-                if bytes > 0.0 {
-                    ceilings.push(Ceiling {
-                        hop: hop::NIC.into(),
-                        name: format!("{} slot of {}", pcie_name(pci.gt_per_sec, pci.width), nic.name),
-                        bytes_per_sec: bytes,
-                        source: Some(format!("/sys/class/net/{}/device/current_link_speed", nic.name)),
-                    });
-                }
-            }
-        }
+        ceilings.extend(net.nic.as_ref().and_then(slot_ceiling));
         if let Some((name, bytes)) = &net.link {
             ceilings.push(Ceiling {
-                hop: hop::LINK.into(),
+                hop: Hop::Link,
                 name: name.clone(),
                 bytes_per_sec: *bytes,
                 source: net.link_source.clone(),
@@ -181,7 +129,7 @@ pub fn derive(doc: &ResultDoc, hints: &PathHints) -> Result<PathModel, BadLinkSp
                     bytes * FILE_PROTOCOL_PAYLOAD_BYTES / (FILE_PROTOCOL_PAYLOAD_BYTES + FILE_PROTOCOL_HEADER_BYTES)
                 };
                 ceilings.push(Ceiling {
-                    hop: hop::PROTOCOL.into(),
+                    hop: Hop::Protocol,
                     name: format!("{proto} over {name}"),
                     bytes_per_sec: proto_bytes,
                     source: Some(if proto == "iscsi" {
@@ -198,7 +146,7 @@ pub fn derive(doc: &ResultDoc, hints: &PathHints) -> Result<PathModel, BadLinkSp
         if let ProbeSpec::Cpu(cpu) = &probe.spec {
             if probe.summary.bytes_per_sec > 0.0 {
                 ceilings.push(Ceiling {
-                    hop: hop::CPU.into(),
+                    hop: Hop::Cpu,
                     name: format!("{} on {} thread(s)", cpu.kernel, cpu.threads),
                     bytes_per_sec: probe.summary.bytes_per_sec,
                     source: Some(format!("cpu probe {}", probe.id)),
@@ -208,42 +156,6 @@ pub fn derive(doc: &ResultDoc, hints: &PathHints) -> Result<PathModel, BadLinkSp
     }
 
     Ok(PathModel { ceilings, network, storage_protocol, block_device })
-}
-
-fn pcie_name(gt_per_sec: f64, width: u32) -> String {
-    pcie_link(gt_per_sec, width).map(|l| l.name).unwrap_or_else(|| format!("PCIe {gt_per_sec} GT/s x{width}"))
-}
-
-/// The bus ceiling of a block device: its PCIe link (NVMe) or SATA link.
-pub fn bus_ceiling(dev: &BlockDevice) -> Option<Ceiling> {
-    if let Some(pci) = &dev.pci_link {
-        let bytes = if pci.bytes_per_sec > 0.0 {
-            pci.bytes_per_sec
-        } else {
-            pcie_link(pci.gt_per_sec, pci.width)?.usable_bytes_per_sec()
-        };
-        return Some(Ceiling {
-            hop: hop::BUS.into(),
-            name: format!("{} of {}", pcie_name(pci.gt_per_sec, pci.width), dev.name),
-            bytes_per_sec: bytes,
-            source: Some(format!("/sys/block/{}/device", dev.name)),
-        });
-    }
-    if let Some(gbps) = dev.sata_link_gbps {
-        // SATA signals with 8b/10b: 6 Gb/s carries 600 MB/s.
-        return Some(Ceiling {
-            hop: hop::BUS.into(),
-            name: format!("SATA {gbps} Gb/s link of {}", dev.name),
-            bytes_per_sec: gbps * 1e9 * 0.8 / 8.0,
-            source: Some(format!("/sys/class/ata_link (device {})", dev.name)),
-        });
-    }
-    dev.ceiling_bytes_per_sec.map(|bytes| Ceiling {
-        hop: hop::BUS.into(),
-        name: format!("bus of {}", dev.name),
-        bytes_per_sec: bytes,
-        source: Some("headroom sys".into()),
-    })
 }
 
 /// The mount (mountpoint, fstype, device) holding `path`: the longest mountpoint prefix.
@@ -302,38 +214,13 @@ fn network_path(doc: &ResultDoc, hints: &PathHints, link_spec: Option<&LinkSpec>
         })
         .collect();
     let loopback = !peers.is_empty() && peers.iter().all(|p| is_loopback_peer(p)) && link_spec.is_none();
-    let nic = if loopback { None } else { choose_nic(&doc.host.nics, hints.nic.as_deref()) };
-    let framing = Framing {
-        mtu: nic.as_ref().map(|n| n.mtu).filter(|m| (576..=9216).contains(m)).unwrap_or(1500),
-        ..Framing::default()
-    };
-    let (link, link_source) = if let Some(spec) = link_spec {
-        let goodput = framing.tcp_goodput_bits(spec.usable_bits_per_sec) / 8.0;
-        (Some((format!("{} TCP (MTU {})", spec.name, framing.mtu), goodput)), Some("--link".to_string()))
-    } else if let Some(n) = nic.as_ref().filter(|n| n.kind != "virtual" && n.kind != "loopback") {
-        match n.speed_mbps.and_then(ethernet_by_speed_mbps) {
-            Some(l) => (Some(tcp_link(l, &framing)), Some(format!("/sys/class/net/{}/speed", n.name))),
-            None => (None, None),
-        }
-    } else {
-        (None, None)
+    let nic = if loopback { None } else { choose_nic(&doc.host.nics, hints.nic.as_deref()).cloned() };
+    let framing = framing_of(nic.as_ref());
+    let (link, link_source) = match link::path_link(link_spec, nic.as_ref()) {
+        Some((name, bytes, source)) => (Some((name, bytes)), Some(source)),
+        None => (None, None),
     };
     NetworkPath { loopback, nic, link, framing, link_source }
-}
-
-fn tcp_link(link: &Link, framing: &Framing) -> (String, f64) {
-    (format!("{} TCP (MTU {})", link.name, framing.mtu), framing.tcp_goodput_bits(link.usable_bits_per_sec) / 8.0)
-}
-
-/// The named NIC, else the fastest non-loopback interface with carrier.
-fn choose_nic(nics: &[Nic], named: Option<&str>) -> Option<Nic> {
-    if let Some(name) = named {
-        return nics.iter().find(|n| n.name == name).cloned();
-    }
-    nics.iter()
-        .filter(|n| n.kind != "loopback" && n.carrier != Some(false))
-        .max_by_key(|n| (n.kind == "physical" || n.kind == "usb", n.speed_mbps.unwrap_or(0)))
-        .cloned()
 }
 
 #[cfg(test)]
@@ -370,16 +257,6 @@ mod tests {
     }
 
     #[test]
-    fn link_spec_accepts_catalog_names_and_rates_and_rejects_buses() {
-        assert_eq!(LinkSpec::parse("10gbe").unwrap().usable_bits_per_sec, 10e9);
-        assert_eq!(LinkSpec::parse("200Mb/s").unwrap().usable_bits_per_sec, 200e6);
-        assert!(LinkSpec::parse("sata3").unwrap_err().reason.contains("not a network link"));
-        assert!(LinkSpec::parse("fastest").is_err());
-        // An Ethernet name the catalog lacks is not taken for a rate (it was 7 Gb/s).
-        assert!(LinkSpec::parse("7gbe").unwrap_err().reason.contains("10gbe"), "{:?}", LinkSpec::parse("7gbe"));
-    }
-
-    #[test]
     fn partition_maps_to_its_disk_and_sata_link_gives_the_bus_ceiling() {
         let mut doc = ResultDoc::new("2026-11-21T00:00:00Z");
         doc.host.filesystems.push(Filesystem {
@@ -406,10 +283,10 @@ mod tests {
         });
         doc.probes.push(disk_probe("/home/me"));
         let m = derive(&doc, &PathHints::default()).unwrap();
-        assert_eq!(m.ceiling(hop::BUS).unwrap().bytes_per_sec, 600e6);
+        assert_eq!(m.ceiling(Hop::Bus).unwrap().bytes_per_sec, 600e6);
         doc.probes[0] = disk_probe("/data/x");
         let m = derive(&doc, &PathHints::default()).unwrap();
-        let bus = m.ceiling(hop::BUS).unwrap();
+        let bus = m.ceiling(Hop::Bus).unwrap();
         assert!(bus.name.starts_with("PCIe 3.0 x4"), "{}", bus.name);
         assert!((bus.bytes_per_sec - 8e9 * 4.0 * 128.0 / 130.0 / 8.0).abs() < 1.0);
     }
@@ -424,8 +301,8 @@ mod tests {
             mtu: 1500,
             ..Default::default()
         });
-        let m = derive(&doc, &PathHints { link: Some("1gbe".into()), nic: None }).unwrap();
-        assert!((m.ceiling(hop::LINK).unwrap().bytes_per_sec - 117.685e6).abs() < 0.01e6);
+        let m = derive(&doc, &PathHints { link: Some("1gbe".parse().unwrap()), nic: None }).unwrap();
+        assert!((m.ceiling(Hop::Link).unwrap().bytes_per_sec - 117.685e6).abs() < 0.01e6);
         doc.host.nics[0].kind = "virtual".into();
         doc.probes.push(disk_probe("/"));
         doc.probes[0].spec = ProbeSpec::Net(headroom_result::NetSpec {
@@ -437,6 +314,6 @@ mod tests {
             bytes: None,
         });
         let m = derive(&doc, &PathHints::default()).unwrap();
-        assert!(m.ceiling(hop::LINK).is_none(), "a virtual NIC's reported speed is no ceiling");
+        assert!(m.ceiling(Hop::Link).is_none(), "a virtual NIC's reported speed is no ceiling");
     }
 }

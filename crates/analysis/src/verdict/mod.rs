@@ -1,0 +1,278 @@
+//! The bottleneck verdict: for reads and for writes, the chain of hops
+//! (disk -> bus -> NIC -> link -> protocol -> client) with each hop's ceiling
+//! and measured figure, the hop that limits the path, and the headroom left.
+//!
+//! This file gathers the facts of a direction ([`Facts`]: the probes, the
+//! ceilings, which part limits) and assembles the verdict; the rules that
+//! read the facts are a table in [`rules`], in the order of docs/verdict.md,
+//! where the first that matches decides. Each rule has a test built from a
+//! stored result document (tests/fixtures/*.json). Reads only the document
+//! and the limits model; the verdict's types live in `headroom-result`.
+
+mod rules;
+
+use crate::ceilings::{self, NetworkPath, PathHints, PathModel};
+use crate::cpu_limits;
+pub use headroom_result::{Bottleneck, Direction, DirectionVerdict, Rule};
+use headroom_result::{Ceiling, Hop, HopFigure, Probe, ProbeSpec, ResultDoc, Verdict};
+
+/// A measured figure at or above this share of a ceiling runs *at* the ceiling
+/// (TLP headers, ACKs and timer slack make 100% unreachable).
+pub const AT_CEILING: f64 = 0.85;
+/// A measured figure above this multiple of a ceiling is faster than physics:
+/// a cache, compression or a wrong ceiling.
+pub const ABOVE_CEILING: f64 = 1.05;
+/// A protocol ceiling this share of the link's or lower is a hop of its own.
+pub const PROTOCOL_NOTICEABLE: f64 = 0.98;
+pub use crate::cpu_limits::CPU_BUSY_PERCENT;
+/// Disk and network figures closer than this share (or than the spread of
+/// their per-second samples, when wider) are level: neither alone limits.
+pub const LEVEL_WITHIN: f64 = 0.05;
+
+/// The whole analysis of a document: ceilings and a verdict per direction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Analysis {
+    pub model: PathModel,
+    pub directions: Vec<DirectionVerdict>,
+}
+
+impl Analysis {
+    /// The document's `verdict` object: the bottleneck of reads (else writes),
+    /// both explanations, and the per-direction detail.
+    pub fn to_verdict(&self) -> Option<Verdict> {
+        let first = self.directions.first()?;
+        let explanation = self
+            .directions
+            .iter()
+            .map(|d| match &d.headroom {
+                Some(h) => format!("{} {}", d.explanation, h),
+                None => d.explanation.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        // One word for the document: the reads' bottleneck (writes when only
+        // writes ran); each direction's own is in `directions`.
+        Some(Verdict { bottleneck: first.bottleneck, explanation, directions: self.directions.clone() })
+    }
+}
+
+/// Derives ceilings and the verdict of a document.
+pub fn analyse(doc: &ResultDoc, hints: &PathHints) -> Result<Analysis, ceilings::BadLinkSpec> {
+    let model = ceilings::derive(doc, hints)?;
+    let directions =
+        [Direction::Read, Direction::Write].into_iter().filter_map(|d| direction_verdict(doc, &model, d)).collect();
+    Ok(Analysis { model, directions })
+}
+
+/// Fills `doc.ceilings` and `doc.verdict` from its own content, and settles
+/// each TCP probe's one-line diagnosis against the link ceiling
+/// ([`cpu_limits::settle_diagnosis`]).
+pub fn annotate(doc: &mut ResultDoc, hints: &PathHints) -> Result<Analysis, ceilings::BadLinkSpec> {
+    let model = ceilings::derive(doc, hints)?;
+    let link = model.ceiling(Hop::Link).map(|c| c.bytes_per_sec);
+    for probe in doc.probes.iter_mut().filter(|p| matches!(&p.spec, ProbeSpec::Net(n) if n.test.starts_with("tcp"))) {
+        let directions = if matches!(&probe.spec, ProbeSpec::Net(n) if n.test == "tcp_bidir") { 2.0 } else { 1.0 };
+        let at_ceiling = link.is_some_and(|l| probe.summary.bytes_per_sec >= l * directions * AT_CEILING);
+        cpu_limits::settle_diagnosis(probe, at_ceiling);
+    }
+    let analysis = analyse(doc, hints)?;
+    doc.ceilings = analysis.model.ceilings.clone();
+    doc.verdict = analysis.to_verdict();
+    Ok(analysis)
+}
+
+/// The best sequential disk probe of a direction (the one that shows what the device can do).
+fn best_disk_probe(doc: &ResultDoc, dir: Direction) -> Option<&Probe> {
+    doc.probes
+        .iter()
+        .filter(|p| matches!(&p.spec, ProbeSpec::Disk(d) if d.rw == dir.as_str()))
+        .max_by(|a, b| a.summary.bytes_per_sec.total_cmp(&b.summary.bytes_per_sec))
+}
+
+/// The best TCP probe of a direction: reads are server-to-client (`tcp_reverse`).
+fn best_net_probe(doc: &ResultDoc, dir: Direction) -> Option<&Probe> {
+    let test = match dir {
+        Direction::Read => "tcp_reverse",
+        Direction::Write => "tcp",
+    };
+    doc.probes
+        .iter()
+        .filter(|p| matches!(&p.spec, ProbeSpec::Net(n) if n.test == test))
+        .max_by(|a, b| a.summary.bytes_per_sec.total_cmp(&b.summary.bytes_per_sec))
+}
+
+/// Which measured figure limits the path: the client figure when there is
+/// one, else the lower of disk-alone and network.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Limiting {
+    Disk(f64),
+    Net(f64),
+    Client(f64),
+}
+
+/// What the rules of one direction read: its probes, the ceilings of the
+/// path and the figures measured against them.
+struct Facts<'a> {
+    dir: Direction,
+    model: &'a PathModel,
+    net: Option<&'a NetworkPath>,
+    /// A disk probe on a local filesystem: the disk alone.
+    disk_alone: Option<&'a Probe>,
+    /// A disk probe over NFS/SMB/iSCSI: what a client of the path gets.
+    client: Option<&'a Probe>,
+    net_probe: Option<&'a Probe>,
+    bus: Option<&'a Ceiling>,
+    link: Option<&'a Ceiling>,
+    cpu: Option<&'a Ceiling>,
+    /// The lowest physical ceiling of the network part (NIC slot, link).
+    net_bound: Option<&'a Ceiling>,
+    /// The lowest ceiling a client figure can reach: NIC slot, link and a noticeable protocol.
+    client_bound: Option<&'a Ceiling>,
+    m_disk: Option<f64>,
+    m_net: Option<f64>,
+    m_client: Option<f64>,
+    limiting: Option<Limiting>,
+}
+
+impl Facts<'_> {
+    /// "reads" / "writes".
+    fn what(&self) -> &'static str {
+        self.dir.plural()
+    }
+}
+
+fn lowest<'a>(ceilings: impl IntoIterator<Item = Option<&'a Ceiling>>) -> Option<&'a Ceiling> {
+    ceilings.into_iter().flatten().min_by(|a, b| a.bytes_per_sec.total_cmp(&b.bytes_per_sec))
+}
+
+fn facts<'a>(doc: &'a ResultDoc, model: &'a PathModel, dir: Direction) -> Option<Facts<'a>> {
+    let disk_probe = best_disk_probe(doc, dir);
+    let net_probe = best_net_probe(doc, dir);
+    if disk_probe.is_none() && net_probe.is_none() {
+        return None;
+    }
+    // A disk probe over NFS/SMB/iSCSI measures the client end of the path; a
+    // local one measures the disk alone.
+    let over_network = model.storage_protocol.is_some();
+    let (disk_alone, client) = if over_network { (None, disk_probe) } else { (disk_probe, None) };
+    let link = model.ceiling(Hop::Link);
+    // The protocol counts as its own hop only when its overhead is noticeable
+    // (PROTOCOL_NOTICEABLE below the link); else the link is the limit.
+    let protocol_hop = model
+        .ceiling(Hop::Protocol)
+        .filter(|p| link.is_none_or(|l| p.bytes_per_sec < l.bytes_per_sec * PROTOCOL_NOTICEABLE));
+    let net_bound = lowest([model.ceiling(Hop::Nic), link]);
+    let figure = |p: Option<&Probe>| p.map(|p| p.summary.bytes_per_sec);
+    let (m_disk, m_net, m_client) = (figure(disk_alone), figure(net_probe), figure(client));
+    let limiting = match (m_client, m_disk, m_net) {
+        (Some(m), _, _) => Some(Limiting::Client(m)),
+        (None, Some(d), Some(n)) if d <= n => Some(Limiting::Disk(d)),
+        (None, Some(d), None) => Some(Limiting::Disk(d)),
+        (None, _, Some(n)) => Some(Limiting::Net(n)),
+        (None, None, None) => None,
+    };
+    Some(Facts {
+        dir,
+        model,
+        net: model.network.as_ref(),
+        disk_alone,
+        client,
+        net_probe,
+        bus: model.ceiling(Hop::Bus),
+        link,
+        cpu: model.ceiling(Hop::Cpu),
+        net_bound,
+        client_bound: lowest([net_bound, protocol_hop]),
+        m_disk,
+        m_net,
+        m_client,
+        limiting,
+    })
+}
+
+/// The chain of a direction: each hop with its ceiling and measured figure.
+fn hop_chain(f: &Facts) -> Vec<HopFigure> {
+    let mut hops = Vec::new();
+    let mut push = |hop: Hop, name: String, ceiling: Option<&Ceiling>, probe: Option<&Probe>| {
+        hops.push(HopFigure {
+            hop,
+            name: ceiling.map(|c| c.name.clone()).unwrap_or(name),
+            ceiling_bytes_per_sec: ceiling.map(|c| c.bytes_per_sec),
+            measured_bytes_per_sec: probe.map(|p| p.summary.bytes_per_sec),
+            probe: probe.map(|p| p.id.clone()),
+        });
+    };
+    let model = f.model;
+    let over_network = model.storage_protocol.is_some();
+    if !over_network {
+        let device = model.block_device.as_ref().map(|d| d.name.clone());
+        if f.disk_alone.is_some() || device.is_some() {
+            push(Hop::Disk, device.unwrap_or_else(|| "disk".into()), None, f.disk_alone);
+        }
+        if f.bus.is_some() {
+            push(Hop::Bus, String::new(), f.bus, None);
+        }
+    }
+    if let Some(net) = f.net {
+        if net.loopback {
+            push(Hop::Link, "loopback (memory copy, no wire)".into(), None, f.net_probe);
+        } else {
+            let nic = model.ceiling(Hop::Nic);
+            if nic.is_some() || net.nic.is_some() {
+                let name = net.nic.as_ref().map(|n| n.name.clone()).unwrap_or_else(|| "NIC".into());
+                push(Hop::Nic, name, nic, None);
+            }
+            push(Hop::Link, "link (speed unknown: pass --link)".into(), f.link, f.net_probe);
+        }
+    }
+    if over_network {
+        push(Hop::Protocol, model.storage_protocol.clone().unwrap_or_default(), model.ceiling(Hop::Protocol), None);
+        push(Hop::Client, "client".into(), None, f.client);
+    }
+    if let Some(c) = f.cpu {
+        push(Hop::Cpu, String::new(), Some(c), None);
+    }
+    hops
+}
+
+/// The verdict of one direction, or None when nothing measured it.
+fn direction_verdict(doc: &ResultDoc, model: &PathModel, dir: Direction) -> Option<DirectionVerdict> {
+    let f = facts(doc, model, dir)?;
+    let (rule, finding) = rules::RULES.iter().find_map(|(id, rule)| rule(&f).map(|found| (*id, found)))?;
+    let figure = f.m_client.unwrap_or_else(|| [f.m_disk, f.m_net].into_iter().flatten().fold(f64::INFINITY, f64::min));
+    Some(DirectionVerdict {
+        direction: dir,
+        hops: hop_chain(&f),
+        figure_bytes_per_sec: figure,
+        bottleneck: finding.bottleneck,
+        rule,
+        percent_of_ceiling: finding.percent_of_ceiling,
+        explanation: finding.explanation,
+        headroom: finding.headroom,
+        headroom_factor: finding.headroom_factor,
+        checks: finding.checks,
+        limiting_hop: finding.limiting_hop,
+        side: finding.side,
+    })
+}
+
+/// Whether disk and network figures are within the noise of each other: closer
+/// than [`LEVEL_WITHIN`], or than the wider spread (coefficient of variation)
+/// of the two probes' per-second samples.
+pub(super) fn level(disk: f64, net: f64, disk_probe: Option<&Probe>, net_probe: Option<&Probe>) -> bool {
+    let spread = |p: Option<&Probe>| {
+        let xs: Vec<f64> = p.map(|p| p.samples.iter().map(|s| s.bytes_per_sec).collect()).unwrap_or_default();
+        if xs.len() < 3 {
+            return 0.0;
+        }
+        let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (xs.len() - 1) as f64;
+        if mean > 0.0 {
+            var.sqrt() / mean
+        } else {
+            0.0
+        }
+    };
+    let noise = LEVEL_WITHIN.max(spread(disk_probe)).max(spread(net_probe));
+    (disk - net).abs() / disk.max(net) <= noise
+}

@@ -1,0 +1,498 @@
+//! The rules of docs/verdict.md as a table: (id, rule), in the order they are
+//! tried; the first whose conditions hold decides the direction. Each rule
+//! reads the [`Facts`] of a direction and says what limits, on which hop and
+//! side, in one sentence, with the headroom and what to check.
+//!
+//! Owns the wording of the verdict; the facts are gathered in `verdict/mod.rs`.
+
+use super::{level, Facts, Limiting, ABOVE_CEILING, AT_CEILING};
+use crate::cpu_limits::{self, CpuLimit, CpuLimitKind};
+use headroom_limits::{catalog, Family};
+use headroom_result::{Bottleneck, Ceiling, Hop, Probe, Rule, Side};
+use headroom_units::format_bytes_per_sec;
+
+/// What a rule found: everything of the verdict but the chain and the figure.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Finding {
+    pub bottleneck: Bottleneck,
+    pub limiting_hop: Option<Hop>,
+    pub side: Option<Side>,
+    pub percent_of_ceiling: Option<f64>,
+    pub explanation: String,
+    pub headroom: Option<String>,
+    pub headroom_factor: Option<f64>,
+    pub checks: Vec<String>,
+}
+
+impl Finding {
+    fn new(bottleneck: Bottleneck, limiting_hop: Option<Hop>, side: Option<Side>, explanation: String) -> Self {
+        Finding {
+            bottleneck,
+            limiting_hop,
+            side,
+            percent_of_ceiling: None,
+            explanation,
+            headroom: None,
+            headroom_factor: None,
+            checks: Vec::new(),
+        }
+    }
+}
+
+type RuleFn = fn(&Facts) -> Option<Finding>;
+
+/// Every rule, in the order of docs/verdict.md; the first that matches decides.
+pub(super) const RULES: &[(Rule, RuleFn)] = &[
+    (Rule::R1, faster_than_a_ceiling),
+    (Rule::R9, disk_and_network_level),
+    (Rule::R2, disk_fills_its_bus),
+    (Rule::R3, the_disk),
+    (Rule::R4, link_or_slot_full),
+    (Rule::R7, the_storage_protocol),
+    (Rule::R5, a_cpu),
+    (Rule::R6, loopback),
+    (Rule::R8, unexplained),
+];
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.0}%", x * 100.0)
+}
+
+fn rate(bytes: f64) -> String {
+    format_bytes_per_sec(bytes)
+}
+
+fn factor(x: f64) -> String {
+    if x >= 10.0 {
+        format!("{x:.0}x")
+    } else {
+        format!("{x:.1}x")
+    }
+}
+
+fn at_ceiling(m: f64, ceiling: Option<&Ceiling>) -> Option<&Ceiling> {
+    ceiling.filter(|c| m >= c.bytes_per_sec * AT_CEILING)
+}
+
+/// R1: any figure above 105% of the ceiling that bounds it.
+fn faster_than_a_ceiling(f: &Facts) -> Option<Finding> {
+    let above = |m: Option<f64>, ceil: Option<&Ceiling>| match (m, ceil) {
+        (Some(m), Some(c)) if m > c.bytes_per_sec * ABOVE_CEILING => Some((m, c.clone())),
+        _ => None,
+    };
+    let (m, ceil) =
+        above(f.m_disk, f.bus).or_else(|| above(f.m_net, f.net_bound)).or_else(|| above(f.m_client, f.client_bound))?;
+    let mut found = Finding::new(
+        Bottleneck::Cache,
+        None,
+        None,
+        format!(
+            "{} measured {} — {} of the {} ceiling ({}): faster than the hop can carry, so a cache, compression or a wrong ceiling is in play, not the hardware.",
+            f.what(),
+            rate(m),
+            pct(m / ceil.bytes_per_sec),
+            ceil.name,
+            rate(ceil.bytes_per_sec)
+        ),
+    );
+    found.percent_of_ceiling = Some(m / ceil.bytes_per_sec * 100.0);
+    found.checks = vec![
+        "disk: use O_DIRECT (direct=true) and a test file larger than RAM and the controller cache".into(),
+        "writes: the device or a RAID controller may have a write-back cache; run longer to see the cliff".into(),
+        "network: is the data compressible, or is --link slower than the real link?".into(),
+    ];
+    Some(found)
+}
+
+/// R9: disk alone and network within the noise of each other (no client figure).
+fn disk_and_network_level(f: &Facts) -> Option<Finding> {
+    if f.m_client.is_some() {
+        return None;
+    }
+    let (d, n) = f.m_disk.zip(f.m_net).filter(|(d, n)| level(*d, *n, f.disk_alone, f.net_probe))?;
+    let apart = (d - n).abs() / d.max(n);
+    Some(Finding::new(
+        Bottleneck::Level,
+        None,
+        None,
+        format!(
+            "{}: the disk alone ({}) and the network ({}) are level, {:.0}% apart, within the noise of their samples: neither alone is the bottleneck, and raising one gains little until the other rises too.",
+            f.what(),
+            rate(d),
+            rate(n),
+            apart * 100.0
+        ),
+    ))
+}
+
+/// R2: the disk alone is the lowest figure and fills its bus.
+fn disk_fills_its_bus(f: &Facts) -> Option<Finding> {
+    let Some(Limiting::Disk(m)) = f.limiting else { return None };
+    let b = at_ceiling(m, f.bus)?;
+    let mut found = Finding::new(
+        Bottleneck::Bus,
+        Some(Hop::Bus),
+        Some(Side::Local),
+        format!(
+            "{} run at {} of the {} ceiling ({}): the bus, not the disk, is full.",
+            f.what(),
+            pct(m / b.bytes_per_sec),
+            b.name,
+            rate(b.bytes_per_sec)
+        ),
+    );
+    found.percent_of_ceiling = Some(m / b.bytes_per_sec * 100.0);
+    headroom_beyond_the_disk(f, m, &mut found);
+    Some(found)
+}
+
+/// R3: the disk alone is the lowest figure.
+fn the_disk(f: &Facts) -> Option<Finding> {
+    let Some(Limiting::Disk(m)) = f.limiting else { return None };
+    let what = f.what();
+    let device = f.model.block_device.as_ref().map(|d| format!(" ({})", d.name)).unwrap_or_default();
+    let explanation = match f.bus {
+        Some(b) => format!(
+            "{what} are limited by the disk{device} at {}, {} of its {} bus ceiling.",
+            rate(m),
+            pct(m / b.bytes_per_sec),
+            b.name
+        ),
+        None => format!("{what} are limited by the disk{device} at {}.", rate(m)),
+    };
+    let mut found = Finding::new(Bottleneck::Disk, Some(Hop::Disk), Some(Side::Local), explanation);
+    found.percent_of_ceiling = f.bus.map(|b| m / b.bytes_per_sec * 100.0);
+    headroom_beyond_the_disk(f, m, &mut found);
+    Some(found)
+}
+
+/// R2's and R3's headroom: a faster disk brings its own bus, so the network
+/// (when measured) is the next limit; without one, the current bus is.
+fn headroom_beyond_the_disk(f: &Facts, m: f64, found: &mut Finding) {
+    let what = f.what();
+    let next = f
+        .m_net
+        .or(f.bus.filter(|_| found.bottleneck == Bottleneck::Disk).map(|b| b.bytes_per_sec))
+        .unwrap_or(f64::INFINITY);
+    if !next.is_finite() || next <= m {
+        return;
+    }
+    let lifted_by = if found.bottleneck == Bottleneck::Bus { "a faster or wider bus" } else { "a faster disk" };
+    found.headroom_factor = Some(next / m);
+    let carrier = if f.net.is_some_and(|n| n.loopback) { "Loopback TCP carries" } else { "The network carries" };
+    found.headroom = Some(match f.m_net {
+        Some(n) => format!("{carrier} {}: {lifted_by} would raise {what} up to {}.", rate(n), factor(next / m)),
+        None => format!("{} would raise {what} up to {}.", capitalise(lifted_by), factor(next / m)),
+    });
+}
+
+/// R4: the network (or client) figure reaches the lower of the NIC-slot and
+/// link ceilings.
+fn link_or_slot_full(f: &Facts) -> Option<Finding> {
+    let what = f.what();
+    match f.limiting? {
+        Limiting::Net(m) => {
+            let net = f.net?;
+            let b = at_ceiling(m, f.net_bound)?;
+            let slot = b.hop == Hop::Nic;
+            let explanation = if slot {
+                let nic_link =
+                    net.nic.as_ref().and_then(|n| n.speed_mbps).and_then(headroom_limits::ethernet_by_speed_mbps);
+                format!(
+                    "{what} run at {} of the {} ({}), narrower than the {} port{}: the NIC's slot is the bottleneck.",
+                    pct(m / b.bytes_per_sec),
+                    b.name,
+                    rate(b.bytes_per_sec),
+                    nic_link.map(|l| l.name.clone()).unwrap_or_else(|| "network".into()),
+                    f.link.map(|l| format!(" (TCP ceiling {})", rate(l.bytes_per_sec))).unwrap_or_default()
+                )
+            } else {
+                format!(
+                    "{what} run at {} of the {} ceiling ({}): the link is full.",
+                    pct(m / b.bytes_per_sec),
+                    b.name,
+                    rate(b.bytes_per_sec)
+                )
+            };
+            let mut found = slot_or_link(slot, explanation);
+            found.percent_of_ceiling = Some(m / b.bytes_per_sec * 100.0);
+            headroom_beyond_the_network(f, m, slot, net.framing, &mut found);
+            Some(found)
+        }
+        Limiting::Client(m) => {
+            let b = at_ceiling(m, f.client_bound).filter(|b| b.hop != Hop::Protocol)?;
+            let explanation = format!(
+                "{what} run at {} of the {} ceiling ({}).",
+                pct(m / b.bytes_per_sec),
+                b.name,
+                rate(b.bytes_per_sec)
+            );
+            let mut found = slot_or_link(b.hop == Hop::Nic, explanation);
+            found.percent_of_ceiling = Some(m / b.bytes_per_sec * 100.0);
+            Some(found)
+        }
+        Limiting::Disk(_) => None,
+    }
+}
+
+/// The NIC's slot (a `bus` bottleneck on this machine's NIC) or the link.
+fn slot_or_link(slot: bool, explanation: String) -> Finding {
+    if slot {
+        Finding::new(Bottleneck::Bus, Some(Hop::Nic), Some(Side::Local), explanation)
+    } else {
+        Finding::new(Bottleneck::Link, Some(Hop::Link), None, explanation)
+    }
+}
+
+/// R4's headroom: what a faster link would give, up to the disk alone.
+fn headroom_beyond_the_network(f: &Facts, m: f64, slot: bool, framing: headroom_limits::Framing, found: &mut Finding) {
+    let what = f.what();
+    let Some(disk) = f.m_disk.filter(|d| *d > m) else {
+        return;
+    };
+    if slot {
+        let reach = f.link.map(|l| l.bytes_per_sec.min(disk)).unwrap_or(disk);
+        found.headroom_factor = Some(reach / m);
+        found.headroom = Some(format!(
+            "The disk alone does {}: a slot as wide as the port would raise {what} up to {}.",
+            rate(disk),
+            factor(reach / m)
+        ));
+        return;
+    }
+    // The smallest Ethernet upgrade whose TCP ceiling reaches the disk, else the fastest.
+    let current = f.link.map(|l| l.bytes_per_sec).unwrap_or(m);
+    let mut tiers: Vec<(&str, f64)> = catalog()
+        .iter()
+        .filter(|l| l.family == Family::Ethernet)
+        .map(|l| (l.name.as_str(), framing.tcp_goodput_bits(l.usable_bits_per_sec) / 8.0))
+        .filter(|(_, goodput)| *goodput > current * 1.01)
+        .collect();
+    tiers.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let Some(&(name, goodput)) = tiers.iter().find(|(_, g)| *g >= disk).or(tiers.last()) else {
+        return;
+    };
+    let reach = goodput.min(disk);
+    found.headroom_factor = Some(reach / m);
+    found.headroom = Some(format!(
+        "The disk alone does {}: a {name} link would raise {what} up to {}.",
+        rate(disk),
+        factor(reach / m)
+    ));
+}
+
+/// R7: the client figure reaches a noticeable protocol ceiling, or is well
+/// below what the raw network carries.
+fn the_storage_protocol(f: &Facts) -> Option<Finding> {
+    let Some(Limiting::Client(m)) = f.limiting else { return None };
+    let what = f.what();
+    if let Some(b) = at_ceiling(m, f.client_bound) {
+        if b.hop != Hop::Protocol {
+            return None;
+        }
+        let mut found = Finding::new(
+            Bottleneck::Protocol,
+            Some(Hop::Protocol),
+            None,
+            format!(
+                "{what} run at {} of the {} ceiling ({}): the protocol on the link is full.",
+                pct(m / b.bytes_per_sec),
+                b.name,
+                rate(b.bytes_per_sec)
+            ),
+        );
+        found.percent_of_ceiling = Some(m / b.bytes_per_sec * 100.0);
+        return Some(found);
+    }
+    let n = f.m_net.filter(|n| m < n * AT_CEILING)?;
+    let mut found = Finding::new(
+        Bottleneck::Protocol,
+        Some(Hop::Protocol),
+        None,
+        format!(
+            "{what} through {} run at {}, {} of what the network alone carries ({}): the storage protocol or the server's disk is the limit.",
+            f.model.storage_protocol.clone().unwrap_or_default(),
+            rate(m),
+            pct(m / n),
+            rate(n)
+        ),
+    );
+    found.percent_of_ceiling = f.client_bound.map(|b| m / b.bytes_per_sec * 100.0);
+    found.checks = vec![
+        "the server's disk: run `headroom disk` on the server".into(),
+        "sync writes (NFS sync, ZFS sync=always) and the rsize/wsize or MaxRecvDataSegmentLength".into(),
+        "protocol encryption or signing (SMB3, krb5p) costs CPU".into(),
+    ];
+    found.headroom_factor = Some(n / m);
+    found.headroom = Some(format!("Fixing it would raise {what} up to {}.", factor(n / m)));
+    Some(found)
+}
+
+/// Evidence that a CPU limits a figure: a limit measured on either end during
+/// the probe (docs/verdict.md, "CPU limits"), else a CPU (kernel) ceiling the
+/// figure reaches. Over loopback every stream is a memory copy at a full
+/// core, so only a quota or steal counts there (R6 speaks). A bare percent of
+/// one core (CpuLimitKind::Busy) is weaker evidence than a kernel ceiling.
+fn cpu_evidence(
+    m: f64,
+    probe: Option<&Probe>,
+    kernel_ceiling: Option<&Ceiling>,
+    loopback: bool,
+) -> Option<(String, Option<CpuLimit>)> {
+    let found = probe.and_then(cpu_limits::cpu_limit).filter(|l| !loopback || cpu_limits::is_machine_limit(l));
+    if let Some(l) = found.clone().filter(|l| l.kind != CpuLimitKind::Busy) {
+        return Some((l.evidence.clone(), Some(l)));
+    }
+    if let Some(cc) = at_ceiling(m, kernel_ceiling) {
+        return Some((format!("the CPU: the CPU ceiling {} ({})", cc.name, rate(cc.bytes_per_sec)), None));
+    }
+    found.map(|l| (l.evidence.clone(), Some(l)))
+}
+
+/// R5: below its physical ceiling, and a CPU on either end shows the limit.
+fn a_cpu(f: &Facts) -> Option<Finding> {
+    let what = f.what();
+    let (m, evidence, limit, share) = match f.limiting? {
+        Limiting::Net(m) => {
+            let loopback = f.net.is_some_and(|n| n.loopback);
+            // A loopback TCP stream runs no cipher or digest, so a kernel's
+            // ceiling is no evidence against it.
+            let kernel_ceiling = f.cpu.filter(|_| !loopback);
+            let (evidence, limit) = cpu_evidence(m, f.net_probe, kernel_ceiling, loopback)?;
+            (m, evidence, limit, f.net_bound)
+        }
+        Limiting::Client(m) => {
+            let (evidence, limit) = cpu_evidence(m, f.client, f.cpu, false)?;
+            (m, evidence, limit, None)
+        }
+        Limiting::Disk(_) => return None,
+    };
+    let of_ceiling =
+        share.map(|b| format!(", {} of the {} ceiling", pct(m / b.bytes_per_sec), b.name)).unwrap_or_default();
+    let side = limit.as_ref().map_or(Side::Local, |l| l.side);
+    let mut found = Finding::new(
+        Bottleneck::Cpu,
+        Some(Hop::Cpu),
+        Some(side),
+        format!("{what} run at {}{of_ceiling}, limited by {evidence}.", rate(m)),
+    );
+    found.percent_of_ceiling = share.map(|b| m / b.bytes_per_sec * 100.0);
+    found.checks = cpu_checks(limit.as_ref());
+    Some(found)
+}
+
+/// R6: loopback has no wire; what limits it is memory copies.
+fn loopback(f: &Facts) -> Option<Finding> {
+    let Some(Limiting::Net(m)) = f.limiting else { return None };
+    f.net.filter(|n| n.loopback)?;
+    Some(Finding::new(
+        Bottleneck::Cpu,
+        Some(Hop::Cpu),
+        Some(Side::Local),
+        format!(
+            "{} over loopback run at {}: no wire is involved, so the CPU copying memory is the limit.",
+            f.what(),
+            rate(m)
+        ),
+    ))
+}
+
+/// R8: nothing reaches a ceiling and nothing explains why.
+fn unexplained(f: &Facts) -> Option<Finding> {
+    let (m, bound, part) = match f.limiting? {
+        Limiting::Net(m) => (m, f.net_bound, "network"),
+        Limiting::Client(m) => (m, f.client_bound, "client"),
+        Limiting::Disk(_) => return None,
+    };
+    let what = f.what();
+    let mut found = match bound {
+        Some(b) => {
+            let mut found = Finding::new(
+                Bottleneck::Unexplained,
+                None,
+                None,
+                format!(
+                    "unexplained: {what} run at {}, {:.0}% below the lowest ceiling ({}, {}) — here is what to check.",
+                    rate(m),
+                    (1.0 - m / b.bytes_per_sec) * 100.0,
+                    b.name,
+                    rate(b.bytes_per_sec)
+                ),
+            );
+            found.percent_of_ceiling = Some(m / b.bytes_per_sec * 100.0);
+            found
+        }
+        None => Finding::new(
+            Bottleneck::Unexplained,
+            None,
+            None,
+            format!(
+                "unexplained: {what} run at {} and no ceiling is known for the {part} path (pass --link SPEC) — here is what to check.",
+                rate(m)
+            ),
+        ),
+    };
+    found.checks = vec![
+        "duplex and negotiated speed (ethtool IFACE): a half-duplex or 100 Mb/s port".into(),
+        "errors, drops and carrier changes (ip -s link; headroom sys)".into(),
+        "retransmits and TCP windows: a small receive window or a lossy path".into(),
+        "a USB NIC, a switch port or a cable that negotiated lower".into(),
+        "CPU: run `headroom cpu` and watch one core during the test (top -H)".into(),
+        "the server side: is its disk or its CPU busy?".into(),
+    ];
+    if let (Limiting::Net(_), Some(net)) = (f.limiting?, f.net) {
+        if bound.is_none() && net.nic.as_ref().is_none_or(|n| n.kind == "virtual") {
+            virtual_link(&mut found, what, m, net.nic.as_ref().map(|n| n.name.as_str()));
+        }
+        if let Some(why) = f.net_probe.and_then(Probe::why) {
+            found.checks.insert(0, format!("the probe's own diagnosis: {why}"));
+        }
+    }
+    Some(found)
+}
+
+/// R8 over a virtual NIC (veth, virtio, a bridge) with no `--link`: there is
+/// no physical ceiling to hold the figure against, so the cable checklist
+/// does not apply; say how to give one.
+fn virtual_link(found: &mut Finding, what: &str, m: f64, nic: Option<&str>) {
+    let over = nic.map(|n| format!(" over {n}")).unwrap_or_default();
+    found.explanation = format!(
+        "{what} run at {}{over}, a virtual link (veth, virtio, a bridge) with no physical ceiling here: nothing can be held against it. Pass --link with the slowest physical link between the two ends (e.g. --link 10gbe, --link 2.5gbe, --link 940Mb/s) for a verdict.",
+        rate(m)
+    );
+    found.checks = vec![
+        "--link SPEC: the physical link the traffic crosses (the host's NIC, the switch port)".into(),
+        "CPU of both ends: a virtual link runs as fast as the CPUs copy (headroom net shows each end's cores and threads)".into(),
+        "the server side: is its disk or its CPU busy?".into(),
+    ];
+}
+
+/// R5's checks: what lifts the CPU limit that was found.
+fn cpu_checks(limit: Option<&CpuLimit>) -> Vec<String> {
+    let spread = "more streams (--streams 4) spread the work over more cores".to_string();
+    let offloads = "NIC offloads (ethtool -k: tso, gso, gro) and interrupt coalescing".to_string();
+    match limit {
+        Some(l) if l.kind == CpuLimitKind::Quota => vec![format!(
+            "raise or remove the CPU quota of {}'s cgroup (cpu.cfs_quota_us or cpu.max; a container's --cpus, a systemd CPUQuota=)",
+            l.side.owner()
+        )],
+        Some(l) if l.kind == CpuLimitKind::Steal => vec![format!(
+            "the hypervisor under {}: other guests on the host, the VM's CPU limit or reservation",
+            l.side.owner()
+        )],
+        Some(l) if l.kind == CpuLimitKind::Softirq => vec![
+            format!(
+                "spread {}'s packet processing over more cores: NIC queues and RSS (ethtool -L), RPS/RFS, irqbalance",
+                l.side.owner()
+            ),
+            offloads,
+        ],
+        Some(l) => vec![format!("{} CPU: {spread}", capitalise(l.side.owner())), offloads],
+        None => vec![spread, offloads, "a CPU with AES-NI/VAES for encrypted protocols".into()],
+    }
+}
