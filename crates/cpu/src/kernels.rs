@@ -2,6 +2,9 @@
 //! buffer and processes it one chunk (a stripe, a record, a message) per
 //! [`Worker::step`], wrapping around, so a run covers the whole slice again
 //! and again; every result goes into `black_box`.
+//!
+//! Long because each kernel's worker is small and they read best side by side
+//! (a dozen kernels, one `Worker` each).
 
 use crate::data::DataKind;
 use crate::fletcher::fletcher4;

@@ -5,6 +5,9 @@
 //! named by its usable data rate (the line rate above it absorbs encoding and
 //! FEC), while Fibre Channel, SATA, SAS, PCIe, USB and InfiniBand SDR..FDR are
 //! named by their signalling rate, so the line encoding comes off the name.
+//!
+//! Long because it is a table: most of it is catalog entries with their
+//! sources, then the lookup and its tests.
 
 use serde::Serialize;
 use std::sync::OnceLock;

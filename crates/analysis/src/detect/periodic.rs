@@ -24,6 +24,8 @@
 //! of all probes are pooled in time order (a dip cut in two by a probe switch
 //! is one dip), and step 4 runs once on the pool: one period for the path,
 //! not a multiple of it seen through one probe's turns.
+//!
+//! Long only through its unit tests (about 410 lines of code).
 
 use super::{least_squares, median};
 use serde::{Deserialize, Serialize};
