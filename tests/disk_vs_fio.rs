@@ -21,10 +21,13 @@ fn qd1_random_read_iops_agree_with_fio() {
     let mut data = vec![0u8; size];
     headroom_disk::data::FastRng::new(42).fill(&mut data);
     std::fs::write(&file, &data).unwrap();
+    // Written back now, so the device's write counter below sees only others.
+    std::fs::File::open(&file).unwrap().sync_all().unwrap();
     drop(data);
     let f = file.to_str().unwrap();
     let (mut fio_iops, mut hr_iops, mut fio_lat, mut hr_lat) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let pressure = headroom_lab::CpuPressure::start();
+    let others_writes = headroom_lab::DiskWrites::start(&file);
     for _ in 0..5 {
         let out = Command::new("fio")
             .args([
@@ -66,21 +69,24 @@ fn qd1_random_read_iops_agree_with_fio() {
     let ratio = median(hr_iops.clone()) / median(fio_iops.clone());
     let lat_ratio = median(hr_lat.clone()) / median(fio_lat.clone());
     let stalled = pressure.map_or(0.0, |p| p.stalled_fraction());
+    // fio and headroom only read here: whatever was written, others wrote.
+    let written = others_writes.map_or(0, |w| w.bytes());
     eprintln!(
         "QD1 4K randread IOPS headroom {hr_iops:?} fio {fio_iops:?}: ratio {ratio:.3}; mean latency ratio \
-         {lat_ratio:.3}; cpu pressure {:.0} %",
-        stalled * 100.0
+         {lat_ratio:.3}; cpu pressure {:.0} %, {} MiB written to the disk by others",
+        stalled * 100.0,
+        written >> 20
     );
     let agree = |r: f64| (0.75..=1.33).contains(&r);
-    // At QD1 every I/O waits for its thread to be scheduled again: on a
-    // machine starved by work outside the suite (seen: fio alone ranging
-    // 6k-15k IOPS from one round to the next, headroom 0.76 of fio in another
-    // run) the comparison proves nothing either way.
-    if !(agree(ratio) && agree(lat_ratio)) && stalled >= 0.25 {
-        eprintln!(
-            "SKIPPED: the machine was starved (cpu pressure {:.0} %); the figures above prove nothing",
-            stalled * 100.0
-        );
+    // The comparison assumes the two tools have the machine to themselves;
+    // the machine lock keeps other tests away, not other work. At QD1 every
+    // I/O waits for its thread to be scheduled again, and a CPU starved by
+    // builds (pressure >= 25 %) gave fio 6k-15k IOPS from round to round and
+    // headroom 0.76 of fio in another run; a build's writeback on the same
+    // virtio disk (>= 64 MiB by others) left both tools at 2-3 IOPS in some
+    // rounds. Then the figures prove nothing either way.
+    if !(agree(ratio) && agree(lat_ratio)) && (stalled >= 0.25 || written >= 64 << 20) {
+        eprintln!("SKIPPED: the machine was shared (cpu pressure and writes above); the figures prove nothing");
         return;
     }
     assert!(agree(ratio), "IOPS headroom/fio = {ratio:.3}");

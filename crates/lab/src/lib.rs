@@ -142,6 +142,39 @@ fn cpu_some_stalled_us() -> Option<u64> {
         .ok()
 }
 
+/// Bytes written to the block device under a path over a span of time, from
+/// its /sys/dev/block/MAJ:MIN/stat counters: a test that reads a file to
+/// compare two tools checks with this that nothing else wrote to the device
+/// meanwhile (a build's writeback stalled a virtio disk to a few IOPS while
+/// the comparison ran; the machine lock only keeps tests apart).
+pub struct DiskWrites {
+    stat: std::path::PathBuf,
+    start_sectors: u64,
+}
+
+impl DiskWrites {
+    /// Starts counting for the device holding `path`; None when it has no
+    /// block device statistics (tmpfs, overlay without a device).
+    pub fn start(path: &std::path::Path) -> Option<DiskWrites> {
+        use std::os::unix::fs::MetadataExt;
+        let dev = std::fs::metadata(path).ok()?.dev();
+        let (major, minor) = (((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff), (dev & 0xff) | ((dev >> 12) & !0xff));
+        let stat = std::path::PathBuf::from(format!("/sys/dev/block/{major}:{minor}/stat"));
+        let start_sectors = sectors_written(&stat)?;
+        Some(DiskWrites { stat, start_sectors })
+    }
+
+    /// Bytes written to the device since [`DiskWrites::start`].
+    pub fn bytes(&self) -> u64 {
+        sectors_written(&self.stat).unwrap_or(self.start_sectors).saturating_sub(self.start_sectors) * 512
+    }
+}
+
+/// Field 7 of a block device's stat file: sectors written (always 512 bytes).
+fn sectors_written(stat: &std::path::Path) -> Option<u64> {
+    std::fs::read_to_string(stat).ok()?.split_whitespace().nth(6)?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,5 +193,24 @@ mod tests {
         spinners.into_iter().for_each(|s| s.join().unwrap());
         let stalled = pressure.stalled_fraction();
         assert!(stalled > 0.5, "cpu pressure {stalled:.2} while 3 spinners per CPU ran");
+    }
+
+    #[test]
+    fn disk_writes_counts_a_synced_write() {
+        let dir = tempfile_dir();
+        let Some(writes) = DiskWrites::start(&dir) else {
+            eprintln!("SKIPPED: {} is on no block device with statistics", dir.display());
+            return;
+        };
+        let file = dir.join(format!("headroom-lab-disk-writes-{}", std::process::id()));
+        std::fs::write(&file, vec![7u8; 8 << 20]).unwrap();
+        std::fs::File::open(&file).unwrap().sync_all().unwrap();
+        std::fs::remove_file(&file).unwrap();
+        assert!(writes.bytes() >= 8 << 20, "{} bytes counted for an 8 MiB synced write", writes.bytes());
+    }
+
+    /// A directory on a real disk (not tmpfs): the target directory of the build.
+    fn tempfile_dir() -> std::path::PathBuf {
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
     }
 }
