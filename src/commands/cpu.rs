@@ -7,7 +7,7 @@
 use crate::output::{Outcome, Output};
 use crate::progress::Progress;
 use anyhow::{bail, Context};
-use headroom_cpu::{all_kernels, BufferSpec, Group, Kernel, Measurement, Plan, CACHE_BUFFER, MIN_BUFFER};
+use headroom_cpu::{all_kernels, BufferSpec, Group, Kernel, KernelMatrix, Measurement, CACHE_BUFFER, MIN_BUFFER};
 use headroom_limits::{lookup, Family, Framing};
 use headroom_result::{Ceiling, Host, Probe, ResultDoc, Warning};
 use headroom_units::{format_duration, format_size, DurationArg, Size};
@@ -207,7 +207,7 @@ pub fn run(args: &CpuArgs, out: &Output) -> anyhow::Result<Outcome> {
     let buffers = buffers(args.size, host.memory_bytes)?;
     let time = check_time(args.time.0)?;
     let link = link_target(args.link.as_deref(), &host)?;
-    let plan = Plan {
+    let plan = KernelMatrix {
         kernels: select_kernels(&args.kernels)?,
         threads,
         buffers,
@@ -366,7 +366,7 @@ fn kernel_label(kernel: &Kernel, results: &[Measurement]) -> String {
     }
 }
 
-fn render(host: &Host, plan: &Plan, results: &[Measurement], link: &LinkTarget, out: &Output) -> String {
+fn render(host: &Host, plan: &KernelMatrix, results: &[Measurement], link: &LinkTarget, out: &Output) -> String {
     let mut text = String::new();
     if let Some(cpu) = &host.cpu {
         text += &format!("{}  {}, {} logical CPUs\n", out.bold("CPU"), cpu.model, cpu.logical_cpus);

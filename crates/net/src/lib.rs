@@ -21,10 +21,13 @@ pub mod iperf3;
 pub mod iperf3_client;
 pub mod ping;
 pub mod probe;
+mod probe_engine;
 pub mod server;
 pub mod stats;
 pub mod tcpinfo;
 pub mod wire;
+
+pub use probe_engine::{probe_error, NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, ThroughputParams};
 
 use std::io;
 
