@@ -51,7 +51,7 @@ pub struct CpuArgs {
 }
 
 /// The kernels `--kernels` names (all when empty).
-fn select_kernels(names: &[String]) -> anyhow::Result<Vec<Kernel>> {
+pub(crate) fn select_kernels(names: &[String]) -> anyhow::Result<Vec<Kernel>> {
     let all = all_kernels();
     if names.is_empty() {
         return Ok(all);
@@ -88,7 +88,7 @@ const TIME_RANGE: (Duration, Duration) = (Duration::from_millis(10), Duration::f
 
 /// The link a figure is compared with.
 #[derive(Debug, Clone)]
-struct LinkTarget {
+pub(crate) struct LinkTarget {
     /// e.g. "10GbE".
     name: String,
     /// What payload the link carries: TCP goodput for Ethernet, usable rate otherwise.
@@ -154,7 +154,7 @@ fn check_time(time: Duration) -> anyhow::Result<Duration> {
 }
 
 /// `--link`, else the fastest local interface, else 10 GbE with a caveat.
-fn link_target(spec: Option<&str>, host: &Host) -> anyhow::Result<LinkTarget> {
+pub(crate) fn link_target(spec: Option<&str>, host: &Host) -> anyhow::Result<LinkTarget> {
     if let Some(spec) = spec {
         let link = lookup(spec).map_err(|e| anyhow::anyhow!("--link: {e}"))?;
         return Ok(if link.family == Family::Ethernet {
@@ -237,7 +237,7 @@ pub fn run(args: &CpuArgs, out: &Output) -> anyhow::Result<Outcome> {
 }
 
 /// "1905 MB/s  15.2 Gb/s".
-fn mb_gb(bytes_per_sec: f64) -> String {
+pub(crate) fn mb_gb(bytes_per_sec: f64) -> String {
     format!("{:>6.0} MB/s {:>6.1} Gb/s", bytes_per_sec / 1e6, bytes_per_sec * 8.0 / 1e9)
 }
 
@@ -487,7 +487,8 @@ fn document(host: Host, results: &[Measurement], link: &LinkTarget) -> ResultDoc
     doc
 }
 
-fn probe_with_link(m: &Measurement, link: &LinkTarget) -> Probe {
+/// A kernel's probe held against the link it feeds (`fills_link`, `cpu_below_link`).
+pub(crate) fn probe_with_link(m: &Measurement, link: &LinkTarget) -> Probe {
     let mut probe = m.to_probe();
     let fills = m.bytes_per_sec >= link.bytes_per_sec;
     probe.details.insert("link".into(), serde_json::json!(link.name));

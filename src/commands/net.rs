@@ -9,7 +9,7 @@ use anyhow::bail;
 use headroom_analysis::cpu_limits;
 use headroom_analysis::verdict::AT_CEILING;
 use headroom_limits::Framing;
-use headroom_net::client::{Session, Target, ThroughputResult, ThroughputSpec};
+use headroom_net::client::{Session, Target, ThroughputSpec};
 use headroom_net::wire::Direction;
 use headroom_net::{iperf3_client, probe, NetError};
 use headroom_result::CpuLoad;
@@ -256,7 +256,7 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
                     }
                 };
                 bar.finish();
-                r.map(|r| throughput_probe(&r, &ceiling))
+                r.map(|r| throughput_probe(probe::throughput_probe(&r), &ceiling))
             }
         };
         match probe_result {
@@ -349,13 +349,29 @@ fn probe_label(spec: &ThroughputSpec) -> String {
     format!("{} {dir} x{}", if spec.udp_rate.is_some() { "UDP" } else { "TCP" }, spec.streams)
 }
 
-fn throughput_probe(r: &ThroughputResult, ceiling: &LinkCeiling) -> Probe {
-    let mut p = probe::throughput_probe(r);
-    let directions = if r.direction == Some(Direction::Bidir) { 2.0 } else { 1.0 };
+/// A probe as `net` reports it: throughput probes held against the link,
+/// round trips and handshakes as measured.
+pub(crate) fn against_link(p: Probe, ceiling: &LinkCeiling) -> Probe {
+    let throughput = matches!(&p.spec, headroom_result::ProbeSpec::Net(s) if s.test != "rr" && s.test != "connect");
+    if throughput {
+        throughput_probe(p, ceiling)
+    } else {
+        p
+    }
+}
+
+/// A throughput probe held against the link: its share of the ceiling,
+/// what the CPU diagnosis settles to, and `faster_than_ceiling`.
+pub(crate) fn throughput_probe(mut p: Probe, ceiling: &LinkCeiling) -> Probe {
+    let test = match &p.spec {
+        headroom_result::ProbeSpec::Net(s) => s.test.clone(),
+        _ => String::new(),
+    };
+    let directions = if test == "tcp_bidir" { 2.0 } else { 1.0 };
     // A virtual NIC's nominal speed is no ceiling a stream could be at.
     let share =
         ceiling.tcp_bytes_per_sec.filter(|_| !ceiling.is_virtual).map(|c| p.summary.bytes_per_sec / (c * directions));
-    if !r.udp {
+    if test != "udp" {
         cpu_limits::settle_diagnosis(&mut p, share.is_some_and(|s| s >= AT_CEILING));
     }
     if let Some(c) = ceiling.tcp_bytes_per_sec {
@@ -541,7 +557,7 @@ impl LinkCeiling {
     }
 }
 
-fn ceiling_for(host: &str, port: u16, link: Option<&str>) -> anyhow::Result<LinkCeiling> {
+pub(crate) fn ceiling_for(host: &str, port: u16, link: Option<&str>) -> anyhow::Result<LinkCeiling> {
     let iface = headroom_net::resolve(host, port)
         .ok()
         .and_then(|a| a.first().copied())

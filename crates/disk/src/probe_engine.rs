@@ -199,8 +199,8 @@ impl ProbeEngine for DiskEngine {
 mod tests {
     use super::*;
     use crate::preset::test_def;
-    use std::time::Duration;
     use headroom_runner::{Plan, Runner, SampleLog, Sink};
+    use std::time::Duration;
 
     fn request(dir: &std::path::Path, rw: Rw, bs: u64) -> ProbeRequest {
         let test = test_def(rw, bs, 4, 1, Duration::from_millis(400), Duration::from_millis(100));

@@ -47,6 +47,9 @@ impl Plan {
 pub struct ProbeRun {
     pub request: ProbeRequest,
     pub result: Result<Measured, ProbeError>,
+    /// Whether the probe started: false when its engine's preparation failed
+    /// (a refused target, a test checked before any ran, an unreachable server).
+    pub started: bool,
 }
 
 impl ProbeRun {
@@ -137,8 +140,16 @@ impl<'e> Runner<'e> {
         stop: &AtomicBool,
         sinks: &mut [&mut dyn Sink],
     ) -> ProbeRun {
-        let result = self.measure(index, request, plan, stop, sinks);
-        let run = ProbeRun { request: request.clone(), result };
+        let prepared = self.prepare_engine(request.engine, plan, stop, sinks);
+        let result = match prepared {
+            Ok(()) => self.measure(index, request, stop, sinks),
+            Err(e) => Err(e),
+        };
+        let run = ProbeRun {
+            request: request.clone(),
+            started: self.prepared.get(&request.engine).is_some_and(Result::is_ok),
+            result,
+        };
         for sink in sinks.iter_mut() {
             sink.probe_finished(index, &run);
         }
@@ -149,11 +160,9 @@ impl<'e> Runner<'e> {
         &mut self,
         index: usize,
         request: &ProbeRequest,
-        plan: &Plan,
         stop: &AtomicBool,
         sinks: &mut [&mut dyn Sink],
     ) -> Result<Measured, ProbeError> {
-        self.prepare_engine(request.engine, plan, stop, sinks)?;
         for sink in sinks.iter_mut() {
             sink.probe_started(index, request);
         }
