@@ -4,8 +4,9 @@
 //! What it owns:
 //! - the SQLite store of a soak ([`store`]): settings, sessions, cycles,
 //!   per-second samples, events; committed once a second; `--resume`;
-//! - the cycle loop ([`run`]) over probes it knows only through
-//!   [`run::CycleProbe`] (the binary adapts the disk and net engines);
+//! - the cycle loop ([`run`]): turns are probe requests run on the
+//!   `headroom_runner::Runner` the binary equips with the disk and net
+//!   engines, with the store (and the metrics) as its sink;
 //! - the link watcher ([`watch`]): sysfs polls, /dev/kmsg, vmkernel.log;
 //! - Prometheus metrics ([`metrics`]);
 //! - turning a soak database into a result document ([`doc`]) with the
@@ -22,7 +23,7 @@ pub mod watch;
 
 pub use doc::{load_result, result_from_store, SampleDetail};
 pub use metrics::Metrics;
-pub use run::{run_cycles, CycleProbe, LiveSample, LoopSettings, ProbeFailure, ProbeOutcome, Progress, StopReason};
+pub use run::{run_cycles, LiveSample, LoopSettings, ProbeFailure, ProbeOutcome, Progress, StopReason, Turn};
 pub use store::{EventRow, SoakConfig, SoakInfo, Store, StoreError};
 
 use std::path::Path;
