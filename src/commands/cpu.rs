@@ -1,18 +1,22 @@
 //! `headroom cpu`: what this CPU pushes through parity, checksums,
 //! compression and encryption, per core and on all cores, next to the link
 //! it feeds (`--link`, else the fastest local interface).
-//! Parses and validates arguments, runs the headroom-cpu engine with a
-//! progress bar, and presents the figures; measures nothing itself.
+//! Parses and validates arguments, runs the kernel matrix on the Runner's
+//! cpu engine with a progress bar, and presents the figures; measures
+//! nothing itself.
 
 use crate::output::{Outcome, Output};
-use crate::progress::Progress;
-use anyhow::{bail, Context};
-use headroom_cpu::{all_kernels, BufferSpec, Group, Kernel, KernelMatrix, Measurement, CACHE_BUFFER, MIN_BUFFER};
+use crate::progress::ProgressSink;
+use anyhow::bail;
+use headroom_cpu::{
+    all_kernels, BufferSpec, CpuEngine, CpuRequest, Group, Kernel, KernelMatrix, Measurement, CACHE_BUFFER, MIN_BUFFER,
+};
 use headroom_limits::{lookup, Family, Framing};
 use headroom_result::{Ceiling, Host, Probe, ResultDoc, Warning};
+use headroom_runner::{Plan, Runner};
 use headroom_units::{format_duration, format_size, DurationArg, Size};
 use owo_colors::OwoColorize;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
@@ -216,14 +220,16 @@ pub fn run(args: &CpuArgs, out: &Output) -> anyhow::Result<Outcome> {
     };
 
     let stop = crate::signals::stop_flag();
-    let bar = Progress::new(out.progress && !out.json, "cpu", Some(plan.expected_duration()));
-    let start = Instant::now();
-    let results = headroom_cpu::run(&plan, stop, |event| {
-        let last = event.last_bytes_per_sec.map(|b| format!(" (last {})", mb_gb(b))).unwrap_or_default();
-        bar.update(start.elapsed(), &format!("{}/{} {}{last}", event.done, event.total, event.label));
-    })
-    .context("cpu")?;
-    bar.finish();
+    let runner_plan = Plan::new(plan.requests().iter().map(CpuRequest::to_request).collect());
+    let mut bars = ProgressSink::new(out.progress && !out.json, out.iec, &runner_plan);
+    let mut results: Vec<Measurement> = Vec::new();
+    for run in Runner::new().with(CpuEngine::new()).run_all(&runner_plan, stop, &mut [&mut bars]) {
+        if let Some(e) = run.error() {
+            return Err(anyhow::anyhow!("{e}").context("cpu"));
+        }
+        results.extend(run.probe().and_then(headroom_cpu::measurement_of));
+    }
+    drop(bars);
     if results.is_empty() {
         bail!("stopped before any kernel was measured");
     }

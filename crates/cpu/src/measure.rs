@@ -178,24 +178,16 @@ pub fn run(
     let mut results = Vec::new();
     let total = plan.len();
     let mut last = None;
-    for buffer in &plan.buffers {
-        for &threads in &plan.threads {
-            for kernel in &plan.kernels {
-                if stop.load(Ordering::Relaxed) {
-                    return Ok(results);
-                }
-                let label = format!(
-                    "{} {}t {}",
-                    kernel.name(),
-                    threads,
-                    if buffer.cache_resident { "cache" } else { "memory" }
-                );
-                on_progress(ProgressEvent { done: results.len(), total, label, last_bytes_per_sec: last });
-                let m = bench.measure(*kernel, threads, *buffer, plan.time, plan.warmup, stop)?;
-                last = Some(m.bytes_per_sec);
-                results.push(m);
-            }
+    for request in plan.requests() {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(results);
         }
+        let kernel = request.resolve().expect("the matrix names catalog kernels");
+        on_progress(ProgressEvent { done: results.len(), total, label: request.label(), last_bytes_per_sec: last });
+        let buffer = BufferSpec { bytes: request.buffer_bytes, cache_resident: request.cache_resident };
+        let m = bench.measure(kernel, request.threads, buffer, plan.time, plan.warmup, stop)?;
+        last = Some(m.bytes_per_sec);
+        results.push(m);
     }
     on_progress(ProgressEvent { done: results.len(), total, label: "done".into(), last_bytes_per_sec: last });
     Ok(results)

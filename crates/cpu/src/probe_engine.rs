@@ -41,12 +41,16 @@ impl CpuRequest {
         }
     }
 
-    /// As a Runner request.
-    pub fn to_request(&self) -> ProbeRequest {
+    /// "AES-256-GCM 1t memory": what a progress display shows.
+    pub fn label(&self) -> String {
         let place = if self.cache_resident { "cache" } else { "memory" };
         let name = self.resolve().map_or_else(|_| self.kernel.clone(), |k| k.name());
-        let label = format!("{name} {}t {place}", self.threads);
-        ProbeRequest::new(EngineKind::Cpu, label, Expected::About(self.time + self.warmup), self)
+        format!("{name} {}t {place}", self.threads)
+    }
+
+    /// As a Runner request.
+    pub fn to_request(&self) -> ProbeRequest {
+        ProbeRequest::new(EngineKind::Cpu, self.label(), Expected::About(self.time + self.warmup), self)
     }
 
     /// The kernel the request names.
@@ -57,6 +61,22 @@ impl CpuRequest {
 
     fn buffer(&self) -> BufferSpec {
         BufferSpec { bytes: self.buffer_bytes, cache_resident: self.cache_resident }
+    }
+}
+
+impl crate::KernelMatrix {
+    /// The matrix as requests, in the order `measure::run` measures it:
+    /// buffer, then thread count, then kernel.
+    pub fn requests(&self) -> Vec<CpuRequest> {
+        let mut requests = Vec::with_capacity(self.len());
+        for buffer in &self.buffers {
+            for &threads in &self.threads {
+                for kernel in &self.kernels {
+                    requests.push(CpuRequest::new(*kernel, threads, *buffer, self.time, self.warmup));
+                }
+            }
+        }
+        requests
     }
 }
 
@@ -180,7 +200,14 @@ mod tests {
             assert_eq!(m.to_probe(), *probe, "probe -> measurement -> probe is lossless");
         }
         assert_eq!(log.finished, 3);
-        assert!(log.samples.iter().all(|(_, s)| s.bytes_per_sec > 0.0) && !log.samples.is_empty());
+        // Every interval of every probe reached the sink, in order.
+        let series: Vec<(usize, f64)> = runs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, r)| r.probe().unwrap().samples.iter().map(move |s| (i, s.bytes_per_sec)))
+            .collect();
+        assert!(!series.is_empty());
+        assert_eq!(log.samples.iter().map(|(i, s)| (*i, s.bytes_per_sec)).collect::<Vec<_>>(), series);
         // The request is data: it survives JSON, as it would on its way to another machine.
         let text = serde_json::to_string(&plan).unwrap();
         assert_eq!(serde_json::from_str::<Plan>(&text).unwrap(), plan);

@@ -41,6 +41,11 @@ pub struct NetServer {
 }
 
 impl NetServer {
+    /// HOST:PORT, `[v6]:PORT` for IPv6.
+    pub fn display(&self) -> String {
+        self.target().display()
+    }
+
     fn target(&self) -> Target {
         Target { host: self.host.clone(), port: self.port, token: self.token.clone(), timeout: self.timeout }
     }
