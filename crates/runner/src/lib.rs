@@ -18,11 +18,13 @@
 //! know the command line.
 
 mod engine;
+mod outcome;
 mod request;
 mod runner;
 mod sink;
 
-pub use engine::{EngineKind, Measured, PrepareEvent, ProbeEngine, ProbeError};
-pub use request::{Expected, ProbeRequest};
-pub use runner::{Execution, Plan, ProbeRun, Runner};
-pub use sink::{LiveSample, SampleLog, Sink};
+pub use engine::ProbeEngine;
+pub use outcome::{LiveSample, Measured, PrepareEvent, ProbeRun};
+pub use request::{EngineKind, Expected, ProbeError, ProbeRequest};
+pub use runner::{Execution, Plan, Runner};
+pub use sink::{SampleLog, Sink};

@@ -1,11 +1,63 @@
 //! A probe request: what one probe should measure, as plain data. The
 //! envelope (engine, label, expected time) is the Runner's; `params` belongs
-//! to the engine, which defines its type and reads it back.
+//! to the engine, which defines its type and reads it back. Also the
+//! engines' names and the errors a request can end in.
 
-use crate::engine::{EngineKind, ProbeError};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use std::fmt;
 use std::time::Duration;
+
+/// Which engine runs a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    Disk,
+    Net,
+    Cpu,
+}
+
+impl fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            EngineKind::Disk => "disk",
+            EngineKind::Net => "net",
+            EngineKind::Cpu => "cpu",
+        })
+    }
+}
+
+/// Why a request produced no probe (or ended one early).
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
+pub enum ProbeError {
+    /// The user's request cannot work (bad block size, refused target): exit 2.
+    #[error("{0}")]
+    Usage(String),
+    /// The far end could not be reached (name, route, nobody listening): an
+    /// outage to a soak.
+    #[error("{0}")]
+    Unreachable(String),
+    /// The far end answered but said no (wrong token, busy, limits).
+    #[error("{0}")]
+    Refused(String),
+    /// The far end was lost while a probe ran: an outage to a soak.
+    #[error("{0}")]
+    Lost(String),
+    /// The engine cannot run this request against this peer (e.g. a headroom-only
+    /// test against a stock iperf3 server).
+    #[error("{0}")]
+    Unsupported(String),
+    /// Anything else that went wrong while measuring.
+    #[error("{0}")]
+    Failed(String),
+    /// Ctrl-C arrived before there was anything to measure.
+    #[error("stopped before anything was measured")]
+    Stopped,
+    /// An earlier request lost the far end for good: the engine gives up on
+    /// the rest of the plan.
+    #[error("the rest of the plan was abandoned: the far end is gone")]
+    Abandoned,
+}
 
 /// How long a probe is expected to run, for a progress display.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -3,10 +3,11 @@
 //! requests; each request runs on its engine with the samples fanned out to
 //! every sink.
 
-use crate::engine::{EngineKind, Measured, ProbeEngine, ProbeError};
-use crate::request::ProbeRequest;
+use crate::engine::ProbeEngine;
+use crate::outcome::{Measured, ProbeRun};
+use crate::request::{EngineKind, ProbeError, ProbeRequest};
 use crate::sink::Sink;
-use headroom_result::{Probe, Warning};
+use headroom_result::Warning;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -39,31 +40,6 @@ impl Plan {
 
     fn of_engine(&self, kind: EngineKind) -> Vec<&ProbeRequest> {
         self.requests.iter().filter(|r| r.engine == kind).collect()
-    }
-}
-
-/// One request and what came of it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ProbeRun {
-    pub request: ProbeRequest,
-    pub result: Result<Measured, ProbeError>,
-    /// Whether the probe started: false when its engine's preparation failed
-    /// (a refused target, a test checked before any ran, an unreachable server).
-    pub started: bool,
-}
-
-impl ProbeRun {
-    /// The probe, when one was measured (also when it ended early).
-    pub fn probe(&self) -> Option<&Probe> {
-        self.result.as_ref().ok().map(|m| &m.probe)
-    }
-
-    /// The error that ended the request, before or during its measurement.
-    pub fn error(&self) -> Option<&ProbeError> {
-        match &self.result {
-            Ok(m) => m.error.as_ref(),
-            Err(e) => Some(e),
-        }
     }
 }
 

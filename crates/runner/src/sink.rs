@@ -2,26 +2,8 @@
 //! events, each probe's end. Progress bars, the soak store and the metrics
 //! endpoint are sinks; they live with what they draw or store.
 
-use crate::engine::PrepareEvent;
+use crate::outcome::{LiveSample, PrepareEvent, ProbeRun};
 use crate::request::ProbeRequest;
-use crate::runner::ProbeRun;
-use serde::{Deserialize, Serialize};
-use std::time::Duration;
-
-/// One interval of a running probe, on the wall clock.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct LiveSample {
-    /// Unix time at the end of the interval.
-    pub t_unix: f64,
-    /// Since the probe started, warm-up included.
-    pub elapsed: Duration,
-    /// Still in the warm-up (the figure is not part of the result).
-    pub ramping: bool,
-    pub bytes_per_sec: f64,
-    pub iops: Option<f64>,
-    pub latency_ns_mean: Option<f64>,
-    pub latency_ns_p99: Option<f64>,
-}
 
 /// Receives what a running plan reports. Every method has a default that
 /// ignores the report, so a sink implements only what it uses.
