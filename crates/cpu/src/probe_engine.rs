@@ -5,10 +5,10 @@
 
 use crate::{all_kernels, BufferSpec, Kernel, KernelBench, Measurement};
 use headroom_result::{Probe, ProbeSpec, Warning};
-use headroom_runner::{EngineKind, Expected, Measured, ProbeEngine, ProbeError, ProbeRequest};
+use headroom_runner::{unix_now, EngineKind, Expected, Measured, ProbeEngine, ProbeError, ProbeRequest};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// One kernel at one thread count on one buffer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -121,10 +121,6 @@ impl CpuEngine {
     fn bench(&mut self) -> &mut KernelBench {
         self.bench.get_or_insert_with(KernelBench::new)
     }
-}
-
-fn unix_now() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
 impl ProbeEngine for CpuEngine {

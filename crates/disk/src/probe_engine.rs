@@ -11,12 +11,11 @@ use crate::target::{test_file_name, Target, TargetKind, TargetOptions};
 use crate::{DirectMode, DiskError, Rw, TestDef};
 use headroom_result::Warning;
 use headroom_runner::{
-    EngineKind, Expected, LiveSample, Measured, PrepareEvent, ProbeEngine, ProbeError, ProbeRequest,
+    unix_now, EngineKind, Expected, LiveSample, Measured, PrepareEvent, ProbeEngine, ProbeError, ProbeRequest,
 };
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Where the tests run: PATH and what the user allowed there.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -133,10 +132,6 @@ fn disk_error(e: DiskError) -> ProbeError {
     } else {
         ProbeError::Failed(e.to_string())
     }
-}
-
-fn unix_now() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
 impl ProbeEngine for DiskEngine {

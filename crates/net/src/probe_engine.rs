@@ -10,11 +10,11 @@ use crate::wire::Direction;
 use crate::{iperf3_client, probe, NetError};
 use headroom_result::{Probe, Sample, Warning};
 use headroom_runner::{
-    EngineKind, Expected, LiveSample, Measured, PrepareEvent, ProbeEngine, ProbeError, ProbeRequest,
+    unix_now, EngineKind, Expected, LiveSample, Measured, PrepareEvent, ProbeEngine, ProbeError, ProbeRequest,
 };
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// Which wire protocol to speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -237,10 +237,6 @@ impl NetEngine {
             (_, None) => unreachable!("headroom-only tests are refused before measuring"),
         }
     }
-}
-
-fn unix_now() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
 impl ProbeEngine for NetEngine {

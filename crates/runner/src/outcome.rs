@@ -4,7 +4,13 @@
 use crate::request::{ProbeError, ProbeRequest};
 use headroom_result::Probe;
 use serde::{Deserialize, Serialize};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Seconds since the Unix epoch: the clock of [`LiveSample::t_unix`] and
+/// [`Measured::started_unix`].
+pub fn unix_now() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
 
 /// One interval of a running probe, on the wall clock.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]

@@ -27,11 +27,11 @@ pub use run::{run_cycles, LiveSample, LoopSettings, ProbeFailure, ProbeOutcome, 
 pub use store::{EventRow, SoakConfig, SoakInfo, Store, StoreError};
 
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 /// Seconds since the Unix epoch, the clock of every time in the store.
 pub fn now_unix() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+    headroom_runner::unix_now()
 }
 
 /// RFC 3339 UTC, seconds precision: "2026-11-21T22:00:00Z".
