@@ -1,18 +1,22 @@
 //! `headroom cpu`: what this CPU pushes through parity, checksums,
 //! compression and encryption, per core and on all cores, next to the link
 //! it feeds (`--link`, else the path's NIC: `headroom_analysis::ceilings::LinkTarget`).
-//! Parses and validates arguments, runs the headroom-cpu engine with a
-//! progress bar, and presents the figures; measures nothing itself.
+//! Parses and validates arguments, runs the kernel matrix on the Runner's
+//! cpu engine with a progress bar, and presents the figures; measures
+//! nothing itself.
 
 use crate::output::{Outcome, Output};
-use crate::progress::Progress;
-use anyhow::{bail, Context};
+use crate::progress::ProgressSink;
+use anyhow::bail;
 use headroom_analysis::ceilings::{LinkSpec, LinkTarget};
-use headroom_cpu::{all_kernels, BufferSpec, Group, Kernel, Measurement, Plan, CACHE_BUFFER, MIN_BUFFER};
+use headroom_cpu::{
+    all_kernels, BufferSpec, CpuEngine, CpuRequest, Group, Kernel, KernelMatrix, Measurement, CACHE_BUFFER, MIN_BUFFER,
+};
 use headroom_result::{Ceiling, Hop, Host, Probe, ResultDoc, Warning};
+use headroom_runner::{Plan, Runner};
 use headroom_units::{format_duration, format_size, DurationArg, Size};
 use owo_colors::OwoColorize;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
@@ -51,7 +55,7 @@ pub struct CpuArgs {
 }
 
 /// The kernels `--kernels` names (all when empty).
-fn select_kernels(names: &[String]) -> anyhow::Result<Vec<Kernel>> {
+pub(crate) fn select_kernels(names: &[String]) -> anyhow::Result<Vec<Kernel>> {
     let all = all_kernels();
     if names.is_empty() {
         return Ok(all);
@@ -147,7 +151,7 @@ pub fn run(args: &CpuArgs, out: &Output) -> anyhow::Result<Outcome> {
     let buffers = buffers(args.size, host.memory_bytes)?;
     let time = check_time(args.time.0)?;
     let link = LinkTarget::choose(args.link.as_ref(), &host.nics);
-    let plan = Plan {
+    let plan = KernelMatrix {
         kernels: select_kernels(&args.kernels)?,
         threads,
         buffers,
@@ -156,14 +160,16 @@ pub fn run(args: &CpuArgs, out: &Output) -> anyhow::Result<Outcome> {
     };
 
     let stop = crate::signals::stop_flag();
-    let bar = Progress::new(out.progress && !out.json, "cpu", Some(plan.expected_duration()));
-    let start = Instant::now();
-    let results = headroom_cpu::run(&plan, stop, |event| {
-        let last = event.last_bytes_per_sec.map(|b| format!(" (last {})", mb_gb(b))).unwrap_or_default();
-        bar.update(start.elapsed(), &format!("{}/{} {}{last}", event.done, event.total, event.label));
-    })
-    .context("cpu")?;
-    bar.finish();
+    let runner_plan = Plan::new(plan.requests().iter().map(CpuRequest::to_request).collect());
+    let mut bars = ProgressSink::new(out.progress && !out.json, out.iec, &runner_plan);
+    let mut results: Vec<Measurement> = Vec::new();
+    for run in Runner::new().with(CpuEngine::new()).run_all(&runner_plan, stop, &mut [&mut bars]) {
+        if let Some(e) = run.error() {
+            return Err(anyhow::anyhow!("{e}").context("cpu"));
+        }
+        results.extend(run.probe().and_then(headroom_cpu::measurement_of));
+    }
+    drop(bars);
     if results.is_empty() {
         bail!("stopped before any kernel was measured");
     }
@@ -177,7 +183,7 @@ pub fn run(args: &CpuArgs, out: &Output) -> anyhow::Result<Outcome> {
 }
 
 /// "1905 MB/s  15.2 Gb/s".
-fn mb_gb(bytes_per_sec: f64) -> String {
+pub(crate) fn mb_gb(bytes_per_sec: f64) -> String {
     format!("{:>6.0} MB/s {:>6.1} Gb/s", bytes_per_sec / 1e6, bytes_per_sec * 8.0 / 1e9)
 }
 
@@ -306,7 +312,7 @@ fn kernel_label(kernel: &Kernel, results: &[Measurement]) -> String {
     }
 }
 
-fn render(host: &Host, plan: &Plan, results: &[Measurement], link: &LinkTarget, out: &Output) -> String {
+fn render(host: &Host, plan: &KernelMatrix, results: &[Measurement], link: &LinkTarget, out: &Output) -> String {
     let mut text = String::new();
     if let Some(cpu) = &host.cpu {
         text += &format!("{}  {}, {} logical CPUs\n", out.bold("CPU"), cpu.model, cpu.logical_cpus);
@@ -427,7 +433,8 @@ fn document(host: Host, results: &[Measurement], link: &LinkTarget) -> ResultDoc
     doc
 }
 
-fn probe_with_link(m: &Measurement, link: &LinkTarget) -> Probe {
+/// A kernel's probe held against the link it feeds (`fills_link`, `cpu_below_link`).
+pub(crate) fn probe_with_link(m: &Measurement, link: &LinkTarget) -> Probe {
     let mut probe = m.to_probe();
     let fills = m.bytes_per_sec >= link.bytes_per_sec;
     probe.details.insert("link".into(), serde_json::json!(link.name));

@@ -1,24 +1,22 @@
 //! `headroom disk PATH`: storage tests (presets or one custom test) on a
-//! directory, block device or existing file. Parses and validates flags into
-//! test definitions, runs them on headroom-disk with a progress bar, adds the
-//! write-cliff check (headroom-analysis) and prints a table or a
-//! `headroom.result/v1` document. The measuring is all in crates/disk.
+//! directory, block device or existing file. Hands the flags to the disk
+//! engine's preset resolution, runs the plan on the Runner with a progress
+//! bar, adds the write-cliff check (headroom-analysis) and prints a table or
+//! a `headroom.result/v1` document. The measuring is all in crates/disk.
 
 use crate::output::{Outcome, Output};
-use crate::progress::Progress;
+use crate::progress::ProgressSink;
 use anyhow::bail;
 use headroom_analysis::ceilings::bus_ceiling;
 use headroom_analysis::cliff::detect_write_cliff;
-use headroom_disk::preset::{test_def, Preset, SWEEP_BLOCK_SIZES, SWEEP_QUEUE_DEPTHS};
-use headroom_disk::probe::{honesty_warnings, to_probe, BusCeiling};
-use headroom_disk::run::{check_test, run_test, RunSettings, TestOutcome, Tick};
-use headroom_disk::target::{Target, TargetKind, TargetOptions};
-use headroom_disk::{DirectMode, DiskError, EngineChoice, Pattern, Rw, SyncMode, TestDef};
+use headroom_disk::preset::{resolve, Preset, TestChoice, TestSelection, SWEEP_BLOCK_SIZES, SWEEP_QUEUE_DEPTHS};
+use headroom_disk::probe::BusCeiling;
+use headroom_disk::{DiskEngine, DiskError, DiskRequest, DiskTarget, Rw};
 use headroom_result::{Ceiling, Probe, ResultDoc, Warning};
+use headroom_runner::{Plan, PrepareEvent, ProbeError, Runner, Sink};
 use headroom_units::{DurationArg, Size};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
@@ -98,247 +96,115 @@ pub struct DiskArgs {
 
 const DEFAULT_SIZE: u64 = 1 << 30;
 
-/// What to run, resolved from the flags.
-struct Plan {
-    preset: Option<Preset>,
-    tests: Vec<TestDef>,
-    settings: RunSettings,
-}
-
-fn parse_pattern(s: &str) -> anyhow::Result<Pattern> {
-    match s {
-        "random" => Ok(Pattern::Random),
-        "zero" => Ok(Pattern::Zero),
-        _ => {
-            let pct = s.strip_prefix("compressible=").and_then(|p| p.trim_end_matches('%').parse::<u8>().ok());
-            match pct {
-                Some(p) if p <= 100 => Ok(Pattern::Compressible(p)),
-                _ => bail!(
-                    "--pattern '{s}' is not a pattern; use random, zero or compressible=PCT (e.g. compressible=50)"
-                ),
-            }
-        }
-    }
-}
-
-fn plan(args: &DiskArgs) -> anyhow::Result<Plan> {
-    let settings = RunSettings {
-        engine: match args.engine.as_str() {
-            "io_uring" => EngineChoice::IoUring,
-            "psync" => EngineChoice::Psync,
-            _ => EngineChoice::Auto,
-        },
-        direct: match args.direct.as_str() {
-            "on" => DirectMode::On,
-            "off" => DirectMode::Off,
-            _ => DirectMode::Auto,
-        },
-        pattern: parse_pattern(&args.pattern)?,
+/// The flags as the disk engine's preset resolution takes them.
+fn test_choice(args: &DiskArgs) -> TestChoice {
+    TestChoice {
+        preset: args.preset.clone(),
+        rw: args.rw.clone(),
+        bs: args.bs,
+        qd: args.qd,
+        jobs: args.jobs,
+        size: args.size,
+        time: args.time,
+        ramp: args.ramp,
+        sample_interval: args.sample_interval,
+        rwmix: args.rwmix,
+        direct: args.direct.clone(),
+        engine: args.engine.clone(),
         fixedbufs: args.fixedbufs,
-    };
-    if args.fixedbufs && settings.engine == EngineChoice::Psync {
-        bail!("--fixedbufs registers io_uring buffers and does not apply to --engine psync; drop one of them (e.g. --engine io_uring --fixedbufs)");
+        sync: args.sync.clone(),
+        pattern: args.pattern.clone(),
     }
-    let sync = match args.sync.as_str() {
-        "fsync" => SyncMode::Fsync,
-        "dsync" => SyncMode::Dsync,
-        _ => SyncMode::None,
-    };
-    if let Some(t) = args.time {
-        if t.0 < Duration::from_millis(100) {
-            bail!("--time {} is too short to measure; use at least 100ms, e.g. --time 5s", t);
-        }
-        if t.0 > Duration::from_secs(86_400) {
-            bail!("--time {} is too long: at most 24h per test, e.g. --time 5m", t);
-        }
-    }
-    if let Some(r) = args.ramp.filter(|r| r.0 > Duration::from_secs(3600)) {
-        bail!("--ramp {} is too long: at most 1h of warm-up, e.g. --ramp 2s", r);
-    }
-    if args.bs.is_some_and(|b| b.0 == 0) {
-        bail!("--bs 0 is not a block size; use e.g. --bs 4k or --bs 1M");
-    }
-    if args.bs.is_some_and(|b| b.0 > 64 << 20) {
-        bail!("--bs {} is larger than the 64M headroom supports; use e.g. --bs 1M", args.bs.unwrap_or(Size(0)).0);
-    }
-    if args.size.is_some_and(|s| s.0 == 0) {
-        bail!("--size 0 leaves nothing to test; use e.g. --size 1G");
-    }
-    let custom = args.rw.is_some() || args.bs.is_some() || args.qd.is_some() || args.jobs.is_some();
-    let preset = match (&args.preset, custom) {
-        (Some(p), _) => Some(Preset::parse(p).expect("clap checked the preset name")),
-        (None, true) => None,
-        (None, false) => Some(Preset::Quick),
-    };
-    if let Some(p) = preset {
-        if p != Preset::Sustained {
-            for (flag, given) in [
-                ("--rw", args.rw.is_some()),
-                ("--bs", args.bs.is_some()),
-                ("--qd", args.qd.is_some()),
-                ("--jobs", args.jobs.is_some()),
-            ] {
-                if given {
-                    bail!(
-                        "{flag} defines a custom test and cannot be combined with --preset {}; drop one of them \
-                         (e.g. `headroom disk PATH --rw randread --bs 4k --qd 32`)",
-                        p.as_str()
-                    );
-                }
-            }
-        } else if args.rw.as_deref().is_some_and(|rw| rw != "write") {
-            bail!(
-                "--rw {} does not fit --preset sustained, which writes sequentially; drop --rw",
-                args.rw.as_deref().unwrap_or("")
-            );
+}
+
+/// The Runner plan of `tests` on `path`, every read held against `bus`.
+pub(crate) fn disk_plan(
+    target: &DiskTarget,
+    selection: &TestSelection,
+    bus: Option<&BusCeiling>,
+) -> (Plan, Vec<DiskRequest>) {
+    let requests: Vec<DiskRequest> = selection
+        .tests
+        .iter()
+        .map(|test| DiskRequest {
+            target: target.clone(),
+            settings: selection.settings,
+            test: test.clone(),
+            bus: bus.cloned(),
+        })
+        .collect();
+    (Plan::new(requests.iter().map(DiskRequest::to_request).collect()), requests)
+}
+
+/// What the disk engine said about the target, for the heading.
+#[derive(Default)]
+struct TargetSeen(Option<PrepareEvent>);
+
+impl Sink for TargetSeen {
+    fn prepared(&mut self, event: &PrepareEvent) {
+        if matches!(event, PrepareEvent::DiskTarget { .. }) {
+            self.0 = Some(event.clone());
         }
     }
-    let rw = args.rw.as_deref().map(|s| Rw::parse(s).expect("clap checked --rw"));
-    if args.rwmix.is_some() && rw != Some(Rw::RandRw) {
-        bail!("--rwmix sets the read share of a mixed test and needs --rw randrw (e.g. --rw randrw --rwmix 70)");
-    }
-    let ramp_of = |p: Option<Preset>| {
-        args.ramp.map(|r| r.0).unwrap_or_else(|| p.map_or(Duration::from_secs(1), Preset::default_ramp))
-    };
-    let mut tests = match preset {
-        Some(p) => {
-            let time = args.time.map_or(p.default_time(), |t| t.0);
-            let mut tests = p.tests(time, ramp_of(preset));
-            if p == Preset::Sustained {
-                for t in &mut tests {
-                    if let Some(bs) = args.bs {
-                        *t = test_def(Rw::Write, bs.0, args.qd.unwrap_or(t.queue_depth), 1, t.time, t.ramp);
-                    } else if let Some(qd) = args.qd {
-                        *t = test_def(Rw::Write, t.block_size, qd, 1, t.time, t.ramp);
-                    }
-                    if let Some(size) = args.size {
-                        t.max_bytes = Some(size.0);
-                        // --size bounds the run; --time (if given) still caps it.
-                        t.time = args.time.map_or(Duration::from_secs(3600), |d| d.0);
-                    }
-                }
-            }
-            tests
-        }
-        None => {
-            let rw = rw.unwrap_or(Rw::RandRead);
-            let bs = args.bs.map_or(if rw.is_random() { 4096 } else { 1 << 20 }, |b| b.0);
-            let time = args.time.map_or(Duration::from_secs(5), |t| t.0);
-            let mut t = test_def(rw, bs, args.qd.unwrap_or(1), args.jobs.unwrap_or(1), time, ramp_of(None));
-            if rw == Rw::RandRw {
-                t.rwmix_read = Some(args.rwmix.unwrap_or(70));
-            }
-            vec![t]
-        }
-    };
-    if let Some(i) = args.sample_interval {
-        if i.0 < Duration::from_millis(100) || i.0 > Duration::from_secs(10) {
-            bail!("--sample-interval {i} is out of range: 100ms to 10s (example: --sample-interval 250ms)");
-        }
-        tests.iter_mut().for_each(|t| t.sample_interval = i.0);
-    }
-    if sync != SyncMode::None {
-        if preset == Some(Preset::Sync) {
-            bail!("--sync {} cannot be combined with --preset sync, which runs every sync mode", args.sync);
-        }
-        for t in &mut tests {
-            if t.rw.writes() {
-                t.sync = sync;
-            }
-        }
-    }
-    Ok(Plan { preset, tests, settings })
 }
 
 pub fn run(args: &DiskArgs, out: &Output) -> anyhow::Result<Outcome> {
-    let plan = plan(args)?;
+    let selection = resolve(&test_choice(args)).map_err(user_error)?;
     let stop = crate::signals::stop_flag();
-    let writes = plan.tests.iter().any(|t| t.rw.writes());
-    let target = Target::prepare(
-        &args.path,
-        &TargetOptions {
-            size: args.size.map(|s| s.0),
-            default_size: DEFAULT_SIZE,
-            writes,
-            destructive: args.destructive,
-            force: args.force,
-            keep: args.keep,
-        },
-    )
-    .map_err(user_error)?;
-    // Misaligned O_DIRECT block sizes fail before minutes of layout, naming the flag.
-    for t in &plan.tests {
-        let direct = t.direct.unwrap_or(plan.settings.direct) != DirectMode::Off;
-        check_test(&target, t, direct).map_err(user_error)?;
-    }
-
-    let mut run_warnings: Vec<Warning> = Vec::new();
-    // Sequential-write-only runs (sustained) write the file as they go; everything
-    // else reads, so the file is laid out with real data first.
-    let only_seq_writes = plan.tests.iter().all(|t| t.rw == Rw::Write);
-    if target.needs_layout() && !only_seq_writes {
-        let bar = Progress::new(out.progress && !out.json, "laying out", None);
-        let size = target.size;
-        let laid = target.layout(stop, |done, total| {
-            if done % (64 << 20) == 0 || done == total {
-                bar.update(
-                    Duration::ZERO,
-                    &format!("{} of {}", headroom_units::format_size(done), headroom_units::format_size(size)),
-                );
-            }
-        });
-        bar.finish();
-        if stop.load(Ordering::Relaxed) {
-            eprintln!("headroom: stopped while laying out the test file; nothing was measured");
-            return Ok(Outcome::Error);
-        }
-        run_warnings.extend(laid.map_err(user_error)?);
-    }
-    let bus = bus_of(&target.path);
-    let mut outcomes: Vec<TestOutcome> = Vec::new();
+    let target = DiskTarget {
+        path: args.path.clone(),
+        size: args.size.map(|s| s.0),
+        default_size: DEFAULT_SIZE,
+        destructive: args.destructive,
+        force: args.force,
+        keep: args.keep,
+    };
+    let bus = bus_of(&args.path);
+    let (plan, requests) = disk_plan(&target, &selection, bus.as_ref());
+    let mut bars = ProgressSink::new(out.progress && !out.json, out.iec, &plan);
+    let mut seen = TargetSeen::default();
+    let mut runner = Runner::new().with(DiskEngine::new());
+    let mut probes: Vec<Probe> = Vec::new();
     let mut failure: Option<String> = None;
     let mut fallback_warned = false;
-    for def in &plan.tests {
-        let bar = Progress::new(out.progress && !out.json, &def.name, Some(def.ramp + def.time));
-        let mut on_tick = |t: &Tick| {
-            let phase = if t.ramping { " (warm-up)" } else { "" };
-            bar.update(t.elapsed, &format!("{:.1} MB/s  {:.0} IOPS{phase}", t.bytes_per_sec / 1e6, t.iops));
-        };
-        let result = run_test(&target, def, plan.settings, stop, &mut on_tick);
-        bar.finish();
-        match result {
-            Ok(outcome) => {
-                let want_direct = def.direct.unwrap_or(plan.settings.direct) != DirectMode::Off;
-                if want_direct && !outcome.direct && !fallback_warned && !out.json {
+    for run in runner.execute(&plan, stop, &mut [&mut bars, &mut seen]) {
+        match run.result {
+            Ok(measured) => {
+                let probe = measured.probe;
+                let direct = disk_spec(&probe).is_some_and(|d| d.direct);
+                if requests[probes.len()].wants_direct() && !direct && !fallback_warned && !out.json {
                     eprintln!(
                         "headroom: warning: {} refuses O_DIRECT; testing buffered I/O (the page cache may answer)",
-                        target.path.display()
+                        disk_spec(&probe).map_or("", |d| d.path.as_str())
                     );
                     fallback_warned = true;
                 }
-                let stopped = outcome.stopped;
+                let stopped = probe.details.contains_key("stopped_early");
+                probes.push(with_write_cliff(probe));
                 // Keep the figures measured so far; report the error after them.
-                let errored = outcome.error.is_some();
-                if let Some(e) = &outcome.error {
+                if let Some(e) = measured.error {
                     failure = Some(e.to_string());
+                    break;
                 }
-                outcomes.push(outcome);
-                if stopped || errored {
+                if stopped {
                     break;
                 }
             }
+            Err(ProbeError::Stopped) => {
+                eprintln!("headroom: stopped while laying out the test file; nothing was measured");
+                return Ok(Outcome::Error);
+            }
+            // Before the first test: the target or a test was refused.
+            Err(e) if !run.started => bail!(e),
             Err(e) => {
                 failure = Some(e.to_string());
                 break;
             }
         }
     }
-    let probes: Vec<Probe> = outcomes.iter().map(|o| probe_for(o, &target, plan.settings, bus.as_ref())).collect();
-    let path_shown = target.path.display().to_string();
-    let target_kind = target.kind;
-    let fs_name = target.filesystem.as_ref().map(|f| f.name.clone());
-    let size = target.size;
-    drop(target); // removes the test file before anything is printed
+    let run_warnings = runner.warnings().to_vec();
+    runner.finish(); // removes the test file before anything is printed
+    drop(bars);
 
     if out.json {
         let mut doc = ResultDoc::new(humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string());
@@ -354,21 +220,25 @@ pub fn run(args: &DiskArgs, out: &Output) -> anyhow::Result<Outcome> {
         }
         out.print_json(&doc)?;
     } else {
-        let what = match target_kind {
-            TargetKind::TestFile => format!("test file {}", headroom_units::format_size(size)),
-            TargetKind::BlockDevice => format!("block device, {} tested", headroom_units::format_size(size)),
-            TargetKind::ExistingFile => format!("existing file, {} tested", headroom_units::format_size(size)),
+        let Some(PrepareEvent::DiskTarget { path: path_shown, kind, filesystem, size }) = seen.0 else {
+            bail!("the disk engine did not report its target");
         };
-        let fs = fs_name.map(|f| format!("{f}, ")).unwrap_or_default();
-        let engine_direct = outcomes
+        let what = match kind.as_str() {
+            "test_file" => format!("test file {}", headroom_units::format_size(size)),
+            "block_device" => format!("block device, {} tested", headroom_units::format_size(size)),
+            _ => format!("existing file, {} tested", headroom_units::format_size(size)),
+        };
+        let fs = filesystem.map(|f| format!("{f}, ")).unwrap_or_default();
+        let engine_direct = probes
             .first()
-            .map(|o| format!(", {}, {}", o.engine.as_str(), if o.direct { "O_DIRECT" } else { "buffered" }))
+            .and_then(disk_spec)
+            .map(|d| format!(", {}, {}", d.engine, if d.direct { "O_DIRECT" } else { "buffered" }))
             .unwrap_or_default();
         println!("{}", out.bold(&format!("headroom disk {path_shown} ({fs}{what}{engine_direct})")));
         if let Some(b) = &bus {
             println!("bus: {} = {}", b.name, headroom_units::format_bytes_per_sec(b.bytes_per_sec));
         }
-        match plan.preset {
+        match selection.preset {
             Some(Preset::Sweep) => print!("{}", render_sweep(&probes)),
             Some(Preset::Sync) => {
                 print!("{}", render_table(&probes, out));
@@ -397,34 +267,32 @@ fn user_error(e: DiskError) -> anyhow::Error {
     anyhow::anyhow!(e.to_string())
 }
 
-/// The probe with every warning: honesty checks plus the write cliff.
-fn probe_for(o: &TestOutcome, target: &Target, settings: RunSettings, bus: Option<&BusCeiling>) -> Probe {
-    let mut warnings = honesty_warnings(o, target, bus);
-    let mut cliff_details = None;
-    if o.def.rw.writes() {
-        if let Some(c) = detect_write_cliff(&o.samples) {
-            warnings.push(Warning::new(
-                headroom_result::WarningCode::WriteCliff,
-                format!(
-                    "{}: the write rate fell after {:.0} s and {} written, from {} to {} (a cache filled up)",
-                    o.def.name,
-                    c.at_s,
-                    headroom_units::format_size(c.bytes_before as u64),
-                    headroom_units::format_bytes_per_sec(c.rate_before),
-                    headroom_units::format_bytes_per_sec(c.rate_after)
-                ),
-            ));
-            cliff_details = Some(serde_json::json!({
+/// A write probe with the write-cliff check added (warning and details).
+pub(crate) fn with_write_cliff(mut probe: Probe) -> Probe {
+    if !disk_spec(&probe).and_then(|d| Rw::parse(&d.rw)).is_some_and(Rw::writes) {
+        return probe;
+    }
+    if let Some(c) = detect_write_cliff(&probe.samples) {
+        probe.warnings.push(Warning::new(
+            headroom_result::WarningCode::WriteCliff,
+            format!(
+                "{}: the write rate fell after {:.0} s and {} written, from {} to {} (a cache filled up)",
+                probe.name,
+                c.at_s,
+                headroom_units::format_size(c.bytes_before as u64),
+                headroom_units::format_bytes_per_sec(c.rate_before),
+                headroom_units::format_bytes_per_sec(c.rate_after)
+            ),
+        ));
+        probe.details.insert(
+            "write_cliff".into(),
+            serde_json::json!({
                 "at_s": c.at_s,
                 "bytes_before": c.bytes_before,
                 "bytes_per_sec_before": c.rate_before,
                 "bytes_per_sec_after": c.rate_after,
-            }));
-        }
-    }
-    let mut probe = to_probe(o, target, settings, warnings);
-    if let Some(d) = cliff_details {
-        probe.details.insert("write_cliff".into(), d);
+            }),
+        );
     }
     probe
 }
@@ -542,7 +410,7 @@ fn render_sync(probes: &[Probe]) -> String {
 }
 
 /// The bus ceiling of the disk holding `path` ([`bus_ceiling`] of its inventory entry).
-fn bus_of(path: &std::path::Path) -> Option<BusCeiling> {
+pub(crate) fn bus_of(path: &std::path::Path) -> Option<BusCeiling> {
     let ceiling = bus_ceiling(&headroom_sys::block_device_holding(path)?)?;
     Some(BusCeiling {
         name: ceiling.name,

@@ -2,19 +2,18 @@
 //! time, throughput up/down/bidirectional with 1 and N streams, against a
 //! headroom server or a stock iperf3 server, each figure next to the link
 //! ceiling and with the sender's TCP_INFO explaining a short single stream.
+//! The tests are a plan the Runner runs on the net engine.
 
 use crate::output::{Outcome, Output};
-use crate::progress::Progress;
+use crate::progress::ProgressSink;
 use anyhow::bail;
 use headroom_analysis::ceilings::{choose_nic, LinkCeiling, LinkSpec};
 use headroom_analysis::cpu_limits;
 use headroom_analysis::verdict::AT_CEILING;
-use headroom_net::{
-    connect_probe, echo_probe, iperf3_throughput, rr_probe, tcp_connect_series, Endpoint, NetError, Session,
-    ThroughputResult, ThroughputSpec, TrafficDirection,
-};
+use headroom_net::{NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, ThroughputParams, TrafficDirection};
 use headroom_result::CpuLoad;
 use headroom_result::{Probe, ResultDoc, Warning};
+use headroom_runner::{Plan, PrepareEvent, ProbeError, Runner, Sink};
 use headroom_units::{format_rate, DurationArg, Rate, Size};
 use std::time::Duration;
 
@@ -76,7 +75,7 @@ pub enum ProtocolArg {
 const ALL_TESTS: &[&str] = &["rtt", "echo", "connect", "up1", "down1", "up", "down", "bidir", "udp"];
 
 /// The tests to run, validated.
-fn plan(args: &NetArgs) -> anyhow::Result<Vec<String>> {
+fn selected_tests(args: &NetArgs) -> anyhow::Result<Vec<String>> {
     let tests: Vec<String> = match &args.tests {
         Some(t) => t.iter().map(|s| s.trim().to_ascii_lowercase()).filter(|s| !s.is_empty()).collect(),
         None if args.bytes.is_some() => vec!["up1".into()],
@@ -153,115 +152,66 @@ fn validate(args: &NetArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The peer as the net engine found it: the heading's protocol and version.
+#[derive(Default)]
+struct PeerSeen(Option<(String, Option<String>)>);
+
+impl Sink for PeerSeen {
+    fn prepared(&mut self, event: &PrepareEvent) {
+        if let PrepareEvent::PeerReady { protocol, server_version, .. } = event {
+            self.0 = Some((protocol.clone(), server_version.clone()));
+        }
+    }
+}
+
 pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
     validate(args)?;
-    let tests = plan(args)?;
+    let tests = selected_tests(args)?;
     let (host, port) = headroom_net::split_host_port(&args.host).map_err(|e| anyhow::anyhow!("HOST {e}"))?;
-    let target = Endpoint {
+    let server = NetServer {
         host: host.clone(),
         port: port.unwrap_or(headroom_net::DEFAULT_PORT),
         token: args.token.clone(),
         timeout: args.timeout.0,
+        protocol: match args.protocol {
+            ProtocolArg::Auto => ProtocolChoice::Auto,
+            ProtocolArg::Headroom => ProtocolChoice::Headroom,
+            ProtocolArg::Iperf3 => ProtocolChoice::Iperf3,
+        },
+        session_per_test: false,
     };
+    let want_rr_load = tests.iter().any(|t| t == "rtt");
+    let plan = Plan::new(
+        tests
+            .iter()
+            .map(|t| NetRequest { server: server.clone(), test: net_test(t, args, want_rr_load) }.to_request())
+            .collect(),
+    );
     let started_at = crate::commands::ping::rfc3339_now();
     let stop = crate::signals::stop_flag();
+    let mut runner = Runner::new().with(NetEngine::new());
     // Detect the protocol (and fail early on DNS, refused port, wrong token).
-    let mut session = match args.protocol {
-        // No probe connection: a stock server would take it for a test.
-        ProtocolArg::Iperf3 => None,
-        ProtocolArg::Headroom | ProtocolArg::Auto => match Session::open(&target) {
-            Ok(s) => Some(s),
-            Err(NetError::IsIperf3) if args.protocol == ProtocolArg::Auto => {
-                // Give the stock server a moment to forget the aborted handshake.
-                std::thread::sleep(Duration::from_millis(100));
-                None
-            }
-            Err(e) => return Err(user_error(e)),
-        },
-    };
-    let protocol = if session.is_some() { "headroom" } else { "iperf3" };
-    let ceiling = ceiling_for(&host, target.port, args.link.as_ref());
+    let mut peer = PeerSeen::default();
+    runner.prepare(&plan, stop, &mut [&mut peer]).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let (protocol, server_version) = peer.0.unwrap_or_else(|| ("iperf3".into(), None));
+    let ceiling = ceiling_for(&host, server.port, args.link.as_ref());
     if !out.json {
         println!(
             "{} {} ({} protocol{})",
             out.bold("headroom net"),
-            target.display(),
+            server.display(),
             protocol,
-            session.as_ref().map(|s| format!(", server {}", s.server_version)).unwrap_or_default()
+            server_version.map(|v| format!(", server {v}")).unwrap_or_default()
         );
         println!("link: {}", describe(&ceiling, out.iec));
     }
     let mut probes: Vec<Probe> = Vec::new();
     let mut failures: Vec<String> = Vec::new();
-    let want_rr_load = tests.iter().any(|t| t == "rtt") && session.is_some();
-    for t in &tests {
-        if stop.load(std::sync::atomic::Ordering::Relaxed) {
-            break;
-        }
-        let needs_headroom = matches!(t.as_str(), "rtt" | "echo" | "connect");
-        if needs_headroom && session.is_none() {
-            if args.tests.is_some() {
-                failures.push(format!("test '{t}' needs a headroom server (this one speaks iperf3)"));
-            }
-            continue;
-        }
-        let probe_result = match t.as_str() {
-            "rtt" => {
-                let s = session.as_ref().expect("checked");
-                let bar = Progress::new(out.progress, "TCP RR idle", Some(args.time.0));
-                let r = s.rr(64, args.time.0.min(Duration::from_secs(5)), stop, &mut |smp| {
-                    bar.update(
-                        Duration::from_secs_f64(smp.t_s),
-                        &format!("{:.0} us", smp.latency_ns_mean.unwrap_or(0.0) / 1e3),
-                    );
-                });
-                bar.finish();
-                r.map(|r| rr_probe(&r, protocol, &target.display()))
-            }
-            "echo" => {
-                let s = session.as_ref().expect("checked");
-                let bar = Progress::new(out.progress, "UDP echo", None);
-                let r = s.udp_echo(200, Duration::from_millis(5), 64, stop);
-                bar.finish();
-                r.map(|r| echo_probe(&r, &target.display(), 5.0))
-            }
-            "connect" => {
-                let addr = session.as_ref().expect("checked").peer;
-                tcp_connect_series(
-                    addr,
-                    &target.display(),
-                    20,
-                    Duration::from_millis(20),
-                    target.timeout,
-                    stop,
-                    &mut |_, _| {},
-                )
-                .map(|r| connect_probe(&r, false, protocol, 20.0))
-            }
-            _ => {
-                let spec = throughput_spec(t, args, want_rr_load);
-                let label = probe_label(&spec);
-                let expected = if args.bytes.is_some() { None } else { Some(spec.duration) };
-                let bar = Progress::new(out.progress, &label, expected);
-                let iec = out.iec;
-                let mut on_sample = |smp: &headroom_result::Sample| {
-                    bar.update(Duration::from_secs_f64(smp.t_s), &format_rate(smp.bytes_per_sec * 8.0, iec));
-                };
-                let r = match session.as_mut() {
-                    Some(s) => s.throughput(&spec, stop, &mut on_sample),
-                    None => {
-                        let r = iperf3_throughput(&target, &spec, stop, &mut on_sample);
-                        // A stock server needs a moment between tests.
-                        std::thread::sleep(Duration::from_millis(300));
-                        r
-                    }
-                };
-                bar.finish();
-                r.map(|r| throughput_probe(&r, &ceiling))
-            }
-        };
-        match probe_result {
-            Ok(p) => {
+    let mut bars = ProgressSink::new(out.progress, out.iec, &plan);
+    for (t, run) in tests.iter().zip(runner.execute(&plan, stop, &mut [&mut bars])) {
+        match run.result {
+            Ok(measured) => {
+                let p = against_link(measured.probe, &ceiling);
                 if let Some(e) = p.details.get("error").and_then(|v| v.as_str()) {
                     failures.push(format!("{}: {e}", p.name));
                 }
@@ -270,30 +220,24 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
                 }
                 probes.push(p);
             }
-            Err(e @ (NetError::Resolve { .. } | NetError::Connect { .. } | NetError::Refused(_)))
-                if probes.is_empty() =>
-            {
-                return Err(user_error(e));
+            Err(ProbeError::Unsupported(why)) => {
+                if args.tests.is_some() {
+                    failures.push(why);
+                }
             }
+            Err(ProbeError::Abandoned) => break,
+            Err(e @ (ProbeError::Unreachable(_) | ProbeError::Refused(_))) if probes.is_empty() => bail!(e),
             Err(e) => {
-                let line = format!("{t}: {}", user_error(e));
+                let line = format!("{t}: {e}");
                 if !out.json {
                     println!("  {line}");
                 }
                 failures.push(line);
-                if session.is_some() {
-                    // The control connection may be gone; reconnect for the remaining tests.
-                    session = Session::open(&target).ok();
-                    if session.is_none() {
-                        break;
-                    }
-                }
             }
         }
     }
-    if let Some(s) = session {
-        s.close();
-    }
+    runner.finish();
+    drop(bars);
     let mut doc = ResultDoc::new(started_at);
     doc.probes = probes;
     if let Some(c) = ceiling.to_ceiling() {
@@ -315,13 +259,12 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
     }
 }
 
-/// A network error as the one line the user sees.
-fn user_error(e: NetError) -> anyhow::Error {
-    anyhow::anyhow!("{e}")
-}
-
-fn throughput_spec(t: &str, args: &NetArgs, rr: bool) -> ThroughputSpec {
+/// The net engine's test for a `--tests` name.
+fn net_test(t: &str, args: &NetArgs, rr: bool) -> NetTest {
     let (direction, streams) = match t {
+        "rtt" => return NetTest::Rtt { time: args.time.0 },
+        "echo" => return NetTest::Echo,
+        "connect" => return NetTest::Connect,
         "up1" => (TrafficDirection::Upload, 1),
         "down1" => (TrafficDirection::Download, 1),
         "up" => (TrafficDirection::Upload, args.streams),
@@ -330,7 +273,7 @@ fn throughput_spec(t: &str, args: &NetArgs, rr: bool) -> ThroughputSpec {
         _ => (TrafficDirection::Upload, 1), // udp
     };
     let udp = t == "udp";
-    ThroughputSpec {
+    NetTest::Throughput(ThroughputParams {
         direction,
         streams,
         duration: args.time.0,
@@ -338,25 +281,32 @@ fn throughput_spec(t: &str, args: &NetArgs, rr: bool) -> ThroughputSpec {
         len: if udp { headroom_net::DEFAULT_UDP_LEN } else { headroom_net::DEFAULT_TCP_LEN },
         udp_rate: if udp { args.udp.map(|r| r.0) } else { None },
         rtt_under_load: rr && !udp,
+    })
+}
+
+/// A probe as `net` reports it: throughput probes held against the link,
+/// round trips and handshakes as measured.
+pub(crate) fn against_link(p: Probe, ceiling: &LinkCeiling) -> Probe {
+    let throughput = matches!(&p.spec, headroom_result::ProbeSpec::Net(s) if s.test != "rr" && s.test != "connect");
+    if throughput {
+        throughput_probe(p, ceiling)
+    } else {
+        p
     }
 }
 
-fn probe_label(spec: &ThroughputSpec) -> String {
-    let dir = match spec.direction {
-        TrafficDirection::Upload => "up",
-        TrafficDirection::Download => "down",
-        TrafficDirection::Bidir => "bidir",
+/// A throughput probe held against the link: its share of the ceiling,
+/// what the CPU diagnosis settles to, and `faster_than_ceiling`.
+pub(crate) fn throughput_probe(mut p: Probe, ceiling: &LinkCeiling) -> Probe {
+    let test = match &p.spec {
+        headroom_result::ProbeSpec::Net(s) => s.test.clone(),
+        _ => String::new(),
     };
-    format!("{} {dir} x{}", if spec.udp_rate.is_some() { "UDP" } else { "TCP" }, spec.streams)
-}
-
-fn throughput_probe(r: &ThroughputResult, ceiling: &LinkCeiling) -> Probe {
-    let mut p = headroom_net::throughput_probe(r);
-    let directions = if r.direction == Some(TrafficDirection::Bidir) { 2.0 } else { 1.0 };
+    let directions = if test == "tcp_bidir" { 2.0 } else { 1.0 };
     // A virtual NIC's nominal speed is no ceiling a stream could be at.
     let share =
         ceiling.tcp_bytes_per_sec.filter(|_| !ceiling.is_virtual).map(|c| p.summary.bytes_per_sec / (c * directions));
-    if !r.udp {
+    if test != "udp" {
         cpu_limits::settle_diagnosis(&mut p, share.is_some_and(|s| s >= AT_CEILING));
     }
     if let Some(c) = ceiling.tcp_bytes_per_sec {
@@ -524,7 +474,7 @@ fn describe(c: &LinkCeiling, iec: bool) -> String {
 
 /// The link ceiling of `--link`, else of the interface the route to HOST
 /// leaves through ([`choose_nic`] with that interface named).
-fn ceiling_for(host: &str, port: u16, link: Option<&LinkSpec>) -> LinkCeiling {
+pub(crate) fn ceiling_for(host: &str, port: u16, link: Option<&LinkSpec>) -> LinkCeiling {
     let route = headroom_net::resolve(host, port)
         .ok()
         .and_then(|a| a.first().copied())

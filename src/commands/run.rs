@@ -3,26 +3,32 @@
 //! starts itself) and the disk probes on `--path`, derives the ceilings of
 //! every hop, and prints the verdict; `--goal` turns it into a pass/fail.
 //!
-//! The measurements are the engines' own subcommands, run as child processes
-//! of this same binary that hand back result documents (`sys --json`,
-//! `disk --json`, `net --json`): the result document is the only contract
-//! between the measuring commands and this one, so `run` measures exactly what
-//! `headroom disk`/`net` do and shows their live progress bars. The loopback
-//! server of a run without `--server` runs in this process.
+//! The measurements are plans of probe requests run in this process by the
+//! Runner on the same engines `headroom disk`/`net`/`cpu` drive, with the
+//! same post-processing (write cliff, link share), so `run` measures exactly
+//! what they do and shows their live progress bars. The loopback server of a
+//! run without `--server` runs in this process too.
 //!
 //! With `--preset full` or `--cpu`, `headroom cpu` also measures the kernels
 //! a storage path's CPU may have to run per byte (SMB3's AES-GCM, iSCSI's
 //! CRC32C) on one core; its probes give the verdict its CPU hop.
 
 use crate::output::{Outcome, Output};
+use crate::progress::ProgressSink;
 use anyhow::{bail, Context};
-use headroom_analysis::ceilings::LinkSpec;
+use headroom_analysis::ceilings::{LinkSpec, LinkTarget};
 use headroom_analysis::goals::{evaluate, parse_goals, Goal, GoalResult};
 use headroom_analysis::{annotate, PathHints};
+use headroom_cpu::{BufferSpec, CpuEngine, CpuRequest};
+use headroom_disk::preset::TestChoice;
+use headroom_disk::{DiskEngine, DiskTarget};
+use headroom_net::{NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, ThroughputParams, TrafficDirection};
 use headroom_report::{presenter, Format, Report, ResultView, Style};
-use headroom_result::{Host, Probe, ProbeSpec, ResultDoc, Warning};
+use headroom_result::{Host, Probe, ResultDoc, Warning};
+use headroom_runner::{Plan, ProbeError, ProbeRun, Runner, Sink};
+use headroom_units::{DurationArg, Size};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
@@ -69,7 +75,7 @@ pub struct RunArgs {
 
 /// What `run` will do, resolved and validated before anything runs.
 #[derive(Debug)]
-struct Plan {
+struct RunSetup {
     server: Option<String>,
     path: PathBuf,
     hints: PathHints,
@@ -78,7 +84,7 @@ struct Plan {
     cpu: bool,
 }
 
-fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
+fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
     let goals = match &args.goal {
         Some(list) => parse_goals(list)?,
         None => Vec::new(),
@@ -108,7 +114,7 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
             bail!("--label must not be empty (example: --label before-10gbe)");
         }
     }
-    Ok(Plan {
+    Ok(RunSetup {
         server: args.server.clone(),
         path,
         hints: PathHints { link: args.link.clone(), nic: None },
@@ -118,112 +124,164 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     })
 }
 
-/// Runs `headroom ARGS --json` and returns its stdout; its stderr (progress
-/// bars, warnings) goes to the user's terminal.
-fn child_json(exe: &Path, args: &[String], quiet: bool, what: &str) -> anyhow::Result<String> {
-    let mut cmd = Command::new(exe);
-    cmd.args(args).arg("--json").stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
-    if quiet {
-        cmd.arg("--quiet");
-    }
-    let out = cmd.output().with_context(|| format!("{what}: cannot start {}", exe.display()))?;
-    if !out.status.success() {
-        bail!("{what} failed ({}); its error is above: `headroom {}` shows it alone", out.status, args.join(" "));
-    }
-    String::from_utf8(out.stdout).with_context(|| format!("{what}: output is not UTF-8"))
-}
-
-/// Loads a child's result document, naming the step when it is not one.
-fn child_doc(text: &str, what: &str) -> anyhow::Result<ResultDoc> {
-    ResultDoc::from_json(text).map_err(|e| anyhow::anyhow!("{what}: {e}"))
-}
-
-/// The arguments of each step for a preset.
-fn disk_args(path: &Path, full: bool) -> Vec<String> {
-    let mut a = vec!["disk".to_string(), path.display().to_string()];
-    if full {
-        a.extend(["--preset", "cdm"].map(String::from));
+/// The disk tests of a preset: quick is 6 tests x (2 s + 0.5 s warm-up) on a
+/// 256 MiB file, so the no-argument run stays under a minute; its 250 ms
+/// samples give each test 8, enough for `compare` to tell a difference from
+/// noise (2 one-second samples never can). full is CrystalDiskMark's set.
+fn disk_step(path: &Path, full: bool) -> anyhow::Result<Plan> {
+    let choice = if full {
+        TestChoice { preset: Some("cdm".into()), ..TestChoice::default() }
     } else {
-        // 6 tests x (2 s + 0.5 s warm-up): the no-argument run stays under a minute.
-        // 250 ms samples give each test 8, enough for `compare` to tell a
-        // difference from noise (2 one-second samples never can).
-        a.extend(
-            ["--preset", "quick", "--time", "2s", "--ramp", "500ms", "--size", "256MiB", "--sample-interval", "250ms"]
-                .map(String::from),
-        );
-    }
-    a
+        TestChoice {
+            preset: Some("quick".into()),
+            time: Some(DurationArg(Duration::from_secs(2))),
+            ramp: Some(DurationArg(Duration::from_millis(500))),
+            size: Some(Size(256 << 20)),
+            sample_interval: Some(DurationArg(Duration::from_millis(250))),
+            ..TestChoice::default()
+        }
+    };
+    let selection = headroom_disk::preset::resolve(&choice).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let target = DiskTarget {
+        path: path.to_path_buf(),
+        size: choice.size.map(|s| s.0),
+        default_size: 1 << 30,
+        destructive: false,
+        force: false,
+        keep: false,
+    };
+    Ok(crate::commands::disk::disk_plan(&target, &selection, crate::commands::disk::bus_of(path).as_ref()).0)
 }
 
-/// `--link` is not passed on: `run` holds the figures against it itself.
-fn net_args(server: &str, full: bool, token: Option<&str>) -> Vec<String> {
-    let tests = if full { "rtt,up1,down1,up,down" } else { "up1,down1" };
-    let time = if full { "5s" } else { "3s" };
-    let mut a =
-        vec!["net".to_string(), server.to_string(), "--tests".into(), tests.into(), "--time".into(), time.into()];
-    if let Some(t) = token {
-        a.extend(["--token".to_string(), t.to_string()]);
+/// The network tests of a preset against `server`: one stream each way
+/// (quick, 3 s), or the round trips and 1 and 4 streams each way (full, 5 s,
+/// round trips measured under load too).
+fn net_step(server: &NetServer, full: bool) -> Plan {
+    let time = Duration::from_secs(if full { 5 } else { 3 });
+    let throughput = |direction, streams| {
+        NetTest::Throughput(ThroughputParams {
+            direction,
+            streams,
+            duration: time,
+            bytes: None,
+            len: headroom_net::DEFAULT_TCP_LEN,
+            udp_rate: None,
+            rtt_under_load: full,
+        })
+    };
+    let mut tests = Vec::new();
+    if full {
+        tests.push(NetTest::Rtt { time });
     }
-    a
+    tests.extend([throughput(TrafficDirection::Upload, 1), throughput(TrafficDirection::Download, 1)]);
+    if full {
+        tests.extend([throughput(TrafficDirection::Upload, 4), throughput(TrafficDirection::Download, 4)]);
+    }
+    Plan::new(tests.into_iter().map(|test| NetRequest { server: server.clone(), test }.to_request()).collect())
 }
 
-/// The `headroom cpu` kernels of the CPU hop: what a network storage path's
-/// CPU may run on every byte of one stream: SMB3 encryption (AES-256-GCM, the
-/// slower of its two ciphers) and iSCSI header/data digests (CRC32C). Not
-/// SHA-256 or compression: they cost only where the filesystem is set up for
-/// them (ZFS checksum=sha256, compression), and the slowest kernel in the
-/// document becomes the CPU ceiling.
-const CPU_HOP_KERNELS: &str = "aes-256-gcm,crc32c";
+/// The kernels of the CPU hop: what a network storage path's CPU may run on
+/// every byte of one stream: SMB3 encryption (AES-256-GCM, the slower of its
+/// two ciphers) and iSCSI header/data digests (CRC32C). Not SHA-256 or
+/// compression: they cost only where the filesystem is set up for them (ZFS
+/// checksum=sha256, compression), and the slowest kernel in the document
+/// becomes the CPU ceiling. One thread (one stream is served by one core),
+/// the out-of-cache buffer (a stream's data comes from RAM), 250 ms each.
+const CPU_HOP_KERNELS: [&str; 2] = ["aes-256-gcm", "crc32c"];
 
-/// One thread (one stream is served by one core) and the out-of-cache buffer
-/// (a stream's data comes from RAM); 250 ms per figure keeps the step to ~2 s.
-/// `--link` goes on only when it is a catalog name (`cpu` takes no rates).
-fn cpu_args(link: Option<&str>) -> Vec<String> {
-    let mut a = ["cpu", "--kernels", CPU_HOP_KERNELS, "--threads", "1", "--time", "250ms"].map(String::from).to_vec();
-    if let Some(spec) = link.filter(|s| headroom_limits::lookup(s).is_ok()) {
-        a.extend(["--link".to_string(), spec.to_string()]);
-    }
-    a
+fn cpu_step(host: &Host) -> anyhow::Result<Plan> {
+    let kernels = crate::commands::cpu::select_kernels(&CPU_HOP_KERNELS.map(String::from))?;
+    let default = headroom_cpu::default_memory_buffer();
+    let bytes = host.memory_bytes.map_or(default, |ram| default.min(ram / 2));
+    let buffer = BufferSpec { bytes, cache_resident: false };
+    let time = Duration::from_millis(250);
+    let warmup = Duration::from_millis(50);
+    Ok(Plan::new(kernels.into_iter().map(|k| CpuRequest::new(k, 1, buffer, time, warmup).to_request()).collect()))
 }
 
-/// The CPU hop's probes of a `headroom cpu` document: one thread, out of cache.
-fn cpu_hop_probes(doc: ResultDoc) -> Vec<Probe> {
-    doc.probes
-        .into_iter()
-        .filter(|p| matches!(&p.spec, ProbeSpec::Cpu(c) if c.threads == 1 && c.cache_resident != Some(true)))
-        .collect()
+/// The CPU hop's probes, held against the link `--link` names when it is a
+/// catalog name (a rate is held against by the verdict itself).
+fn cpu_probes(runs: Vec<ProbeRun>, link: Option<&LinkSpec>, host: &Host) -> anyhow::Result<Vec<Probe>> {
+    let link = LinkTarget::choose(link.filter(|spec| spec.family.is_some()), &host.nics);
+    let mut probes = Vec::new();
+    for run in runs {
+        if let Some(e) = run.error() {
+            bail!("CPU probes: {e}");
+        }
+        let probe = run.probe().and_then(headroom_cpu::measurement_of).expect("a measured cpu probe");
+        probes.push(crate::commands::cpu::probe_with_link(&probe, &link));
+    }
+    Ok(probes)
+}
+
+/// The network probes, each held against the link towards the server; any
+/// failure fails the run (after the failures are printed).
+fn net_probes(runs: Vec<ProbeRun>, server: &NetServer) -> anyhow::Result<Vec<Probe>> {
+    let ceiling = crate::commands::net::ceiling_for(&server.host, server.port, None);
+    let mut probes = Vec::new();
+    let mut failures = Vec::new();
+    for run in runs {
+        match (run.result, run.started) {
+            (Err(e @ (ProbeError::Unreachable(_) | ProbeError::Refused(_))), _) if probes.is_empty() => {
+                bail!("network probes: {e}")
+            }
+            (Err(ProbeError::Abandoned), _) => break,
+            (Err(e), _) => failures.push(format!("{}: {e}", run.request.label)),
+            (Ok(m), _) => {
+                let p = crate::commands::net::against_link(m.probe, &ceiling);
+                if let Some(e) = p.details.get("error").and_then(|v| v.as_str()) {
+                    failures.push(format!("{}: {e}", p.name));
+                }
+                probes.push(p);
+            }
+        }
+    }
+    if !failures.is_empty() {
+        for f in &failures {
+            eprintln!("headroom: error: {}", headroom_report::terminal_safe(f, false));
+        }
+        bail!("network probes failed: {}", failures.join("; "));
+    }
+    Ok(probes)
+}
+
+/// Runs `plan` on `runner` with progress bars, stopping at its first error
+/// when `stop_on_error`.
+fn run_step(runner: &mut Runner, plan: &Plan, out: &Output, stop_on_error: bool) -> Vec<ProbeRun> {
+    let stop = crate::signals::stop_flag();
+    let mut bars = ProgressSink::new(out.progress, out.iec, plan);
+    let mut sinks: [&mut dyn Sink; 1] = [&mut bars];
+    if stop_on_error {
+        return runner.run_all(plan, stop, &mut sinks);
+    }
+    runner.execute(plan, stop, &mut sinks).collect()
+}
+
+/// Ctrl-C ends the run: what was measured is not a whole run, so nothing is
+/// analysed or saved (exit 130).
+fn check_interrupted() -> anyhow::Result<()> {
+    if crate::signals::interrupted() {
+        bail!("stopped by Ctrl-C before the run finished; nothing was saved");
+    }
+    Ok(())
 }
 
 pub fn run(args: &RunArgs, out: &Output) -> anyhow::Result<Outcome> {
-    let plan = plan(args)?;
-    let exe = std::env::current_exe().context("cannot find the headroom binary to run its probes")?;
-    let quiet = !out.progress;
+    let setup = setup(args)?;
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-
-    let mut warnings: Vec<Warning> = Vec::new();
-    let host: Host = match child_json(&exe, &["sys".into()], quiet, "inventory (headroom sys)") {
-        Ok(text) => serde_json::from_str(&text).context("inventory (headroom sys): not a host object")?,
-        Err(e) => {
-            warnings.push(Warning::new(
-                headroom_result::WarningCode::NoInventory,
-                format!("{e:#}; ceilings of the bus, NIC and link are unknown"),
-            ));
-            Host::default()
-        }
-    };
+    let host = headroom_sys::inventory_live();
+    let mut runner = Runner::new().with(CpuEngine::new()).with(NetEngine::new()).with(DiskEngine::new());
 
     let mut probes: Vec<Probe> = Vec::new();
-    if plan.cpu {
-        // Its document-level warnings are about the link it compared with,
-        // which `run` derives itself; the probes carry their own.
-        let what = "CPU probes (headroom cpu)";
-        let text = child_json(&exe, &cpu_args(args.link.as_ref().map(|l| l.input.as_str())), quiet, what)?;
-        probes.extend(cpu_hop_probes(child_doc(&text, what)?));
+    if setup.cpu {
+        let runs = run_step(&mut runner, &cpu_step(&host)?, out, true);
+        check_interrupted()?;
+        probes.extend(cpu_probes(runs, args.link.as_ref(), &host)?);
     }
     {
         // With no --server, an in-process headroom server on a free loopback
         // port; it stops when `loopback` drops at the end of this block.
-        let loopback = match &plan.server {
+        let loopback = match &setup.server {
             Some(_) => None,
             None => Some(
                 headroom_net::Server::bind(headroom_net::ServerConfig::loopback(0))
@@ -231,28 +289,38 @@ pub fn run(args: &RunArgs, out: &Output) -> anyhow::Result<Outcome> {
                     .spawn(),
             ),
         };
-        let server = plan.server.clone().unwrap_or_else(|| loopback.as_ref().expect("started above").addr.to_string());
-        let text = child_json(
-            &exe,
-            &net_args(&server, plan.full, args.token.as_deref()),
-            quiet,
-            "network probes (headroom net)",
-        )?;
-        let doc = child_doc(&text, "network probes (headroom net)")?;
-        probes.extend(doc.probes);
-        warnings.extend(doc.warnings);
+        let server = setup.server.clone().unwrap_or_else(|| loopback.as_ref().expect("started above").addr.to_string());
+        let (host, port) = headroom_net::split_host_port(&server).map_err(|e| anyhow::anyhow!("--server {e}"))?;
+        let server = NetServer {
+            host,
+            port: port.unwrap_or(headroom_net::DEFAULT_PORT),
+            token: args.token.clone(),
+            timeout: Duration::from_secs(5),
+            protocol: ProtocolChoice::Auto,
+            session_per_test: false,
+        };
+        let runs = run_step(&mut runner, &net_step(&server, setup.full), out, false);
+        runner.finish();
+        check_interrupted()?;
+        probes.extend(net_probes(runs, &server)?);
     }
-    let text = child_json(&exe, &disk_args(&plan.path, plan.full), quiet, "disk probes (headroom disk)")?;
-    let doc = child_doc(&text, "disk probes (headroom disk)")?;
-    probes.extend(doc.probes);
-    warnings.extend(doc.warnings);
+    let runs = run_step(&mut runner, &disk_step(&setup.path, setup.full)?, out, true);
+    let warnings: Vec<Warning> = runner.warnings().to_vec();
+    runner.finish(); // removes the test file
+    check_interrupted()?;
+    for run in &runs {
+        if let Some(e) = run.error() {
+            bail!("disk probes: {e}");
+        }
+        probes.extend(run.probe().cloned().map(crate::commands::disk::with_write_cliff));
+    }
 
     let mut doc = ResultDoc::new(started_at);
     doc.label = args.label.clone();
     doc.host = host;
     doc.probes = probes;
     doc.warnings = warnings;
-    finish(doc, &plan.hints, &plan.goals, args.save.as_deref(), out)
+    finish(doc, &setup.hints, &setup.goals, args.save.as_deref(), out)
 }
 
 /// Analyses a measured document, holds the goals against it, prints and saves
@@ -297,37 +365,27 @@ fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use headroom_result::{CpuSpec, Summary};
 
     #[test]
-    fn the_cpu_step_passes_catalog_links_only() {
-        let with = cpu_args(Some("10gbe"));
-        assert_eq!(with[with.len() - 2..], ["--link", "10gbe"]);
-        assert!(!cpu_args(Some("940Mb/s")).contains(&"--link".to_string()), "cpu takes no rates");
-        assert!(cpu_args(None).windows(2).any(|w| w == ["--threads", "1"]));
+    fn the_cpu_hop_is_one_thread_out_of_cache_on_its_two_kernels() {
+        let plan = cpu_step(&Host::default()).unwrap();
+        let kernels: Vec<CpuRequest> = plan.requests.iter().map(|r| r.params().unwrap()).collect();
+        assert_eq!(kernels.iter().map(|k| k.kernel.as_str()).collect::<Vec<_>>(), ["crc32c", "aes-256-gcm"]);
+        assert!(kernels.iter().all(|k| k.threads == 1 && !k.cache_resident));
     }
 
     #[test]
-    fn the_cpu_hop_keeps_one_thread_out_of_cache() {
-        let probe = |id: &str, threads: u32, cache_resident: bool| Probe {
-            id: id.into(),
-            name: String::new(),
-            spec: ProbeSpec::Cpu(CpuSpec {
-                kernel: "aes-256-gcm".into(),
-                threads,
-                buffer_size: 64 << 20,
-                data: None,
-                cache_resident: Some(cache_resident),
-            }),
-            summary: Summary { bytes_per_sec: 1e9, ..Summary::default() },
-            samples: Vec::new(),
-            histogram: None,
-            warnings: Vec::new(),
-            details: Default::default(),
+    fn the_quick_net_step_is_one_stream_each_way_and_full_adds_round_trips() {
+        let server = NetServer {
+            host: "nas.lan".into(),
+            port: 5201,
+            token: None,
+            timeout: Duration::from_secs(5),
+            protocol: ProtocolChoice::Auto,
+            session_per_test: false,
         };
-        let mut doc = ResultDoc::new("2026-11-21T00:00:00Z");
-        doc.probes = vec![probe("memory-1", 1, false), probe("cache-1", 1, true), probe("memory-2", 2, false)];
-        let kept: Vec<String> = cpu_hop_probes(doc).into_iter().map(|p| p.id).collect();
-        assert_eq!(kept, ["memory-1"]);
+        let labels = |full| net_step(&server, full).requests.into_iter().map(|r| r.label).collect::<Vec<_>>();
+        assert_eq!(labels(false), ["TCP up x1", "TCP down x1"]);
+        assert_eq!(labels(true), ["TCP RR idle", "TCP up x1", "TCP down x1", "TCP up x4", "TCP down x4"]);
     }
 }

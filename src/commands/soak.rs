@@ -2,26 +2,25 @@
 //! a SQLite database, watches the links on the path, and at the end names
 //! what it found (periodic dips, latency drift, link flaps, outages).
 //!
-//! This file adapts the disk (and net) engines to `headroom_soak::CycleProbe`,
-//! checks the flags, and presents; the loop, store, watcher and detectors
-//! live in crates/soak and crates/analysis.
+//! This file checks the flags, turns the cycle into probe requests for the
+//! Runner (disk and net engines), and presents; the loop, store, watcher and
+//! detectors live in crates/soak and crates/analysis.
 
 use crate::output::{Outcome, Output};
 use anyhow::{bail, Context};
 use headroom_disk::preset::test_def;
-use headroom_disk::probe::{honesty_warnings, to_probe};
-use headroom_disk::run::{run_test, RunSettings, Tick};
-use headroom_disk::target::{Target, TargetOptions};
-use headroom_disk::{DirectMode, EngineChoice, Pattern, Rw};
+use headroom_disk::run::RunSettings;
+use headroom_disk::{DirectMode, DiskEngine, DiskRequest, DiskTarget, EngineChoice, Pattern, Rw};
+use headroom_net::TrafficDirection;
+use headroom_net::{NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, ThroughputParams};
+use headroom_runner::{PrepareEvent, ProbeError, Runner, Sink};
 use headroom_soak::{
-    now_unix, rfc3339, run_cycles, watch, CycleProbe, LiveSample, LoopSettings, Metrics, ProbeFailure, ProbeOutcome,
-    Progress, SampleDetail, SoakConfig, SoakInfo,
+    now_unix, rfc3339, run_cycles, watch, LoopSettings, Metrics, ProbeFailure, Progress, SampleDetail, SoakConfig,
+    SoakInfo, Turn,
 };
 use headroom_units::{format_bytes_per_sec, DurationArg, Size};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
@@ -77,61 +76,14 @@ pub struct SoakArgs {
 const PROBES: [&str; 4] = ["write", "read", "iops", "net"];
 const DEFAULT_SIZE: u64 = 1 << 30;
 
-/// One disk probe of the cycle over the shared test file.
-struct DiskTurn {
-    name: &'static str,
-    rw: Rw,
-    block_size: u64,
-    queue_depth: u32,
-    target: Rc<Target>,
-    settings: RunSettings,
-}
-
-impl CycleProbe for DiskTurn {
-    fn name(&self) -> &str {
-        self.name
-    }
-
-    fn run(
-        &mut self,
-        time: Duration,
-        stop: &AtomicBool,
-        on_sample: &mut dyn FnMut(&LiveSample),
-    ) -> Result<ProbeOutcome, ProbeFailure> {
-        // No warm-up: in a soak every second counts, the first included.
-        let def = test_def(self.rw, self.block_size, self.queue_depth, 1, time, Duration::ZERO);
-        let start = now_unix();
-        let mut on_tick = |t: &Tick| {
-            if !t.ramping {
-                on_sample(&LiveSample {
-                    t_unix: start + t.elapsed.as_secs_f64(),
-                    bytes_per_sec: t.bytes_per_sec,
-                    iops: Some(t.iops),
-                    ..LiveSample::default()
-                });
-            }
-        };
-        let outcome = run_test(&self.target, &def, self.settings, stop, &mut on_tick)
-            .map_err(|e| ProbeFailure::Failed(e.to_string()))?;
-        if let Some(e) = &outcome.error {
-            if outcome.samples.is_empty() {
-                return Err(ProbeFailure::Failed(e.to_string()));
-            }
-        }
-        let warnings = honesty_warnings(&outcome, &self.target, None);
-        let probe = to_probe(&outcome, &self.target, self.settings, warnings);
-        Ok(ProbeOutcome { probe, measured_start_unix: start })
-    }
-}
-
-/// The validated plan of a new soak.
-struct Plan {
+/// The validated schedule of a new soak.
+struct SoakSchedule {
     cycle: Vec<String>,
     probe_time: Duration,
     duration: Duration,
 }
 
-fn plan(args: &SoakArgs) -> anyhow::Result<Plan> {
+fn schedule(args: &SoakArgs) -> anyhow::Result<SoakSchedule> {
     let duration = args.duration.map_or(Duration::from_secs(3 * 3600), |d| d.0);
     if duration < Duration::from_secs(1) {
         bail!(
@@ -181,7 +133,7 @@ fn plan(args: &SoakArgs) -> anyhow::Result<Plan> {
     if cycle.iter().any(|p| p == "net") && args.server.is_none() {
         bail!("--cycle net needs --server HOST (a `headroom serve`); e.g. --server nas.lan");
     }
-    Ok(Plan { cycle, probe_time, duration })
+    Ok(SoakSchedule { cycle, probe_time, duration })
 }
 
 fn parse_metrics_addr(spec: &str) -> anyhow::Result<SocketAddr> {
@@ -208,14 +160,83 @@ fn default_db() -> PathBuf {
     PathBuf::from(format!("headroom-soak-{stamp}.sqlite"))
 }
 
-fn disk_probe(name: &str, target: &Rc<Target>, settings: RunSettings) -> Option<Box<dyn CycleProbe>> {
-    let (name, rw, block_size, queue_depth) = match name {
-        "write" => ("write", Rw::Write, 1 << 20, 8),
-        "read" => ("read", Rw::Read, 1 << 20, 8),
-        "iops" => ("iops", Rw::RandRead, 4096, 32),
+/// The turn of a disk probe of the cycle over the shared test file; no
+/// warm-up: in a soak every second counts, the first included.
+fn disk_turn(name: &str, target: &DiskTarget) -> Option<Turn> {
+    let (rw, block_size, queue_depth) = match name {
+        "write" => (Rw::Write, 1 << 20, 8),
+        "read" => (Rw::Read, 1 << 20, 8),
+        "iops" => (Rw::RandRead, 4096, 32),
         _ => return None,
     };
-    Some(Box::new(DiskTurn { name, rw, block_size, queue_depth, target: target.clone(), settings }))
+    let target = target.clone();
+    let settings = RunSettings {
+        engine: EngineChoice::Auto,
+        direct: DirectMode::Auto,
+        pattern: Pattern::Random,
+        fixedbufs: false,
+    };
+    Some(Turn {
+        name: name.to_string(),
+        uses_server: false,
+        request: Box::new(move |time| {
+            let test = test_def(rw, block_size, queue_depth, 1, time, Duration::ZERO);
+            DiskRequest { target: target.clone(), settings, test, bus: None }.to_request()
+        }),
+    })
+}
+
+/// The network turn: one TCP upload stream to the server, on a session of
+/// its own. Failing to connect, or losing the server mid-turn, is an outage
+/// (the live samples up to then stay in the database), not an error.
+fn net_turn(server: &str, token: Option<String>) -> anyhow::Result<Turn> {
+    let (host, port) = headroom_net::split_host_port(server).map_err(|e| anyhow::anyhow!("--server {e}"))?;
+    let server = NetServer {
+        host,
+        port: port.unwrap_or(headroom_net::DEFAULT_PORT),
+        token,
+        timeout: Duration::from_secs(3),
+        protocol: ProtocolChoice::Headroom,
+        session_per_test: true,
+    };
+    Ok(Turn {
+        name: "net".into(),
+        uses_server: true,
+        request: Box::new(move |time| {
+            let test = NetTest::Throughput(ThroughputParams {
+                direction: TrafficDirection::Upload,
+                streams: 1,
+                duration: time,
+                bytes: None,
+                len: headroom_net::DEFAULT_TCP_LEN,
+                udp_rate: None,
+                rtt_under_load: false,
+            });
+            NetRequest { server: server.clone(), test }.to_request()
+        }),
+    })
+}
+
+/// Records the test file the disk engine creates, before its layout, so a
+/// `--resume` after a kill finds and removes it.
+struct TestFileRecorder<'a> {
+    store: &'a headroom_soak::Store,
+    session: i64,
+    recorded: Option<(i64, PathBuf)>,
+    error: Option<headroom_soak::StoreError>,
+}
+
+impl Sink for TestFileRecorder<'_> {
+    fn prepared(&mut self, event: &PrepareEvent) {
+        if let PrepareEvent::TestFileCreated { path } = event {
+            // Absolute: a resume may run from another directory.
+            let path = std::path::absolute(path).unwrap_or_else(|_| PathBuf::from(path));
+            match self.store.add_test_file(self.session, &path, std::process::id()) {
+                Ok(id) => self.recorded = Some((id, path)),
+                Err(e) => self.error = Some(e),
+            }
+        }
+    }
 }
 
 pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
@@ -225,7 +246,7 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
         std::fs::File::open(log).with_context(|| format!("--vmkernel-log {}: cannot read it", log.display()))?;
     }
     let db = args.db.clone().unwrap_or_else(default_db);
-    let fresh_plan = if args.resume { None } else { Some(plan(args)?) };
+    let fresh_plan = if args.resume { None } else { Some(schedule(args)?) };
     // Everything that can be checked is, before the database is created or
     // touched: a busy --metrics port must not leave a half-started soak.
     let metrics = Metrics::new();
@@ -277,52 +298,45 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
         watch::import_vmkernel_log(&store, log).with_context(|| format!("--vmkernel-log {}", log.display()))?;
     }
 
-    // The disk probes share one test file, laid out once.
-    let settings = RunSettings {
-        engine: EngineChoice::Auto,
-        direct: DirectMode::Auto,
-        pattern: Pattern::Random,
-        fixedbufs: false,
+    // The disk turns share one test file, created and laid out once here.
+    let dir = PathBuf::from(config.path.clone().unwrap_or_else(|| ".".into()));
+    let target = DiskTarget {
+        path: dir,
+        size: Some(config.extra.get("size").and_then(|s| s.as_u64()).unwrap_or(DEFAULT_SIZE)),
+        default_size: DEFAULT_SIZE,
+        destructive: false,
+        force: false,
+        keep: false,
     };
-    let disk_names: Vec<&str> = config.cycle.iter().map(String::as_str).filter(|p| *p != "net").collect();
-    let mut probes: Vec<Box<dyn CycleProbe>> = Vec::new();
-    let mut target_holder = None;
-    let mut test_file: Option<(i64, PathBuf)> = None;
-    if !disk_names.is_empty() {
-        let dir = PathBuf::from(config.path.clone().unwrap_or_else(|| ".".into()));
-        let size = config.extra.get("size").and_then(|s| s.as_u64()).unwrap_or(DEFAULT_SIZE);
-        let mut recorded = None;
-        let target = prepare_target(&dir, size, &disk_names, stop, out, &mut |path| {
-            // Absolute: a resume may run from another directory.
-            let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-            recorded = Some((store.add_test_file(opened.session, &path, std::process::id())?, path));
-            Ok(())
-        });
-        if let Some((id, path)) = &recorded {
-            test_file = Some((*id, path.clone()));
+    let mut turns: Vec<Turn> = Vec::new();
+    for name in &config.cycle {
+        if name == "net" {
+            turns.push(net_turn(config.server.as_deref().unwrap_or_default(), args.token.clone())?);
+        } else {
+            turns.extend(disk_turn(name, &target));
         }
-        let target = target.inspect_err(|_| {
-            let _ = mark_removed(&store, test_file.as_ref());
-        })?;
-        let Some(target) = target else {
+    }
+    let mut runner = Runner::new().with(DiskEngine::new()).with(NetEngine::new());
+    let cycle_plan = Turn::cycle_plan(&turns, Duration::from_secs_f64(config.probe_s.max(1.0)));
+    let mut recorder = TestFileRecorder { store: &store, session: opened.session, recorded: None, error: None };
+    let mut bars = crate::progress::ProgressSink::new(out.progress && !out.json, out.iec, &cycle_plan);
+    let prepared = runner.prepare(&cycle_plan, stop, &mut [&mut recorder, &mut bars]);
+    drop(bars);
+    let test_file = recorder.recorded.take();
+    if let Some(e) = recorder.error.take() {
+        return Err(e.into());
+    }
+    match prepared {
+        Ok(()) => {}
+        Err(ProbeError::Stopped) => {
             mark_removed(&store, test_file.as_ref())?;
             store.end_session(opened.session, now_unix(), "interrupted")?;
             return Ok(Outcome::Error);
-        };
-        let target = Rc::new(target);
-        target_holder = Some(target.clone());
-        for name in &config.cycle {
-            if let Some(p) = disk_probe(name, &target, settings) {
-                probes.push(p);
-            }
         }
-    }
-    if config.cycle.iter().any(|p| p == "net") {
-        let server = config.server.clone().unwrap_or_default();
-        probes.insert(
-            config.cycle.iter().position(|p| p == "net").unwrap_or(probes.len()).min(probes.len()),
-            net_probe(&server, args.token.clone())?,
-        );
+        Err(e) => {
+            let _ = mark_removed(&store, test_file.as_ref());
+            bail!(e);
+        }
     }
 
     let watcher =
@@ -333,32 +347,32 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
         min_turn: Duration::from_secs(1),
     };
     let show = !out.json;
-    let result = run_cycles(&mut store, opened.session, &mut probes, loop_settings, stop, Some(&metrics), &mut |p| {
-        if !show {
-            return;
-        }
-        if let Progress::TurnEnded { cycle, probe, outcome } = p {
-            match outcome {
-                Ok(o) => eprintln!(
-                    "cycle {cycle:>4} {probe:<5} {:>14}{}",
-                    format_bytes_per_sec(o.probe.summary.bytes_per_sec),
-                    o.probe.summary.iops.map(|i| format!("  {i:>9.0} IOPS")).unwrap_or_default()
-                ),
-                Err(ProbeFailure::Unreachable(why)) => {
-                    eprintln!(
-                        "cycle {cycle:>4} {probe:<5} server unreachable: {}",
-                        headroom_report::terminal_safe(why, false)
-                    )
-                }
-                Err(ProbeFailure::Failed(why)) => {
-                    eprintln!("cycle {cycle:>4} {probe:<5} failed: {}", headroom_report::terminal_safe(why, false))
+    let result =
+        run_cycles(&mut store, opened.session, &mut runner, &turns, loop_settings, stop, Some(&metrics), &mut |p| {
+            if !show {
+                return;
+            }
+            if let Progress::TurnEnded { cycle, probe, outcome } = p {
+                match outcome {
+                    Ok(o) => eprintln!(
+                        "cycle {cycle:>4} {probe:<5} {:>14}{}",
+                        format_bytes_per_sec(o.probe.summary.bytes_per_sec),
+                        o.probe.summary.iops.map(|i| format!("  {i:>9.0} IOPS")).unwrap_or_default()
+                    ),
+                    Err(ProbeFailure::Unreachable(why)) => {
+                        eprintln!(
+                            "cycle {cycle:>4} {probe:<5} server unreachable: {}",
+                            headroom_report::terminal_safe(why, false)
+                        )
+                    }
+                    Err(ProbeFailure::Failed(why)) => {
+                        eprintln!("cycle {cycle:>4} {probe:<5} failed: {}", headroom_report::terminal_safe(why, false))
+                    }
                 }
             }
-        }
-    });
+        });
     drop(watcher);
-    drop(probes);
-    drop(target_holder); // removes the test file
+    runner.finish(); // removes the test file
     mark_removed(&store, test_file.as_ref())?;
     let reason = result?;
     store.end_session(opened.session, now_unix(), reason.as_str())?;
@@ -468,114 +482,6 @@ fn check_resume_flags(args: &SoakArgs, stored: &SoakConfig, db: &Path) -> anyhow
         }
     }
     Ok(())
-}
-
-/// Creates (and for reads lays out) the test file; `None` when Ctrl-C came first.
-fn prepare_target(
-    dir: &Path,
-    size: u64,
-    probes: &[&str],
-    stop: &AtomicBool,
-    out: &Output,
-    on_created: &mut dyn FnMut(&Path) -> Result<(), headroom_soak::StoreError>,
-) -> anyhow::Result<Option<Target>> {
-    let writes = probes.contains(&"write");
-    let target = Target::prepare(
-        dir,
-        &TargetOptions {
-            size: Some(size),
-            default_size: DEFAULT_SIZE,
-            writes,
-            destructive: false,
-            force: false,
-            keep: false,
-        },
-    )
-    .map_err(|e| anyhow::anyhow!(e.to_string()))?;
-    // Recorded before the (long) layout, so a kill during it leaves a record
-    // that --resume finds.
-    if target.path.file_name().is_some_and(|n| n.to_string_lossy() == headroom_disk::target::test_file_name()) {
-        on_created(&target.path)?;
-    }
-    if target.needs_layout() && probes.iter().any(|p| *p != "write") {
-        let bar = crate::progress::Progress::new(out.progress && !out.json, "laying out", None);
-        let laid = target.layout(stop, |done, total| {
-            if done % (64 << 20) == 0 || done == total {
-                bar.update(
-                    Duration::ZERO,
-                    &format!("{} of {}", headroom_units::format_size(done), headroom_units::format_size(total)),
-                );
-            }
-        });
-        bar.finish();
-        laid.map_err(|e| anyhow::anyhow!(e.to_string()))?;
-        if stop.load(std::sync::atomic::Ordering::Relaxed) {
-            return Ok(None);
-        }
-    }
-    Ok(Some(target))
-}
-
-/// The network probe: one TCP upload stream to the server per turn. Failing
-/// to connect, or losing the server mid-turn, is an outage (the live samples
-/// up to then stay in the database), not an error.
-struct NetTurn {
-    target: headroom_net::Endpoint,
-}
-
-impl CycleProbe for NetTurn {
-    fn name(&self) -> &str {
-        "net"
-    }
-
-    fn uses_server(&self) -> bool {
-        true
-    }
-
-    fn run(
-        &mut self,
-        time: Duration,
-        stop: &AtomicBool,
-        on_sample: &mut dyn FnMut(&LiveSample),
-    ) -> Result<ProbeOutcome, ProbeFailure> {
-        use headroom_net::NetError;
-        let classify = |e: NetError| match e {
-            NetError::Refused(_) | NetError::Protocol(_) | NetError::IsIperf3 => ProbeFailure::Failed(e.to_string()),
-            other => ProbeFailure::Unreachable(other.to_string()),
-        };
-        let mut session = headroom_net::Session::open(&self.target).map_err(classify)?;
-        let spec = headroom_net::ThroughputSpec {
-            direction: headroom_net::TrafficDirection::Upload,
-            streams: 1,
-            duration: time,
-            bytes: None,
-            len: headroom_net::DEFAULT_TCP_LEN,
-            udp_rate: None,
-            rtt_under_load: false,
-        };
-        let start = now_unix();
-        let result = session.throughput(&spec, stop, &mut |s| {
-            on_sample(&LiveSample { t_unix: start + s.t_s, bytes_per_sec: s.bytes_per_sec, ..LiveSample::default() })
-        });
-        session.close();
-        let result = result.map_err(classify)?;
-        if let Some(e) = &result.error {
-            return Err(ProbeFailure::Unreachable(format!("lost the server mid-test: {e}")));
-        }
-        Ok(ProbeOutcome { probe: headroom_net::throughput_probe(&result), measured_start_unix: start })
-    }
-}
-
-fn net_probe(server: &str, token: Option<String>) -> anyhow::Result<Box<dyn CycleProbe>> {
-    let (host, port) = headroom_net::split_host_port(server).map_err(|e| anyhow::anyhow!("--server {e}"))?;
-    Ok(Box::new(NetTurn {
-        target: headroom_net::Endpoint {
-            host,
-            port: port.unwrap_or(headroom_net::DEFAULT_PORT),
-            token,
-            timeout: Duration::from_secs(3),
-        },
-    }))
 }
 
 /// The end-of-soak summary on stdout.

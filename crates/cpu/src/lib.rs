@@ -19,6 +19,7 @@ mod features;
 mod fletcher;
 mod kernels;
 mod measure;
+mod probe_engine;
 mod verify;
 mod xor;
 
@@ -26,7 +27,8 @@ pub use data::DataKind;
 pub use features::{features, Feature};
 pub use fletcher::fletcher4;
 pub use kernels::{all_kernels, Group, Kernel};
-pub use measure::{run, BufferSpec, Measurement, Plan, ProgressEvent, CONTENDED_SHARE};
+pub use measure::{run, BufferSpec, KernelBench, KernelMatrix, Measurement, ProgressEvent, CONTENDED_SHARE};
+pub use probe_engine::{measurement_of, CpuEngine, CpuRequest};
 pub use verify::{verify, verify_all};
 
 /// Why a CPU run could not produce figures.

@@ -33,9 +33,10 @@ impl BufferSpec {
     }
 }
 
-/// What to measure.
+/// What `headroom cpu` measures: every kernel at every thread count on
+/// every buffer.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub struct KernelMatrix {
     pub kernels: Vec<Kernel>,
     /// Thread counts, e.g. [1, 8].
     pub threads: Vec<usize>,
@@ -46,7 +47,7 @@ pub struct Plan {
     pub warmup: Duration,
 }
 
-impl Plan {
+impl KernelMatrix {
     /// Number of measurements the plan makes.
     pub fn len(&self) -> usize {
         self.kernels.len() * self.threads.len() * self.buffers.len()
@@ -163,49 +164,86 @@ impl Measurement {
     }
 }
 
-/// Verifies every kernel of the plan, then measures each; stops early (and
+/// Verifies every kernel of the matrix, then measures each; stops early (and
 /// returns what it has) when `stop` is set.
 pub fn run(
-    plan: &Plan,
+    plan: &KernelMatrix,
     stop: &AtomicBool,
     mut on_progress: impl FnMut(ProgressEvent),
 ) -> Result<Vec<Measurement>, CpuError> {
+    let mut bench = KernelBench::new();
     for kernel in &plan.kernels {
-        verify(kernel)?;
+        bench.verify(kernel)?;
     }
-    let cpus = allowed_cpus();
-    let mut buffers: HashMap<(usize, DataKind), Vec<u8>> = HashMap::new();
     let mut results = Vec::new();
     let total = plan.len();
     let mut last = None;
-    for buffer in &plan.buffers {
-        for &threads in &plan.threads {
-            for kernel in &plan.kernels {
-                if stop.load(Ordering::Relaxed) {
-                    return Ok(results);
-                }
-                let label = format!(
-                    "{} {}t {}",
-                    kernel.name(),
-                    threads,
-                    if buffer.cache_resident { "cache" } else { "memory" }
-                );
-                on_progress(ProgressEvent { done: results.len(), total, label, last_bytes_per_sec: last });
-                let len = buffer.total(threads);
-                let data = kernel.data();
-                let buf = buffers.entry((len, data)).or_insert_with(|| {
-                    let mut b = vec![0u8; len];
-                    fill(&mut b, data, 0x5EED);
-                    b
-                });
-                let m = measure(*kernel, threads, buf, buffer, plan, stop, &cpus)?;
-                last = Some(m.bytes_per_sec);
-                results.push(m);
-            }
+    for request in plan.requests() {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(results);
         }
+        let kernel = request.resolve().expect("the matrix names catalog kernels");
+        on_progress(ProgressEvent { done: results.len(), total, label: request.label(), last_bytes_per_sec: last });
+        let buffer = BufferSpec { bytes: request.buffer_bytes, cache_resident: request.cache_resident };
+        let m = bench.measure(kernel, request.threads, buffer, plan.time, plan.warmup, stop)?;
+        last = Some(m.bytes_per_sec);
+        results.push(m);
     }
     on_progress(ProgressEvent { done: results.len(), total, label: "done".into(), last_bytes_per_sec: last });
     Ok(results)
+}
+
+/// Measures one kernel at a time, keeping what measurements share: the CPUs
+/// this process may use, the filled buffers, and which kernels passed
+/// their correctness check (each is checked once, before it is first timed).
+#[derive(Default)]
+pub struct KernelBench {
+    cpus: Vec<usize>,
+    buffers: HashMap<(usize, DataKind), Vec<u8>>,
+    verified: Vec<Kernel>,
+}
+
+impl KernelBench {
+    pub fn new() -> Self {
+        KernelBench { cpus: allowed_cpus(), buffers: HashMap::new(), verified: Vec::new() }
+    }
+
+    /// Checks `kernel`'s answer, once per bench.
+    pub fn verify(&mut self, kernel: &Kernel) -> Result<(), CpuError> {
+        if !self.verified.contains(kernel) {
+            verify(kernel)?;
+            self.verified.push(*kernel);
+        }
+        Ok(())
+    }
+
+    /// Times `kernel` on `threads` workers over `buffer` for `time`, after `warmup`.
+    pub fn measure(
+        &mut self,
+        kernel: Kernel,
+        threads: usize,
+        buffer: BufferSpec,
+        time: Duration,
+        warmup: Duration,
+        stop: &AtomicBool,
+    ) -> Result<Measurement, CpuError> {
+        self.verify(&kernel)?;
+        let len = buffer.total(threads);
+        let data = kernel.data();
+        let buf = self.buffers.entry((len, data)).or_insert_with(|| {
+            let mut b = vec![0u8; len];
+            fill(&mut b, data, 0x5EED);
+            b
+        });
+        measure(kernel, threads, buf, &buffer, Timing { time, warmup }, stop, &self.cpus)
+    }
+}
+
+/// Measured time and the untimed warm-up before it.
+#[derive(Clone, Copy)]
+struct Timing {
+    time: Duration,
+    warmup: Duration,
 }
 
 /// Bytes, wall time, CPU time, compression ratio of one worker.
@@ -222,7 +260,7 @@ fn measure(
     threads: usize,
     buf: &mut [u8],
     buffer: &BufferSpec,
-    plan: &Plan,
+    plan: Timing,
     stop: &AtomicBool,
     cpus: &[usize],
 ) -> Result<Measurement, CpuError> {

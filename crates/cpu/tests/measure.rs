@@ -1,7 +1,7 @@
 //! Runs every kernel briefly through the real measurement path: workers,
 //! pinning, warm-up, samples, probes. No wall-clock speed is asserted.
 
-use headroom_cpu::{all_kernels, run, BufferSpec, DataKind, Group, Plan};
+use headroom_cpu::{all_kernels, run, BufferSpec, DataKind, Group, KernelMatrix as Plan};
 use headroom_result::{ProbeKind, ProbeSpec};
 use std::collections::HashSet;
 use std::sync::atomic::AtomicBool;

@@ -24,15 +24,20 @@ pub mod engine;
 pub mod fio;
 pub mod preset;
 pub mod probe;
+mod probe_engine;
 pub mod run;
 pub mod safety;
 pub mod target;
 
+pub use probe_engine::{DiskEngine, DiskRequest, DiskTarget};
+
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::Duration;
 
 /// The access pattern of a test, named as fio names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Rw {
     Read,
     Write,
@@ -76,7 +81,7 @@ impl fmt::Display for Rw {
 }
 
 /// How writes are made durable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub enum SyncMode {
     /// No sync: the device (or page cache) acknowledges when it likes.
     #[default]
@@ -98,7 +103,7 @@ impl SyncMode {
 }
 
 /// What written blocks contain.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub enum Pattern {
     /// Fresh pseudo-random bytes for every write: incompressible, non-dedupable.
     #[default]
@@ -120,7 +125,7 @@ impl fmt::Display for Pattern {
 }
 
 /// Which engine to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub enum EngineChoice {
     /// io_uring where the kernel offers it, else psync.
     #[default]
@@ -146,7 +151,7 @@ impl EngineKind {
 }
 
 /// Whether to use O_DIRECT.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub enum DirectMode {
     /// O_DIRECT where the filesystem accepts it, buffered (with a warning) where not.
     #[default]
@@ -158,7 +163,7 @@ pub enum DirectMode {
 }
 
 /// One test: what a row of the output table measures.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestDef {
     /// Unique id within a run, e.g. `seq1m-q8t1-read`.
     pub id: String,

@@ -1,7 +1,11 @@
-//! The named test sets: quick, cdm, nvme, sizes, sweep, sync, sustained, and
-//! the naming of tests (`SEQ1M Q8T1 read`, id `seq1m-q8t1-read`).
+//! The named test sets: quick, cdm, nvme, sizes, sweep, sync, sustained; the
+//! naming of tests (`SEQ1M Q8T1 read`, id `seq1m-q8t1-read`); and the
+//! resolution of a preset or a custom test with the user's overrides into
+//! the tests to run ([`resolve`]), with the one-line errors that name the flag.
 
-use crate::{DirectMode, Rw, SyncMode, TestDef};
+use crate::run::RunSettings;
+use crate::{DirectMode, DiskError, EngineChoice, Pattern, Rw, SyncMode, TestDef};
+use headroom_units::{DurationArg, Size};
 use std::time::Duration;
 
 /// A preset's name and what it runs.
@@ -167,6 +171,250 @@ pub fn test_def(rw: Rw, block_size: u64, queue_depth: u32, jobs: u32, time: Dura
     }
 }
 
+/// What the user asked of the disk engine, flags as given (`headroom disk`'s
+/// options; `run` and `soak` fill in their own).
+#[derive(Debug, Clone)]
+pub struct TestChoice {
+    pub preset: Option<String>,
+    pub rw: Option<String>,
+    pub bs: Option<Size>,
+    pub qd: Option<u32>,
+    pub jobs: Option<u32>,
+    pub size: Option<Size>,
+    pub time: Option<DurationArg>,
+    pub ramp: Option<DurationArg>,
+    pub sample_interval: Option<DurationArg>,
+    pub rwmix: Option<u32>,
+    /// auto, on, off.
+    pub direct: String,
+    /// auto, io_uring, psync.
+    pub engine: String,
+    pub fixedbufs: bool,
+    /// none, fsync, dsync.
+    pub sync: String,
+    /// random, zero, compressible=PCT.
+    pub pattern: String,
+}
+
+impl Default for TestChoice {
+    fn default() -> Self {
+        TestChoice {
+            preset: None,
+            rw: None,
+            bs: None,
+            qd: None,
+            jobs: None,
+            size: None,
+            time: None,
+            ramp: None,
+            sample_interval: None,
+            rwmix: None,
+            direct: "auto".into(),
+            engine: "auto".into(),
+            fixedbufs: false,
+            sync: "none".into(),
+            pattern: "random".into(),
+        }
+    }
+}
+
+/// The tests a [`TestChoice`] resolves to.
+#[derive(Debug, Clone)]
+pub struct TestSelection {
+    /// The preset they come from (None: one custom test).
+    pub preset: Option<Preset>,
+    pub tests: Vec<TestDef>,
+    pub settings: RunSettings,
+}
+
+fn usage(text: String) -> DiskError {
+    DiskError::Usage(text)
+}
+
+/// `random`, `zero` or `compressible=PCT`.
+pub fn parse_pattern(s: &str) -> Result<Pattern, DiskError> {
+    match s {
+        "random" => Ok(Pattern::Random),
+        "zero" => Ok(Pattern::Zero),
+        _ => {
+            let pct = s.strip_prefix("compressible=").and_then(|p| p.trim_end_matches('%').parse::<u8>().ok());
+            match pct {
+                Some(p) if p <= 100 => Ok(Pattern::Compressible(p)),
+                _ => Err(usage(format!(
+                    "--pattern '{s}' is not a pattern; use random, zero or compressible=PCT (e.g. compressible=50)"
+                ))),
+            }
+        }
+    }
+}
+
+fn settings_of(choice: &TestChoice) -> Result<RunSettings, DiskError> {
+    let settings = RunSettings {
+        engine: match choice.engine.as_str() {
+            "io_uring" => EngineChoice::IoUring,
+            "psync" => EngineChoice::Psync,
+            _ => EngineChoice::Auto,
+        },
+        direct: match choice.direct.as_str() {
+            "on" => DirectMode::On,
+            "off" => DirectMode::Off,
+            _ => DirectMode::Auto,
+        },
+        pattern: parse_pattern(&choice.pattern)?,
+        fixedbufs: choice.fixedbufs,
+    };
+    if choice.fixedbufs && settings.engine == EngineChoice::Psync {
+        return Err(usage("--fixedbufs registers io_uring buffers and does not apply to --engine psync; drop one of them (e.g. --engine io_uring --fixedbufs)".into()));
+    }
+    Ok(settings)
+}
+
+fn check_ranges(choice: &TestChoice) -> Result<(), DiskError> {
+    if let Some(t) = choice.time {
+        if t.0 < Duration::from_millis(100) {
+            return Err(usage(format!("--time {t} is too short to measure; use at least 100ms, e.g. --time 5s")));
+        }
+        if t.0 > Duration::from_secs(86_400) {
+            return Err(usage(format!("--time {t} is too long: at most 24h per test, e.g. --time 5m")));
+        }
+    }
+    if let Some(r) = choice.ramp.filter(|r| r.0 > Duration::from_secs(3600)) {
+        return Err(usage(format!("--ramp {r} is too long: at most 1h of warm-up, e.g. --ramp 2s")));
+    }
+    if choice.bs.is_some_and(|b| b.0 == 0) {
+        return Err(usage("--bs 0 is not a block size; use e.g. --bs 4k or --bs 1M".into()));
+    }
+    if let Some(bs) = choice.bs.filter(|b| b.0 > 64 << 20) {
+        return Err(usage(format!("--bs {} is larger than the 64M headroom supports; use e.g. --bs 1M", bs.0)));
+    }
+    if choice.size.is_some_and(|s| s.0 == 0) {
+        return Err(usage("--size 0 leaves nothing to test; use e.g. --size 1G".into()));
+    }
+    Ok(())
+}
+
+/// The preset asked for (quick when nothing custom is), refusing custom-test
+/// flags a preset would ignore.
+fn preset_of(choice: &TestChoice) -> Result<Option<Preset>, DiskError> {
+    let custom = choice.rw.is_some() || choice.bs.is_some() || choice.qd.is_some() || choice.jobs.is_some();
+    let preset = match (&choice.preset, custom) {
+        (Some(p), _) => Some(
+            Preset::parse(p).ok_or_else(|| usage(format!("--preset '{p}' is not a preset (example: --preset cdm)")))?,
+        ),
+        (None, true) => None,
+        (None, false) => Some(Preset::Quick),
+    };
+    if let Some(p) = preset {
+        if p != Preset::Sustained {
+            for (flag, given) in [
+                ("--rw", choice.rw.is_some()),
+                ("--bs", choice.bs.is_some()),
+                ("--qd", choice.qd.is_some()),
+                ("--jobs", choice.jobs.is_some()),
+            ] {
+                if given {
+                    return Err(usage(format!(
+                        "{flag} defines a custom test and cannot be combined with --preset {}; drop one of them \
+                         (e.g. `headroom disk PATH --rw randread --bs 4k --qd 32`)",
+                        p.as_str()
+                    )));
+                }
+            }
+        } else if choice.rw.as_deref().is_some_and(|rw| rw != "write") {
+            return Err(usage(format!(
+                "--rw {} does not fit --preset sustained, which writes sequentially; drop --rw",
+                choice.rw.as_deref().unwrap_or("")
+            )));
+        }
+    }
+    Ok(preset)
+}
+
+/// The sustained preset with --bs, --qd and --size: a write of --size bytes
+/// (capped by --time if given).
+fn apply_sustained_overrides(choice: &TestChoice, tests: &mut [TestDef]) {
+    for t in tests {
+        if let Some(bs) = choice.bs {
+            *t = test_def(Rw::Write, bs.0, choice.qd.unwrap_or(t.queue_depth), 1, t.time, t.ramp);
+        } else if let Some(qd) = choice.qd {
+            *t = test_def(Rw::Write, t.block_size, qd, 1, t.time, t.ramp);
+        }
+        if let Some(size) = choice.size {
+            t.max_bytes = Some(size.0);
+            // --size bounds the run; --time (if given) still caps it.
+            t.time = choice.time.map_or(Duration::from_secs(3600), |d| d.0);
+        }
+    }
+}
+
+/// Resolves a preset or one custom test, with the user's overrides, into
+/// the tests to run; every mistake is a one-line usage error naming the flag.
+pub fn resolve(choice: &TestChoice) -> Result<TestSelection, DiskError> {
+    let settings = settings_of(choice)?;
+    let sync = match choice.sync.as_str() {
+        "fsync" => SyncMode::Fsync,
+        "dsync" => SyncMode::Dsync,
+        _ => SyncMode::None,
+    };
+    check_ranges(choice)?;
+    let preset = preset_of(choice)?;
+    let rw = match choice.rw.as_deref() {
+        Some(s) => Some(
+            Rw::parse(s)
+                .ok_or_else(|| usage(format!("--rw '{s}' is not an access pattern (example: --rw randread)")))?,
+        ),
+        None => None,
+    };
+    if choice.rwmix.is_some() && rw != Some(Rw::RandRw) {
+        return Err(usage(
+            "--rwmix sets the read share of a mixed test and needs --rw randrw (e.g. --rw randrw --rwmix 70)".into(),
+        ));
+    }
+    let ramp_of = |p: Option<Preset>| {
+        choice.ramp.map(|r| r.0).unwrap_or_else(|| p.map_or(Duration::from_secs(1), Preset::default_ramp))
+    };
+    let mut tests = match preset {
+        Some(p) => {
+            let time = choice.time.map_or(p.default_time(), |t| t.0);
+            let mut tests = p.tests(time, ramp_of(preset));
+            if p == Preset::Sustained {
+                apply_sustained_overrides(choice, &mut tests);
+            }
+            tests
+        }
+        None => {
+            let rw = rw.unwrap_or(Rw::RandRead);
+            let bs = choice.bs.map_or(if rw.is_random() { 4096 } else { 1 << 20 }, |b| b.0);
+            let time = choice.time.map_or(Duration::from_secs(5), |t| t.0);
+            let mut t = test_def(rw, bs, choice.qd.unwrap_or(1), choice.jobs.unwrap_or(1), time, ramp_of(None));
+            if rw == Rw::RandRw {
+                t.rwmix_read = Some(choice.rwmix.unwrap_or(70));
+            }
+            vec![t]
+        }
+    };
+    if let Some(i) = choice.sample_interval {
+        if i.0 < Duration::from_millis(100) || i.0 > Duration::from_secs(10) {
+            return Err(usage(format!(
+                "--sample-interval {i} is out of range: 100ms to 10s (example: --sample-interval 250ms)"
+            )));
+        }
+        tests.iter_mut().for_each(|t| t.sample_interval = i.0);
+    }
+    if sync != SyncMode::None {
+        if preset == Some(Preset::Sync) {
+            return Err(usage(format!(
+                "--sync {} cannot be combined with --preset sync, which runs every sync mode",
+                choice.sync
+            )));
+        }
+        for t in tests.iter_mut().filter(|t| t.rw.writes()) {
+            t.sync = sync;
+        }
+    }
+    Ok(TestSelection { preset, tests, settings })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,6 +448,31 @@ mod tests {
             ids.dedup();
             assert_eq!(ids.len(), n, "{p:?}");
         }
+    }
+
+    #[test]
+    fn a_custom_test_and_a_preset_do_not_mix_and_sustained_takes_bs_and_size() {
+        let err = resolve(&TestChoice { preset: Some("cdm".into()), qd: Some(4), ..TestChoice::default() })
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("--qd defines a custom test and cannot be combined with --preset cdm"), "{err}");
+        let sustained = resolve(&TestChoice {
+            preset: Some("sustained".into()),
+            bs: Some(Size(128 << 10)),
+            size: Some(Size(1 << 30)),
+            ..TestChoice::default()
+        })
+        .unwrap();
+        let t = &sustained.tests[0];
+        assert_eq!(
+            (t.name.as_str(), t.max_bytes, t.time),
+            ("SEQ128K Q8T1 write", Some(1 << 30), Duration::from_secs(3600))
+        );
+        let custom =
+            resolve(&TestChoice { rw: Some("randrw".into()), sync: "dsync".into(), ..TestChoice::default() }).unwrap();
+        assert_eq!(custom.preset, None);
+        assert_eq!((custom.tests[0].rwmix_read, custom.tests[0].sync), (Some(70), SyncMode::Dsync));
+        assert_eq!(resolve(&TestChoice::default()).unwrap().preset, Some(Preset::Quick));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 /// The most the bus under the target carries towards the host: a read
 /// faster than this was answered by a cache (`faster_than_ceiling`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BusCeiling {
     /// e.g. `PCIe 3.0 x4`, `SATA III`.
     pub name: String,

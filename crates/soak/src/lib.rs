@@ -4,8 +4,9 @@
 //! What it owns:
 //! - the SQLite store of a soak ([`store`]): settings, sessions, cycles,
 //!   per-second samples, events; committed once a second; `--resume`;
-//! - the cycle loop ([`run`]) over probes it knows only through
-//!   [`run::CycleProbe`] (the binary adapts the disk and net engines);
+//! - the cycle loop ([`run`]): turns are probe requests run on the
+//!   `headroom_runner::Runner` the binary equips with the disk and net
+//!   engines, with the store (and the metrics) as its sink;
 //! - the link watcher ([`watch`]): sysfs polls, /dev/kmsg, vmkernel.log;
 //! - Prometheus metrics ([`metrics`]);
 //! - turning a soak database into a result document ([`doc`]) with the
@@ -22,15 +23,15 @@ pub mod watch;
 
 pub use doc::{load_result, result_from_store, SampleDetail};
 pub use metrics::Metrics;
-pub use run::{run_cycles, CycleProbe, LiveSample, LoopSettings, ProbeFailure, ProbeOutcome, Progress, StopReason};
+pub use run::{run_cycles, LiveSample, LoopSettings, ProbeFailure, ProbeOutcome, Progress, StopReason, Turn};
 pub use store::{EventRow, SoakConfig, SoakInfo, Store, StoreError};
 
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 /// Seconds since the Unix epoch, the clock of every time in the store.
 pub fn now_unix() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+    headroom_runner::unix_now()
 }
 
 /// RFC 3339 UTC, seconds precision: "2026-11-21T22:00:00Z".

@@ -1,29 +1,22 @@
-//! The soak loop: runs each probe of the cycle in turn, for `probe_time`
-//! each, until the remaining duration is used up or the stop flag is set.
-//! Every sample goes to the store as it arrives; at the end of a probe's turn
-//! its live samples are replaced by the engine's final ones (which carry
-//! latency) and its result is stored without samples.
+//! The soak loop: runs each turn of the cycle on the Runner, for
+//! `probe_time` each, until the remaining duration is used up or the stop
+//! flag is set. The store is the Runner's sink: every sample goes to it as
+//! it arrives; at the end of a turn its live samples are replaced by the
+//! engine's final ones (which carry latency) and its probe is stored without
+//! samples.
 //!
-//! A probe that needs the server and cannot reach it records a
+//! A turn that needs the server and cannot reach it records a
 //! `server_outage` event (once, until the server answers again) and the loop
-//! goes on with the other probes. The loop knows probes only through
-//! [`CycleProbe`]; the binary adapts the disk and net engines to it.
+//! goes on with the other turns. The loop knows probes only as requests
+//! ([`Turn`]) run by whatever engines the caller gave the Runner.
 
 use crate::store::{EventRow, SampleRow, Store, StoreError};
 use crate::{now_unix, Metrics};
 use headroom_result::Probe;
+pub use headroom_runner::LiveSample;
+use headroom_runner::{Plan, ProbeError, ProbeRequest, ProbeRun, Runner, Sink};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-/// One per-second sample as a probe reports it, on the wall clock.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct LiveSample {
-    pub t_unix: f64,
-    pub bytes_per_sec: f64,
-    pub iops: Option<f64>,
-    pub lat_mean_ns: Option<f64>,
-    pub lat_p99_ns: Option<f64>,
-}
 
 impl From<&LiveSample> for SampleRow {
     fn from(s: &LiveSample) -> SampleRow {
@@ -31,8 +24,8 @@ impl From<&LiveSample> for SampleRow {
             t_unix: s.t_unix,
             bytes_per_sec: s.bytes_per_sec,
             iops: s.iops,
-            lat_mean_ns: s.lat_mean_ns,
-            lat_p99_ns: s.lat_p99_ns,
+            lat_mean_ns: s.latency_ns_mean,
+            lat_p99_ns: s.latency_ns_p99,
         }
     }
 }
@@ -53,22 +46,42 @@ pub enum ProbeFailure {
     Failed(String),
 }
 
-/// A probe the soak cycles through (write, read, iops, net).
-pub trait CycleProbe {
-    /// Name in the cycle and the database: write, read, iops, net.
-    fn name(&self) -> &str;
-    /// Whether the probe talks to the server (its failures are outages).
-    fn uses_server(&self) -> bool {
-        false
+impl ProbeFailure {
+    fn of(e: &ProbeError) -> Self {
+        match e {
+            ProbeError::Unreachable(why) | ProbeError::Lost(why) => ProbeFailure::Unreachable(why.clone()),
+            other => ProbeFailure::Failed(other.to_string()),
+        }
     }
-    /// Runs for about `time`, calling `on_sample` about once a second, and
-    /// returns early (with what it measured) when `stop` is set.
-    fn run(
-        &mut self,
-        time: Duration,
-        stop: &AtomicBool,
-        on_sample: &mut dyn FnMut(&LiveSample),
-    ) -> Result<ProbeOutcome, ProbeFailure>;
+}
+
+/// What a turn's run on the Runner amounts to for the soak: a probe ended
+/// early by a lost server is an outage; by another error, a failure only
+/// when it measured nothing.
+fn turn_outcome(run: ProbeRun) -> Result<ProbeOutcome, ProbeFailure> {
+    let measured = run.result.map_err(|e| ProbeFailure::of(&e))?;
+    match &measured.error {
+        Some(e @ (ProbeError::Unreachable(_) | ProbeError::Lost(_))) => Err(ProbeFailure::of(e)),
+        Some(e) if measured.probe.samples.is_empty() => Err(ProbeFailure::Failed(e.to_string())),
+        _ => Ok(ProbeOutcome { probe: measured.probe, measured_start_unix: measured.started_unix }),
+    }
+}
+
+/// A probe the soak cycles through (write, read, iops, net): its name in
+/// the cycle and the database, whether it talks to the server (its failures
+/// are outages), and the request for a turn of a given length.
+pub struct Turn {
+    pub name: String,
+    pub uses_server: bool,
+    pub request: Box<dyn Fn(Duration) -> ProbeRequest>,
+}
+
+impl Turn {
+    /// The plan of a whole cycle at `probe_time` a turn, for the Runner to
+    /// prepare before the first turn (the test file is laid out once).
+    pub fn cycle_plan(turns: &[Turn], probe_time: Duration) -> Plan {
+        Plan::new(turns.iter().map(|t| (t.request)(probe_time)).collect())
+    }
 }
 
 /// How the loop ended.
@@ -108,21 +121,51 @@ pub struct LoopSettings {
     pub min_turn: Duration,
 }
 
-/// Runs cycles of `probes` into `store` under `session`.
+/// The Runner's sink during one turn: the store, the metrics, the caller.
+struct TurnSink<'a> {
+    store: &'a Store,
+    cycle: i64,
+    cycle_row: i64,
+    name: &'a str,
+    metrics: Option<&'a Metrics>,
+    on_progress: &'a mut dyn FnMut(Progress),
+    write_error: Option<StoreError>,
+}
+
+impl Sink for TurnSink<'_> {
+    fn sample(&mut self, _index: usize, _request: &ProbeRequest, s: &LiveSample) {
+        // In a soak every second counts; a warm-up (none is planned) would not.
+        if s.ramping {
+            return;
+        }
+        if let Err(e) = self.store.add_sample(self.cycle_row, self.name, &s.into()) {
+            self.write_error.get_or_insert(e);
+        }
+        if let Some(m) = self.metrics {
+            m.sample(self.name, s.bytes_per_sec, s.iops);
+        }
+        (self.on_progress)(Progress::Sample { cycle: self.cycle, probe: self.name, sample: s });
+    }
+}
+
+/// Runs cycles of `turns` on `runner` into `store` under `session`.
+#[allow(clippy::too_many_arguments)]
 pub fn run_cycles(
     store: &mut Store,
     session: i64,
-    probes: &mut [Box<dyn CycleProbe>],
+    runner: &mut Runner,
+    turns: &[Turn],
     settings: LoopSettings,
     stop: &AtomicBool,
     metrics: Option<&Metrics>,
     on_progress: &mut dyn FnMut(Progress),
 ) -> Result<StopReason, StoreError> {
     let deadline = settings.remaining.map(|r| Instant::now() + r);
+    let plan = Turn::cycle_plan(turns, settings.probe_time);
     let mut n = store.next_cycle_number()?;
     loop {
         let mut any_measured = false;
-        for probe in probes.iter_mut() {
+        for (index, turn) in turns.iter().enumerate() {
             if stop.load(Ordering::Relaxed) {
                 return Ok(StopReason::Interrupted);
             }
@@ -137,90 +180,28 @@ pub fn run_cycles(
             if let Some(m) = metrics {
                 m.cycle(n);
             }
-            let name = probe.name().to_string();
+            let name = turn.name.as_str();
             let started = Instant::now();
-            let cycle = store.begin_cycle(session, n, &name, now_unix())?;
-            on_progress(Progress::TurnStarted { cycle: n, probe: &name, time });
-            let mut write_error = None;
-            let result = probe.run(time, stop, &mut |s| {
-                if let Err(e) = store.add_sample(cycle, &name, &s.into()) {
-                    write_error.get_or_insert(e);
-                }
-                if let Some(m) = metrics {
-                    m.sample(&name, s.bytes_per_sec, s.iops);
-                }
-                on_progress(Progress::Sample { cycle: n, probe: &name, sample: s });
-            });
-            if let Some(e) = write_error {
+            let cycle = store.begin_cycle(session, n, name, now_unix())?;
+            on_progress(Progress::TurnStarted { cycle: n, probe: name, time });
+            let request = (turn.request)(time);
+            let mut sink = TurnSink {
+                store: &*store,
+                cycle: n,
+                cycle_row: cycle,
+                name,
+                metrics,
+                on_progress: &mut *on_progress,
+                write_error: None,
+            };
+            let run = runner.run_one(index, &request, &plan, stop, &mut [&mut sink]);
+            if let Some(e) = sink.write_error {
                 return Err(e);
             }
+            let result = turn_outcome(run);
             any_measured |= result.is_ok() || started.elapsed() >= Duration::from_secs(1);
-            match &result {
-                Ok(outcome) => {
-                    let finals: Vec<SampleRow> = outcome
-                        .probe
-                        .samples
-                        .iter()
-                        .map(|s| SampleRow {
-                            t_unix: outcome.measured_start_unix + s.t_s,
-                            bytes_per_sec: s.bytes_per_sec,
-                            iops: s.iops,
-                            lat_mean_ns: s.latency_ns_mean,
-                            lat_p99_ns: s.latency_ns_p99,
-                        })
-                        .collect();
-                    if !finals.is_empty() {
-                        store.replace_samples(cycle, &name, &finals)?;
-                    }
-                    if let (Some(m), Some(h)) = (metrics, outcome.probe.histogram.as_ref()) {
-                        m.latency(&name, &h.buckets);
-                    }
-                    let mut stored = outcome.probe.clone();
-                    stored.samples.clear();
-                    let value = serde_json::to_value(&stored).expect("probes serialise");
-                    store.end_cycle(cycle, now_unix(), Some(&value), None)?;
-                    if probe.uses_server() {
-                        if let Some(id) = store.open_event("server_outage", None)? {
-                            store.end_event(id, now_unix(), None)?;
-                        }
-                    }
-                }
-                Err(ProbeFailure::Unreachable(why)) => {
-                    store.end_cycle(cycle, now_unix(), None, Some(why))?;
-                    if store.open_event("server_outage", None)?.is_none() {
-                        store.add_event(&EventRow {
-                            id: 0,
-                            t_unix: now_unix(),
-                            end_unix: None,
-                            kind: "server_outage".into(),
-                            source: "soak".into(),
-                            device: None,
-                            message: format!("server unreachable: {why}; the other probes go on"),
-                            details: None,
-                        })?;
-                        if let Some(m) = metrics {
-                            m.detection("server_outage");
-                        }
-                    }
-                }
-                Err(ProbeFailure::Failed(why)) => {
-                    store.end_cycle(cycle, now_unix(), None, Some(why))?;
-                    store.add_event(&EventRow {
-                        id: 0,
-                        t_unix: now_unix(),
-                        end_unix: None,
-                        kind: "probe_error".into(),
-                        source: "soak".into(),
-                        device: None,
-                        message: format!("{name}: {why}"),
-                        details: None,
-                    })?;
-                    if let Some(m) = metrics {
-                        m.detection("probe_error");
-                    }
-                }
-            }
-            on_progress(Progress::TurnEnded { cycle: n, probe: &name, outcome: result.as_ref() });
+            record_turn(store, cycle, name, turn.uses_server, &result, metrics)?;
+            on_progress(Progress::TurnEnded { cycle: n, probe: name, outcome: result.as_ref() });
         }
         n += 1;
         if !any_measured {
@@ -234,36 +215,120 @@ pub fn run_cycles(
     }
 }
 
+/// Stores the end of a turn: its final samples and probe, or the outage or
+/// error that ended it.
+fn record_turn(
+    store: &mut Store,
+    cycle: i64,
+    name: &str,
+    uses_server: bool,
+    result: &Result<ProbeOutcome, ProbeFailure>,
+    metrics: Option<&Metrics>,
+) -> Result<(), StoreError> {
+    match result {
+        Ok(outcome) => {
+            let finals: Vec<SampleRow> = outcome
+                .probe
+                .samples
+                .iter()
+                .map(|s| SampleRow {
+                    t_unix: outcome.measured_start_unix + s.t_s,
+                    bytes_per_sec: s.bytes_per_sec,
+                    iops: s.iops,
+                    lat_mean_ns: s.latency_ns_mean,
+                    lat_p99_ns: s.latency_ns_p99,
+                })
+                .collect();
+            if !finals.is_empty() {
+                store.replace_samples(cycle, name, &finals)?;
+            }
+            if let (Some(m), Some(h)) = (metrics, outcome.probe.histogram.as_ref()) {
+                m.latency(name, &h.buckets);
+            }
+            let mut stored = outcome.probe.clone();
+            stored.samples.clear();
+            let value = serde_json::to_value(&stored).expect("probes serialise");
+            store.end_cycle(cycle, now_unix(), Some(&value), None)?;
+            if uses_server {
+                if let Some(id) = store.open_event("server_outage", None)? {
+                    store.end_event(id, now_unix(), None)?;
+                }
+            }
+        }
+        Err(ProbeFailure::Unreachable(why)) => {
+            store.end_cycle(cycle, now_unix(), None, Some(why))?;
+            if store.open_event("server_outage", None)?.is_none() {
+                store.add_event(&EventRow {
+                    id: 0,
+                    t_unix: now_unix(),
+                    end_unix: None,
+                    kind: "server_outage".into(),
+                    source: "soak".into(),
+                    device: None,
+                    message: format!("server unreachable: {why}; the other probes go on"),
+                    details: None,
+                })?;
+                if let Some(m) = metrics {
+                    m.detection("server_outage");
+                }
+            }
+        }
+        Err(ProbeFailure::Failed(why)) => {
+            store.end_cycle(cycle, now_unix(), None, Some(why))?;
+            store.add_event(&EventRow {
+                id: 0,
+                t_unix: now_unix(),
+                end_unix: None,
+                kind: "probe_error".into(),
+                source: "soak".into(),
+                device: None,
+                message: format!("{name}: {why}"),
+                details: None,
+            })?;
+            if let Some(m) = metrics {
+                m.detection("probe_error");
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::store::{SoakConfig, SoakInfo};
     use headroom_result::{Sample, Summary};
+    use headroom_runner::{EngineKind, Expected, Measured, ProbeEngine};
 
-    /// A probe that reports `level` bytes/s once per 100 ms "second", or fails.
+    /// What the fake engine should do for one turn.
+    #[derive(serde::Serialize, serde::Deserialize)]
     struct Fake {
-        name: &'static str,
+        name: String,
         level: f64,
-        fail: Option<ProbeFailure>,
-        uses_server: bool,
+        /// Unreachable with this reason instead of measuring.
+        unreachable: Option<String>,
+        time: Duration,
     }
 
-    impl CycleProbe for Fake {
-        fn name(&self) -> &str {
-            self.name
-        }
-        fn uses_server(&self) -> bool {
-            self.uses_server
+    /// An engine that reports `level` bytes/s once per 100 ms "second", or
+    /// finds the server unreachable: the loop's bookkeeping without a disk.
+    struct FakeEngine;
+
+    impl ProbeEngine for FakeEngine {
+        fn kind(&self) -> EngineKind {
+            EngineKind::Cpu
         }
         fn run(
             &mut self,
-            time: Duration,
+            request: &ProbeRequest,
             stop: &AtomicBool,
             on_sample: &mut dyn FnMut(&LiveSample),
-        ) -> Result<ProbeOutcome, ProbeFailure> {
-            if let Some(f) = &self.fail {
-                return Err(f.clone());
+        ) -> Result<Measured, ProbeError> {
+            let fake: Fake = request.params()?;
+            if let Some(why) = fake.unreachable {
+                return Err(ProbeError::Unreachable(why));
             }
+            let (time, level) = (fake.time, fake.level);
             let start = now_unix();
             let mut samples = Vec::new();
             let ticks = (time.as_secs_f64() / 0.1).round() as usize;
@@ -272,17 +337,17 @@ mod tests {
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(100));
-                let s = LiveSample { t_unix: now_unix(), bytes_per_sec: self.level, ..Default::default() };
+                let s = LiveSample { t_unix: now_unix(), bytes_per_sec: level, ..Default::default() };
                 on_sample(&s);
                 samples.push(Sample {
                     t_s: i as f64 * 0.1,
-                    bytes_per_sec: self.level,
+                    bytes_per_sec: level,
                     latency_ns_mean: Some(5e4),
                     ..Default::default()
                 });
             }
             let probe = Probe {
-                id: self.name.into(),
+                id: fake.name.clone(),
                 name: String::new(),
                 // Through JSON so fields added to the spec types later (with
                 // serde defaults) do not break this fake.
@@ -291,13 +356,25 @@ mod tests {
                     "spec": {"kernel": "fake", "threads": 1, "buffer_size": 1}
                 }))
                 .unwrap(),
-                summary: Summary { bytes_per_sec: self.level, duration_s: time.as_secs_f64(), ..Default::default() },
+                summary: Summary { bytes_per_sec: level, duration_s: time.as_secs_f64(), ..Default::default() },
                 samples,
                 histogram: None,
                 warnings: vec![],
                 details: Default::default(),
             };
-            Ok(ProbeOutcome { probe, measured_start_unix: start })
+            Ok(Measured { probe, started_unix: start, error: None })
+        }
+    }
+
+    fn turn(name: &'static str, level: f64, unreachable: Option<&str>, uses_server: bool) -> Turn {
+        let unreachable = unreachable.map(String::from);
+        Turn {
+            name: name.into(),
+            uses_server,
+            request: Box::new(move |time| {
+                let fake = Fake { name: name.into(), level, unreachable: unreachable.clone(), time };
+                ProbeRequest::new(EngineKind::Cpu, name, Expected::About(time), &fake)
+            }),
         }
     }
 
@@ -324,15 +401,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut st = store(dir.path());
         let session = st.begin_session(now_unix()).unwrap();
-        let mut probes: Vec<Box<dyn CycleProbe>> = vec![
-            Box::new(Fake { name: "write", level: 1e6, fail: None, uses_server: false }),
-            Box::new(Fake {
-                name: "net",
-                level: 0.0,
-                fail: Some(ProbeFailure::Unreachable("connection refused".into())),
-                uses_server: true,
-            }),
-        ];
+        let mut turns = vec![turn("write", 1e6, None, false), turn("net", 0.0, Some("connection refused"), true)];
+        let mut runner = Runner::new().with(FakeEngine);
         let settings = LoopSettings {
             probe_time: Duration::from_millis(500),
             remaining: Some(Duration::from_millis(1600)),
@@ -340,7 +410,8 @@ mod tests {
         };
         let metrics = Metrics::new();
         let stop = AtomicBool::new(false);
-        let reason = run_cycles(&mut st, session, &mut probes, settings, &stop, Some(&metrics), &mut |_| {}).unwrap();
+        let reason =
+            run_cycles(&mut st, session, &mut runner, &turns, settings, &stop, Some(&metrics), &mut |_| {}).unwrap();
         assert_eq!(reason, StopReason::Duration);
         let cycles = st.cycles().unwrap();
         let writes = cycles.iter().filter(|c| c.probe == "write").count();
@@ -357,9 +428,9 @@ mod tests {
         assert!(metrics.render().contains("headroom_soak_detections_total{kind=\"server_outage\"} 1"));
 
         // The server comes back: the outage closes.
-        probes[1] = Box::new(Fake { name: "net", level: 5e6, fail: None, uses_server: true });
+        turns[1] = turn("net", 5e6, None, true);
         let settings = LoopSettings { remaining: Some(Duration::from_millis(1300)), ..settings };
-        run_cycles(&mut st, session, &mut probes, settings, &stop, None, &mut |_| {}).unwrap();
+        run_cycles(&mut st, session, &mut runner, &turns, settings, &stop, None, &mut |_| {}).unwrap();
         let outage = st.events().unwrap().into_iter().find(|e| e.kind == "server_outage").unwrap();
         assert!(outage.end_unix.is_some());
     }
@@ -369,13 +440,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut st = store(dir.path());
         let session = st.begin_session(now_unix()).unwrap();
-        let mut probes: Vec<Box<dyn CycleProbe>> =
-            vec![Box::new(Fake { name: "read", level: 1e6, fail: None, uses_server: false })];
+        let cycle = vec![turn("read", 1e6, None, false)];
+        let mut runner = Runner::new().with(FakeEngine);
         let stop = AtomicBool::new(false);
         let settings =
             LoopSettings { probe_time: Duration::from_millis(300), remaining: None, min_turn: Duration::ZERO };
         let mut turns = 0;
-        let reason = run_cycles(&mut st, session, &mut probes, settings, &stop, None, &mut |p| {
+        let reason = run_cycles(&mut st, session, &mut runner, &cycle, settings, &stop, None, &mut |p| {
             if let Progress::TurnEnded { .. } = p {
                 turns += 1;
                 if turns == 2 {

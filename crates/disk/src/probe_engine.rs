@@ -1,0 +1,261 @@
+//! headroom-disk as a Runner engine. A [`DiskRequest`] (target, run-wide
+//! settings, one test, the bus ceiling to hold reads against) is plain data;
+//! the engine prepares the target once for all the plan's tests on it
+//! (create, check every test, lay out), runs each test and hands back its
+//! probe with the honesty warnings. The target (and its test file) lives
+//! until [`ProbeEngine::finish`] or drop.
+
+use crate::probe::{honesty_warnings, to_probe, BusCeiling};
+use crate::run::{check_test, run_test, RunSettings, Tick};
+use crate::target::{test_file_name, Target, TargetKind, TargetOptions};
+use crate::{DirectMode, DiskError, Rw, TestDef};
+use headroom_result::Warning;
+use headroom_runner::{
+    unix_now, EngineKind, Expected, LiveSample, Measured, PrepareEvent, ProbeEngine, ProbeError, ProbeRequest,
+};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Where the tests run: PATH and what the user allowed there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiskTarget {
+    pub path: PathBuf,
+    /// Test file or region size; None: the default for a test file, the whole device or file.
+    pub size: Option<u64>,
+    pub default_size: u64,
+    pub destructive: bool,
+    pub force: bool,
+    pub keep: bool,
+}
+
+/// One disk test to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiskRequest {
+    pub target: DiskTarget,
+    pub settings: RunSettings,
+    pub test: TestDef,
+    /// Reads faster than this bus were answered by a cache (`faster_than_ceiling`).
+    pub bus: Option<BusCeiling>,
+}
+
+impl DiskRequest {
+    /// As a Runner request: a bar over warm-up and measured time.
+    pub fn to_request(&self) -> ProbeRequest {
+        let expected = Expected::About(self.test.ramp + self.test.time);
+        ProbeRequest::new(EngineKind::Disk, self.test.name.clone(), expected, self)
+    }
+
+    /// Whether O_DIRECT was asked for this test (auto counts).
+    pub fn wants_direct(&self) -> bool {
+        self.test.direct.unwrap_or(self.settings.direct) != DirectMode::Off
+    }
+}
+
+/// The disk engine: one prepared target at a time.
+#[derive(Default)]
+pub struct DiskEngine {
+    prepared: Option<(DiskTarget, Target)>,
+}
+
+impl DiskEngine {
+    pub fn new() -> Self {
+        DiskEngine { prepared: None }
+    }
+
+    /// Prepares `target` for `tests`: creates it, checks each test against it
+    /// (misaligned O_DIRECT block sizes fail before minutes of layout) and
+    /// lays out a new test file unless the tests only write sequentially
+    /// (they write the file as they go).
+    fn prepare_target(
+        &mut self,
+        target: &DiskTarget,
+        tests: &[DiskRequest],
+        stop: &AtomicBool,
+        events: &mut dyn FnMut(&PrepareEvent),
+    ) -> Result<Vec<Warning>, ProbeError> {
+        self.prepared = None; // removes the test file of an earlier target
+        let prepared = Target::prepare(
+            &target.path,
+            &TargetOptions {
+                size: target.size,
+                default_size: target.default_size,
+                writes: tests.iter().any(|t| t.test.rw.writes()),
+                destructive: target.destructive,
+                force: target.force,
+                keep: target.keep,
+            },
+        )
+        .map_err(disk_error)?;
+        let shown = prepared.path.display().to_string();
+        // Announced before the (long) layout, so a kill during it leaves a record.
+        if prepared.path.file_name().is_some_and(|n| n.to_string_lossy() == test_file_name()) {
+            events(&PrepareEvent::TestFileCreated { path: shown.clone() });
+        }
+        events(&PrepareEvent::DiskTarget {
+            path: shown,
+            kind: match prepared.kind {
+                TargetKind::TestFile => "test_file",
+                TargetKind::BlockDevice => "block_device",
+                TargetKind::ExistingFile => "existing_file",
+            }
+            .into(),
+            filesystem: prepared.filesystem.as_ref().map(|f| f.name.clone()),
+            size: prepared.size,
+        });
+        for t in tests {
+            check_test(&prepared, &t.test, t.wants_direct()).map_err(disk_error)?;
+        }
+        let only_seq_writes = tests.iter().all(|t| t.test.rw == Rw::Write);
+        let mut warnings = Vec::new();
+        if prepared.needs_layout() && !only_seq_writes {
+            let total = prepared.size;
+            let laid = prepared.layout(stop, |done, _| {
+                if done % (64 << 20) == 0 || done == total {
+                    events(&PrepareEvent::Progress { what: "laying out".into(), done, total });
+                }
+            });
+            if stop.load(Ordering::Relaxed) {
+                return Err(ProbeError::Stopped);
+            }
+            warnings = laid.map_err(disk_error)?;
+        }
+        self.prepared = Some((target.clone(), prepared));
+        Ok(warnings)
+    }
+}
+
+/// A disk error as the Runner sees it: the user's mistake, or the machine's.
+fn disk_error(e: DiskError) -> ProbeError {
+    if e.is_usage() {
+        ProbeError::Usage(e.to_string())
+    } else {
+        ProbeError::Failed(e.to_string())
+    }
+}
+
+impl ProbeEngine for DiskEngine {
+    fn kind(&self) -> EngineKind {
+        EngineKind::Disk
+    }
+
+    fn prepare(
+        &mut self,
+        requests: &[&ProbeRequest],
+        stop: &AtomicBool,
+        events: &mut dyn FnMut(&PrepareEvent),
+    ) -> Result<Vec<Warning>, ProbeError> {
+        let tests: Vec<DiskRequest> = requests.iter().map(|r| r.params()).collect::<Result<_, _>>()?;
+        let Some(first) = tests.first() else { return Ok(Vec::new()) };
+        let target = first.target.clone();
+        let on_it: Vec<DiskRequest> = tests.into_iter().filter(|t| t.target == target).collect();
+        self.prepare_target(&target, &on_it, stop, events)
+    }
+
+    fn run(
+        &mut self,
+        request: &ProbeRequest,
+        stop: &AtomicBool,
+        on_sample: &mut dyn FnMut(&LiveSample),
+    ) -> Result<Measured, ProbeError> {
+        let req: DiskRequest = request.params()?;
+        if self.prepared.as_ref().is_none_or(|(t, _)| *t != req.target) {
+            // A target the plan did not prepare first: this test alone.
+            self.prepare_target(&req.target, std::slice::from_ref(&req), stop, &mut |_| {})?;
+        }
+        let (_, target) = self.prepared.as_ref().expect("prepared above");
+        let started_unix = unix_now();
+        let mut on_tick = |t: &Tick| {
+            on_sample(&LiveSample {
+                t_unix: started_unix + t.elapsed.as_secs_f64(),
+                elapsed: t.elapsed,
+                ramping: t.ramping,
+                bytes_per_sec: t.bytes_per_sec,
+                iops: Some(t.iops),
+                ..LiveSample::default()
+            })
+        };
+        let outcome = run_test(target, &req.test, req.settings, stop, &mut on_tick).map_err(disk_error)?;
+        let warnings = honesty_warnings(&outcome, target, req.bus.as_ref());
+        let probe = to_probe(&outcome, target, req.settings, warnings);
+        Ok(Measured {
+            probe,
+            started_unix: started_unix + req.test.ramp.as_secs_f64(),
+            error: outcome.error.map(|e| ProbeError::Failed(e.to_string())),
+        })
+    }
+
+    fn finish(&mut self) {
+        self.prepared = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::preset::test_def;
+    use headroom_runner::{Plan, Runner, SampleLog, Sink};
+    use std::time::Duration;
+
+    fn request(dir: &std::path::Path, rw: Rw, bs: u64) -> ProbeRequest {
+        let test = test_def(rw, bs, 4, 1, Duration::from_millis(400), Duration::from_millis(100));
+        DiskRequest {
+            target: DiskTarget {
+                path: dir.to_path_buf(),
+                size: Some(8 << 20),
+                default_size: 8 << 20,
+                destructive: false,
+                force: false,
+                keep: false,
+            },
+            settings: RunSettings::default(),
+            test: TestDef { sample_interval: Duration::from_millis(100), ..test },
+            bus: None,
+        }
+        .to_request()
+    }
+
+    fn test_files(dir: &std::path::Path) -> Vec<String> {
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
+    }
+
+    #[test]
+    fn a_plan_runs_on_one_laid_out_test_file_that_finish_removes() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = Plan::new(vec![request(dir.path(), Rw::Write, 1 << 20), request(dir.path(), Rw::RandRead, 4096)]);
+        let stop = AtomicBool::new(false);
+        let mut log = SampleLog::default();
+        let mut runner = Runner::new().with(DiskEngine::new());
+        let runs = runner.run_all(&plan, &stop, &mut [&mut log as &mut dyn Sink]);
+        assert_eq!(runs.len(), 2);
+        for run in &runs {
+            let probe = run.probe().expect("measured");
+            assert!(run.error().is_none(), "{:?}", run.error());
+            assert!(probe.summary.bytes_per_sec > 0.0 && !probe.samples.is_empty(), "{}", probe.id);
+        }
+        assert_eq!(runs[1].probe().unwrap().id, "rnd4k-q4t1-read");
+        // The file was announced before it was laid out (reads follow), and sinks saw the layout.
+        assert!(matches!(&log.events[0], PrepareEvent::TestFileCreated { path } if path.ends_with(&test_file_name())));
+        assert!(log.events.iter().any(|e| matches!(e, PrepareEvent::Progress { done, total, .. } if done == total)));
+        assert!(log.samples.iter().any(|(i, s)| *i == 1 && !s.ramping && s.iops.unwrap_or(0.0) > 0.0));
+        assert_eq!(test_files(dir.path()).len(), 1, "the test file stays for the whole plan");
+        runner.finish();
+        assert!(test_files(dir.path()).is_empty(), "finish removes it");
+    }
+
+    #[test]
+    fn a_misaligned_test_fails_in_prepare_before_the_layout() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = Plan::new(vec![request(dir.path(), Rw::Read, 1 << 20), request(dir.path(), Rw::RandRead, 1000)]);
+        let mut log = SampleLog::default();
+        let runs = Runner::new().with(DiskEngine::new()).run_all(
+            &plan,
+            &AtomicBool::new(false),
+            &mut [&mut log as &mut dyn Sink],
+        );
+        assert_eq!(runs.len(), 1);
+        assert!(matches!(runs[0].error(), Some(ProbeError::Usage(m)) if m.contains("--bs 1000")), "{:?}", runs[0]);
+        assert!(!log.events.iter().any(|e| matches!(e, PrepareEvent::Progress { .. })), "no layout");
+        assert!(test_files(dir.path()).is_empty());
+    }
+}

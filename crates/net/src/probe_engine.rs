@@ -1,0 +1,414 @@
+//! headroom-net as a Runner engine. A [`NetRequest`] (the server, one test)
+//! is plain data; the engine opens one session per server in `prepare`
+//! (detecting a stock iperf3 server), runs each test on it, reconnects
+//! after a failed test, and hands back the probe. Uses only the client API
+//! the commands use: `Session`, `iperf3_throughput`,
+//! `ping::tcp_connect_series` and the `probe` constructors.
+
+use crate::{
+    connect_probe, echo_probe, iperf3_throughput, rr_probe, tcp_connect_series, throughput_probe, Endpoint, NetError,
+    Session, ThroughputSpec, TrafficDirection,
+};
+use headroom_result::{Probe, Sample, Warning};
+use headroom_runner::{
+    unix_now, EngineKind, Expected, LiveSample, Measured, PrepareEvent, ProbeEngine, ProbeError, ProbeRequest,
+};
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+/// Which wire protocol to speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProtocolChoice {
+    /// headroom, falling back to iperf3 when the server turns out to be one.
+    Auto,
+    /// The headroom protocol only.
+    Headroom,
+    /// The iperf3 control protocol only (a stock `iperf3 -s`).
+    Iperf3,
+}
+
+/// The server the tests run against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NetServer {
+    /// Host name or address.
+    pub host: String,
+    /// TCP port of the control connection.
+    pub port: u16,
+    /// The server's token (`serve --token`), if it asks for one.
+    pub token: Option<String>,
+    /// Connect timeout, and how long a stalled test is tolerated.
+    pub timeout: Duration,
+    /// Which wire protocol to speak.
+    pub protocol: ProtocolChoice,
+    /// Open and close a session around every test (a soak's turns are
+    /// minutes apart) instead of keeping one for the whole plan.
+    pub session_per_test: bool,
+}
+
+impl NetServer {
+    /// HOST:PORT, `[v6]:PORT` for IPv6.
+    pub fn display(&self) -> String {
+        self.target().display()
+    }
+
+    fn target(&self) -> Endpoint {
+        Endpoint { host: self.host.clone(), port: self.port, token: self.token.clone(), timeout: self.timeout }
+    }
+}
+
+/// One network test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetTest {
+    /// TCP request/response round trips of 64 bytes at idle.
+    Rtt {
+        /// How long to measure.
+        time: Duration,
+    },
+    /// 200 UDP echoes 5 ms apart.
+    Echo,
+    /// 20 TCP handshakes 20 ms apart.
+    Connect,
+    /// TCP or UDP streams in one direction or both.
+    Throughput(ThroughputParams),
+}
+
+/// A throughput test: direction, streams, and for how long or how much.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThroughputParams {
+    /// Upload, download or both.
+    pub direction: TrafficDirection,
+    /// Parallel streams.
+    pub streams: u32,
+    /// How long the streams run (unless `bytes` ends them first).
+    pub duration: Duration,
+    /// Some: stop after this many bytes.
+    pub bytes: Option<u64>,
+    /// TCP write size or UDP datagram size.
+    pub len: usize,
+    /// Some: a UDP test at this total rate, bits/s.
+    pub udp_rate: Option<f64>,
+    /// Measure round trips while the streams run (headroom servers only).
+    pub rtt_under_load: bool,
+}
+
+impl ThroughputParams {
+    /// "TCP up x1", "UDP up x1", "TCP bidir x4".
+    pub fn label(&self) -> String {
+        let dir = match self.direction {
+            TrafficDirection::Upload => "up",
+            TrafficDirection::Download => "down",
+            TrafficDirection::Bidir => "bidir",
+        };
+        format!("{} {dir} x{}", if self.udp_rate.is_some() { "UDP" } else { "TCP" }, self.streams)
+    }
+
+    fn spec(&self, rtt_under_load: bool) -> ThroughputSpec {
+        ThroughputSpec {
+            direction: self.direction,
+            streams: self.streams,
+            duration: self.duration,
+            bytes: self.bytes,
+            len: self.len,
+            udp_rate: self.udp_rate,
+            rtt_under_load: rtt_under_load && self.udp_rate.is_none(),
+        }
+    }
+}
+
+/// One test against one server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NetRequest {
+    /// Where the test runs.
+    pub server: NetServer,
+    /// What it measures.
+    pub test: NetTest,
+}
+
+impl NetRequest {
+    /// As a Runner request, labelled as its progress bar is.
+    pub fn to_request(&self) -> ProbeRequest {
+        let (label, expected) = match &self.test {
+            NetTest::Rtt { time } => ("TCP RR idle".to_string(), Expected::About(*time)),
+            NetTest::Echo => ("UDP echo".to_string(), Expected::Unknown),
+            NetTest::Connect => ("TCP connect".to_string(), Expected::Instant),
+            NetTest::Throughput(t) => {
+                (t.label(), if t.bytes.is_some() { Expected::Unknown } else { Expected::About(t.duration) })
+            }
+        };
+        ProbeRequest::new(EngineKind::Net, label, expected, self)
+    }
+
+    /// The test's name as `--tests` spells the headroom-only ones.
+    fn headroom_only(&self) -> Option<&'static str> {
+        match self.test {
+            NetTest::Rtt { .. } => Some("rtt"),
+            NetTest::Echo => Some("echo"),
+            NetTest::Connect => Some("connect"),
+            NetTest::Throughput(_) => None,
+        }
+    }
+}
+
+/// A network error as the Runner sees it.
+pub fn probe_error(e: NetError) -> ProbeError {
+    let text = e.to_string();
+    match e {
+        NetError::Resolve { .. } | NetError::Connect { .. } => ProbeError::Unreachable(text),
+        NetError::Refused(_) => ProbeError::Refused(text),
+        NetError::Broken(_) | NetError::Io(_) => ProbeError::Lost(text),
+        NetError::Protocol(_) | NetError::IsIperf3 | NetError::Listen { .. } => ProbeError::Failed(text),
+    }
+}
+
+/// The session to a server, once `prepare` (or a test) has opened it.
+struct Connected {
+    server: NetServer,
+    /// None: the server speaks iperf3 (one connection per test).
+    session: Option<Session>,
+    /// The server was lost and did not come back: the rest of the plan is abandoned.
+    gone: bool,
+}
+
+/// The net engine.
+#[derive(Default)]
+pub struct NetEngine {
+    connected: Option<Connected>,
+}
+
+impl NetEngine {
+    /// An engine with no session yet (it connects when prepared).
+    pub fn new() -> Self {
+        NetEngine { connected: None }
+    }
+
+    /// Opens a session to `server`, detecting a stock iperf3 server (and
+    /// failing early on DNS, a refused port or a wrong token).
+    fn connect(&mut self, server: &NetServer) -> Result<&mut Connected, ProbeError> {
+        self.close();
+        let target = server.target();
+        let session = match server.protocol {
+            // No probe connection: a stock server would take it for a test.
+            ProtocolChoice::Iperf3 => None,
+            ProtocolChoice::Headroom | ProtocolChoice::Auto => match Session::open(&target) {
+                Ok(s) => Some(s),
+                Err(NetError::IsIperf3) if server.protocol == ProtocolChoice::Auto => {
+                    // Give the stock server a moment to forget the aborted handshake.
+                    std::thread::sleep(Duration::from_millis(100));
+                    None
+                }
+                Err(e) => return Err(probe_error(e)),
+            },
+        };
+        Ok(self.connected.insert(Connected { server: server.clone(), session, gone: false }))
+    }
+
+    fn close(&mut self) {
+        if let Some(s) = self.connected.take().and_then(|c| c.session) {
+            s.close();
+        }
+    }
+
+    fn measure(
+        &mut self,
+        req: &NetRequest,
+        stop: &AtomicBool,
+        on_sample: &mut dyn FnMut(&Sample),
+    ) -> Result<Probe, NetError> {
+        let c = self.connected.as_mut().expect("connected before measuring");
+        let protocol = if c.session.is_some() { "headroom" } else { "iperf3" };
+        let target = c.server.target();
+        match (&req.test, c.session.as_mut()) {
+            (NetTest::Rtt { time }, Some(s)) => {
+                let r = s.rr(64, (*time).min(Duration::from_secs(5)), stop, on_sample)?;
+                Ok(rr_probe(&r, protocol, &target.display()))
+            }
+            (NetTest::Echo, Some(s)) => {
+                let r = s.udp_echo(200, Duration::from_millis(5), 64, stop)?;
+                Ok(echo_probe(&r, &target.display(), 5.0))
+            }
+            (NetTest::Connect, Some(s)) => {
+                let r = tcp_connect_series(
+                    s.peer,
+                    &target.display(),
+                    20,
+                    Duration::from_millis(20),
+                    target.timeout,
+                    stop,
+                    &mut |_, _| {},
+                )?;
+                Ok(connect_probe(&r, false, protocol, 20.0))
+            }
+            (NetTest::Throughput(t), Some(s)) => {
+                Ok(throughput_probe(&s.throughput(&t.spec(t.rtt_under_load), stop, on_sample)?))
+            }
+            (NetTest::Throughput(t), None) => {
+                let r = iperf3_throughput(&target, &t.spec(false), stop, on_sample);
+                // A stock server needs a moment between tests.
+                std::thread::sleep(Duration::from_millis(300));
+                Ok(throughput_probe(&r?))
+            }
+            (_, None) => unreachable!("headroom-only tests are refused before measuring"),
+        }
+    }
+}
+
+impl ProbeEngine for NetEngine {
+    fn kind(&self) -> EngineKind {
+        EngineKind::Net
+    }
+
+    fn prepare(
+        &mut self,
+        requests: &[&ProbeRequest],
+        _stop: &AtomicBool,
+        events: &mut dyn FnMut(&PrepareEvent),
+    ) -> Result<Vec<Warning>, ProbeError> {
+        let Some(first) = requests.first() else { return Ok(Vec::new()) };
+        let req: NetRequest = first.params()?;
+        if req.server.session_per_test {
+            return Ok(Vec::new());
+        }
+        let c = self.connect(&req.server)?;
+        events(&PrepareEvent::PeerReady {
+            peer: c.server.target().display(),
+            protocol: if c.session.is_some() { "headroom" } else { "iperf3" }.into(),
+            server_version: c.session.as_ref().map(|s| s.server_version.clone()),
+        });
+        Ok(Vec::new())
+    }
+
+    fn run(
+        &mut self,
+        request: &ProbeRequest,
+        stop: &AtomicBool,
+        on_sample: &mut dyn FnMut(&LiveSample),
+    ) -> Result<Measured, ProbeError> {
+        let req: NetRequest = request.params()?;
+        let same_server = self.connected.as_ref().is_some_and(|c| c.server == req.server);
+        if !same_server || req.server.session_per_test {
+            self.connect(&req.server)?;
+        }
+        let c = self.connected.as_ref().expect("connected above");
+        if c.gone {
+            return Err(ProbeError::Abandoned);
+        }
+        if let (Some(test), None) = (req.headroom_only(), &c.session) {
+            return Err(ProbeError::Unsupported(format!(
+                "test '{test}' needs a headroom server (this one speaks iperf3)"
+            )));
+        }
+        let started_unix = unix_now();
+        let result = self.measure(&req, stop, &mut |s: &Sample| {
+            on_sample(&LiveSample {
+                t_unix: started_unix + s.t_s,
+                elapsed: Duration::from_secs_f64(s.t_s.max(0.0)),
+                ramping: false,
+                bytes_per_sec: s.bytes_per_sec,
+                iops: s.iops,
+                latency_ns_mean: s.latency_ns_mean,
+                latency_ns_p99: s.latency_ns_p99,
+            })
+        });
+        if req.server.session_per_test {
+            self.close();
+        }
+        match result {
+            Ok(probe) => {
+                let error = probe
+                    .details
+                    .get("error")
+                    .and_then(|v| v.as_str())
+                    .map(|e| ProbeError::Lost(format!("lost the server mid-test: {e}")));
+                Ok(Measured { probe, started_unix, error })
+            }
+            Err(e) => {
+                if let Some(c) = self.connected.as_mut().filter(|c| c.session.is_some()) {
+                    // The control connection may be gone; reconnect for the remaining tests.
+                    match Session::open(&c.server.target()) {
+                        Ok(s) => c.session = Some(s),
+                        Err(_) => c.gone = true,
+                    }
+                }
+                Err(probe_error(e))
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        self.close();
+    }
+}
+
+impl Drop for NetEngine {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Server, ServerConfig};
+    use headroom_runner::{Plan, Runner, SampleLog, Sink};
+
+    fn server_on(port: u16, protocol: ProtocolChoice) -> NetServer {
+        NetServer {
+            host: "127.0.0.1".into(),
+            port,
+            token: None,
+            timeout: Duration::from_secs(3),
+            protocol,
+            session_per_test: false,
+        }
+    }
+
+    fn upload(server: &NetServer) -> ProbeRequest {
+        let test = NetTest::Throughput(ThroughputParams {
+            direction: TrafficDirection::Upload,
+            streams: 1,
+            duration: Duration::from_millis(600),
+            bytes: None,
+            len: crate::DEFAULT_TCP_LEN,
+            udp_rate: None,
+            rtt_under_load: false,
+        });
+        NetRequest { server: server.clone(), test }.to_request()
+    }
+
+    #[test]
+    fn a_plan_runs_over_one_session_to_a_loopback_server() {
+        let running = Server::bind(ServerConfig::loopback(0)).unwrap().spawn();
+        let server = server_on(running.addr.port(), ProtocolChoice::Auto);
+        let plan = Plan::new(vec![
+            NetRequest { server: server.clone(), test: NetTest::Connect }.to_request(),
+            upload(&server),
+        ]);
+        let mut log = SampleLog::default();
+        let runs = Runner::new().with(NetEngine::new()).run_all(
+            &plan,
+            &AtomicBool::new(false),
+            &mut [&mut log as &mut dyn Sink],
+        );
+        assert_eq!(runs.len(), 2, "{runs:?}");
+        assert!(runs[0].probe().unwrap().summary.latency_ns.is_some(), "handshake times");
+        let up = runs[1].probe().unwrap();
+        assert_eq!(up.id, "tcp-up-1");
+        assert!(up.summary.bytes_per_sec > 0.0);
+        assert!(matches!(&log.events[0], PrepareEvent::PeerReady { protocol, .. } if protocol == "headroom"));
+        assert!(log.samples.iter().any(|(i, s)| *i == 1 && s.bytes_per_sec > 0.0));
+    }
+
+    #[test]
+    fn nobody_listening_is_unreachable_before_anything_runs() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let plan = Plan::new(vec![upload(&server_on(port, ProtocolChoice::Headroom))]);
+        let runs = Runner::new().with(NetEngine::new()).run_all(&plan, &AtomicBool::new(false), &mut []);
+        assert!(
+            matches!(runs[0].error(), Some(ProbeError::Unreachable(m)) if m.contains("cannot connect")),
+            "{runs:?}"
+        );
+    }
+}
