@@ -10,7 +10,7 @@ use anyhow::bail;
 use headroom_analysis::ceilings::{choose_nic, LinkCeiling, LinkSpec};
 use headroom_analysis::cpu_limits;
 use headroom_analysis::verdict::AT_CEILING;
-use headroom_net::{NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, ThroughputParams, TrafficDirection};
+use headroom_net::{NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, ThroughputSpec, TrafficDirection};
 use headroom_result::CpuLoad;
 use headroom_result::{Probe, ResultDoc, Warning};
 use headroom_runner::{Plan, PrepareEvent, ProbeError, Runner, Sink};
@@ -273,7 +273,7 @@ fn net_test(t: &str, args: &NetArgs, rr: bool) -> NetTest {
         _ => (TrafficDirection::Upload, 1), // udp
     };
     let udp = t == "udp";
-    NetTest::Throughput(ThroughputParams {
+    NetTest::Throughput(ThroughputSpec {
         direction,
         streams,
         duration: args.time.0,

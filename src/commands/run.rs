@@ -22,7 +22,7 @@ use headroom_analysis::{annotate, PathHints};
 use headroom_cpu::{BufferSpec, CpuEngine, CpuRequest};
 use headroom_disk::preset::TestChoice;
 use headroom_disk::{DiskEngine, DiskTarget};
-use headroom_net::{NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, ThroughputParams, TrafficDirection};
+use headroom_net::{NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, ThroughputSpec, TrafficDirection};
 use headroom_report::{presenter, Format, Report, ResultView, Style};
 use headroom_result::{Host, Probe, ResultDoc, Warning};
 use headroom_runner::{Plan, ProbeError, ProbeRun, Runner, Sink};
@@ -159,7 +159,7 @@ fn disk_step(path: &Path, full: bool) -> anyhow::Result<Plan> {
 fn net_step(server: &NetServer, full: bool) -> Plan {
     let time = Duration::from_secs(if full { 5 } else { 3 });
     let throughput = |direction, streams| {
-        NetTest::Throughput(ThroughputParams {
+        NetTest::Throughput(ThroughputSpec {
             direction,
             streams,
             duration: time,

@@ -12,7 +12,7 @@ use headroom_disk::preset::test_def;
 use headroom_disk::run::RunSettings;
 use headroom_disk::{DirectMode, DiskEngine, DiskRequest, DiskTarget, EngineChoice, Pattern, Rw};
 use headroom_net::TrafficDirection;
-use headroom_net::{NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, ThroughputParams};
+use headroom_net::{NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, ThroughputSpec};
 use headroom_runner::{PrepareEvent, ProbeError, Runner, Sink};
 use headroom_soak::{
     now_unix, rfc3339, run_cycles, watch, LoopSettings, Metrics, ProbeFailure, Progress, SampleDetail, SoakConfig,
@@ -203,7 +203,7 @@ fn net_turn(server: &str, token: Option<String>) -> anyhow::Result<Turn> {
         name: "net".into(),
         uses_server: true,
         request: Box::new(move |time| {
-            let test = NetTest::Throughput(ThroughputParams {
+            let test = NetTest::Throughput(ThroughputSpec {
                 direction: TrafficDirection::Upload,
                 streams: 1,
                 duration: time,

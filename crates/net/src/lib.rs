@@ -48,7 +48,7 @@ pub use client::{EchoResult, RrResult, Session};
 pub use error::NetError;
 pub use ping::{connect_once, tcp_connect_series, ConnectResult};
 pub use probe::{connect_probe, echo_probe, rr_probe, throughput_id, throughput_probe};
-pub use probe_engine::{probe_error, NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, ThroughputParams};
+pub use probe_engine::{probe_error, NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice};
 pub use process_cpu::CpuUse;
 pub use server::{check_bind_policy, Server, ServerConfig, ServerHandle};
 pub use socket::{DEFAULT_TCP_LEN, DEFAULT_UDP_LEN};

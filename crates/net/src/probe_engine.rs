@@ -7,7 +7,7 @@
 
 use crate::{
     connect_probe, echo_probe, iperf3_throughput, rr_probe, tcp_connect_series, throughput_probe, Endpoint, NetError,
-    Session, ThroughputSpec, TrafficDirection,
+    Session, ThroughputSpec,
 };
 use headroom_result::{Probe, Sample, Warning};
 use headroom_runner::{
@@ -72,50 +72,7 @@ pub enum NetTest {
     /// 20 TCP handshakes 20 ms apart.
     Connect,
     /// TCP or UDP streams in one direction or both.
-    Throughput(ThroughputParams),
-}
-
-/// A throughput test: direction, streams, and for how long or how much.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ThroughputParams {
-    /// Upload, download or both.
-    pub direction: TrafficDirection,
-    /// Parallel streams.
-    pub streams: u32,
-    /// How long the streams run (unless `bytes` ends them first).
-    pub duration: Duration,
-    /// Some: stop after this many bytes.
-    pub bytes: Option<u64>,
-    /// TCP write size or UDP datagram size.
-    pub len: usize,
-    /// Some: a UDP test at this total rate, bits/s.
-    pub udp_rate: Option<f64>,
-    /// Measure round trips while the streams run (headroom servers only).
-    pub rtt_under_load: bool,
-}
-
-impl ThroughputParams {
-    /// "TCP up x1", "UDP up x1", "TCP bidir x4".
-    pub fn label(&self) -> String {
-        let dir = match self.direction {
-            TrafficDirection::Upload => "up",
-            TrafficDirection::Download => "down",
-            TrafficDirection::Bidir => "bidir",
-        };
-        format!("{} {dir} x{}", if self.udp_rate.is_some() { "UDP" } else { "TCP" }, self.streams)
-    }
-
-    fn spec(&self, rtt_under_load: bool) -> ThroughputSpec {
-        ThroughputSpec {
-            direction: self.direction,
-            streams: self.streams,
-            duration: self.duration,
-            bytes: self.bytes,
-            len: self.len,
-            udp_rate: self.udp_rate,
-            rtt_under_load: rtt_under_load && self.udp_rate.is_none(),
-        }
-    }
+    Throughput(ThroughputSpec),
 }
 
 /// One test against one server.
@@ -242,10 +199,10 @@ impl NetEngine {
                 Ok(connect_probe(&r, false, protocol, 20.0))
             }
             (NetTest::Throughput(t), Some(s)) => {
-                Ok(throughput_probe(&s.throughput(&t.spec(t.rtt_under_load), stop, on_sample)?))
+                Ok(throughput_probe(&s.throughput(&t.with_rtt_under_load(t.rtt_under_load), stop, on_sample)?))
             }
             (NetTest::Throughput(t), None) => {
-                let r = iperf3_throughput(&target, &t.spec(false), stop, on_sample);
+                let r = iperf3_throughput(&target, &t.with_rtt_under_load(false), stop, on_sample);
                 // A stock server needs a moment between tests.
                 std::thread::sleep(Duration::from_millis(300));
                 Ok(throughput_probe(&r?))
@@ -351,7 +308,7 @@ impl Drop for NetEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Server, ServerConfig};
+    use crate::{Server, ServerConfig, TrafficDirection};
     use headroom_runner::{Plan, Runner, SampleLog, Sink};
 
     fn server_on(port: u16, protocol: ProtocolChoice) -> NetServer {
@@ -366,7 +323,7 @@ mod tests {
     }
 
     fn upload(server: &NetServer) -> ProbeRequest {
-        let test = NetTest::Throughput(ThroughputParams {
+        let test = NetTest::Throughput(ThroughputSpec {
             direction: TrafficDirection::Upload,
             streams: 1,
             duration: Duration::from_millis(600),

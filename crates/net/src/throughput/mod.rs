@@ -28,8 +28,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// What a throughput test should do.
-#[derive(Debug, Clone)]
+/// What a throughput test should do (plain data: a Runner request carries it).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ThroughputSpec {
     /// Who sends.
     pub direction: TrafficDirection,
@@ -48,6 +48,22 @@ pub struct ThroughputSpec {
 }
 
 impl ThroughputSpec {
+    /// "TCP up x1", "UDP up x1", "TCP bidir x4".
+    pub fn label(&self) -> String {
+        let dir = match self.direction {
+            TrafficDirection::Upload => "up",
+            TrafficDirection::Download => "down",
+            TrafficDirection::Bidir => "bidir",
+        };
+        format!("{} {dir} x{}", if self.udp_rate.is_some() { "UDP" } else { "TCP" }, self.streams)
+    }
+
+    /// This test with round trips under load on or off (never for UDP, and
+    /// only a headroom server measures them).
+    pub fn with_rtt_under_load(&self, on: bool) -> ThroughputSpec {
+        ThroughputSpec { rtt_under_load: on && self.udp_rate.is_none(), ..self.clone() }
+    }
+
     /// Whether this side sends on stream `i` (with both directions, the
     /// client's sending streams come first).
     pub(crate) fn client_sends(&self, i: u32) -> bool {
