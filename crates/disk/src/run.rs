@@ -9,6 +9,9 @@
 //! added under one uncontended lock to a per-second histogram (each sample's
 //! p99). `disk_overhead` bench
 //! measures the cost per I/O.
+//!
+//! Long (about 650 lines): the worker loop, its per-batch bookkeeping and the
+//! sampler that reads it share one memory layout and are kept side by side.
 
 use crate::data::{fill_block, FastRng};
 use crate::engine::{open_engine, EngineConfig, IoKind, IoUnit};
