@@ -14,7 +14,7 @@ use headroom_disk::probe::BusCeiling;
 use headroom_disk::{DiskEngine, DiskError, DiskRequest, DiskTarget, Rw};
 use headroom_result::{Ceiling, Probe, ResultDoc, Warning};
 use headroom_runner::{Plan, PrepareEvent, ProbeError, Runner, Sink};
-use headroom_units::{DurationArg, Size};
+use headroom_units::{format_latency, DurationArg, Size};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
@@ -297,17 +297,6 @@ pub(crate) fn with_write_cliff(mut probe: Probe) -> Probe {
     probe
 }
 
-/// "70.2 us", "1.23 ms", "950 ns".
-fn latency(ns: f64) -> String {
-    if ns >= 1e6 {
-        format!("{:.2} ms", ns / 1e6)
-    } else if ns >= 1e3 {
-        format!("{:.1} us", ns / 1e3)
-    } else {
-        format!("{ns:.0} ns")
-    }
-}
-
 fn render_table(probes: &[Probe], out: &Output) -> String {
     let iec_head = if out.iec { format!(" {:>10}", "MiB/s") } else { String::new() };
     let mut s = format!(
@@ -332,9 +321,9 @@ fn render_table(probes: &[Probe], out: &Output) -> String {
             p.name,
             p.summary.bytes_per_sec / 1e6,
             p.summary.iops.unwrap_or(0.0),
-            latency(l.mean),
-            latency(l.p99),
-            latency(l.p999)
+            format_latency(l.mean),
+            format_latency(l.p99),
+            format_latency(l.p999)
         );
     }
     s
@@ -378,7 +367,7 @@ fn render_sweep(probes: &[Probe]) -> String {
             };
             s += &row(&label, &|p| format!("{:.1}", p.summary.bytes_per_sec / 1e6));
             s += &row("", &|p| format!("{:.0}", p.summary.iops.unwrap_or(0.0)));
-            s += &row("", &|p| latency(p.summary.latency_ns.as_ref().map_or(0.0, |l| l.mean)));
+            s += &row("", &|p| format_latency(p.summary.latency_ns.as_ref().map_or(0.0, |l| l.mean)));
         }
     }
     s
@@ -399,7 +388,7 @@ fn render_sync(probes: &[Probe]) -> String {
                 format!(
                     "{:.1} {}",
                     p.summary.bytes_per_sec / 1e6,
-                    latency(p.summary.latency_ns.as_ref().map_or(0.0, |l| l.mean))
+                    format_latency(p.summary.latency_ns.as_ref().map_or(0.0, |l| l.mean))
                 )
             });
             s += &format!(" {cell:>14}");

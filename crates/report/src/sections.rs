@@ -16,22 +16,9 @@ pub fn rate(bytes_per_sec: f64, style: Style) -> String {
     format_rate(bytes_per_sec * 8.0, style.iec)
 }
 
-/// "72.9ms", "90us": a latency in nanoseconds.
+/// "72.9ms", "90us": a latency in nanoseconds (one formatter for every presenter).
 pub fn latency(ns: f64) -> String {
-    if !ns.is_finite() || ns < 0.0 {
-        return "-".into();
-    }
-    let d = Duration::from_nanos(ns.round() as u64);
-    // Three significant digits read better than format_duration's exact form.
-    if ns >= 1e9 {
-        format!("{:.2}s", ns / 1e9)
-    } else if ns >= 1e6 {
-        format!("{:.2}ms", ns / 1e6)
-    } else if ns >= 1e3 {
-        format!("{:.1}us", ns / 1e3)
-    } else {
-        format_duration(d)
-    }
+    headroom_units::format_latency_compact(ns)
 }
 
 /// "20.5k": an IOPS figure.

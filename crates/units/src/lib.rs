@@ -240,6 +240,39 @@ pub fn format_rate(bits_per_sec: f64, iec: bool) -> String {
     }
 }
 
+/// "850 ns", "70.2 us", "1.23 ms", "2.00 s": a latency in nanoseconds for a
+/// sentence or a wide column (three significant digits; negative values keep
+/// their sign, for differences).
+pub fn format_latency(ns: f64) -> String {
+    let a = ns.abs();
+    if a >= 1e9 {
+        format!("{:.2} s", ns / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else if a >= 1e3 {
+        format!("{:.1} us", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
+/// "72.9ms", "90.0us", "2.00s": a latency for a narrow table column; "-" for
+/// a value that is not a latency (negative, NaN).
+pub fn format_latency_compact(ns: f64) -> String {
+    if !ns.is_finite() || ns < 0.0 {
+        return "-".into();
+    }
+    if ns >= 1e9 {
+        format!("{:.2}s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.2}ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.1}us", ns / 1e3)
+    } else {
+        format_duration(Duration::from_nanos(ns.round() as u64))
+    }
+}
+
 /// "1.000 GiB", "4.000 KiB", "512 B": a size in IEC units.
 pub fn format_size(bytes: u64) -> String {
     if bytes < 1024 {

@@ -150,3 +150,16 @@ fn absurd_durations_and_rates_are_refused() {
     let huge = format!("{}TB/s", "9".repeat(305));
     assert!(parse_rate(&huge).unwrap_err().reason.contains("too large"));
 }
+
+#[test]
+fn latencies_have_three_significant_digits_in_both_forms() {
+    assert_eq!(format_latency(850.0), "850 ns");
+    assert_eq!(format_latency(70_240.0), "70.2 us");
+    assert_eq!(format_latency(1_234_000.0), "1.23 ms");
+    assert_eq!(format_latency(2_004_000_000.0), "2.00 s");
+    assert_eq!(format_latency(-1_500.0), "-1.5 us");
+    assert_eq!(format_latency_compact(72_900_000.0), "72.90ms");
+    assert_eq!(format_latency_compact(90_000.0), "90.0us");
+    assert_eq!(format_latency_compact(500.0), "500ns");
+    assert_eq!(format_latency_compact(f64::NAN), "-");
+}

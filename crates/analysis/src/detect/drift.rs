@@ -14,6 +14,7 @@
 //!   alarming.
 
 use super::least_squares;
+use headroom_units::format_latency;
 use serde::{Deserialize, Serialize};
 
 /// One per-second latency sample.
@@ -81,8 +82,8 @@ impl LatencyDrift {
         let direction = if self.relative_change >= 0.0 { "rose" } else { "fell" };
         format!(
             "mean latency {direction} from {} to {} ({:+.0}%) over {} ({}/h)",
-            format_ns(self.fitted_start_ns),
-            format_ns(self.fitted_end_ns),
+            format_latency(self.fitted_start_ns),
+            format_latency(self.fitted_end_ns),
             self.relative_change * 100.0,
             super::periodic::format_span(span_s),
             format_signed_ns(self.slope_ns_per_hour)
@@ -90,25 +91,11 @@ impl LatencyDrift {
     }
 }
 
-/// "850 ns", "70.0 us", "1.20 ms", "2.00 s".
-pub fn format_ns(ns: f64) -> String {
-    let a = ns.abs();
-    if a >= 1e9 {
-        format!("{:.2} s", ns / 1e9)
-    } else if a >= 1e6 {
-        format!("{:.2} ms", ns / 1e6)
-    } else if a >= 1e3 {
-        format!("{:.1} us", ns / 1e3)
-    } else {
-        format!("{ns:.0} ns")
-    }
-}
-
 fn format_signed_ns(ns: f64) -> String {
     if ns >= 0.0 {
-        format!("+{}", format_ns(ns))
+        format!("+{}", format_latency(ns))
     } else {
-        format!("-{}", format_ns(-ns))
+        format!("-{}", format_latency(-ns))
     }
 }
 
