@@ -2,7 +2,19 @@
 # The whole test suite: installs what the tests need (idempotent), then runs
 # every test of every crate in release mode (the measuring tests need an
 # optimised build to be faster than what they measure).
+#
+# Passing tests' output is shown (their figures, and the reason of every
+# test or case that skipped), and a summary of the skips ends the run, so a
+# skip is never silent. Extra arguments go to `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-cargo test --workspace --release --all-targets "$@"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+harness=(-- --show-output)
+for arg in "$@"; do
+  if [ "$arg" = "--" ]; then harness=(--show-output); fi
+done
+cargo test --workspace --release --all-targets "$@" "${harness[@]}" 2>&1 | tee "$log"
+echo "== skipped tests and cases, with their reasons:"
+grep -h "SKIPPED" "$log" | sort | uniq -c || echo "   none"
