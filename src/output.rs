@@ -72,11 +72,11 @@ impl Output {
 
     /// Bold text when colour is on.
     pub fn bold(&self, s: &str) -> String {
-        use owo_colors::OwoColorize;
-        if self.color {
-            s.bold().to_string()
-        } else {
-            s.to_string()
-        }
+        self.style().bold(s)
+    }
+
+    /// The presenters' view of these settings.
+    pub fn style(&self) -> headroom_report::Style {
+        headroom_report::Style { color: self.color, iec: self.iec }
     }
 }

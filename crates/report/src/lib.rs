@@ -11,6 +11,7 @@
 pub mod charts;
 pub mod export;
 pub mod model;
+pub mod present;
 pub mod sections;
 pub mod table;
 
@@ -24,6 +25,18 @@ pub struct Style {
     pub color: bool,
     /// Also show IEC units (MiB/s).
     pub iec: bool,
+}
+
+impl Style {
+    /// Bold text when colour is on.
+    pub fn bold(&self, s: &str) -> String {
+        use owo_colors::OwoColorize;
+        if self.color {
+            s.bold().to_string()
+        } else {
+            s.to_string()
+        }
+    }
 }
 
 /// One output format.

@@ -1,0 +1,1 @@
+//! `headroom cpu` on a terminal.

@@ -1,0 +1,1 @@
+//! `headroom disk` on a terminal.

@@ -1,0 +1,1 @@
+//! `headroom link` on a terminal.

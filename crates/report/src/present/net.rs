@@ -1,0 +1,1 @@
+//! `headroom net` on a terminal.

@@ -1,0 +1,1 @@
+//! `headroom ping` on a terminal.

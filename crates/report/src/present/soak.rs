@@ -1,0 +1,1 @@
+//! `headroom soak` on a terminal.

@@ -1,0 +1,1 @@
+//! `headroom sys` on a terminal.
