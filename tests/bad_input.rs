@@ -5,19 +5,10 @@
 //! durations, `--save` checked after the job, `--force` alone, `--link 7gbe`,
 //! a listen failure called "cannot connect", `ping HOST:PORT` suggesting serve.
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 use std::path::PathBuf;
-
-fn headroom() -> Command {
-    let mut c = Command::cargo_bin("headroom").unwrap();
-    c.env("NO_COLOR", "1");
-    c
-}
-
-fn fixture(name: &str) -> String {
-    format!("{}/crates/analysis/tests/fixtures/{name}.json", env!("CARGO_MANIFEST_DIR"))
-}
+mod support;
+use support::{analysis_fixture as fixture, headroom_plain as headroom};
 
 /// The `compare-before` fixture with `edit` applied, written to a temp file.
 fn edited(edit: impl FnOnce(&mut serde_json::Value)) -> (tempfile::TempDir, PathBuf) {

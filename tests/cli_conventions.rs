@@ -1,12 +1,9 @@
 //! Conventions every command follows: help with examples and exit codes,
 //! completions, a man page, exit code 2 on usage errors without a backtrace.
 
-use assert_cmd::Command;
 use predicates::prelude::*;
-
-fn headroom() -> Command {
-    Command::cargo_bin("headroom").unwrap()
-}
+mod support;
+use support::headroom;
 
 #[test]
 fn help_documents_exit_codes() {

@@ -1,14 +1,11 @@
 //! `headroom cpu` end to end: the JSON document holds one cpu probe per
 //! kernel and column, figures sit next to the link, bad input exits 2.
 
-use assert_cmd::Command;
 use headroom_result::{ProbeKind, ProbeSpec, ResultDoc};
 use predicates::prelude::*;
 use std::collections::BTreeSet;
-
-fn headroom() -> Command {
-    Command::cargo_bin("headroom").unwrap()
-}
+mod support;
+use support::headroom;
 
 fn run_json(args: &[&str]) -> ResultDoc {
     let output = headroom().arg("cpu").arg("--json").args(args).output().unwrap();

@@ -1,11 +1,8 @@
 //! `headroom link` end to end: the examples, the catalog listing and bad input.
 
-use assert_cmd::Command;
 use predicates::prelude::*;
-
-fn headroom() -> Command {
-    Command::cargo_bin("headroom").unwrap()
-}
+mod support;
+use support::headroom;
 
 fn link_json(args: &[&str]) -> serde_json::Value {
     let out = headroom().arg("link").args(args).arg("--json").assert().success().get_output().stdout.clone();

@@ -1,17 +1,8 @@
 //! `headroom report` and `headroom compare` on stored result documents.
 
-use assert_cmd::Command;
 use predicates::prelude::*;
-
-fn headroom() -> Command {
-    let mut c = Command::cargo_bin("headroom").unwrap();
-    c.env("NO_COLOR", "1");
-    c
-}
-
-fn fixture(name: &str) -> String {
-    format!("{}/crates/analysis/tests/fixtures/{name}.json", env!("CARGO_MANIFEST_DIR"))
-}
+mod support;
+use support::{analysis_fixture as fixture, headroom_plain as headroom};
 
 #[test]
 fn compare_prints_known_ratios_with_significance() {

@@ -1,14 +1,9 @@
 //! `headroom run`: validation before anything runs, and the whole job on this
 //! machine (disk on a temporary directory, network over loopback).
 
-use assert_cmd::Command;
 use predicates::prelude::*;
-
-fn headroom() -> Command {
-    let mut c = Command::cargo_bin("headroom").unwrap();
-    c.env("NO_COLOR", "1").env_remove("HEADROOM_TOKEN");
-    c
-}
+mod support;
+use support::headroom_plain as headroom;
 
 /// Whether this build has the measuring subcommands `run` drives.
 fn has_engines() -> bool {

@@ -1,11 +1,8 @@
 //! `headroom sys` on this machine: the table and the `host` JSON object.
 
-use assert_cmd::Command;
 use predicates::prelude::*;
-
-fn headroom() -> Command {
-    Command::cargo_bin("headroom").unwrap()
-}
+mod support;
+use support::headroom;
 
 #[test]
 fn sys_json_is_the_host_object_of_the_result_document() {

@@ -3,37 +3,15 @@
 //! Ctrl-C cleanup, and the memory filesystems (tmpfs caveat, ramfs O_DIRECT
 //! fallback). Probe durations are kept to fractions of a second.
 
-use headroom_result::{ProbeSpec, ResultDoc};
+use headroom_result::ProbeSpec;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn headroom() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_headroom"))
-}
+mod support;
+use support::{disk_leftovers as leftovers, doc, headroom_process as headroom, stderr};
 
 fn disk(args: &[&str]) -> Output {
     headroom().arg("disk").args(args).output().expect("run headroom")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// Test files headroom left in `dir`.
-fn leftovers(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("headroom-disk-"))
-        .collect()
-}
-
-fn doc(o: &Output) -> ResultDoc {
-    assert!(o.status.success(), "headroom failed: {}", stderr(o));
-    ResultDoc::from_json(&String::from_utf8_lossy(&o.stdout)).expect("a headroom.result/v1 document")
 }
 
 const SHORT: &[&str] = &["--time", "300ms", "--ramp", "100ms", "--size", "16M"];

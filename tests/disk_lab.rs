@@ -8,22 +8,11 @@ use headroom_lab::blockdev::{BlkioThrottle, LoopDevice, Mount};
 use headroom_result::ResultDoc;
 use std::path::Path;
 use std::process::{Command, Output};
-
-fn headroom_bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_headroom"))
-}
+mod support;
+use support::{doc, headroom_bin, stderr};
 
 fn disk(args: &[&str]) -> Output {
     Command::new(headroom_bin()).arg("disk").args(args).output().expect("run headroom")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn doc(o: &Output) -> ResultDoc {
-    assert!(o.status.success(), "headroom failed: {}", stderr(o));
-    ResultDoc::from_json(&String::from_utf8_lossy(&o.stdout)).expect("a headroom.result/v1 document")
 }
 
 const WRITE: &[&str] = &["--rw", "randwrite", "--time", "300ms", "--ramp", "0s", "--size", "8M", "--json"];

@@ -16,31 +16,15 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-fn headroom() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_headroom"))
-}
+mod support;
+use support::{disk_leftovers as leftovers, headroom_process as headroom, stderr};
 
 fn disk(args: &[&str]) -> Output {
     headroom().arg("disk").args(args).output().expect("run headroom")
 }
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
-
-/// Test files headroom left in `dir`.
-fn leftovers(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("headroom-disk-"))
-        .collect()
 }
 
 const WRITE: &[&str] = &["--rw", "randwrite", "--time", "300ms", "--ramp", "0s", "--size", "8M"];

@@ -3,29 +3,17 @@
 //! the last second and `--resume` continues with the gap recorded, live
 //! Prometheus metrics, and vmkernel.log reconnects reported as flaps.
 
-use headroom_result::ResultDoc;
 use headroom_soak::Store;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn headroom() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_headroom"))
-}
+mod support;
+use support::{doc, headroom_process as headroom, stderr};
 
 fn soak(args: &[&str]) -> Output {
     headroom().arg("soak").args(args).output().expect("run headroom")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn doc(o: &Output) -> ResultDoc {
-    assert!(o.status.success(), "headroom failed: {}", stderr(o));
-    ResultDoc::from_json(&String::from_utf8_lossy(&o.stdout)).expect("a headroom.result/v1 document")
 }
 
 fn now_unix() -> f64 {

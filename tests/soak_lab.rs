@@ -6,25 +6,16 @@
 
 use headroom_lab::blockdev::{BlkioThrottle, LoopDevice, Mount};
 use headroom_lab::netns::TwoHosts;
-use headroom_result::ResultDoc;
-use std::path::Path;
-use std::process::{Output, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+mod support;
+use support::{doc, headroom_bin};
 
 const READ_BPS: &str = "blkio.throttle.read_bps_device";
 const WRITE_BPS: &str = "blkio.throttle.write_bps_device";
 const READ_IOPS: &str = "blkio.throttle.read_iops_device";
-
-fn headroom_bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_headroom"))
-}
-
-fn doc(o: &Output) -> ResultDoc {
-    assert!(o.status.success(), "headroom failed: {}", String::from_utf8_lossy(&o.stderr));
-    ResultDoc::from_json(&String::from_utf8_lossy(&o.stdout)).expect("a headroom.result/v1 document")
-}
 
 #[test]
 fn blkio_throttle_dropping_every_6_s_is_one_6_s_period_across_the_default_cycle() {
