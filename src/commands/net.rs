@@ -2,19 +2,20 @@
 //! time, throughput up/down/bidirectional with 1 and N streams, against a
 //! headroom server or a stock iperf3 server, each figure next to the link
 //! ceiling and with the sender's TCP_INFO explaining a short single stream.
-//! The tests are a plan the Runner runs on the net engine.
+//! The tests are a plan the Runner runs on the net engine; each probe is
+//! held against the link by `headroom_analysis::link_share` and shown by
+//! `headroom_report::present::net` as it finishes.
 
 use crate::output::{Outcome, Output};
 use crate::progress::ProgressSink;
 use anyhow::bail;
 use headroom_analysis::ceilings::{choose_nic, LinkCeiling, LinkSpec};
-use headroom_analysis::cpu_limits;
-use headroom_analysis::verdict::AT_CEILING;
+pub(crate) use headroom_analysis::link_share::against_link;
 use headroom_net::{NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, ThroughputSpec, TrafficDirection};
-use headroom_result::CpuLoad;
+use headroom_report::present;
 use headroom_result::{Probe, ResultDoc, Warning};
 use headroom_runner::{Plan, PrepareEvent, ProbeError, Runner, Sink};
-use headroom_units::{format_rate, DurationArg, Rate, Size};
+use headroom_units::{DurationArg, Rate, Size};
 use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
@@ -196,14 +197,13 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
     let (protocol, server_version) = peer.0.unwrap_or_else(|| ("iperf3".into(), None));
     let ceiling = ceiling_for(&host, server.port, args.link.as_ref());
     if !out.json {
-        println!(
-            "{} {} ({} protocol{})",
-            out.bold("headroom net"),
-            server.display(),
-            protocol,
-            server_version.map(|v| format!(", server {v}")).unwrap_or_default()
-        );
-        println!("link: {}", describe(&ceiling, out.iec));
+        out.print(&present::net::heading(
+            &server.display(),
+            &protocol,
+            server_version.as_deref(),
+            &ceiling,
+            out.style(),
+        ));
     }
     let mut probes: Vec<Probe> = Vec::new();
     let mut failures: Vec<String> = Vec::new();
@@ -216,7 +216,7 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
                     failures.push(format!("{}: {e}", p.name));
                 }
                 if !out.json {
-                    print_probe(&p, &ceiling, out);
+                    out.print(&present::net::probe(&p, &ceiling, out.style()));
                 }
                 probes.push(p);
             }
@@ -230,7 +230,7 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
             Err(e) => {
                 let line = format!("{t}: {e}");
                 if !out.json {
-                    println!("  {line}");
+                    out.print(&present::net::failure(&line));
                 }
                 failures.push(line);
             }
@@ -282,194 +282,6 @@ fn net_test(t: &str, args: &NetArgs, rr: bool) -> NetTest {
         udp_rate: if udp { args.udp.map(|r| r.0) } else { None },
         rtt_under_load: rr && !udp,
     })
-}
-
-/// A probe as `net` reports it: throughput probes held against the link,
-/// round trips and handshakes as measured.
-pub(crate) fn against_link(p: Probe, ceiling: &LinkCeiling) -> Probe {
-    let throughput = matches!(&p.spec, headroom_result::ProbeSpec::Net(s) if s.test != "rr" && s.test != "connect");
-    if throughput {
-        throughput_probe(p, ceiling)
-    } else {
-        p
-    }
-}
-
-/// A throughput probe held against the link: its share of the ceiling,
-/// what the CPU diagnosis settles to, and `faster_than_ceiling`.
-pub(crate) fn throughput_probe(mut p: Probe, ceiling: &LinkCeiling) -> Probe {
-    let test = match &p.spec {
-        headroom_result::ProbeSpec::Net(s) => s.test.clone(),
-        _ => String::new(),
-    };
-    let directions = if test == "tcp_bidir" { 2.0 } else { 1.0 };
-    // A virtual NIC's nominal speed is no ceiling a stream could be at.
-    let share =
-        ceiling.tcp_bytes_per_sec.filter(|_| !ceiling.is_virtual).map(|c| p.summary.bytes_per_sec / (c * directions));
-    if test != "udp" {
-        cpu_limits::settle_diagnosis(&mut p, share.is_some_and(|s| s >= AT_CEILING));
-    }
-    if let Some(c) = ceiling.tcp_bytes_per_sec {
-        let share = p.summary.bytes_per_sec / (c * directions);
-        p.details.insert("ceiling_share".into(), serde_json::json!(share));
-        if share > 1.02 {
-            p.warnings.push(Warning::new(
-                headroom_result::WarningCode::FasterThanCeiling,
-                format!(
-                    "measured {} is above the {} ceiling: {}",
-                    format_rate(p.summary.bytes_per_sec * 8.0, false),
-                    ceiling.name,
-                    if ceiling.is_virtual {
-                        "the interface is virtual and its reported speed is nominal, not a limit"
-                    } else {
-                        "the reported link speed is not the real one (check the peer's route)"
-                    }
-                ),
-            ));
-        }
-    }
-    p
-}
-
-fn fmt_ns(ns: f64) -> String {
-    if ns >= 1e6 {
-        format!("{:.2} ms", ns / 1e6)
-    } else {
-        format!("{:.1} us", ns / 1e3)
-    }
-}
-
-fn print_probe(p: &Probe, ceiling: &LinkCeiling, out: &Output) {
-    let d = &p.details;
-    let num = |k: &str| d.get(k).and_then(|v| v.as_f64());
-    match p.spec {
-        headroom_result::ProbeSpec::Net(ref s) if s.test == "rr" || s.test == "connect" => {
-            if let Some(l) = &p.summary.latency_ns {
-                println!(
-                    "  {:<24} min {}  mean {}  p50 {}  p99 {}  max {}  stddev {}",
-                    p.name,
-                    fmt_ns(l.min.unwrap_or(0.0)),
-                    fmt_ns(l.mean),
-                    fmt_ns(l.p50),
-                    fmt_ns(l.p99),
-                    fmt_ns(l.max),
-                    fmt_ns(l.stddev.unwrap_or(0.0))
-                );
-            }
-        }
-        headroom_result::ProbeSpec::Ping(_) => {
-            if let Some(l) = &p.summary.latency_ns {
-                println!(
-                    "  {:<24} min {}  mean {}  p99 {}  max {}  jitter {:.3} ms  loss {:.1}%",
-                    p.name,
-                    fmt_ns(l.min.unwrap_or(0.0)),
-                    fmt_ns(l.mean),
-                    fmt_ns(l.p99),
-                    fmt_ns(l.max),
-                    num("jitter_ms").unwrap_or(0.0),
-                    num("loss_percent").unwrap_or(0.0)
-                );
-            }
-        }
-        _ => {
-            let mut line = format!("  {:<24} {}", p.name, format_rate(p.summary.bytes_per_sec * 8.0, out.iec));
-            if let Some(share) = num("ceiling_share") {
-                if share <= 1.02 {
-                    line += &format!("  {:.1}% of {}", share * 100.0, ceiling.name);
-                } else {
-                    line += &format!("  above the {} ceiling (virtual NIC?)", ceiling.name);
-                }
-            }
-            if let Some(b) = p.summary.bytes.filter(|_| p.spec_bytes().is_some()) {
-                line += &format!("  {} in {:.2} s", headroom_units::format_size(b), p.summary.duration_s);
-            }
-            if let Some(t) = d.get("tcp_info") {
-                line += &format!(
-                    "  retr {}  srtt {:.2} ms  cwnd {} KiB",
-                    t["retransmits"],
-                    t["srtt_us"].as_f64().unwrap_or(0.0) / 1e3,
-                    t["cwnd_bytes"].as_u64().unwrap_or(0) / 1024
-                );
-            }
-            if let Some(u) = d.get("udp") {
-                line += &format!(
-                    "  loss {:.2}%  jitter {:.3} ms",
-                    u["loss_percent"].as_f64().unwrap_or(0.0),
-                    u["jitter_ms"].as_f64().unwrap_or(0.0)
-                );
-            }
-            line += &format!("  cpu {:.0}% here", num("cpu_local_percent").unwrap_or(0.0));
-            if let Some(c) = num("cpu_remote_percent") {
-                line += &format!(" / {c:.0}% server");
-            }
-            println!("{line}");
-            for (key, whose) in [("cpu_load_local", "cpu here"), ("cpu_load_remote", "cpu server")] {
-                if let Some(load) = d.get(key).and_then(|v| serde_json::from_value::<CpuLoad>(v.clone()).ok()) {
-                    println!("  {:<24} {whose}: {}", "", cpu_line(&load));
-                }
-            }
-            if let Some(l) = d.get("rtt_under_load_ns") {
-                println!(
-                    "  {:<24} RTT under load: mean {}  p99 {}",
-                    "",
-                    fmt_ns(l["mean"].as_f64().unwrap_or(0.0)),
-                    fmt_ns(l["p99"].as_f64().unwrap_or(0.0))
-                );
-            }
-            for w in &p.warnings {
-                println!("  {:<24} note: {}", "", w.message);
-            }
-        }
-    }
-}
-
-/// One end's CPU over a test: the process against one core and the machine,
-/// its busiest thread and core, softirq, steal and the cgroup quota.
-fn cpu_line(load: &CpuLoad) -> String {
-    let mut parts = vec![format!("process {:.0}% of one core ({} cores)", load.process_percent, load.cores)];
-    if let Some(t) = load.busiest_thread() {
-        parts.push(format!("busiest thread {} {:.0}%", t.name, t.percent));
-    }
-    if let Some(c) = load.busiest_core() {
-        parts.push(format!("busiest core cpu{} {:.0}% (softirq {:.0}%)", c.cpu, c.busy_percent, c.softirq_percent));
-    }
-    if load.steal_percent >= 1.0 {
-        parts.push(format!("steal {:.0}%", load.steal_percent));
-    }
-    if let Some(cg) = &load.cgroup {
-        parts.push(format!(
-            "cgroup {} quota {:.0}% of a core, throttled in {} of {} periods",
-            cg.path,
-            cg.quota_cores() * 100.0,
-            cg.throttled_periods,
-            cg.periods
-        ));
-    }
-    parts.join(", ")
-}
-
-trait SpecBytes {
-    fn spec_bytes(&self) -> Option<u64>;
-}
-impl SpecBytes for Probe {
-    fn spec_bytes(&self) -> Option<u64> {
-        match &self.spec {
-            headroom_result::ProbeSpec::Net(s) => s.bytes,
-            _ => None,
-        }
-    }
-}
-
-/// The `link:` line: the ceiling, where it came from, and why it may not hold.
-fn describe(c: &LinkCeiling, iec: bool) -> String {
-    let mut s = match c.tcp_bytes_per_sec {
-        Some(b) => format!("{} ({}): TCP ceiling {}", c.name, c.source, format_rate(b * 8.0, iec)),
-        None => format!("{} ({})", c.name, c.source),
-    };
-    if let Some(n) = &c.note {
-        s += &format!("; {n}");
-    }
-    s
 }
 
 /// The link ceiling of `--link`, else of the interface the route to HOST

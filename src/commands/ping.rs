@@ -1,11 +1,13 @@
 //! `headroom ping HOST:PORT`: TCP handshake round trips to any TCP service
 //! (iSCSI 3260, NFS 2049, SMB 445, SSH 22), closed with RST so nothing piles
 //! up in TIME_WAIT. `headroom ping HOST` (no port): UDP echo round trips
-//! against a headroom server, with jitter and loss.
+//! against a headroom server, with jitter and loss. Lines are laid out by
+//! `headroom_report::present::ping`.
 
 use crate::output::{Outcome, Output};
 use anyhow::bail;
 use headroom_net::{connect_probe, echo_probe, tcp_connect_series, Endpoint, Session};
+use headroom_report::present;
 use headroom_result::ResultDoc;
 use headroom_units::DurationArg;
 use std::time::Duration;
@@ -45,10 +47,6 @@ pub(crate) fn rfc3339_now() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
-fn ms(d: f64) -> String {
-    format!("{:.3} ms", d / 1e6)
-}
-
 pub fn run(args: &PingArgs, out: &Output) -> anyhow::Result<Outcome> {
     if args.count == 0 || args.count > 100_000 {
         bail!("--count {} is out of range: 1 to 100000 (example: --count 10)", args.count);
@@ -72,16 +70,12 @@ pub fn run(args: &PingArgs, out: &Output) -> anyhow::Result<Outcome> {
                 *headroom_net::resolve(&host, port).map_err(|e| anyhow::anyhow!("{e}"))?.first().expect("non-empty");
             let display = Endpoint { host: host.clone(), port, token: None, timeout: args.timeout.0 }.display();
             if !out.json {
-                println!("TCP handshake to {display} ({addr}), {} round trips", args.count);
+                out.print(&present::ping::tcp_heading(&display, addr, args.count));
             }
-            let json = out.json;
             let r =
                 tcp_connect_series(addr, &display, args.count, args.interval.0, args.timeout.0, stop, &mut |i, r| {
-                    if !json {
-                        match r {
-                            Ok(d) => println!("  seq={i} time={}", ms(d.as_nanos() as f64)),
-                            Err(e) => println!("  seq={i} failed: {e}"),
-                        }
+                    if !out.json {
+                        out.print(&present::ping::round_trip(i, r));
                     }
                 })
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -96,7 +90,7 @@ pub fn run(args: &PingArgs, out: &Output) -> anyhow::Result<Outcome> {
                 e => anyhow::anyhow!("{e}"),
             })?;
             if !out.json {
-                println!("UDP echo to {} ({}), {} round trips", target.display(), session.peer, args.count);
+                out.print(&present::ping::udp_heading(&target.display(), session.peer, args.count));
             }
             let r = session.udp_echo(args.count, args.interval.0, 64, stop).map_err(|e| anyhow::anyhow!("{e}"))?;
             session.close();
@@ -109,25 +103,8 @@ pub fn run(args: &PingArgs, out: &Output) -> anyhow::Result<Outcome> {
         out.print_json(&doc)?;
         return Ok(Outcome::Ok);
     }
-    let sent = probe.details.get("attempts").or(probe.details.get("sent")).and_then(|v| v.as_u64()).unwrap_or(0);
+    out.print(&present::ping::summary(&probe));
     let ok = probe.summary.ops.unwrap_or(0);
-    println!(
-        "{sent} sent, {ok} answered, {:.1}% failed",
-        if sent > 0 { (sent - ok.min(sent)) as f64 / sent as f64 * 100.0 } else { 0.0 }
-    );
-    if let Some(l) = &probe.summary.latency_ns {
-        println!(
-            "rtt min/avg/max/stddev/p99 = {:.3}/{:.3}/{:.3}/{:.3}/{:.3} ms",
-            l.min.unwrap_or(0.0) / 1e6,
-            l.mean / 1e6,
-            l.max / 1e6,
-            l.stddev.unwrap_or(0.0) / 1e6,
-            l.p99 / 1e6
-        );
-    }
-    if let Some(j) = probe.details.get("jitter_ms").and_then(|v| v.as_f64()) {
-        println!("jitter {j:.3} ms");
-    }
     Ok(if ok == 0 { Outcome::Error } else { Outcome::Ok })
 }
 

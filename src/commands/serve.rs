@@ -1,10 +1,12 @@
 //! `headroom serve`: the server end of `headroom net` and `headroom ping HOST`,
 //! and a stand-in for `iperf3 -s` that serves several clients at once and
-//! never gets stuck on a dead client.
+//! never gets stuck on a dead client. Its banner and log lines are laid out
+//! by `headroom_report::present::net`.
 
 use crate::output::{Outcome, Output};
 use anyhow::{bail, Context};
 use headroom_net::{check_bind_policy, Server, ServerConfig};
+use headroom_report::present;
 use headroom_units::DurationArg;
 use std::io::Write;
 use std::net::IpAddr;
@@ -84,22 +86,13 @@ pub fn run(args: &ServeArgs, out: &Output) -> anyhow::Result<Outcome> {
         once: args.once,
         log: Arc::new(move |line: &str| {
             let mut o = std::io::stdout().lock();
-            if json {
-                let _ = writeln!(o, "{}", serde_json::json!({"event": "test", "line": line}));
-            } else {
-                let _ = writeln!(o, "{line}");
-            }
+            let _ = o.write_all(present::net::serve_log_line(line, json).as_bytes());
             let _ = o.flush();
         }),
     };
     let iperf3 = cfg.allow_iperf3;
     let server = Server::bind(cfg).with_context(|| format!("--bind {} --port {}", args.bind, args.port))?;
-    eprintln!(
-        "headroom serve: listening on {} (TCP and UDP); headroom clients: {}; iperf3 clients: {}",
-        server.local_addr(),
-        if args.token.is_some() { "token required" } else { "no authentication" },
-        if iperf3 { "served" } else { "refused (add --iperf3)" }
-    );
+    eprint!("{}", present::net::serve_banner(&server.local_addr().to_string(), args.token.is_some(), iperf3));
     server.run(crate::signals::stop_flag())?;
     Ok(Outcome::Ok)
 }

@@ -10,6 +10,7 @@ pub mod cliff;
 pub mod compare;
 pub mod cpu_limits;
 pub mod goals;
+pub mod link_share;
 pub mod verdict;
 
 pub use ceilings::{PathHints, PathModel};

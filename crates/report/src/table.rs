@@ -157,6 +157,16 @@ pub fn paint(text: &str, tone: Tone, color: bool) -> String {
     }
 }
 
+/// `s` cut to `n` characters, the last one an ellipsis when cut, so a
+/// long cell keeps its column.
+pub fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        s.chars().take(n - 1).collect::<String>() + "…"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,5 +192,12 @@ mod tests {
             "{md}"
         );
         assert_eq!(t.to_csv(), "probe,rate\na|b,1.0 MB/s\n\"say \"\"hi\"\", ok\",22.00 MB/s\n");
+    }
+
+    #[test]
+    fn truncate_keeps_the_width() {
+        assert_eq!(truncate("8b/10b", 40), "8b/10b");
+        assert_eq!(truncate("abcdef", 4), "abc…");
+        assert_eq!(truncate("abcd", 4), "abcd");
     }
 }

@@ -318,6 +318,45 @@ pub fn format_duration(d: Duration) -> String {
     out
 }
 
+// -- pres-net --
+
+/// "0.123 ms": a round trip as ping(8) prints it, always in milliseconds at
+/// microsecond resolution, so a column of them lines up.
+pub fn format_millis(ns: f64) -> String {
+    format!("{:.3} ms", ns / 1e6)
+}
+
+/// "487.040 ns", "12.304 us", "1.230 ms": a span of seconds at three decimals
+/// of its own unit, for frame times compared digit by digit.
+pub fn format_span_fine(seconds: f64) -> String {
+    if seconds < 1e-6 {
+        format!("{:.3} ns", seconds * 1e9)
+    } else if seconds < 1e-3 {
+        format!("{:.3} us", seconds * 1e6)
+    } else {
+        format!("{:.3} ms", seconds * 1e3)
+    }
+}
+
+/// "1.25 GBd", "125 MBd", "25.78125 GBd": a symbol rate as exact as the
+/// standard states it (up to five decimals, trailing zeros dropped).
+pub fn format_baud(baud: f64) -> String {
+    let (v, unit) = if baud >= 1e9 { (baud / 1e9, "GBd") } else { (baud / 1e6, "MBd") };
+    let text = format!("{v:.5}");
+    format!("{} {unit}", text.trim_end_matches('0').trim_end_matches('.'))
+}
+
+/// "      941.48 Mb/s     117.69 MB/s     112.23 MiB/s": a rate in all three
+/// units at two decimals, in fixed-width columns that line up row under row.
+pub fn format_rate_columns(bits_per_sec: f64) -> String {
+    format!(
+        "{:>12.2} Mb/s {:>10.2} MB/s {:>10.2} MiB/s",
+        bits_per_sec / 1e6,
+        bits_per_sec / 8e6,
+        bits_per_sec / 8.0 / 1_048_576.0
+    )
+}
+
 /// A size typed on the command line, in bytes. Implements `FromStr` for clap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Size(pub u64);

@@ -163,3 +163,20 @@ fn latencies_have_three_significant_digits_in_both_forms() {
     assert_eq!(format_latency_compact(500.0), "500ns");
     assert_eq!(format_latency_compact(f64::NAN), "-");
 }
+
+// -- pres-net --
+
+#[test]
+fn fine_forms_keep_their_digits() {
+    assert_eq!(format_millis(116_700.0), "0.117 ms");
+    assert_eq!(format_millis(22_389_000.0), "22.389 ms");
+    // A full 1522 B frame at 25 Gb/s and at 1 Gb/s.
+    assert_eq!(format_span_fine(1522.0 * 8.0 / 25e9), "487.040 ns");
+    assert_eq!(format_span_fine(1538.0 * 8.0 / 1e9), "12.304 us");
+    assert_eq!(format_span_fine(1538.0 * 8.0 / 10e6), "1.230 ms");
+    assert_eq!(format_baud(1.25e9), "1.25 GBd");
+    assert_eq!(format_baud(25.78125e9), "25.78125 GBd");
+    assert_eq!(format_baud(125e6), "125 MBd");
+    assert_eq!(format_baud(8e9), "8 GBd");
+    assert_eq!(format_rate_columns(1e9), "     1000.00 Mb/s     125.00 MB/s     119.21 MiB/s");
+}
