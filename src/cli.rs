@@ -3,10 +3,10 @@
 //! line is reported (one line, exit 2); it runs nothing.
 
 use crate::commands;
+use crate::output::GlobalArgs;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
-use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::ffi::OsString;
-use std::path::Path;
 use std::process::ExitCode;
 
 pub const EXIT_CODES: &str = "\
@@ -33,23 +33,6 @@ pub struct Cli {
     pub global: GlobalArgs,
     #[command(subcommand)]
     pub command: Command,
-}
-
-/// Flags every command accepts.
-#[derive(Args, Debug, Clone, Default)]
-pub struct GlobalArgs {
-    /// Print one JSON document to stdout instead of tables
-    #[arg(long, global = true)]
-    pub json: bool,
-    /// Also print byte rates in IEC units (MiB/s)
-    #[arg(long, global = true)]
-    pub iec: bool,
-    /// Never use colour (NO_COLOR in the environment does the same)
-    #[arg(long, global = true)]
-    pub no_color: bool,
-    /// Hide progress bars
-    #[arg(long, global = true)]
-    pub quiet: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -175,30 +158,6 @@ fn first_example(cmd: &clap::Command) -> Option<String> {
     // The comment after two spaces and any shell redirection are not the command.
     let command = first.split("  ").next().unwrap_or(first);
     Some(command.split(['>', '|']).next().unwrap_or(command).trim().to_string())
-}
-
-/// Checks, before any work starts, that a file a command will write can be
-/// written: its directory exists and is writable, and it is not a directory.
-pub fn check_output_file(flag: &str, path: &Path, example: &str) -> anyhow::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let shown = path.display();
-    if path.is_dir() {
-        anyhow::bail!("{flag} {shown} is a directory; give a file name (example: {flag} {example})");
-    }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    if !dir.is_dir() {
-        anyhow::bail!("{flag} {shown}: directory {} does not exist (example: {flag} {example})", dir.display());
-    }
-    let target = if path.exists() { path } else { dir };
-    let c = std::ffi::CString::new(target.as_os_str().as_bytes())?;
-    // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
-    if unsafe { libc::access(c.as_ptr(), libc::W_OK) } != 0 {
-        anyhow::bail!("{flag} {shown}: {} is not writable (example: {flag} {example})", target.display());
-    }
-    Ok(())
 }
 
 #[cfg(test)]

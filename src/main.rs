@@ -11,6 +11,9 @@ mod output;
 mod progress;
 mod signals;
 
+use clap::CommandFactory;
+use cli::Command;
+use output::{Outcome, Output};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -18,12 +21,12 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(code) => return code,
     };
-    let out = output::Output::from_env(&cli.global);
-    let outcome = match commands::dispatch(cli.command, &out) {
+    let out = Output::from_env(&cli.global);
+    let outcome = match dispatch(cli.command, &out) {
         Ok(code) => code.into(),
         Err(e) => {
             out.error(&e);
-            output::Outcome::Error.into()
+            Outcome::Error.into()
         }
     };
     // Commands report a stop as they see fit (figures so far, an error);
@@ -32,4 +35,23 @@ fn main() -> ExitCode {
         return ExitCode::from(signals::INTERRUPTED_EXIT);
     }
     outcome
+}
+
+/// Runs one subcommand; errors are printed by `main` and exit 2.
+fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
+    match command {
+        Command::Disk(args) => commands::disk::run(&args, out),
+        Command::Link(args) => commands::link::run(&args, out),
+        Command::Serve(args) => commands::serve::run(&args, out),
+        Command::Net(args) => commands::net::run(&args, out),
+        Command::Ping(args) => commands::ping::run(&args, out),
+        Command::Sys(args) => commands::sys::run(&args, out),
+        Command::Run(args) => commands::run::run(&args, out),
+        Command::Report(args) => commands::report::run(&args, out),
+        Command::Compare(args) => commands::compare::run(&args, out),
+        Command::Soak(args) => commands::soak::run(&args, out),
+        Command::Cpu(args) => commands::cpu::run(&args, out),
+        Command::Completions(args) => commands::meta::completions(&args, cli::Cli::command()),
+        Command::ManPage => commands::meta::man_page(cli::Cli::command()),
+    }
 }

@@ -2,8 +2,9 @@
 //! errors on stderr, and the exit code. Presenters decide layout; this decides
 //! the channel.
 
-use crate::cli::GlobalArgs;
+use clap::Args;
 use std::io::IsTerminal;
+use std::path::Path;
 use std::process::ExitCode;
 
 /// How a command ended; maps to the documented exit codes.
@@ -79,4 +80,42 @@ impl Output {
     pub fn style(&self) -> headroom_report::Style {
         headroom_report::Style { color: self.color, iec: self.iec }
     }
+}
+
+/// Flags every command accepts.
+#[derive(Args, Debug, Clone, Default)]
+pub struct GlobalArgs {
+    /// Print one JSON document to stdout instead of tables
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Also print byte rates in IEC units (MiB/s)
+    #[arg(long, global = true)]
+    pub iec: bool,
+    /// Never use colour (NO_COLOR in the environment does the same)
+    #[arg(long, global = true)]
+    pub no_color: bool,
+    /// Hide progress bars
+    #[arg(long, global = true)]
+    pub quiet: bool,
+}
+
+/// Checks, before any work starts, that a file a command will write can be
+/// written: its directory exists and is writable, and it is not a directory.
+pub fn check_output_file(flag: &str, path: &Path, example: &str) -> anyhow::Result<()> {
+    let shown = path.display();
+    if path.is_dir() {
+        anyhow::bail!("{flag} {shown} is a directory; give a file name (example: {flag} {example})");
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        anyhow::bail!("{flag} {shown}: directory {} does not exist (example: {flag} {example})", dir.display());
+    }
+    let target = if path.exists() { path } else { dir };
+    if rustix::fs::access(target, rustix::fs::Access::WRITE_OK).is_err() {
+        anyhow::bail!("{flag} {shown}: {} is not writable (example: {flag} {example})", target.display());
+    }
+    Ok(())
 }

@@ -1,8 +1,6 @@
 //! Commands about the CLI itself: shell completions and the man page.
 
-use crate::cli::Cli;
 use crate::output::Outcome;
-use clap::CommandFactory;
 
 #[derive(clap::Args, Debug)]
 #[command(
@@ -13,12 +11,14 @@ pub struct CompletionsArgs {
     pub shell: clap_complete::Shell,
 }
 
-pub fn completions(args: &CompletionsArgs) -> anyhow::Result<Outcome> {
-    clap_complete::generate(args.shell, &mut Cli::command(), "headroom", &mut std::io::stdout());
+/// Writes the completion script of `cli` (the whole command line) for the shell asked.
+pub fn completions(args: &CompletionsArgs, mut cli: clap::Command) -> anyhow::Result<Outcome> {
+    clap_complete::generate(args.shell, &mut cli, "headroom", &mut std::io::stdout());
     Ok(Outcome::Ok)
 }
 
-pub fn man_page() -> anyhow::Result<Outcome> {
-    clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?;
+/// Writes the man page of `cli` (the whole command line) in roff.
+pub fn man_page(cli: clap::Command) -> anyhow::Result<Outcome> {
+    clap_mangen::Man::new(cli).render(&mut std::io::stdout())?;
     Ok(Outcome::Ok)
 }

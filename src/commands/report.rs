@@ -76,7 +76,7 @@ pub fn run(args: &ReportArgs, out: &Output) -> anyhow::Result<Outcome> {
         (None, false) => args.html.is_none().then_some(Format::Table),
     };
     if let Some(path) = &args.html {
-        crate::cli::check_output_file("--html", path, "report.html")?;
+        crate::output::check_output_file("--html", path, "report.html")?;
     }
     let report = Report::new(load_results(&args.results)?);
     let style = Style { color: out.color, iec: out.iec };

@@ -107,7 +107,7 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
         );
     }
     if let Some(save) = &args.save {
-        crate::cli::check_output_file("--save", save, "run.json")?;
+        crate::output::check_output_file("--save", save, "run.json")?;
     }
     if let Some(label) = &args.label {
         if label.trim().is_empty() {
