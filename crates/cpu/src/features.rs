@@ -6,6 +6,7 @@
 pub struct Feature {
     /// As the vendor names it: AES-NI, VAES, AVX2, AVX-512F, SHA-NI, ...
     pub name: &'static str,
+    /// Whether this CPU has it (/proc/cpuinfo flags).
     pub present: bool,
     /// Which kernels use it here, and caveats.
     pub used_for: &'static str,

@@ -14,9 +14,13 @@ use std::hint::black_box;
 /// What a kernel is for, which decides what "fills the link" means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Group {
+    /// RAID parity: measured against the disks' throughput.
     Parity,
+    /// Checksums, as filesystems and protocols compute them per block.
     Checksum,
+    /// Compression, as filesystems (ZFS, btrfs) and protocols apply it.
     Compression,
+    /// Encryption, as SMB3, SSH and TLS apply it: measured against the link.
     Encryption,
 }
 
@@ -32,29 +36,47 @@ pub enum Direction {
 pub enum Kernel {
     /// RAID-5: XOR parity over `data` blocks per stripe.
     Raid5Xor {
+        /// Data blocks per stripe (4 for a 4+1 array).
         data: usize,
     },
     /// RAID-6: two Reed-Solomon recovery shards over `data` blocks per stripe.
     Raid6Pq {
+        /// Data blocks per stripe (8 for an 8+2 array).
         data: usize,
     },
+    /// CRC-32C (Castagnoli), the iSCSI, ext4 and btrfs checksum.
     Crc32c,
+    /// xxHash64.
     Xxh64,
+    /// XXH3 (64-bit).
     Xxh3,
+    /// SHA-256, as ZFS and btrfs offer for dedup and integrity.
     Sha256,
+    /// BLAKE3.
     Blake3,
+    /// Fletcher-4, ZFS's default checksum.
     Fletcher4,
+    /// LZ4 block compression (lz4_flex), as ZFS and btrfs use it.
     Lz4 {
+        /// Compress or decompress.
         direction: Direction,
+        /// What the buffer holds.
         data: DataKind,
     },
+    /// Zstandard at `level`.
     Zstd {
+        /// Zstandard level (1 fastest; negative levels faster still).
         level: i32,
+        /// Compress or decompress.
         direction: Direction,
+        /// What the buffer holds.
         data: DataKind,
     },
+    /// AES-128-GCM, authenticated encryption.
     Aes128Gcm,
+    /// AES-256-GCM, SMB 3.1.1's strongest cipher.
     Aes256Gcm,
+    /// ChaCha20-Poly1305, SSH's and WireGuard's cipher on CPUs without AES-NI.
     ChaCha20Poly1305,
 }
 
@@ -132,6 +154,7 @@ impl Kernel {
         }
     }
 
+    /// What the kernel is for.
     pub fn group(&self) -> Group {
         match self {
             Kernel::Raid5Xor { .. } | Kernel::Raid6Pq { .. } => Group::Parity,

@@ -36,9 +36,21 @@ pub use verify::{verify, verify_all};
 pub enum CpuError {
     /// A kernel computed a wrong answer: its speed would be a fantasy.
     #[error("kernel {kernel} failed its correctness check ({reason}); refusing to time it")]
-    Incorrect { kernel: String, reason: String },
+    Incorrect {
+        /// The kernel's id, e.g. `crc32c`.
+        kernel: String,
+        /// What the check found.
+        reason: String,
+    },
+    /// A kernel could not be set up or run on its buffer.
     #[error("kernel {kernel} could not be set up: {reason}")]
-    Setup { kernel: String, reason: String },
+    Setup {
+        /// The kernel's id, e.g. `zstd-3-compress`.
+        kernel: String,
+        /// What failed.
+        reason: String,
+    },
+    /// A measurement thread could not be spawned (the OS's message).
     #[error("could not start a measurement thread: {0}")]
     Thread(String),
 }

@@ -18,6 +18,7 @@ pub struct BufferSpec {
     /// Out of cache: bytes shared out among the threads. Cache-resident:
     /// bytes per thread.
     pub bytes: u64,
+    /// True: each thread has `bytes` of its own, sized to stay in cache; false: the threads share one buffer streamed from RAM.
     pub cache_resident: bool,
 }
 
@@ -37,9 +38,11 @@ impl BufferSpec {
 /// every buffer.
 #[derive(Debug, Clone)]
 pub struct KernelMatrix {
+    /// The kernels to measure, in order.
     pub kernels: Vec<Kernel>,
     /// Thread counts, e.g. [1, 8].
     pub threads: Vec<usize>,
+    /// The buffers each kernel runs on.
     pub buffers: Vec<BufferSpec>,
     /// Measured time of each kernel x threads x buffer.
     pub time: Duration,
@@ -53,6 +56,7 @@ impl KernelMatrix {
         self.kernels.len() * self.threads.len() * self.buffers.len()
     }
 
+    /// True when the plan measures nothing.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -68,6 +72,7 @@ impl KernelMatrix {
 pub struct ProgressEvent {
     /// Measurements finished.
     pub done: usize,
+    /// Measurements in all.
     pub total: usize,
     /// The measurement about to run (or "done").
     pub label: String,
@@ -78,14 +83,19 @@ pub struct ProgressEvent {
 /// One kernel at one thread count on one buffer.
 #[derive(Debug, Clone)]
 pub struct Measurement {
+    /// The kernel measured.
     pub kernel: Kernel,
+    /// Threads that ran it at once.
     pub threads: usize,
     /// Bytes in the buffer the threads shared (cache-resident: per thread).
     pub buffer_bytes: u64,
+    /// See [`BufferSpec::cache_resident`].
     pub cache_resident: bool,
     /// Payload bytes processed in the measured time (uncompressed bytes for compression).
     pub bytes: u64,
+    /// The measured time, warm-up excluded.
     pub duration: Duration,
+    /// `bytes` per second of `duration`, all threads together.
     pub bytes_per_sec: f64,
     /// Uncompressed / compressed, for compression kernels.
     pub ratio: Option<f64>,
@@ -204,6 +214,7 @@ pub struct KernelBench {
 }
 
 impl KernelBench {
+    /// A bench on the CPUs this process may run on (its affinity mask).
     pub fn new() -> Self {
         KernelBench { cpus: allowed_cpus(), buffers: HashMap::new(), verified: Vec::new() }
     }

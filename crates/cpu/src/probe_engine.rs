@@ -18,12 +18,15 @@ pub struct CpuRequest {
     /// The data it runs on where that matters (compression): `incompressible`
     /// or `compressible-2to1`.
     pub data: Option<String>,
+    /// Threads running the kernel at once.
     pub threads: usize,
     /// Out of cache: bytes the threads share; cache-resident: bytes per thread.
     pub buffer_bytes: u64,
+    /// See [`BufferSpec::cache_resident`](crate::BufferSpec::cache_resident).
     pub cache_resident: bool,
     /// Measured time, after `warmup`.
     pub time: Duration,
+    /// Untimed run before `time` (page faults, caches, clock ramp-up).
     pub warmup: Duration,
 }
 
@@ -114,6 +117,7 @@ pub struct CpuEngine {
 }
 
 impl CpuEngine {
+    /// An engine that builds its kernel bench on first use.
     pub fn new() -> Self {
         CpuEngine { bench: None }
     }

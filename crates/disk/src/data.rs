@@ -45,6 +45,7 @@ impl FastRng {
         nanos ^ (u64::from(std::process::id()) << 32) ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)
     }
 
+    /// The next pseudo-random 64-bit word (wyrand).
     #[inline(always)]
     pub fn next_u64(&mut self) -> u64 {
         wy_step(&mut self.state)

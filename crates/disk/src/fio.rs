@@ -16,10 +16,15 @@ pub fn fio_size(bytes: u64) -> String {
 /// The parts of a test fio needs beyond its definition.
 #[derive(Debug, Clone, Copy)]
 pub struct FioContext<'a> {
+    /// The target fio opens (`--filename`).
     pub path: &'a str,
+    /// Bytes fio tests (`--size`).
     pub size: u64,
+    /// The engine to mirror (`--ioengine`).
     pub engine: EngineKind,
+    /// Whether O_DIRECT is on (`--direct`).
     pub direct: bool,
+    /// What written blocks contain (mapped to fio's buffer options).
     pub pattern: Pattern,
     /// io_uring with registered buffers.
     pub fixedbufs: bool,

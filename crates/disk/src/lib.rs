@@ -39,14 +39,20 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Rw {
+    /// Sequential reads (`read`).
     Read,
+    /// Sequential writes (`write`).
     Write,
+    /// Random reads (`randread`).
     RandRead,
+    /// Random writes (`randwrite`).
     RandWrite,
+    /// Random mix of reads and writes, `rwmix_read` percent reads (`randrw`).
     RandRw,
 }
 
 impl Rw {
+    /// Every pattern, in the order the fio names are listed.
     pub const ALL: [Rw; 5] = [Rw::Read, Rw::Write, Rw::RandRead, Rw::RandWrite, Rw::RandRw];
 
     /// The fio name: read, write, randread, randwrite, randrw.
@@ -60,10 +66,12 @@ impl Rw {
         }
     }
 
+    /// The pattern with this fio name; None for any other word.
     pub fn parse(s: &str) -> Option<Rw> {
         Rw::ALL.into_iter().find(|rw| rw.as_str() == s)
     }
 
+    /// Whether offsets are random rather than sequential.
     pub fn is_random(self) -> bool {
         matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
     }
@@ -93,6 +101,7 @@ pub enum SyncMode {
 }
 
 impl SyncMode {
+    /// The word the result document's `sync` field carries: none, fsync or dsync.
     pub fn as_str(self) -> &'static str {
         match self {
             SyncMode::None => "none",
@@ -130,18 +139,23 @@ pub enum EngineChoice {
     /// io_uring where the kernel offers it, else psync.
     #[default]
     Auto,
+    /// io_uring or fail.
     IoUring,
+    /// pread/pwrite, one I/O in flight per thread (jobs x queue depth threads, capped).
     Psync,
 }
 
 /// The engine that actually ran a test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EngineKind {
+    /// io_uring (`io_uring` in the document).
     IoUring,
+    /// pread/pwrite (`psync` in the document).
     Psync,
 }
 
 impl EngineKind {
+    /// The word the result document's `engine` field carries.
     pub fn as_str(self) -> &'static str {
         match self {
             EngineKind::IoUring => "io_uring",
@@ -169,14 +183,19 @@ pub struct TestDef {
     pub id: String,
     /// Human name, e.g. `SEQ1M Q8T1 read`.
     pub name: String,
+    /// Access pattern.
     pub rw: Rw,
+    /// Bytes per I/O.
     pub block_size: u64,
+    /// I/Os in flight per job.
     pub queue_depth: u32,
+    /// Workers issuing I/O at once, each with its own queue (fio's `numjobs`).
     pub jobs: u32,
     /// Percentage of reads for randrw.
     pub rwmix_read: Option<u32>,
     /// Overrides the run's direct setting (the `sync` preset's buffered column).
     pub direct: Option<DirectMode>,
+    /// How writes are made durable.
     pub sync: SyncMode,
     /// Measured time, warm-up excluded.
     pub time: Duration,
@@ -191,21 +210,36 @@ pub struct TestDef {
 /// Errors of the disk engine. Messages say what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum DiskError {
+    /// The user asked for something impossible; the message says what and how to fix it.
     #[error("{0}")]
     Usage(String),
+    /// The target filled up (ENOSPC); the test file has been removed.
     #[error("the disk is full ({context}); the test file was removed. Use a smaller --size or free some space")]
-    DiskFull { context: String },
+    DiskFull {
+        /// What headroom was doing, e.g. `laying out /mnt/x/headroom.tmp`.
+        context: String,
+    },
+    /// An I/O call failed; `context` says what headroom was doing.
     #[error("{context}: {source}")]
     Io {
+        /// What headroom was doing, e.g. `opening /dev/sdb`.
         context: String,
+        /// The OS error.
         #[source]
         source: std::io::Error,
     },
+    /// A safety check refused to write to the target (it holds data headroom did not create).
     #[error("refusing to write to {path}: {reason}")]
-    Refused { path: String, reason: String },
+    Refused {
+        /// The target refused.
+        path: String,
+        /// What was found there, e.g. an ext4 superblock.
+        reason: String,
+    },
 }
 
 impl DiskError {
+    /// [`DiskError::Io`] for `source`, or [`DiskError::DiskFull`] when it is ENOSPC.
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         if source.raw_os_error() == Some(libc::ENOSPC) {
             DiskError::DiskFull { context: context.into() }
@@ -220,4 +254,5 @@ impl DiskError {
     }
 }
 
+/// Results of the disk engine.
 pub type Result<T, E = DiskError> = std::result::Result<T, E>;

@@ -11,19 +11,28 @@ use std::time::Duration;
 /// A preset's name and what it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Preset {
+    /// SEQ1M Q8T1, RND4K Q32T1, RND4K Q1T1, read and write: the default.
     Quick,
+    /// CrystalDiskMark's set: SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1, RND4K Q1T1.
     Cdm,
+    /// Deep queues for NVMe: SEQ1M Q8T1, SEQ128K Q32T1, RND4K Q32T16, RND4K Q1T1.
     Nvme,
+    /// Random 4K, 64K and 1M at QD1, and sequential 1M.
     Sizes,
+    /// QD 1..64 x 4K/64K/1M random reads and writes, shown as a matrix.
     Sweep,
+    /// 4K/64K/1M random writes buffered, with O_DSYNC and with fsync, side by side.
     Sync,
+    /// Sequential 1M QD8 writes for a minute or `--size` bytes, watching for a write cliff.
     Sustained,
 }
 
 impl Preset {
+    /// Every preset, in the order `--help` lists them.
     pub const ALL: [Preset; 7] =
         [Preset::Quick, Preset::Cdm, Preset::Nvme, Preset::Sizes, Preset::Sweep, Preset::Sync, Preset::Sustained];
 
+    /// The name `--preset` takes.
     pub fn as_str(self) -> &'static str {
         match self {
             Preset::Quick => "quick",
@@ -36,6 +45,7 @@ impl Preset {
         }
     }
 
+    /// The preset named `s`; None for any other word.
     pub fn parse(s: &str) -> Option<Preset> {
         Preset::ALL.into_iter().find(|p| p.as_str() == s)
     }
@@ -175,20 +185,31 @@ pub fn test_def(rw: Rw, block_size: u64, queue_depth: u32, jobs: u32, time: Dura
 /// options; `run` and `soak` fill in their own).
 #[derive(Debug, Clone)]
 pub struct TestChoice {
+    /// `--preset`, unparsed.
     pub preset: Option<String>,
+    /// `--rw`, unparsed (read, write, randread, randwrite, randrw).
     pub rw: Option<String>,
+    /// `--bs`, bytes per I/O.
     pub bs: Option<Size>,
+    /// `--qd`, I/Os in flight per job.
     pub qd: Option<u32>,
+    /// `--jobs`, workers.
     pub jobs: Option<u32>,
+    /// `--size`: test file size, the region of a device, or the bytes `sustained` writes.
     pub size: Option<Size>,
+    /// `--time`, measured time per test.
     pub time: Option<DurationArg>,
+    /// `--ramp`, warm-up per test.
     pub ramp: Option<DurationArg>,
+    /// `--sample-interval`, length of each sample of the series.
     pub sample_interval: Option<DurationArg>,
+    /// `--rwmix`, percent reads for randrw.
     pub rwmix: Option<u32>,
     /// auto, on, off.
     pub direct: String,
     /// auto, io_uring, psync.
     pub engine: String,
+    /// `--fixedbufs`: io_uring with registered buffers.
     pub fixedbufs: bool,
     /// none, fsync, dsync.
     pub sync: String,
@@ -223,7 +244,9 @@ impl Default for TestChoice {
 pub struct TestSelection {
     /// The preset they come from (None: one custom test).
     pub preset: Option<Preset>,
+    /// The tests, in the order they run.
     pub tests: Vec<TestDef>,
+    /// How they run: engine, O_DIRECT, write pattern, registered buffers.
     pub settings: RunSettings,
 }
 

@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 pub struct BusCeiling {
     /// e.g. `PCIe 3.0 x4`, `SATA III`.
     pub name: String,
+    /// The bus's payload ceiling per direction, bytes/s.
     pub bytes_per_sec: f64,
     /// Where the figure came from, e.g. `/sys/block/nvme0n1`.
     pub source: String,

@@ -20,20 +20,28 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Where the tests run: PATH and what the user allowed there.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DiskTarget {
+    /// The file, directory (for a test file) or device to test.
     pub path: PathBuf,
     /// Test file or region size; None: the default for a test file, the whole device or file.
     pub size: Option<u64>,
+    /// Test-file size when `size` is None, bytes.
     pub default_size: u64,
+    /// `--destructive`: writing to a block device or existing file is allowed.
     pub destructive: bool,
+    /// `--force`: write even where a superblock or partition table was found (never to something in use).
     pub force: bool,
+    /// `--keep`: leave the test file in place after the run.
     pub keep: bool,
 }
 
 /// One disk test to run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DiskRequest {
+    /// Where the tests run.
     pub target: DiskTarget,
+    /// Run-wide settings (engine, O_DIRECT, pattern).
     pub settings: RunSettings,
+    /// The test.
     pub test: TestDef,
     /// Reads faster than this bus were answered by a cache (`faster_than_ceiling`).
     pub bus: Option<BusCeiling>,
@@ -59,6 +67,7 @@ pub struct DiskEngine {
 }
 
 impl DiskEngine {
+    /// An engine with nothing prepared yet.
     pub fn new() -> Self {
         DiskEngine { prepared: None }
     }

@@ -28,8 +28,11 @@ use std::time::{Duration, Instant};
 /// Run-wide settings every test shares.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunSettings {
+    /// Which engine runs the tests.
     pub engine: EngineChoice,
+    /// Whether to use O_DIRECT (a test's own `direct` overrides it).
     pub direct: DirectMode,
+    /// What written blocks contain.
     pub pattern: Pattern,
     /// io_uring with registered buffers (fio's `--fixedbufs`): less CPU per
     /// I/O, but a throttled device is charged twice for every I/O it splits
@@ -46,14 +49,18 @@ pub struct Tick {
     pub planned: Duration,
     /// Still in the warm-up.
     pub ramping: bool,
+    /// Payload bytes per second over the last interval.
     pub bytes_per_sec: f64,
+    /// Operations per second over the last interval.
     pub iops: f64,
 }
 
 /// What one test measured.
 #[derive(Debug)]
 pub struct TestOutcome {
+    /// The test as defined.
     pub def: TestDef,
+    /// The engine that ran it (auto resolved).
     pub engine: EngineKind,
     /// O_DIRECT was in effect.
     pub direct: bool,
@@ -65,7 +72,9 @@ pub struct TestOutcome {
     /// Worker threads that ran (jobs, or jobs x queue depth for psync, capped
     /// at [`crate::engine::PSYNC_MAX_THREADS`]).
     pub threads: u32,
+    /// The figures over the measured time, as they go into the result document.
     pub summary: Summary,
+    /// One sample per `sample_interval` of the measured phase.
     pub samples: Vec<Sample>,
     /// Merged latency histogram (ns) of the measured phase.
     pub histogram: Histogram<u64>,

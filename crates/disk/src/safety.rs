@@ -27,6 +27,7 @@ pub struct Signature {
     pub kind: String,
     /// filesystem, raid, crypto, other; `partition table` for a PTTYPE.
     pub usage: Option<String>,
+    /// The signature's version, when blkid reports one (e.g. `1.2` for md).
     pub version: Option<String>,
 }
 

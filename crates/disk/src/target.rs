@@ -36,7 +36,9 @@ use std::sync::Mutex;
 pub enum TargetKind {
     /// A file headroom created in the directory the user named.
     TestFile,
+    /// A block device the user named (writes need `--destructive`).
     BlockDevice,
+    /// An existing regular file the user named (writes need `--destructive`).
     ExistingFile,
 }
 
@@ -50,8 +52,11 @@ pub struct TargetOptions {
     pub default_size: u64,
     /// Some test of the run writes.
     pub writes: bool,
+    /// `--destructive`: writing to a block device or existing file is allowed.
     pub destructive: bool,
+    /// `--force`: write even where a superblock or partition table was found.
     pub force: bool,
+    /// `--keep`: leave the test file in place after the run.
     pub keep: bool,
 }
 
@@ -60,6 +65,7 @@ pub struct TargetOptions {
 pub struct FsInfo {
     /// e.g. ext4, xfs, btrfs, tmpfs, nfs, zfs, fuse; `0x...` when unknown.
     pub name: String,
+    /// Filesystem magic number (statfs `f_type`).
     pub magic: i64,
 }
 
@@ -68,9 +74,11 @@ pub struct FsInfo {
 pub struct Target {
     /// For display and sysfs look-ups only; never opened again.
     pub path: PathBuf,
+    /// Test file, block device or existing file.
     pub kind: TargetKind,
     /// Bytes of the file or device the tests use, from offset 0.
     pub size: u64,
+    /// Filesystem holding the file (fstatfs); None for a block device or when fstatfs failed.
     pub filesystem: Option<FsInfo>,
     /// O_DIRECT offset and length alignment (statx STATX_DIOALIGN, else the
     /// device's logical block size, else 4096).

@@ -24,8 +24,11 @@ pub fn unique_name(what: &str) -> String {
 pub struct LoopDevice {
     /// /dev/loopN
     pub path: PathBuf,
+    /// The sparse file behind the device, removed on drop.
     pub backing: PathBuf,
+    /// Device major number (7 for loop), for blkio throttle rules.
     pub major: u32,
+    /// Device minor number, for blkio throttle rules.
     pub minor: u32,
 }
 
@@ -178,6 +181,7 @@ fn libc_minor(dev: u64) -> u32 {
 /// (lazily, so a busy mount never blocks the test) and removed on drop.
 #[derive(Debug)]
 pub struct Mount {
+    /// The mount point, a fresh directory removed on drop.
     pub dir: PathBuf,
 }
 
@@ -214,6 +218,7 @@ impl Mount {
         Mount::new(&dev.to_string_lossy(), fstype, None)
     }
 
+    /// The mount point.
     pub fn path(&self) -> &Path {
         &self.dir
     }
@@ -230,6 +235,7 @@ impl Drop for Mount {
 /// through [`BlkioThrottle::command`] run at the configured rate.
 #[derive(Debug)]
 pub struct BlkioThrottle {
+    /// The group's directory under [`BLKIO_ROOT`], removed on drop.
     pub dir: PathBuf,
 }
 

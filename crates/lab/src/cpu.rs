@@ -14,6 +14,7 @@ pub const CPU_ROOT: &str = "/sys/fs/cgroup/cpu";
 /// A cpu group holding its members to `quota_us` of CPU time per `period_us`.
 #[derive(Debug)]
 pub struct CpuQuota {
+    /// The group's directory under [`CPU_ROOT`], removed on drop.
     pub dir: PathBuf,
 }
 

@@ -21,6 +21,7 @@ fn ip(args: &[&str]) -> io::Result<String> {
 
 /// One network namespace, deleted on drop.
 pub struct Netns {
+    /// The namespace's name, as `ip netns` lists it.
     pub name: String,
 }
 
@@ -77,9 +78,11 @@ impl Drop for Netns {
 pub struct ChildGuard(pub Option<Child>);
 
 impl ChildGuard {
+    /// The child's pid, 0 once it was taken or reaped.
     pub fn id(&self) -> u32 {
         self.0.as_ref().map_or(0, |c| c.id())
     }
+    /// The running child.
     pub fn child(&mut self) -> &mut Child {
         self.0.as_mut().expect("child present until drop")
     }
@@ -104,12 +107,17 @@ impl Drop for ChildGuard {
 
 /// Two namespaces joined by one veth pair: `a` (198.18.x.1) and `b` (198.18.x.2).
 pub struct TwoHosts {
+    /// The first namespace.
     pub a: Netns,
+    /// The second namespace.
     pub b: Netns,
+    /// Address of `a` on the veth pair.
     pub addr_a: Ipv4Addr,
+    /// Address of `b` on the veth pair.
     pub addr_b: Ipv4Addr,
     /// veth device names inside a and b.
     pub dev_a: String,
+    /// Name of the veth device inside `b` (`dev_a` is `a`'s).
     pub dev_b: String,
 }
 

@@ -16,16 +16,24 @@ use std::sync::OnceLock;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Family {
+    /// Ethernet at every speed in the catalog.
     Ethernet,
+    /// Fibre Channel (`8GFC`...).
     FibreChannel,
+    /// Serial ATA links (SATA I, II, III).
     Sata,
+    /// Serial Attached SCSI links.
     Sas,
+    /// PCI Express, per generation and width.
     Pcie,
+    /// USB ports and their signalling modes.
     Usb,
+    /// InfiniBand links.
     Infiniband,
 }
 
 impl Family {
+    /// The serialised word, e.g. `fibre-channel`.
     pub fn as_str(self) -> &'static str {
         match self {
             Family::Ethernet => "ethernet",
@@ -44,9 +52,11 @@ impl Family {
 pub struct Link {
     /// Canonical name, e.g. `10GbE`, `8GFC`, `PCIe 3.0 x4`.
     pub name: String,
+    /// The family it belongs to.
     pub family: Family,
     /// Symbols per second summed over all lanes (baud; GT/s for PCIe).
     pub signalling_baud: f64,
+    /// Lanes the signalling rate is summed over (PCIe width, 4 for 40GBASE-R...).
     pub lanes: u32,
     /// Line encoding (and FEC where it costs bandwidth).
     pub encoding: String,
@@ -65,6 +75,7 @@ pub struct Link {
 }
 
 impl Link {
+    /// `usable_bits_per_sec` in bytes per second.
     pub fn usable_bytes_per_sec(&self) -> f64 {
         self.usable_bits_per_sec / 8.0
     }
@@ -74,7 +85,9 @@ impl Link {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("unknown link '{input}'{}; `headroom link --list` shows every known name", did_you_mean(.suggestions))]
 pub struct UnknownLink {
+    /// The name as the user typed it.
     pub input: String,
+    /// Known names closest to it, best first; may be empty.
     pub suggestions: Vec<String>,
 }
 

@@ -15,18 +15,23 @@ pub const FRAME_OVERHEAD: u32 = 18;
 pub const VLAN_TAG: u32 = 4;
 /// iSCSI Basic Header Segment per PDU.
 pub const ISCSI_BHS: u32 = 48;
+/// The MTUs headroom accepts, bytes: IPv4's minimum to the largest jumbo frames switches take.
 pub const MTU_RANGE: std::ops::RangeInclusive<u32> = 576..=9216;
 /// RFC 7143: MaxRecvDataSegmentLength is 512 to 2^24 - 1.
 pub const ISCSI_SEGMENT_RANGE: std::ops::RangeInclusive<u32> = 512..=16_777_215;
 
+/// The IP version of the packets, which sets the header size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum IpVersion {
+    /// IPv4 (`"v4"`), 20-byte header.
     V4,
+    /// IPv6 (`"v6"`), 40-byte header.
     V6,
 }
 
 impl IpVersion {
+    /// The IP header without options, bytes.
     pub fn header_bytes(self) -> u32 {
         match self {
             IpVersion::V4 => 20,
@@ -38,22 +43,29 @@ impl IpVersion {
 /// A framing choice that cannot exist.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FramingError {
+    /// `--mtu` outside [`MTU_RANGE`].
     #[error("--mtu {0} is out of range: Ethernet MTUs run from 576 to 9216 (e.g. 1500 or 9000)")]
     Mtu(u32),
+    /// `--vlan-tags` other than 0, 1 or 2.
     #[error("--vlan-tags {0} is out of range: 0, 1 (802.1Q) or 2 (QinQ)")]
     VlanTags(u32),
     #[error(
         "--iscsi-segment {0} is out of range: MaxRecvDataSegmentLength runs from 512 to 16777215 bytes (default 8192)"
     )]
+    /// `--iscsi-segment` outside [`ISCSI_SEGMENT_RANGE`].
     IscsiSegment(u32),
 }
 
 /// How packets are framed on an Ethernet link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Framing {
+    /// IP MTU, bytes (the packet, without Ethernet header and FCS).
     pub mtu: u32,
+    /// IPv4 or IPv6.
     pub ip: IpVersion,
+    /// Whether TCP carries the timestamps option (12 bytes per segment, Linux's default).
     pub tcp_timestamps: bool,
+    /// 802.1Q tags per frame: 0, 1, or 2 (QinQ), 4 bytes each.
     pub vlan_tags: u32,
     /// iSCSI MaxRecvDataSegmentLength, bytes of data per PDU.
     pub iscsi_segment: u32,

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 /// CPU time of one end over the wall-clock window of a test.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct CpuLoad {
+    /// Length of the window the percentages cover, seconds.
     pub wall_s: f64,
     /// Logical CPUs the machine schedules on.
     pub cores: u32,
@@ -38,6 +39,7 @@ pub struct CpuLoad {
 pub struct ThreadLoad {
     /// The thread's name (comm), e.g. `headroom`, `hr-tx-0`.
     pub name: String,
+    /// Thread id (Linux TID).
     pub tid: u32,
     /// Percent of one core.
     pub percent: f64,
@@ -46,10 +48,13 @@ pub struct ThreadLoad {
 /// One logical CPU, in percent of its time.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct CoreLoad {
+    /// Logical CPU number as the kernel counts it (`cpu3` in /proc/stat is 3).
     pub cpu: u32,
     /// Everything but idle and iowait (user, nice, system, irq, softirq, steal).
     pub busy_percent: f64,
+    /// Time in softirq, percent of this core's time.
     pub softirq_percent: f64,
+    /// Time taken by the hypervisor for others, percent of this core's time.
     pub steal_percent: f64,
 }
 
@@ -62,6 +67,7 @@ pub struct CgroupCpu {
     pub path: String,
     /// Runtime allowed per period, microseconds.
     pub quota_us: u64,
+    /// Length of one enforcement period, microseconds.
     pub period_us: u64,
     /// Enforcement periods that elapsed during the test (cpu.stat nr_periods).
     pub periods: u64,

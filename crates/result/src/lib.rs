@@ -43,6 +43,7 @@ pub const SCHEMA: &str = "headroom.result/v1";
 pub struct ResultDoc {
     /// Always [`SCHEMA`].
     pub schema: String,
+    /// The program and version that wrote the document.
     pub tool: Tool,
     /// The user's name for this run (`--label`), used as a column in `compare`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -52,6 +53,7 @@ pub struct ResultDoc {
     /// Inventory of the machine that ran the probes.
     #[serde(default)]
     pub host: Host,
+    /// Every measurement of the run.
     #[serde(default)]
     pub probes: Vec<Probe>,
     /// Physical ceilings of each hop on the path.
@@ -71,7 +73,9 @@ pub struct ResultDoc {
 /// The program that wrote the document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Tool {
+    /// Program name, always `headroom` for documents headroom writes.
     pub name: String,
+    /// The writer's version (its Cargo package version), e.g. `0.1.0`.
     pub version: String,
 }
 
@@ -92,6 +96,7 @@ pub struct Probe {
     /// `kind` and `spec`: what was asked, resolved.
     #[serde(flatten)]
     pub spec: ProbeSpec,
+    /// The probe's figures as a whole.
     pub summary: Summary,
     /// One per second (or per interval); warm-up excluded.
     #[serde(default)]
@@ -99,6 +104,7 @@ pub struct Probe {
     /// Latency histogram, when the probe measured latency per operation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histogram: Option<Histogram>,
+    /// Honesty and sanity warnings about this probe's figures (cache hits, compressible data, a throttled CPU...).
     #[serde(default)]
     pub warnings: Vec<Warning>,
     /// Probe-specific figures that have no field of their own yet
@@ -123,9 +129,13 @@ impl Probe {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ProbeKind {
+    /// A storage probe (`headroom disk`, the disk half of `headroom run`).
     Disk,
+    /// A throughput or request/response probe (`headroom net`).
     Net,
+    /// A latency-only series (`headroom ping`): TCP connect or UDP echo times.
     Ping,
+    /// A CPU kernel probe (`headroom cpu`).
     Cpu,
 }
 
@@ -133,9 +143,13 @@ pub enum ProbeKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", content = "spec", rename_all = "lowercase")]
 pub enum ProbeSpec {
+    /// Serialised as `"kind": "disk"`.
     Disk(DiskSpec),
+    /// Serialised as `"kind": "net"`.
     Net(NetSpec),
+    /// Serialised as `"kind": "ping"`.
     Ping(PingSpec),
+    /// Serialised as `"kind": "cpu"`.
     Cpu(CpuSpec),
 }
 
@@ -146,7 +160,9 @@ pub struct DiskSpec {
     pub rw: String,
     /// Bytes per I/O.
     pub block_size: u64,
+    /// Operations in flight per job (fio's `iodepth`).
     pub queue_depth: u32,
+    /// Workers issuing I/O at once, each with its own queue (fio's `numjobs`).
     pub jobs: u32,
     /// Whether O_DIRECT was in effect.
     pub direct: bool,
@@ -154,6 +170,7 @@ pub struct DiskSpec {
     pub sync: String,
     /// io_uring or psync.
     pub engine: String,
+    /// The file or device tested, as given by the user (a directory holds headroom's test file).
     pub path: String,
     /// Percentage of reads in randrw.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -182,6 +199,7 @@ pub struct DiskSpec {
 pub struct NetSpec {
     /// tcp, tcp_reverse, tcp_bidir, udp, rr or connect.
     pub test: String,
+    /// Parallel TCP connections or UDP flows.
     pub streams: u32,
     /// headroom or iperf3.
     pub protocol: String,
@@ -200,8 +218,11 @@ pub struct NetSpec {
 pub struct PingSpec {
     /// tcp_connect or udp_echo.
     pub method: String,
+    /// HOST:PORT probed.
     pub peer: String,
+    /// Echo requests sent (udp_echo) or connections attempted (tcp_connect).
     pub count: u32,
+    /// Pause between two attempts, milliseconds.
     pub interval_ms: f64,
 }
 
@@ -210,6 +231,7 @@ pub struct PingSpec {
 pub struct CpuSpec {
     /// e.g. raid6-pq-8+2, crc32c, aes-256-gcm, zstd-1-compress.
     pub kernel: String,
+    /// Threads running the kernel at once (1: one core's figure).
     pub threads: u32,
     /// Bytes in the working buffer.
     pub buffer_size: u64,
@@ -230,6 +252,9 @@ pub struct Summary {
     /// Operations per second (disk; requests per second for rr).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iops: Option<f64>,
+    /// Latency per operation in nanoseconds: per I/O (disk), per request/response
+    /// round trip (rr), per connect or echo (ping); absent when the probe timed no
+    /// single operation (e.g. bulk TCP throughput).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_ns: Option<Latency>,
     /// Measured time, warm-up excluded.
@@ -245,13 +270,20 @@ pub struct Summary {
 /// Latency statistics in nanoseconds.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Latency {
+    /// Mean, ns.
     pub mean: f64,
+    /// Median, ns.
     pub p50: f64,
+    /// 99th percentile, ns.
     pub p99: f64,
+    /// 99.9th percentile, ns.
     pub p999: f64,
+    /// Largest latency seen, ns.
     pub max: f64,
+    /// Smallest latency seen, ns; absent in documents that did not record it (soak cycles).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min: Option<f64>,
+    /// Standard deviation, ns; absent where it was not recorded (soak cycles).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stddev: Option<f64>,
 }
@@ -269,11 +301,15 @@ pub struct Histogram {
 pub struct Sample {
     /// Seconds since the measured phase began, at the end of the interval.
     pub t_s: f64,
+    /// Payload bytes per second over the interval.
     pub bytes_per_sec: f64,
+    /// Operations per second over the interval, when the probe counts operations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iops: Option<f64>,
+    /// Mean latency over the interval, ns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_ns_mean: Option<f64>,
+    /// 99th-percentile latency over the interval, ns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_ns_p99: Option<f64>,
 }
@@ -285,6 +321,7 @@ pub struct Ceiling {
     pub hop: Hop,
     /// What it is, e.g. `1GbE TCP (MTU 1500)`, `PCIe 3.0 x4`.
     pub name: String,
+    /// Payload bytes per second the hop can carry at most, after protocol overhead where the hop has one.
     pub bytes_per_sec: f64,
     /// Where the figure came from (sysfs path, --link, the catalog).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -299,20 +336,31 @@ pub const MAX_DOCUMENT_BYTES: u64 = 64 << 20;
 /// Why a document could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// Reading the file or stream failed.
     #[error("cannot read: {0}")]
     Io(std::io::Error),
+    /// Larger than [`MAX_DOCUMENT_BYTES`].
     #[error("larger than {} MiB, the most headroom reads from a result document (a `headroom run` document is well under 1 MiB); is it the right file?", MAX_DOCUMENT_BYTES >> 20)]
     TooLarge,
+    /// Not JSON (syntax error or truncated text).
     #[error("not JSON: {0}")]
     NotJson(serde_json::Error),
+    /// Bytes that are not UTF-8.
     #[error("not JSON: not UTF-8 text")]
     NotUtf8,
+    /// A JSON object with no `schema` string: not a headroom result.
     #[error("not a headroom result (no \"schema\" field); was it written by another tool?")]
     NoSchema,
+    /// A `schema` other than [`SCHEMA`].
     #[error("schema '{found}' is not supported (this headroom reads {SCHEMA}); upgrade headroom or re-run the test")]
-    UnknownSchema { found: String },
+    UnknownSchema {
+        /// The `schema` value the document has.
+        found: String,
+    },
+    /// The right schema, but a field is missing or of the wrong type.
     #[error("a {SCHEMA} document with invalid content: {0}")]
     Invalid(serde_json::Error),
+    /// Loaded, but a figure is impossible (negative, NaN...), see [`ResultDoc::validate`].
     #[error("a {SCHEMA} document with an impossible figure: {0}")]
     Impossible(InvalidField),
 }

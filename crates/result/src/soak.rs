@@ -30,6 +30,7 @@ pub struct Soak {
     /// Link flaps, server outages, probe errors, in time order.
     #[serde(default)]
     pub events: Vec<SoakEvent>,
+    /// What the detectors found over the whole soak (dips, drift, flaps, a write cliff).
     #[serde(default)]
     pub detections: Vec<Detection>,
 }
@@ -37,8 +38,11 @@ pub struct Soak {
 /// A stretch without samples.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SoakGap {
+    /// Start of the gap, seconds since the soak started.
     pub from_s: f64,
+    /// End of the gap (the soak running again), seconds since the soak started.
     pub to_s: f64,
+    /// `to_s - from_s`, seconds.
     pub duration_s: f64,
     /// e.g. "interrupted (no clean stop recorded), resumed".
     pub reason: String,
@@ -47,6 +51,7 @@ pub struct SoakGap {
 /// Something that happened during a soak.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SoakEvent {
+    /// When it happened (or began), seconds since the soak started.
     pub t_s: f64,
     /// End of an event with a duration (a flap's "up again"); none while open.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -55,8 +60,10 @@ pub struct SoakEvent {
     pub kind: String,
     /// sysfs, kernel_log, vmkernel_log or soak.
     pub source: String,
+    /// The interface or disk concerned, e.g. `eth0`, when the event names one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
+    /// One sentence for the user, e.g. "eth0 down".
     pub message: String,
 }
 

@@ -45,13 +45,19 @@ macro_rules! words {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Hop {
+    /// The storage device itself (`"disk"`).
     Disk,
+    /// The bus a disk or NIC hangs off: PCIe, SATA, USB (`"bus"`).
     Bus,
+    /// The network interface, including its slot (`"nic"`).
     Nic,
+    /// The network link at its speed and MTU (`"link"`).
     Link,
+    /// The storage or transfer protocol above the link: NFS, SMB, iSCSI, TCP (`"protocol"`).
     Protocol,
     /// What a client of a network filesystem gets (a disk probe on NFS/SMB/iSCSI).
     Client,
+    /// A processor, on either end (`"cpu"`).
     Cpu,
 }
 
@@ -61,7 +67,9 @@ words!(Hop { Disk => "disk", Bus => "bus", Nic => "nic", Link => "link", Protoco
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
+    /// Data flows from the storage to the client (`"read"`).
     Read,
+    /// Data flows from the client to the storage (`"write"`).
     Write,
 }
 
@@ -81,16 +89,21 @@ impl Direction {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Bottleneck {
+    /// The disk itself (`"disk"`).
     Disk,
     /// The disk's bus, or the NIC's slot (the limiting hop says which).
     Bus,
+    /// The network link (`"link"`).
     Link,
+    /// The storage protocol (`"protocol"`).
     Protocol,
+    /// A CPU on either end (`"cpu"`).
     Cpu,
     /// Faster than a ceiling allows: a cache, compression or a wrong ceiling.
     Cache,
     /// Disk and network within the noise of each other: no single bottleneck.
     Level,
+    /// Slower than every hop's ceiling with no reason found (`"unexplained"`).
     Unexplained,
 }
 
@@ -156,11 +169,14 @@ impl Side {
 /// One hop of the chain with what could pass and what did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct HopFigure {
+    /// The hop this row describes.
     pub hop: Hop,
     /// What it is: `vda`, `PCIe 3.0 x4 of nvme0n1`, `1GbE TCP (MTU 1500)`.
     pub name: String,
+    /// The most the hop can carry, bytes/s; absent when headroom could not learn it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ceiling_bytes_per_sec: Option<f64>,
+    /// What a probe measured through this hop, bytes/s; absent when no probe covered it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured_bytes_per_sec: Option<f64>,
     /// The probe that measured it.
@@ -171,14 +187,18 @@ pub struct HopFigure {
 /// The verdict for one direction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DirectionVerdict {
+    /// Reads or writes.
     pub direction: Direction,
+    /// The chain of hops for this direction, in the order data flows.
     pub hops: Vec<HopFigure>,
     /// What the path delivers end to end, bytes/s.
     pub figure_bytes_per_sec: f64,
+    /// The limiting hop as one word.
     pub bottleneck: Bottleneck,
     /// The rule of docs/verdict.md that decided.
     pub rule: Rule,
-    /// The figure as a share of the bottleneck's ceiling, when it has one.
+    /// The figure as a percentage of the bottleneck's ceiling (100: at the
+    /// ceiling), when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub percent_of_ceiling: Option<f64>,
     /// One sentence: what limits, and by how much.
@@ -222,6 +242,7 @@ impl DirectionVerdict {
 pub struct Verdict {
     /// The reads' bottleneck (the writes' when only writes ran).
     pub bottleneck: Bottleneck,
+    /// Every direction's explanation and headroom sentence, joined in one paragraph.
     pub explanation: String,
     /// Per-direction detail (read, write), when analysis produced it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

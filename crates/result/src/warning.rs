@@ -141,10 +141,12 @@ pub struct Warning {
     /// e.g. page_cache_possible, faster_than_ceiling, write_cliff.
     #[schemars(with = "String")]
     pub code: WarningCode,
+    /// One or two sentences for the user: what was seen and what it means for the figure.
     pub message: String,
 }
 
 impl Warning {
+    /// A warning with `code` (a [`WarningCode`] or its word, e.g. `"write_cliff"`) and its message.
     pub fn new(code: impl Into<WarningCode>, message: impl Into<String>) -> Self {
         Warning { code: code.into(), message: message.into() }
     }

@@ -21,9 +21,13 @@ pub struct LiveSample {
     pub elapsed: Duration,
     /// Still in the warm-up (the figure is not part of the result).
     pub ramping: bool,
+    /// Payload bytes per second over the interval.
     pub bytes_per_sec: f64,
+    /// Operations per second over the interval; None when the engine counts no operations.
     pub iops: Option<f64>,
+    /// Mean latency per operation over the interval, ns; None when not timed.
     pub latency_ns_mean: Option<f64>,
+    /// 99th-percentile latency over the interval, ns; None when not timed.
     pub latency_ns_p99: Option<f64>,
 }
 
@@ -33,29 +37,59 @@ pub struct LiveSample {
 pub enum PrepareEvent {
     /// A test file was created at `path` (before its layout), so a store can
     /// record it and a later run can remove it if this one is killed.
-    TestFileCreated { path: String },
+    TestFileCreated {
+        /// The test file's path.
+        path: String,
+    },
     /// Preparation progress, e.g. the layout of a test file.
-    Progress { what: String, done: u64, total: u64 },
+    Progress {
+        /// What is being prepared, e.g. `laying out`.
+        what: String,
+        /// Units done so far (bytes for a layout).
+        done: u64,
+        /// Units in all, in the unit of `done`.
+        total: u64,
+    },
     /// The disk target the probes run on.
-    DiskTarget { path: String, kind: String, filesystem: Option<String>, size: u64 },
+    DiskTarget {
+        /// The path tested (a test file or a device).
+        path: String,
+        /// `test_file`, `block_device` or `existing_file`.
+        kind: String,
+        /// Filesystem type under the path (statfs); None for a raw device.
+        filesystem: Option<String>,
+        /// Bytes of the test file or region.
+        size: u64,
+    },
     /// The network peer answered: which protocol it speaks.
-    PeerReady { peer: String, protocol: String, server_version: Option<String> },
+    PeerReady {
+        /// HOST:PORT of the server.
+        peer: String,
+        /// `headroom` or `iperf3`.
+        protocol: String,
+        /// The server's version, when its protocol tells it (headroom does, iperf3 does not).
+        server_version: Option<String>,
+    },
 }
 
 /// A probe an engine measured. `error` is set when the probe ended early
 /// (its figures up to then are kept).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Measured {
+    /// The measured probe, as it goes into the result document.
     pub probe: Probe,
     /// Unix time at which the probe's samples' `t_s` count from.
     pub started_unix: f64,
+    /// Why the probe stopped early; None when it ran to the end.
     pub error: Option<ProbeError>,
 }
 
 /// One request and what came of it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProbeRun {
+    /// The request as planned.
     pub request: ProbeRequest,
+    /// The measured probe, or why there is none.
     pub result: Result<Measured, ProbeError>,
     /// Whether the probe started: false when its engine's preparation failed
     /// (a refused target, a test checked before any ran, an unreachable server).

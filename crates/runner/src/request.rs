@@ -12,8 +12,11 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EngineKind {
+    /// headroom-disk's engine (`"disk"`).
     Disk,
+    /// headroom-net's engine (`"net"`).
     Net,
+    /// headroom-cpu's engine (`"cpu"`).
     Cpu,
 }
 
@@ -74,9 +77,11 @@ pub enum Expected {
 /// One probe to run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProbeRequest {
+    /// The engine that runs it.
     pub engine: EngineKind,
     /// Human name while it runs, e.g. `SEQ1M Q8T1 read`, `TCP up x1`.
     pub label: String,
+    /// How long it should take, which decides how progress shows it.
     pub expected: Expected,
     /// The engine's own parameters (e.g. headroom-disk's `DiskRequest`).
     pub params: serde_json::Value,

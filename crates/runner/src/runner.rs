@@ -14,26 +14,32 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// What to run, in order: plain data, so it can be sent elsewhere.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Plan {
+    /// The requests, run in this order.
     pub requests: Vec<ProbeRequest>,
 }
 
 impl Plan {
+    /// A plan of these requests.
     pub fn new(requests: Vec<ProbeRequest>) -> Self {
         Plan { requests }
     }
 
+    /// Appends a request at the end.
     pub fn push(&mut self, request: ProbeRequest) {
         self.requests.push(request);
     }
 
+    /// Appends every request of `other`, in its order.
     pub fn extend(&mut self, other: Plan) {
         self.requests.extend(other.requests);
     }
 
+    /// Number of requests.
     pub fn len(&self) -> usize {
         self.requests.len()
     }
 
+    /// True when there is nothing to run.
     pub fn is_empty(&self) -> bool {
         self.requests.is_empty()
     }
@@ -52,6 +58,7 @@ pub struct Runner<'e> {
 }
 
 impl<'e> Runner<'e> {
+    /// A runner with no engines yet (add them with [`Runner::with`]).
     pub fn new() -> Self {
         Runner { engines: Vec::new(), prepared: HashMap::new(), warnings: Vec::new() }
     }

@@ -8,15 +8,19 @@ use crate::request::ProbeRequest;
 /// Receives what a running plan reports. Every method has a default that
 /// ignores the report, so a sink implements only what it uses.
 pub trait Sink {
+    /// An engine's preparation event (test file created, layout progress, target, peer).
     fn prepared(&mut self, event: &PrepareEvent) {
         let _ = event;
     }
+    /// Request `index` of the plan is starting.
     fn probe_started(&mut self, index: usize, request: &ProbeRequest) {
         let _ = (index, request);
     }
+    /// One live sample of request `index`, warm-up samples included (`ramping`).
     fn sample(&mut self, index: usize, request: &ProbeRequest, sample: &LiveSample) {
         let _ = (index, request, sample);
     }
+    /// Request `index` ended, measured or failed.
     fn probe_finished(&mut self, index: usize, run: &ProbeRun) {
         let _ = (index, run);
     }
@@ -26,8 +30,11 @@ pub trait Sink {
 /// the live series after the fact).
 #[derive(Debug, Default)]
 pub struct SampleLog {
+    /// Every sample, with the index of its request, in arrival order.
     pub samples: Vec<(usize, LiveSample)>,
+    /// Every preparation event, in arrival order.
     pub events: Vec<PrepareEvent>,
+    /// Number of probes that finished (measured or failed).
     pub finished: usize,
 }
 

@@ -49,8 +49,11 @@ pub fn is_sqlite_file(path: &Path) -> bool {
 
 /// An opened soak, ready to run a session.
 pub struct Opened {
+    /// The database, open for writing.
     pub store: Store,
+    /// This session's row id.
     pub session: i64,
+    /// The soak row as stored: start, plan, settings.
     pub info: SoakInfo,
     /// Time left to soak (`None`: until stopped).
     pub remaining: Option<Duration>,

@@ -23,12 +23,14 @@ use std::time::Duration;
 /// Labels of per-probe metrics.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ProbeLabel {
+    /// The soak probe's name: write, read, iops or net.
     pub probe: String,
 }
 
 /// Labels of detection counters.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KindLabel {
+    /// The detector: periodic_dips, latency_drift, link_flaps, write_cliff.
     pub kind: String,
 }
 
@@ -104,6 +106,7 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// Metrics with every family registered and no values yet.
     pub fn new() -> Metrics {
         let mut registry = Registry::with_prefix("headroom_soak");
         let throughput = Family::<ProbeLabel, Gauge<f64, AtomicU64>>::default();
@@ -150,10 +153,12 @@ impl Metrics {
         }
     }
 
+    /// Counts one finding of detector `kind`.
     pub fn detection(&self, kind: &str) {
         self.detections.get_or_create(&KindLabel { kind: kind.to_string() }).inc();
     }
 
+    /// Sets the cycle gauge to cycle number `n`.
     pub fn cycle(&self, n: i64) {
         self.cycle.set(n);
     }

@@ -34,7 +34,9 @@ impl From<&LiveSample> for SampleRow {
 /// `t_s` count from `measured_start_unix`.
 #[derive(Debug, Clone)]
 pub struct ProbeOutcome {
+    /// The probe, as it goes into the result document (and the cycle's `result`).
     pub probe: Probe,
+    /// Unix seconds at which the probe's samples' `t_s` count from.
     pub measured_start_unix: f64,
 }
 
@@ -43,6 +45,7 @@ pub struct ProbeOutcome {
 pub enum ProbeFailure {
     /// The server could not be reached (or was lost): an outage, not an error.
     Unreachable(String),
+    /// The probe failed for another reason (an I/O error, a refused target): an error.
     Failed(String),
 }
 
@@ -71,8 +74,11 @@ fn turn_outcome(run: ProbeRun) -> Result<ProbeOutcome, ProbeFailure> {
 /// the cycle and the database, whether it talks to the server (its failures
 /// are outages), and the request for a turn of a given length.
 pub struct Turn {
+    /// The probe's name in the cycle and the database: write, read, iops or net.
     pub name: String,
+    /// Whether it talks to the server, so that its failures count as outages.
     pub uses_server: bool,
+    /// The request for one turn of the given length.
     pub request: Box<dyn Fn(Duration) -> ProbeRequest>,
 }
 
@@ -94,6 +100,7 @@ pub enum StopReason {
 }
 
 impl StopReason {
+    /// The word stored as the session's `stop_reason`: duration or interrupted.
     pub fn as_str(self) -> &'static str {
         match self {
             StopReason::Duration => "duration",
@@ -105,9 +112,33 @@ impl StopReason {
 /// What the caller sees as the soak goes.
 #[derive(Debug, Clone)]
 pub enum Progress<'a> {
-    TurnStarted { cycle: i64, probe: &'a str, time: Duration },
-    Sample { cycle: i64, probe: &'a str, sample: &'a LiveSample },
-    TurnEnded { cycle: i64, probe: &'a str, outcome: Result<&'a ProbeOutcome, &'a ProbeFailure> },
+    /// A probe's turn begins.
+    TurnStarted {
+        /// The cycle's number (counting on across sessions).
+        cycle: i64,
+        /// The probe's name: write, read, iops or net.
+        probe: &'a str,
+        /// How long the turn runs (the last turn may be shorter).
+        time: Duration,
+    },
+    /// A live sample of the running turn (warm-up included).
+    Sample {
+        /// The cycle's number (counting on across sessions).
+        cycle: i64,
+        /// The probe's name: write, read, iops or net.
+        probe: &'a str,
+        /// The sample, as the Runner reported it.
+        sample: &'a LiveSample,
+    },
+    /// A probe's turn ended.
+    TurnEnded {
+        /// The cycle's number (counting on across sessions).
+        cycle: i64,
+        /// The probe's name: write, read, iops or net.
+        probe: &'a str,
+        /// The measured probe, or why there is none.
+        outcome: Result<&'a ProbeOutcome, &'a ProbeFailure>,
+    },
 }
 
 /// Settings of the loop.

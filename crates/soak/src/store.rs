@@ -93,24 +93,72 @@ CREATE TABLE events (
 /// Why a database could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// The file is not SQLite.
     #[error("{path}: not a SQLite database (was it written by another program?)")]
-    NotSqlite { path: PathBuf },
+    NotSqlite {
+        /// The database file.
+        path: PathBuf,
+    },
+    /// SQLite, but not a headroom soak database (no application id or schema table).
     #[error("{path}: a SQLite database of another program (no headroom soak tables); choose another --db file")]
-    ForeignDatabase { path: PathBuf },
+    ForeignDatabase {
+        /// The database file.
+        path: PathBuf,
+    },
+    /// Written by a newer headroom (schema version above [`SCHEMA_VERSION`]).
     #[error("{path}: soak database schema version {found} is newer than this headroom reads ({SCHEMA_VERSION}); upgrade headroom")]
-    NewerSchema { path: PathBuf, found: i64 },
+    NewerSchema {
+        /// The database file.
+        path: PathBuf,
+        /// The file's schema version.
+        found: i64,
+    },
+    /// A new soak asked for a file that already holds one.
     #[error("{path}: already holds a soak; add --resume to continue it, or choose another --db file")]
-    AlreadyStarted { path: PathBuf },
+    AlreadyStarted {
+        /// The database file.
+        path: PathBuf,
+    },
+    /// `--resume` of a file that is missing or empty.
     #[error("{path}: no soak to resume here (the file does not exist or is empty); drop --resume to start one")]
-    NothingToResume { path: PathBuf },
+    NothingToResume {
+        /// The database file.
+        path: PathBuf,
+    },
+    /// Opening for reading a file that is missing or empty.
     #[error("{path}: holds no headroom soak (the file does not exist or is empty); give a database `headroom soak --db` wrote")]
-    NoSoak { path: PathBuf },
+    NoSoak {
+        /// The database file.
+        path: PathBuf,
+    },
+    /// SQLite reports the file damaged; it is left untouched.
     #[error("{path}: the soak database is damaged ({detail}); it was left as it is. Salvage it with `sqlite3 {path} .recover`, or start a new soak with another --db")]
-    Corrupt { path: PathBuf, detail: String },
+    Corrupt {
+        /// The database file.
+        path: PathBuf,
+        /// SQLite's description of the damage.
+        detail: String,
+    },
+    /// `--resume` with no planned time left.
     #[error("{path}: nothing left to run: the planned {planned} are used up ({elapsed} soaked); give a longer total, e.g. --resume --duration {example}")]
-    UsedUp { path: PathBuf, planned: String, elapsed: String, example: String },
+    UsedUp {
+        /// The database file.
+        path: PathBuf,
+        /// The planned total, formatted (e.g. `3h`).
+        planned: String,
+        /// Time already soaked, formatted.
+        elapsed: String,
+        /// A `--duration` that would leave time to run, formatted.
+        example: String,
+    },
+    /// Any other SQLite error.
     #[error("{path}: {source}")]
-    Sqlite { path: PathBuf, source: rusqlite::Error },
+    Sqlite {
+        /// The database file.
+        path: PathBuf,
+        /// SQLite's error.
+        source: rusqlite::Error,
+    },
 }
 
 /// What the user asked for, stored so `--resume` runs the same soak.
@@ -120,10 +168,13 @@ pub struct SoakConfig {
     pub cycle: Vec<String>,
     /// Seconds each probe runs per cycle.
     pub probe_s: f64,
+    /// The disk path the disk probes run on (`--path`); None for a network-only soak.
     #[serde(default)]
     pub path: Option<String>,
+    /// The server the net probes reach (`--server`, `HOST[:PORT]`); None for a disk-only soak.
     #[serde(default)]
     pub server: Option<String>,
+    /// An ESXi vmkernel.log watched for link events (`--vmkernel-log`).
     #[serde(default)]
     pub vmkernel_log: Option<String>,
     /// Extra settings of the command, for the record.
@@ -134,42 +185,60 @@ pub struct SoakConfig {
 /// The soak row.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SoakInfo {
+    /// RFC 3339 UTC time the soak started (the document's `started_at`).
     pub started_at: String,
+    /// The same instant, Unix seconds: the origin of every `t_s` in the document.
     pub started_unix: f64,
+    /// Total asked for (`--duration`), seconds; None: until stopped.
     pub planned_s: Option<f64>,
+    /// The settings the soak runs with.
     pub config: SoakConfig,
+    /// The `host` inventory of the machine, as JSON, when it was recorded.
     pub host: Option<serde_json::Value>,
 }
 
 /// One stored sample.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct SampleRow {
+    /// Unix seconds at the end of the sample's interval.
     pub t_unix: f64,
+    /// Payload bytes per second over the interval.
     pub bytes_per_sec: f64,
+    /// Operations per second over the interval; None for throughput-only probes.
     pub iops: Option<f64>,
+    /// Mean latency over the interval, ns.
     pub lat_mean_ns: Option<f64>,
+    /// 99th-percentile latency over the interval, ns.
     pub lat_p99_ns: Option<f64>,
 }
 
 /// One stored event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventRow {
+    /// Row id; events sort by time, then id.
     pub id: i64,
+    /// When it happened (or began), Unix seconds.
     pub t_unix: f64,
+    /// When it ended, Unix seconds; None while open or for an instant.
     pub end_unix: Option<f64>,
     /// flap, server_outage, gap, probe_error, stop.
     pub kind: String,
     /// sysfs, kernel_log, vmkernel_log, soak.
     pub source: String,
+    /// The interface or disk concerned, when the event names one.
     pub device: Option<String>,
+    /// One sentence for the user.
     pub message: String,
+    /// The event's figures as JSON (e.g. a flap's carrier counts), when it has any.
     pub details: Option<serde_json::Value>,
 }
 
 /// One session: the first run or a `--resume`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionRow {
+    /// Row id; cycles reference it.
     pub id: i64,
+    /// When the session started, Unix seconds.
     pub started_unix: f64,
     /// When it stopped cleanly, else the time of its last sample or cycle.
     pub ended_unix: Option<f64>,
@@ -180,14 +249,21 @@ pub struct SessionRow {
 /// One stored cycle.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CycleRow {
+    /// Row id; samples reference it.
     pub id: i64,
+    /// The session ([`SessionRow::id`]) it ran in.
     pub session: i64,
+    /// Cycle number, counting on across sessions.
     pub n: i64,
+    /// The probe it ran: write, read, iops or net.
     pub probe: String,
+    /// When it started, Unix seconds.
     pub started_unix: f64,
+    /// When it ended, Unix seconds; None when the soak was killed during it.
     pub ended_unix: Option<f64>,
     /// The probe's result (a `headroom_result::Probe` without samples).
     pub result: Option<serde_json::Value>,
+    /// Why the probe failed (the outage or error message); None when it measured.
     pub error: Option<String>,
 }
 
@@ -393,6 +469,7 @@ impl Store {
         Ok(Store { conn, path: self.path.clone() })
     }
 
+    /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -401,6 +478,7 @@ impl Store {
         sqlite(&self.path)
     }
 
+    /// The soak row: start, plan, settings and host.
     pub fn info(&self) -> Result<SoakInfo, StoreError> {
         self.conn
             .query_row("SELECT started_at, started_unix, planned_s, config, host FROM soak WHERE id = 1", [], |r| {
@@ -436,6 +514,7 @@ impl Store {
         Ok(self.conn.last_insert_rowid())
     }
 
+    /// Records the end of `session` at `now_unix` with its reason (`duration` or `interrupted`).
     pub fn end_session(&self, session: i64, now_unix: f64, reason: &str) -> Result<(), StoreError> {
         self.conn
             .execute(
@@ -587,6 +666,7 @@ impl Store {
         Ok(())
     }
 
+    /// Every event, by time.
     pub fn events(&self) -> Result<Vec<EventRow>, StoreError> {
         let mut stmt = self
             .conn
@@ -614,6 +694,7 @@ impl Store {
         Ok(rows)
     }
 
+    /// Every cycle, in the order they began.
     pub fn cycles(&self) -> Result<Vec<CycleRow>, StoreError> {
         let mut stmt = self
             .conn

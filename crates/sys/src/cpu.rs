@@ -75,10 +75,12 @@ pub fn memory_bytes(root: &SysRoot) -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// The hostname (/proc/sys/kernel/hostname); None when unreadable.
 pub fn hostname(root: &SysRoot) -> Option<String> {
     read(root.proc().join("sys/kernel/hostname"))
 }
 
+/// Kernel release (/proc/sys/kernel/osrelease), e.g. `6.12.48-amd64`; None when unreadable.
 pub fn kernel(root: &SysRoot) -> Option<String> {
     read(root.proc().join("sys/kernel/osrelease"))
 }

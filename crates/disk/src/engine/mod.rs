@@ -19,7 +19,9 @@ use std::os::fd::RawFd;
 /// What one I/O does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IoKind {
+    /// Read `len` bytes at `offset` into the buffer.
     Read,
+    /// Write `len` bytes from the buffer at `offset`.
     Write,
     /// fsync(2) of the whole file; `offset`, `len` and `buf_index` are ignored.
     Fsync,
@@ -28,8 +30,11 @@ pub enum IoKind {
 /// One I/O handed to [`IoEngine::queue`].
 #[derive(Debug, Clone, Copy)]
 pub struct IoUnit {
+    /// Read, write or fsync.
     pub kind: IoKind,
+    /// Byte offset in the file or device (aligned for O_DIRECT).
     pub offset: u64,
+    /// Bytes to move.
     pub len: u32,
     /// Which of the engine's buffers to read into / write from.
     pub buf_index: u16,
@@ -40,6 +45,7 @@ pub struct IoUnit {
 /// A finished I/O.
 #[derive(Debug, Clone, Copy)]
 pub struct Completion {
+    /// The [`IoUnit::tag`] the I/O was queued with.
     pub tag: u64,
     /// Bytes moved, or a negative errno.
     pub result: i64,
@@ -65,9 +71,13 @@ pub trait IoEngine {
 /// What an engine is built for: one file, `depth` buffers of `buf_size` bytes.
 #[derive(Debug, Clone, Copy)]
 pub struct EngineConfig {
+    /// The open file or device every I/O goes to.
     pub fd: RawFd,
+    /// I/Os in flight at most; also the number of buffers.
     pub depth: usize,
+    /// Bytes per buffer (the block size).
     pub buf_size: usize,
+    /// Buffer memory alignment for O_DIRECT, bytes (raised to at least a page).
     pub buf_align: usize,
     /// io_uring only: registered buffers (fio's `--fixedbufs`).
     pub fixedbufs: bool,
@@ -113,6 +123,7 @@ pub struct AlignedBuf {
 unsafe impl Send for AlignedBuf {}
 
 impl AlignedBuf {
+    /// A zeroed buffer of `len` bytes aligned to `align` (at least 4096, rounded up to a power of two).
     pub fn new(len: usize, align: usize) -> Self {
         let align = align.max(4096).next_power_of_two();
         let layout = std::alloc::Layout::from_size_align(len.max(1), align).expect("buffer layout");
@@ -124,24 +135,29 @@ impl AlignedBuf {
         AlignedBuf { ptr, len, layout }
     }
 
+    /// The whole buffer, writable.
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: ptr is valid for len bytes and uniquely borrowed through &mut self.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
 
+    /// The whole buffer.
     pub fn as_slice(&self) -> &[u8] {
         // SAFETY: ptr is valid for len bytes.
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 
+    /// Start of the buffer, for system calls that fill it.
     pub fn as_ptr(&self) -> *mut u8 {
         self.ptr
     }
 
+    /// Length in bytes.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// True for a zero-length buffer.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -162,6 +178,7 @@ pub struct BufferPool {
 }
 
 impl BufferPool {
+    /// `count` buffers of `buf_len` bytes, each starting on an `align` boundary.
     pub fn new(count: usize, buf_len: usize, align: usize) -> Self {
         let align = align.max(4096).next_power_of_two();
         let stride = buf_len.max(1).div_ceil(align) * align;
@@ -169,10 +186,12 @@ impl BufferPool {
         BufferPool { region, stride, buf_len, count }
     }
 
+    /// Number of buffers.
     pub fn len(&self) -> usize {
         self.count
     }
 
+    /// True when the pool has no buffers.
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }
@@ -184,10 +203,12 @@ impl BufferPool {
         unsafe { self.region.as_ptr().add(i * self.stride) }
     }
 
+    /// Bytes per buffer.
     pub fn buf_len(&self) -> usize {
         self.buf_len
     }
 
+    /// Buffer `i`, writable.
     pub fn slice_mut(&mut self, i: usize) -> &mut [u8] {
         let (start, len) = (i * self.stride, self.buf_len);
         &mut self.region.as_mut_slice()[start..start + len]

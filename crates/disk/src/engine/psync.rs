@@ -18,6 +18,7 @@ pub fn psync_threads(jobs: u32, queue_depth: u32) -> u32 {
     jobs.saturating_mul(queue_depth).min(PSYNC_MAX_THREADS).max(jobs)
 }
 
+/// The psync engine: pread/pwrite, one I/O at a time per worker.
 pub struct PsyncEngine {
     fd: RawFd,
     buffers: BufferPool,
@@ -25,6 +26,7 @@ pub struct PsyncEngine {
 }
 
 impl PsyncEngine {
+    /// An engine over `config.fd` with `config.depth` buffers; its I/Os still run one at a time.
     pub fn new(config: EngineConfig) -> io::Result<Self> {
         let buffers = BufferPool::new(config.depth, config.buf_size, config.buf_align);
         Ok(PsyncEngine { fd: config.fd, buffers, done: Vec::with_capacity(config.depth) })

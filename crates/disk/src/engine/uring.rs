@@ -39,6 +39,7 @@ pub fn force_async(block_size: u64, direct: bool) -> bool {
     direct && block_size > FORCE_ASYNC_ABOVE
 }
 
+/// The io_uring engine: one ring per worker thread, at least `depth` entries.
 pub struct UringEngine {
     ring: IoUring,
     buffers: BufferPool,
@@ -51,6 +52,7 @@ pub struct UringEngine {
 }
 
 impl UringEngine {
+    /// A ring and buffers for `config`; fails where the kernel refuses io_uring.
     pub fn new(config: EngineConfig) -> io::Result<Self> {
         let entries = (config.depth.max(1) as u32).next_power_of_two();
         // One thread submits and reaps (the runner's worker): let the kernel
