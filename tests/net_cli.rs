@@ -81,6 +81,37 @@ fn fixed_transfer_and_udp_rate() {
     assert!(doc["probes"][0]["details"]["udp"]["jitter_ms"].as_f64().is_some());
 }
 
+/// A fixed UDP transfer has no end of stream: it ends at its byte count (or
+/// when the datagrams stop), the server reports at once, and the next test
+/// runs in the same session. It used to wait out the server's idle timeout,
+/// so the client gave up after 5 s and the next test read the late report.
+#[test]
+fn fixed_udp_transfer_ends_and_the_next_test_runs() {
+    let (server, port) = serve(&[]);
+    let out = run(Command::new(bin()).args([
+        "net",
+        &format!("127.0.0.1:{port}"),
+        "--bytes",
+        "4MB",
+        "--udp",
+        "50M",
+        "--tests",
+        "udp,down1",
+        "--json",
+    ]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = json(&out);
+    let ids: Vec<&str> = doc["probes"].as_array().unwrap().iter().map(|p| p["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["udp-up-1", "tcp-down-1"]);
+    let udp = &doc["probes"][0];
+    assert!(udp["details"]["error"].is_null(), "the UDP transfer ended early: {}", udp["details"]["error"]);
+    assert!(udp["details"]["udp"]["lost"].as_u64().is_some(), "the server's loss report: {}", udp["details"]);
+    assert_eq!(doc["probes"][1]["details"]["download_bytes"], 4_000_000u64);
+    let lines = server.wait_lines(2, Duration::from_secs(3));
+    let udp_line = lines.iter().find(|l| l.contains("test=udp")).expect("the server logged the UDP test");
+    assert!(udp_line.contains("status=ok"), "{udp_line}");
+}
+
 #[test]
 fn ping_tcp_and_udp() {
     let (_server, port) = serve(&[]);

@@ -153,12 +153,19 @@ pub fn udp_send(
     Ok(())
 }
 
-/// Receives datagrams in `header`'s format until `stop`, accounting each.
-pub fn udp_recv(sock: &UdpSocket, header: UdpHeader, stop: &AtomicBool, received: &AtomicU64) -> UdpRecvStats {
+/// Receives datagrams in `header`'s format until `stop` or `limit` bytes,
+/// accounting each.
+pub fn udp_recv(
+    sock: &UdpSocket,
+    header: UdpHeader,
+    stop: &AtomicBool,
+    limit: Option<u64>,
+    received: &AtomicU64,
+) -> UdpRecvStats {
     let _ = sock.set_read_timeout(Some(POLL));
     let mut buf = vec![0u8; MAX_UDP_LEN];
     let mut stats = UdpRecvStats::default();
-    while !stop.load(Ordering::Relaxed) {
+    while !stop.load(Ordering::Relaxed) && !limit.is_some_and(|l| received.load(Ordering::Relaxed) >= l) {
         match sock.recv(&mut buf) {
             Ok(n) => {
                 if let Some((seq, sent_s)) = header.parse(&buf[..n]) {
@@ -334,7 +341,7 @@ impl StreamSet {
                         fin.fetch_add(1, Ordering::Relaxed);
                         None
                     } else {
-                        Some(udp_recv(&sock, header, &stop, &b))
+                        Some(udp_recv(&sock, header, &stop, p.limit, &b))
                     }
                 })
                 .expect("spawn a stream thread");

@@ -168,6 +168,17 @@ impl NetEngine {
         }
     }
 
+    /// After a test that went wrong, a fresh session for the remaining tests:
+    /// the control connection may be gone, or out of step with the server.
+    fn reopen_session(&mut self) {
+        if let Some(c) = self.connected.as_mut().filter(|c| c.session.is_some()) {
+            match Session::open(&c.server.target()) {
+                Ok(s) => c.session = Some(s),
+                Err(_) => c.gone = true,
+            }
+        }
+    }
+
     fn measure(
         &mut self,
         req: &NetRequest,
@@ -279,16 +290,15 @@ impl ProbeEngine for NetEngine {
                     .get("error")
                     .and_then(|v| v.as_str())
                     .map(|e| ProbeError::Lost(format!("lost the server mid-test: {e}")));
+                if error.is_some() {
+                    // The server's report may still be on its way: a late reply
+                    // would answer the next test's request.
+                    self.reopen_session();
+                }
                 Ok(Measured { probe, started_unix, error })
             }
             Err(e) => {
-                if let Some(c) = self.connected.as_mut().filter(|c| c.session.is_some()) {
-                    // The control connection may be gone; reconnect for the remaining tests.
-                    match Session::open(&c.server.target()) {
-                        Ok(s) => c.session = Some(s),
-                        Err(_) => c.gone = true,
-                    }
-                }
+                self.reopen_session();
                 Err(probe_error(e))
             }
         }

@@ -20,6 +20,10 @@ use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// How long a fixed UDP transfer's receivers keep reading after the client's
+/// End: the datagrams still queued in the kernel or on the wire.
+const UDP_FIXED_DRAIN: Duration = Duration::from_secs(1);
+
 /// Echoes fixed-size messages until the client leaves or idles out.
 pub(super) fn serve_rr(mut conn: TcpStream, size: usize, session: &SessionInfo, s: &Shared) {
     let _ = conn.set_nodelay(true);
@@ -245,8 +249,10 @@ fn headroom_test(
     let load_at_end = if bytes.is_none() { cpu.load() } else { None };
     let mut outcomes = if bytes.is_some() {
         // A fixed transfer counts every byte: wait for the client's streams to end,
-        // and the test lasted until the last byte arrived.
-        let o = set.finish(s.cfg.idle_timeout);
+        // and the test lasted until the last byte arrived. UDP has no end of
+        // stream: a receiver stops at its byte count, and when datagrams were
+        // lost, what is still in flight gets a moment after the client's End.
+        let o = set.finish(if udp { UDP_FIXED_DRAIN } else { s.cfg.idle_timeout });
         duration = started.elapsed().as_secs_f64();
         o
     } else {

@@ -197,11 +197,40 @@ pub(crate) trait Protocol {
 
 /// Whether a fixed transfer is over: every sending stream moved its bytes,
 /// and this side received what the server sends (its streams ended, or the
-/// count arrived: a stock iperf3 server stops sending but keeps its streams open).
-fn fixed_transfer_done(streams: &StreamSet, bytes: u64, received: u64) -> bool {
+/// count arrived: a stock iperf3 server stops sending but keeps its streams
+/// open; or, over UDP, the datagrams stopped coming: lost ones never will).
+fn fixed_transfer_done(streams: &StreamSet, bytes: u64, received: u64, udp_silent: bool) -> bool {
     let senders_done = !streams.has_senders() || streams.senders_finished();
-    let receivers_done = !streams.has_receivers() || streams.receivers_finished() || received >= bytes;
+    let receivers_done = !streams.has_receivers() || streams.receivers_finished() || received >= bytes || udp_silent;
     senders_done && receivers_done
+}
+
+/// Watches the received byte count of a fixed UDP transfer: silent once no
+/// datagram came for several datagram intervals (at least a second), so a
+/// transfer that lost its last datagrams still ends.
+struct UdpSilence {
+    quiet_after: Option<Duration>,
+    last_count: u64,
+    last_change: std::time::Instant,
+}
+
+impl UdpSilence {
+    fn new(spec: &ThroughputSpec) -> Self {
+        let quiet_after = spec.udp_rate.map(|rate| {
+            let per_stream = rate / f64::from(spec.streams.max(1));
+            let interval = (spec.len as f64 * 8.0 / per_stream.max(1.0)).min(3600.0);
+            Duration::from_secs_f64(interval * 8.0).max(Duration::from_secs(1))
+        });
+        UdpSilence { quiet_after, last_count: 0, last_change: std::time::Instant::now() }
+    }
+
+    fn silent(&mut self, received: u64) -> bool {
+        if received != self.last_count {
+            self.last_count = received;
+            self.last_change = std::time::Instant::now();
+        }
+        self.quiet_after.is_some_and(|q| self.last_change.elapsed() >= q)
+    }
 }
 
 /// Runs one throughput test over `protocol`; `on_sample` gets one sample per second.
@@ -221,6 +250,7 @@ pub(crate) fn measure(
     let recv_counters = streams.counters(false);
     let mut error = None;
     let mut server_ended = false;
+    let mut udp_silence = UdpSilence::new(spec);
     loop {
         std::thread::sleep(Duration::from_millis(20));
         let elapsed = sampler.elapsed();
@@ -235,7 +265,12 @@ pub(crate) fn measure(
         }
         match spec.bytes {
             None if elapsed >= spec.duration => break,
-            Some(bytes) if fixed_transfer_done(&streams, bytes, datapath::total(&recv_counters)) => break,
+            Some(bytes) => {
+                let received = datapath::total(&recv_counters);
+                if fixed_transfer_done(&streams, bytes, received, udp_silence.silent(received)) {
+                    break;
+                }
+            }
             _ => {}
         }
         if let Some(e) = streams.error() {
