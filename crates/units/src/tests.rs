@@ -163,3 +163,15 @@ fn latencies_have_three_significant_digits_in_both_forms() {
     assert_eq!(format_latency_compact(500.0), "500ns");
     assert_eq!(format_latency_compact(f64::NAN), "-");
 }
+
+// -- pres-disk --
+
+#[test]
+fn size_labels_name_whole_binary_units_only() {
+    assert_eq!(size_label(4096), "4K");
+    assert_eq!(size_label(64 << 10), "64K");
+    assert_eq!(size_label(1 << 20), "1M");
+    assert_eq!(size_label(2 << 30), "2G");
+    assert_eq!(size_label(1536), "1536B");
+    assert_eq!(size_label(512), "512B");
+}
