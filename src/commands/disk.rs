@@ -1,20 +1,22 @@
 //! `headroom disk PATH`: storage tests (presets or one custom test) on a
 //! directory, block device or existing file. Hands the flags to the disk
 //! engine's preset resolution, runs the plan on the Runner with a progress
-//! bar, adds the write-cliff check (headroom-analysis) and prints a table or
-//! a `headroom.result/v1` document. The measuring is all in crates/disk.
+//! bar, adds the write-cliff check (headroom-analysis) and prints its
+//! `headroom.result/v1` document: as JSON, or through the presenter
+//! (crates/report/src/present/disk.rs). The measuring is all in crates/disk.
 
 use crate::output::{Outcome, Output};
 use crate::progress::ProgressSink;
 use anyhow::bail;
 use headroom_analysis::ceilings::bus_ceiling;
-use headroom_analysis::cliff::detect_write_cliff;
+use headroom_analysis::cliff::annotate_write_cliff;
 use headroom_disk::preset::{resolve, Preset, TestChoice, TestSelection, SWEEP_BLOCK_SIZES, SWEEP_QUEUE_DEPTHS};
 use headroom_disk::probe::BusCeiling;
 use headroom_disk::{DiskEngine, DiskError, DiskRequest, DiskTarget, Rw};
-use headroom_result::{Ceiling, Probe, ResultDoc, Warning};
+use headroom_report::present::{self, disk::Layout, disk::Target};
+use headroom_result::{Ceiling, Probe, ResultDoc};
 use headroom_runner::{Plan, PrepareEvent, ProbeError, Runner, Sink};
-use headroom_units::{format_latency, DurationArg, Size};
+use headroom_units::{DurationArg, Size};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
@@ -206,52 +208,30 @@ pub fn run(args: &DiskArgs, out: &Output) -> anyhow::Result<Outcome> {
     runner.finish(); // removes the test file before anything is printed
     drop(bars);
 
+    let mut doc = ResultDoc::new(humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string());
+    doc.probes = probes;
+    doc.warnings = run_warnings;
+    if let Some(b) = &bus {
+        doc.ceilings.push(Ceiling {
+            hop: headroom_result::Hop::Bus,
+            name: b.name.clone(),
+            bytes_per_sec: b.bytes_per_sec,
+            source: Some(b.source.clone()),
+        });
+    }
     if out.json {
-        let mut doc = ResultDoc::new(humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string());
-        doc.probes = probes;
-        doc.warnings = run_warnings;
-        if let Some(b) = &bus {
-            doc.ceilings.push(Ceiling {
-                hop: headroom_result::Hop::Bus,
-                name: b.name.clone(),
-                bytes_per_sec: b.bytes_per_sec,
-                source: Some(b.source.clone()),
-            });
-        }
         out.print_json(&doc)?;
     } else {
-        let Some(PrepareEvent::DiskTarget { path: path_shown, kind, filesystem, size }) = seen.0 else {
+        let Some(PrepareEvent::DiskTarget { path, kind, filesystem, size }) = &seen.0 else {
             bail!("the disk engine did not report its target");
         };
-        let what = match kind.as_str() {
-            "test_file" => format!("test file {}", headroom_units::format_size(size)),
-            "block_device" => format!("block device, {} tested", headroom_units::format_size(size)),
-            _ => format!("existing file, {} tested", headroom_units::format_size(size)),
+        let target = Target { path, kind, filesystem: filesystem.as_deref(), size: *size };
+        let layout = match selection.preset {
+            Some(Preset::Sweep) => Layout::Sweep { block_sizes: &SWEEP_BLOCK_SIZES, queue_depths: &SWEEP_QUEUE_DEPTHS },
+            Some(Preset::Sync) => Layout::Sync,
+            _ => Layout::Table,
         };
-        let fs = filesystem.map(|f| format!("{f}, ")).unwrap_or_default();
-        let engine_direct = probes
-            .first()
-            .and_then(disk_spec)
-            .map(|d| format!(", {}, {}", d.engine, if d.direct { "O_DIRECT" } else { "buffered" }))
-            .unwrap_or_default();
-        println!("{}", out.bold(&format!("headroom disk {path_shown} ({fs}{what}{engine_direct})")));
-        if let Some(b) = &bus {
-            println!("bus: {} = {}", b.name, headroom_units::format_bytes_per_sec(b.bytes_per_sec));
-        }
-        match selection.preset {
-            Some(Preset::Sweep) => print!("{}", render_sweep(&probes)),
-            Some(Preset::Sync) => {
-                print!("{}", render_table(&probes, out));
-                print!("{}", render_sync(&probes));
-            }
-            _ => print!("{}", render_table(&probes, out)),
-        }
-        let mut seen = std::collections::BTreeSet::new();
-        for w in run_warnings.iter().chain(probes.iter().flat_map(|p| p.warnings.iter())) {
-            if w.code != "io_error" && seen.insert((w.code.clone(), w.message.clone())) {
-                println!("warning [{}]: {}", w.code, w.message);
-            }
-        }
+        out.print(&present::disk::render(&doc, &target, layout, out.style()));
     }
     if let Some(e) = failure {
         bail!(e);
@@ -267,66 +247,12 @@ fn user_error(e: DiskError) -> anyhow::Error {
     anyhow::anyhow!(e.to_string())
 }
 
-/// A write probe with the write-cliff check added (warning and details).
+/// A write probe with the write-cliff check (headroom-analysis) added.
 pub(crate) fn with_write_cliff(mut probe: Probe) -> Probe {
-    if !disk_spec(&probe).and_then(|d| Rw::parse(&d.rw)).is_some_and(Rw::writes) {
-        return probe;
-    }
-    if let Some(c) = detect_write_cliff(&probe.samples) {
-        probe.warnings.push(Warning::new(
-            headroom_result::WarningCode::WriteCliff,
-            format!(
-                "{}: the write rate fell after {:.0} s and {} written, from {} to {} (a cache filled up)",
-                probe.name,
-                c.at_s,
-                headroom_units::format_size(c.bytes_before as u64),
-                headroom_units::format_bytes_per_sec(c.rate_before),
-                headroom_units::format_bytes_per_sec(c.rate_after)
-            ),
-        ));
-        probe.details.insert(
-            "write_cliff".into(),
-            serde_json::json!({
-                "at_s": c.at_s,
-                "bytes_before": c.bytes_before,
-                "bytes_per_sec_before": c.rate_before,
-                "bytes_per_sec_after": c.rate_after,
-            }),
-        );
+    if disk_spec(&probe).and_then(|d| Rw::parse(&d.rw)).is_some_and(Rw::writes) {
+        annotate_write_cliff(&mut probe);
     }
     probe
-}
-
-fn render_table(probes: &[Probe], out: &Output) -> String {
-    let iec_head = if out.iec { format!(" {:>10}", "MiB/s") } else { String::new() };
-    let mut s = format!(
-        "{:<28} {:>10}{iec_head} {:>10} {:>10} {:>10} {:>10}\n",
-        out.bold("test"),
-        "MB/s",
-        "IOPS",
-        "lat mean",
-        "p99",
-        "p99.9"
-    );
-    for p in probes {
-        if p.summary.ops == Some(0) {
-            // A row of zeros would read as a measurement; the warning says why.
-            s += &format!("{:<28} {:>10}\n", p.name, "no I/O completed (see the no_io_completed warning)");
-            continue;
-        }
-        let l = p.summary.latency_ns.clone().unwrap_or_default();
-        let iec = if out.iec { format!(" {:>10.1}", p.summary.bytes_per_sec / 1048576.0) } else { String::new() };
-        s += &format!(
-            "{:<28} {:>10.1}{iec} {:>10.0} {:>10} {:>10} {:>10}\n",
-            p.name,
-            p.summary.bytes_per_sec / 1e6,
-            p.summary.iops.unwrap_or(0.0),
-            format_latency(l.mean),
-            format_latency(l.p99),
-            format_latency(l.p999)
-        );
-    }
-    s
 }
 
 fn disk_spec(p: &Probe) -> Option<&headroom_result::DiskSpec> {
@@ -334,68 +260,6 @@ fn disk_spec(p: &Probe) -> Option<&headroom_result::DiskSpec> {
         headroom_result::ProbeSpec::Disk(d) => Some(d),
         _ => None,
     }
-}
-
-/// The sweep as a matrix: one block per direction, a row per block size,
-/// a column per queue depth, each cell MB/s, IOPS and mean latency.
-fn render_sweep(probes: &[Probe]) -> String {
-    let mut s = String::new();
-    for rw in ["randread", "randwrite"] {
-        s += &format!("\n{rw}: MB/s | IOPS | mean latency\n{:<6}", "bs");
-        for qd in SWEEP_QUEUE_DEPTHS {
-            s += &format!(" {:>12}", format!("QD{qd}"));
-        }
-        s += "\n";
-        for bs in SWEEP_BLOCK_SIZES {
-            let cells: Vec<Option<&Probe>> = SWEEP_QUEUE_DEPTHS
-                .iter()
-                .map(|&qd| {
-                    probes
-                        .iter()
-                        .find(|p| disk_spec(p).is_some_and(|d| d.rw == rw && d.block_size == bs && d.queue_depth == qd))
-                })
-                .collect();
-            let label = headroom_disk::preset::size_label(bs);
-            let row = |name: &str, f: &dyn Fn(&Probe) -> String| {
-                let mut line = format!("{name:<6}");
-                for c in &cells {
-                    let cell =
-                        c.map_or("-".to_string(), |p| if p.summary.ops == Some(0) { "no I/O".into() } else { f(p) });
-                    line += &format!(" {cell:>12}");
-                }
-                line + "\n"
-            };
-            s += &row(&label, &|p| format!("{:.1}", p.summary.bytes_per_sec / 1e6));
-            s += &row("", &|p| format!("{:.0}", p.summary.iops.unwrap_or(0.0)));
-            s += &row("", &|p| format_latency(p.summary.latency_ns.as_ref().map_or(0.0, |l| l.mean)));
-        }
-    }
-    s
-}
-
-/// The sync preset side by side: MB/s of buffered, O_DSYNC and fsync writes per block size.
-fn render_sync(probes: &[Probe]) -> String {
-    let mut s =
-        format!("\n{:<6} {:>14} {:>14} {:>14}   (write MB/s, mean latency)\n", "bs", "buffered", "dsync", "fsync");
-    for bs in [4096u64, 64 << 10, 1 << 20] {
-        s += &format!("{:<6}", headroom_disk::preset::size_label(bs));
-        for mode in ["buffered", "dsync", "fsync"] {
-            let p = probes.iter().find(|p| p.id.ends_with(mode) && disk_spec(p).is_some_and(|d| d.block_size == bs));
-            let cell = p.map_or("-".into(), |p| {
-                if p.summary.ops == Some(0) {
-                    return "no I/O".to_string();
-                }
-                format!(
-                    "{:.1} {}",
-                    p.summary.bytes_per_sec / 1e6,
-                    format_latency(p.summary.latency_ns.as_ref().map_or(0.0, |l| l.mean))
-                )
-            });
-            s += &format!(" {cell:>14}");
-        }
-        s += "\n";
-    }
-    s
 }
 
 /// The bus ceiling of the disk holding `path` ([`bus_ceiling`] of its inventory entry).

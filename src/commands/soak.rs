@@ -2,9 +2,10 @@
 //! a SQLite database, watches the links on the path, and at the end names
 //! what it found (periodic dips, latency drift, link flaps, outages).
 //!
-//! This file checks the flags, turns the cycle into probe requests for the
-//! Runner (disk and net engines), and presents; the loop, store, watcher and
-//! detectors live in crates/soak and crates/analysis.
+//! This file checks the flags and turns the cycle into probe requests for the
+//! Runner (disk and net engines); the loop, store, watcher and detectors live
+//! in crates/soak and crates/analysis, the layout in
+//! crates/report/src/present/soak.rs.
 
 use crate::output::{Outcome, Output};
 use anyhow::{bail, Context};
@@ -13,12 +14,13 @@ use headroom_disk::run::RunSettings;
 use headroom_disk::{DirectMode, DiskEngine, DiskRequest, DiskTarget, EngineChoice, Pattern, Rw};
 use headroom_net::TrafficDirection;
 use headroom_net::{NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, ThroughputSpec};
+use headroom_report::present;
 use headroom_runner::{PrepareEvent, ProbeError, Runner, Sink};
 use headroom_soak::{
     now_unix, rfc3339, run_cycles, watch, LoopSettings, Metrics, ProbeFailure, Progress, SampleDetail, SoakConfig,
     SoakInfo, Turn,
 };
-use headroom_units::{format_bytes_per_sec, DurationArg, Size};
+use headroom_units::{DurationArg, Size};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -353,22 +355,12 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
                 return;
             }
             if let Progress::TurnEnded { cycle, probe, outcome } = p {
-                match outcome {
-                    Ok(o) => eprintln!(
-                        "cycle {cycle:>4} {probe:<5} {:>14}{}",
-                        format_bytes_per_sec(o.probe.summary.bytes_per_sec),
-                        o.probe.summary.iops.map(|i| format!("  {i:>9.0} IOPS")).unwrap_or_default()
-                    ),
-                    Err(ProbeFailure::Unreachable(why)) => {
-                        eprintln!(
-                            "cycle {cycle:>4} {probe:<5} server unreachable: {}",
-                            headroom_report::terminal_safe(why, false)
-                        )
-                    }
-                    Err(ProbeFailure::Failed(why)) => {
-                        eprintln!("cycle {cycle:>4} {probe:<5} failed: {}", headroom_report::terminal_safe(why, false))
-                    }
-                }
+                let turn = match outcome {
+                    Ok(o) => present::soak::Turn::Measured(&o.probe),
+                    Err(ProbeFailure::Unreachable(why)) => present::soak::Turn::Unreachable(why),
+                    Err(ProbeFailure::Failed(why)) => present::soak::Turn::Failed(why),
+                };
+                eprint!("{}", headroom_report::terminal_safe(&present::soak::turn_line(cycle, probe, turn), false));
             }
         });
     drop(watcher);
@@ -385,7 +377,7 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
     if out.json {
         out.print_json(&doc)?;
     } else {
-        present(&doc, &db, out);
+        out.print(&present::soak::summary(&doc, &db.display().to_string(), out.style()));
     }
     Ok(Outcome::Ok)
 }
@@ -482,41 +474,4 @@ fn check_resume_flags(args: &SoakArgs, stored: &SoakConfig, db: &Path) -> anyhow
         }
     }
     Ok(())
-}
-
-/// The end-of-soak summary on stdout.
-fn present(doc: &headroom_result::ResultDoc, db: &Path, out: &Output) {
-    let soak = doc.soak.clone().unwrap_or_default();
-    println!(
-        "{} {} in {} session(s), {} turns, {} samples -> {}",
-        out.bold("soak"),
-        headroom_units::format_duration(Duration::from_secs_f64(soak.elapsed_s.max(0.0).round())),
-        soak.sessions,
-        soak.cycles,
-        soak.samples,
-        db.display()
-    );
-    for p in &doc.probes {
-        let lat = p
-            .summary
-            .latency_ns
-            .as_ref()
-            .map(|l| format!("  latency mean {:.0} us, p99 {:.0} us", l.mean / 1e3, l.p99 / 1e3))
-            .unwrap_or_default();
-        let iops = p.summary.iops.map(|i| format!("  {i:.0} IOPS")).unwrap_or_default();
-        println!(
-            "  {:<10} {:>14}{iops}{lat}",
-            p.name.trim_start_matches("soak "),
-            format_bytes_per_sec(p.summary.bytes_per_sec)
-        );
-    }
-    for g in &soak.gaps {
-        println!("  gap: {:.1} s without samples from +{:.1} s ({})", g.duration_s, g.from_s, g.reason);
-    }
-    if soak.detections.is_empty() {
-        println!("  no dips, drift, flaps or outages detected");
-    }
-    for d in &soak.detections {
-        println!("  {}: {}", out.bold(&d.kind), d.message);
-    }
 }

@@ -1,8 +1,11 @@
 //! Write-cliff detection: a per-second write rate that drops and stays low
 //! (an SLC or controller cache filling up: 270 MB/s falling to 32 MB/s). Pure
-//! over samples, so `disk` (sustained writes) and `soak` share it.
+//! over samples, so `disk` (sustained writes) and `soak` share it, and what
+//! both say about one: the disk probe's warning and details, soak's detection.
 
-use headroom_result::Sample;
+use headroom_result::details::{WriteCliffDetails, WRITE_CLIFF};
+use headroom_result::{Detection, Probe, Sample, Warning, WarningCode};
+use headroom_units::{format_bytes_per_sec, format_size};
 
 /// Where a write cliff happened and what it cost.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,6 +74,51 @@ pub fn detect_write_cliff(samples: &[Sample]) -> Option<WriteCliff> {
     None
 }
 
+impl WriteCliff {
+    /// The cliff as stored in a document.
+    pub fn details(&self) -> WriteCliffDetails {
+        WriteCliffDetails {
+            at_s: self.at_s,
+            bytes_before: Some(self.bytes_before),
+            bytes_per_sec_before: self.rate_before,
+            bytes_per_sec_after: self.rate_after,
+        }
+    }
+
+    /// Soak's finding over its whole write series.
+    pub fn detection(&self) -> Detection {
+        Detection {
+            kind: WRITE_CLIFF.into(),
+            probe: Some("write".into()),
+            message: format!(
+                "write: the rate fell from {} to {} at +{:.0} s and stayed there",
+                format_bytes_per_sec(self.rate_before),
+                format_bytes_per_sec(self.rate_after),
+                self.at_s
+            ),
+            details: self.details().detection_json(),
+        }
+    }
+}
+
+/// Checks a write probe (the caller knows it wrote) for a cliff and, if
+/// one is found, adds the `write_cliff` warning and `details.write_cliff`.
+pub fn annotate_write_cliff(probe: &mut Probe) {
+    let Some(c) = detect_write_cliff(&probe.samples) else { return };
+    probe.warnings.push(Warning::new(
+        WarningCode::WriteCliff,
+        format!(
+            "{}: the write rate fell after {:.0} s and {} written, from {} to {} (a cache filled up)",
+            probe.name,
+            c.at_s,
+            format_size(c.bytes_before as u64),
+            format_bytes_per_sec(c.rate_before),
+            format_bytes_per_sec(c.rate_after)
+        ),
+    ));
+    probe.details.insert(WRITE_CLIFF.into(), c.details().probe_json());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +150,38 @@ mod tests {
         assert_eq!(detect_write_cliff(&series(&dip)), None);
         assert_eq!(detect_write_cliff(&series(&[200e6, 200e6, 10e6, 10e6])), None);
         assert_eq!(detect_write_cliff(&[]), None);
+    }
+
+    fn write_probe(rates: &[f64]) -> Probe {
+        let mut p: Probe = serde_json::from_value(serde_json::json!({
+            "id": "w", "name": "SEQ1M Q1T1 write", "kind": "disk",
+            "spec": {"rw": "write", "block_size": 1048576, "queue_depth": 1, "jobs": 1, "direct": true,
+                     "sync": "none", "engine": "io_uring", "path": "/t"},
+            "summary": {"bytes_per_sec": 1.0, "duration_s": 1.0}
+        }))
+        .unwrap();
+        p.samples = series(rates);
+        p
+    }
+
+    #[test]
+    fn a_cliff_is_a_warning_and_details_on_the_probe_and_a_detection_for_soak() {
+        let mut rates = vec![270e6; 10];
+        rates.extend([32e6; 6]);
+        let mut probe = write_probe(&rates);
+        annotate_write_cliff(&mut probe);
+        assert_eq!(
+            probe.warnings[0].message,
+            "SEQ1M Q1T1 write: the write rate fell after 10 s and 2.515 GiB written, from 270.0 MB/s to 32.00 MB/s (a cache filled up)"
+        );
+        let stored = probe.write_cliff().expect("details.write_cliff");
+        assert_eq!((stored.at_s, stored.bytes_before), (10.0, Some(2.7e9)));
+        let found = detect_write_cliff(&probe.samples).unwrap().detection();
+        assert_eq!(found.message, "write: the rate fell from 270.0 MB/s to 32.00 MB/s at +10 s and stayed there");
+        assert_eq!(found.write_cliff().unwrap(), WriteCliffDetails { bytes_before: None, ..stored });
+        let mut flat = write_probe(&[200e6; 8]);
+        annotate_write_cliff(&mut flat);
+        assert!(flat.warnings.is_empty() && flat.write_cliff().is_none());
     }
 
     #[test]

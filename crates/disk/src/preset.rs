@@ -145,15 +145,8 @@ pub const SWEEP_QUEUE_DEPTHS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
 /// Block sizes of the sweep preset.
 pub const SWEEP_BLOCK_SIZES: [u64; 3] = [4096, 64 << 10, 1 << 20];
 
-/// "4K", "64K", "1M", "128K", "3000B".
-pub fn size_label(bytes: u64) -> String {
-    for (shift, unit) in [(30, "G"), (20, "M"), (10, "K")] {
-        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
-            return format!("{}{unit}", bytes >> shift);
-        }
-    }
-    format!("{bytes}B")
-}
+/// "4K", "64K", "1M", "3000B": the one size-label formatter, in headroom-units.
+pub use headroom_units::size_label;
 
 /// A test with CrystalDiskMark-style name (`RND4K Q32T1 read`) and id (`rnd4k-q32t1-read`).
 pub fn test_def(rw: Rw, block_size: u64, queue_depth: u32, jobs: u32, time: Duration, ramp: Duration) -> TestDef {

@@ -165,7 +165,7 @@ pub fn udp_recv(
     let _ = sock.set_read_timeout(Some(POLL));
     let mut buf = vec![0u8; MAX_UDP_LEN];
     let mut stats = UdpRecvStats::default();
-    while !stop.load(Ordering::Relaxed) && !limit.is_some_and(|l| received.load(Ordering::Relaxed) >= l) {
+    while !stop.load(Ordering::Relaxed) && limit.is_none_or(|l| received.load(Ordering::Relaxed) < l) {
         match sock.recv(&mut buf) {
             Ok(n) => {
                 if let Some((seq, sent_s)) = header.parse(&buf[..n]) {

@@ -393,9 +393,7 @@ pub fn soak_marks(doc: &ResultDoc, probe: &Probe) -> Marks {
                 m.dips.extend(dips.into_iter().flatten().filter_map(dip_of));
             }
             "write_cliff" if name == "write" => {
-                let at = det.details.get("at_s").and_then(|v| v.as_f64());
-                let after = det.details.get("rate_after_bytes_per_sec").and_then(|v| v.as_f64());
-                m.cliff = at.zip(after);
+                m.cliff = det.write_cliff().map(|c| (c.at_s, c.bytes_per_sec_after));
             }
             _ => {}
         }

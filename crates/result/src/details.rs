@@ -46,3 +46,74 @@ impl Probe {
         self.details.get(cpu_percent_key(side)).and_then(|v| v.as_f64())
     }
 }
+
+// -- pres-disk --
+
+/// `details.write_cliff` of a disk write probe, and the details of soak's
+/// `write_cliff` detection: one cliff, stored under two sets of names.
+pub const WRITE_CLIFF: &str = "write_cliff";
+
+/// A write cliff as stored. The probe's details say `bytes_per_sec_before`
+/// / `_after` (and `bytes_before`); soak's detection says
+/// `rate_before_bytes_per_sec` / `rate_after_bytes_per_sec` (no bytes). Both
+/// load into this; each writer keeps its own names so documents stay as
+/// they were.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct WriteCliffDetails {
+    /// Seconds into the measured phase when the rate fell.
+    pub at_s: f64,
+    /// Bytes written before the cliff (disk probes only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_before: Option<f64>,
+    #[serde(alias = "rate_before_bytes_per_sec")]
+    pub bytes_per_sec_before: f64,
+    #[serde(alias = "rate_after_bytes_per_sec")]
+    pub bytes_per_sec_after: f64,
+}
+
+impl WriteCliffDetails {
+    /// The JSON of `probe.details.write_cliff` (disk's names).
+    pub fn probe_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("plain numbers serialise")
+    }
+
+    /// The JSON of a soak `write_cliff` detection's details (soak's names).
+    pub fn detection_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "at_s": self.at_s,
+            "rate_before_bytes_per_sec": self.bytes_per_sec_before,
+            "rate_after_bytes_per_sec": self.bytes_per_sec_after,
+        })
+    }
+}
+
+impl Probe {
+    /// The write cliff found in this probe (`details.write_cliff`).
+    pub fn write_cliff(&self) -> Option<WriteCliffDetails> {
+        serde_json::from_value(self.details.get(WRITE_CLIFF)?.clone()).ok()
+    }
+}
+
+impl crate::Detection {
+    /// The cliff of a `write_cliff` detection.
+    pub fn write_cliff(&self) -> Option<WriteCliffDetails> {
+        (self.kind == WRITE_CLIFF).then(|| serde_json::from_value(self.details.clone()).ok()).flatten()
+    }
+}
+
+#[cfg(test)]
+mod write_cliff_tests {
+    use super::*;
+
+    #[test]
+    fn both_spellings_of_a_cliff_load_and_each_writes_its_own() {
+        let disk = serde_json::json!({"at_s": 3.0, "bytes_before": 8e8, "bytes_per_sec_after": 3e7, "bytes_per_sec_before": 2.7e8});
+        let soak =
+            serde_json::json!({"at_s": 3.0, "rate_before_bytes_per_sec": 2.7e8, "rate_after_bytes_per_sec": 3e7});
+        let from_disk: WriteCliffDetails = serde_json::from_value(disk.clone()).unwrap();
+        let from_soak: WriteCliffDetails = serde_json::from_value(soak.clone()).unwrap();
+        assert_eq!(from_disk.probe_json(), disk);
+        assert_eq!(from_soak.detection_json(), soak);
+        assert_eq!(WriteCliffDetails { bytes_before: None, ..from_disk }, from_soak);
+    }
+}

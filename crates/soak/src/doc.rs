@@ -247,22 +247,7 @@ fn write_cliff(points: &[Point]) -> Option<Detection> {
             ..Sample::default()
         })
         .collect();
-    let cliff = headroom_analysis::cliff::detect_write_cliff(&thinned)?;
-    Some(Detection {
-        kind: "write_cliff".into(),
-        probe: Some("write".into()),
-        message: format!(
-            "write: the rate fell from {} to {} at +{:.0} s and stayed there",
-            headroom_units::format_bytes_per_sec(cliff.rate_before),
-            headroom_units::format_bytes_per_sec(cliff.rate_after),
-            cliff.at_s
-        ),
-        details: serde_json::json!({
-            "at_s": cliff.at_s,
-            "rate_before_bytes_per_sec": cliff.rate_before,
-            "rate_after_bytes_per_sec": cliff.rate_after,
-        }),
-    })
+    headroom_analysis::cliff::detect_write_cliff(&thinned).map(|c| c.detection())
 }
 
 /// Drift buckets: per hour for soaks of 3 h and more, else per minute (or

@@ -417,5 +417,18 @@ impl fmt::Display for DurationArg {
     }
 }
 
+// -- pres-disk --
+
+/// "4K", "64K", "1M", "512B": a size as the disk tests' names and tables
+/// label block sizes (whole binary units only, else bytes).
+pub fn size_label(bytes: u64) -> String {
+    for (shift, unit) in [(30, "G"), (20, "M"), (10, "K")] {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    format!("{bytes}B")
+}
+
 #[cfg(test)]
 mod tests;

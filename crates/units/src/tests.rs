@@ -180,3 +180,15 @@ fn fine_forms_keep_their_digits() {
     assert_eq!(format_baud(8e9), "8 GBd");
     assert_eq!(format_rate_columns(1e9), "     1000.00 Mb/s     125.00 MB/s     119.21 MiB/s");
 }
+
+// -- pres-disk --
+
+#[test]
+fn size_labels_name_whole_binary_units_only() {
+    assert_eq!(size_label(4096), "4K");
+    assert_eq!(size_label(64 << 10), "64K");
+    assert_eq!(size_label(1 << 20), "1M");
+    assert_eq!(size_label(2 << 30), "2G");
+    assert_eq!(size_label(1536), "1536B");
+    assert_eq!(size_label(512), "512B");
+}
