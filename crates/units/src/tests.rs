@@ -163,3 +163,22 @@ fn latencies_have_three_significant_digits_in_both_forms() {
     assert_eq!(format_latency_compact(500.0), "500ns");
     assert_eq!(format_latency_compact(f64::NAN), "-");
 }
+
+// -- pres-cpu --
+
+#[test]
+fn cpu_and_sys_forms_of_rates_sizes_and_figures() {
+    assert_eq!(format_rate_cell(1.905e9), "  1905 MB/s   15.2 Gb/s");
+    assert_eq!(format_rate_cell(92e6), "    92 MB/s    0.7 Gb/s");
+    assert_eq!(format_bytes_per_sec_short(1.9e9), "1.90 GB/s");
+    assert_eq!(format_bytes_per_sec_short(941.4e6), "941 MB/s");
+    assert_eq!(format_size_compact(64 << 20), "64 MiB");
+    assert_eq!(format_size_compact(256 << 10), "256 KiB");
+    assert_eq!(format_size_compact(3 << 29), "1.5 GiB");
+    assert_eq!(format_size_compact(512), "512 B");
+    assert_eq!(format_trimmed(8.0, 2), "8");
+    assert_eq!(format_trimmed(7.875, 2), "7.88");
+    assert_eq!(format_trimmed(0.5, 2), "0.5");
+    assert_eq!(format_trimmed(10.3125, 5), "10.3125");
+    assert_eq!(format_trimmed(100.0, 0), "100");
+}
