@@ -71,11 +71,6 @@ impl Output {
         Ok(())
     }
 
-    /// Bold text when colour is on.
-    pub fn bold(&self, s: &str) -> String {
-        self.style().bold(s)
-    }
-
     /// The presenters' view of these settings.
     pub fn style(&self) -> headroom_report::Style {
         headroom_report::Style { color: self.color, iec: self.iec }

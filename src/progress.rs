@@ -89,8 +89,10 @@ impl ProgressSink {
             done: 0,
             last_bytes_per_sec: None,
         });
-        let last =
-            k.last_bytes_per_sec.map(|b| format!(" (last {})", crate::commands::cpu::mb_gb(b))).unwrap_or_default();
+        let last = k
+            .last_bytes_per_sec
+            .map(|b| format!(" (last {})", headroom_units::format_rate_cell(b)))
+            .unwrap_or_default();
         k.bar.update(k.start.elapsed(), &format!("{}/{total} {label}{last}", k.done));
     }
 }

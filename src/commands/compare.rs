@@ -6,7 +6,7 @@ use crate::commands::report::{load_results, parse_format};
 use crate::output::{Outcome, Output};
 use anyhow::bail;
 use headroom_analysis::compare::compare;
-use headroom_report::{presenter, Format, Report, Style};
+use headroom_report::{presenter, Format, Report};
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -45,28 +45,14 @@ pub fn run(args: &CompareArgs, out: &Output) -> anyhow::Result<Outcome> {
     // compare shows only the comparison, not each result's verdict.
     report.results.iter_mut().for_each(|r| r.directions.clear());
     report.comparison = Some(comparison);
-    let style = Style { color: out.color, iec: out.iec };
+    let style = out.style();
     let text = match format {
         Format::Json => serde_json::to_string_pretty(report.comparison.as_ref().expect("set above"))? + "\n",
-        Format::Table | Format::Markdown => comparison_only(&report, format, style),
+        Format::Table | Format::Markdown => {
+            headroom_report::present::compare::render(&report, format, style).expect("set above")
+        }
         other => presenter(other).render(&report, style),
     };
     out.print(&text);
     Ok(Outcome::Ok)
-}
-
-/// The comparison section of the table/markdown presenters, without the per-result sections.
-fn comparison_only(report: &Report, format: Format, style: Style) -> String {
-    let c = report.comparison.as_ref().expect("set above");
-    let table = headroom_report::sections::comparison_table(c, style);
-    let mut out = String::new();
-    for line in headroom_report::sections::comparison_headline(c) {
-        out += &if format == Format::Markdown { format!("**{line}**\n\n") } else { format!("{line}\n") };
-    }
-    out += &if format == Format::Markdown { table.to_markdown() } else { table.to_terminal(style.color) };
-    out += &format!("{}\n", headroom_report::sections::comparison_legend(c));
-    if !c.not_shared.is_empty() {
-        out += &format!("not in every result: {}\n", c.not_shared.join(", "));
-    }
-    out
 }

@@ -2,8 +2,9 @@
 //! compression and encryption, per core and on all cores, next to the link
 //! it feeds (`--link`, else the path's NIC: `headroom_analysis::ceilings::LinkTarget`).
 //! Parses and validates arguments, runs the kernel matrix on the Runner's
-//! cpu engine with a progress bar, and presents the figures; measures
-//! nothing itself.
+//! cpu engine with a progress bar, and hands the figures to
+//! `headroom_analysis::cpu_link` (the document) or
+//! `headroom_report::present::cpu` (the table); measures nothing itself.
 
 use crate::output::{Outcome, Output};
 use crate::progress::ProgressSink;
@@ -12,10 +13,10 @@ use headroom_analysis::ceilings::{LinkSpec, LinkTarget};
 use headroom_cpu::{
     all_kernels, BufferSpec, CpuEngine, CpuRequest, Group, Kernel, KernelMatrix, Measurement, CACHE_BUFFER, MIN_BUFFER,
 };
-use headroom_result::{Ceiling, Hop, Host, Probe, ResultDoc, Warning};
+use headroom_report::present::cpu::CpuRun;
+use headroom_result::Probe;
 use headroom_runner::{Plan, Runner};
 use headroom_units::{format_duration, format_size, DurationArg, Size};
-use owo_colors::OwoColorize;
 use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
@@ -175,285 +176,20 @@ pub fn run(args: &CpuArgs, out: &Output) -> anyhow::Result<Outcome> {
     }
 
     if out.json {
-        out.print_json(&document(host, &results, &link))?;
+        let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+        let probes = results.iter().map(|m| probe_with_link(m, &link)).collect();
+        out.print_json(&headroom_analysis::cpu_link::cpu_document(started_at, host, probes, &link))?;
     } else {
-        print!("{}", render(&host, &plan, &results, &link, out));
+        let features = headroom_cpu::features();
+        let run = CpuRun { host: &host, plan: &plan, results: &results, link: &link, features: &features };
+        out.print(&headroom_report::present::cpu::render(&run, out.style()));
     }
     Ok(Outcome::Ok)
 }
 
-/// "1905 MB/s  15.2 Gb/s".
-pub(crate) fn mb_gb(bytes_per_sec: f64) -> String {
-    format!("{:>6.0} MB/s {:>6.1} Gb/s", bytes_per_sec / 1e6, bytes_per_sec * 8.0 / 1e9)
-}
-
-/// "1.90 GB/s" or "941 MB/s": one figure in a sentence.
-fn short_rate(bytes_per_sec: f64) -> String {
-    if bytes_per_sec >= 1e9 {
-        format!("{:.2} GB/s", bytes_per_sec / 1e9)
-    } else {
-        format!("{:.0} MB/s", bytes_per_sec / 1e6)
-    }
-}
-
-/// What one stream of this kernel does on a storage path, for the sentences.
-fn role(kernel: &Kernel) -> &'static str {
-    match kernel {
-        Kernel::Aes128Gcm => "one SMB3-encrypted stream (AES-128-GCM)",
-        Kernel::Aes256Gcm => "one SMB3-encrypted stream (AES-256-GCM)",
-        Kernel::ChaCha20Poly1305 => "one SSH/sshfs stream (chacha20-poly1305)",
-        _ => match kernel.group() {
-            Group::Parity => "parity for a write stream",
-            Group::Checksum => "checksumming a stream",
-            Group::Compression => "one compressed stream",
-            Group::Encryption => "one encrypted stream",
-        },
-    }
-}
-
-/// The single-stream figure: one thread, out of cache (or the closest the plan has).
-fn single_stream<'a>(results: &'a [Measurement], kernel: &Kernel) -> Option<&'a Measurement> {
-    let mine = || results.iter().filter(move |m| m.kernel == *kernel);
-    let min_threads = mine().map(|m| m.threads).min()?;
-    mine().filter(|m| m.threads == min_threads).min_by_key(|m| m.cache_resident)
-}
-
-/// The all-cores figure, out of cache.
-fn all_cores<'a>(results: &'a [Measurement], kernel: &Kernel) -> Option<&'a Measurement> {
-    let mine = || results.iter().filter(move |m| m.kernel == *kernel);
-    let max_threads = mine().map(|m| m.threads).max()?;
-    mine().filter(|m| m.threads == max_threads).min_by_key(|m| m.cache_resident)
-}
-
-/// "AES-256-GCM 1.90 GB/s on one core: one SMB3-encrypted stream (AES-256-GCM)
-/// can fill 10GbE (1.18 GB/s) — yes".
-fn sentence(results: &[Measurement], kernel: &Kernel, link: &LinkTarget, out: &Output) -> Option<String> {
-    let one = single_stream(results, kernel)?;
-    let cores = if one.threads == 1 { "one core".to_string() } else { format!("{} cores", one.threads) };
-    let fills = one.bytes_per_sec >= link.bytes_per_sec;
-    let verb = match kernel.group() {
-        Group::Parity | Group::Checksum => "keeps up with",
-        Group::Compression | Group::Encryption => "can fill",
-    };
-    let mut text = format!(
-        "{} {} on {cores}: {} {verb} {} ({}) — {}",
-        kernel_label(kernel, results),
-        short_rate(one.bytes_per_sec),
-        role(kernel),
-        link.name,
-        short_rate(link.bytes_per_sec),
-        yes_no(fills, out)
-    );
-    if !fills {
-        text += &format!(" ({:.0}% of it)", 100.0 * one.bytes_per_sec / link.bytes_per_sec);
-        if let Some(all) = all_cores(results, kernel).filter(|a| a.threads > one.threads) {
-            let verdict = if all.bytes_per_sec >= link.bytes_per_sec { "enough" } else { "still not enough" };
-            text += &format!(
-                "; {} streams on {} cores: {} together, {verdict}",
-                all.threads,
-                all.threads,
-                short_rate(all.bytes_per_sec)
-            );
-        }
-    }
-    Some(text)
-}
-
-/// Whether other processes took a noticeable share of the workers' CPUs.
-fn contended(m: &Measurement) -> bool {
-    m.cpu_share < headroom_cpu::CONTENDED_SHARE
-}
-
-fn yes_no(yes: bool, out: &Output) -> String {
-    match (yes, out.color) {
-        (true, true) => "yes".green().bold().to_string(),
-        (false, true) => "no".red().bold().to_string(),
-        (true, false) => "yes".into(),
-        (false, false) => "no".into(),
-    }
-}
-
-fn column_title(threads: usize, buffer: &BufferSpec) -> String {
-    let cores = if threads == 1 { "1 core".to_string() } else { format!("{threads} cores") };
-    if buffer.cache_resident {
-        format!("{cores}, {} each", compact_size(buffer.bytes))
-    } else {
-        format!("{cores}, {}", compact_size(buffer.bytes))
-    }
-}
-
-/// "64 MiB", "256 KiB", "1.5 GiB": a buffer size for a column title.
-fn compact_size(bytes: u64) -> String {
-    for (unit, name) in [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")] {
-        if bytes >= unit {
-            let value = bytes as f64 / unit as f64;
-            return if bytes.is_multiple_of(unit) {
-                format!("{value:.0} {name}")
-            } else {
-                format!("{value:.1} {name}")
-            };
-        }
-    }
-    format!("{bytes} B")
-}
-
-fn kernel_label(kernel: &Kernel, results: &[Measurement]) -> String {
-    if !kernel.data_matters() {
-        return kernel.name();
-    }
-    let data = match kernel.data() {
-        headroom_cpu::DataKind::Incompressible => "random",
-        headroom_cpu::DataKind::Compressible2to1 => "2:1",
-    };
-    let ratio = results.iter().find(|m| m.kernel == *kernel).and_then(|m| m.ratio);
-    match ratio {
-        Some(r) => format!("{} {data} ({r:.2}:1)", kernel.name()),
-        None => format!("{} {data}", kernel.name()),
-    }
-}
-
-fn render(host: &Host, plan: &KernelMatrix, results: &[Measurement], link: &LinkTarget, out: &Output) -> String {
-    let mut text = String::new();
-    if let Some(cpu) = &host.cpu {
-        text += &format!("{}  {}, {} logical CPUs\n", out.bold("CPU"), cpu.model, cpu.logical_cpus);
-    }
-    let features: Vec<String> = headroom_cpu::features()
-        .iter()
-        .map(|f| format!("{} {}", f.name, if f.present { "yes" } else { "no" }))
-        .collect();
-    text += &format!("     {}\n", features.join(", "));
-    text += &format!(
-        "{} {} {}: {}\n",
-        out.bold("Link"),
-        link.name,
-        link.basis,
-        headroom_units::format_rate(link.bytes_per_sec * 8.0, out.iec)
-    );
-    if let Some(caveat) = &link.caveat {
-        text += &format!("     {caveat}\n");
-    }
-    text += "\n";
-
-    let columns: Vec<(usize, BufferSpec)> =
-        plan.threads.iter().flat_map(|t| plan.buffers.iter().map(move |b| (*t, *b))).collect();
-    let verdict_title = format!("fills {}?", link.name);
-    text += &format!("{:<36}", "");
-    for (t, b) in &columns {
-        text += &format!(" {:>23} ", column_title(*t, b));
-    }
-    text += &format!("  {verdict_title}\n");
-    let mut group = None;
-    for kernel in &plan.kernels {
-        if !results.iter().any(|m| m.kernel == *kernel) {
-            continue;
-        }
-        if group != Some(kernel.group()) {
-            group = Some(kernel.group());
-            let title = match kernel.group() {
-                Group::Parity => "Parity",
-                Group::Checksum => "Checksums",
-                Group::Compression => "Compression (figures are uncompressed bytes)",
-                Group::Encryption => "Encryption (AEAD seal)",
-            };
-            text += &format!("{}\n", out.bold(title));
-        }
-        text += &format!("  {:<34}", kernel_label(kernel, results));
-        for (t, b) in &columns {
-            let cell = results
-                .iter()
-                .find(|m| m.kernel == *kernel && m.threads == *t && m.cache_resident == b.cache_resident)
-                .map(|m| format!("{}{}", mb_gb(m.bytes_per_sec), if contended(m) { "*" } else { " " }))
-                .unwrap_or_else(|| "- ".into());
-            text += &format!(" {cell:>24}");
-        }
-        if let Some(one) = single_stream(results, kernel) {
-            let x = one.bytes_per_sec / link.bytes_per_sec;
-            text += &format!("  {} {x:.1}x", yes_no(x >= 1.0, out));
-        }
-        text += "\n";
-    }
-
-    let shared: Vec<&Measurement> = results.iter().filter(|m| contended(m)).collect();
-    if !shared.is_empty() {
-        let least = shared.iter().map(|m| m.cpu_share).fold(1.0, f64::min);
-        text += &format!(
-            "* other processes shared the CPU during {} of {} figures (down to {:.0}% of a core per worker): \
-             those figures are low; --json has each one per CPU-second (details.bytes_per_cpu_sec)\n",
-            shared.len(),
-            results.len(),
-            100.0 * least
-        );
-    }
-    text += "\n";
-    let encryption = plan.kernels.iter().filter(|k| k.group() == Group::Encryption);
-    for kernel in encryption {
-        if let Some(s) = sentence(results, kernel, link, out) {
-            text += &format!("{s}\n");
-        }
-    }
-    for g in [Group::Parity, Group::Checksum, Group::Compression] {
-        let slowest = plan
-            .kernels
-            .iter()
-            .filter(|k| k.group() == g)
-            .filter_map(|k| single_stream(results, k).map(|m| (k, m.bytes_per_sec)))
-            .min_by(|a, b| a.1.total_cmp(&b.1));
-        if let Some((kernel, _)) = slowest {
-            if let Some(s) = sentence(results, kernel, link, out) {
-                text += &format!("slowest {}: {s}\n", group_word(g));
-            }
-        }
-    }
-    text
-}
-
-fn group_word(g: Group) -> &'static str {
-    match g {
-        Group::Parity => "parity",
-        Group::Checksum => "checksum",
-        Group::Compression => "compression",
-        Group::Encryption => "encryption",
-    }
-}
-
-/// The result document: host, one probe per measurement, the link as a ceiling.
-fn document(host: Host, results: &[Measurement], link: &LinkTarget) -> ResultDoc {
-    let mut doc = ResultDoc::new(humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string());
-    doc.host = host;
-    doc.ceilings.push(Ceiling {
-        hop: Hop::Link,
-        name: format!("{} {}", link.name, link.basis),
-        bytes_per_sec: link.bytes_per_sec,
-        source: Some(if link.caveat.is_some() { "default (no interface speed)".into() } else { "headroom cpu".into() }),
-    });
-    if let Some(caveat) = &link.caveat {
-        doc.warnings.push(Warning::new(headroom_result::WarningCode::LinkAssumed, caveat.clone()));
-    }
-    doc.probes = results.iter().map(|m| probe_with_link(m, link)).collect();
-    doc
-}
-
 /// A kernel's probe held against the link it feeds (`fills_link`, `cpu_below_link`).
 pub(crate) fn probe_with_link(m: &Measurement, link: &LinkTarget) -> Probe {
-    let mut probe = m.to_probe();
-    let fills = m.bytes_per_sec >= link.bytes_per_sec;
-    probe.details.insert("link".into(), serde_json::json!(link.name));
-    probe.details.insert("link_bytes_per_sec".into(), serde_json::json!(link.bytes_per_sec));
-    probe.details.insert("fills_link".into(), serde_json::json!(fills));
-    if !fills {
-        probe.warnings.push(Warning::new(
-            headroom_result::WarningCode::CpuBelowLink,
-            format!(
-                "{} on {} thread(s) reaches {:.0}% of {} ({})",
-                m.kernel.name(),
-                m.threads,
-                100.0 * m.bytes_per_sec / link.bytes_per_sec,
-                link.name,
-                short_rate(link.bytes_per_sec)
-            ),
-        ));
-    }
-    probe
+    headroom_analysis::cpu_link::against_link(m.to_probe(), &m.kernel.name(), link)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 
 use crate::output::{Outcome, Output};
 use anyhow::{bail, Context};
-use headroom_report::{presenter, Format, Report, Style};
+use headroom_report::{presenter, Format, Report};
 use headroom_result::ResultDoc;
 use std::path::{Path, PathBuf};
 
@@ -79,7 +79,7 @@ pub fn run(args: &ReportArgs, out: &Output) -> anyhow::Result<Outcome> {
         crate::output::check_output_file("--html", path, "report.html")?;
     }
     let report = Report::new(load_results(&args.results)?);
-    let style = Style { color: out.color, iec: out.iec };
+    let style = out.style();
     if let Some(path) = &args.html {
         let html = presenter(Format::Html).render(&report, style);
         std::fs::write(path, &html).with_context(|| format!("--html {}: cannot write", path.display()))?;

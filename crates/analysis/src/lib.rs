@@ -9,6 +9,7 @@ pub mod ceilings;
 pub mod cliff;
 pub mod compare;
 pub mod cpu_limits;
+pub mod cpu_link;
 pub mod goals;
 pub mod link_share;
 pub mod verdict;

@@ -113,6 +113,12 @@ pub struct Measurement {
 pub const CONTENDED_SHARE: f64 = 0.9;
 
 impl Measurement {
+    /// Whether other processes took a noticeable share of the workers' CPUs
+    /// (the figure is low; the probe carries a `cpu_contended` warning).
+    pub fn contended(&self) -> bool {
+        self.cpu_share < CONTENDED_SHARE
+    }
+
     /// `cpu-zstd-3-compress-compressible-2to1-t1-memory`: unique in a run.
     pub fn probe_id(&self) -> String {
         let data = if self.kernel.data_matters() { format!("-{}", self.kernel.data().as_str()) } else { String::new() };
@@ -130,7 +136,7 @@ impl Measurement {
         details.insert("cpu_share".into(), serde_json::json!(self.cpu_share));
         details.insert("bytes_per_cpu_sec".into(), serde_json::json!(self.bytes_per_cpu_sec));
         let mut warnings = Vec::new();
-        if self.cpu_share < CONTENDED_SHARE {
+        if self.contended() {
             warnings.push(headroom_result::Warning::new(
                 headroom_result::WarningCode::CpuContended,
                 format!(

@@ -65,8 +65,11 @@ pub struct WriteCliffDetails {
     /// Bytes written before the cliff (disk probes only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_before: Option<f64>,
+    /// The write rate before the cliff, bytes per second (soak writes it as
+    /// `rate_before_bytes_per_sec`).
     #[serde(alias = "rate_before_bytes_per_sec")]
     pub bytes_per_sec_before: f64,
+    /// The write rate after the cliff, bytes per second (soak: `rate_after_bytes_per_sec`).
     #[serde(alias = "rate_after_bytes_per_sec")]
     pub bytes_per_sec_after: f64,
 }

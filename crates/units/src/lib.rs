@@ -318,7 +318,7 @@ pub fn format_duration(d: Duration) -> String {
     out
 }
 
-// -- pres-net --
+// Fine forms: ping round trips, frame times, line rates.
 
 /// "0.123 ms": a round trip as ping(8) prints it, always in milliseconds at
 /// microsecond resolution, so a column of them lines up.
@@ -355,6 +355,51 @@ pub fn format_rate_columns(bits_per_sec: f64) -> String {
         bits_per_sec / 8e6,
         bits_per_sec / 8.0 / 1_048_576.0
     )
+}
+
+// Table cells of `cpu` and `sys`.
+
+/// "1905 MB/s   15.2 Gb/s": a byte rate as a fixed-width table cell (MB/s
+/// without decimals, Gb/s with one), so a column of them lines up.
+pub fn format_rate_cell(bytes_per_sec: f64) -> String {
+    format!("{:>6.0} MB/s {:>6.1} Gb/s", bytes_per_sec / 1e6, bytes_per_sec * 8.0 / 1e9)
+}
+
+/// "1.90 GB/s", "941 MB/s": a byte rate in a sentence, as few digits as
+/// read well (three significant digits above 1 GB/s, whole MB/s below).
+pub fn format_bytes_per_sec_short(bytes_per_sec: f64) -> String {
+    if bytes_per_sec >= 1e9 {
+        format!("{:.2} GB/s", bytes_per_sec / 1e9)
+    } else {
+        format!("{:.0} MB/s", bytes_per_sec / 1e6)
+    }
+}
+
+/// "64 MiB", "256 KiB", "1.5 GiB": a size for a title, whole units without
+/// decimals (where [`format_size`] keeps four digits).
+pub fn format_size_compact(bytes: u64) -> String {
+    for (unit, name) in [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")] {
+        if bytes >= unit {
+            let value = bytes as f64 / unit as f64;
+            return if bytes.is_multiple_of(unit) {
+                format!("{value:.0} {name}")
+            } else {
+                format!("{value:.1} {name}")
+            };
+        }
+    }
+    format!("{bytes} B")
+}
+
+/// "4", "7.88", "0.48": a figure with at most `decimals` decimals and no
+/// trailing zeros (GT/s of a PCIe link, Gb/s of a SATA link).
+pub fn format_trimmed(value: f64, decimals: usize) -> String {
+    let text = format!("{value:.decimals$}");
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    }
 }
 
 /// A size typed on the command line, in bytes. Implements `FromStr` for clap.
@@ -417,7 +462,7 @@ impl fmt::Display for DurationArg {
     }
 }
 
-// -- pres-disk --
+// Block-size labels of the disk presets.
 
 /// "4K", "64K", "1M", "512B": a size as the disk tests' names and tables
 /// label block sizes (whole binary units only, else bytes).

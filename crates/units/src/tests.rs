@@ -164,7 +164,7 @@ fn latencies_have_three_significant_digits_in_both_forms() {
     assert_eq!(format_latency_compact(f64::NAN), "-");
 }
 
-// -- pres-net --
+// Fine forms: ping round trips, frame times, line rates.
 
 #[test]
 fn fine_forms_keep_their_digits() {
@@ -181,7 +181,7 @@ fn fine_forms_keep_their_digits() {
     assert_eq!(format_rate_columns(1e9), "     1000.00 Mb/s     125.00 MB/s     119.21 MiB/s");
 }
 
-// -- pres-disk --
+// Block-size labels of the disk presets.
 
 #[test]
 fn size_labels_name_whole_binary_units_only() {
@@ -191,4 +191,23 @@ fn size_labels_name_whole_binary_units_only() {
     assert_eq!(size_label(2 << 30), "2G");
     assert_eq!(size_label(1536), "1536B");
     assert_eq!(size_label(512), "512B");
+}
+
+// Table cells of `cpu` and `sys`.
+
+#[test]
+fn cpu_and_sys_forms_of_rates_sizes_and_figures() {
+    assert_eq!(format_rate_cell(1.905e9), "  1905 MB/s   15.2 Gb/s");
+    assert_eq!(format_rate_cell(92e6), "    92 MB/s    0.7 Gb/s");
+    assert_eq!(format_bytes_per_sec_short(1.9e9), "1.90 GB/s");
+    assert_eq!(format_bytes_per_sec_short(941.4e6), "941 MB/s");
+    assert_eq!(format_size_compact(64 << 20), "64 MiB");
+    assert_eq!(format_size_compact(256 << 10), "256 KiB");
+    assert_eq!(format_size_compact(3 << 29), "1.5 GiB");
+    assert_eq!(format_size_compact(512), "512 B");
+    assert_eq!(format_trimmed(8.0, 2), "8");
+    assert_eq!(format_trimmed(7.875, 2), "7.88");
+    assert_eq!(format_trimmed(0.5, 2), "0.5");
+    assert_eq!(format_trimmed(10.3125, 5), "10.3125");
+    assert_eq!(format_trimmed(100.0, 0), "100");
 }

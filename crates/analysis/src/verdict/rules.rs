@@ -63,10 +63,6 @@ fn pct(x: f64) -> String {
     format!("{:.0}%", x * 100.0)
 }
 
-fn rate(bytes: f64) -> String {
-    format_bytes_per_sec(bytes)
-}
-
 fn factor(x: f64) -> String {
     if x >= 10.0 {
         format!("{x:.0}x")
@@ -94,10 +90,10 @@ fn faster_than_a_ceiling(f: &Facts) -> Option<Finding> {
         format!(
             "{} measured {} — {} of the {} ceiling ({}): faster than the hop can carry, so a cache, compression or a wrong ceiling is in play, not the hardware.",
             f.what(),
-            rate(m),
+            format_bytes_per_sec(m),
             pct(m / ceil.bytes_per_sec),
             ceil.name,
-            rate(ceil.bytes_per_sec)
+            format_bytes_per_sec(ceil.bytes_per_sec)
         ),
     );
     found.percent_of_ceiling = Some(m / ceil.bytes_per_sec * 100.0);
@@ -123,8 +119,8 @@ fn disk_and_network_level(f: &Facts) -> Option<Finding> {
         format!(
             "{}: the disk alone ({}) and the network ({}) are level, {:.0}% apart, within the noise of their samples: neither alone is the bottleneck, and raising one gains little until the other rises too.",
             f.what(),
-            rate(d),
-            rate(n),
+            format_bytes_per_sec(d),
+            format_bytes_per_sec(n),
             apart * 100.0
         ),
     ))
@@ -143,7 +139,7 @@ fn disk_fills_its_bus(f: &Facts) -> Option<Finding> {
             f.what(),
             pct(m / b.bytes_per_sec),
             b.name,
-            rate(b.bytes_per_sec)
+            format_bytes_per_sec(b.bytes_per_sec)
         ),
     );
     found.percent_of_ceiling = Some(m / b.bytes_per_sec * 100.0);
@@ -159,11 +155,11 @@ fn the_disk(f: &Facts) -> Option<Finding> {
     let explanation = match f.bus {
         Some(b) => format!(
             "{what} are limited by the disk{device} at {}, {} of its {} bus ceiling.",
-            rate(m),
+            format_bytes_per_sec(m),
             pct(m / b.bytes_per_sec),
             b.name
         ),
-        None => format!("{what} are limited by the disk{device} at {}.", rate(m)),
+        None => format!("{what} are limited by the disk{device} at {}.", format_bytes_per_sec(m)),
     };
     let mut found = Finding::new(Bottleneck::Disk, Some(Hop::Disk), Some(Side::Local), explanation);
     found.percent_of_ceiling = f.bus.map(|b| m / b.bytes_per_sec * 100.0);
@@ -186,7 +182,9 @@ fn headroom_beyond_the_disk(f: &Facts, m: f64, found: &mut Finding) {
     found.headroom_factor = Some(next / m);
     let carrier = if f.net.is_some_and(|n| n.loopback) { "Loopback TCP carries" } else { "The network carries" };
     found.headroom = Some(match f.m_net {
-        Some(n) => format!("{carrier} {}: {lifted_by} would raise {what} up to {}.", rate(n), factor(next / m)),
+        Some(n) => {
+            format!("{carrier} {}: {lifted_by} would raise {what} up to {}.", format_bytes_per_sec(n), factor(next / m))
+        }
         None => format!("{} would raise {what} up to {}.", capitalise(lifted_by), factor(next / m)),
     });
 }
@@ -207,16 +205,18 @@ fn link_or_slot_full(f: &Facts) -> Option<Finding> {
                     "{what} run at {} of the {} ({}), narrower than the {} port{}: the NIC's slot is the bottleneck.",
                     pct(m / b.bytes_per_sec),
                     b.name,
-                    rate(b.bytes_per_sec),
+                    format_bytes_per_sec(b.bytes_per_sec),
                     nic_link.map(|l| l.name.clone()).unwrap_or_else(|| "network".into()),
-                    f.link.map(|l| format!(" (TCP ceiling {})", rate(l.bytes_per_sec))).unwrap_or_default()
+                    f.link
+                        .map(|l| format!(" (TCP ceiling {})", format_bytes_per_sec(l.bytes_per_sec)))
+                        .unwrap_or_default()
                 )
             } else {
                 format!(
                     "{what} run at {} of the {} ceiling ({}): the link is full.",
                     pct(m / b.bytes_per_sec),
                     b.name,
-                    rate(b.bytes_per_sec)
+                    format_bytes_per_sec(b.bytes_per_sec)
                 )
             };
             let mut found = slot_or_link(slot, explanation);
@@ -230,7 +230,7 @@ fn link_or_slot_full(f: &Facts) -> Option<Finding> {
                 "{what} run at {} of the {} ceiling ({}).",
                 pct(m / b.bytes_per_sec),
                 b.name,
-                rate(b.bytes_per_sec)
+                format_bytes_per_sec(b.bytes_per_sec)
             );
             let mut found = slot_or_link(b.hop == Hop::Nic, explanation);
             found.percent_of_ceiling = Some(m / b.bytes_per_sec * 100.0);
@@ -260,7 +260,7 @@ fn headroom_beyond_the_network(f: &Facts, m: f64, slot: bool, framing: headroom_
         found.headroom_factor = Some(reach / m);
         found.headroom = Some(format!(
             "The disk alone does {}: a slot as wide as the port would raise {what} up to {}.",
-            rate(disk),
+            format_bytes_per_sec(disk),
             factor(reach / m)
         ));
         return;
@@ -281,7 +281,7 @@ fn headroom_beyond_the_network(f: &Facts, m: f64, slot: bool, framing: headroom_
     found.headroom_factor = Some(reach / m);
     found.headroom = Some(format!(
         "The disk alone does {}: a {name} link would raise {what} up to {}.",
-        rate(disk),
+        format_bytes_per_sec(disk),
         factor(reach / m)
     ));
 }
@@ -303,7 +303,7 @@ fn the_storage_protocol(f: &Facts) -> Option<Finding> {
                 "{what} run at {} of the {} ceiling ({}): the protocol on the link is full.",
                 pct(m / b.bytes_per_sec),
                 b.name,
-                rate(b.bytes_per_sec)
+                format_bytes_per_sec(b.bytes_per_sec)
             ),
         );
         found.percent_of_ceiling = Some(m / b.bytes_per_sec * 100.0);
@@ -317,9 +317,9 @@ fn the_storage_protocol(f: &Facts) -> Option<Finding> {
         format!(
             "{what} through {} run at {}, {} of what the network alone carries ({}): the storage protocol or the server's disk is the limit.",
             f.model.storage_protocol.clone().unwrap_or_default(),
-            rate(m),
+            format_bytes_per_sec(m),
             pct(m / n),
-            rate(n)
+            format_bytes_per_sec(n)
         ),
     );
     found.percent_of_ceiling = f.client_bound.map(|b| m / b.bytes_per_sec * 100.0);
@@ -349,7 +349,10 @@ fn cpu_evidence(
         return Some((l.evidence.clone(), Some(l)));
     }
     if let Some(cc) = at_ceiling(m, kernel_ceiling) {
-        return Some((format!("the CPU: the CPU ceiling {} ({})", cc.name, rate(cc.bytes_per_sec)), None));
+        return Some((
+            format!("the CPU: the CPU ceiling {} ({})", cc.name, format_bytes_per_sec(cc.bytes_per_sec)),
+            None,
+        ));
     }
     found.map(|l| (l.evidence.clone(), Some(l)))
 }
@@ -379,7 +382,7 @@ fn a_cpu(f: &Facts) -> Option<Finding> {
         Bottleneck::Cpu,
         Some(Hop::Cpu),
         Some(side),
-        format!("{what} run at {}{of_ceiling}, limited by {evidence}.", rate(m)),
+        format!("{what} run at {}{of_ceiling}, limited by {evidence}.", format_bytes_per_sec(m)),
     );
     found.percent_of_ceiling = share.map(|b| m / b.bytes_per_sec * 100.0);
     found.checks = cpu_checks(limit.as_ref());
@@ -397,7 +400,7 @@ fn loopback(f: &Facts) -> Option<Finding> {
         format!(
             "{} over loopback run at {}: no wire is involved, so the CPU copying memory is the limit.",
             f.what(),
-            rate(m)
+            format_bytes_per_sec(m)
         ),
     ))
 }
@@ -418,10 +421,10 @@ fn unexplained(f: &Facts) -> Option<Finding> {
                 None,
                 format!(
                     "unexplained: {what} run at {}, {:.0}% below the lowest ceiling ({}, {}) — here is what to check.",
-                    rate(m),
+                    format_bytes_per_sec(m),
                     (1.0 - m / b.bytes_per_sec) * 100.0,
                     b.name,
-                    rate(b.bytes_per_sec)
+                    format_bytes_per_sec(b.bytes_per_sec)
                 ),
             );
             found.percent_of_ceiling = Some(m / b.bytes_per_sec * 100.0);
@@ -433,7 +436,7 @@ fn unexplained(f: &Facts) -> Option<Finding> {
             None,
             format!(
                 "unexplained: {what} run at {} and no ceiling is known for the {part} path (pass --link SPEC) — here is what to check.",
-                rate(m)
+                format_bytes_per_sec(m)
             ),
         ),
     };
@@ -463,7 +466,7 @@ fn virtual_link(found: &mut Finding, what: &str, m: f64, nic: Option<&str>) {
     let over = nic.map(|n| format!(" over {n}")).unwrap_or_default();
     found.explanation = format!(
         "{what} run at {}{over}, a virtual link (veth, virtio, a bridge) with no physical ceiling here: nothing can be held against it. Pass --link with the slowest physical link between the two ends (e.g. --link 10gbe, --link 2.5gbe, --link 940Mb/s) for a verdict.",
-        rate(m)
+        format_bytes_per_sec(m)
     );
     found.checks = vec![
         "--link SPEC: the physical link the traffic crosses (the host's NIC, the switch port)".into(),

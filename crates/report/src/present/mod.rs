@@ -7,6 +7,7 @@
 //! prints the returned text, and every judgement they show (a ceiling, a
 //! cliff, a warning) was made by `headroom-analysis` before.
 
+pub mod compare;
 pub mod cpu;
 pub mod disk;
 pub mod link;
