@@ -382,48 +382,30 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-/// Marks the session's test file removed once it is gone.
+/// Marks this session's test file removed once it is gone.
 fn mark_removed(store: &headroom_soak::Store, file: Option<&(i64, PathBuf)>) -> anyhow::Result<()> {
     if let Some((id, path)) = file {
-        if !path.exists() {
-            store.test_file_removed(*id, now_unix())?;
-        }
+        headroom_soak::leftovers::mark_removed(store, *id, path)?;
     }
     Ok(())
 }
 
-/// Whether `pid` is a running headroom (one still using its test file).
-fn headroom_running(pid: u32) -> bool {
-    pid != std::process::id()
-        && std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "headroom")
-}
-
-/// Removes the test files that killed sessions of this soak left behind. Only
-/// files the database recorded, named as headroom names them, and not in use
-/// by a headroom still running.
+/// Removes what killed sessions of this soak left and says so on stderr.
 fn remove_left_test_files(store: &headroom_soak::Store, out: &Output) -> anyhow::Result<()> {
-    for (id, path, pid) in store.test_files_left()? {
-        let ours = path.file_name().is_some_and(|n| n.to_string_lossy() == format!("headroom-disk-{pid}.tmp"));
-        if !ours {
-            continue;
-        }
-        if headroom_running(pid) {
-            eprintln!("headroom: {} is in use by a running headroom (pid {pid}); left in place", path.display());
-            continue;
-        }
-        match std::fs::remove_file(&path) {
-            Ok(()) => {
-                if !out.json {
-                    eprintln!("headroom: removed {}, the test file of an interrupted session", path.display());
-                }
+    use headroom_soak::leftovers::LeftFile;
+    for left in headroom_soak::leftovers::remove_left_test_files(store)? {
+        match left {
+            LeftFile::Removed(path) if !out.json => {
+                eprintln!("headroom: removed {}, the test file of an interrupted session", path.display())
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                eprintln!("headroom: cannot remove {}, the test file of an interrupted session: {e}", path.display());
-                continue;
+            LeftFile::Removed(_) => {}
+            LeftFile::InUse(path, pid) => {
+                eprintln!("headroom: {} is in use by a running headroom (pid {pid}); left in place", path.display())
+            }
+            LeftFile::Failed(path, e) => {
+                eprintln!("headroom: cannot remove {}, the test file of an interrupted session: {e}", path.display())
             }
         }
-        store.test_file_removed(id, now_unix())?;
     }
     Ok(())
 }

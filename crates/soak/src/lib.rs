@@ -8,6 +8,7 @@
 //!   `headroom_runner::Runner` the binary equips with the disk and net
 //!   engines, with the store (and the metrics) as its sink;
 //! - the link watcher ([`watch`]): sysfs polls, /dev/kmsg, vmkernel.log;
+//! - the test files killed sessions left, removed on `--resume` ([`leftovers`]);
 //! - Prometheus metrics ([`metrics`]);
 //! - turning a soak database into a result document ([`doc`]) with the
 //!   detectors of `headroom_analysis::detect`.
@@ -16,6 +17,7 @@
 //! samples in memory while running.
 
 pub mod doc;
+pub mod leftovers;
 pub mod metrics;
 pub mod run;
 pub mod store;
