@@ -9,11 +9,11 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::time::Duration;
 
 /// A bar over a known duration, or a spinner when the length is unknown.
-pub struct Progress {
+pub struct ProbeBar {
     bar: ProgressBar,
 }
 
-impl Progress {
+impl ProbeBar {
     /// A bar for one probe named `label` that runs about `expected`.
     pub fn new(enabled: bool, label: &str, expected: Option<Duration>) -> Self {
         let bar = match expected {
@@ -30,7 +30,7 @@ impl Progress {
         bar.set_style(ProgressStyle::with_template(template).expect("static template").progress_chars("=> "));
         bar.set_prefix(label.to_string());
         bar.enable_steady_tick(Duration::from_millis(250));
-        Progress { bar }
+        ProbeBar { bar }
     }
 
     /// Moves the bar to `elapsed` and shows `figure` (e.g. "941.5 Mb/s (117.7 MB/s)").
@@ -51,8 +51,8 @@ impl Progress {
 pub struct ProgressSink {
     enabled: bool,
     iec: bool,
-    bar: Option<Progress>,
-    layout: Option<Progress>,
+    bar: Option<ProbeBar>,
+    layout: Option<ProbeBar>,
     cpu: Option<KernelsBar>,
     cpu_total: usize,
     cpu_expected: Duration,
@@ -60,7 +60,7 @@ pub struct ProgressSink {
 
 /// The one bar over a plan's CPU kernels.
 struct KernelsBar {
-    bar: Progress,
+    bar: ProbeBar,
     start: std::time::Instant,
     done: usize,
     last_bytes_per_sec: Option<f64>,
@@ -84,7 +84,7 @@ impl ProgressSink {
         let total = self.cpu_total;
         let (enabled, expected) = (self.enabled, self.cpu_expected);
         let k = self.cpu.get_or_insert_with(|| KernelsBar {
-            bar: Progress::new(enabled, "cpu", Some(expected)),
+            bar: ProbeBar::new(enabled, "cpu", Some(expected)),
             start: std::time::Instant::now(),
             done: 0,
             last_bytes_per_sec: None,
@@ -99,9 +99,9 @@ impl ProgressSink {
 
 impl Sink for ProgressSink {
     fn prepared(&mut self, event: &PrepareEvent) {
-        if let PrepareEvent::Progress { what, done, total } = event {
+        if let PrepareEvent::ProbeBar { what, done, total } = event {
             let enabled = self.enabled;
-            let bar = self.layout.get_or_insert_with(|| Progress::new(enabled, what, None));
+            let bar = self.layout.get_or_insert_with(|| ProbeBar::new(enabled, what, None));
             bar.update(Duration::ZERO, &format!("{} of {}", format_size(*done), format_size(*total)));
             if done == total {
                 if let Some(bar) = self.layout.take() {
@@ -120,8 +120,8 @@ impl Sink for ProgressSink {
             return;
         }
         self.bar = match request.expected {
-            Expected::About(d) => Some(Progress::new(self.enabled, &request.label, Some(d))),
-            Expected::Unknown => Some(Progress::new(self.enabled, &request.label, None)),
+            Expected::About(d) => Some(ProbeBar::new(self.enabled, &request.label, Some(d))),
+            Expected::Unknown => Some(ProbeBar::new(self.enabled, &request.label, None)),
             Expected::Instant => None,
         };
     }

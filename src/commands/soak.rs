@@ -17,7 +17,7 @@ use headroom_net::{NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, Th
 use headroom_report::present;
 use headroom_runner::{PrepareEvent, ProbeError, Runner, Sink};
 use headroom_soak::{
-    now_unix, rfc3339, run_cycles, watch, LoopSettings, Metrics, ProbeFailure, Progress, SampleDetail, SoakConfig,
+    now_unix, rfc3339, run_cycles, watch, LoopSettings, Metrics, ProbeFailure, SampleDetail, SoakConfig, SoakEvent,
     SoakInfo, Turn,
 };
 use headroom_units::{DurationArg, Size};
@@ -354,7 +354,7 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
             if !show {
                 return;
             }
-            if let Progress::TurnEnded { cycle, probe, outcome } = p {
+            if let SoakEvent::TurnEnded { cycle, probe, outcome } = p {
                 let turn = match outcome {
                     Ok(o) => present::soak::Turn::Measured(&o.probe),
                     Err(ProbeFailure::Unreachable(why)) => present::soak::Turn::Unreachable(why),

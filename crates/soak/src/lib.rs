@@ -25,7 +25,7 @@ pub mod watch;
 
 pub use doc::{load_result, result_from_store, SampleDetail};
 pub use metrics::Metrics;
-pub use run::{run_cycles, LiveSample, LoopSettings, ProbeFailure, ProbeOutcome, Progress, StopReason, Turn};
+pub use run::{run_cycles, LiveSample, LoopSettings, ProbeFailure, ProbeOutcome, SoakEvent, StopReason, Turn};
 pub use store::{EventRow, SoakConfig, SoakInfo, Store, StoreError};
 
 use std::path::Path;

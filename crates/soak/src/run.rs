@@ -111,7 +111,7 @@ impl StopReason {
 
 /// What the caller sees as the soak goes.
 #[derive(Debug, Clone)]
-pub enum Progress<'a> {
+pub enum SoakEvent<'a> {
     /// A probe's turn begins.
     TurnStarted {
         /// The cycle's number (counting on across sessions).
@@ -159,7 +159,7 @@ struct TurnSink<'a> {
     cycle_row: i64,
     name: &'a str,
     metrics: Option<&'a Metrics>,
-    on_progress: &'a mut dyn FnMut(Progress),
+    on_progress: &'a mut dyn FnMut(SoakEvent),
     write_error: Option<StoreError>,
 }
 
@@ -175,7 +175,7 @@ impl Sink for TurnSink<'_> {
         if let Some(m) = self.metrics {
             m.sample(self.name, s.bytes_per_sec, s.iops);
         }
-        (self.on_progress)(Progress::Sample { cycle: self.cycle, probe: self.name, sample: s });
+        (self.on_progress)(SoakEvent::Sample { cycle: self.cycle, probe: self.name, sample: s });
     }
 }
 
@@ -189,7 +189,7 @@ pub fn run_cycles(
     settings: LoopSettings,
     stop: &AtomicBool,
     metrics: Option<&Metrics>,
-    on_progress: &mut dyn FnMut(Progress),
+    on_progress: &mut dyn FnMut(SoakEvent),
 ) -> Result<StopReason, StoreError> {
     let deadline = settings.remaining.map(|r| Instant::now() + r);
     let plan = Turn::cycle_plan(turns, settings.probe_time);
@@ -214,7 +214,7 @@ pub fn run_cycles(
             let name = turn.name.as_str();
             let started = Instant::now();
             let cycle = store.begin_cycle(session, n, name, now_unix())?;
-            on_progress(Progress::TurnStarted { cycle: n, probe: name, time });
+            on_progress(SoakEvent::TurnStarted { cycle: n, probe: name, time });
             let request = (turn.request)(time);
             let mut sink = TurnSink {
                 store: &*store,
@@ -232,7 +232,7 @@ pub fn run_cycles(
             let result = turn_outcome(run);
             any_measured |= result.is_ok() || started.elapsed() >= Duration::from_secs(1);
             record_turn(store, cycle, name, turn.uses_server, &result, metrics)?;
-            on_progress(Progress::TurnEnded { cycle: n, probe: name, outcome: result.as_ref() });
+            on_progress(SoakEvent::TurnEnded { cycle: n, probe: name, outcome: result.as_ref() });
         }
         n += 1;
         if !any_measured {
@@ -478,7 +478,7 @@ mod tests {
             LoopSettings { probe_time: Duration::from_millis(300), remaining: None, min_turn: Duration::ZERO };
         let mut turns = 0;
         let reason = run_cycles(&mut st, session, &mut runner, &cycle, settings, &stop, None, &mut |p| {
-            if let Progress::TurnEnded { .. } = p {
+            if let SoakEvent::TurnEnded { .. } = p {
                 turns += 1;
                 if turns == 2 {
                     stop.store(true, Ordering::Relaxed);
