@@ -99,7 +99,7 @@ impl ProgressSink {
 
 impl Sink for ProgressSink {
     fn prepared(&mut self, event: &PrepareEvent) {
-        if let PrepareEvent::ProbeBar { what, done, total } = event {
+        if let PrepareEvent::Progress { what, done, total } = event {
             let enabled = self.enabled;
             let bar = self.layout.get_or_insert_with(|| ProbeBar::new(enabled, what, None));
             bar.update(Duration::ZERO, &format!("{} of {}", format_size(*done), format_size(*total)));
