@@ -50,7 +50,7 @@ pub struct NetArgs {
     #[arg(long)]
     pub bytes: Option<Size>,
     /// Run a UDP test at this rate (bits/s as iperf3 -b reads it: 100M, 1G; or 1Gb/s, 125MB/s)
-    #[arg(long, value_parser = parse_bit_rate)]
+    #[arg(long, value_parser = Rate::parse_iperf_style)]
     pub udp: Option<Rate>,
     /// The link to compare against: a name (1gbe, 10gbe) or a rate (940Mb/s); default: the local interface that routes to HOST
     #[arg(long, value_name = "SPEC", value_parser = LinkSpec::parse_network)]
@@ -101,27 +101,6 @@ fn selected_tests(args: &NetArgs) -> anyhow::Result<Vec<String>> {
         bail!("--tests udp needs --udp RATE (example: --udp 100M)");
     }
     Ok(tests)
-}
-
-/// iperf3's `-b` spelling (100M = 100 Mb/s) as well as headroom's rate syntax.
-fn parse_bit_rate(text: &str) -> Result<Rate, String> {
-    let t = text.trim();
-    let (num, mult) = match t.char_indices().last() {
-        Some((i, c)) if "kKmMgGtT".contains(c) => (
-            &t[..i],
-            match c.to_ascii_lowercase() {
-                'k' => 1e3,
-                'm' => 1e6,
-                'g' => 1e9,
-                _ => 1e12,
-            },
-        ),
-        _ => (t, 1.0),
-    };
-    match num.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(Rate(v * mult)),
-        _ => t.parse::<Rate>().map_err(|e| e.to_string()),
-    }
 }
 
 fn validate(args: &NetArgs) -> anyhow::Result<()> {

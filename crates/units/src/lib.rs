@@ -424,6 +424,30 @@ impl fmt::Display for Size {
 pub struct Rate(pub f64);
 
 impl Rate {
+    /// iperf3's `-b` spelling (`100M` = 100 Mb/s: a bare number with an
+    /// optional k/M/G/T suffix is bits per second) as well as headroom's rate
+    /// syntax (`100Mb/s`, `12.5MB/s`), so users can keep the flag value they
+    /// know.
+    pub fn parse_iperf_style(text: &str) -> Result<Rate, UnitError> {
+        let t = text.trim();
+        let (num, mult) = match t.char_indices().last() {
+            Some((i, c)) if "kKmMgGtT".contains(c) => (
+                &t[..i],
+                match c.to_ascii_lowercase() {
+                    'k' => 1e3,
+                    'm' => 1e6,
+                    'g' => 1e9,
+                    _ => 1e12,
+                },
+            ),
+            _ => (t, 1.0),
+        };
+        match num.parse::<f64>() {
+            Ok(v) if v.is_finite() && v > 0.0 => Ok(Rate(v * mult)),
+            _ => t.parse::<Rate>(),
+        }
+    }
+
     pub fn bits_per_sec(self) -> f64 {
         self.0
     }

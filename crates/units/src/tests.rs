@@ -211,3 +211,13 @@ fn cpu_and_sys_forms_of_rates_sizes_and_figures() {
     assert_eq!(format_trimmed(10.3125, 5), "10.3125");
     assert_eq!(format_trimmed(100.0, 0), "100");
 }
+
+#[test]
+fn iperf_style_rates_are_bits_per_second() {
+    assert_eq!(Rate::parse_iperf_style("100M").unwrap().0, 100e6);
+    assert_eq!(Rate::parse_iperf_style("2.5g").unwrap().0, 2.5e9);
+    assert_eq!(Rate::parse_iperf_style("500").unwrap().0, 500.0);
+    assert_eq!(Rate::parse_iperf_style("12.5MB/s").unwrap().0, 100e6);
+    assert!(Rate::parse_iperf_style("-1M").is_err());
+    assert!(Rate::parse_iperf_style("fast").is_err());
+}
