@@ -230,8 +230,7 @@ fn resume_checks_before_it_writes_and_accepts_the_same_settings() {
         let session = store.begin_session(1e9).unwrap();
         let cycle = store.begin_cycle(session, 1, "write", 1e9).unwrap();
         for i in 0..5000 {
-            let row =
-                headroom_soak::store::SampleRow { t_unix: 1e9 + i as f64, bytes_per_sec: 1e8, ..Default::default() };
+            let row = headroom_soak::SampleRow { t_unix: 1e9 + i as f64, bytes_per_sec: 1e8, ..Default::default() };
             store.add_sample(cycle, "write", &row).unwrap();
         }
     }

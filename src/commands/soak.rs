@@ -17,8 +17,8 @@ use headroom_net::{NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, Th
 use headroom_report::present;
 use headroom_runner::{PrepareEvent, ProbeError, Runner, Sink};
 use headroom_soak::{
-    now_unix, rfc3339, run_cycles, watch, LoopSettings, Metrics, ProbeFailure, SampleDetail, SoakConfig, SoakEvent,
-    SoakInfo, Turn,
+    now_unix, rfc3339, run_cycles, LoopSettings, Metrics, ProbeFailure, SampleDetail, SoakConfig, SoakEvent, SoakInfo,
+    Turn,
 };
 use headroom_units::{DurationArg, Size};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -297,7 +297,7 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
 
     let vmkernel_log = args.vmkernel_log.clone().or_else(|| config.vmkernel_log.as_ref().map(PathBuf::from));
     if let Some(log) = &vmkernel_log {
-        watch::import_vmkernel_log(&store, log).with_context(|| format!("--vmkernel-log {}", log.display()))?;
+        headroom_soak::import_vmkernel_log(&store, log).with_context(|| format!("--vmkernel-log {}", log.display()))?;
     }
 
     // The disk turns share one test file, created and laid out once here.
@@ -341,8 +341,11 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
         }
     }
 
-    let watcher =
-        watch::Watcher::start(store.reopen()?, path_interfaces(config.server.as_deref()), Some(metrics.clone()));
+    let watcher = headroom_soak::Watcher::start(
+        store.reopen()?,
+        path_interfaces(config.server.as_deref()),
+        Some(metrics.clone()),
+    );
     let loop_settings = LoopSettings {
         probe_time: Duration::from_secs_f64(config.probe_s.max(1.0)),
         remaining: opened.remaining,
@@ -370,7 +373,7 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
     store.end_session(opened.session, now_unix(), reason.as_str())?;
     if let Some(log) = &vmkernel_log {
         // The log may have grown while the soak ran.
-        watch::import_vmkernel_log(&store, log).with_context(|| format!("--vmkernel-log {}", log.display()))?;
+        headroom_soak::import_vmkernel_log(&store, log).with_context(|| format!("--vmkernel-log {}", log.display()))?;
     }
 
     let doc = headroom_soak::result_from_store(&store, SampleDetail::None)?;
@@ -385,15 +388,15 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
 /// Marks this session's test file removed once it is gone.
 fn mark_removed(store: &headroom_soak::Store, file: Option<&(i64, PathBuf)>) -> anyhow::Result<()> {
     if let Some((id, path)) = file {
-        headroom_soak::leftovers::mark_removed(store, *id, path)?;
+        headroom_soak::mark_removed(store, *id, path)?;
     }
     Ok(())
 }
 
 /// Removes what killed sessions of this soak left and says so on stderr.
 fn remove_left_test_files(store: &headroom_soak::Store, out: &Output) -> anyhow::Result<()> {
-    use headroom_soak::leftovers::LeftFile;
-    for left in headroom_soak::leftovers::remove_left_test_files(store)? {
+    use headroom_soak::LeftFile;
+    for left in headroom_soak::remove_left_test_files(store)? {
         match left {
             LeftFile::Removed(path) if !out.json => {
                 eprintln!("headroom: removed {}, the test file of an interrupted session", path.display())

@@ -2,31 +2,35 @@
 //! flapping links without losing a sample.
 //!
 //! What it owns:
-//! - the SQLite store of a soak ([`store`]): settings, sessions, cycles,
+//! - the SQLite store of a soak (`store.rs`): settings, sessions, cycles,
 //!   per-second samples, events; committed once a second; `--resume`;
-//! - the cycle loop ([`run`]): turns are probe requests run on the
+//! - the cycle loop (`run.rs`): turns are probe requests run on the
 //!   `headroom_runner::Runner` the binary equips with the disk and net
 //!   engines, with the store (and the metrics) as its sink;
-//! - the link watcher ([`watch`]): sysfs polls, /dev/kmsg, vmkernel.log;
-//! - the test files killed sessions left, removed on `--resume` ([`leftovers`]);
-//! - Prometheus metrics ([`metrics`]);
-//! - turning a soak database into a result document ([`doc`]) with the
+//! - the link watcher (`watch.rs`): sysfs polls, /dev/kmsg, vmkernel.log;
+//! - the test files killed sessions left, removed on `--resume` (`leftovers.rs`);
+//! - Prometheus metrics (`metrics.rs`);
+//! - turning a soak database into a result document (`doc.rs`) with the
 //!   detectors of `headroom_analysis::detect`.
 //!
 //! What it must not do: print, draw progress, parse command lines, or hold
 //! samples in memory while running.
 
-pub mod doc;
-pub mod leftovers;
-pub mod metrics;
-pub mod run;
-pub mod store;
-pub mod watch;
+// The modules are private: what callers use is named below (the crate's
+// curated face), so the files can be reorganised without touching them.
+mod doc;
+mod leftovers;
+mod metrics;
+mod run;
+mod store;
+mod watch;
 
 pub use doc::{load_result, result_from_store, SampleDetail};
+pub use leftovers::{mark_removed, remove_left_test_files, LeftFile};
 pub use metrics::Metrics;
 pub use run::{run_cycles, LiveSample, LoopSettings, ProbeFailure, ProbeOutcome, SoakEvent, StopReason, Turn};
-pub use store::{EventRow, SoakConfig, SoakInfo, Store, StoreError};
+pub use store::{EventRow, SampleRow, SoakConfig, SoakInfo, Store, StoreError};
+pub use watch::{import_vmkernel_log, Watcher};
 
 use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};

@@ -105,7 +105,7 @@ pub enum StoreError {
         /// The database file.
         path: PathBuf,
     },
-    /// Written by a newer headroom (schema version above [`SCHEMA_VERSION`]).
+    /// Written by a newer headroom (schema version above `SCHEMA_VERSION`).
     #[error("{path}: soak database schema version {found} is newer than this headroom reads ({SCHEMA_VERSION}); upgrade headroom")]
     NewerSchema {
         /// The database file.

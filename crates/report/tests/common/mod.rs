@@ -4,7 +4,7 @@
 //! session after a gap.
 
 use headroom_result::ResultDoc;
-use headroom_soak::store::SampleRow;
+use headroom_soak::SampleRow;
 use headroom_soak::{EventRow, SampleDetail, SoakConfig, SoakInfo, Store};
 use std::path::Path;
 
