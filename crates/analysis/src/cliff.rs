@@ -19,6 +19,7 @@ pub struct WriteCliff {
     /// Median rate before and after, bytes/s (medians: the sample that
     /// straddles the cliff must not blur either figure).
     pub rate_before: f64,
+    /// Median rate of the samples from `index` on, bytes/s.
     pub rate_after: f64,
 }
 

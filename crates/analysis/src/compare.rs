@@ -22,13 +22,19 @@ pub const MIN_SAMPLES: usize = 3;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Figure {
+    /// `summary.bytes_per_sec`, bytes/s; a probe reporting 0 has none.
     Throughput,
+    /// `summary.iops`, I/O operations per second (disk probes).
     Iops,
+    /// `summary.latency_ns.mean`, nanoseconds.
     LatencyMean,
+    /// `summary.latency_ns.p99`, nanoseconds.
     LatencyP99,
 }
 
 impl Figure {
+    /// The figure's name in compare's tables ("latency p99"); the JSON uses
+    /// the snake_case variant name instead.
     pub fn as_str(self) -> &'static str {
         match self {
             Figure::Throughput => "throughput",
@@ -45,6 +51,7 @@ impl Figure {
             _ => "ns",
         }
     }
+    /// True for latencies: a ratio below 1 is the improvement.
     pub fn lower_is_better(self) -> bool {
         matches!(self, Figure::LatencyMean | Figure::LatencyP99)
     }
@@ -73,10 +80,14 @@ impl Figure {
 pub enum Significance {
     /// The first document itself.
     Baseline,
+    /// The samples differ: the Mann-Whitney p-value is below [`ALPHA`].
     Significant {
+        /// Two-sided p-value, 0..1.
         p_value: f64,
     },
+    /// The difference could be noise: p is [`ALPHA`] or more.
     WithinNoise {
+        /// Two-sided p-value, 0..1.
         p_value: f64,
     },
     /// Too few samples to tell: fewer than [`MIN_SAMPLES`] on one side, or so
@@ -86,6 +97,8 @@ pub enum Significance {
 }
 
 impl Significance {
+    /// The verdict in a few words for a table cell ("significant (p=0.012)");
+    /// empty for the baseline.
     pub fn short(&self) -> String {
         match self {
             Significance::Baseline => String::new(),
@@ -107,19 +120,26 @@ fn p_text(p: f64) -> String {
 /// One document's value of a shared figure.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Cell {
+    /// The figure in this document, in [`Figure::unit`] (bytes/s, IO/s or ns).
     pub value: f64,
     /// value / the first document's value.
     pub ratio: f64,
+    /// This document's samples against the first's; [`Significance::Baseline`]
+    /// in the first cell.
     pub significance: Significance,
 }
 
 /// One figure shared by every document.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Row {
+    /// The probe id the documents share (e.g. "seq_read_1m"); rows are matched by it.
     pub probe: String,
     /// The probe's human name (from the first document).
     pub name: String,
+    /// Which of the probe's figures this row holds; a probe gives one row
+    /// per figure every document reports.
     pub figure: Figure,
+    /// One per document, in the order of [`Comparison::columns`].
     pub cells: Vec<Cell>,
 }
 
@@ -128,7 +148,10 @@ pub struct Row {
 pub struct Comparison {
     /// Column names: each document's label, else the name the caller gave.
     pub columns: Vec<String>,
+    /// Every figure all documents share, in the first document's probe order;
+    /// never empty ([`CompareError::NothingInCommon`] otherwise).
     pub rows: Vec<Row>,
+    /// Always [`SIGNIFICANCE_TEST`]; carried so the JSON says how it judged.
     pub significance_test: &'static str,
     /// Probes present in some documents only, by column.
     pub not_shared: Vec<String>,
@@ -137,12 +160,27 @@ pub struct Comparison {
 /// Why documents cannot be compared.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CompareError {
+    /// Fewer than two documents; holds how many were given.
     #[error("compare needs at least two results, got {0}")]
     TooFew(usize),
+    /// A document's `schema` differs from the first's.
     #[error("{second} uses schema '{found}' but {first} uses '{expected}': results from different schema versions cannot be compared")]
-    DifferentSchemas { first: String, expected: String, second: String, found: String },
+    DifferentSchemas {
+        /// Column name of the first document.
+        first: String,
+        /// The first document's schema string.
+        expected: String,
+        /// Column name of the document that differs.
+        second: String,
+        /// That document's schema string.
+        found: String,
+    },
+    /// No probe id is in every document, or none of the shared ones has a figure.
     #[error("nothing in common: no probe id appears in every result ({detail}); run the same preset on each side")]
-    NothingInCommon { detail: String },
+    NothingInCommon {
+        /// Each column's probe ids ("a.json: seq_read, tcp; b.json: no probes").
+        detail: String,
+    },
 }
 
 /// Compares documents; `names` (e.g. file names) stand in for missing labels.

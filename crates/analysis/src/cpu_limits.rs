@@ -47,7 +47,9 @@ pub enum CpuLimitKind {
 /// A CPU limit found in a probe, with the evidence in words.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CpuLimit {
+    /// Which end's CPU held the stream: the client (local) or the server (remote).
     pub side: Side,
+    /// What kind of limit it was; decides the wording of the diagnosis.
     pub kind: CpuLimitKind,
     /// e.g. "the server's CPU: its cgroup /t is held to 2% of one core (...) and was throttled in 81% of 40 periods".
     pub evidence: String,

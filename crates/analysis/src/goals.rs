@@ -15,18 +15,31 @@ write-iops=COUNT (e.g. 20k, 1.5M, 900), latency-mean|latency-p50|latency-p99|lat
 /// A goal metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Metric {
+    /// `read=RATE`: read throughput, bytes/s; the verdict's read figure,
+    /// else the best read disk probe or `tcp_reverse` probe.
     Read,
+    /// `write=RATE`: write throughput, bytes/s; the verdict's write figure,
+    /// else the best write disk probe or `tcp` probe.
     Write,
+    /// `iops=COUNT`: the highest IO/s of any disk probe.
     Iops,
+    /// `read-iops=COUNT`: the highest IO/s of a disk probe whose `rw` contains "read".
     ReadIops,
+    /// `write-iops=COUNT`: the highest IO/s of a disk probe whose `rw` contains "write".
     WriteIops,
+    /// `latency-mean=DURATION` (or `latency`): mean latency, ns, of the
+    /// latency probe (the random disk probe with the shallowest queue, else a ping probe).
     LatencyMean,
+    /// `latency-p50=DURATION`: median latency of the latency probe, ns.
     LatencyP50,
+    /// `latency-p99=DURATION`: 99th-percentile latency of the latency probe, ns.
     LatencyP99,
+    /// `latency-p999=DURATION` (or `latency-p99.9`): 99.9th-percentile latency, ns.
     LatencyP999,
 }
 
 impl Metric {
+    /// The metric's name as `--goal` takes it and results show it ("read-iops").
     pub fn as_str(self) -> &'static str {
         match self {
             Metric::Read => "read",
@@ -63,7 +76,11 @@ impl Metric {
 /// One goal: a metric and its target in base units (bytes/s, IO/s, ns).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Goal {
+    /// Which figure of the document the goal is held against.
     pub metric: Metric,
+    /// The value to reach: bytes/s for read/write (a typed rate in bits is
+    /// divided by 8), IO/s for the IOPS metrics, ns for latencies; always
+    /// finite and above zero. A floor, or a ceiling for latencies.
     pub target: f64,
     /// As the user typed it, for messages.
     pub text: String,
@@ -73,7 +90,9 @@ pub struct Goal {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("--goal '{input}': {reason}; accepted: {ACCEPTED}")]
 pub struct GoalError {
+    /// The whole `--goal` value as typed, not just the bad part.
     pub input: String,
+    /// What was wrong, naming the part or metric ("unknown metric 'foo'").
     pub reason: String,
 }
 
@@ -124,11 +143,17 @@ fn parse_count(s: &str) -> Option<f64> {
 /// A goal next to the figure it was held against.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct GoalResult {
+    /// The goal as the user typed it ("read=223.4MB/s").
     pub goal: String,
+    /// [`Metric::as_str`] of the goal's metric.
     pub metric: &'static str,
+    /// [`Goal::target`]: bytes/s, IO/s or ns.
     pub target: f64,
     /// None when no probe measured the metric (which counts as missed).
     pub measured: Option<f64>,
+    /// `measured` reached `target` (at or above it; at or below for
+    /// latencies); false when nothing was measured. `headroom run` exits 1 when
+    /// any goal is not met.
     pub met: bool,
     /// The probe (or "verdict") the figure came from.
     pub source: Option<String>,

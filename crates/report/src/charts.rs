@@ -193,10 +193,14 @@ pub fn comparison_chart(c: &Comparison, figure: Figure) -> Option<String> {
     Some(svg)
 }
 
-/// Colours of the soak marks (Okabe-Ito, as the series).
+/// Colours of the soak marks (Okabe-Ito, as the series): throughput dips
+/// (bands and the shaded dip areas).
 pub const DIP_COLOR: RGBColor = PALETTE[1];
+/// Link flaps (an outlined box from down to up) and the write cliff's cross.
 pub const FLAP_COLOR: RGBColor = PALETTE[5];
+/// Bands where the server was unreachable.
 pub const OUTAGE_COLOR: RGBColor = PALETTE[3];
+/// Bands with no samples at all (the soak was not running); grey, outside the palette.
 pub const GAP_COLOR: RGBColor = RGBColor(150, 150, 150);
 
 /// Splits points where the time step is much longer than usual (the other

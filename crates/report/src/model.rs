@@ -12,9 +12,17 @@ use headroom_result::{Ceiling, ResultDoc};
 pub struct ResultView {
     /// Column name: the document's label, else the name the caller gave (file name).
     pub name: String,
+    /// The document as loaded, plus the ceilings and verdict [`ResultView::new`]
+    /// adds when it had no stored verdict (so JSON output carries them).
     pub doc: ResultDoc,
+    /// Ceilings of every hop, bytes/s: the document's own when it has a
+    /// stored verdict or is a soak, else freshly derived.
     pub ceilings: Vec<Ceiling>,
+    /// Per-direction verdicts (reads first); empty for a soak, or when the
+    /// document has no disk or TCP figure to judge.
     pub directions: Vec<DirectionVerdict>,
+    /// Goals held against the document; empty from [`ResultView::new`],
+    /// filled by `headroom run --goal` before presenting.
     pub goals: Vec<GoalResult>,
 }
 
@@ -45,6 +53,7 @@ impl ResultView {
 /// Everything a presenter needs.
 #[derive(Debug, Clone)]
 pub struct Report {
+    /// The documents in the order given; the first is the comparison's baseline.
     pub results: Vec<ResultView>,
     /// Present when there are two or more results with figures in common.
     pub comparison: Option<Comparison>,

@@ -370,6 +370,7 @@ pub struct Marks {
 }
 
 impl Marks {
+    /// Nothing to mark: no dip, flap, cliff, outage or gap.
     pub fn is_empty(&self) -> bool {
         *self == Marks::default()
     }

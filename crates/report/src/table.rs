@@ -7,24 +7,35 @@ use owo_colors::OwoColorize;
 /// How a cell should stand out when colour is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Tone {
+    /// No emphasis in any format.
     #[default]
     Plain,
+    /// Green on the terminal (a goal met, a figure near its ceiling); plain in Markdown.
     Good,
+    /// Bold red on the terminal, bold in Markdown (a missed goal, a limit).
     Bad,
+    /// Yellow on the terminal (something to look at); plain in Markdown.
     Warn,
+    /// Bold on the terminal and in Markdown (titles, headers, key figures).
     Bold,
 }
 
+/// One table cell: text already formatted with its unit, and how it stands out.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Cell {
+    /// What the cell shows, as printed (e.g. "1.2 GB/s"); no markup, every
+    /// format escapes it its own way.
     pub text: String,
+    /// Emphasis; CSV drops it.
     pub tone: Tone,
 }
 
 impl Cell {
+    /// A plain cell.
     pub fn new(text: impl Into<String>) -> Self {
         Cell { text: text.into(), tone: Tone::Plain }
     }
+    /// A cell with emphasis.
     pub fn tone(text: impl Into<String>, tone: Tone) -> Self {
         Cell { text: text.into(), tone }
     }
@@ -41,20 +52,29 @@ impl From<&str> for Cell {
     }
 }
 
+/// A titled grid of cells that the terminal, Markdown and CSV presenters render.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Table {
+    /// Printed above the table (bold on the terminal and in Markdown); empty
+    /// for none. CSV leaves it out.
     pub title: String,
+    /// Column names; their count sets how many columns the terminal and
+    /// Markdown show (extra cells in a row are dropped, missing ones blank).
     pub headers: Vec<String>,
+    /// The body, one `Vec` per line, cells in header order. CSV writes each
+    /// row as it is, without padding or cutting it to the header count.
     pub rows: Vec<Vec<Cell>>,
     /// Columns to right-align (numbers).
     pub right: Vec<usize>,
 }
 
 impl Table {
+    /// An empty table with a title and column names, every column left-aligned.
     pub fn new(title: impl Into<String>, headers: &[&str]) -> Self {
         Table { title: title.into(), headers: headers.iter().map(|h| h.to_string()).collect(), ..Default::default() }
     }
 
+    /// Appends one row of cells, in header order.
     pub fn row(&mut self, cells: Vec<Cell>) {
         self.rows.push(cells);
     }

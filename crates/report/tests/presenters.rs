@@ -3,6 +3,8 @@
 use headroom_report::{presenter, Format, Report, Style};
 use headroom_result::ResultDoc;
 
+/// Loads `crates/analysis/tests/fixtures/<name>.json` and returns it with the
+/// file name the report shows as its source.
 pub fn fixture(name: &str) -> (ResultDoc, String) {
     let path = format!("{}/../analysis/tests/fixtures/{name}.json", env!("CARGO_MANIFEST_DIR"));
     let doc = ResultDoc::from_json(&std::fs::read_to_string(&path).unwrap()).unwrap();

@@ -21,8 +21,12 @@ use std::time::Duration;
 pub struct UnitError {
     /// "size", "rate" or "duration".
     pub what: &'static str,
+    /// The text exactly as the user typed it, quoted back in the message.
     pub input: String,
+    /// What was wrong with `input`, in a few words (e.g. "too large").
     pub reason: String,
+    /// Inputs of the same kind that parse, comma-separated, so the message
+    /// always shows one that works.
     pub examples: &'static str,
 }
 
@@ -448,9 +452,11 @@ impl Rate {
         }
     }
 
+    /// The rate in bits per second, as stored (decimal: 1 Gb/s = 1e9).
     pub fn bits_per_sec(self) -> f64 {
         self.0
     }
+    /// The rate in bytes per second (bits / 8), for comparing with byte counters.
     pub fn bytes_per_sec(self) -> f64 {
         self.0 / 8.0
     }

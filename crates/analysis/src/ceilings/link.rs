@@ -18,7 +18,10 @@ use std::str::FromStr;
     "--link '{input}' is neither a known link nor a rate: {reason} (examples: 1gbe, 10GbE, 2.5gbe, 25gbe, 940Mb/s)"
 )]
 pub struct BadLinkSpec {
+    /// The `--link` value as typed, quoted back in the message.
     pub input: String,
+    /// Why it was refused: the catalog's "unknown link" message, a zero
+    /// rate, or a non-Ethernet link where a network link was needed.
     pub reason: String,
 }
 
@@ -120,11 +123,21 @@ pub(crate) fn path_link(spec: Option<&LinkSpec>, nic: Option<&Nic>) -> Option<(S
 /// interface that routes to the server.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LinkCeiling {
+    /// What `headroom net` prints on its `link:` line and stores as the
+    /// ceiling's name: "10GbE TCP (MTU 1500, eth0)", "loopback", "unknown
+    /// link", or the bare interface name when it reports no speed.
     pub name: String,
     /// TCP goodput per direction, bytes/s; None for loopback or an unknown speed.
     pub tcp_bytes_per_sec: Option<f64>,
+    /// Where the speed came from, shown in parentheses after the name:
+    /// "--link", "/sys/class/net/<iface>", "lo" or "no local route found".
     pub source: String,
+    /// The interface is virtual (veth, bridge, tun, loopback...): its speed is
+    /// nominal, so `link_share` stores the share but does not let it settle
+    /// the CPU diagnosis, and explains a figure above it as no real limit.
     pub is_virtual: bool,
+    /// One sentence on why the ceiling may not hold or how to get one
+    /// (printed after the `link:` line); None when the ceiling is plain.
     pub note: Option<String>,
 }
 

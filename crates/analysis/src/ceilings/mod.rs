@@ -51,9 +51,14 @@ const FILE_PROTOCOL_PAYLOAD_BYTES: f64 = 1_048_576.0;
 pub struct NetworkPath {
     /// True when every network probe targets loopback: no NIC, no wire.
     pub loopback: bool,
+    /// The interface the probes leave through (`--nic`, else [`choose_nic`]
+    /// over the document's `host.nics`); None for loopback or when the
+    /// document lists no usable interface.
     pub nic: Option<Nic>,
     /// The link's name and TCP goodput ceiling, bytes/s.
     pub link: Option<(String, f64)>,
+    /// Ethernet/IP/TCP framing at the NIC's MTU (1500 when unknown or outside
+    /// 576..=9216); sets TCP goodput and the iSCSI protocol ceiling.
     pub framing: Framing,
     /// Where the link figure came from.
     pub link_source: Option<String>,
@@ -62,7 +67,13 @@ pub struct NetworkPath {
 /// Everything the ceilings of one document are derived from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PathModel {
+    /// Every ceiling found, in no particular order and possibly several per
+    /// hop (bus, nic slot, link, protocol, one per CPU probe); [`derive`]
+    /// writes it, [`crate::verdict::annotate`] copies it to `doc.ceilings`,
+    /// and [`PathModel::ceiling`] picks the lowest of a hop.
     pub ceilings: Vec<Ceiling>,
+    /// The network side of the path; None when the document has no network
+    /// probe, no network storage protocol and no `--link` was given.
     pub network: Option<NetworkPath>,
     /// The storage protocol in the path when disk probes ran over the network
     /// (nfs, cifs, iscsi, ...), from the filesystem type or device transport.

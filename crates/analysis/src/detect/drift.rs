@@ -20,8 +20,14 @@ use serde::{Deserialize, Serialize};
 /// One per-second latency sample.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LatencyPoint {
+    /// Seconds on any clock that only moves forward (the soak passes seconds
+    /// since its start); buckets start at the first point's time.
     pub t_s: f64,
+    /// Mean I/O latency over that second, nanoseconds; points that are not
+    /// finite and above zero are dropped.
     pub mean_ns: f64,
+    /// The second's 99th-percentile latency, nanoseconds; None when the
+    /// probe did not record one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p99_ns: Option<f64>,
 }
@@ -50,8 +56,12 @@ impl Default for DriftConfig {
 pub struct DriftBucket {
     /// Start of the bucket, seconds on the input clock.
     pub start_s: f64,
+    /// How many per-second points fell in the bucket (at least 1).
     pub samples: usize,
+    /// Mean of the points' mean latencies, nanoseconds.
     pub mean_ns: f64,
+    /// Mean of the points' p99s, nanoseconds (a typical p99, not the
+    /// bucket's exact one); None when no point in the bucket had a p99.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p99_ns: Option<f64>,
 }
@@ -59,14 +69,16 @@ pub struct DriftBucket {
 /// The drift view and its trend.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencyDrift {
+    /// The per-bucket view in time order; buckets with no point are left out.
     pub buckets: Vec<DriftBucket>,
     /// Slope of mean latency, ns per hour.
     pub slope_ns_per_hour: f64,
     /// Slope of the per-second p99, ns per hour, when p99s were given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p99_slope_ns_per_hour: Option<f64>,
-    /// Fitted mean latency at the first and last sample.
+    /// Fitted mean latency at the first sample, ns.
     pub fitted_start_ns: f64,
+    /// Fitted mean latency at the last sample, ns.
     pub fitted_end_ns: f64,
     /// (end - start) / start of the fitted line.
     pub relative_change: f64,

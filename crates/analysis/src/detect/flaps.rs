@@ -22,7 +22,11 @@ use std::sync::OnceLock;
 /// One poll of an interface's state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LinkObservation {
+    /// When the poll was taken, seconds on the caller's clock (the soak uses
+    /// Unix time); only differences and order matter here.
     pub t_s: f64,
+    /// Interface name as in /sys/class/net (eth0, vusb0); polls of different
+    /// interfaces are tracked apart.
     pub iface: String,
     /// operstate is up (or unknown, as on links without carrier reporting).
     pub up: bool,
@@ -34,8 +38,11 @@ pub struct LinkObservation {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FlapSource {
+    /// Polls of /sys/class/net/IFACE (`operstate`, `carrier_changes`).
     Sysfs,
+    /// A Linux kernel log line (`/dev/kmsg`, `journalctl -k`).
     KernelLog,
+    /// An ESXi `vmkernel.log` or vobd line.
     VmkernelLog,
 }
 
@@ -43,7 +50,9 @@ pub enum FlapSource {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LinkEventKind {
+    /// The link went away: link down, carrier off, unregister, USB disconnect.
     Down,
+    /// The link came back: link up, carrier on, register, new USB device.
     Up,
     /// A device reset (e.g. a USB NIC reset): down and up at once.
     Reset,
@@ -56,7 +65,9 @@ pub struct LinkEvent {
     pub t_s: f64,
     /// Interface or device: eth0, vusb1, usb 2-1.
     pub device: String,
+    /// Whether the line says the link went down, came up, or was reset.
     pub kind: LinkEventKind,
+    /// Which log the line came from.
     pub source: FlapSource,
     /// The log line, trimmed.
     pub line: String,
@@ -65,8 +76,13 @@ pub struct LinkEvent {
 /// One flap: down at `down_s`, back at `up_s`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Flap {
+    /// Interface or device that flapped (eth0, vusb1, usb 2-1).
     pub device: String,
+    /// Where the going-down was seen (for a log flap, the Down line's log).
     pub source: FlapSource,
+    /// When the link went down, seconds on the clock of the observations or
+    /// log events it came from (Unix time in the soak). For a flap hidden
+    /// between two polls, the earlier poll.
     pub down_s: f64,
     /// `None`: still down at the end of the observations.
     pub up_s: Option<f64>,
@@ -93,7 +109,16 @@ impl Flap {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum FlapUpdate {
     /// The device went down; the flap is open until a `Closed` of the same device.
-    Opened { device: String, source: FlapSource, down_s: f64, detail: String },
+    Opened {
+        /// Interface or device that went down.
+        device: String,
+        /// Where it was seen.
+        source: FlapSource,
+        /// When it went down, seconds on the caller's clock.
+        down_s: f64,
+        /// The log line or what sysfs showed; the closed [`Flap`] keeps it.
+        detail: String,
+    },
     /// A complete flap (closing an `Opened`, or one seen whole, e.g. between polls).
     Closed(Flap),
 }
@@ -111,6 +136,8 @@ pub struct LinkTracker {
 }
 
 impl LinkTracker {
+    /// A tracker that has seen no polls: each interface's first poll only
+    /// sets its baseline.
     pub fn new() -> Self {
         Self::default()
     }
@@ -189,10 +216,15 @@ pub struct LogFlapTracker {
 }
 
 impl LogFlapTracker {
+    /// A tracker with no device down.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Takes one parsed log event, in time order. Returns `Opened` for a
+    /// device's first Down, `Closed` for the Up that ends it or for a Reset
+    /// while up; nothing for repeated Downs, an Up with no open flap, or a
+    /// Reset while down.
     pub fn event(&mut self, e: LinkEvent) -> Vec<FlapUpdate> {
         match e.kind {
             LinkEventKind::Down => {
@@ -221,6 +253,7 @@ impl LogFlapTracker {
         }
     }
 
+    /// Flaps still open (devices down at the end), with `up_s` None.
     pub fn finish(self) -> Vec<Flap> {
         self.open
             .into_values()
@@ -367,8 +400,13 @@ pub fn parse_utc_stamp(stamp: &str) -> Option<f64> {
 /// Mean of a series before, during and after a flap (windows of `window_s`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AroundFlap {
+    /// Mean over `window_s` seconds up to `down_s`; None when no point falls in it.
     pub before: Option<f64>,
+    /// Mean from `down_s` to `up_s` (at least one second, so a zero-length
+    /// reset still catches its sample); None when no point falls in it.
     pub during: Option<f64>,
+    /// Mean over `window_s` seconds from `up_s`; None when the flap never
+    /// closed or no point falls in it.
     pub after: Option<f64>,
 }
 

@@ -33,11 +33,16 @@ use serde::{Deserialize, Serialize};
 /// One sample of a series: time in seconds (end of the interval) and value.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Point {
+    /// End of the sample's interval, seconds on any forward clock (the soak
+    /// passes seconds since its start); dips and periods come out on it.
     pub t_s: f64,
+    /// The measured figure, in whatever unit the caller uses (the soak passes
+    /// bytes/s); dips, baselines and `describe`'s `show` keep that unit.
     pub value: f64,
 }
 
 impl Point {
+    /// A sample ending at `t_s` seconds with `value`.
     pub fn new(t_s: f64, value: f64) -> Self {
         Point { t_s, value }
     }
@@ -105,7 +110,10 @@ pub struct Dip {
 /// Dips that recur at a period.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PeriodicDips {
+    /// Number of dips the period was fitted to (`dips.len()`).
     pub count: usize,
+    /// Time between dips, seconds: the least-squares fit of the dip centres
+    /// against cycle number, the fundamental rather than a harmonic.
     pub period_s: f64,
     /// Root-mean-square deviation of the dip times from the fitted grid.
     pub jitter_s: f64,
@@ -113,6 +121,7 @@ pub struct PeriodicDips {
     pub coherence: f64,
     /// N x coherence^2 - ln(independent periods tried); see [`DipConfig::min_significance`].
     pub significance: f64,
+    /// Mean of the dips' `duration_s`, seconds.
     pub mean_duration_s: f64,
     /// Lowest value over all dips.
     pub min_value: f64,
@@ -125,6 +134,7 @@ pub struct PeriodicDips {
     /// Probes whose turns showed dips, with how many each (cross-probe search).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub probes: Vec<(String, usize)>,
+    /// Every dip found, in time order.
     pub dips: Vec<Dip>,
 }
 

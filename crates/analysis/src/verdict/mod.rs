@@ -32,7 +32,10 @@ pub const LEVEL_WITHIN: f64 = 0.05;
 /// The whole analysis of a document: ceilings and a verdict per direction.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Analysis {
+    /// The ceilings and the path they were derived from ([`ceilings::derive`]).
     pub model: PathModel,
+    /// One verdict per direction with a sequential disk or TCP probe (reads
+    /// are `tcp_reverse`, writes `tcp`), reads first; empty when neither has one.
     pub directions: Vec<DirectionVerdict>,
 }
 

@@ -5,6 +5,7 @@ use crate::model::Report;
 use crate::sections;
 use crate::{Presenter, Style};
 
+/// `--format csv`: raw numbers in base units (bytes/s, IO/s, ns), no colour.
 pub struct CsvPresenter;
 
 impl Presenter for CsvPresenter {

@@ -11,6 +11,7 @@ use crate::table::{Table, Tone};
 use crate::{Presenter, Style};
 use headroom_analysis::compare::Figure;
 
+/// `--html FILE`: one self-contained page (inline SVG charts, no external assets).
 pub struct HtmlPresenter;
 
 /// Escapes text for HTML element content and attribute values.

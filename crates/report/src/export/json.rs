@@ -4,6 +4,8 @@
 use crate::model::Report;
 use crate::{Presenter, Style};
 
+/// `--format json`: one result document as it is, or for several
+/// `{results, comparison, comparison_error}`.
 pub struct JsonPresenter;
 
 impl Presenter for JsonPresenter {

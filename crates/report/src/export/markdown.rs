@@ -5,6 +5,7 @@ use crate::model::Report;
 use crate::sections;
 use crate::{Presenter, Style};
 
+/// `--format markdown`: pipe tables to paste into an issue or a forum post.
 pub struct MarkdownPresenter;
 
 impl Presenter for MarkdownPresenter {

@@ -17,10 +17,15 @@ use crate::Presenter;
 /// The formats `--format` accepts (HTML is written with `--html FILE`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
+    /// Aligned columns for a terminal (also accepted as `terminal`, `text`).
     Table,
+    /// Markdown tables (also `md`).
     Markdown,
+    /// CSV of raw numbers.
     Csv,
+    /// JSON of the documents and the comparison.
     Json,
+    /// A self-contained HTML page.
     Html,
 }
 
@@ -28,6 +33,8 @@ impl Format {
     /// The names `--format` accepts, for help and errors.
     pub const NAMES: &'static str = "table, markdown, csv, json, html";
 
+    /// A `--format` value, any case; None for a name not in [`Format::NAMES`]
+    /// or its aliases (the caller names the flag in the error).
     pub fn parse(s: &str) -> Option<Format> {
         Some(match s.to_ascii_lowercase().as_str() {
             "table" | "terminal" | "text" => Format::Table,

@@ -6,6 +6,7 @@ use crate::sections::{self, bottleneck_tone};
 use crate::table::{paint, Tone};
 use crate::{Presenter, Style};
 
+/// `--format table`, the default: aligned columns, ANSI colour when `Style::color`.
 pub struct TerminalPresenter;
 
 impl Presenter for TerminalPresenter {

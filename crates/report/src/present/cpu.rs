@@ -15,10 +15,15 @@ use owo_colors::OwoColorize;
 
 /// What `headroom cpu` measured, as it is shown.
 pub struct CpuRun<'a> {
+    /// The machine measured; only `host.cpu` (model, logical CPUs) is shown,
+    /// and the line is left out when it is None.
     pub host: &'a Host,
     /// The kernels, thread counts and buffers that were asked for (the rows and columns).
     pub plan: &'a KernelMatrix,
+    /// What the engine measured, one per kernel, thread count and buffer; a
+    /// planned cell with no measurement shows `-`.
     pub results: &'a [Measurement],
+    /// The link the kernels are held against (`--link`, else the NIC, else 10 GbE).
     pub link: &'a LinkTarget,
     /// This CPU's instruction-set features.
     pub features: &'a [Feature],

@@ -13,6 +13,8 @@ pub struct Target<'a> {
     pub path: &'a str,
     /// test_file, block_device or an existing file.
     pub kind: &'a str,
+    /// Filesystem type of the path (ext4, xfs, nfs4...); None for a block
+    /// device or when it could not be found, and then left out of the heading.
     pub filesystem: Option<&'a str>,
     /// Bytes tested.
     pub size: u64,
@@ -25,7 +27,12 @@ pub enum Layout<'a> {
     Table,
     /// The sweep preset: a block per direction, a row per block size, a
     /// column per queue depth (a test not run shows `-`).
-    Sweep { block_sizes: &'a [u64], queue_depths: &'a [u32] },
+    Sweep {
+        /// Row order: the block sizes of the sweep, bytes.
+        block_sizes: &'a [u64],
+        /// Column order: the queue depths of the sweep.
+        queue_depths: &'a [u32],
+    },
     /// The table, then buffered, O_DSYNC and fsync writes side by side.
     Sync,
 }

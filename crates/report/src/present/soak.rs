@@ -10,9 +10,11 @@ use std::time::Duration;
 /// How one turn of the loop ended.
 #[derive(Debug, Clone, Copy)]
 pub enum Turn<'a> {
+    /// The probe ran; its summary's bytes/s (and IOPS when a disk probe) are shown.
     Measured(&'a Probe),
     /// The server could not be reached: an outage, not an error.
     Unreachable(&'a str),
+    /// The probe failed for another reason, given as one line; the soak goes on.
     Failed(&'a str),
 }
 
