@@ -4,6 +4,7 @@
 //! their row.
 
 use crate::sections::rate;
+use crate::table::truncate;
 use crate::Style;
 use headroom_result::{BlockDevice, Host, Nic};
 use headroom_units::{format_size, format_trimmed};
@@ -160,14 +161,6 @@ fn annotations(flags: &[String], notes: &[String], style: Style) -> String {
         text += &format!("    - {note}\n");
     }
     text
-}
-
-fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        s.chars().take(n - 1).collect::<String>() + "…"
-    }
 }
 
 #[cfg(test)]
