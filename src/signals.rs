@@ -18,7 +18,7 @@ pub fn stop_flag() -> &'static AtomicBool {
         let _ = ctrlc::set_handler(|| {
             if STOP.swap(true, Ordering::SeqCst) {
                 eprintln!("\nheadroom: removing the test files and quitting");
-                headroom_disk::target::remove_test_files_now();
+                headroom_disk::remove_test_files_now();
                 std::process::exit(i32::from(INTERRUPTED_EXIT));
             }
             eprintln!("\nheadroom: stopping (Ctrl-C again to quit sooner)");

@@ -70,7 +70,7 @@ fn a_device_with_ext4_or_gpt_is_refused_even_with_destructive() {
         assert!(err.contains(named) && err.contains("--force"), "{kind}: {err}");
         // The signature is still there: nothing was written.
         let backing = std::fs::File::open(&dev.backing).unwrap();
-        assert!(!headroom_disk::safety::probe_signatures(&backing).unwrap().is_empty(), "{kind} damaged");
+        assert!(!headroom_disk::probe_signatures(&backing).unwrap().is_empty(), "{kind} damaged");
         // --force overrides (the test owns this device).
         let d = doc(&run(&with(&dev, &["--destructive", "--force"])));
         assert!(d.probes[0].summary.ops.unwrap() > 0, "{kind}");

@@ -19,7 +19,7 @@ fn qd1_random_read_iops_agree_with_fio() {
     let file = dir.path().join("shared.dat");
     let size: usize = 256 << 20;
     let mut data = vec![0u8; size];
-    headroom_disk::data::FastRng::new(42).fill(&mut data);
+    headroom_disk::FastRng::new(42).fill(&mut data);
     std::fs::write(&file, &data).unwrap();
     // Written back now, so the device's write counter below sees only others.
     std::fs::File::open(&file).unwrap().sync_all().unwrap();

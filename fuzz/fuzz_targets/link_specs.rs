@@ -3,7 +3,7 @@
 //! positive rate.
 #![no_main]
 
-use headroom_analysis::ceilings::LinkSpec;
+use headroom_analysis::LinkSpec;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

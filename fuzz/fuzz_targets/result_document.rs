@@ -12,7 +12,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(doc) = ResultDoc::from_reader(data) else { return };
     let docs = vec![doc.clone(), doc.clone()];
     let names = vec!["a".to_string(), "b".to_string()];
-    let comparison = headroom_analysis::compare::compare(&docs, &names).ok();
+    let comparison = headroom_analysis::compare(&docs, &names).ok();
     let mut report = Report::single(ResultView::new(doc, "fuzz"));
     report.comparison = comparison;
     // Colour on: what reaches the terminal is the presenter's text through

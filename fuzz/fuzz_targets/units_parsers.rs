@@ -21,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
         let diff = back.abs_diff(d).as_secs_f64();
         assert!(diff <= d.as_secs_f64() * 1e-12 + 1e-9, "{text:?} -> {d:?} -> {shown:?} -> {back:?}");
     }
-    if let Ok(goals) = headroom_analysis::goals::parse_goals(text) {
+    if let Ok(goals) = headroom_analysis::parse_goals(text) {
         for g in goals {
             assert!(g.target.is_finite() && g.target > 0.0);
         }

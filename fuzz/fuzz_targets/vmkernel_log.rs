@@ -3,7 +3,7 @@
 //! parsed event has a finite time.
 #![no_main]
 
-use headroom_analysis::detect::flaps::{parse_kernel_log_line, parse_vmkernel_line};
+use headroom_analysis::detect::{parse_kernel_log_line, parse_vmkernel_line};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -5,7 +5,7 @@
 use crate::commands::report::{load_results, parse_format};
 use crate::output::{Outcome, Output};
 use anyhow::bail;
-use headroom_analysis::compare::compare;
+use headroom_analysis::compare;
 use headroom_report::{presenter, Format, Report};
 use std::path::PathBuf;
 

@@ -1,6 +1,6 @@
 //! `headroom cpu`: what this CPU pushes through parity, checksums,
 //! compression and encryption, per core and on all cores, next to the link
-//! it feeds (`--link`, else the path's NIC: `headroom_analysis::ceilings::LinkTarget`).
+//! it feeds (`--link`, else the path's NIC: `headroom_analysis::LinkTarget`).
 //! Parses and validates arguments, runs the kernel matrix on the Runner's
 //! cpu engine with a progress bar, and hands the figures to
 //! `headroom_analysis::cpu_link` (the document) or
@@ -9,7 +9,7 @@
 use crate::output::{Outcome, Output};
 use crate::progress::ProgressSink;
 use anyhow::bail;
-use headroom_analysis::ceilings::{LinkSpec, LinkTarget};
+use headroom_analysis::{LinkSpec, LinkTarget};
 use headroom_cpu::{
     all_kernels, BufferSpec, CpuEngine, CpuRequest, Group, Kernel, KernelMatrix, Measurement, CACHE_BUFFER, MIN_BUFFER,
 };
@@ -178,7 +178,7 @@ pub fn run(args: &CpuArgs, out: &Output) -> anyhow::Result<Outcome> {
     if out.json {
         let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
         let probes = results.iter().map(|m| probe_with_link(m, &link)).collect();
-        out.print_json(&headroom_analysis::cpu_link::cpu_document(started_at, host, probes, &link))?;
+        out.print_json(&headroom_analysis::cpu_document(started_at, host, probes, &link))?;
     } else {
         let features = headroom_cpu::features();
         let run = CpuRun { host: &host, plan: &plan, results: &results, link: &link, features: &features };
@@ -189,7 +189,7 @@ pub fn run(args: &CpuArgs, out: &Output) -> anyhow::Result<Outcome> {
 
 /// A kernel's probe held against the link it feeds (`fills_link`, `cpu_below_link`).
 pub(crate) fn probe_with_link(m: &Measurement, link: &LinkTarget) -> Probe {
-    headroom_analysis::cpu_link::against_link(m.to_probe(), &m.kernel.name(), link)
+    headroom_analysis::cpu_probe_against_link(m.to_probe(), &m.kernel.name(), link)
 }
 
 #[cfg(test)]

@@ -8,12 +8,12 @@
 use crate::output::{Outcome, Output};
 use crate::progress::ProgressSink;
 use anyhow::bail;
-use headroom_analysis::ceilings::bus_ceiling;
-use headroom_analysis::cliff::annotate_write_cliff;
-use headroom_disk::preset::{resolve, Preset, TestChoice, TestSelection, SWEEP_BLOCK_SIZES, SWEEP_QUEUE_DEPTHS};
-use headroom_disk::probe::BusCeiling;
+use headroom_analysis::annotate_write_cliff;
+use headroom_analysis::bus_ceiling;
+use headroom_disk::BusCeiling;
+use headroom_disk::{resolve, Preset, TestChoice, TestSelection, SWEEP_BLOCK_SIZES, SWEEP_QUEUE_DEPTHS};
 use headroom_disk::{DiskEngine, DiskError, DiskRequest, DiskTarget, Rw};
-use headroom_report::present::{self, disk::Layout, disk::Target};
+use headroom_report::present::{self, disk::Layout, disk::TargetSummary};
 use headroom_result::{Ceiling, Probe, ResultDoc};
 use headroom_runner::{Plan, PrepareEvent, ProbeError, Runner, Sink};
 use headroom_units::{DurationArg, Size};
@@ -225,7 +225,7 @@ pub fn run(args: &DiskArgs, out: &Output) -> anyhow::Result<Outcome> {
         let Some(PrepareEvent::DiskTarget { path, kind, filesystem, size }) = &seen.0 else {
             bail!("the disk engine did not report its target");
         };
-        let target = Target { path, kind, filesystem: filesystem.as_deref(), size: *size };
+        let target = TargetSummary { path, kind, filesystem: filesystem.as_deref(), size: *size };
         let layout = match selection.preset {
             Some(Preset::Sweep) => Layout::Sweep { block_sizes: &SWEEP_BLOCK_SIZES, queue_depths: &SWEEP_QUEUE_DEPTHS },
             Some(Preset::Sync) => Layout::Sync,

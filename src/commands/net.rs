@@ -9,8 +9,8 @@
 use crate::output::{Outcome, Output};
 use crate::progress::ProgressSink;
 use anyhow::bail;
-use headroom_analysis::ceilings::{choose_nic, LinkCeiling, LinkSpec};
-pub(crate) use headroom_analysis::link_share::against_link;
+use headroom_analysis::net_probe_against_link;
+use headroom_analysis::{choose_nic, LinkCeiling, LinkSpec};
 use headroom_net::{NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, ThroughputSpec, TrafficDirection};
 use headroom_report::present;
 use headroom_result::{Probe, ResultDoc, Warning};
@@ -190,7 +190,7 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
     for (t, run) in tests.iter().zip(runner.execute(&plan, stop, &mut [&mut bars])) {
         match run.result {
             Ok(measured) => {
-                let p = against_link(measured.probe, &ceiling);
+                let p = net_probe_against_link(measured.probe, &ceiling);
                 if let Some(e) = p.details.get("error").and_then(|v| v.as_str()) {
                     failures.push(format!("{}: {e}", p.name));
                 }

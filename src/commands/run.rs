@@ -16,11 +16,11 @@
 use crate::output::{Outcome, Output};
 use crate::progress::ProgressSink;
 use anyhow::{bail, Context};
-use headroom_analysis::ceilings::{LinkSpec, LinkTarget};
-use headroom_analysis::goals::{evaluate, parse_goals, Goal, GoalResult};
 use headroom_analysis::{annotate, PathHints};
+use headroom_analysis::{evaluate, parse_goals, Goal, GoalResult};
+use headroom_analysis::{LinkSpec, LinkTarget};
 use headroom_cpu::{BufferSpec, CpuEngine, CpuRequest};
-use headroom_disk::preset::TestChoice;
+use headroom_disk::TestChoice;
 use headroom_disk::{DiskEngine, DiskTarget};
 use headroom_net::{NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, ThroughputSpec, TrafficDirection};
 use headroom_report::{presenter, Format, Report, ResultView, Style};
@@ -141,7 +141,7 @@ fn disk_step(path: &Path, full: bool) -> anyhow::Result<Plan> {
             ..TestChoice::default()
         }
     };
-    let selection = headroom_disk::preset::resolve(&choice).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let selection = headroom_disk::resolve(&choice).map_err(|e| anyhow::anyhow!("{e}"))?;
     let target = DiskTarget {
         path: path.to_path_buf(),
         size: choice.size.map(|s| s.0),
@@ -228,7 +228,7 @@ fn net_probes(runs: Vec<ProbeRun>, server: &NetServer) -> anyhow::Result<Vec<Pro
             (Err(ProbeError::Abandoned), _) => break,
             (Err(e), _) => failures.push(format!("{}: {e}", run.request.label)),
             (Ok(m), _) => {
-                let p = crate::commands::net::against_link(m.probe, &ceiling);
+                let p = headroom_analysis::net_probe_against_link(m.probe, &ceiling);
                 if let Some(e) = p.details.get("error").and_then(|v| v.as_str()) {
                     failures.push(format!("{}: {e}", p.name));
                 }

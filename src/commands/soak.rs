@@ -9,8 +9,8 @@
 
 use crate::output::{Outcome, Output};
 use anyhow::{bail, Context};
-use headroom_disk::preset::test_def;
-use headroom_disk::run::RunSettings;
+use headroom_disk::test_def;
+use headroom_disk::RunSettings;
 use headroom_disk::{DirectMode, DiskEngine, DiskRequest, DiskTarget, EngineChoice, Pattern, Rw};
 use headroom_net::TrafficDirection;
 use headroom_net::{NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, ThroughputSpec};
@@ -60,7 +60,7 @@ pub struct SoakArgs {
     /// Size of the disk probes' test file [default: 1G]
     #[arg(long, value_name = "SIZE")]
     pub size: Option<Size>,
-    /// The SQLite database to write [default: headroom-soak-<time>.sqlite]
+    /// The SQLite database to write [default: headroom-soak-TIME.sqlite]
     #[arg(long, value_name = "FILE")]
     pub db: Option<PathBuf>,
     /// Continue the interrupted soak in --db (same cycle, path and server)

@@ -22,7 +22,7 @@ pub fn share_of_link(bytes_per_sec: f64, link: &LinkTarget) -> f64 {
 /// A kernel's probe held against the link it feeds: `details.link`,
 /// `link_bytes_per_sec`, `fills_link`, and a `cpu_below_link` warning when it
 /// does not fill it. `kernel` is the kernel's name without its data kind.
-pub fn against_link(mut probe: Probe, kernel: &str, link: &LinkTarget) -> Probe {
+pub fn cpu_probe_against_link(mut probe: Probe, kernel: &str, link: &LinkTarget) -> Probe {
     let bytes_per_sec = probe.summary.bytes_per_sec;
     let fills = fills_link(bytes_per_sec, link);
     probe.details.insert("link".into(), serde_json::json!(link.name));
@@ -47,7 +47,7 @@ pub fn against_link(mut probe: Probe, kernel: &str, link: &LinkTarget) -> Probe 
 }
 
 /// The `headroom cpu` document: the host, the kernels' probes (already held
-/// [`against_link`]), the link as the ceiling and, when the link was assumed,
+/// [`cpu_probe_against_link`]), the link as the ceiling and, when the link was assumed,
 /// a `link_assumed` warning.
 pub fn cpu_document(started_at: String, host: Host, probes: Vec<Probe>, link: &LinkTarget) -> ResultDoc {
     let mut doc = ResultDoc::new(started_at);
@@ -96,13 +96,13 @@ mod tests {
     #[test]
     fn a_kernel_below_the_link_gets_the_warning_and_one_above_does_not() {
         let link = ten_gbe();
-        let slow = against_link(kernel_probe(631e6, 1), "SHA-256", &link);
+        let slow = cpu_probe_against_link(kernel_probe(631e6, 1), "SHA-256", &link);
         assert_eq!(slow.details["fills_link"], serde_json::json!(false));
         assert_eq!(slow.details["link"], serde_json::json!("10GbE"));
         assert_eq!(slow.warnings.len(), 1);
         assert_eq!(slow.warnings[0].code, WarningCode::CpuBelowLink);
         assert_eq!(slow.warnings[0].message, "SHA-256 on 1 thread(s) reaches 54% of 10GbE (1.18 GB/s)");
-        let fast = against_link(kernel_probe(4.8e9, 2), "SHA-256", &link);
+        let fast = cpu_probe_against_link(kernel_probe(4.8e9, 2), "SHA-256", &link);
         assert_eq!(fast.details["fills_link"], serde_json::json!(true));
         assert!(fast.warnings.is_empty());
         assert!(fills_link(link.bytes_per_sec, &link), "exactly the link fills it");

@@ -5,15 +5,24 @@
 //! Reads only the result document (headroom-result) and the limits model;
 //! never runs I/O and never prints.
 
-pub mod ceilings;
-pub mod cliff;
-pub mod compare;
-pub mod cpu_limits;
-pub mod cpu_link;
-pub mod goals;
-pub mod link_share;
-pub mod verdict;
-
-pub use ceilings::{PathHints, PathModel};
-pub use verdict::{analyse, annotate, Analysis, Bottleneck, Direction, DirectionVerdict};
+mod ceilings;
+mod cliff;
+mod compare;
+mod cpu_limits;
+mod cpu_link;
 pub mod detect;
+mod goals;
+mod link_share;
+mod verdict;
+
+pub use ceilings::{bus_ceiling, choose_nic, BadLinkSpec, LinkCeiling, LinkSpec, LinkTarget, PathHints, PathModel};
+pub use cliff::{annotate_write_cliff, detect_write_cliff, WriteCliff};
+pub use compare::{
+    compare, mann_whitney_u, Cell, CompareError, Comparison, Figure, Row, Significance, ALPHA, MIN_SAMPLES,
+    SIGNIFICANCE_TEST,
+};
+pub use cpu_limits::{cpu_limit, settle_diagnosis, CpuLimit, CpuLimitKind, Side, CPU_BUSY_PERCENT};
+pub use cpu_link::{cpu_document, cpu_probe_against_link, fills_link, share_of_link};
+pub use goals::{evaluate, parse_goals, Goal, GoalError, GoalResult, Metric};
+pub use link_share::{faster_than_ceiling, net_probe_against_link, CEILING_SHARE};
+pub use verdict::{analyse, annotate, Analysis, Bottleneck, Direction, DirectionVerdict};

@@ -28,8 +28,8 @@ pub fn faster_than_ceiling(share: f64) -> bool {
 }
 
 /// A probe as `net` and `run` report it: throughput probes held against the
-/// link ([`hold_throughput`]), round trips and handshakes as measured.
-pub fn against_link(p: Probe, ceiling: &LinkCeiling) -> Probe {
+/// link (`hold_throughput`), round trips and handshakes as measured.
+pub fn net_probe_against_link(p: Probe, ceiling: &LinkCeiling) -> Probe {
     let throughput = matches!(&p.spec, ProbeSpec::Net(s) if s.test != "rr" && s.test != "connect");
     if throughput {
         hold_throughput(p, ceiling)
@@ -123,28 +123,28 @@ mod tests {
 
     #[test]
     fn a_stream_gets_its_share_and_bidir_counts_both_directions() {
-        let up = against_link(probe("tcp", 117.69e6 / 2.0), &gigabit(false));
+        let up = net_probe_against_link(probe("tcp", 117.69e6 / 2.0), &gigabit(false));
         assert!((share(&up).unwrap() - 0.5).abs() < 1e-9);
         assert!(up.warnings.is_empty(), "{:?}", up.warnings);
-        let bidir = against_link(probe("tcp_bidir", 117.69e6), &gigabit(false));
+        let bidir = net_probe_against_link(probe("tcp_bidir", 117.69e6), &gigabit(false));
         assert!((share(&bidir).unwrap() - 0.5).abs() < 1e-9);
     }
 
     #[test]
     fn faster_than_the_link_is_a_warning_that_says_why() {
-        let p = against_link(probe("tcp", 2.0 * 117.69e6), &gigabit(false));
+        let p = net_probe_against_link(probe("tcp", 2.0 * 117.69e6), &gigabit(false));
         let w = p.warnings.iter().find(|w| w.code == "faster_than_ceiling").expect("a warning");
         assert!(w.message.contains("above the 1GbE TCP (MTU 1500) ceiling"), "{}", w.message);
         assert!(w.message.contains("check the peer's route"), "{}", w.message);
-        let v = against_link(probe("tcp", 2.0 * 117.69e6), &gigabit(true));
+        let v = net_probe_against_link(probe("tcp", 2.0 * 117.69e6), &gigabit(true));
         assert!(v.warnings.iter().any(|w| w.message.contains("nominal, not a limit")), "{:?}", v.warnings);
     }
 
     #[test]
     fn round_trips_and_unknown_links_carry_no_share() {
-        let rr = against_link(probe("rr", 1e6), &gigabit(false));
+        let rr = net_probe_against_link(probe("rr", 1e6), &gigabit(false));
         assert_eq!(share(&rr), None);
         let unknown = LinkCeiling { tcp_bytes_per_sec: None, ..gigabit(false) };
-        assert_eq!(share(&against_link(probe("tcp", 1e6), &unknown)), None);
+        assert_eq!(share(&net_probe_against_link(probe("tcp", 1e6), &unknown)), None);
     }
 }

@@ -4,7 +4,7 @@
 //! cpu_limits must still name it as one saturated core, with the thread. The
 //! thread's own CPU clock is the ground truth for its share.
 
-use headroom_analysis::cpu_limits::{cpu_limit, CpuLimitKind, Side};
+use headroom_analysis::{cpu_limit, CpuLimitKind, Side};
 use headroom_result::{NetSpec, Probe, ProbeSpec, Summary};
 use headroom_sys::CpuSnapshot;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! The one NIC rule (ceilings::choose_nic) on the inventory of the fixture NAS
 //! of headroom-sys (crates/sys/tests/fixtures/nas).
 
-use headroom_analysis::ceilings::choose_nic;
+use headroom_analysis::choose_nic;
 use headroom_sys::{inventory, SysRoot};
 
 #[test]

@@ -1,9 +1,9 @@
 //! Each rule of docs/verdict.md, held against a stored result document.
 
-use headroom_analysis::ceilings::LinkSpec;
-use headroom_analysis::compare::{compare, CompareError, Figure, Significance};
-use headroom_analysis::goals::{evaluate, parse_goals};
+use headroom_analysis::LinkSpec;
 use headroom_analysis::{analyse, annotate, Bottleneck, Direction, DirectionVerdict, PathHints};
+use headroom_analysis::{compare, CompareError, Figure, Significance};
+use headroom_analysis::{evaluate, parse_goals};
 use headroom_result::ResultDoc;
 
 fn fixture(name: &str) -> ResultDoc {

@@ -5,7 +5,7 @@
 //!
 //! Run: `cargo bench -p headroom-disk --bench disk_overhead`.
 
-use headroom_disk::data::FastRng;
+use headroom_disk::FastRng;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

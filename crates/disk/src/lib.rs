@@ -4,32 +4,39 @@
 //! probes.
 //!
 //! What it owns:
-//! - the engine trait ([`engine::IoEngine`], modelled on fio's ioengine ops:
+//! - the engine trait (`engine::IoEngine`, modelled on fio's ioengine ops:
 //!   queue, commit, getevents) and its two engines, io_uring and psync;
 //! - the test target: creating and laying out the test file with real data,
-//!   O_DIRECT alignment, removing the file again ([`target`]);
-//! - safety: refusing to write over filesystems and partition tables ([`safety`]);
-//! - honesty checks ([`probe`]): page cache, filesystem caveats, and reads
+//!   O_DIRECT alignment, removing the file again (`target.rs`);
+//! - safety: refusing to write over filesystems and partition tables (`safety.rs`);
+//! - honesty checks (`probe.rs`): page cache, filesystem caveats, and reads
 //!   faster than the bus ceiling the caller found (headroom_sys reads sysfs;
 //!   this crate does not);
-//! - per-worker HDR latency histograms and per-second samples ([`run`]);
+//! - per-worker HDR latency histograms and per-second samples (`run.rs`);
 //! - the presets (quick, cdm, nvme, sizes, sweep, sync, sustained).
 //!
 //! What it must not do: print, draw progress bars or parse command lines.
 //! Progress reaches the caller through a callback; Ctrl-C through a
 //! `&AtomicBool` stop flag that every loop here polls.
 
-pub mod data;
-pub mod engine;
-pub mod fio;
-pub mod preset;
-pub mod probe;
+mod data;
+mod engine;
+mod fio;
+mod preset;
+mod probe;
 mod probe_engine;
-pub mod run;
-pub mod safety;
-pub mod target;
+mod run;
+mod safety;
+mod target;
 
+pub use data::FastRng;
+pub use engine::PSYNC_MAX_THREADS;
+pub use preset::{resolve, test_def, Preset, TestChoice, TestSelection, SWEEP_BLOCK_SIZES, SWEEP_QUEUE_DEPTHS};
+pub use probe::{honesty_warnings, BusCeiling};
 pub use probe_engine::{DiskEngine, DiskRequest, DiskTarget};
+pub use run::{run_test, RunSettings, TestOutcome};
+pub use safety::probe_signatures;
+pub use target::{remove_test_files_now, PreparedTarget, TargetOptions};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -5,7 +5,7 @@
 
 use crate::fio::{fio_command, FioContext};
 use crate::run::{histogram_buckets, RunSettings, TestOutcome};
-use crate::target::{filesystem_caveat, ram_bytes, Target};
+use crate::target::{filesystem_caveat, ram_bytes, PreparedTarget};
 use crate::Rw;
 use headroom_result::{DiskSpec, Histogram, Probe, ProbeSpec, Warning};
 use std::collections::BTreeMap;
@@ -23,7 +23,7 @@ pub struct BusCeiling {
 }
 
 /// The warnings every probe on this target carries, whatever it measured.
-pub fn honesty_warnings(outcome: &TestOutcome, target: &Target, bus: Option<&BusCeiling>) -> Vec<Warning> {
+pub fn honesty_warnings(outcome: &TestOutcome, target: &PreparedTarget, bus: Option<&BusCeiling>) -> Vec<Warning> {
     let mut w = Vec::new();
     let memory_fs = target.filesystem.as_ref().is_some_and(|f| f.name == "tmpfs" || f.name == "ramfs");
     let ram = ram_bytes();
@@ -93,7 +93,12 @@ pub fn honesty_warnings(outcome: &TestOutcome, target: &Target, bus: Option<&Bus
 }
 
 /// The probe for one test.
-pub fn to_probe(outcome: &TestOutcome, target: &Target, settings: RunSettings, warnings: Vec<Warning>) -> Probe {
+pub fn to_probe(
+    outcome: &TestOutcome,
+    target: &PreparedTarget,
+    settings: RunSettings,
+    warnings: Vec<Warning>,
+) -> Probe {
     let def = &outcome.def;
     let path = target.path.display().to_string();
     let fio = fio_command(

@@ -7,7 +7,7 @@
 
 use crate::probe::{honesty_warnings, to_probe, BusCeiling};
 use crate::run::{check_test, run_test, RunSettings, Tick};
-use crate::target::{test_file_name, Target, TargetKind, TargetOptions};
+use crate::target::{test_file_name, PreparedTarget, TargetKind, TargetOptions};
 use crate::{DirectMode, DiskError, Rw, TestDef};
 use headroom_result::Warning;
 use headroom_runner::{
@@ -63,7 +63,7 @@ impl DiskRequest {
 /// The disk engine: one prepared target at a time.
 #[derive(Default)]
 pub struct DiskEngine {
-    prepared: Option<(DiskTarget, Target)>,
+    prepared: Option<(DiskTarget, PreparedTarget)>,
 }
 
 impl DiskEngine {
@@ -84,7 +84,7 @@ impl DiskEngine {
         events: &mut dyn FnMut(&PrepareEvent),
     ) -> Result<Vec<Warning>, ProbeError> {
         self.prepared = None; // removes the test file of an earlier target
-        let prepared = Target::prepare(
+        let prepared = PreparedTarget::prepare(
             &target.path,
             &TargetOptions {
                 size: target.size,

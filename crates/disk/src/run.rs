@@ -15,7 +15,7 @@
 
 use crate::data::{fill_block, FastRng};
 use crate::engine::{open_engine, EngineConfig, IoKind, IoUnit};
-use crate::target::Target;
+use crate::target::PreparedTarget;
 use crate::{DirectMode, DiskError, EngineChoice, EngineKind, Pattern, Result, Rw, SyncMode, TestDef};
 use hdrhistogram::Histogram;
 use headroom_result::{Latency, Sample, Summary};
@@ -36,7 +36,7 @@ pub struct RunSettings {
     pub pattern: Pattern,
     /// io_uring with registered buffers (fio's `--fixedbufs`): less CPU per
     /// I/O, but a throttled device is charged twice for every I/O it splits
-    /// unless it is issued async (see [`crate::engine::FORCE_ASYNC_ABOVE`]).
+    /// unless it is issued async (see `engine::uring::FORCE_ASYNC_ABOVE`).
     pub fixedbufs: bool,
 }
 
@@ -67,7 +67,7 @@ pub struct TestOutcome {
     /// io_uring ran with registered buffers (`--fixedbufs`).
     pub fixedbufs: bool,
     /// io_uring issued reads and writes async (IOSQE_ASYNC), see
-    /// [`crate::engine::force_async`].
+    /// `engine::force_async`.
     pub force_async: bool,
     /// Worker threads that ran (jobs, or jobs x queue depth for psync, capped
     /// at [`crate::engine::PSYNC_MAX_THREADS`]).
@@ -180,7 +180,7 @@ fn new_histogram() -> Histogram<u64> {
 /// Checks that `def` fits `target` (block size aligned for O_DIRECT when
 /// `direct`, not larger than the region), naming the flag to change.
 /// Callers run it for every test before the layout, so mistakes cost no time.
-pub fn check_test(target: &Target, def: &TestDef, direct: bool) -> Result<()> {
+pub fn check_test(target: &PreparedTarget, def: &TestDef, direct: bool) -> Result<()> {
     if direct && !def.block_size.is_multiple_of(target.dio_align) {
         return Err(DiskError::Usage(format!(
             "--bs {} is not a multiple of {}'s O_DIRECT alignment ({} bytes, from {}); use e.g. --bs 4k, or --direct off",
@@ -202,7 +202,7 @@ pub fn check_test(target: &Target, def: &TestDef, direct: bool) -> Result<()> {
 /// Runs one test on `target`; `on_tick` is called about once a second; `stop`
 /// (Ctrl-C) ends it within ~50 ms, keeping what was measured.
 pub fn run_test(
-    target: &Target,
+    target: &PreparedTarget,
     def: &TestDef,
     settings: RunSettings,
     stop: &AtomicBool,

@@ -8,7 +8,7 @@
 //! that descriptor (`/proc/self/fd/N`), never through the path again, so a
 //! file swapped for a symlink mid-run cannot redirect a write.
 //!
-//! The test file is removed when the [`Target`] is dropped: at the end of a
+//! The test file is removed when the [`PreparedTarget`] is dropped: at the end of a
 //! run, on error, and on Ctrl-C (the stop flag ends the run, the guard drops),
 //! unless the user asked to keep it; [`remove_test_files_now`] removes every
 //! live one at once (a second Ctrl-C).
@@ -71,7 +71,7 @@ pub struct FsInfo {
 
 /// An opened, sized target. Dropping it removes a test file headroom created.
 #[derive(Debug)]
-pub struct Target {
+pub struct PreparedTarget {
     /// For display and sysfs look-ups only; never opened again.
     pub path: PathBuf,
     /// Test file, block device or existing file.
@@ -87,7 +87,7 @@ pub struct Target {
     pub mem_align: usize,
     /// Where the alignment came from: statx, logical_block_size or default.
     pub dio_align_source: &'static str,
-    /// The test file stays (`--keep`); decided at [`Target::prepare`].
+    /// The test file stays (`--keep`); decided at [`PreparedTarget::prepare`].
     pub keep: bool,
     /// The descriptor PATH resolved to: the test file from its O_EXCL create
     /// (read-write), a device (read-write and exclusive when the run writes,
@@ -145,7 +145,7 @@ pub fn remove_test_files_now() {
     }
 }
 
-impl Drop for Target {
+impl Drop for PreparedTarget {
     fn drop(&mut self) {
         self.remove();
     }
@@ -182,10 +182,10 @@ pub fn reopen(held: &File, flags: OFlags) -> io::Result<File> {
     Ok(file)
 }
 
-impl Target {
+impl PreparedTarget {
     /// Resolves PATH, runs the safety checks and, for a directory, creates the
-    /// (empty) test file. Call [`Target::layout`] next to fill it.
-    pub fn prepare(path: &Path, opts: &TargetOptions) -> Result<Target> {
+    /// (empty) test file. Call [`PreparedTarget::layout`] next to fill it.
+    pub fn prepare(path: &Path, opts: &TargetOptions) -> Result<PreparedTarget> {
         let held = open_path(path).map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => DiskError::Usage(format!(
                 "PATH '{}' does not exist; give a directory (headroom creates its own test file there), e.g. `headroom disk /mnt/nas`",
@@ -207,7 +207,7 @@ impl Target {
         }
     }
 
-    fn prepare_dir(dir: &Path, dir_fd: File, opts: &TargetOptions) -> Result<Target> {
+    fn prepare_dir(dir: &Path, dir_fd: File, opts: &TargetOptions) -> Result<PreparedTarget> {
         if !access_ok(dir, Access::WRITE_OK | Access::EXEC_OK) {
             return Err(DiskError::Usage(format!(
                 "PATH '{}' is not writable by this user; pick a directory you can write to, e.g. `headroom disk ~/`",
@@ -257,7 +257,7 @@ impl Target {
             }
         };
         let filesystem = statfs_info(&file);
-        let mut target = Target {
+        let mut target = PreparedTarget {
             path,
             kind: TargetKind::TestFile,
             size,
@@ -273,7 +273,13 @@ impl Target {
         Ok(target)
     }
 
-    fn prepare_existing(path: &Path, held: &File, opts: &TargetOptions, block: bool, file_len: u64) -> Result<Target> {
+    fn prepare_existing(
+        path: &Path,
+        held: &File,
+        opts: &TargetOptions,
+        block: bool,
+        file_len: u64,
+    ) -> Result<PreparedTarget> {
         let what = if block { "a block device" } else { "an existing file" };
         let shown = path.display().to_string();
         let refused = |reason: String| DiskError::Refused { path: shown.clone(), reason };
@@ -331,7 +337,7 @@ impl Target {
             return Err(DiskError::Usage(format!("PATH '{}' is empty; nothing to test", path.display())));
         }
         let filesystem = if block { None } else { statfs_info(&file) };
-        let mut target = Target {
+        let mut target = PreparedTarget {
             path: path.to_path_buf(),
             kind: if block { TargetKind::BlockDevice } else { TargetKind::ExistingFile },
             size,
@@ -580,9 +586,4 @@ pub fn ram_bytes() -> u64 {
     // totalram is a C unsigned long: u64 here, u32 on 32-bit targets.
     #[allow(clippy::useless_conversion)]
     u64::from(info.totalram).saturating_mul(u64::from(info.mem_unit))
-}
-
-/// Whether `path` names a block device.
-pub fn is_block_device(path: &Path) -> bool {
-    std::fs::metadata(path).map(|m| m.file_type().is_block_device()).unwrap_or(false)
 }

@@ -7,11 +7,10 @@
 //! Both hold the lab machine: the first asserts a speed, the second loads
 //! the CPUs with 128 threads (and once made the first flake beside it).
 
-use headroom_disk::preset::test_def;
-use headroom_disk::probe::{honesty_warnings, BusCeiling};
-use headroom_disk::run::{run_test, RunSettings};
-use headroom_disk::target::{Target, TargetOptions};
-use headroom_disk::{DirectMode, EngineChoice, Pattern, Rw};
+use headroom_disk::{
+    honesty_warnings, run_test, test_def, BusCeiling, DirectMode, EngineChoice, Pattern, PreparedTarget, RunSettings,
+    Rw, TargetOptions, PSYNC_MAX_THREADS,
+};
 use headroom_sys::{block_devices, SysRoot};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -30,19 +29,19 @@ fn fixture_ceiling(disk: &str) -> BusCeiling {
 
 /// A laid-out 64 MiB test file in tmpfs (memory), or None (with the reason
 /// printed) where there is no /dev/shm.
-fn memory_target() -> Option<(tempfile::TempDir, Target)> {
+fn memory_target() -> Option<(tempfile::TempDir, PreparedTarget)> {
     if !Path::new("/dev/shm").is_dir() {
         eprintln!("SKIPPED: no /dev/shm (tmpfs) to read from memory");
         return None;
     }
     let dir = tempfile::tempdir_in("/dev/shm").expect("directory in /dev/shm");
     let opts = TargetOptions { size: Some(64 << 20), default_size: 64 << 20, writes: false, ..Default::default() };
-    let target = Target::prepare(dir.path(), &opts).expect("test file in /dev/shm");
+    let target = PreparedTarget::prepare(dir.path(), &opts).expect("test file in /dev/shm");
     target.layout(&AtomicBool::new(false), |_, _| {}).expect("layout");
     Some((dir, target))
 }
 
-fn run(target: &Target, engine: EngineChoice, def: &headroom_disk::TestDef) -> headroom_disk::run::TestOutcome {
+fn run(target: &PreparedTarget, engine: EngineChoice, def: &headroom_disk::TestDef) -> headroom_disk::TestOutcome {
     let settings = RunSettings { engine, direct: DirectMode::Auto, pattern: Pattern::Random, fixedbufs: false };
     run_test(target, def, settings, &AtomicBool::new(false), &mut |_| {}).expect("test run")
 }
@@ -77,7 +76,7 @@ fn psync_caps_its_threads_and_says_so() {
     let Some((_dir, target)) = memory_target() else { return };
     let def = test_def(Rw::RandRead, 4096, 32, 16, Duration::from_millis(300), Duration::ZERO);
     let outcome = run(&target, EngineChoice::Psync, &def);
-    assert_eq!(outcome.threads, headroom_disk::engine::PSYNC_MAX_THREADS);
+    assert_eq!(outcome.threads, PSYNC_MAX_THREADS);
     assert!(outcome.summary.ops.unwrap_or(0) > 0, "{:?}", outcome.summary);
     let warnings = honesty_warnings(&outcome, &target, None);
     let capped = warnings.iter().find(|w| w.code == "queue_depth_capped").expect("queue_depth_capped warning");

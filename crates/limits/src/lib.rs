@@ -2,7 +2,7 @@
 //! leave of it. Pure arithmetic, no I/O, so every figure is unit-tested
 //! against published numbers (../shared/reference/LINKS.md).
 //!
-//! - [`catalog`]: link technologies (Ethernet, Fibre Channel, SATA, SAS, PCIe,
+//! - [`mod@catalog`]: link technologies (Ethernet, Fibre Channel, SATA, SAS, PCIe,
 //!   USB/Thunderbolt, InfiniBand) with the aliases users type, their signalling
 //!   rate, line encoding and usable data rate.
 //! - [`framing`]: Ethernet frame overhead: TCP, UDP and iSCSI goodput per MTU,

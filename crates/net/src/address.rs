@@ -72,7 +72,7 @@ fn resolve_reason(e: &io::Error) -> String {
     }
 }
 
-/// Splits "HOST[:PORT]", "[v6]:PORT" or a bare IPv6 address into host and optional port.
+/// Splits `HOST[:PORT]`, `[v6]:PORT` or a bare IPv6 address into host and optional port.
 pub fn split_host_port(spec: &str) -> Result<(String, Option<u16>), String> {
     let bad_port = |p: &str| format!("'{spec}': port '{p}' is not a number from 1 to 65535 (example: nas.lan:5201)");
     if spec.is_empty() {

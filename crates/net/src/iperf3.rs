@@ -1,8 +1,8 @@
 //! The iperf3 control protocol, as stock iperf3 3.x speaks it (see
 //! ../shared/reference/IPERF3.md): the 37-byte cookie, one-byte states,
 //! length-prefixed JSON, the parameter and results documents and the UDP
-//! hello. Shared by our iperf3 client ([`crate::iperf3_client`]) and the
-//! server's iperf3 side ([`crate::server`]).
+//! hello. Shared by our iperf3 client (`client/iperf3.rs`) and the
+//! server's iperf3 side (`server/`).
 
 use serde_json::{json, Map, Value};
 use std::io::{self, Read, Write};

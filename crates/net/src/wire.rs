@@ -1,7 +1,7 @@
 //! The headroom wire protocol, version 1.
 //!
 //! Every TCP connection from a headroom client opens with the 12-byte
-//! [`GREETING`]: `HEADROOM`, a big-endian u16 protocol version and two zero
+//! `GREETING`: `HEADROOM`, a big-endian u16 protocol version and two zero
 //! bytes. iperf3 opens with a 37-byte cookie of `[a-z2-7]` characters and a
 //! NUL; the greeting starts with an upper-case `H`, which is never a cookie
 //! character, so the server tells the two apart from the first byte.

@@ -5,7 +5,7 @@
 //! SVG needs nothing from outside the page.
 
 use crate::sections::Marks;
-use headroom_analysis::compare::{Comparison, Figure};
+use headroom_analysis::{Comparison, Figure};
 use headroom_result::{Ceiling, Probe, ProbeSpec};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;

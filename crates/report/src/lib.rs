@@ -4,16 +4,16 @@
 //!
 //! Every format lives in its own file under `export/` behind the one small
 //! [`Presenter`] trait (in the spirit of hyperfine's `export/` folder). The
-//! tables all formats share are built once in [`sections`]. Presenters read
+//! tables all formats share are built once in `sections.rs`. Presenters read
 //! only result documents and the analysis of them; they do no I/O — callers
 //! write the returned text wherever it goes.
 
-pub mod charts;
-pub mod export;
-pub mod model;
+mod charts;
+mod export;
+mod model;
 pub mod present;
-pub mod sections;
-pub mod table;
+mod sections;
+mod table;
 
 pub use export::{presenter, Format};
 pub use model::{Report, ResultView};

@@ -2,9 +2,9 @@
 //! verdict when the document has one, else a fresh analysis), the goals held
 //! against it, and the comparison when there are several documents.
 
-use headroom_analysis::compare::{compare, CompareError, Comparison};
-use headroom_analysis::goals::GoalResult;
+use headroom_analysis::GoalResult;
 use headroom_analysis::{annotate, DirectionVerdict, PathHints};
+use headroom_analysis::{compare, CompareError, Comparison};
 use headroom_result::{Ceiling, ResultDoc};
 
 /// One document and what analysis says about it.
@@ -29,7 +29,7 @@ pub struct ResultView {
 impl ResultView {
     /// Uses the verdict stored in the document (it knew the `--link` given at
     /// run time); analyses afresh when the document has none. A soak gets no
-    /// verdict: [`crate::sections::soak_findings`] leads its report instead.
+    /// verdict: `sections::soak_findings` leads its report instead.
     pub fn new(mut doc: ResultDoc, fallback_name: &str) -> Self {
         let stored: Vec<DirectionVerdict> = doc.verdict.iter().flat_map(|v| v.directions.iter().cloned()).collect();
         let (ceilings, directions) = if doc.soak.is_some() {

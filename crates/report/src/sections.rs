@@ -5,8 +5,8 @@
 use crate::model::{Report, ResultView};
 use crate::table::{Cell, Table, Tone};
 use crate::Style;
-use headroom_analysis::compare::{Comparison, Figure, Significance};
 use headroom_analysis::{Bottleneck, DirectionVerdict};
+use headroom_analysis::{Comparison, Figure, Significance};
 use headroom_result::{Hop, Probe, ProbeSpec, ResultDoc};
 use headroom_units::{format_duration, format_rate};
 use std::time::Duration;
@@ -225,7 +225,7 @@ pub fn comparison_headline(c: &Comparison) -> Vec<String> {
     let mut out = Vec::new();
     for (i, col) in c.columns.iter().enumerate().skip(1) {
         let mut parts = Vec::new();
-        let best = |pred: &dyn Fn(&headroom_analysis::compare::Row) -> bool, word: &str, parts: &mut Vec<String>| {
+        let best = |pred: &dyn Fn(&headroom_analysis::Row) -> bool, word: &str, parts: &mut Vec<String>| {
             if let Some(r) = c.rows.iter().find(|r| pred(r)) {
                 parts.push(format!("{word} {:.2}x", r.cells[i].ratio));
             }
@@ -367,13 +367,6 @@ pub struct Marks {
     pub outages: Vec<(f64, f64)>,
     /// Stretches without samples between sessions: (from, to).
     pub gaps: Vec<(f64, f64)>,
-}
-
-impl Marks {
-    /// Nothing to mark: no dip, flap, cliff, outage or gap.
-    pub fn is_empty(&self) -> bool {
-        *self == Marks::default()
-    }
 }
 
 /// The marks of one soak probe (`probe.id` is `soak-<name>`).

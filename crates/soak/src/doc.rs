@@ -247,7 +247,7 @@ fn write_cliff(points: &[Point]) -> Option<Detection> {
             ..Sample::default()
         })
         .collect();
-    headroom_analysis::cliff::detect_write_cliff(&thinned).map(|c| c.detection())
+    headroom_analysis::detect_write_cliff(&thinned).map(|c| c.detection())
 }
 
 /// Drift buckets: per hour for soaks of 3 h and more, else per minute (or

@@ -221,7 +221,7 @@ fn judge(nic: &mut Nic) {
 
 /// The lower of the TCP ceiling at the port's speed and the bus it hangs off,
 /// bytes/s ([`Nic::effective_ceiling`]). Which NIC a path uses is chosen in
-/// `headroom_analysis::ceilings::choose_nic`, the one rule for every command.
+/// `headroom_analysis::choose_nic`, the one rule for every command.
 pub fn effective_ceiling(nic: &Nic) -> Option<f64> {
     nic.effective_ceiling()
 }

@@ -1,6 +1,6 @@
 //! Which interface carries traffic to an address: the net command puts the
 //! measured figure next to that interface's ceiling (the interface is named to
-//! `headroom_analysis::ceilings::choose_nic`, the one NIC rule).
+//! `headroom_analysis::choose_nic`, the one NIC rule).
 //!
 //! Longest-prefix match over the main routing table as /proc/net/route and
 //! /proc/net/ipv6_route show it; addresses of this machine and the loopback

@@ -130,7 +130,7 @@ pub struct LinkCeiling {
     /// TCP goodput per direction, bytes/s; None for loopback or an unknown speed.
     pub tcp_bytes_per_sec: Option<f64>,
     /// Where the speed came from, shown in parentheses after the name:
-    /// "--link", "/sys/class/net/<iface>", "lo" or "no local route found".
+    /// "--link", "/sys/class/net/IFACE", "lo" or "no local route found".
     pub source: String,
     /// The interface is virtual (veth, bridge, tun, loopback...): its speed is
     /// nominal, so `link_share` stores the share but does not let it settle

@@ -8,9 +8,9 @@
 //! thresholds are documented in docs/detectors.md; the constants here are the
 //! ones that page names.
 
-pub mod drift;
-pub mod flaps;
-pub mod periodic;
+mod drift;
+mod flaps;
+mod periodic;
 
 pub use drift::{latency_drift, DriftBucket, DriftConfig, LatencyDrift, LatencyPoint};
 pub use flaps::{

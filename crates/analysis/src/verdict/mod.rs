@@ -13,7 +13,7 @@ mod rules;
 
 use crate::ceilings::{self, NetworkPath, PathHints, PathModel};
 use crate::cpu_limits;
-pub use headroom_result::{Bottleneck, Direction, DirectionVerdict, Rule};
+pub use headroom_result::{Bottleneck, Direction, DirectionVerdict};
 use headroom_result::{Ceiling, Hop, HopFigure, Probe, ProbeSpec, ResultDoc, Verdict};
 
 /// A measured figure at or above this share of a ceiling runs *at* the ceiling
@@ -24,7 +24,6 @@ pub const AT_CEILING: f64 = 0.85;
 pub const ABOVE_CEILING: f64 = 1.05;
 /// A protocol ceiling this share of the link's or lower is a hop of its own.
 pub const PROTOCOL_NOTICEABLE: f64 = 0.98;
-pub use crate::cpu_limits::CPU_BUSY_PERCENT;
 /// Disk and network figures closer than this share (or than the spread of
 /// their per-second samples, when wider) are level: neither alone limits.
 pub const LEVEL_WITHIN: f64 = 0.05;
@@ -32,7 +31,7 @@ pub const LEVEL_WITHIN: f64 = 0.05;
 /// The whole analysis of a document: ceilings and a verdict per direction.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Analysis {
-    /// The ceilings and the path they were derived from ([`ceilings::derive`]).
+    /// The ceilings and the path they were derived from (`ceilings::derive`).
     pub model: PathModel,
     /// One verdict per direction with a sequential disk or TCP probe (reads
     /// are `tcp_reverse`, writes `tcp`), reads first; empty when neither has one.

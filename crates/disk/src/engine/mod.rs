@@ -10,7 +10,7 @@ mod psync;
 mod uring;
 
 pub use psync::{psync_threads, PsyncEngine, PSYNC_MAX_THREADS};
-pub use uring::{force_async, UringEngine, FORCE_ASYNC_ABOVE};
+pub use uring::{force_async, UringEngine};
 
 use crate::{EngineChoice, EngineKind};
 use std::io;
@@ -53,10 +53,6 @@ pub struct Completion {
 
 /// fio's ioengine ops, reduced to what headroom needs.
 pub trait IoEngine {
-    /// The engine's name as the result records it.
-    fn kind(&self) -> EngineKind;
-    /// How many I/Os may be in flight at once.
-    fn depth(&self) -> usize;
     /// Buffer `index` (0..depth), aligned for O_DIRECT.
     fn buffer_mut(&mut self, index: u16) -> &mut [u8];
     /// Queues one I/O; it may not start until [`commit`](Self::commit).
@@ -82,7 +78,7 @@ pub struct EngineConfig {
     /// io_uring only: registered buffers (fio's `--fixedbufs`).
     pub fixedbufs: bool,
     /// io_uring only: reads and writes skip the non-blocking first attempt
-    /// (IOSQE_ASYNC, fio's `--force_async=1`); see [`FORCE_ASYNC_ABOVE`].
+    /// (IOSQE_ASYNC, fio's `--force_async=1`); see [`uring::FORCE_ASYNC_ABOVE`].
     pub force_async: bool,
 }
 
@@ -141,25 +137,9 @@ impl AlignedBuf {
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
 
-    /// The whole buffer.
-    pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: ptr is valid for len bytes.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
-
     /// Start of the buffer, for system calls that fill it.
     pub fn as_ptr(&self) -> *mut u8 {
         self.ptr
-    }
-
-    /// Length in bytes.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// True for a zero-length buffer.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 }
 
@@ -189,11 +169,6 @@ impl BufferPool {
     /// Number of buffers.
     pub fn len(&self) -> usize {
         self.count
-    }
-
-    /// True when the pool has no buffers.
-    pub fn is_empty(&self) -> bool {
-        self.count == 0
     }
 
     /// Start of buffer `i`.

@@ -3,7 +3,6 @@
 //! worker thread per outstanding I/O ([`psync_threads`]).
 
 use super::{BufferPool, Completion, EngineConfig, IoEngine, IoKind, IoUnit};
-use crate::EngineKind;
 use std::io;
 use std::os::fd::RawFd;
 
@@ -42,14 +41,6 @@ fn errno_result(ret: isize) -> i64 {
 }
 
 impl IoEngine for PsyncEngine {
-    fn kind(&self) -> EngineKind {
-        EngineKind::Psync
-    }
-
-    fn depth(&self) -> usize {
-        self.buffers.len()
-    }
-
     fn buffer_mut(&mut self, index: u16) -> &mut [u8] {
         self.buffers.slice_mut(usize::from(index))
     }

@@ -14,7 +14,6 @@
 //! [`FORCE_ASYNC_ABOVE`] avoids the failed attempt in both modes.
 
 use super::{BufferPool, Completion, EngineConfig, IoEngine, IoKind, IoUnit};
-use crate::EngineKind;
 use io_uring::{opcode, squeue, types, IoUring};
 use std::io;
 
@@ -82,14 +81,6 @@ impl UringEngine {
 }
 
 impl IoEngine for UringEngine {
-    fn kind(&self) -> EngineKind {
-        EngineKind::IoUring
-    }
-
-    fn depth(&self) -> usize {
-        self.buffers.len()
-    }
-
     fn buffer_mut(&mut self, index: u16) -> &mut [u8] {
         self.buffers.slice_mut(usize::from(index))
     }

@@ -9,7 +9,7 @@ use crate::model::Report;
 use crate::sections;
 use crate::table::{Table, Tone};
 use crate::{Presenter, Style};
-use headroom_analysis::compare::Figure;
+use headroom_analysis::Figure;
 
 /// `--html FILE`: one self-contained page (inline SVG charts, no external assets).
 pub struct HtmlPresenter;

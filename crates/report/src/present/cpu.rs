@@ -6,8 +6,8 @@
 //! contended when the engine said so ([`Measurement::contended`]).
 
 use crate::Style;
-use headroom_analysis::ceilings::LinkTarget;
-use headroom_analysis::cpu_link::{fills_link, share_of_link};
+use headroom_analysis::LinkTarget;
+use headroom_analysis::{fills_link, share_of_link};
 use headroom_cpu::{BufferSpec, DataKind, Feature, Group, Kernel, KernelMatrix, Measurement};
 use headroom_result::Host;
 use headroom_units::{format_bytes_per_sec_short, format_rate, format_rate_cell, format_size_compact};

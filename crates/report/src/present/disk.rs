@@ -8,7 +8,7 @@ use headroom_units::{format_bytes_per_sec, format_latency, format_size, size_lab
 
 /// What the disk engine said about its target (the heading).
 #[derive(Debug, Clone)]
-pub struct Target<'a> {
+pub struct TargetSummary<'a> {
     /// The path tested, e.g. the test file headroom created.
     pub path: &'a str,
     /// test_file, block_device or an existing file.
@@ -38,7 +38,7 @@ pub enum Layout<'a> {
 }
 
 /// The whole terminal output of `headroom disk` for its document.
-pub fn render(doc: &ResultDoc, target: &Target<'_>, layout: Layout<'_>, style: Style) -> String {
+pub fn render(doc: &ResultDoc, target: &TargetSummary<'_>, layout: Layout<'_>, style: Style) -> String {
     let what = match target.kind {
         "test_file" => format!("test file {}", format_size(target.size)),
         "block_device" => format!("block device, {} tested", format_size(target.size)),
@@ -199,8 +199,12 @@ mod tests {
         .unwrap()
     }
 
-    const TARGET: Target =
-        Target { path: "/mnt/t/headroom-disk-1.tmp", kind: "test_file", filesystem: Some("ext4"), size: 1 << 30 };
+    const TARGET: TargetSummary = TargetSummary {
+        path: "/mnt/t/headroom-disk-1.tmp",
+        kind: "test_file",
+        filesystem: Some("ext4"),
+        size: 1 << 30,
+    };
 
     #[test]
     fn the_table_shows_heading_bus_rows_and_each_warning_once() {

@@ -5,8 +5,8 @@
 //! Also the banner and log lines of `headroom serve`, net's other end.
 
 use crate::Style;
-use headroom_analysis::ceilings::LinkCeiling;
-use headroom_analysis::link_share::{faster_than_ceiling, CEILING_SHARE};
+use headroom_analysis::LinkCeiling;
+use headroom_analysis::{faster_than_ceiling, CEILING_SHARE};
 use headroom_result::{CpuLoad, Probe, ProbeSpec};
 use headroom_units::{format_latency, format_rate, format_size};
 
