@@ -8,14 +8,11 @@
 use crate::output::{Outcome, Output};
 use crate::progress::ProgressSink;
 use anyhow::bail;
-use headroom_analysis::annotate_write_cliff;
-use headroom_analysis::bus_ceiling;
-use headroom_disk::BusCeiling;
-use headroom_disk::{resolve, Preset, TestChoice, TestSelection, SWEEP_BLOCK_SIZES, SWEEP_QUEUE_DEPTHS};
-use headroom_disk::{DiskEngine, DiskError, DiskRequest, DiskTarget, Rw};
+use headroom_disk::{resolve, Preset, TestChoice, SWEEP_BLOCK_SIZES, SWEEP_QUEUE_DEPTHS};
+use headroom_disk::{DiskEngine, DiskError, DiskRequest, DiskTarget};
 use headroom_report::present::{self, disk::Layout, disk::TargetSummary};
 use headroom_result::{Ceiling, Probe, ResultDoc};
-use headroom_runner::{Plan, PrepareEvent, ProbeError, Runner, Sink};
+use headroom_runner::{PrepareEvent, ProbeError, Runner, Sink};
 use headroom_units::{DurationArg, Size};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -119,25 +116,6 @@ fn test_choice(args: &DiskArgs) -> TestChoice {
     }
 }
 
-/// The Runner plan of `tests` on `path`, every read held against `bus`.
-pub(crate) fn disk_plan(
-    target: &DiskTarget,
-    selection: &TestSelection,
-    bus: Option<&BusCeiling>,
-) -> (Plan, Vec<DiskRequest>) {
-    let requests: Vec<DiskRequest> = selection
-        .tests
-        .iter()
-        .map(|test| DiskRequest {
-            target: target.clone(),
-            settings: selection.settings,
-            test: test.clone(),
-            bus: bus.cloned(),
-        })
-        .collect();
-    (Plan::new(requests.iter().map(DiskRequest::to_request).collect()), requests)
-}
-
 /// What the disk engine said about the target, for the heading.
 #[derive(Default)]
 struct TargetSeen(Option<PrepareEvent>);
@@ -161,8 +139,8 @@ pub fn run(args: &DiskArgs, out: &Output) -> anyhow::Result<Outcome> {
         force: args.force,
         keep: args.keep,
     };
-    let bus = bus_of(&args.path);
-    let (plan, requests) = disk_plan(&target, &selection, bus.as_ref());
+    let bus = headroom_job::bus_under(&args.path);
+    let (plan, requests) = DiskRequest::plan(&target, &selection, bus.as_ref());
     let mut bars = ProgressSink::new(out.progress && !out.json, out.iec, &plan);
     let mut seen = TargetSeen::default();
     let mut runner = Runner::new().with(DiskEngine::new());
@@ -182,7 +160,7 @@ pub fn run(args: &DiskArgs, out: &Output) -> anyhow::Result<Outcome> {
                     fallback_warned = true;
                 }
                 let stopped = probe.details.contains_key("stopped_early");
-                probes.push(with_write_cliff(probe));
+                probes.push(headroom_job::with_write_cliff(probe));
                 // Keep the figures measured so far; report the error after them.
                 if let Some(e) = measured.error {
                     failure = Some(e.to_string());
@@ -247,27 +225,9 @@ fn user_error(e: DiskError) -> anyhow::Error {
     anyhow::anyhow!(e.to_string())
 }
 
-/// A write probe with the write-cliff check (headroom-analysis) added.
-pub(crate) fn with_write_cliff(mut probe: Probe) -> Probe {
-    if disk_spec(&probe).and_then(|d| Rw::parse(&d.rw)).is_some_and(Rw::writes) {
-        annotate_write_cliff(&mut probe);
-    }
-    probe
-}
-
 fn disk_spec(p: &Probe) -> Option<&headroom_result::DiskSpec> {
     match &p.spec {
         headroom_result::ProbeSpec::Disk(d) => Some(d),
         _ => None,
     }
-}
-
-/// The bus ceiling of the disk holding `path` ([`bus_ceiling`] of its inventory entry).
-pub(crate) fn bus_of(path: &std::path::Path) -> Option<BusCeiling> {
-    let ceiling = bus_ceiling(&headroom_sys::block_device_holding(path)?)?;
-    Some(BusCeiling {
-        name: ceiling.name,
-        bytes_per_sec: ceiling.bytes_per_sec,
-        source: ceiling.source.unwrap_or_default(),
-    })
 }

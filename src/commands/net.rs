@@ -10,7 +10,7 @@ use crate::output::{Outcome, Output};
 use crate::progress::ProgressSink;
 use anyhow::bail;
 use headroom_analysis::net_probe_against_link;
-use headroom_analysis::{choose_nic, LinkCeiling, LinkSpec};
+use headroom_analysis::LinkSpec;
 use headroom_net::{NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, ThroughputSpec, TrafficDirection};
 use headroom_report::present;
 use headroom_result::{Probe, ResultDoc, Warning};
@@ -174,7 +174,7 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
     let mut peer = PeerSeen::default();
     runner.prepare(&plan, stop, &mut [&mut peer]).map_err(|e| anyhow::anyhow!("{e}"))?;
     let (protocol, server_version) = peer.0.unwrap_or_else(|| ("iperf3".into(), None));
-    let ceiling = ceiling_for(&host, server.port, args.link.as_ref());
+    let ceiling = headroom_job::link_towards(&host, server.port, args.link.as_ref());
     if !out.json {
         out.print(&present::net::heading(
             &server.display(),
@@ -261,15 +261,4 @@ fn net_test(t: &str, args: &NetArgs, rr: bool) -> NetTest {
         udp_rate: if udp { args.udp.map(|r| r.0) } else { None },
         rtt_under_load: rr && !udp,
     })
-}
-
-/// The link ceiling of `--link`, else of the interface the route to HOST
-/// leaves through ([`choose_nic`] with that interface named).
-pub(crate) fn ceiling_for(host: &str, port: u16, link: Option<&LinkSpec>) -> LinkCeiling {
-    let route = headroom_net::resolve(host, port)
-        .ok()
-        .and_then(|a| a.first().copied())
-        .and_then(|peer| headroom_sys::route_interface(peer.ip()));
-    let nics = if route.is_some() { headroom_sys::nics(&headroom_sys::SysRoot::live()) } else { Vec::new() };
-    LinkCeiling::of_path(link, route.as_deref().and_then(|name| choose_nic(&nics, Some(name))))
 }

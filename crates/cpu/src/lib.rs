@@ -14,6 +14,7 @@
 //! of links, output or progress bars: callers get [`Measurement`]s (and
 //! [`Measurement::to_probe`]) and a progress callback.
 
+mod choice;
 mod data;
 mod features;
 mod fletcher;
@@ -23,6 +24,7 @@ mod probe_engine;
 mod verify;
 mod xor;
 
+pub use choice::{select_kernels, BadChoice, CpuChoice};
 pub use data::DataKind;
 pub use features::{features, Feature};
 pub use fletcher::fletcher4;

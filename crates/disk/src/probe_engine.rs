@@ -5,13 +5,14 @@
 //! probe with the honesty warnings. The target (and its test file) lives
 //! until [`ProbeEngine::finish`] or drop.
 
+use crate::preset::TestSelection;
 use crate::probe::{honesty_warnings, to_probe, BusCeiling};
 use crate::run::{check_test, run_test, RunSettings, Tick};
 use crate::target::{test_file_name, PreparedTarget, TargetKind, TargetOptions};
 use crate::{DirectMode, DiskError, Rw, TestDef};
 use headroom_result::Warning;
 use headroom_runner::{
-    unix_now, EngineKind, Expected, LiveSample, Measured, PrepareEvent, ProbeEngine, ProbeError, ProbeRequest,
+    unix_now, EngineKind, Expected, LiveSample, Measured, Plan, PrepareEvent, ProbeEngine, ProbeError, ProbeRequest,
 };
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -57,6 +58,22 @@ impl DiskRequest {
     /// Whether O_DIRECT was asked for this test (auto counts).
     pub fn wants_direct(&self) -> bool {
         self.test.direct.unwrap_or(self.settings.direct) != DirectMode::Off
+    }
+
+    /// The requests of a resolved selection on `target`, every read held
+    /// against `bus`, and the Runner plan of them.
+    pub fn plan(target: &DiskTarget, selection: &TestSelection, bus: Option<&BusCeiling>) -> (Plan, Vec<DiskRequest>) {
+        let requests: Vec<DiskRequest> = selection
+            .tests
+            .iter()
+            .map(|test| DiskRequest {
+                target: target.clone(),
+                settings: selection.settings,
+                test: test.clone(),
+                bus: bus.cloned(),
+            })
+            .collect();
+        (Plan::new(requests.iter().map(DiskRequest::to_request).collect()), requests)
     }
 }
 

@@ -1,0 +1,26 @@
+//! headroom-job: the main job and the wiring the commands share.
+//!
+//! What it owns:
+//! - the plan of `headroom run` for each preset (which disk, network and CPU
+//!   probes it runs, and why those) and its execution on the Runner, up to
+//!   the measured document ([`main_job`]);
+//! - the live lookups that join this machine's inventory to the ceilings of
+//!   `headroom-analysis`: the bus under a path, the link towards a server
+//!   ([`path`]);
+//! - the post-processing every command applies to measured probes: the
+//!   write-cliff check, the share of the link, the CPU kernel against the
+//!   link ([`post`]).
+//!
+//! What it must not do: print, draw progress bars or parse command lines.
+//! Progress reaches the caller through the [`headroom_runner::Sink`]s it
+//! hands in; Ctrl-C through the stop flag.
+
+mod main_job;
+mod path;
+mod post;
+
+pub use main_job::{
+    cpu_hop_plan, disk_plan_of_preset, judge, main_job, net_plan_of_preset, JobError, JobSettings, Preset, StepSinks,
+};
+pub use path::{bus_under, link_towards};
+pub use post::{cpu_probe_with_link, with_write_cliff};

@@ -1,0 +1,319 @@
+//! The main job, `headroom run`: which probes each preset runs, running them
+//! on one Runner (CPU hop, network, disk, in that order) and assembling the
+//! measured document; then holding it against the analysis and the goals.
+//!
+//! The steps use the same engines and the same post-processing as the single
+//! commands (`disk`, `net`, `cpu`), so `run` measures exactly what they do.
+
+use crate::path::{bus_under, link_towards};
+use crate::post::{cpu_probe_with_link, with_write_cliff};
+use headroom_analysis::{annotate, evaluate, BadLinkSpec, Goal, GoalResult, LinkSpec, LinkTarget, PathHints};
+use headroom_cpu::{BufferSpec, CpuEngine, CpuRequest};
+use headroom_disk::{DiskEngine, DiskRequest, DiskTarget, TestChoice};
+use headroom_net::{NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, ThroughputSpec, TrafficDirection};
+use headroom_result::{Host, Probe, ResultDoc, Warning, WarningCode};
+use headroom_runner::{Plan, ProbeError, ProbeRun, Runner, Sink};
+use headroom_units::{DurationArg, Size};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// How much `run` measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preset {
+    /// About 45 s: 6 short disk tests, one stream each way.
+    Quick,
+    /// Several minutes: CrystalDiskMark's disk set, round trips, 1 and 4
+    /// streams each way, the CPU hop.
+    Full,
+}
+
+/// What the main job measures, validated by the caller.
+#[derive(Debug, Clone)]
+pub struct JobSettings {
+    /// A `headroom serve` or iperf3 server, HOST or HOST:PORT; None: a
+    /// loopback headroom server in this process.
+    pub server: Option<String>,
+    /// Token of a server that requires one.
+    pub token: Option<String>,
+    /// Directory whose filesystem the disk probes test.
+    pub path: PathBuf,
+    /// `--link`: the narrowest link between client and server.
+    pub link: Option<LinkSpec>,
+    /// Quick or full.
+    pub preset: Preset,
+    /// Measure the CPU hop too (always with the full preset).
+    pub cpu: bool,
+    /// The run's name in `compare`.
+    pub label: Option<String>,
+}
+
+/// Why the main job stopped without a document.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// Ctrl-C: what was measured is not a whole run, so nothing is analysed.
+    #[error("stopped by Ctrl-C before the run finished; nothing was saved")]
+    Stopped,
+    /// One or more network probes failed (each `label: reason`).
+    #[error("network probes failed: {}", .0.join("; "))]
+    NetFailures(Vec<String>),
+    /// A step could not run (the message says which and why).
+    #[error("{0}")]
+    Failed(String),
+}
+
+fn failed(what: &str, e: impl std::fmt::Display) -> JobError {
+    JobError::Failed(format!("{what}: {e}"))
+}
+
+/// The disk tests of a preset: quick is 6 tests x (2 s + 0.5 s warm-up) on a
+/// 256 MiB file, so the no-argument run stays under a minute; its 250 ms
+/// samples give each test 8, enough for `compare` to tell a difference from
+/// noise (2 one-second samples never can). full is CrystalDiskMark's set.
+pub fn disk_plan_of_preset(path: &Path, preset: Preset) -> Result<Plan, JobError> {
+    let choice = match preset {
+        Preset::Full => TestChoice { preset: Some("cdm".into()), ..TestChoice::default() },
+        Preset::Quick => TestChoice {
+            preset: Some("quick".into()),
+            time: Some(DurationArg(Duration::from_secs(2))),
+            ramp: Some(DurationArg(Duration::from_millis(500))),
+            size: Some(Size(256 << 20)),
+            sample_interval: Some(DurationArg(Duration::from_millis(250))),
+            ..TestChoice::default()
+        },
+    };
+    let selection = headroom_disk::resolve(&choice).map_err(|e| JobError::Failed(e.to_string()))?;
+    let target = DiskTarget {
+        path: path.to_path_buf(),
+        size: choice.size.map(|s| s.0),
+        default_size: 1 << 30,
+        destructive: false,
+        force: false,
+        keep: false,
+    };
+    Ok(DiskRequest::plan(&target, &selection, bus_under(path).as_ref()).0)
+}
+
+/// The network tests of a preset against `server`: one stream each way
+/// (quick, 3 s), or the round trips and 1 and 4 streams each way (full, 5 s,
+/// round trips measured under load too).
+pub fn net_plan_of_preset(server: &NetServer, preset: Preset) -> Plan {
+    let full = preset == Preset::Full;
+    let time = Duration::from_secs(if full { 5 } else { 3 });
+    let throughput = |direction, streams| {
+        NetTest::Throughput(ThroughputSpec {
+            direction,
+            streams,
+            duration: time,
+            bytes: None,
+            len: headroom_net::DEFAULT_TCP_LEN,
+            udp_rate: None,
+            rtt_under_load: full,
+        })
+    };
+    let mut tests = Vec::new();
+    if full {
+        tests.push(NetTest::Rtt { time });
+    }
+    tests.extend([throughput(TrafficDirection::Upload, 1), throughput(TrafficDirection::Download, 1)]);
+    if full {
+        tests.extend([throughput(TrafficDirection::Upload, 4), throughput(TrafficDirection::Download, 4)]);
+    }
+    Plan::new(tests.into_iter().map(|test| NetRequest { server: server.clone(), test }.to_request()).collect())
+}
+
+/// The kernels of the CPU hop: what a network storage path's CPU may run on
+/// every byte of one stream: SMB3 encryption (AES-256-GCM, the slower of its
+/// two ciphers) and iSCSI header/data digests (CRC32C). Not SHA-256 or
+/// compression: they cost only where the filesystem is set up for them (ZFS
+/// checksum=sha256, compression), and the slowest kernel in the document
+/// becomes the CPU ceiling. One thread (one stream is served by one core),
+/// the out-of-cache buffer (a stream's data comes from RAM), 250 ms each.
+const CPU_HOP_KERNELS: [&str; 2] = ["aes-256-gcm", "crc32c"];
+
+/// The CPU hop's plan on a machine with `host`'s memory.
+pub fn cpu_hop_plan(host: &Host) -> Result<Plan, JobError> {
+    let kernels = headroom_cpu::select_kernels(&CPU_HOP_KERNELS.map(String::from)).map_err(|e| failed("cpu", e))?;
+    let default = headroom_cpu::default_memory_buffer();
+    let bytes = host.memory_bytes.map_or(default, |ram| default.min(ram / 2));
+    let buffer = BufferSpec { bytes, cache_resident: false };
+    let time = Duration::from_millis(250);
+    let warmup = Duration::from_millis(50);
+    Ok(Plan::new(kernels.into_iter().map(|k| CpuRequest::new(k, 1, buffer, time, warmup).to_request()).collect()))
+}
+
+/// The CPU hop's probes, held against the link `--link` names when it is a
+/// catalog name (a rate is held against by the verdict itself).
+fn cpu_probes(runs: Vec<ProbeRun>, link: Option<&LinkSpec>, host: &Host) -> Result<Vec<Probe>, JobError> {
+    let link = LinkTarget::choose(link.filter(|spec| spec.family.is_some()), &host.nics);
+    let mut probes = Vec::new();
+    for run in runs {
+        if let Some(e) = run.error() {
+            return Err(failed("CPU probes", e));
+        }
+        let probe = run.probe().and_then(headroom_cpu::measurement_of).expect("a measured cpu probe");
+        probes.push(cpu_probe_with_link(&probe, &link));
+    }
+    Ok(probes)
+}
+
+/// The network probes, each held against the link towards the server; any
+/// failure fails the run.
+fn net_probes(runs: Vec<ProbeRun>, server: &NetServer) -> Result<Vec<Probe>, JobError> {
+    let ceiling = link_towards(&server.host, server.port, None);
+    let mut probes = Vec::new();
+    let mut failures = Vec::new();
+    for run in runs {
+        match run.result {
+            Err(e @ (ProbeError::Unreachable(_) | ProbeError::Refused(_))) if probes.is_empty() => {
+                return Err(failed("network probes", e))
+            }
+            Err(ProbeError::Abandoned) => break,
+            Err(e) => failures.push(format!("{}: {e}", run.request.label)),
+            Ok(m) => {
+                let p = headroom_analysis::net_probe_against_link(m.probe, &ceiling);
+                if let Some(e) = p.details.get("error").and_then(|v| v.as_str()) {
+                    failures.push(format!("{}: {e}", p.name));
+                }
+                probes.push(p);
+            }
+        }
+    }
+    if failures.is_empty() {
+        Ok(probes)
+    } else {
+        Err(JobError::NetFailures(failures))
+    }
+}
+
+/// Where the progress of each step goes: a sink per plan (progress bars).
+pub type StepSinks<'a> = dyn FnMut(&Plan) -> Box<dyn Sink> + 'a;
+
+/// Runs `plan` on `runner`, stopping at its first error when `stop_on_error`.
+fn run_step(
+    runner: &mut Runner,
+    plan: &Plan,
+    stop: &AtomicBool,
+    sinks: &mut StepSinks<'_>,
+    stop_on_error: bool,
+) -> Vec<ProbeRun> {
+    let mut sink = sinks(plan);
+    let mut sinks: [&mut dyn Sink; 1] = [sink.as_mut()];
+    if stop_on_error {
+        return runner.run_all(plan, stop, &mut sinks);
+    }
+    runner.execute(plan, stop, &mut sinks).collect()
+}
+
+fn check_stopped(stop: &AtomicBool) -> Result<(), JobError> {
+    if stop.load(Ordering::SeqCst) {
+        return Err(JobError::Stopped);
+    }
+    Ok(())
+}
+
+/// The network step: against `settings.server`, or an in-process loopback
+/// headroom server that stops when the step ends.
+fn network_step(
+    runner: &mut Runner,
+    settings: &JobSettings,
+    stop: &AtomicBool,
+    sinks: &mut StepSinks<'_>,
+) -> Result<Vec<Probe>, JobError> {
+    let loopback = match &settings.server {
+        Some(_) => None,
+        None => Some(
+            headroom_net::Server::bind(headroom_net::ServerConfig::loopback(0))
+                .map_err(|e| failed("starting the loopback server", e))?
+                .spawn(),
+        ),
+    };
+    let server = settings.server.clone().unwrap_or_else(|| loopback.as_ref().expect("started above").addr.to_string());
+    let (host, port) = headroom_net::split_host_port(&server).map_err(|e| failed("--server", e))?;
+    let server = NetServer {
+        host,
+        port: port.unwrap_or(headroom_net::DEFAULT_PORT),
+        token: settings.token.clone(),
+        timeout: Duration::from_secs(5),
+        protocol: ProtocolChoice::Auto,
+        session_per_test: false,
+    };
+    let runs = run_step(runner, &net_plan_of_preset(&server, settings.preset), stop, sinks, false);
+    runner.finish();
+    check_stopped(stop)?;
+    net_probes(runs, &server)
+}
+
+/// Runs the main job: the CPU hop (when asked), the network, the disk; each
+/// step's progress goes to the sink `sinks` makes for its plan. Returns the
+/// measured document, not yet analysed ([`judge`] does that).
+pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks<'_>) -> Result<ResultDoc, JobError> {
+    let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let host = headroom_sys::inventory_live();
+    let mut runner = Runner::new().with(CpuEngine::new()).with(NetEngine::new()).with(DiskEngine::new());
+
+    let mut probes: Vec<Probe> = Vec::new();
+    if settings.cpu || settings.preset == Preset::Full {
+        let runs = run_step(&mut runner, &cpu_hop_plan(&host)?, stop, sinks, true);
+        check_stopped(stop)?;
+        probes.extend(cpu_probes(runs, settings.link.as_ref(), &host)?);
+    }
+    probes.extend(network_step(&mut runner, settings, stop, sinks)?);
+    let runs = run_step(&mut runner, &disk_plan_of_preset(&settings.path, settings.preset)?, stop, sinks, true);
+    let warnings: Vec<Warning> = runner.warnings().to_vec();
+    runner.finish(); // removes the test file
+    check_stopped(stop)?;
+    for run in &runs {
+        if let Some(e) = run.error() {
+            return Err(failed("disk probes", e));
+        }
+        probes.extend(run.probe().cloned().map(with_write_cliff));
+    }
+
+    let mut doc = ResultDoc::new(started_at);
+    doc.label = settings.label.clone();
+    doc.host = host;
+    doc.probes = probes;
+    doc.warnings = warnings;
+    Ok(doc)
+}
+
+/// Analyses a measured document (ceilings, verdict) and holds the goals
+/// against it; every missed goal also becomes a warning in the document.
+pub fn judge(doc: &mut ResultDoc, hints: &PathHints, goals: &[Goal]) -> Result<Vec<GoalResult>, BadLinkSpec> {
+    let analysis = annotate(doc, hints)?;
+    let results: Vec<GoalResult> = evaluate(goals, doc, Some(&analysis));
+    for g in results.iter().filter(|g| !g.met) {
+        doc.warnings.push(Warning::new(WarningCode::GoalMissed, format!("goal {} missed", g.goal)));
+    }
+    Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cpu_hop_is_one_thread_out_of_cache_on_its_two_kernels() {
+        let plan = cpu_hop_plan(&Host::default()).unwrap();
+        let kernels: Vec<CpuRequest> = plan.requests.iter().map(|r| r.params().unwrap()).collect();
+        assert_eq!(kernels.iter().map(|k| k.kernel.as_str()).collect::<Vec<_>>(), ["crc32c", "aes-256-gcm"]);
+        assert!(kernels.iter().all(|k| k.threads == 1 && !k.cache_resident));
+    }
+
+    #[test]
+    fn the_quick_net_step_is_one_stream_each_way_and_full_adds_round_trips() {
+        let server = NetServer {
+            host: "nas.lan".into(),
+            port: 5201,
+            token: None,
+            timeout: Duration::from_secs(5),
+            protocol: ProtocolChoice::Auto,
+            session_per_test: false,
+        };
+        let labels =
+            |preset| net_plan_of_preset(&server, preset).requests.into_iter().map(|r| r.label).collect::<Vec<_>>();
+        assert_eq!(labels(Preset::Quick), ["TCP up x1", "TCP down x1"]);
+        assert_eq!(labels(Preset::Full), ["TCP RR idle", "TCP up x1", "TCP down x1", "TCP up x4", "TCP down x4"]);
+    }
+}

@@ -1,0 +1,30 @@
+//! Live lookups that join this machine's inventory (`headroom-sys`) to the
+//! ceilings of `headroom-analysis`: the bus under a path, the link towards a
+//! server. The rules themselves (which NIC, which bus figure) live in
+//! `headroom_analysis::ceilings`; this file only reads the machine for them.
+
+use headroom_analysis::{bus_ceiling, choose_nic, LinkCeiling, LinkSpec};
+use headroom_disk::BusCeiling;
+use std::path::Path;
+
+/// The bus ceiling of the disk holding `path` (`bus_ceiling` of its
+/// inventory entry); None when the disk or its bus is unknown.
+pub fn bus_under(path: &Path) -> Option<BusCeiling> {
+    let ceiling = bus_ceiling(&headroom_sys::block_device_holding(path)?)?;
+    Some(BusCeiling {
+        name: ceiling.name,
+        bytes_per_sec: ceiling.bytes_per_sec,
+        source: ceiling.source.unwrap_or_default(),
+    })
+}
+
+/// The link ceiling of `link` (`--link`) when given, else of the interface
+/// the route to HOST leaves through (`choose_nic` with that interface named).
+pub fn link_towards(host: &str, port: u16, link: Option<&LinkSpec>) -> LinkCeiling {
+    let route = headroom_net::resolve(host, port)
+        .ok()
+        .and_then(|a| a.first().copied())
+        .and_then(|peer| headroom_sys::route_interface(peer.ip()));
+    let nics = if route.is_some() { headroom_sys::nics(&headroom_sys::SysRoot::live()) } else { Vec::new() };
+    LinkCeiling::of_path(link, route.as_deref().and_then(|name| choose_nic(&nics, Some(name))))
+}
