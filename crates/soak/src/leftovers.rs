@@ -1,10 +1,84 @@
-//! The test files a soak records in its store, and removing the ones killed
-//! sessions left behind (`--resume`). Removes only files the store recorded,
+//! The test files a soak records in its store (a Runner sink that records the
+//! one the disk engine creates), and removing the ones killed sessions left
+//! behind (`--resume`). Removes only files the store recorded,
 //! named as headroom names them, and not in use by a headroom still running;
 //! says what it did and leaves the wording to the caller.
 
-use crate::{now_unix, Store, StoreError};
-use std::path::{Path, PathBuf};
+use crate::{now_unix, SetupError, Store, StoreError};
+use headroom_runner::{Plan, PrepareEvent, ProbeError, Runner, Sink};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+
+/// A test file recorded in the store: removed at the end of its session, or
+/// by the `--resume` after a kill.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestFile {
+    id: i64,
+    path: PathBuf,
+}
+
+/// How preparing a session's cycle ended.
+#[derive(Debug)]
+pub enum Prepared {
+    /// Ready for the first turn; the test file, if the cycle has disk turns.
+    Ready(Option<TestFile>),
+    /// Stopped (Ctrl-C) while laying out: the session is ended as interrupted.
+    Stopped,
+}
+
+/// Prepares `runner` for the cycle `plan` (the disk engine creates and lays
+/// out the shared test file once), recording the test file in the store as
+/// it is created, before its layout. A layout stopped or failed leaves the
+/// file marked removed once the engine has removed it.
+pub fn prepare(
+    runner: &mut Runner,
+    plan: &Plan,
+    store: &Store,
+    session: i64,
+    stop: &AtomicBool,
+    progress: &mut dyn Sink,
+) -> Result<Prepared, SetupError> {
+    let mut recorder = TestFileRecorder { store, session, recorded: None, error: None };
+    let prepared = runner.prepare(plan, stop, &mut [&mut recorder, progress]);
+    if let Some(e) = recorder.error {
+        return Err(e.into());
+    }
+    let file = recorder.recorded;
+    match prepared {
+        Ok(()) => Ok(Prepared::Ready(file)),
+        Err(ProbeError::Stopped) => {
+            mark_removed(store, file.as_ref())?;
+            store.end_session(session, now_unix(), "interrupted")?;
+            Ok(Prepared::Stopped)
+        }
+        Err(e) => {
+            // The layout's error is the one to report.
+            let _ = mark_removed(store, file.as_ref());
+            Err(e.into())
+        }
+    }
+}
+
+/// Records the test file the disk engine creates (see [`prepare`]).
+struct TestFileRecorder<'a> {
+    store: &'a Store,
+    session: i64,
+    recorded: Option<TestFile>,
+    error: Option<StoreError>,
+}
+
+impl Sink for TestFileRecorder<'_> {
+    fn prepared(&mut self, event: &PrepareEvent) {
+        if let PrepareEvent::TestFileCreated { path } = event {
+            // Absolute: a resume may run from another directory.
+            let path = std::path::absolute(path).unwrap_or_else(|_| PathBuf::from(path));
+            match self.store.add_test_file(self.session, &path, std::process::id()) {
+                Ok(id) => self.recorded = Some(TestFile { id, path }),
+                Err(e) => self.error = Some(e),
+            }
+        }
+    }
+}
 
 /// What became of one test file a killed session left.
 #[derive(Debug)]
@@ -43,12 +117,13 @@ pub fn remove_left_test_files(store: &Store) -> Result<Vec<LeftFile>, StoreError
     Ok(done)
 }
 
-/// Marks a recorded test file removed once it is gone from the disk.
-pub fn mark_removed(store: &Store, id: i64, path: &Path) -> Result<(), StoreError> {
-    if !path.exists() {
-        store.test_file_removed(id, now_unix())?;
+/// Marks a recorded test file removed once it is gone from the disk (the
+/// Runner removes it when it finishes).
+pub fn mark_removed(store: &Store, file: Option<&TestFile>) -> Result<(), StoreError> {
+    match file {
+        Some(f) if !f.path.exists() => store.test_file_removed(f.id, now_unix()),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// Whether `pid` is a running headroom other than this one.

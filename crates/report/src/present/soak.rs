@@ -1,11 +1,46 @@
-//! `headroom soak` on a terminal: a line per finished turn while it runs,
-//! and the end-of-soak summary (each probe over all its cycles, gaps, and
-//! what the detectors found).
+//! `headroom soak` on a terminal: what `--resume` did with the test files
+//! killed sessions left, a line per finished turn while it runs, and the
+//! end-of-soak summary (each probe over all its cycles, gaps, and what the
+//! detectors found).
 
 use crate::Style;
 use headroom_result::{Probe, ResultDoc};
 use headroom_units::{format_bytes_per_sec, format_duration};
+use std::path::Path;
 use std::time::Duration;
+
+/// What became of one test file a killed session left (`headroom_soak::LeftFile`
+/// as this presenter sees it).
+#[derive(Debug, Clone, Copy)]
+pub enum LeftFile<'a> {
+    /// Removed now.
+    Removed(&'a Path),
+    /// Kept: a running headroom (this pid) still uses it.
+    InUse(&'a Path, u32),
+    /// Could not be removed, for this reason.
+    Failed(&'a Path, &'a std::io::Error),
+}
+
+/// The stderr lines of `--resume` about the test files killed sessions left.
+/// `quiet` (`--json`) drops the plain removals and keeps what needs a look.
+pub fn left_file_lines<'a>(files: impl IntoIterator<Item = LeftFile<'a>>, quiet: bool) -> Vec<String> {
+    files
+        .into_iter()
+        .filter_map(|left| match left {
+            LeftFile::Removed(_) if quiet => None,
+            LeftFile::Removed(path) => {
+                Some(format!("headroom: removed {}, the test file of an interrupted session", path.display()))
+            }
+            LeftFile::InUse(path, pid) => {
+                Some(format!("headroom: {} is in use by a running headroom (pid {pid}); left in place", path.display()))
+            }
+            LeftFile::Failed(path, e) => Some(format!(
+                "headroom: cannot remove {}, the test file of an interrupted session: {e}",
+                path.display()
+            )),
+        })
+        .collect()
+}
 
 /// How one turn of the loop ended.
 #[derive(Debug, Clone, Copy)]
@@ -102,6 +137,26 @@ mod tests {
         assert!(
             summary(&quiet, "nas.sqlite", Style::default()).ends_with("  no dips, drift, flaps or outages detected\n")
         );
+    }
+
+    #[test]
+    fn left_files_are_one_line_each_and_json_keeps_only_the_ones_left() {
+        let why = std::io::Error::from_raw_os_error(21); // EISDIR
+        let files = || {
+            [
+                LeftFile::Removed(Path::new("/d/headroom-disk-7.tmp")),
+                LeftFile::InUse(Path::new("/d/headroom-disk-8.tmp"), 8),
+                LeftFile::Failed(Path::new("/d/headroom-disk-9.tmp"), &why),
+            ]
+        };
+        let in_use = "headroom: /d/headroom-disk-8.tmp is in use by a running headroom (pid 8); left in place";
+        let failed = "headroom: cannot remove /d/headroom-disk-9.tmp, the test file of an interrupted session: \
+                      Is a directory (os error 21)";
+        assert_eq!(
+            left_file_lines(files(), false),
+            ["headroom: removed /d/headroom-disk-7.tmp, the test file of an interrupted session", in_use, failed]
+        );
+        assert_eq!(left_file_lines(files(), true), [in_use, failed]);
     }
 
     #[test]

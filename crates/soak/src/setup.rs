@@ -1,0 +1,494 @@
+//! Starting a soak session: the flags of `headroom soak` checked into the
+//! schedule of a new soak or against the settings of the one being resumed,
+//! the database's default name, and opening the store for a fresh or resumed
+//! session (the gap since the last sample recorded).
+//!
+//! The flags arrive as plain values ([`SoakFlags`]); parsing them is the
+//! binary's job. Every refusal names the flag and gives an example that works.
+
+use crate::{now_unix, rfc3339, EventRow, SoakConfig, SoakInfo, Store, StoreError};
+use headroom_units::{format_duration, format_size};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Probe names a cycle may hold.
+const PROBES: [&str; 4] = ["write", "read", "iops", "net"];
+/// The disk probes' test file when `--size` is not given: 1 GiB.
+pub const DEFAULT_SIZE: u64 = 1 << 30;
+const DEFAULT_DURATION: Duration = Duration::from_secs(3 * 3600);
+const DEFAULT_PROBE_TIME: Duration = Duration::from_secs(30);
+
+/// The flags of `headroom soak` as given; `None` where a flag was not.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SoakFlags {
+    /// `--duration`: the total to soak (a new soak) or the new total (a resume).
+    pub duration: Option<Duration>,
+    /// `--probe-time`: each probe's turn.
+    pub probe_time: Option<Duration>,
+    /// `--cycle`, as split at commas (names not yet trimmed or lowercased).
+    pub cycle: Option<Vec<String>>,
+    /// `--server`, `HOST[:PORT]`.
+    pub server: Option<String>,
+    /// `--path`: the directory of the disk probes' test file.
+    pub path: Option<PathBuf>,
+    /// `--size`: the test file's size, bytes.
+    pub size: Option<u64>,
+    /// `--vmkernel-log`.
+    pub vmkernel_log: Option<PathBuf>,
+}
+
+/// A flag refused, with today's wording (tests and users rely on it).
+#[derive(Debug, thiserror::Error)]
+pub enum FlagError {
+    /// `--duration` under one second (the value as given).
+    #[error("--duration {0} is too short for a soak; use e.g. --duration 30m or --duration 3h")]
+    DurationTooShort(String),
+    /// `--probe-time` under one second.
+    #[error("--probe-time {0} is shorter than one sample; use at least 1s, e.g. --probe-time 30s")]
+    ProbeTimeTooShort(String),
+    /// `--probe-time` over a day.
+    #[error("--probe-time {0} is too long: at most 24h per probe, e.g. --probe-time 30s")]
+    ProbeTimeTooLong(String),
+    /// `--cycle` with no probe in it.
+    #[error("--cycle is empty; name probes from write, read, iops, net (e.g. --cycle write,read)")]
+    EmptyCycle,
+    /// A `--cycle` entry that is no probe.
+    #[error("--cycle: '{0}' is not a probe; use write, read, iops or net (e.g. --cycle write,read,net)")]
+    NotAProbe(String),
+    /// A probe named twice in `--cycle`.
+    #[error("--cycle names '{0}' twice; name each probe once (e.g. --cycle write,read)")]
+    Twice(String),
+    /// `--server` that is not `HOST[:PORT]` (the reason, with an example).
+    #[error("--server {0}")]
+    Server(String),
+    /// `--cycle net` without `--server`.
+    #[error("--cycle net needs --server HOST (a `headroom serve`); e.g. --server nas.lan")]
+    NetNeedsServer,
+    /// A flag given with `--resume` that would change the stored soak.
+    #[error("{flag} {given} cannot change a soak being resumed: it runs {kept} (stored in {}); drop {flag} or give the same value", db.display())]
+    ChangesResumed {
+        /// The flag, e.g. `--cycle`.
+        flag: &'static str,
+        /// Its value as given, formatted.
+        given: String,
+        /// What the soak runs, as stored, formatted.
+        kept: String,
+        /// The database.
+        db: PathBuf,
+    },
+}
+
+/// Why a soak session could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// A flag was refused.
+    #[error(transparent)]
+    Flag(#[from] FlagError),
+    /// The database could not be used.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The test file could not be laid out.
+    #[error(transparent)]
+    Probe(#[from] headroom_runner::ProbeError),
+}
+
+/// The validated schedule of a new soak.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Schedule {
+    /// Probes of one cycle, in order, trimmed and lowercased.
+    pub cycle: Vec<String>,
+    /// Each probe's turn.
+    pub probe_time: Duration,
+    /// The total to soak.
+    pub duration: Duration,
+}
+
+impl Schedule {
+    /// Checks the flags of a new soak and fills in the defaults: 3 h, 30 s
+    /// turns, write,read,iops (plus net with a server).
+    pub fn new(flags: &SoakFlags) -> Result<Schedule, FlagError> {
+        let duration = flags.duration.unwrap_or(DEFAULT_DURATION);
+        if duration < Duration::from_secs(1) {
+            return Err(FlagError::DurationTooShort(format_duration(duration)));
+        }
+        let probe_time = flags.probe_time.unwrap_or(DEFAULT_PROBE_TIME);
+        if probe_time < Duration::from_secs(1) {
+            return Err(FlagError::ProbeTimeTooShort(format_duration(probe_time)));
+        }
+        if probe_time > Duration::from_secs(86_400) {
+            return Err(FlagError::ProbeTimeTooLong(format_duration(probe_time)));
+        }
+        let cycle = match &flags.cycle {
+            Some(list) => cycle_names(list),
+            None => {
+                let with_net = flags.server.is_some().then_some("net");
+                ["write", "read", "iops"].into_iter().chain(with_net).map(String::from).collect()
+            }
+        };
+        if cycle.is_empty() {
+            return Err(FlagError::EmptyCycle);
+        }
+        if let Some(p) = cycle.iter().find(|p| !PROBES.contains(&p.as_str())) {
+            return Err(FlagError::NotAProbe(p.clone()));
+        }
+        if let Some((_, p)) = cycle.iter().enumerate().find(|(i, p)| cycle[..*i].contains(p)) {
+            return Err(FlagError::Twice(p.clone()));
+        }
+        if let Some(server) = &flags.server {
+            headroom_net::split_host_port(server).map_err(FlagError::Server)?;
+        }
+        if cycle.iter().any(|p| p == "net") && flags.server.is_none() {
+            return Err(FlagError::NetNeedsServer);
+        }
+        Ok(Schedule { cycle, probe_time, duration })
+    }
+}
+
+/// `--cycle` entries as a cycle's probe names: trimmed, lowercased, empty ones dropped.
+fn cycle_names(list: &[String]) -> Vec<String> {
+    list.iter().map(|p| p.trim().to_lowercase()).filter(|p| !p.is_empty()).collect()
+}
+
+impl SoakFlags {
+    /// `--resume` keeps the stored settings: a flag given again must say the
+    /// same (it is then accepted); only a real change is refused. `db` is
+    /// named in the refusal.
+    pub fn check_resume(&self, stored: &SoakConfig, db: &Path) -> Result<(), FlagError> {
+        let refuse = |flag, given, kept| Err(FlagError::ChangesResumed { flag, given, kept, db: db.to_path_buf() });
+        if let Some(list) = &self.cycle {
+            let given = cycle_names(list);
+            if given != stored.cycle {
+                return refuse("--cycle", given.join(","), stored.cycle.join(","));
+            }
+        }
+        if let Some(path) = &self.path {
+            let kept = stored.dir();
+            let same = match (path.canonicalize(), kept.canonicalize()) {
+                (Ok(a), Ok(b)) => a == b,
+                _ => *path == kept,
+            };
+            if !same {
+                return refuse("--path", path.display().to_string(), kept.display().to_string());
+            }
+        }
+        if let Some(server) = &self.server {
+            if Some(server) != stored.server.as_ref() {
+                return refuse("--server", server.clone(), stored.server.clone().unwrap_or_else(|| "no server".into()));
+            }
+        }
+        if let Some(t) = self.probe_time {
+            if (t.as_secs_f64() - stored.probe_s).abs() > 1e-3 {
+                return refuse("--probe-time", format_duration(t), format!("{} s turns", stored.probe_s));
+            }
+        }
+        if let Some(size) = self.size {
+            if size != stored.size() {
+                return refuse("--size", format_size(size), format!("a {} file", format_size(stored.size())));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl SoakConfig {
+    /// The directory of the disk probes' test file (`.` when none was stored).
+    pub fn dir(&self) -> PathBuf {
+        PathBuf::from(self.path.clone().unwrap_or_else(|| ".".into()))
+    }
+
+    /// The disk probes' test file size, bytes ([`DEFAULT_SIZE`] when none was stored).
+    pub fn size(&self) -> u64 {
+        self.extra.get("size").and_then(|s| s.as_u64()).unwrap_or(DEFAULT_SIZE)
+    }
+
+    /// Each probe's turn; at least a second, whatever the store says.
+    pub fn probe_time(&self) -> Duration {
+        Duration::from_secs_f64(self.probe_s.max(1.0))
+    }
+}
+
+/// The database of a soak started without `--db`: `headroom-soak-YYYYMMDD-HHMMSS.sqlite`
+/// in the working directory, UTC.
+pub fn default_db() -> PathBuf {
+    let stamp = rfc3339(now_unix()).replace([':', '-'], "").replace('T', "-").trim_end_matches('Z').to_string();
+    PathBuf::from(format!("headroom-soak-{stamp}.sqlite"))
+}
+
+/// An opened soak, ready to run a session.
+pub struct Opened {
+    /// The database, open for writing.
+    pub store: Store,
+    /// This session's row id.
+    pub session: i64,
+    /// The soak row as stored: start, plan, settings.
+    pub info: SoakInfo,
+    /// Time left to soak (`None`: until stopped).
+    pub remaining: Option<Duration>,
+    /// For a resume: seconds between the last stored sample (or the end of
+    /// the last session) and now.
+    pub gap_s: Option<f64>,
+}
+
+/// Opens the soak in `db` for a session: a new soak on `schedule` (the
+/// database must not hold one yet), or with `None` the soak stored there,
+/// resumed once `flags` are checked against its settings (nothing is written
+/// before that). `flags.duration` given to a resume replaces the stored total.
+pub fn open(db: &Path, flags: &SoakFlags, schedule: Option<&Schedule>) -> Result<Opened, SetupError> {
+    let Some(schedule) = schedule else {
+        let store = open_to_resume(db)?;
+        flags.check_resume(&store.info()?.config, db)?;
+        return Ok(resume(store, flags.duration)?);
+    };
+    let now = now_unix();
+    let info = SoakInfo {
+        started_at: rfc3339(now),
+        started_unix: now,
+        planned_s: Some(schedule.duration.as_secs_f64()),
+        config: SoakConfig {
+            cycle: schedule.cycle.clone(),
+            probe_s: schedule.probe_time.as_secs_f64(),
+            path: Some(flags.path.clone().unwrap_or_else(|| PathBuf::from(".")).display().to_string()),
+            server: flags.server.clone(),
+            vmkernel_log: flags.vmkernel_log.as_ref().map(|p| p.display().to_string()),
+            extra: serde_json::json!({"size": flags.size.unwrap_or(DEFAULT_SIZE)}),
+        },
+        host: None,
+    };
+    let store = Store::create(db, &info)?;
+    let session = store.begin_session(now)?;
+    Ok(Opened { store, session, remaining: Some(schedule.duration), gap_s: None, info })
+}
+
+/// Opens the soak in `db` to resume it, writing nothing yet.
+fn open_to_resume(db: &Path) -> Result<Store, StoreError> {
+    Store::open(db).map_err(|e| match e {
+        StoreError::NoSoak { path } => StoreError::NothingToResume { path },
+        e => e,
+    })
+}
+
+/// Continues the soak in `store`. The stored settings are kept (the cycle,
+/// path, server); a `planned` duration given again replaces the stored total.
+/// A soak whose total is used up is refused before anything is written. The
+/// gap since the last sample is recorded as a `gap` event.
+fn resume(store: Store, planned: Option<Duration>) -> Result<Opened, StoreError> {
+    let now = now_unix();
+    let info = store.info()?;
+    let elapsed = store.elapsed_s()?;
+    let total = planned.map(|p| p.as_secs_f64()).or(info.planned_s);
+    if let Some(total) = total {
+        // Under a second left is no turn at all (the loop would start none).
+        if total - elapsed < 1.0 {
+            let span = |s: f64| format_duration(Duration::from_secs_f64(s.max(0.0).round()));
+            return Err(StoreError::UsedUp {
+                path: store.path().to_path_buf(),
+                planned: span(total),
+                elapsed: span(elapsed),
+                example: span((elapsed * 2.0).max(elapsed + 3600.0).ceil()),
+            });
+        }
+    }
+    store.migrate()?;
+    if let Some(p) = planned {
+        store.set_planned(Some(p.as_secs_f64()))?;
+    }
+    let info = store.info()?;
+    let last = store.sessions()?.last().map(|s| s.ended_unix.unwrap_or(s.started_unix));
+    let last_sample = store.last_sample_unix()?;
+    let since = last_sample.into_iter().chain(last).fold(f64::NEG_INFINITY, f64::max);
+    let gap_s = since.is_finite().then(|| (now - since).max(0.0));
+    if let Some(gap) = gap_s {
+        store.add_event(&EventRow {
+            id: 0,
+            t_unix: since,
+            end_unix: Some(now),
+            kind: "gap".into(),
+            source: "soak".into(),
+            device: None,
+            message: format!("no samples for {gap:.1} s: the soak was not running; resumed"),
+            details: None,
+        })?;
+    }
+    let session = store.begin_session(now)?;
+    let remaining = info.planned_s.map(|p| Duration::from_secs_f64((p - elapsed).max(0.0)));
+    Ok(Opened { store, session, info, remaining, gap_s })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cycle(list: &str) -> Option<Vec<String>> {
+        Some(list.split(',').map(String::from).collect())
+    }
+
+    fn refused(flags: SoakFlags) -> String {
+        Schedule::new(&flags).expect_err("refused").to_string()
+    }
+
+    #[test]
+    fn defaults_are_three_hours_of_thirty_second_turns_with_net_only_with_a_server() {
+        let s = Schedule::new(&SoakFlags::default()).unwrap();
+        assert_eq!((s.duration, s.probe_time), (Duration::from_secs(10_800), Duration::from_secs(30)));
+        assert_eq!(s.cycle, ["write", "read", "iops"]);
+        let s = Schedule::new(&SoakFlags { server: Some("nas.lan".into()), ..Default::default() }).unwrap();
+        assert_eq!(s.cycle, ["write", "read", "iops", "net"]);
+        let s = Schedule::new(&SoakFlags { cycle: cycle(" Read ,,WRITE"), ..Default::default() }).unwrap();
+        assert_eq!(s.cycle, ["read", "write"]);
+    }
+
+    #[test]
+    fn each_bad_schedule_is_refused_naming_its_flag() {
+        let secs = |s: f64| Some(Duration::from_secs_f64(s));
+        let cases = [
+            (
+                SoakFlags { duration: secs(0.5), ..Default::default() },
+                "--duration 500ms is too short for a soak; use e.g. --duration 30m or --duration 3h",
+            ),
+            (
+                SoakFlags { probe_time: secs(0.5), ..Default::default() },
+                "--probe-time 500ms is shorter than one sample; use at least 1s, e.g. --probe-time 30s",
+            ),
+            (
+                SoakFlags { probe_time: secs(25.0 * 3600.0), ..Default::default() },
+                "--probe-time 25h is too long: at most 24h per probe, e.g. --probe-time 30s",
+            ),
+            (
+                SoakFlags { cycle: cycle(" , "), ..Default::default() },
+                "--cycle is empty; name probes from write, read, iops, net (e.g. --cycle write,read)",
+            ),
+            (
+                SoakFlags { cycle: cycle("write,fio"), ..Default::default() },
+                "--cycle: 'fio' is not a probe; use write, read, iops or net (e.g. --cycle write,read,net)",
+            ),
+            (
+                SoakFlags { cycle: cycle("write,read,WRITE"), ..Default::default() },
+                "--cycle names 'write' twice; name each probe once (e.g. --cycle write,read)",
+            ),
+            (
+                SoakFlags { server: Some("nas.lan:99999".into()), ..Default::default() },
+                "--server 'nas.lan:99999': port '99999' is not a number from 1 to 65535 (example: nas.lan:5201)",
+            ),
+            (
+                SoakFlags { cycle: cycle("write,net"), ..Default::default() },
+                "--cycle net needs --server HOST (a `headroom serve`); e.g. --server nas.lan",
+            ),
+        ];
+        for (flags, message) in cases {
+            assert_eq!(refused(flags), message);
+        }
+        // A day per turn is still allowed; a second soak is the shortest.
+        let edge = SoakFlags { duration: secs(1.0), probe_time: secs(86_400.0), ..Default::default() };
+        assert!(Schedule::new(&edge).is_ok());
+    }
+
+    fn stored(dir: &Path) -> SoakConfig {
+        SoakConfig {
+            cycle: vec!["write".into(), "read".into()],
+            probe_s: 1.0,
+            path: Some(dir.display().to_string()),
+            server: None,
+            vmkernel_log: None,
+            extra: serde_json::json!({"size": 8 << 20}),
+        }
+    }
+
+    #[test]
+    fn a_resume_accepts_the_same_flags_in_another_spelling() {
+        let dir = tempfile::tempdir().unwrap();
+        let same = SoakFlags {
+            duration: Some(Duration::from_secs(60)), // a new total is no change of settings
+            probe_time: Some(Duration::from_secs(1)),
+            cycle: cycle(" Write,READ"),
+            path: Some(dir.path().join(".")),
+            size: Some(8 << 20),
+            ..Default::default()
+        };
+        same.check_resume(&stored(dir.path()), Path::new("s.sqlite")).unwrap();
+    }
+
+    #[test]
+    fn a_resume_refuses_each_changed_setting_naming_the_stored_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let d = dir.path().display();
+        let cases = [
+            (SoakFlags { cycle: cycle("read"), ..Default::default() }, "--cycle read", "write,read".to_string()),
+            (
+                SoakFlags { path: Some(other.path().to_path_buf()), ..Default::default() },
+                &*format!("--path {}", other.path().display()),
+                d.to_string(),
+            ),
+            (
+                SoakFlags { server: Some("nas.lan".into()), ..Default::default() },
+                "--server nas.lan",
+                "no server".into(),
+            ),
+            (
+                SoakFlags { probe_time: Some(Duration::from_secs(2)), ..Default::default() },
+                "--probe-time 2s",
+                "1 s turns".into(),
+            ),
+            (SoakFlags { size: Some(16 << 20), ..Default::default() }, "--size 16.00 MiB", "a 8.000 MiB file".into()),
+        ];
+        for (flags, given, kept) in cases {
+            let flag = given.split(' ').next().unwrap();
+            let e = flags.check_resume(&stored(dir.path()), Path::new("s.sqlite")).expect_err(given).to_string();
+            assert_eq!(
+                e,
+                format!(
+                    "{given} cannot change a soak being resumed: it runs {kept} (stored in s.sqlite); \
+                     drop {flag} or give the same value"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn the_default_database_is_named_for_the_time_it_starts() {
+        let name = default_db().display().to_string();
+        let stamp = name.strip_prefix("headroom-soak-").and_then(|s| s.strip_suffix(".sqlite")).expect(&name);
+        assert!(
+            stamp.len() == 15
+                && stamp.chars().enumerate().all(|(i, c)| if i == 8 { c == '-' } else { c.is_ascii_digit() }),
+            "{name}"
+        );
+    }
+
+    #[test]
+    fn open_starts_a_soak_then_resumes_it_only_with_its_own_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("s.sqlite");
+        let flags = SoakFlags {
+            duration: Some(Duration::from_secs(60)),
+            cycle: cycle("write"),
+            path: Some(dir.path().to_path_buf()),
+            size: Some(8 << 20),
+            ..Default::default()
+        };
+        let nothing = open(&db, &flags, None).err().expect("nothing to resume").to_string();
+        assert!(nothing.contains("no soak to resume here"), "{nothing}");
+        assert!(!db.exists(), "a refused resume creates no database");
+
+        let schedule = Schedule::new(&flags).unwrap();
+        let first = open(&db, &flags, Some(&schedule)).unwrap();
+        assert_eq!(first.info.config.cycle, ["write"]);
+        assert_eq!(first.info.config.size(), 8 << 20);
+        assert_eq!(first.info.config.dir(), dir.path());
+        assert_eq!((first.remaining, first.gap_s), (Some(Duration::from_secs(60)), None));
+        drop(first);
+        let again = open(&db, &flags, Some(&schedule)).err().expect("an existing soak is not overwritten");
+        assert!(matches!(again, SetupError::Store(_)), "{again}");
+
+        let changed = SoakFlags { cycle: cycle("read"), ..flags.clone() };
+        let e = open(&db, &changed, None).err().expect("refused");
+        assert!(matches!(e, SetupError::Flag(FlagError::ChangesResumed { flag: "--cycle", .. })), "{e}");
+        let store = Store::open(&db).unwrap();
+        assert_eq!(store.sessions().unwrap().len(), 1, "a refused resume writes nothing");
+        drop(store);
+
+        let resumed = open(&db, &flags, None).unwrap();
+        assert!(resumed.gap_s.is_some());
+        assert_eq!(resumed.store.sessions().unwrap().len(), 2);
+    }
+}
