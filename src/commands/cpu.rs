@@ -75,7 +75,7 @@ pub fn run(args: &CpuArgs, out: &Output) -> anyhow::Result<Outcome> {
     }
 
     if out.json {
-        let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+        let started_at = headroom_result::now_rfc3339();
         let probes = results.iter().map(|m| headroom_job::cpu_probe_with_link(m, &link)).collect();
         out.print_json(&headroom_analysis::cpu_document(started_at, host, probes, &link))?;
     } else {

@@ -186,7 +186,7 @@ pub fn run(args: &DiskArgs, out: &Output) -> anyhow::Result<Outcome> {
     runner.finish(); // removes the test file before anything is printed
     drop(bars);
 
-    let mut doc = ResultDoc::new(humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string());
+    let mut doc = ResultDoc::new(headroom_result::now_rfc3339());
     doc.probes = probes;
     doc.warnings = run_warnings;
     if let Some(b) = &bus {

@@ -167,7 +167,7 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
             .map(|t| NetRequest { server: server.clone(), test: net_test(t, args, want_rr_load) }.to_request())
             .collect(),
     );
-    let started_at = crate::commands::ping::rfc3339_now();
+    let started_at = headroom_result::now_rfc3339();
     let stop = crate::signals::stop_flag();
     let mut runner = Runner::new().with(NetEngine::new());
     // Detect the protocol (and fail early on DNS, refused port, wrong token).

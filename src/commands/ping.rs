@@ -42,11 +42,6 @@ pub struct PingArgs {
     pub token: Option<String>,
 }
 
-/// Now as RFC 3339 UTC, for `started_at`.
-pub(crate) fn rfc3339_now() -> String {
-    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
-}
-
 pub fn run(args: &PingArgs, out: &Output) -> anyhow::Result<Outcome> {
     if args.count == 0 || args.count > 100_000 {
         bail!("--count {} is out of range: 1 to 100000 (example: --count 10)", args.count);
@@ -62,7 +57,7 @@ pub fn run(args: &PingArgs, out: &Output) -> anyhow::Result<Outcome> {
     }
     let (host, port) = headroom_net::split_host_port(&args.target).map_err(|e| anyhow::anyhow!("TARGET {e}"))?;
     let stop = crate::signals::stop_flag();
-    let started_at = rfc3339_now();
+    let started_at = headroom_result::now_rfc3339();
     let interval_ms = args.interval.0.as_secs_f64() * 1e3;
     let probe = match port {
         Some(port) => {
@@ -106,14 +101,4 @@ pub fn run(args: &PingArgs, out: &Output) -> anyhow::Result<Outcome> {
     out.print(&present::ping::summary(&probe));
     let ok = probe.summary.ops.unwrap_or(0);
     Ok(if ok == 0 { Outcome::Error } else { Outcome::Ok })
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn rfc3339_shape() {
-        let t = super::rfc3339_now();
-        assert_eq!(t.len(), 20);
-        assert!(t.ends_with('Z') && t.starts_with("20"));
-    }
 }

@@ -48,13 +48,12 @@ fn hold_throughput(mut p: Probe, ceiling: &LinkCeiling) -> Probe {
     };
     let directions = if test == "tcp_bidir" { 2.0 } else { 1.0 };
     // A virtual NIC's nominal speed is no ceiling a stream could be at.
-    let share =
-        ceiling.tcp_bytes_per_sec.filter(|_| !ceiling.is_virtual).map(|c| p.summary.bytes_per_sec / (c * directions));
+    let share = ceiling.tcp_bytes_per_sec.map(|c| p.summary.bytes_per_sec / (c * directions));
     if test != "udp" {
-        cpu_limits::settle_diagnosis(&mut p, share.is_some_and(|s| s >= AT_CEILING));
+        let at_ceiling = !ceiling.is_virtual && share.is_some_and(|s| s >= AT_CEILING);
+        cpu_limits::settle_diagnosis(&mut p, at_ceiling);
     }
-    if let Some(c) = ceiling.tcp_bytes_per_sec {
-        let share = p.summary.bytes_per_sec / (c * directions);
+    if let Some(share) = share {
         p.details.insert(CEILING_SHARE.into(), serde_json::json!(share));
         if faster_than_ceiling(share) {
             p.warnings.push(Warning::new(

@@ -248,7 +248,7 @@ fn network_step(
 /// step's progress goes to the sink `sinks` makes for its plan. Returns the
 /// measured document, not yet analysed ([`judge`] does that).
 pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks<'_>) -> Result<ResultDoc, JobError> {
-    let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let started_at = headroom_result::now_rfc3339();
     let host = headroom_sys::inventory_live();
     let mut runner = Runner::new().with(CpuEngine::new()).with(NetEngine::new()).with(DiskEngine::new());
 

@@ -372,6 +372,11 @@ struct SchemaOnly {
     schema: Option<serde_json::Value>,
 }
 
+/// Now in UTC as RFC 3339 to the second: the form of every `started_at`.
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
 impl ResultDoc {
     /// A new, empty document stamped with the schema, tool and start time.
     pub fn new(started_at: impl Into<String>) -> Self {

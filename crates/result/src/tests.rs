@@ -169,3 +169,10 @@ fn every_stored_document_reserialises_to_the_same_json() {
     }
     assert!(verdicts >= 15, "the annotated fixtures carry typed verdicts ({verdicts} directions)");
 }
+
+#[test]
+fn started_at_is_rfc3339_utc_to_the_second() {
+    let t = now_rfc3339();
+    assert_eq!(t.len(), 20, "{t}");
+    assert!(t.ends_with('Z') && t.starts_with("20") && t.as_bytes()[10] == b'T', "{t}");
+}

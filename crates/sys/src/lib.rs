@@ -96,6 +96,5 @@ pub fn inventory_live() -> Host {
 
 /// "4", "7.88", "0.48": a figure with at most two decimals and no trailing zeros.
 pub(crate) fn trim_float(value: f64) -> String {
-    let text = format!("{value:.2}");
-    text.trim_end_matches('0').trim_end_matches('.').to_string()
+    headroom_units::format_trimmed(value, 2)
 }

@@ -27,20 +27,10 @@ pub(super) fn log_test(
     ));
 }
 
-/// "941.5 Mb/s" without pulling the units crate into the engine.
+/// "941.5Mb/s": one token, so the log line stays `key=value` pairs.
 fn rate_text(bytes: u64, secs: f64) -> String {
-    if secs <= 0.0 {
-        return "0 b/s".into();
-    }
-    let bits = bytes as f64 * 8.0 / secs;
-    let (v, p) = if bits >= 1e9 {
-        (bits / 1e9, "G")
-    } else if bits >= 1e6 {
-        (bits / 1e6, "M")
-    } else {
-        (bits / 1e3, "k")
-    };
-    format!("{v:.1}{p}b/s")
+    let bits = if secs > 0.0 { bytes as f64 * 8.0 / secs } else { 0.0 };
+    headroom_units::format_bits(bits).replace(' ', "")
 }
 
 /// Why a running test ended.
@@ -145,8 +135,8 @@ mod tests {
 
     #[test]
     fn rates_in_log_lines() {
-        assert_eq!(rate_text(125_000_000, 1.0), "1.0Gb/s");
-        assert_eq!(rate_text(1_250_000, 10.0), "1.0Mb/s");
-        assert_eq!(rate_text(5, 0.0), "0 b/s");
+        assert_eq!(rate_text(125_000_000, 1.0), "1.000Gb/s");
+        assert_eq!(rate_text(1_250_000, 10.0), "1.000Mb/s");
+        assert_eq!(rate_text(5, 0.0), "0.000b/s");
     }
 }
