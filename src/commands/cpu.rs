@@ -11,8 +11,9 @@ use crate::progress::ProgressSink;
 use anyhow::bail;
 use headroom_analysis::{LinkSpec, LinkTarget};
 use headroom_cpu::{CpuChoice, CpuEngine, CpuRequest, Measurement};
+use headroom_net::RemoteEngine;
 use headroom_report::present::cpu::CpuRun;
-use headroom_runner::{Plan, Runner};
+use headroom_runner::{EngineKind, Plan, Runner};
 use headroom_units::{DurationArg, Size};
 
 #[derive(clap::Args, Debug)]
@@ -22,6 +23,7 @@ use headroom_units::{DurationArg, Size};
   headroom cpu --threads 1 --time 1s   one core only, 1 s per figure
   headroom cpu --size 1G --json        a 1 GiB buffer; the result document on stdout
   headroom cpu --kernels encryption,sha256   only AES-GCM, ChaCha20-Poly1305 and SHA-256
+  headroom cpu --remote nas.lan --token s3cret   the NAS's CPU, next to the NAS's fastest NIC
 
 Kernels: RAID-5 XOR (4+1), RAID-6 P+Q (4+2, 8+2), CRC32C, xxHash64, XXH3, Fletcher-4,
 SHA-256, BLAKE3, LZ4 and zstd -1/-3 (compress and decompress, on incompressible and
@@ -49,21 +51,37 @@ pub struct CpuArgs {
     /// (sha256, aes-256-gcm, zstd-3-compress, ...), comma-separated (default: all)
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub kernels: Vec<String>,
+    #[command(flatten)]
+    pub remote: crate::commands::remote::RemoteArgs,
 }
 
 pub fn run(args: &CpuArgs, out: &Output) -> anyhow::Result<Outcome> {
-    let host = headroom_sys::inventory_live();
-    let usable = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let server = args.remote.endpoint();
+    let (host, usable) = match &server {
+        Some(server) => {
+            let host = headroom_net::remote_inventory(server)?;
+            let usable = host.cpu.as_ref().map_or(1, |c| c.logical_cpus.max(1) as usize);
+            (host, usable)
+        }
+        None => (headroom_sys::inventory_live(), std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
+    };
     let choice =
         CpuChoice { kernels: args.kernels.clone(), threads: args.threads.clone(), size: args.size, time: args.time.0 };
     let plan = choice.resolve(usable, host.memory_bytes)?;
     let link = LinkTarget::choose(args.link.as_ref(), &host.nics);
 
     let stop = crate::signals::stop_flag();
-    let runner_plan = Plan::new(plan.requests().iter().map(CpuRequest::to_request).collect());
+    let mut runner_plan = Plan::new(plan.requests().iter().map(CpuRequest::to_request).collect());
+    let mut runner = match &server {
+        Some(server) => {
+            runner_plan = runner_plan.placed_at(&server.display());
+            Runner::new().with(RemoteEngine::new(EngineKind::Cpu, server.clone()))
+        }
+        None => Runner::new().with(CpuEngine::new()),
+    };
     let mut bars = ProgressSink::new(out.progress && !out.json, out.iec, &runner_plan);
     let mut results: Vec<Measurement> = Vec::new();
-    for run in Runner::new().with(CpuEngine::new()).run_all(&runner_plan, stop, &mut [&mut bars]) {
+    for run in runner.run_all(&runner_plan, stop, &mut [&mut bars]) {
         if let Some(e) = run.error() {
             return Err(anyhow::anyhow!("{e}").context("cpu"));
         }
@@ -79,7 +97,8 @@ pub fn run(args: &CpuArgs, out: &Output) -> anyhow::Result<Outcome> {
         let probes = results.iter().map(|m| headroom_job::cpu_probe_with_link(m, &link)).collect();
         out.print_json(&headroom_analysis::cpu_document(started_at, host, probes, &link))?;
     } else {
-        let features = headroom_cpu::features();
+        // The instruction-set features are this machine's: not shown for another's CPU.
+        let features = if server.is_some() { Vec::new() } else { headroom_cpu::features() };
         let run = CpuRun { host: &host, plan: &plan, results: &results, link: &link, features: &features };
         out.print(&headroom_report::present::cpu::render(&run, out.style()));
     }

@@ -10,9 +10,10 @@ use crate::progress::ProgressSink;
 use anyhow::bail;
 use headroom_disk::{resolve, Preset, TestChoice, SWEEP_BLOCK_SIZES, SWEEP_QUEUE_DEPTHS};
 use headroom_disk::{DiskEngine, DiskError, DiskRequest, DiskTarget};
+use headroom_net::RemoteEngine;
 use headroom_report::present::{self, disk::Layout, disk::TargetSummary};
 use headroom_result::{Ceiling, Probe, ResultDoc};
-use headroom_runner::{PrepareEvent, ProbeError, Runner, Sink};
+use headroom_runner::{EngineKind, PrepareEvent, ProbeError, Runner, Sink};
 use headroom_units::{DurationArg, Size};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -27,6 +28,7 @@ use std::sync::atomic::Ordering;
   headroom disk /tmp --rw randread --bs 4k --qd 32 --time 10s --json
   headroom disk /dev/nvme0n1 --rw read --bs 1M --qd 8     read-only: no flag needed
   headroom disk /dev/sdx --rw write --destructive         overwrites /dev/sdx
+  headroom disk /tank/bench --remote nas.lan --token s3cret   on the NAS's own disk, printed here
 
 Sizes use dd's convention: 4k = 4096, 1M = 1048576, 1MB = 1000000.
 Every result records the equivalent fio command line (--json: spec.fio_equivalent).")]
@@ -91,6 +93,8 @@ pub struct DiskArgs {
     /// With --destructive: write even over a filesystem or partition table signature
     #[arg(long, requires = "destructive")]
     pub force: bool,
+    #[command(flatten)]
+    pub remote: crate::commands::remote::RemoteArgs,
 }
 
 const DEFAULT_SIZE: u64 = 1 << 30;
@@ -139,11 +143,25 @@ pub fn run(args: &DiskArgs, out: &Output) -> anyhow::Result<Outcome> {
         force: args.force,
         keep: args.keep,
     };
-    let bus = headroom_job::bus_under(&args.path);
-    let (plan, requests) = DiskRequest::plan(&target, &selection, bus.as_ref());
+    let server = args.remote.endpoint();
+    if server.is_some() && !args.path.is_absolute() {
+        bail!(
+            "PATH {} must be absolute with --remote: it names a directory on the server (example: headroom disk /tank/bench --remote nas.lan)",
+            args.path.display()
+        );
+    }
+    // The bus under a remote path is the server's: not known here.
+    let bus = if server.is_some() { None } else { headroom_job::bus_under(&args.path) };
+    let (mut plan, requests) = DiskRequest::plan(&target, &selection, bus.as_ref());
+    let mut runner = match server {
+        Some(server) => {
+            plan = plan.placed_at(&server.display());
+            Runner::new().with(RemoteEngine::new(EngineKind::Disk, server))
+        }
+        None => Runner::new().with(DiskEngine::new()),
+    };
     let mut bars = ProgressSink::new(out.progress && !out.json, out.iec, &plan);
     let mut seen = TargetSeen::default();
-    let mut runner = Runner::new().with(DiskEngine::new());
     let mut probes: Vec<Probe> = Vec::new();
     let mut failure: Option<String> = None;
     let mut fallback_warned = false;

@@ -9,6 +9,7 @@ pub mod link;
 pub mod meta;
 pub mod net;
 pub mod ping;
+pub mod remote;
 pub mod report;
 pub mod run;
 pub mod serve;

@@ -21,6 +21,9 @@ use std::path::{Path, PathBuf};
   headroom run                                      this machine: its disk and a loopback server (< 60 s)
   headroom run --server nas.lan --path /mnt/nas     the path to a NAS share (run `headroom serve` on the NAS)
   headroom run --server nas.lan --link 10gbe        hold the network against a 10 GbE ceiling
+  headroom run --server nas.lan --remote-path /tank/bench --path /mnt/nas
+                                                    both ends: the NAS's own disk (measured by the NAS),
+                                                    the network, the share as mounted here, both CPUs
   headroom run --goal read=223.4MB/s,write=150MB/s,iops=20k,latency-p99=2ms
   headroom run --label before-10gbe --save before.json
   headroom run --preset full --json > run.json
@@ -33,9 +36,14 @@ pub struct RunArgs {
     /// A `headroom serve` (or stock iperf3 -s) to measure the network against: HOST or HOST:PORT
     #[arg(long, value_name = "HOST[:PORT]")]
     pub server: Option<String>,
-    /// Directory whose filesystem the disk probes test (default: the current directory)
+    /// Directory whose filesystem the disk probes test (default: the current directory, or
+    /// none with --remote-path)
     #[arg(long, value_name = "DIR")]
     pub path: Option<PathBuf>,
+    /// Directory on the server whose disk the server measures itself (its `headroom serve`
+    /// needs --allow-path covering it)
+    #[arg(long, value_name = "DIR", requires = "server")]
+    pub remote_path: Option<PathBuf>,
     /// The narrowest link between client and server: a name (1gbe, 10gbe, 2.5gbe) or a rate (940Mb/s)
     #[arg(long, value_name = "SPEC", value_parser = LinkSpec::parse_network)]
     pub link: Option<LinkSpec>,
@@ -77,17 +85,25 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
             bail!("--server '{s}' is not HOST or HOST:PORT (example: --server nas.lan or --server 192.168.1.10:5201)");
         }
     }
-    let path = match &args.path {
-        Some(p) => p.clone(),
-        None => std::env::current_dir().context("--path: cannot read the current directory")?,
+    let path = match (&args.path, &args.remote_path) {
+        (Some(p), _) => Some(p.clone()),
+        (None, Some(_)) => None,
+        (None, None) => Some(std::env::current_dir().context("--path: cannot read the current directory")?),
     };
-    let meta = std::fs::metadata(&path)
-        .with_context(|| format!("--path {}: cannot use it (example: --path /mnt/nas)", path.display()))?;
-    if !meta.is_dir() {
-        bail!(
-            "--path {} is not a directory; run tests a directory's filesystem (example: --path /mnt/nas)",
-            path.display()
-        );
+    if let Some(path) = &path {
+        let meta = std::fs::metadata(path)
+            .with_context(|| format!("--path {}: cannot use it (example: --path /mnt/nas)", path.display()))?;
+        if !meta.is_dir() {
+            bail!(
+                "--path {} is not a directory; run tests a directory's filesystem (example: --path /mnt/nas)",
+                path.display()
+            );
+        }
+    }
+    if let Some(remote) = &args.remote_path {
+        if !remote.is_absolute() {
+            bail!("--remote-path {} must be absolute: it names a directory on the server (example: --remote-path /tank/bench)", remote.display());
+        }
     }
     if let Some(save) = &args.save {
         crate::output::check_output_file("--save", save, "run.json")?;
@@ -102,6 +118,7 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
         server: args.server.clone(),
         token: args.token.clone(),
         path,
+        remote_path: args.remote_path.clone(),
         link: args.link.clone(),
         preset,
         cpu: args.cpu,

@@ -5,6 +5,7 @@
 
 use crate::output::{Outcome, Output};
 use anyhow::{bail, Context};
+use headroom_job::ServedProbes;
 use headroom_net::{check_bind_policy, Server, ServerConfig};
 use headroom_report::present;
 use headroom_units::DurationArg;
@@ -19,9 +20,18 @@ use std::time::Duration;
   headroom serve --bind 0.0.0.0 --token s3cret    reachable from the LAN; clients pass --token s3cret
   headroom serve --bind 0.0.0.0 --no-auth --iperf3   also serve stock `iperf3 -c` clients
   headroom serve --once --port 5300               exit after one test
+  headroom serve --bind 0.0.0.0 --token s3cret --allow-path /tank/bench
+                                                  clients may also run disk probes in /tank/bench
+                                                  (`headroom disk /tank/bench --remote HOST`)
 
 One port carries TCP and UDP for both headroom and iperf3 clients. Logs one
-line per test on stdout: peer, protocol, test, streams, duration, bytes.")]
+line per test on stdout: peer, protocol, test, streams, duration, bytes.
+
+Clients with the token may also run CPU kernels here (`headroom cpu --remote`),
+read this machine's inventory (`headroom sys --remote`) and, only under an
+--allow-path directory, disk probes: headroom creates its own test file there
+and removes it when the probe ends, when the client is lost, or (after a kill)
+when the server starts again. One remote probe runs at a time.")]
 pub struct ServeArgs {
     /// Address to listen on (127.0.0.1 unless told otherwise)
     #[arg(long, default_value = "127.0.0.1")]
@@ -50,6 +60,9 @@ pub struct ServeArgs {
     /// Exit after the first test
     #[arg(long)]
     pub once: bool,
+    /// Let clients run disk probes in this directory (repeatable); none by default
+    #[arg(long, value_name = "DIR")]
+    pub allow_path: Vec<std::path::PathBuf>,
 }
 
 pub fn run(args: &ServeArgs, out: &Output) -> anyhow::Result<Outcome> {
@@ -74,7 +87,17 @@ pub fn run(args: &ServeArgs, out: &Output) -> anyhow::Result<Outcome> {
         bail!("--max-duration must be above zero (example: --max-duration 10m)");
     }
     check_bind_policy(args.bind, args.token.as_deref(), args.no_auth).map_err(anyhow::Error::msg)?;
+    let probes = ServedProbes::new(&args.allow_path).map_err(anyhow::Error::msg)?;
+    let disk_dirs: Vec<String> = probes.allowed().iter().map(|d| d.display().to_string()).collect();
     let json = out.json;
+    let log = move |line: &str| {
+        let mut o = std::io::stdout().lock();
+        let _ = o.write_all(present::net::serve_log_line(line, json).as_bytes());
+        let _ = o.flush();
+    };
+    for stale in probes.remove_stale_test_files() {
+        log(&format!("removed {}, left by a headroom that was killed", stale.display()));
+    }
     let cfg = ServerConfig {
         bind: args.bind,
         port: args.port,
@@ -84,15 +107,15 @@ pub fn run(args: &ServeArgs, out: &Output) -> anyhow::Result<Outcome> {
         max_duration: args.max_duration.0,
         idle_timeout: args.idle_timeout.0,
         once: args.once,
-        log: Arc::new(move |line: &str| {
-            let mut o = std::io::stdout().lock();
-            let _ = o.write_all(present::net::serve_log_line(line, json).as_bytes());
-            let _ = o.flush();
-        }),
+        log: Arc::new(log),
+        probes: Some(Arc::new(probes)),
     };
     let iperf3 = cfg.allow_iperf3;
     let server = Server::bind(cfg).with_context(|| format!("--bind {} --port {}", args.bind, args.port))?;
-    eprint!("{}", present::net::serve_banner(&server.local_addr().to_string(), args.token.is_some(), iperf3));
+    eprint!(
+        "{}",
+        present::net::serve_banner(&server.local_addr().to_string(), args.token.is_some(), iperf3, &disk_dirs)
+    );
     server.run(crate::signals::stop_flag())?;
     Ok(Outcome::Ok)
 }

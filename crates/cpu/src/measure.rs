@@ -153,6 +153,7 @@ impl Measurement {
             self.kernel.name()
         };
         Probe {
+            host: None,
             id: self.probe_id(),
             name,
             spec: ProbeSpec::Cpu(CpuSpec {

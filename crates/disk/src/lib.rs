@@ -36,7 +36,8 @@ pub use probe::{honesty_warnings, BusCeiling};
 pub use probe_engine::{DiskEngine, DiskRequest, DiskTarget};
 pub use run::{run_test, RunSettings, TestOutcome};
 pub use safety::probe_signatures;
-pub use target::{remove_test_files_now, PreparedTarget, TargetOptions};
+pub use safety::under_any;
+pub use target::{remove_stale_test_files, remove_test_files_now, PreparedTarget, TargetOptions};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -123,6 +123,7 @@ pub fn to_probe(
         details.insert("stopped_early".into(), serde_json::json!(true));
     }
     Probe {
+        host: None,
         id: def.id.clone(),
         name: def.name.clone(),
         spec: ProbeSpec::Disk(DiskSpec {

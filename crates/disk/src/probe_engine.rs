@@ -81,12 +81,44 @@ impl DiskRequest {
 #[derive(Default)]
 pub struct DiskEngine {
     prepared: Option<(DiskTarget, PreparedTarget)>,
+    /// `headroom serve --allow-path`: test files only, in these directories.
+    confined_to: Option<Vec<PathBuf>>,
 }
 
 impl DiskEngine {
     /// An engine with nothing prepared yet.
     pub fn new() -> Self {
-        DiskEngine { prepared: None }
+        DiskEngine { prepared: None, confined_to: None }
+    }
+
+    /// An engine that only creates test files, and only in one of `roots`
+    /// (canonical paths) or below: the far end's engine, for requests that
+    /// come from the network.
+    pub fn confined_to(roots: Vec<PathBuf>) -> Self {
+        DiskEngine { prepared: None, confined_to: Some(roots) }
+    }
+
+    /// Refuses a prepared target outside the confinement, judged on the
+    /// descriptor it holds (not the path: a symlink swapped in between cannot
+    /// lead out). Dropping the refused target removes its test file.
+    fn check_confined(&self, prepared: &PreparedTarget) -> Result<(), ProbeError> {
+        let Some(roots) = &self.confined_to else { return Ok(()) };
+        if prepared.kind != TargetKind::TestFile {
+            return Err(ProbeError::Usage(format!(
+                "'{}' is not a directory: remote disk probes only create test files in an allowed directory",
+                prepared.path.display()
+            )));
+        }
+        let real = prepared.resolved_path().map_err(|e| ProbeError::Failed(format!("where is the test file: {e}")))?;
+        if crate::safety::under_any(&real, roots) {
+            Ok(())
+        } else {
+            Err(ProbeError::Usage(format!(
+                "'{}' leads to {}, outside every --allow-path of this server",
+                prepared.path.display(),
+                real.parent().unwrap_or(&real).display()
+            )))
+        }
     }
 
     /// Prepares `target` for `tests`: creates it, checks each test against it
@@ -113,6 +145,7 @@ impl DiskEngine {
             },
         )
         .map_err(disk_error)?;
+        self.check_confined(&prepared)?;
         let shown = prepared.path.display().to_string();
         // Announced before the (long) layout, so a kill during it leaves a record.
         if prepared.path.file_name().is_some_and(|n| n.to_string_lossy() == test_file_name()) {
@@ -201,9 +234,17 @@ impl ProbeEngine for DiskEngine {
                 ..LiveSample::default()
             })
         };
+        let cpu_before = headroom_sys::CpuSnapshot::take();
         let outcome = run_test(target, &req.test, req.settings, stop, &mut on_tick).map_err(disk_error)?;
+        let cpu_load = cpu_before.and_then(|before| Some(headroom_sys::CpuSnapshot::take()?.load_since(&before)));
         let warnings = honesty_warnings(&outcome, target, req.bus.as_ref());
-        let probe = to_probe(&outcome, target, req.settings, warnings);
+        let mut probe = to_probe(&outcome, target, req.settings, warnings);
+        if let Some(load) = cpu_load {
+            // This machine's cores over the test (its I/O threads have ended:
+            // they count in the process total, not per thread).
+            let load = serde_json::to_value(load).expect("a CPU load is plain data");
+            probe.details.insert(headroom_result::details::cpu_load_key(headroom_result::Side::Local).into(), load);
+        }
         Ok(Measured {
             probe,
             started_unix: started_unix + req.test.ramp.as_secs_f64(),

@@ -18,6 +18,12 @@ use std::path::{Path, PathBuf};
 
 use libblkid_rs::{BlkidProbe, BlkidProbeRet, BlkidSublks, BlkidSublksFlags};
 
+/// Whether `path` (canonical) is one of `roots` (canonical) or below one.
+/// Compared by components, so `/tank/bench2` is not under `/tank/bench`.
+pub fn under_any(path: &Path, roots: &[PathBuf]) -> bool {
+    roots.iter().any(|root| path.starts_with(root))
+}
+
 /// One signature libblkid found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Signature {

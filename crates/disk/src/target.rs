@@ -156,6 +156,31 @@ pub fn test_file_name() -> String {
     format!("headroom-disk-{}.tmp", std::process::id())
 }
 
+/// The process id in a test file's name, when `name` is one.
+fn test_file_owner(name: &str) -> Option<u32> {
+    let pid = name.strip_prefix("headroom-disk-")?.strip_suffix(".tmp")?;
+    pid.bytes().all(|b| b.is_ascii_digit()).then(|| pid.parse().ok()).flatten()
+}
+
+/// Removes the test files a killed headroom left in `dir` (the directory of
+/// a `serve --allow-path`, when the server starts): regular files named as
+/// headroom names its test files whose process is gone. Nothing else is
+/// touched. Returns the paths removed.
+pub fn remove_stale_test_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(test_file_owner) else { continue };
+        let alive = Path::new(&format!("/proc/{pid}")).exists();
+        let regular = entry.file_type().is_ok_and(|t| t.is_file());
+        if !alive && regular && std::fs::remove_file(entry.path()).is_ok() {
+            removed.push(entry.path());
+        }
+    }
+    removed
+}
+
 const FREE_SPACE_MARGIN: u64 = 64 << 20;
 
 /// Opens what `path` names (following symlinks: the user chose the path)
@@ -369,6 +394,12 @@ impl PreparedTarget {
                 self.dio_align_source = "logical_block_size";
             }
         }
+    }
+
+    /// Where the held descriptor really is, every symlink resolved (the
+    /// kernel's name for it), whatever PATH leads to now.
+    pub fn resolved_path(&self) -> io::Result<PathBuf> {
+        std::fs::read_link(format!("/proc/self/fd/{}", self.file.as_raw_fd()))
     }
 
     /// Whether the test file must be written before tests run (a new test file).
@@ -586,4 +617,39 @@ pub fn ram_bytes() -> u64 {
     // totalram is a C unsigned long: u64 here, u32 on 32-bit targets.
     #[allow(clippy::useless_conversion)]
     u64::from(info.totalram).saturating_mul(u64::from(info.mem_unit))
+}
+
+#[cfg(test)]
+mod stale_tests {
+    use super::*;
+
+    #[test]
+    fn only_test_file_names_have_an_owner() {
+        assert_eq!(test_file_owner("headroom-disk-123.tmp"), Some(123));
+        for other in [
+            "headroom-disk-.tmp",
+            "headroom-disk-12x.tmp",
+            "headroom-disk-123.tmp.bak",
+            "data.tmp",
+            "headroom-disk-99999999999.tmp",
+        ] {
+            assert_eq!(test_file_owner(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn stale_test_files_go_and_everything_else_stays() {
+        let dir = std::env::temp_dir().join(format!("headroom-stale-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // pid 2^22+1 is above the kernel's pid_max limit: never alive.
+        let dead = dir.join("headroom-disk-4194305.tmp");
+        let ours = dir.join(test_file_name());
+        let theirs = dir.join("headroom-disk-notes.txt");
+        for f in [&dead, &ours, &theirs] {
+            std::fs::write(f, b"x").unwrap();
+        }
+        assert_eq!(remove_stale_test_files(&dir), vec![dead.clone()]);
+        assert!(!dead.exists() && ours.exists() && theirs.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -9,16 +9,20 @@
 //!   ([`path`]);
 //! - the post-processing every command applies to measured probes: the
 //!   write-cliff check, the share of the link, the CPU kernel against the
-//!   link ([`post`]).
+//!   link ([`post`]);
+//! - the far end: the disk and CPU probes `headroom serve` runs for clients,
+//!   confined to its `--allow-path` directories ([`ServedProbes`]).
 //!
 //! What it must not do: print, draw progress bars or parse command lines.
 //! Progress reaches the caller through the [`headroom_runner::Sink`]s it
 //! hands in; Ctrl-C through the stop flag.
 
+mod far_end;
 mod main_job;
 mod path;
 mod post;
 
+pub use far_end::ServedProbes;
 pub use main_job::{
     cpu_hop_plan, disk_plan_of_preset, judge, main_job, net_plan_of_preset, JobError, JobSettings, Preset, StepSinks,
 };

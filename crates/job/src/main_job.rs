@@ -9,10 +9,12 @@ use crate::path::{bus_under, link_towards};
 use crate::post::{cpu_probe_with_link, with_write_cliff};
 use headroom_analysis::{annotate, evaluate, BadLinkSpec, Goal, GoalResult, LinkSpec, LinkTarget, PathHints};
 use headroom_cpu::{BufferSpec, CpuEngine, CpuRequest};
-use headroom_disk::{DiskEngine, DiskRequest, DiskTarget, TestChoice};
-use headroom_net::{NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, ThroughputSpec, TrafficDirection};
+use headroom_disk::{BusCeiling, DiskEngine, DiskRequest, DiskTarget, TestChoice};
+use headroom_net::{
+    Endpoint, NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, RemoteEngine, ThroughputSpec, TrafficDirection,
+};
 use headroom_result::{Host, Probe, ResultDoc, Warning, WarningCode};
-use headroom_runner::{Plan, ProbeError, ProbeRun, Runner, Sink};
+use headroom_runner::{EngineKind, Plan, ProbeError, ProbeRun, Runner, Sink};
 use headroom_units::{DurationArg, Size};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,8 +38,12 @@ pub struct JobSettings {
     pub server: Option<String>,
     /// Token of a server that requires one.
     pub token: Option<String>,
-    /// Directory whose filesystem the disk probes test.
-    pub path: PathBuf,
+    /// Directory whose filesystem the disk probes test here (a mounted share
+    /// for the client's view); None: no disk probes here.
+    pub path: Option<PathBuf>,
+    /// Directory on the server (`--server`) whose disk the server itself
+    /// measures (`headroom serve --allow-path` must cover it).
+    pub remote_path: Option<PathBuf>,
     /// `--link`: the narrowest link between client and server.
     pub link: Option<LinkSpec>,
     /// Quick or full.
@@ -70,7 +76,8 @@ fn failed(what: &str, e: impl std::fmt::Display) -> JobError {
 /// 256 MiB file, so the no-argument run stays under a minute; its 250 ms
 /// samples give each test 8, enough for `compare` to tell a difference from
 /// noise (2 one-second samples never can). full is CrystalDiskMark's set.
-pub fn disk_plan_of_preset(path: &Path, preset: Preset) -> Result<Plan, JobError> {
+/// `bus` is the ceiling of the bus under `path`, when it is known.
+pub fn disk_plan_of_preset(path: &Path, preset: Preset, bus: Option<&BusCeiling>) -> Result<Plan, JobError> {
     let choice = match preset {
         Preset::Full => TestChoice { preset: Some("cdm".into()), ..TestChoice::default() },
         Preset::Quick => TestChoice {
@@ -91,7 +98,7 @@ pub fn disk_plan_of_preset(path: &Path, preset: Preset) -> Result<Plan, JobError
         force: false,
         keep: false,
     };
-    Ok(DiskRequest::plan(&target, &selection, bus_under(path).as_ref()).0)
+    Ok(DiskRequest::plan(&target, &selection, bus).0)
 }
 
 /// The network tests of a preset against `server`: one stream each way
@@ -229,23 +236,63 @@ fn network_step(
         ),
     };
     let server = settings.server.clone().unwrap_or_else(|| loopback.as_ref().expect("started above").addr.to_string());
-    let (host, port) = headroom_net::split_host_port(&server).map_err(|e| failed("--server", e))?;
-    let server = NetServer {
-        host,
-        port: port.unwrap_or(headroom_net::DEFAULT_PORT),
-        token: settings.token.clone(),
-        timeout: Duration::from_secs(5),
-        protocol: ProtocolChoice::Auto,
-        session_per_test: false,
-    };
+    let Endpoint { host, port, token, timeout } = endpoint(&server, settings.token.clone())?;
+    let server = NetServer { host, port, token, timeout, protocol: ProtocolChoice::Auto, session_per_test: false };
     let runs = run_step(runner, &net_plan_of_preset(&server, settings.preset), stop, sinks, false);
     runner.finish();
     check_stopped(stop)?;
     net_probes(runs, &server)
 }
 
-/// Runs the main job: the CPU hop (when asked), the network, the disk; each
-/// step's progress goes to the sink `sinks` makes for its plan. Returns the
+/// `HOST[:PORT]` with the default port and the connect timeout of `run`.
+fn endpoint(server: &str, token: Option<String>) -> Result<Endpoint, JobError> {
+    let (host, port) = headroom_net::split_host_port(server).map_err(|e| failed("--server", e))?;
+    Ok(Endpoint { host, port: port.unwrap_or(headroom_net::DEFAULT_PORT), token, timeout: Duration::from_secs(5) })
+}
+
+/// A disk step: `plan` on `runner`, the test files removed after it; the
+/// probes with their write-cliff check, and the step's warnings.
+fn disk_step(
+    runner: &mut Runner,
+    plan: &Plan,
+    what: &str,
+    stop: &AtomicBool,
+    sinks: &mut StepSinks<'_>,
+) -> Result<(Vec<Probe>, Vec<Warning>), JobError> {
+    let runs = run_step(runner, plan, stop, sinks, true);
+    let warnings: Vec<Warning> = runner.warnings().to_vec();
+    runner.finish(); // removes the test file
+    check_stopped(stop)?;
+    let mut probes = Vec::new();
+    for run in &runs {
+        if let Some(e) = run.error() {
+            return Err(failed(what, e));
+        }
+        probes.extend(run.probe().cloned().map(with_write_cliff));
+    }
+    Ok((probes, warnings))
+}
+
+/// The far end's own disk at `remote_path`, measured by the server, and the
+/// server's inventory for the document's `peers`.
+fn far_end_step(
+    settings: &JobSettings,
+    remote_path: &Path,
+    stop: &AtomicBool,
+    sinks: &mut StepSinks<'_>,
+) -> Result<(Vec<Probe>, Host), JobError> {
+    let server = settings.server.as_deref().ok_or_else(|| failed("--remote-path", "needs --server HOST"))?;
+    let server = endpoint(server, settings.token.clone())?;
+    let peer = headroom_net::remote_inventory(&server).map_err(|e| failed("the server's inventory", e))?;
+    let plan = disk_plan_of_preset(remote_path, settings.preset, None)?.placed_at(&server.display());
+    let mut runner = Runner::new().with(RemoteEngine::new(EngineKind::Disk, server));
+    let (probes, _) = disk_step(&mut runner, &plan, "the server's disk probes", stop, sinks)?;
+    Ok((probes, peer))
+}
+
+/// Runs the main job: the CPU hop (when asked), the network, the server's
+/// own disk (with `remote_path`), the disk here (with `path`); each step's
+/// progress goes to the sink `sinks` makes for its plan. Returns the
 /// measured document, not yet analysed ([`judge`] does that).
 pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks<'_>) -> Result<ResultDoc, JobError> {
     let started_at = headroom_result::now_rfc3339();
@@ -253,21 +300,24 @@ pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks
     let mut runner = Runner::new().with(CpuEngine::new()).with(NetEngine::new()).with(DiskEngine::new());
 
     let mut probes: Vec<Probe> = Vec::new();
+    let mut warnings: Vec<Warning> = Vec::new();
+    let mut peers = Vec::new();
     if settings.cpu || settings.preset == Preset::Full {
         let runs = run_step(&mut runner, &cpu_hop_plan(&host)?, stop, sinks, true);
         check_stopped(stop)?;
         probes.extend(cpu_probes(runs, settings.link.as_ref(), &host)?);
     }
     probes.extend(network_step(&mut runner, settings, stop, sinks)?);
-    let runs = run_step(&mut runner, &disk_plan_of_preset(&settings.path, settings.preset)?, stop, sinks, true);
-    let warnings: Vec<Warning> = runner.warnings().to_vec();
-    runner.finish(); // removes the test file
-    check_stopped(stop)?;
-    for run in &runs {
-        if let Some(e) = run.error() {
-            return Err(failed("disk probes", e));
-        }
-        probes.extend(run.probe().cloned().map(with_write_cliff));
+    if let Some(remote_path) = &settings.remote_path {
+        let (far, peer) = far_end_step(settings, remote_path, stop, sinks)?;
+        probes.extend(far);
+        peers.push(peer);
+    }
+    if let Some(path) = &settings.path {
+        let plan = disk_plan_of_preset(path, settings.preset, bus_under(path).as_ref())?;
+        let (here, step_warnings) = disk_step(&mut runner, &plan, "disk probes", stop, sinks)?;
+        probes.extend(here);
+        warnings.extend(step_warnings);
     }
 
     let mut doc = ResultDoc::new(started_at);
@@ -275,6 +325,7 @@ pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks
     doc.host = host;
     doc.probes = probes;
     doc.warnings = warnings;
+    doc.peers = peers;
     Ok(doc)
 }
 

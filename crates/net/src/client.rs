@@ -55,6 +55,8 @@ pub struct Session {
     pub target: Endpoint,
     /// The server's headroom version.
     pub server_version: String,
+    /// Whether the server runs disk and CPU probes for clients.
+    pub runs_probes: bool,
 }
 
 pub(crate) fn open_stream(peer: SocketAddr, timeout: Duration, hello: &Hello) -> Result<TcpStream, NetError> {
@@ -103,8 +105,8 @@ impl Session {
             reply = answer_challenge(&mut control, target, nonce)?;
         }
         match reply {
-            Reply::Welcome { session, server_version, .. } => {
-                Ok(Session { control, key: session, peer, target: target.clone(), server_version })
+            Reply::Welcome { session, server_version, probes, .. } => {
+                Ok(Session { control, key: session, peer, target: target.clone(), server_version, runs_probes: probes })
             }
             Reply::Refused { reason } => Err(NetError::Refused(format!("{}: {reason}", target.display()))),
             other => Err(NetError::Protocol(format!("unexpected {other:?}"))),

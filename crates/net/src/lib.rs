@@ -9,7 +9,10 @@
 //!   measurement loop behind a `Protocol` seam (`throughput/`);
 //! - `headroom ping`: [`tcp_connect_series`], [`connect_once`];
 //! - the server: [`Server`], [`ServerConfig`], [`check_bind_policy`]
-//!   (`server/`: accept loop, admission, headroom side, iperf3 side, UDP);
+//!   (`server/`: accept loop, admission, headroom side, iperf3 side, UDP,
+//!   and the far end's probes a [`ProbeHost`] runs for clients);
+//! - remote probes from the near end: [`RemoteEngine`] (a Runner engine whose
+//!   probes run on a `headroom serve`), [`remote_inventory`];
 //! - what was measured as `headroom_result::Probe`s: [`throughput_probe`],
 //!   [`rr_probe`], [`echo_probe`], [`connect_probe`];
 //! - the two wire formats as public modules, for peers and the fuzzers:
@@ -33,6 +36,7 @@ mod ping;
 mod probe;
 mod probe_engine;
 mod process_cpu;
+mod remote;
 mod server;
 mod socket;
 mod stats;
@@ -48,7 +52,8 @@ pub use ping::{connect_once, tcp_connect_series, ConnectResult};
 pub use probe::{connect_probe, echo_probe, rr_probe, throughput_id, throughput_probe};
 pub use probe_engine::{probe_error, NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice};
 pub use process_cpu::CpuUse;
-pub use server::{check_bind_policy, Server, ServerConfig, ServerHandle};
+pub use remote::{remote_inventory, RemoteEngine};
+pub use server::{check_bind_policy, ProbeHost, Server, ServerConfig, ServerHandle, MAX_PLAN};
 pub use socket::{DEFAULT_TCP_LEN, DEFAULT_UDP_LEN};
 pub use stats::{LatencyRecorder, UdpRecvStats, UdpRecvSummary};
 pub use tcpinfo::TcpInfo;

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 fn probe(id: String, name: String, spec: ProbeSpec, summary: Summary) -> Probe {
     Probe {
+        host: None,
         id,
         name,
         spec,

@@ -21,6 +21,8 @@
 //! [`AuthAnswer`]: its own nonce and HMAC-SHA256 keyed with the token over
 //! [`AUTH_CONTEXT`], the server nonce and the client nonce ([`auth_proof`]).
 
+use headroom_result::{Host, Warning};
+use headroom_runner::{LiveSample, Measured, PrepareEvent, ProbeError, ProbeRequest};
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
@@ -33,6 +35,9 @@ pub const MAGIC: &[u8; 8] = b"HEADROOM";
 pub const GREETING_LEN: usize = 12;
 /// Largest JSON frame either side accepts.
 pub const MAX_FRAME: u32 = 64 * 1024;
+/// Largest frame a client accepts from a server for a remote probe's result
+/// or an inventory: an hour of per-second samples and a histogram fit.
+pub const MAX_RESULT_FRAME: u32 = 32 << 20;
 /// Session keys are 16 random bytes.
 pub const KEY_LEN: usize = 16;
 /// Largest request/response message size.
@@ -209,10 +214,28 @@ pub enum Request {
         #[serde(default)]
         rate_bits: Option<f64>,
     },
-    /// Stop the running test and report.
+    /// Stop the running test (or remote probe) and report.
     End,
     /// Leave.
     Bye,
+    /// Send this machine's inventory (`headroom sys --remote`).
+    Inventory,
+    /// Prepare to run these probe requests here (lay out test files, check
+    /// every request against the server's rules); replaces an earlier plan
+    /// and removes its test files. Answered by `Event`s, then `Prepared` or
+    /// `Failed`.
+    Plan {
+        /// The requests, each one to be run later with `Run`.
+        requests: Vec<ProbeRequest>,
+    },
+    /// Run one request of the plan. Answered by `Sample`s, then `Measured` or
+    /// `Failed`; an `End` meanwhile stops it early.
+    Run {
+        /// The request, as it was in the plan.
+        request: ProbeRequest,
+    },
+    /// The plan is over: remove its test files. Answered by `Finished`.
+    Finish,
 }
 
 /// Server messages on a control connection.
@@ -234,6 +257,10 @@ pub enum Reply {
         max_duration_ms: u64,
         /// Most streams per direction it accepts.
         max_streams: u32,
+        /// Whether it runs disk and CPU probes and sends its inventory for
+        /// clients (`Plan`, `Run`, `Inventory`); older servers leave it out.
+        #[serde(default)]
+        probes: bool,
     },
     /// No: the reason is for the user.
     Refused {
@@ -249,6 +276,29 @@ pub enum Reply {
     Started,
     /// What the server measured in the test.
     Result(ServerReport),
+    /// This machine's inventory.
+    Inventory(Box<Host>),
+    /// A remote plan's preparation event (test file created, layout progress, target).
+    Event {
+        /// The event, as the server's engine reported it.
+        event: PrepareEvent,
+    },
+    /// The plan is prepared.
+    Prepared {
+        /// Warnings about the whole plan (e.g. the test file's layout).
+        warnings: Vec<Warning>,
+    },
+    /// One live sample of the running remote probe.
+    Sample(LiveSample),
+    /// The remote probe's result.
+    Measured(Box<Measured>),
+    /// The remote plan or probe ended without a result.
+    Failed {
+        /// Why, as the server's engine said it.
+        error: ProbeError,
+    },
+    /// The plan's test files are removed.
+    Finished,
 }
 
 /// What the server measured in one test.

@@ -68,6 +68,11 @@ pub struct ResultDoc {
     /// What a `headroom soak` found over its run (gaps, events, detections).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub soak: Option<Soak>,
+    /// The inventories of the other machines that ran probes of this
+    /// document (`headroom serve` at the far end), matched to probes by
+    /// `Probe.host` = `Host.hostname`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub peers: Vec<Host>,
 }
 
 /// The program that wrote the document.
@@ -111,9 +116,19 @@ pub struct Probe {
     /// (e.g. TCP_INFO counters, the equivalent fio command line).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub details: BTreeMap<String, serde_json::Value>,
+    /// The hostname of the machine the probe ran on, when it is not the
+    /// document's `host`: a `headroom serve` that ran it for this client (its
+    /// inventory is in `peers`). Absent: it ran on `host`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 impl Probe {
+    /// Whether the probe ran on another machine than the document's host.
+    pub fn ran_remotely(&self) -> bool {
+        self.host.is_some()
+    }
+
     /// The probe's kind as written in the document: disk, net, ping or cpu.
     pub fn kind(&self) -> ProbeKind {
         match self.spec {
@@ -391,6 +406,7 @@ impl ResultDoc {
             verdict: None,
             warnings: Vec::new(),
             soak: None,
+            peers: Vec::new(),
         }
     }
 

@@ -12,6 +12,13 @@ pub trait ProbeEngine {
     /// The requests this engine runs.
     fn kind(&self) -> EngineKind;
 
+    /// Where its probes run: None on this machine, else the `HOST[:PORT]` of
+    /// the server that runs them (a remote engine). The Runner hands an
+    /// engine the requests of its kind whose [`ProbeRequest::at`] is this.
+    fn place(&self) -> Option<&str> {
+        None
+    }
+
     /// Called once before the first of `requests` (all of this engine's
     /// requests in the plan) runs: create and lay out files, connect to
     /// servers, check every request so mistakes cost no time. Returns

@@ -85,6 +85,11 @@ pub struct ProbeRequest {
     pub expected: Expected,
     /// The engine's own parameters (e.g. headroom-disk's `DiskRequest`).
     pub params: serde_json::Value,
+    /// Where it runs: None here, else the `HOST[:PORT]` of the `headroom
+    /// serve` that runs it (the engine placed there, see
+    /// [`crate::ProbeEngine::place`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
 }
 
 impl ProbeRequest {
@@ -95,7 +100,14 @@ impl ProbeRequest {
             label: label.into(),
             expected,
             params: serde_json::to_value(params).expect("engine parameters are plain data"),
+            at: None,
         }
+    }
+
+    /// The same request, run by the `headroom serve` at `server` (`HOST[:PORT]`).
+    pub fn placed_at(mut self, server: impl Into<String>) -> Self {
+        self.at = Some(server.into());
+        self
     }
 
     /// The engine's parameters, read back as its own type.

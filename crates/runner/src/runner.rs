@@ -34,6 +34,11 @@ impl Plan {
         self.requests.extend(other.requests);
     }
 
+    /// The same plan, every request run by the `headroom serve` at `server`.
+    pub fn placed_at(self, server: &str) -> Plan {
+        Plan { requests: self.requests.into_iter().map(|r| r.placed_at(server)).collect() }
+    }
+
     /// Number of requests.
     pub fn len(&self) -> usize {
         self.requests.len()
@@ -44,8 +49,25 @@ impl Plan {
         self.requests.is_empty()
     }
 
-    fn of_engine(&self, kind: EngineKind) -> Vec<&ProbeRequest> {
-        self.requests.iter().filter(|r| r.engine == kind).collect()
+    fn of_engine(&self, key: &EngineKey) -> Vec<&ProbeRequest> {
+        self.requests.iter().filter(|r| EngineKey::of(r) == *key).collect()
+    }
+}
+
+/// An engine's identity in a runner: its kind and where it runs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct EngineKey {
+    kind: EngineKind,
+    at: Option<String>,
+}
+
+impl EngineKey {
+    fn of(request: &ProbeRequest) -> Self {
+        EngineKey { kind: request.engine, at: request.at.clone() }
+    }
+
+    fn of_engine(engine: &dyn ProbeEngine) -> Self {
+        EngineKey { kind: engine.kind(), at: engine.place().map(str::to_string) }
     }
 }
 
@@ -53,7 +75,7 @@ impl Plan {
 #[derive(Default)]
 pub struct Runner<'e> {
     engines: Vec<Box<dyn ProbeEngine + 'e>>,
-    prepared: HashMap<EngineKind, Result<(), ProbeError>>,
+    prepared: HashMap<EngineKey, Result<(), ProbeError>>,
     warnings: Vec<Warning>,
 }
 
@@ -63,9 +85,10 @@ impl<'e> Runner<'e> {
         Runner { engines: Vec::new(), prepared: HashMap::new(), warnings: Vec::new() }
     }
 
-    /// Adds an engine (the last one added for a kind wins).
+    /// Adds an engine (the last one added for a kind and place wins).
     pub fn with(mut self, engine: impl ProbeEngine + 'e) -> Self {
-        self.engines.retain(|e| e.kind() != engine.kind());
+        let key = EngineKey::of_engine(&engine);
+        self.engines.retain(|e| EngineKey::of_engine(e.as_ref()) != key);
         self.engines.push(Box::new(engine));
         self
     }
@@ -78,40 +101,41 @@ impl<'e> Runner<'e> {
     /// Prepares every engine `plan` needs now rather than before its first
     /// request (a soak lays out its test file before the first turn).
     pub fn prepare(&mut self, plan: &Plan, stop: &AtomicBool, sinks: &mut [&mut dyn Sink]) -> Result<(), ProbeError> {
-        let mut kinds: Vec<EngineKind> = plan.requests.iter().map(|r| r.engine).collect();
-        kinds.dedup();
-        for kind in kinds {
-            self.prepare_engine(kind, plan, stop, sinks)?;
+        let mut keys: Vec<EngineKey> = plan.requests.iter().map(EngineKey::of).collect();
+        keys.dedup();
+        for key in keys {
+            self.prepare_engine(&key, plan, stop, sinks)?;
         }
         Ok(())
     }
 
     fn prepare_engine(
         &mut self,
-        kind: EngineKind,
+        key: &EngineKey,
         plan: &Plan,
         stop: &AtomicBool,
         sinks: &mut [&mut dyn Sink],
     ) -> Result<(), ProbeError> {
-        if let Some(done) = self.prepared.get(&kind) {
+        if let Some(done) = self.prepared.get(key) {
             return done.clone();
         }
-        let engine = self.engine(kind)?;
-        let outcome = engine.prepare(&plan.of_engine(kind), stop, &mut |event| {
+        let engine = self.engine(key)?;
+        let outcome = engine.prepare(&plan.of_engine(key), stop, &mut |event| {
             for sink in sinks.iter_mut() {
                 sink.prepared(event);
             }
         });
         let done = outcome.map(|warnings| self.warnings.extend(warnings));
-        self.prepared.insert(kind, done.clone());
+        self.prepared.insert(key.clone(), done.clone());
         done
     }
 
-    fn engine(&mut self, kind: EngineKind) -> Result<&mut Box<dyn ProbeEngine + 'e>, ProbeError> {
-        self.engines
-            .iter_mut()
-            .find(|e| e.kind() == kind)
-            .ok_or_else(|| ProbeError::Failed(format!("no {kind} engine in this runner")))
+    fn engine(&mut self, key: &EngineKey) -> Result<&mut Box<dyn ProbeEngine + 'e>, ProbeError> {
+        let found = self.engines.iter_mut().find(|e| EngineKey::of_engine(e.as_ref()) == *key);
+        found.ok_or_else(|| match &key.at {
+            None => ProbeError::Failed(format!("no {} engine in this runner", key.kind)),
+            Some(at) => ProbeError::Failed(format!("no {} engine for {at} in this runner", key.kind)),
+        })
     }
 
     /// Runs one request now (its engine prepared first with `plan`, if it was not yet).
@@ -123,16 +147,14 @@ impl<'e> Runner<'e> {
         stop: &AtomicBool,
         sinks: &mut [&mut dyn Sink],
     ) -> ProbeRun {
-        let prepared = self.prepare_engine(request.engine, plan, stop, sinks);
+        let key = EngineKey::of(request);
+        let prepared = self.prepare_engine(&key, plan, stop, sinks);
         let result = match prepared {
             Ok(()) => self.measure(index, request, stop, sinks),
             Err(e) => Err(e),
         };
-        let run = ProbeRun {
-            request: request.clone(),
-            started: self.prepared.get(&request.engine).is_some_and(Result::is_ok),
-            result,
-        };
+        let run =
+            ProbeRun { request: request.clone(), started: self.prepared.get(&key).is_some_and(Result::is_ok), result };
         for sink in sinks.iter_mut() {
             sink.probe_finished(index, &run);
         }
@@ -149,7 +171,7 @@ impl<'e> Runner<'e> {
         for sink in sinks.iter_mut() {
             sink.probe_started(index, request);
         }
-        let engine = self.engine(request.engine)?;
+        let engine = self.engine(&EngineKey::of(request))?;
         engine.run(request, stop, &mut |sample| {
             for sink in sinks.iter_mut() {
                 sink.sample(index, request, sample);

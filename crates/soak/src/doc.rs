@@ -270,6 +270,7 @@ fn summarise_probe(name: &str, cycles: &[&CycleRow], points: &[Point]) -> Probe 
         cycles.iter().filter_map(|c| c.result.clone().and_then(|r| serde_json::from_value(r).ok())).collect();
     let errors = cycles.iter().filter(|c| c.error.is_some()).count();
     let mut probe = results.last().cloned().unwrap_or_else(|| Probe {
+        host: None,
         id: String::new(),
         name: String::new(),
         spec: headroom_result::ProbeSpec::Disk(headroom_result::DiskSpec {

@@ -4,6 +4,7 @@
 //! and the request/response echo streams of a session.
 
 use super::admission::{DeadlineStream, PendingTicket};
+use super::probes::RemotePlan;
 use super::registry::{collect, Registration, SessionInfo, Shared};
 use super::test_watch::{log_test, watch_test, Ending};
 use super::ServerConfig;
@@ -104,11 +105,14 @@ pub(super) fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, s: &Arc<Shar
         server_version: env!("CARGO_PKG_VERSION").into(),
         max_duration_ms: s.cfg.max_duration.as_millis() as u64,
         max_streams: iperf3_wire::MAX_STREAMS,
+        probes: s.cfg.probes.is_some(),
     };
     if wire::write_frame(&mut conn, &welcome).is_err() {
         return;
     }
     let mut test_id = 0u32;
+    // Dropped with the session: its engines and test files go with it.
+    let mut remote = RemotePlan::default();
     loop {
         // Between tests a session may be silent for at most the idle timeout;
         // its RR and echo traffic counts as activity.
@@ -134,6 +138,11 @@ pub(super) fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, s: &Arc<Shar
             Request::Bye => return,
             // A late End after the server ended a test itself: already answered.
             Request::End => {}
+            probe @ (Request::Inventory | Request::Plan { .. } | Request::Run { .. } | Request::Finish) => {
+                if remote.answer(&mut conn, probe, &info, s).is_err() {
+                    return;
+                }
+            }
             Request::Test { udp, direction, streams, duration_ms, bytes, len, rate_bits } => {
                 test_id += 1;
                 let asked = TestAsked { udp, direction, streams, duration_ms, bytes, len, rate_bits };

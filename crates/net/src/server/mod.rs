@@ -19,6 +19,7 @@
 mod admission;
 mod headroom;
 mod iperf3;
+mod probes;
 mod registry;
 mod test_watch;
 mod udp;
@@ -28,6 +29,7 @@ use crate::iperf3 as iperf3_wire;
 use crate::socket::{wait_readable, POLL};
 use crate::wire::{self, Hello, Reply};
 use admission::{DeadlineStream, PendingTicket};
+pub use probes::{ProbeHost, MAX_PLAN};
 use registry::Shared;
 use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
@@ -57,6 +59,9 @@ pub struct ServerConfig {
     pub once: bool,
     /// Receives one line per test and per refusal.
     pub log: Arc<dyn Fn(&str) + Send + Sync>,
+    /// Runs disk and CPU probes and gives the inventory for clients; None:
+    /// network tests only.
+    pub probes: Option<Arc<dyn ProbeHost>>,
 }
 
 impl ServerConfig {
@@ -72,6 +77,7 @@ impl ServerConfig {
             idle_timeout: Duration::from_secs(10),
             once: false,
             log: Arc::new(|_| {}),
+            probes: None,
         }
     }
 }

@@ -55,6 +55,8 @@ pub(super) struct Shared {
     pub(super) epoch: Instant,
     pub(super) udp_waiters: Mutex<Vec<UdpWaiter>>,
     pub(super) next_waiter: AtomicU64,
+    /// Held while a remote probe runs: one at a time on the whole server.
+    pub(super) remote_probe: Mutex<()>,
 }
 
 impl Shared {
@@ -71,6 +73,7 @@ impl Shared {
             epoch: Instant::now(),
             udp_waiters: Default::default(),
             next_waiter: Default::default(),
+            remote_probe: Mutex::new(()),
         }
     }
 

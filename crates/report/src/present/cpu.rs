@@ -38,7 +38,9 @@ pub fn render(run: &CpuRun, style: Style) -> String {
     }
     let features: Vec<String> =
         features.iter().map(|f| format!("{} {}", f.name, if f.present { "yes" } else { "no" })).collect();
-    text += &format!("     {}\n", features.join(", "));
+    if !features.is_empty() {
+        text += &format!("     {}\n", features.join(", "));
+    }
     text += &format!(
         "{} {} {}: {}\n",
         style.bold("Link"),

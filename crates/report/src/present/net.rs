@@ -156,11 +156,12 @@ fn cpu_line(load: &CpuLoad) -> String {
 }
 
 /// `headroom serve`'s banner (stderr): where it listens and whom it serves.
-pub fn serve_banner(listening: &str, token_required: bool, iperf3: bool) -> String {
+pub fn serve_banner(listening: &str, token_required: bool, iperf3: bool, disk_dirs: &[String]) -> String {
     format!(
-        "headroom serve: listening on {listening} (TCP and UDP); headroom clients: {}; iperf3 clients: {}\n",
+        "headroom serve: listening on {listening} (TCP and UDP); headroom clients: {}; iperf3 clients: {}; disk probes: {}\n",
         if token_required { "token required" } else { "no authentication" },
-        if iperf3 { "served" } else { "refused (add --iperf3)" }
+        if iperf3 { "served" } else { "refused (add --iperf3)" },
+        if disk_dirs.is_empty() { "refused (add --allow-path DIR)".to_string() } else { format!("in {}", disk_dirs.join(", ")) }
     )
 }
 
@@ -284,8 +285,8 @@ mod tests {
     #[test]
     fn serve_lines() {
         assert_eq!(
-            serve_banner("127.0.0.1:5201", false, false),
-            "headroom serve: listening on 127.0.0.1:5201 (TCP and UDP); headroom clients: no authentication; iperf3 clients: refused (add --iperf3)\n"
+            serve_banner("127.0.0.1:5201", false, false, &[]),
+            "headroom serve: listening on 127.0.0.1:5201 (TCP and UDP); headroom clients: no authentication; iperf3 clients: refused (add --iperf3); disk probes: refused (add --allow-path DIR)\n"
         );
         assert_eq!(serve_log_line("a \"b\"", true), "{\"event\":\"test\",\"line\":\"a \\\"b\\\"\"}\n");
         assert_eq!(serve_log_line("a", false), "a\n");

@@ -1,0 +1,197 @@
+//! The near end of remote probes: a Runner engine whose probes run on a
+//! `headroom serve` (`disk --remote`, `cpu --remote`, `run --remote-path`).
+//! It sends the plan's requests as data over an authenticated control
+//! connection, hands the samples and preparation events the server streams
+//! back to the Runner's sinks, and returns the server's probe with the CPU
+//! figures put on the right side: the server's own CPU is the document's
+//! `cpu_load_remote`, this machine's (measured here meanwhile) its
+//! `cpu_load_local`.
+//!
+//! What it must not do: know the parameters of the requests it forwards.
+
+use crate::address::Endpoint;
+use crate::client::Session;
+use crate::error::NetError;
+use crate::probe_engine::probe_error;
+use crate::process_cpu::CpuMeter;
+use crate::socket::{wait_readable, POLL};
+use crate::wire::{self, Reply, Request};
+use headroom_result::details::cpu_load_key;
+use headroom_result::{Host, Side, Warning};
+use headroom_runner::{EngineKind, LiveSample, Measured, PrepareEvent, ProbeEngine, ProbeError, ProbeRequest};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A Runner engine of `kind` whose probes the server at `server` runs.
+pub struct RemoteEngine {
+    kind: EngineKind,
+    place: String,
+    server: Endpoint,
+    session: Option<Session>,
+}
+
+impl RemoteEngine {
+    /// An engine for `kind` requests placed at `server` (its
+    /// [`Endpoint::display`] is the requests' `at`).
+    pub fn new(kind: EngineKind, server: Endpoint) -> Self {
+        RemoteEngine { kind, place: server.display(), server, session: None }
+    }
+
+    fn session(&mut self) -> Result<&mut Session, ProbeError> {
+        if self.session.is_none() {
+            self.session = Some(open_for_probes(&self.server).map_err(probe_error)?);
+        }
+        Ok(self.session.as_mut().expect("opened above"))
+    }
+
+    /// Reads the server's next reply, giving up when `stop` is set and
+    /// `on_stop` has had its chance (it sends `End` once).
+    fn next_reply(&mut self, stop: &AtomicBool, ended: &mut bool) -> Result<Reply, ProbeError> {
+        let server = self.place.clone();
+        let session = self.session()?;
+        loop {
+            if stop.load(Ordering::Relaxed) && !*ended {
+                *ended = true;
+                wire::write_frame(&mut session.control, &Request::End).map_err(|e| lost(&server, e))?;
+            }
+            if wait_readable(&session.control, POLL) {
+                return wire::read_frame(&mut session.control, wire::MAX_RESULT_FRAME).map_err(|e| lost(&server, e));
+            }
+        }
+    }
+
+    fn send(&mut self, request: &Request) -> Result<(), ProbeError> {
+        let server = self.place.clone();
+        let session = self.session()?;
+        wire::write_frame(&mut session.control, request).map_err(|e| lost(&server, e))
+    }
+}
+
+fn lost(server: &str, e: std::io::Error) -> ProbeError {
+    ProbeError::Lost(format!("lost {server} during a remote probe: {e}"))
+}
+
+/// Opens a session with a server that runs probes, or says what to change.
+fn open_for_probes(server: &Endpoint) -> Result<Session, NetError> {
+    let session = Session::open(server).map_err(|e| match e {
+        NetError::IsIperf3 => NetError::Refused(format!(
+            "{} is a stock iperf3 server; remote probes need `headroom serve` there",
+            server.display()
+        )),
+        other => other,
+    })?;
+    if !session.runs_probes {
+        return Err(NetError::Refused(format!(
+            "{} runs headroom {}, which runs no probes for clients: install this version ({}) there",
+            server.display(),
+            session.server_version,
+            env!("CARGO_PKG_VERSION")
+        )));
+    }
+    Ok(session)
+}
+
+/// The inventory of the machine `server` runs on (`headroom sys --remote`).
+pub fn remote_inventory(server: &Endpoint) -> Result<Host, NetError> {
+    let mut session = open_for_probes(server)?;
+    wire::write_frame(&mut session.control, &Request::Inventory)?;
+    let reply = wire::read_frame(&mut session.control, wire::MAX_RESULT_FRAME)
+        .map_err(|e| NetError::Broken(format!("{}: {e}", server.display())))?;
+    session.close();
+    match reply {
+        Reply::Inventory(host) => Ok(*host),
+        Reply::Refused { reason } => Err(NetError::Refused(format!("{}: {reason}", server.display()))),
+        other => Err(NetError::Protocol(format!("unexpected {other:?}"))),
+    }
+}
+
+/// A reply that cannot come at this point of the exchange.
+fn unexpected(server: &str, reply: &Reply) -> ProbeError {
+    ProbeError::Failed(format!("protocol error: {server} sent {reply:?} out of turn"))
+}
+
+fn refused(server: &str, reason: String) -> ProbeError {
+    ProbeError::Refused(format!("{server}: {reason}"))
+}
+
+impl ProbeEngine for RemoteEngine {
+    fn kind(&self) -> EngineKind {
+        self.kind
+    }
+
+    fn place(&self) -> Option<&str> {
+        Some(&self.place)
+    }
+
+    fn prepare(
+        &mut self,
+        requests: &[&ProbeRequest],
+        stop: &AtomicBool,
+        events: &mut dyn FnMut(&PrepareEvent),
+    ) -> Result<Vec<Warning>, ProbeError> {
+        let requests = requests.iter().map(|r| (*r).clone()).collect();
+        self.send(&Request::Plan { requests })?;
+        let mut ended = false;
+        loop {
+            match self.next_reply(stop, &mut ended)? {
+                Reply::Event { event } => events(&event),
+                Reply::Prepared { warnings } => return Ok(warnings),
+                Reply::Failed { error } => return Err(error),
+                Reply::Refused { reason } => return Err(refused(&self.place, reason)),
+                other => return Err(unexpected(&self.place, &other)),
+            }
+        }
+    }
+
+    fn run(
+        &mut self,
+        request: &ProbeRequest,
+        stop: &AtomicBool,
+        on_sample: &mut dyn FnMut(&LiveSample),
+    ) -> Result<Measured, ProbeError> {
+        self.send(&Request::Run { request: request.clone() })?;
+        let here = CpuMeter::start();
+        let mut ended = false;
+        loop {
+            match self.next_reply(stop, &mut ended)? {
+                Reply::Sample(sample) => on_sample(&sample),
+                Reply::Measured(measured) => return Ok(with_both_ends(*measured, &here)),
+                Reply::Failed { error } => return Err(error),
+                Reply::Refused { reason } => return Err(refused(&self.place, reason)),
+                other => return Err(unexpected(&self.place, &other)),
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some(mut session) = self.session.take() {
+            if wire::write_frame(&mut session.control, &Request::Finish).is_ok() {
+                let _: Result<Reply, _> = wire::read_frame(&mut session.control, wire::MAX_FRAME);
+            }
+            session.close();
+        }
+    }
+}
+
+impl Drop for RemoteEngine {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// The server measured its own CPU as "local"; in this document that end is
+/// the remote one, and this machine's CPU over the probe is the local one.
+/// Its id gets `@HOST`, so it stays unique beside the same test run here.
+fn with_both_ends(mut measured: Measured, here: &CpuMeter) -> Measured {
+    if let Some(host) = &measured.probe.host {
+        measured.probe.id = format!("{}@{host}", measured.probe.id);
+    }
+    let details = &mut measured.probe.details;
+    if let Some(theirs) = details.remove(cpu_load_key(Side::Local)) {
+        details.insert(cpu_load_key(Side::Remote).into(), theirs);
+    }
+    if let Some(ours) = here.load() {
+        let ours = serde_json::to_value(ours).expect("a CPU load is plain data");
+        details.insert(cpu_load_key(Side::Local).into(), ours);
+    }
+    measured
+}

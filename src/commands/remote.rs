@@ -1,0 +1,33 @@
+//! `--remote HOST[:PORT]` of `disk`, `cpu` and `sys`: the flags that send a
+//! command's probes to a `headroom serve` and print the results here.
+
+use headroom_net::{split_host_port, Endpoint, DEFAULT_PORT};
+use std::time::Duration;
+
+/// How long connecting to the far end and its silent spells may take.
+const REMOTE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where a command runs when it does not run here.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct RemoteArgs {
+    /// Run on the `headroom serve` at HOST[:PORT] (default port 5201) and print here; disk
+    /// probes need the server started with --allow-path covering PATH
+    #[arg(long, value_name = "HOST[:PORT]", value_parser = check_remote)]
+    pub remote: Option<String>,
+    /// Token of a `headroom serve --token` server (also $HEADROOM_TOKEN)
+    #[arg(long, env = "HEADROOM_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+}
+
+fn check_remote(spec: &str) -> Result<String, String> {
+    split_host_port(spec).map(|_| spec.to_string())
+}
+
+impl RemoteArgs {
+    /// The server to run on, when `--remote` was given.
+    pub fn endpoint(&self) -> Option<Endpoint> {
+        let spec = self.remote.as_deref()?;
+        let (host, port) = split_host_port(spec).expect("checked by clap");
+        Some(Endpoint { host, port: port.unwrap_or(DEFAULT_PORT), token: self.token.clone(), timeout: REMOTE_TIMEOUT })
+    }
+}
