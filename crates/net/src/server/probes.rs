@@ -5,8 +5,9 @@
 //!
 //! Safety: every request passes [`ProbeHost::admit`] (engine allowed, path
 //! under an `--allow-path`, duration within `--max-duration`) before
-//! anything runs; one remote probe runs at a time on the whole server, so two
-//! clients never measure each other; a probe is stopped when its client sends
+//! anything runs; one client's plan runs at a time on the whole server (from
+//! its preparation to its end), so two clients never measure each other or
+//! share a test file; a probe is stopped when its client sends
 //! `End`, goes silent past the deadline or disappears, and the session's
 //! engines (and their test files) are dropped when the connection ends.
 //!
@@ -20,6 +21,7 @@ use headroom_runner::{LiveSample, Plan, PrepareEvent, ProbeError, ProbeRequest, 
 use std::io;
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Most requests in one remote plan (a full disk sweep is about 30).
@@ -48,6 +50,22 @@ pub trait ProbeHost: Send + Sync {
 pub(super) struct RemotePlan {
     runner: Option<Runner<'static>>,
     plan: Plan,
+    turn: Option<Turn>,
+}
+
+/// The server's one remote-plan slot, held from a plan's preparation to its end.
+struct Turn(Arc<AtomicBool>);
+
+impl Turn {
+    fn take(busy: &Arc<AtomicBool>) -> Option<Turn> {
+        busy.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).ok().map(|_| Turn(busy.clone()))
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
 }
 
 impl Drop for RemotePlan {
@@ -85,12 +103,13 @@ impl RemotePlan {
         }
     }
 
-    /// Removes the plan's test files.
+    /// Removes the plan's test files and gives up the server's plan slot.
     pub(super) fn finish(&mut self) {
         if let Some(mut runner) = self.runner.take() {
             runner.finish();
         }
         self.plan = Plan::default();
+        self.turn = None;
     }
 
     fn prepare(
@@ -115,6 +134,13 @@ impl RemotePlan {
                 return send(conn, &Reply::Failed { error });
             }
         }
+        let Some(turn) = Turn::take(&s.remote_busy) else {
+            let error = ProbeError::Refused(
+                "another client's probes are running on this server; try again when they end".into(),
+            );
+            return send(conn, &Reply::Failed { error });
+        };
+        self.turn = Some(turn);
         let plan = Plan::new(requests);
         let mut runner = host.runner();
         let stop = AtomicBool::new(false);
@@ -134,6 +160,7 @@ impl RemotePlan {
             self.plan = plan;
         } else {
             runner.finish();
+            self.turn = None;
         }
         send(conn, &reply)
     }
@@ -153,12 +180,6 @@ impl RemotePlan {
         };
         let Some(runner) = self.runner.as_mut() else {
             let error = ProbeError::Usage("the plan is not prepared".into());
-            return send(conn, &Reply::Failed { error });
-        };
-        // One remote probe at a time on the whole server: two would measure each other.
-        let Ok(_turn) = s.remote_probe.try_lock() else {
-            let error =
-                ProbeError::Refused("another client's probe is running on this server; try again when it ends".into());
             return send(conn, &Reply::Failed { error });
         };
         let peer = session_peer(conn);

@@ -55,8 +55,9 @@ pub(super) struct Shared {
     pub(super) epoch: Instant,
     pub(super) udp_waiters: Mutex<Vec<UdpWaiter>>,
     pub(super) next_waiter: AtomicU64,
-    /// Held while a remote probe runs: one at a time on the whole server.
-    pub(super) remote_probe: Mutex<()>,
+    /// Set while a client's remote plan is prepared (its test file laid out)
+    /// until it finishes: one remote plan at a time on the whole server.
+    pub(super) remote_busy: Arc<AtomicBool>,
 }
 
 impl Shared {
@@ -73,7 +74,7 @@ impl Shared {
             epoch: Instant::now(),
             udp_waiters: Default::default(),
             next_waiter: Default::default(),
-            remote_probe: Mutex::new(()),
+            remote_busy: Arc::new(AtomicBool::new(false)),
         }
     }
 

@@ -1,0 +1,199 @@
+//! The far end over a real socket: a `headroom serve` (in process) running
+//! disk and CPU probes for a client's Runner through `RemoteEngine`, with the
+//! operator's `--allow-path`, duration limit and one-probe-at-a-time rule.
+
+use headroom_disk::{test_def, DiskRequest, DiskTarget, RunSettings, Rw};
+use headroom_job::ServedProbes;
+use headroom_net::{Endpoint, RemoteEngine, Server, ServerConfig, ServerHandle};
+use headroom_result::details::cpu_load_key;
+use headroom_result::Side;
+use headroom_runner::{EngineKind, LiveSample, Plan, PrepareEvent, ProbeError, ProbeRequest, ProbeRun, Runner, Sink};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+fn serve(allowed: &[PathBuf], max_duration: Duration) -> ServerHandle {
+    let probes = ServedProbes::new(allowed).expect("allowed directories");
+    let cfg = ServerConfig { probes: Some(Arc::new(probes)), max_duration, ..ServerConfig::loopback(0) };
+    Server::bind(cfg).expect("bind").spawn()
+}
+
+fn endpoint(server: &ServerHandle) -> Endpoint {
+    Endpoint { host: "127.0.0.1".into(), port: server.addr.port(), token: None, timeout: Duration::from_secs(5) }
+}
+
+fn read_test(dir: &Path, time: Duration) -> ProbeRequest {
+    let test = test_def(Rw::Read, 1 << 20, 4, 1, time, Duration::from_millis(200));
+    let target = DiskTarget {
+        path: dir.to_path_buf(),
+        size: Some(16 << 20),
+        default_size: 16 << 20,
+        destructive: false,
+        force: false,
+        keep: false,
+    };
+    DiskRequest {
+        target,
+        settings: RunSettings::default(),
+        test: headroom_disk::TestDef { sample_interval: Duration::from_millis(200), ..test },
+        bus: None,
+    }
+    .to_request()
+}
+
+/// Runs `request` on the server at `at`, with `sink` seeing what streams back.
+fn run_remote(at: &Endpoint, request: ProbeRequest, sink: &mut dyn Sink) -> ProbeRun {
+    let plan = Plan::new(vec![request]).placed_at(&at.display());
+    let mut runner = Runner::new().with(RemoteEngine::new(EngineKind::Disk, at.clone()));
+    let stop = AtomicBool::new(false);
+    let mut runs = runner.run_all(&plan, &stop, &mut [sink]);
+    runner.finish();
+    runs.remove(0)
+}
+
+/// Keeps when each sample arrived and the events, and tells a channel about the first sample.
+#[derive(Default)]
+struct Arrivals {
+    samples: Vec<Instant>,
+    events: Vec<PrepareEvent>,
+    first: Option<mpsc::Sender<()>>,
+}
+
+impl Sink for Arrivals {
+    fn prepared(&mut self, event: &PrepareEvent) {
+        self.events.push(event.clone());
+    }
+    fn sample(&mut self, _: usize, _: &ProbeRequest, _: &LiveSample) {
+        self.samples.push(Instant::now());
+        if let Some(tx) = self.first.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+fn test_files(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("headroom-disk-"))
+        .collect()
+}
+
+fn refusal(run: &ProbeRun) -> String {
+    match run.error() {
+        Some(e) => e.to_string(),
+        None => panic!("the server ran what it should have refused"),
+    }
+}
+
+#[test]
+fn a_remote_disk_probe_streams_its_samples_and_leaves_no_test_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(&[dir.path().to_path_buf()], Duration::from_secs(60));
+    let mut arrivals = Arrivals::default();
+    let run = run_remote(&endpoint(&server), read_test(dir.path(), Duration::from_millis(1500)), &mut arrivals);
+    let probe = run.probe().unwrap_or_else(|| panic!("{:?}", run.error()));
+    assert!(run.error().is_none(), "{:?}", run.error());
+    // Where it ran, and its id kept apart from the same test run here.
+    let host = probe.host.clone().expect("a remote probe names its host");
+    assert!(probe.id.ends_with(&format!("@{host}")), "{}", probe.id);
+    assert!(probe.summary.bytes_per_sec > 0.0);
+    // The server's CPU is the document's remote side; the client's own the local one.
+    assert!(probe.details.contains_key(cpu_load_key(Side::Remote)), "{:?}", probe.details.keys());
+    assert!(probe.details.contains_key(cpu_load_key(Side::Local)), "{:?}", probe.details.keys());
+    // Samples arrived as they were measured, not all at the end.
+    assert!(arrivals.samples.len() >= 4, "{} samples", arrivals.samples.len());
+    let spread = *arrivals.samples.last().unwrap() - arrivals.samples[0];
+    assert!(spread >= Duration::from_millis(800), "samples arrived within {spread:?}");
+    assert!(arrivals.events.iter().any(|e| matches!(e, PrepareEvent::TestFileCreated { .. })));
+    assert!(arrivals.events.iter().any(|e| matches!(e, PrepareEvent::DiskTarget { .. })));
+    assert!(test_files(dir.path()).is_empty(), "left behind: {:?}", test_files(dir.path()));
+}
+
+#[test]
+fn paths_outside_the_allowed_directories_are_refused() {
+    let allowed = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let server = serve(&[allowed.path().to_path_buf()], Duration::from_secs(60));
+    let at = endpoint(&server);
+
+    let outside = run_remote(&at, read_test(elsewhere.path(), Duration::from_millis(300)), &mut Arrivals::default());
+    assert!(refusal(&outside).contains("outside every --allow-path"), "{}", refusal(&outside));
+
+    // A symlink inside the allowed directory that leads out of it.
+    let link = allowed.path().join("out");
+    std::os::unix::fs::symlink(elsewhere.path(), &link).unwrap();
+    let via_link = run_remote(&at, read_test(&link, Duration::from_millis(300)), &mut Arrivals::default());
+    let said = refusal(&via_link);
+    assert!(said.contains("outside every --allow-path") && said.contains("leads to"), "{said}");
+
+    // A name of the allowed directory that climbs out of it.
+    let climbing = allowed.path().join("..");
+    let dotdot = run_remote(&at, read_test(&climbing, Duration::from_millis(300)), &mut Arrivals::default());
+    assert!(refusal(&dotdot).contains("outside every --allow-path"), "{}", refusal(&dotdot));
+
+    // A file, even inside: remote probes only create their own test files.
+    let file = allowed.path().join("data.bin");
+    std::fs::write(&file, vec![7u8; 1 << 20]).unwrap();
+    let on_file = run_remote(&at, read_test(&file, Duration::from_millis(300)), &mut Arrivals::default());
+    assert!(refusal(&on_file).contains("not a directory"), "{}", refusal(&on_file));
+    assert_eq!(std::fs::read(&file).unwrap(), vec![7u8; 1 << 20]);
+
+    for dir in [allowed.path(), elsewhere.path()] {
+        assert!(test_files(dir).is_empty(), "left behind in {}: {:?}", dir.display(), test_files(dir));
+    }
+}
+
+#[test]
+fn a_server_without_allow_path_says_how_to_allow_disk_probes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(&[], Duration::from_secs(60));
+    let run =
+        run_remote(&endpoint(&server), read_test(dir.path(), Duration::from_millis(300)), &mut Arrivals::default());
+    assert!(matches!(run.error(), Some(ProbeError::Refused(_))), "{:?}", run.error());
+    let said = refusal(&run);
+    assert!(said.contains("does not allow disk probes") && said.contains("--allow-path"), "{said}");
+    assert!(test_files(dir.path()).is_empty());
+}
+
+#[test]
+fn probes_longer_than_the_servers_limit_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(&[dir.path().to_path_buf()], Duration::from_secs(1));
+    let run = run_remote(&endpoint(&server), read_test(dir.path(), Duration::from_secs(5)), &mut Arrivals::default());
+    assert!(refusal(&run).contains("--max-duration"), "{}", refusal(&run));
+}
+
+#[test]
+fn network_probes_are_not_run_for_a_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(&[dir.path().to_path_buf()], Duration::from_secs(60));
+    let at = endpoint(&server);
+    let mut request = read_test(dir.path(), Duration::from_millis(300));
+    request.engine = EngineKind::Net;
+    let plan = Plan::new(vec![request]).placed_at(&at.display());
+    let mut runner = Runner::new().with(RemoteEngine::new(EngineKind::Net, at));
+    let runs = runner.run_all(&plan, &AtomicBool::new(false), &mut []);
+    assert!(matches!(runs[0].error(), Some(ProbeError::Unsupported(_))), "{:?}", runs[0].error());
+}
+
+#[test]
+fn one_clients_probes_run_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(&[dir.path().to_path_buf()], Duration::from_secs(60));
+    let at = endpoint(&server);
+    let (tx, rx) = mpsc::channel();
+    let (first_at, first_dir) = (at.clone(), dir.path().to_path_buf());
+    let first = std::thread::spawn(move || {
+        let mut arrivals = Arrivals { first: Some(tx), ..Arrivals::default() };
+        run_remote(&first_at, read_test(&first_dir, Duration::from_secs(3)), &mut arrivals)
+    });
+    // Once the first probe is measuring, a second client is told to wait.
+    rx.recv_timeout(Duration::from_secs(60)).expect("the first probe's first sample");
+    let second = run_remote(&at, read_test(dir.path(), Duration::from_millis(300)), &mut Arrivals::default());
+    assert!(refusal(&second).contains("another client's probes are running"), "{}", refusal(&second));
+    let first = first.join().unwrap();
+    assert!(first.error().is_none(), "{:?}", first.error());
+}
