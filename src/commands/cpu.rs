@@ -81,10 +81,12 @@ pub fn run(args: &CpuArgs, out: &Output) -> anyhow::Result<Outcome> {
     };
     let mut bars = ProgressSink::new(out.progress && !out.json, out.iec, &runner_plan);
     let mut results: Vec<Measurement> = Vec::new();
+    let mut ran_on: Option<String> = None;
     for run in runner.run_all(&runner_plan, stop, &mut [&mut bars]) {
         if let Some(e) = run.error() {
             return Err(anyhow::anyhow!("{e}").context("cpu"));
         }
+        ran_on = run.probe().and_then(|p| p.host.clone());
         results.extend(run.probe().and_then(headroom_cpu::measurement_of));
     }
     drop(bars);
@@ -94,7 +96,11 @@ pub fn run(args: &CpuArgs, out: &Output) -> anyhow::Result<Outcome> {
 
     if out.json {
         let started_at = headroom_result::now_rfc3339();
-        let probes = results.iter().map(|m| headroom_job::cpu_probe_with_link(m, &link)).collect();
+        let probes = results
+            .iter()
+            .map(|m| headroom_job::cpu_probe_with_link(m, &link))
+            .map(|p| headroom_result::Probe { host: ran_on.clone(), ..p })
+            .collect();
         out.print_json(&headroom_analysis::cpu_document(started_at, host, probes, &link))?;
     } else {
         // The instruction-set features are this machine's: not shown for another's CPU.
