@@ -173,7 +173,8 @@ fn the_same_disk_measured_here_and_through_the_server_agrees() {
     let _server = ChildGuard(Some(server));
     std::thread::sleep(Duration::from_millis(300));
     let figure = |remote: bool| -> f64 {
-        let mut args = vec!["disk", disk.dir(), "--rw", "read", "--bs", "1M", "--qd", "4", "--time", "4s", "--size", "128M"];
+        let mut args =
+            vec!["disk", disk.dir(), "--rw", "read", "--bs", "1M", "--qd", "4", "--time", "4s", "--size", "128M"];
         let at = format!("127.0.0.1:{port}");
         if remote {
             args.extend(["--remote", &at]);

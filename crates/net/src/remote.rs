@@ -27,13 +27,16 @@ pub struct RemoteEngine {
     place: String,
     server: Endpoint,
     session: Option<Session>,
+    /// The prepared plan, sent again on a new session when the server
+    /// dropped the old one between runs (a soak's turns elsewhere).
+    plan: Vec<ProbeRequest>,
 }
 
 impl RemoteEngine {
     /// An engine for `kind` requests placed at `server` (its
     /// [`Endpoint::display`] is the requests' `at`).
     pub fn new(kind: EngineKind, server: Endpoint) -> Self {
-        RemoteEngine { kind, place: server.display(), server, session: None }
+        RemoteEngine { kind, place: server.display(), server, session: None, plan: Vec::new() }
     }
 
     fn session(&mut self) -> Result<&mut Session, ProbeError> {
@@ -63,6 +66,50 @@ impl RemoteEngine {
         let server = self.place.clone();
         let session = self.session()?;
         wire::write_frame(&mut session.control, request).map_err(|e| lost(&server, e))
+    }
+
+    fn send_plan(
+        &mut self,
+        stop: &AtomicBool,
+        events: &mut dyn FnMut(&PrepareEvent),
+    ) -> Result<Vec<Warning>, ProbeError> {
+        self.send(&Request::Plan { requests: self.plan.clone() })?;
+        let mut ended = false;
+        loop {
+            match self.next_reply(stop, &mut ended)? {
+                Reply::Event { event } => events(&event),
+                Reply::Prepared { warnings } => return Ok(warnings),
+                Reply::Failed { error } => return Err(error),
+                Reply::Refused { reason } => return Err(refused(&self.place, reason)),
+                other => return Err(unexpected(&self.place, &other)),
+            }
+        }
+    }
+
+    fn run_once(
+        &mut self,
+        request: &ProbeRequest,
+        stop: &AtomicBool,
+        on_sample: &mut dyn FnMut(&LiveSample),
+    ) -> Result<Measured, RunFailure> {
+        self.send(&Request::Run { request: request.clone() }).map_err(RunFailure::BeforeStart)?;
+        let here = CpuMeter::start();
+        let mut ended = false;
+        let mut answered = false;
+        loop {
+            let reply = self.next_reply(stop, &mut ended).map_err(|e| match answered {
+                false => RunFailure::BeforeStart(e),
+                true => RunFailure::Started(e),
+            })?;
+            answered = true;
+            match reply {
+                Reply::Sample(sample) => on_sample(&sample),
+                Reply::Measured(measured) => return Ok(with_both_ends(*measured, &here)),
+                Reply::Failed { error } => return Err(RunFailure::Started(error)),
+                Reply::Refused { reason } => return Err(RunFailure::Started(refused(&self.place, reason))),
+                other => return Err(RunFailure::Started(unexpected(&self.place, &other))),
+            }
+        }
     }
 }
 
@@ -128,18 +175,8 @@ impl ProbeEngine for RemoteEngine {
         stop: &AtomicBool,
         events: &mut dyn FnMut(&PrepareEvent),
     ) -> Result<Vec<Warning>, ProbeError> {
-        let requests = requests.iter().map(|r| (*r).clone()).collect();
-        self.send(&Request::Plan { requests })?;
-        let mut ended = false;
-        loop {
-            match self.next_reply(stop, &mut ended)? {
-                Reply::Event { event } => events(&event),
-                Reply::Prepared { warnings } => return Ok(warnings),
-                Reply::Failed { error } => return Err(error),
-                Reply::Refused { reason } => return Err(refused(&self.place, reason)),
-                other => return Err(unexpected(&self.place, &other)),
-            }
-        }
+        self.plan = requests.iter().map(|r| (*r).clone()).collect();
+        self.send_plan(stop, events)
     }
 
     fn run(
@@ -148,26 +185,39 @@ impl ProbeEngine for RemoteEngine {
         stop: &AtomicBool,
         on_sample: &mut dyn FnMut(&LiveSample),
     ) -> Result<Measured, ProbeError> {
-        self.send(&Request::Run { request: request.clone() })?;
-        let here = CpuMeter::start();
-        let mut ended = false;
-        loop {
-            match self.next_reply(stop, &mut ended)? {
-                Reply::Sample(sample) => on_sample(&sample),
-                Reply::Measured(measured) => return Ok(with_both_ends(*measured, &here)),
-                Reply::Failed { error } => return Err(error),
-                Reply::Refused { reason } => return Err(refused(&self.place, reason)),
-                other => return Err(unexpected(&self.place, &other)),
+        match self.run_once(request, stop, on_sample) {
+            // Lost before it started: the server dropped an idle session (and
+            // its test file). A new session, the plan again, then the run.
+            Err(RunFailure::BeforeStart(ProbeError::Lost(_))) if !self.plan.is_empty() => {
+                self.session = None;
+                self.send_plan(stop, &mut |_| {})?;
+                self.run_once(request, stop, on_sample).map_err(RunFailure::into_error)
             }
+            other => other.map_err(RunFailure::into_error),
         }
     }
 
     fn finish(&mut self) {
+        self.plan.clear();
         if let Some(mut session) = self.session.take() {
             if wire::write_frame(&mut session.control, &Request::Finish).is_ok() {
                 let _: Result<Reply, _> = wire::read_frame(&mut session.control, wire::MAX_FRAME);
             }
             session.close();
+        }
+    }
+}
+
+/// Why a run ended without a probe: before the server answered anything, or after.
+enum RunFailure {
+    BeforeStart(ProbeError),
+    Started(ProbeError),
+}
+
+impl RunFailure {
+    fn into_error(self) -> ProbeError {
+        match self {
+            RunFailure::BeforeStart(e) | RunFailure::Started(e) => e,
         }
     }
 }

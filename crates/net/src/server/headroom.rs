@@ -119,7 +119,11 @@ pub(super) fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, s: &Arc<Shar
         if !wait_readable(&conn, POLL) {
             let idle_ms =
                 (s.epoch.elapsed().as_millis() as u64).saturating_sub(info.last_activity_ms.load(Ordering::Relaxed));
-            if Duration::from_millis(idle_ms) > s.cfg.idle_timeout || s.stop.load(Ordering::Relaxed) {
+            // A client whose remote plan is prepared (a soak between its turns on
+            // this server) may be silent for up to --max-duration.
+            let allowed =
+                if remote.is_prepared() { s.cfg.max_duration.max(s.cfg.idle_timeout) } else { s.cfg.idle_timeout };
+            if Duration::from_millis(idle_ms) > allowed || s.stop.load(Ordering::Relaxed) {
                 (s.cfg.log)(&format!(
                     "peer={peer} protocol=headroom session dropped: idle for {:.1}s",
                     idle_ms as f64 / 1e3

@@ -103,6 +103,11 @@ impl RemotePlan {
         }
     }
 
+    /// Whether a plan is prepared (its test file laid out) and waits for runs.
+    pub(super) fn is_prepared(&self) -> bool {
+        self.runner.is_some()
+    }
+
     /// Removes the plan's test files and gives up the server's plan slot.
     pub(super) fn finish(&mut self) {
         if let Some(mut runner) = self.runner.take() {
