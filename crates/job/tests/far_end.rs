@@ -197,3 +197,36 @@ fn one_clients_probes_run_at_a_time() {
     let first = first.join().unwrap();
     assert!(first.error().is_none(), "{:?}", first.error());
 }
+
+#[test]
+fn a_session_the_server_dropped_between_probes_is_opened_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let probes = ServedProbes::new(&[dir.path().to_path_buf()]).unwrap();
+    // A prepared plan may idle up to --max-duration (here 2 s) between its probes.
+    let cfg = ServerConfig {
+        probes: Some(Arc::new(probes)),
+        max_duration: Duration::from_secs(2),
+        idle_timeout: Duration::from_millis(300),
+        ..ServerConfig::loopback(0)
+    };
+    let server = Server::bind(cfg).unwrap().spawn();
+    let at = endpoint(&server);
+    let first = read_test(dir.path(), Duration::from_millis(400));
+    let second = ProbeRequest { label: "again".into(), ..first.clone() };
+    let plan = Plan::new(vec![first, second]).placed_at(&at.display());
+    let mut runner = Runner::new().with(RemoteEngine::new(EngineKind::Disk, at));
+    let stop = AtomicBool::new(false);
+    let mut sinks: [&mut dyn Sink; 0] = [];
+    let mut execution = runner.execute(&plan, &stop, &mut sinks);
+    let run = execution.next().unwrap();
+    assert!(run.error().is_none(), "{:?}", run.error());
+    // Silent longer than the server allows: it drops the session and the test file.
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(test_files(dir.path()).is_empty(), "the dropped session's test file: {:?}", test_files(dir.path()));
+    let run = execution.next().unwrap();
+    assert!(run.error().is_none(), "{:?}", run.error());
+    assert!(run.probe().unwrap().summary.bytes_per_sec > 0.0);
+    drop(execution);
+    runner.finish();
+    assert!(test_files(dir.path()).is_empty());
+}
