@@ -17,7 +17,7 @@ use crate::process_cpu::CpuMeter;
 use crate::socket::{wait_readable, POLL};
 use crate::wire::{self, Reply, Request};
 use headroom_result::details::cpu_load_key;
-use headroom_result::{Host, Side, Warning};
+use headroom_result::{CpuLoad, Host, Side, Warning};
 use headroom_runner::{EngineKind, LiveSample, Measured, PrepareEvent, ProbeEngine, ProbeError, ProbeRequest};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -140,14 +140,49 @@ fn open_for_probes(server: &Endpoint) -> Result<Session, NetError> {
 /// The inventory of the machine `server` runs on (`headroom sys --remote`).
 pub fn remote_inventory(server: &Endpoint) -> Result<Host, NetError> {
     let mut session = open_for_probes(server)?;
-    wire::write_frame(&mut session.control, &Request::Inventory)?;
-    let reply = wire::read_frame(&mut session.control, wire::MAX_RESULT_FRAME)
-        .map_err(|e| NetError::Broken(format!("{}: {e}", server.display())))?;
+    let reply = exchange(&mut session, &Request::Inventory);
     session.close();
-    match reply {
+    match reply? {
         Reply::Inventory(host) => Ok(*host),
-        Reply::Refused { reason } => Err(NetError::Refused(format!("{}: {reason}", server.display()))),
         other => Err(NetError::Protocol(format!("unexpected {other:?}"))),
+    }
+}
+
+/// The far end's CPU watched while something here loads it (a disk probe on
+/// its share): [`FarCpuWatch::start`] before, [`FarCpuWatch::end`] after.
+pub struct FarCpuWatch {
+    session: Session,
+}
+
+impl FarCpuWatch {
+    /// Starts watching the CPU of the machine `server` runs on.
+    pub fn start(server: &Endpoint) -> Result<FarCpuWatch, NetError> {
+        let mut session = open_for_probes(server)?;
+        match exchange(&mut session, &Request::CpuWatch)? {
+            Reply::Watching => Ok(FarCpuWatch { session }),
+            other => Err(NetError::Protocol(format!("unexpected {other:?}"))),
+        }
+    }
+
+    /// The far end's CPU since [`FarCpuWatch::start`].
+    pub fn end(mut self) -> Result<CpuLoad, NetError> {
+        let reply = exchange(&mut self.session, &Request::CpuWatchEnd);
+        self.session.close();
+        match reply? {
+            Reply::CpuLoad(load) => Ok(*load),
+            other => Err(NetError::Protocol(format!("unexpected {other:?}"))),
+        }
+    }
+}
+
+/// One request and its reply, the reply allowed to be as large as a result.
+fn exchange(session: &mut Session, request: &Request) -> Result<Reply, NetError> {
+    wire::write_frame(&mut session.control, request)?;
+    let reply = wire::read_frame(&mut session.control, wire::MAX_RESULT_FRAME)
+        .map_err(|e| NetError::Broken(format!("{}: {e}", session.target.display())))?;
+    match reply {
+        Reply::Refused { reason } => Err(NetError::Refused(format!("{}: {reason}", session.target.display()))),
+        other => Ok(other),
     }
 }
 

@@ -236,6 +236,12 @@ pub enum Request {
     },
     /// The plan is over: remove its test files. Answered by `Finished`.
     Finish,
+    /// Start watching this machine's CPU (while the client measures
+    /// something that loads the server, e.g. a disk probe on its share).
+    /// Answered by `Watching`.
+    CpuWatch,
+    /// The CPU since `CpuWatch`. Answered by `CpuLoad`.
+    CpuWatchEnd,
 }
 
 /// Server messages on a control connection.
@@ -299,6 +305,10 @@ pub enum Reply {
     },
     /// The plan's test files are removed.
     Finished,
+    /// The CPU is being watched.
+    Watching,
+    /// This machine's CPU since `CpuWatch`.
+    CpuLoad(Box<headroom_result::CpuLoad>),
 }
 
 /// What the server measured in one test.

@@ -32,6 +32,21 @@ pub struct CpuLoad {
     /// The CPU limit of the process's cgroup, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup: Option<CgroupCpu>,
+    /// The busiest processes of the whole machine over the window, busiest
+    /// first (the one serving the data, e.g. `smbd`, `nfsd`, `tgtd`, shows here).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub processes: Vec<ProcessLoad>,
+}
+
+/// One process of the machine, any owner.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ProcessLoad {
+    /// The process's name (comm), e.g. `smbd`; kernel threads too (`nfsd`).
+    pub name: String,
+    /// Process id.
+    pub pid: u32,
+    /// Percent of one core (all its threads).
+    pub percent: f64,
 }
 
 /// One thread of the measuring process.

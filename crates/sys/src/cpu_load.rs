@@ -10,13 +10,15 @@
 //! process started by `ip netns exec` gets a fresh /sys without the cgroup
 //! mounts, yet its cgroup still limits it.
 
-use headroom_result::{CgroupCpu, CoreLoad, CpuLoad, ThreadLoad};
+use headroom_result::{CgroupCpu, CoreLoad, CpuLoad, ProcessLoad, ThreadLoad};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Threads listed in a [`CpuLoad`], busiest first.
 const THREADS_SHOWN: usize = 8;
+/// Processes of the machine listed in a [`CpuLoad`], busiest first.
+const PROCESSES_SHOWN: usize = 5;
 
 /// The counters at one moment.
 #[derive(Debug, Clone)]
@@ -28,6 +30,8 @@ pub struct CpuSnapshot {
     process_ticks: u64,
     /// tid -> (name, user+system ticks).
     threads: BTreeMap<u32, (String, u64)>,
+    /// Every process of the machine: pid -> (name, user+system ticks).
+    processes: BTreeMap<u32, (String, u64)>,
     cgroup: Option<CgroupCounters>,
 }
 
@@ -58,18 +62,9 @@ impl CpuSnapshot {
         let cores = parse_proc_stat(&std::fs::read_to_string("/proc/stat").ok()?);
         let process_ticks =
             std::fs::read_to_string("/proc/self/stat").ok().and_then(|s| stat_ticks(&s)).map_or(0, |(_, t)| t);
-        let mut threads = BTreeMap::new();
-        if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
-            for entry in dir.flatten() {
-                let Some(tid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-                if let Some((name, ticks)) =
-                    std::fs::read_to_string(entry.path().join("stat")).ok().and_then(|s| stat_ticks(&s))
-                {
-                    threads.insert(tid, (name, ticks));
-                }
-            }
-        }
-        Some(CpuSnapshot { at, cores, process_ticks, threads, cgroup: cgroup_counters() })
+        let threads = ticks_under(Path::new("/proc/self/task"));
+        let processes = ticks_under(Path::new("/proc"));
+        Some(CpuSnapshot { at, cores, process_ticks, threads, processes, cgroup: cgroup_counters() })
     }
 
     /// What happened between `earlier` and this snapshot.
@@ -100,22 +95,13 @@ impl CpuSnapshot {
                 per_core.iter().map(f).sum::<f64>() / per_core.len() as f64
             }
         };
-        let mut threads: Vec<ThreadLoad> = self
-            .threads
-            .iter()
-            .map(|(tid, (name, ticks))| {
-                // A thread started during the test counts from zero.
-                let before = earlier.threads.get(tid).map_or(0, |(_, t)| *t);
-                ThreadLoad {
-                    name: name.clone(),
-                    tid: *tid,
-                    percent: ticks.saturating_sub(before) as f64 / hz / wall * 100.0,
-                }
-            })
-            .filter(|t| t.percent > 0.0)
+        let percent_of_core = |ticks: u64| ticks as f64 / hz / wall * 100.0;
+        let threads = busiest(&self.threads, &earlier.threads, THREADS_SHOWN)
+            .map(|(tid, name, ticks)| ThreadLoad { name, tid, percent: percent_of_core(ticks) })
             .collect();
-        threads.sort_by(|a, b| b.percent.total_cmp(&a.percent));
-        threads.truncate(THREADS_SHOWN);
+        let processes = busiest(&self.processes, &earlier.processes, PROCESSES_SHOWN)
+            .map(|(pid, name, ticks)| ProcessLoad { name, pid, percent: percent_of_core(ticks) })
+            .collect();
         let cgroup = match (&self.cgroup, &earlier.cgroup) {
             (Some(now), Some(then)) if now.path == then.path => Some(CgroupCpu {
                 version: now.version,
@@ -147,8 +133,40 @@ impl CpuSnapshot {
             softirq_percent: mean(|c| c.softirq_percent),
             per_core,
             cgroup,
+            processes,
         }
     }
+}
+
+/// id -> (name, user+system ticks) of every `ID/stat` under `dir` (the
+/// processes of /proc, the threads of /proc/self/task).
+fn ticks_under(dir: &Path) -> BTreeMap<u32, (String, u64)> {
+    let mut found = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return found };
+    for entry in entries.flatten() {
+        let Some(id) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        if let Some(named) = std::fs::read_to_string(entry.path().join("stat")).ok().and_then(|s| stat_ticks(&s)) {
+            found.insert(id, named);
+        }
+    }
+    found
+}
+
+/// The `shown` ids that used the most ticks between the two readings, busiest
+/// first, as (id, name, ticks); one that started in between counts from zero.
+fn busiest(
+    now: &BTreeMap<u32, (String, u64)>,
+    then: &BTreeMap<u32, (String, u64)>,
+    shown: usize,
+) -> impl Iterator<Item = (u32, String, u64)> {
+    let mut used: Vec<(u32, String, u64)> = now
+        .iter()
+        .map(|(id, (name, ticks))| (*id, name.clone(), ticks.saturating_sub(then.get(id).map_or(0, |(_, t)| *t))))
+        .filter(|(_, _, ticks)| *ticks > 0)
+        .collect();
+    used.sort_by(|a, b| b.2.cmp(&a.2));
+    used.truncate(shown);
+    used.into_iter()
 }
 
 /// The `cpuN` lines of /proc/stat.
@@ -320,6 +338,23 @@ fn cgroup_counters() -> Option<CgroupCounters> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_busy_process_of_the_machine_is_named() {
+        // `yes` spins on one core: another process than this one, as a NAS's smbd is.
+        let mut spinner = std::process::Command::new("yes")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("yes (coreutils) runs");
+        let before = CpuSnapshot::take().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(600));
+        let load = CpuSnapshot::take().unwrap().load_since(&before);
+        let _ = spinner.kill();
+        let _ = spinner.wait();
+        let yes = load.processes.iter().find(|p| p.pid == spinner.id());
+        assert!(yes.is_some_and(|p| p.name == "yes" && p.percent > 0.0), "{:?}", load.processes);
+        assert!(load.processes.windows(2).all(|w| w[0].percent >= w[1].percent), "busiest first");
+    }
 
     #[test]
     fn proc_stat_and_task_stat_parse() {

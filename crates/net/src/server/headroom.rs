@@ -142,7 +142,12 @@ pub(super) fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, s: &Arc<Shar
             Request::Bye => return,
             // A late End after the server ended a test itself: already answered.
             Request::End => {}
-            probe @ (Request::Inventory | Request::Plan { .. } | Request::Run { .. } | Request::Finish) => {
+            probe @ (Request::Inventory
+            | Request::Plan { .. }
+            | Request::Run { .. }
+            | Request::Finish
+            | Request::CpuWatch
+            | Request::CpuWatchEnd) => {
                 if remote.answer(&mut conn, probe, &info, s).is_err() {
                     return;
                 }

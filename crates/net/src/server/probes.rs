@@ -51,6 +51,8 @@ pub(super) struct RemotePlan {
     runner: Option<Runner<'static>>,
     plan: Plan,
     turn: Option<Turn>,
+    /// The CPU counters when the client asked to watch them.
+    cpu_watch: Option<headroom_sys::CpuSnapshot>,
 }
 
 /// The server's one remote-plan slot, held from a plan's preparation to its end.
@@ -98,6 +100,17 @@ impl RemotePlan {
             Request::Finish => {
                 self.finish();
                 send(conn, &Reply::Finished)
+            }
+            Request::CpuWatch => {
+                self.cpu_watch = headroom_sys::CpuSnapshot::take();
+                send(conn, &Reply::Watching)
+            }
+            Request::CpuWatchEnd => {
+                let load = self.cpu_watch.take().zip(headroom_sys::CpuSnapshot::take());
+                match load {
+                    Some((then, now)) => send(conn, &Reply::CpuLoad(Box::new(now.load_since(&then)))),
+                    None => send(conn, &Reply::Refused { reason: "no CPU watch was started".into() }),
+                }
             }
             _ => Ok(()),
         }
