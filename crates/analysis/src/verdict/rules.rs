@@ -160,9 +160,17 @@ fn far_preamble(f: &Facts) -> Option<String> {
         }
     }
     if let Some(n) = f.m_net {
-        s += &format!(", {} {}", carrier(f).to_lowercase(), format_bytes_per_sec(n));
+        s += &format!(", {} {}", carrier(f), format_bytes_per_sec(n));
     }
     Some(s)
+}
+
+/// Reads come "from" a disk, writes go "to" it.
+fn from_or_to(f: &Facts) -> &'static str {
+    match f.dir {
+        headroom_result::Direction::Read => "from",
+        headroom_result::Direction::Write => "to",
+    }
 }
 
 /// " (sda)": the device under the disk alone, when known.
@@ -170,18 +178,18 @@ fn device_words(f: &Facts) -> String {
     f.disk_device().map(|d| format!(" ({})", d.name)).unwrap_or_default()
 }
 
-/// "Loopback TCP carries" / "The network carries".
+/// "loopback TCP carries" / "the network carries".
 fn carrier(f: &Facts) -> &'static str {
     if f.net.is_some_and(|n| n.loopback) {
-        "Loopback TCP carries"
+        "loopback TCP carries"
     } else {
-        "The network carries"
+        "the network carries"
     }
 }
 
 /// ", while the network carries 1.150 GB/s", when a network probe ran.
 fn while_the_network(f: &Facts) -> String {
-    f.m_net.map(|n| format!(", while {} {}", carrier(f).to_lowercase(), format_bytes_per_sec(n))).unwrap_or_default()
+    f.m_net.map(|n| format!(", while {} {}", carrier(f), format_bytes_per_sec(n))).unwrap_or_default()
 }
 
 /// R2: the disk alone limits and fills its bus.
@@ -191,8 +199,9 @@ fn disk_fills_its_bus(f: &Facts) -> Option<Finding> {
     let explanation = match (f.far_whose(), far_preamble(f)) {
         (Some(whose), Some(pre)) => format!("{pre}: {whose} bus ({}) is full, not its disk.", b.name),
         (Some(whose), None) => format!(
-            "{} from {whose} own disk{} run at {} of the {} ceiling ({}){}: {whose} bus, not its disk, is full.",
+            "{} {} {whose} own disk{} run at {} of the {} ceiling ({}){}: {whose} bus, not its disk, is full.",
             f.what(),
+            from_or_to(f),
             device_words(f),
             pct(m / b.bytes_per_sec),
             b.name,
@@ -222,7 +231,8 @@ fn the_disk(f: &Facts) -> Option<Finding> {
     let explanation = match (f.far_whose(), far_preamble(f)) {
         (Some(whose), Some(pre)) => format!("{pre}: {whose} disk is the bottleneck."),
         (Some(whose), None) => format!(
-            "{what} from {whose} own disk{device} run at {}{}{}: {whose} disk is the bottleneck.",
+            "{what} {} {whose} own disk{device} run at {}{}{}: {whose} disk is the bottleneck.",
+            from_or_to(f),
             format_bytes_per_sec(m),
             f.bus.map(of_bus).unwrap_or_default(),
             while_the_network(f)
@@ -260,7 +270,7 @@ fn headroom_beyond_the_disk(f: &Facts, m: f64, found: &mut Finding) {
         None => lifted.to_string(),
     };
     found.headroom_factor = Some(next / m);
-    let carrier = carrier(f);
+    let carrier = capitalise(carrier(f));
     found.headroom = Some(match f.m_net {
         Some(n) => {
             format!("{carrier} {}: {lifted_by} would raise {what} up to {}.", format_bytes_per_sec(n), factor(next / m))
@@ -508,7 +518,8 @@ fn the_far_ends_cpu(f: &Facts) -> Option<Finding> {
             }
             let limit = f.disk_alone.and_then(|p| cpu_limits::cpu_limit_named(p, Some(&far.host)))?;
             let explanation = format!(
-                "{what} from {}'s own disk{} run at {}, limited by {}{}: {}'s CPU is the bottleneck.",
+                "{what} {} {}'s own disk{} run at {}, limited by {}{}: {}'s CPU is the bottleneck.",
+                from_or_to(f),
                 far.host,
                 device_words(f),
                 format_bytes_per_sec(d),
