@@ -47,8 +47,8 @@ type RuleFn = fn(&Facts) -> Option<Finding>;
 /// Every rule, in the order of docs/verdict.md; the first that matches decides.
 pub(super) const RULES: &[(Rule, RuleFn)] = &[
     (Rule::R1, faster_than_a_ceiling),
-    (Rule::R9, disk_and_network_level),
     (Rule::R5, the_far_ends_cpu),
+    (Rule::R9, disk_and_network_level),
     (Rule::R2, disk_fills_its_bus),
     (Rule::R3, the_disk),
     (Rule::R4, link_or_slot_full),
@@ -354,8 +354,8 @@ fn headroom_beyond_the_network(f: &Facts, m: f64, slot: bool, framing: headroom_
     let Some(disk) = f.m_disk.filter(|d| *d > m) else {
         return;
     };
-    let disk_alone =
-        f.far_whose().map(|w| format!("{} own disk", capitalise(&w))).unwrap_or_else(|| "The disk alone".into());
+    // A hostname keeps its case, even leading a sentence.
+    let disk_alone = f.far_whose().map(|w| format!("{w} own disk")).unwrap_or_else(|| "The disk alone".into());
     if slot {
         let reach = f.link.map(|l| l.bytes_per_sec.min(disk)).unwrap_or(disk);
         found.headroom_factor = Some(reach / m);
@@ -502,14 +502,37 @@ fn a_cpu(f: &Facts) -> Option<Finding> {
     Some(found)
 }
 
-/// R5 with the far end measured, tried before the disk rules: the server's
-/// own disk figure is the lowest and its probe shows the server's CPU at a
-/// limit (a quota, steal, a full core), or a client's figure over the share
-/// is below every ceiling and its probe shows a CPU limit on either end.
-/// Either way the CPU, not the disk it drives, is named.
+/// R5 with the far end measured, tried before the level and disk rules:
+/// the lowest figure's own probe shows a CPU limit on its end. The server's
+/// own disk figure with the server's CPU at a limit (a quota, steal, a full
+/// core); a network figure with either end's CPU at a limit (not a bare
+/// percent, nor a kernel ceiling: those keep R5's place after R4 and R7); a
+/// client's figure over the share, below every ceiling, with a CPU limit on
+/// either end. The CPU, not the disk or the link it drives, is named, even
+/// when disk and network are level (one quota can hold both).
 fn the_far_ends_cpu(f: &Facts) -> Option<Finding> {
     let far = f.far?;
     let what = f.what();
+    if let Limiting::Net(m) = f.limiting? {
+        // A link at its ceiling is full whatever the CPUs did (R4).
+        if at_ceiling(m, f.net_bound).is_some() {
+            return None;
+        }
+        let mut found = a_cpu(f)?;
+        let limit = found.cpu_limit.clone().filter(|l| l.kind != CpuLimitKind::Busy)?;
+        let whose = match limit.side {
+            Side::Remote => format!("{}'s CPU", far.host),
+            Side::Local => "this machine's CPU".to_string(),
+        };
+        found.explanation = format!(
+            "{}; {}'s own disk{} does {}: {whose} is the bottleneck.",
+            found.explanation.trim_end_matches('.'),
+            far.host,
+            device_words(f),
+            format_bytes_per_sec(f.m_disk?)
+        );
+        return Some(found);
+    }
     let (limit, explanation) = match f.limiting? {
         Limiting::Disk(d) => {
             // A disk that fills its bus is the bus's (R2), however busy the CPU.
