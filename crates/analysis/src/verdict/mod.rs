@@ -1,6 +1,8 @@
 //! The bottleneck verdict: for reads and for writes, the chain of hops
 //! (disk -> bus -> NIC -> link -> protocol -> client) with each hop's ceiling
 //! and measured figure, the hop that limits the path, and the headroom left.
+//! With a far end (a server that measured its own disk), the chain starts on
+//! the server and the disk alone is the server's (docs/verdict.md, "The far end").
 //!
 //! This file gathers the facts of a direction ([`Facts`]: the probes, the
 //! ceilings, which part limits) and assembles the verdict; the rules that
