@@ -497,7 +497,7 @@ fn a_cpu(f: &Facts) -> Option<Finding> {
         format!("{what} run at {}{of_ceiling}, limited by {evidence}.", format_bytes_per_sec(m)),
     );
     found.percent_of_ceiling = share.map(|b| m / b.bytes_per_sec * 100.0);
-    found.checks = cpu_checks(limit.as_ref());
+    found.checks = cpu_checks(limit.as_ref(), f.far.map(|far| far.host.as_str()));
     found.cpu_limit = limit;
     Some(found)
 }
@@ -569,7 +569,7 @@ fn the_far_ends_cpu(f: &Facts) -> Option<Finding> {
     };
     let side = limit.as_ref().map_or(Side::Local, |l| l.side);
     let mut found = Finding::new(Bottleneck::Cpu, Some(Hop::Cpu), Some(side), explanation);
-    found.checks = cpu_checks(limit.as_ref());
+    found.checks = cpu_checks(limit.as_ref(), f.far.map(|far| far.host.as_str()));
     found.cpu_limit = limit;
     Some(found)
 }
@@ -660,27 +660,38 @@ fn virtual_link(found: &mut Finding, what: &str, m: f64, nic: Option<&str>) {
     ];
 }
 
-/// R5's checks: what lifts the CPU limit that was found.
-fn cpu_checks(limit: Option<&CpuLimit>) -> Vec<String> {
+/// R5's checks: what lifts the CPU limit that was found; the server by its
+/// hostname when the far end is known.
+fn cpu_checks(limit: Option<&CpuLimit>, server: Option<&str>) -> Vec<String> {
+    let owner = |l: &CpuLimit| match (l.side, server) {
+        (Side::Remote, Some(name)) => name.to_string(),
+        (side, _) => side.owner().to_string(),
+    };
     let spread = "more streams (--streams 4) spread the work over more cores".to_string();
     let offloads = "NIC offloads (ethtool -k: tso, gso, gro) and interrupt coalescing".to_string();
     match limit {
         Some(l) if l.kind == CpuLimitKind::Quota => vec![format!(
             "raise or remove the CPU quota of {}'s cgroup (cpu.cfs_quota_us or cpu.max; a container's --cpus, a systemd CPUQuota=)",
-            l.side.owner()
+            owner(l)
         )],
         Some(l) if l.kind == CpuLimitKind::Steal => vec![format!(
             "the hypervisor under {}: other guests on the host, the VM's CPU limit or reservation",
-            l.side.owner()
+            owner(l)
         )],
         Some(l) if l.kind == CpuLimitKind::Softirq => vec![
             format!(
                 "spread {}'s packet processing over more cores: NIC queues and RSS (ethtool -L), RPS/RFS, irqbalance",
-                l.side.owner()
+                owner(l)
             ),
             offloads,
         ],
-        Some(l) => vec![format!("{} CPU: {spread}", capitalise(l.side.owner())), offloads],
+        Some(l) => {
+            let whose = match (l.side, server) {
+                (Side::Remote, Some(name)) => format!("{name}'s"),
+                (side, _) => capitalise(side.owner()),
+            };
+            vec![format!("{whose} CPU: {spread}"), offloads]
+        }
         None => vec![spread, offloads, "a CPU with AES-NI/VAES for encrypted protocols".into()],
     }
 }
