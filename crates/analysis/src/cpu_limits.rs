@@ -44,6 +44,20 @@ pub enum CpuLimitKind {
     Busy,
 }
 
+impl CpuLimitKind {
+    /// A few words for the hop chain: "cgroup quota", "one thread at a full core".
+    pub fn words(self) -> &'static str {
+        match self {
+            CpuLimitKind::Quota => "cgroup quota",
+            CpuLimitKind::Steal => "hypervisor steal",
+            CpuLimitKind::Softirq => "a core in softirq",
+            CpuLimitKind::Thread => "one thread at a full core",
+            CpuLimitKind::Cores => "every usable core busy",
+            CpuLimitKind::Busy => "busy",
+        }
+    }
+}
+
 /// A CPU limit found in a probe, with the evidence in words.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CpuLimit {
@@ -57,24 +71,36 @@ pub struct CpuLimit {
 
 /// The strongest CPU limit a net probe shows on either end.
 pub fn cpu_limit(probe: &Probe) -> Option<CpuLimit> {
-    let streams = match &probe.spec {
-        ProbeSpec::Net(n) => n.streams.max(1),
-        _ => 1,
+    cpu_limit_named(probe, None)
+}
+
+/// The strongest CPU limit a probe shows on the ends it ran on, the server
+/// named `server` when given ("nas's CPU quota"; else "the server's"). A disk
+/// probe the server ran on its own disk (`Probe.host`) is judged by the
+/// server's CPU alone (the client only waits for its samples), its jobs
+/// counting as streams; a full process of one job is one core at its limit.
+pub fn cpu_limit_named(probe: &Probe, server: Option<&str>) -> Option<CpuLimit> {
+    let (streams, disk) = match &probe.spec {
+        ProbeSpec::Net(n) => (n.streams.max(1), false),
+        ProbeSpec::Disk(d) => (d.jobs.max(1), true),
+        _ => (1, false),
     };
+    let sides: &[Side] = if disk && probe.ran_remotely() { &[Side::Remote] } else { &[Side::Remote, Side::Local] };
     let mut found: Vec<CpuLimit> = Vec::new();
-    for side in [Side::Remote, Side::Local] {
+    for &side in sides {
+        let whose = match (side, server) {
+            (Side::Remote, Some(name)) => format!("{name}'s"),
+            _ => side.possessive().to_string(),
+        };
         match probe.cpu_load(side) {
-            Some(load) => found.extend(limit_of_load(&load, side, streams)),
+            Some(load) => found.extend(limit_of_load(&load, side, &whose, streams, disk)),
             None => {
                 let percent = probe.cpu_percent(side);
                 if let Some(per_stream) = percent.map(|p| p / streams as f64).filter(|p| *p >= CPU_BUSY_PERCENT) {
                     found.push(CpuLimit {
                         side,
                         kind: CpuLimitKind::Busy,
-                        evidence: format!(
-                            "{} CPU: {per_stream:.0}% of one core per stream busy during the test",
-                            side.possessive()
-                        ),
+                        evidence: format!("{whose} CPU: {per_stream:.0}% of one core per stream busy during the test"),
                     });
                 }
             }
@@ -88,8 +114,7 @@ pub fn is_machine_limit(limit: &CpuLimit) -> bool {
     matches!(limit.kind, CpuLimitKind::Quota | CpuLimitKind::Steal)
 }
 
-fn limit_of_load(load: &CpuLoad, side: Side, streams: u32) -> Option<CpuLimit> {
-    let whose = side.possessive();
+fn limit_of_load(load: &CpuLoad, side: Side, whose: &str, streams: u32, disk: bool) -> Option<CpuLimit> {
     if let Some(cg) =
         load.cgroup.as_ref().filter(|c| c.periods >= MIN_PERIODS && c.throttled_share() >= THROTTLED_SHARE)
     {
@@ -111,7 +136,10 @@ fn limit_of_load(load: &CpuLoad, side: Side, streams: u32) -> Option<CpuLimit> {
             ),
         });
     }
-    if load.steal_percent >= STEAL_PERCENT {
+    // Steal and softirq are the machine's, not the process's: a disk test
+    // that used a tenth of a core is not held by them, a network stream
+    // (whose work is packets) is.
+    if !disk && load.steal_percent >= STEAL_PERCENT {
         return Some(CpuLimit {
             side,
             kind: CpuLimitKind::Steal,
@@ -124,7 +152,7 @@ fn limit_of_load(load: &CpuLoad, side: Side, streams: u32) -> Option<CpuLimit> {
     if let Some(core) = load
         .per_core
         .iter()
-        .filter(|c| c.busy_percent >= CORE_SATURATED_PERCENT && c.softirq_percent >= SOFTIRQ_SHARE_PERCENT)
+        .filter(|c| !disk && c.busy_percent >= CORE_SATURATED_PERCENT && c.softirq_percent >= SOFTIRQ_SHARE_PERCENT)
         .max_by(|a, b| a.softirq_percent.total_cmp(&b.softirq_percent))
     {
         return Some(CpuLimit {
@@ -151,7 +179,23 @@ fn limit_of_load(load: &CpuLoad, side: Side, streams: u32) -> Option<CpuLimit> {
                 ),
             });
         }
-    } else if load.process_percent >= CPU_BUSY_PERCENT * f64::from(usable) {
+    }
+    // A disk probe's workers may have ended before their CPU time was read
+    // (they are counted in the process, not listed), so its whole process
+    // stands for its jobs; a network test lists its streams' threads.
+    if disk && load.process_percent >= CPU_BUSY_PERCENT * f64::from(usable) {
+        return Some(CpuLimit {
+            side,
+            kind: CpuLimitKind::Cores,
+            evidence: format!(
+                "{whose} CPU: the disk test kept {:.1} core(s) busy, all that its {streams} job(s) can use ({:.0}% of the machine's {} cores in all)",
+                load.process_percent / 100.0,
+                load.machine_busy_percent(),
+                load.cores
+            ),
+        });
+    }
+    if streams > 1 && !disk && load.process_percent >= CPU_BUSY_PERCENT * f64::from(usable) {
         return Some(CpuLimit {
             side,
             kind: CpuLimitKind::Cores,
@@ -219,6 +263,7 @@ mod tests {
             histogram: None,
             warnings: vec![],
             details: Default::default(),
+            host: None,
         }
     }
 

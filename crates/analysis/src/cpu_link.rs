@@ -90,6 +90,7 @@ mod tests {
             histogram: None,
             warnings: vec![],
             details: Default::default(),
+            host: None,
         }
     }
 

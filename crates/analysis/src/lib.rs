@@ -15,13 +15,15 @@ mod goals;
 mod link_share;
 mod verdict;
 
-pub use ceilings::{bus_ceiling, choose_nic, BadLinkSpec, LinkCeiling, LinkSpec, LinkTarget, PathHints, PathModel};
+pub use ceilings::{
+    bus_ceiling, choose_nic, BadLinkSpec, FarEnd, LinkCeiling, LinkSpec, LinkTarget, PathHints, PathModel,
+};
 pub use cliff::{annotate_write_cliff, detect_write_cliff, WriteCliff};
 pub use compare::{
     compare, mann_whitney_u, Cell, CompareError, Comparison, Figure, Row, Significance, ALPHA, MIN_SAMPLES,
     SIGNIFICANCE_TEST,
 };
-pub use cpu_limits::{cpu_limit, settle_diagnosis, CpuLimit, CpuLimitKind, Side, CPU_BUSY_PERCENT};
+pub use cpu_limits::{cpu_limit, cpu_limit_named, settle_diagnosis, CpuLimit, CpuLimitKind, Side, CPU_BUSY_PERCENT};
 pub use cpu_link::{cpu_document, cpu_probe_against_link, fills_link, share_of_link};
 pub use goals::{evaluate, parse_goals, Goal, GoalError, GoalResult, Metric};
 pub use link_share::{faster_than_ceiling, net_probe_against_link, CEILING_SHARE};

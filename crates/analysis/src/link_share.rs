@@ -96,6 +96,7 @@ mod tests {
             histogram: None,
             warnings: vec![],
             details: Default::default(),
+            host: None,
         }
     }
 

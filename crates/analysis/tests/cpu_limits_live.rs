@@ -90,6 +90,7 @@ fn one_pinned_busy_thread_is_one_saturated_core_of_n() {
         histogram: None,
         warnings: vec![],
         details: Default::default(),
+        host: None,
     };
     // The old absolute figure: the process against the whole machine.
     probe.details.insert("cpu_local_percent".into(), serde_json::json!(load.process_percent / cores as f64));

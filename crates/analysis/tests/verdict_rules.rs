@@ -390,3 +390,214 @@ fn each_verdict_names_its_limiting_hop_and_side() {
     let cache = verdict(&fixture("cache"), Direction::Read);
     assert_eq!(cache.limiting_hop, None);
 }
+
+// -- The far end: `headroom run --server nas --remote-path DIR` (scripts/far-fixtures.sh
+// made each fixture from a real run on this machine, the server as host "nas"). --
+
+/// The hop kinds of a chain with the machine each is on (None: here or the wire).
+fn chain(v: &DirectionVerdict) -> Vec<(&str, Option<&str>)> {
+    v.hops.iter().map(|h| (h.hop.as_str(), h.host.as_deref())).collect()
+}
+
+fn one_gbe() -> PathHints {
+    PathHints { link: Some("1gbe".parse().unwrap()), nic: None }
+}
+
+#[test]
+fn far_r3_the_servers_own_disk_is_named_with_its_side_and_host() {
+    // nas's directory on an ext4 loop device held to 40 MB/s each way by a blkio throttle.
+    let doc = fixture("far-disk-bound");
+    for dir in [Direction::Read, Direction::Write] {
+        let v = verdict(&doc, dir);
+        assert_eq!((v.bottleneck, v.rule.as_str()), (Bottleneck::Disk, "R3"), "{v:#?}");
+        assert_eq!((v.limiting_hop, v.side), (Some(headroom_result::Hop::Disk), Some(headroom_result::Side::Remote)));
+        // The throttle is the ground truth: 40 MB/s.
+        assert!((v.figure_bytes_per_sec / 40e6 - 1.0).abs() < 0.03, "{}", v.figure_bytes_per_sec);
+        assert_eq!(chain(&v), [("disk", Some("nas")), ("link", None)], "{v:#?}");
+        assert_eq!(v.hops[0].name, "loop1", "the device comes from nas's inventory");
+    }
+    let r = verdict(&doc, Direction::Read);
+    let e = &r.explanation;
+    assert!(e.starts_with("reads from nas's own disk (loop1) run at 39.84 MB/s, while loopback TCP carries"), "{e}");
+    assert!(e.ends_with("nas's disk is the bottleneck."), "{e}");
+    assert!(r.headroom.as_deref().unwrap().contains("a faster disk in nas would raise reads"), "{:?}", r.headroom);
+    assert!(verdict(&doc, Direction::Write).explanation.starts_with("writes to nas's own disk (loop1)"));
+}
+
+#[test]
+fn far_r2_the_servers_disk_filling_the_bus_from_its_inventory_is_its_bus() {
+    // Edited: a bus of 42 MB/s under nas's loop device (a loop device has none).
+    let mut doc = fixture("far-disk-bound");
+    let loop1 = doc.peers[0].block_devices.iter_mut().find(|d| d.name == "loop1").unwrap();
+    loop1.ceiling_bytes_per_sec = Some(42e6);
+    let v = verdict(&doc, Direction::Read);
+    assert_eq!((v.bottleneck, v.rule.as_str()), (Bottleneck::Bus, "R2"), "{v:#?}");
+    assert_eq!(v.side, Some(headroom_result::Side::Remote));
+    assert!(v.explanation.contains("nas's bus, not its disk, is full"), "{}", v.explanation);
+    assert!(v.explanation.contains("95% of the bus of loop1 ceiling"), "{}", v.explanation);
+    assert_eq!(chain(&v), [("disk", Some("nas")), ("bus", Some("nas")), ("link", None)]);
+    // This machine's own bus is not the server's: the document's ceilings keep it out.
+    let a = analyse(&doc, &PathHints::default()).unwrap();
+    assert!(a.model.ceilings.iter().all(|c| c.hop != "bus"), "{:?}", a.model.ceilings);
+}
+
+#[test]
+fn far_r4_the_link_between_nas_and_here() {
+    // nas in its own namespace behind a veth that tbf shapes like 1 GbE; run with --link 1gbe.
+    let doc = fixture("far-link-bound");
+    let a = analyse(&doc, &one_gbe()).unwrap();
+    for v in &a.directions {
+        assert_eq!((v.bottleneck, v.rule.as_str()), (Bottleneck::Link, "R4"), "{v:#?}");
+        // tbf is the ground truth: the 1GbE TCP ceiling, 117.7 MB/s.
+        assert!((v.percent_of_ceiling.unwrap() - 100.0).abs() < 2.0, "{:?}", v.percent_of_ceiling);
+        assert_eq!(v.hops[0].host.as_deref(), Some("nas"), "{v:#?}");
+        assert!(v.hops.iter().any(|h| h.hop == "link" && h.host.is_none()));
+    }
+    let h = a.directions[0].headroom.as_deref().unwrap();
+    assert!(h.starts_with("nas's own disk does 580.4 MB/s: a 5GbE link would raise reads"), "{h}");
+}
+
+#[test]
+fn far_r5_the_servers_cpu_quota_is_named_from_the_network_and_from_its_disk() {
+    // `headroom serve` in a cgroup held to 3% of one core, over loopback.
+    let doc = fixture("far-cpu-bound");
+    for dir in [Direction::Read, Direction::Write] {
+        let v = verdict(&doc, dir);
+        assert_eq!((v.bottleneck, v.rule.as_str()), (Bottleneck::Cpu, "R5"), "{v:#?}");
+        assert_eq!(v.side, Some(headroom_result::Side::Remote));
+        let e = &v.explanation;
+        assert!(
+            e.contains("limited by nas's CPU quota: its cgroup /hrfv") && e.contains("held to 3% of one core"),
+            "{e}"
+        );
+        assert!(e.ends_with("nas's CPU is the bottleneck."), "{e}");
+        assert!(chain(&v).contains(&("cpu", Some("nas"))), "the server's CPU on its side of the chain: {v:#?}");
+        assert!(v.checks[0].contains("CPU quota of nas's cgroup"), "{:?}", v.checks);
+    }
+    // Reads: the network (189 MB/s) is lowest, its probe throttled in 31 of 31 periods.
+    let r = verdict(&doc, Direction::Read);
+    assert!(r.explanation.starts_with("reads run at 189.1 MB/s, limited by nas's CPU quota"), "{}", r.explanation);
+    assert!(r.explanation.contains("; nas's own disk (vda) does 229.6 MB/s"), "{}", r.explanation);
+    // Writes: nas's own disk (93.8 MB/s) is lowest, its probe throttled in 29 of 29 periods.
+    let w = verdict(&doc, Direction::Write);
+    let e = &w.explanation;
+    assert!(e.starts_with("writes to nas's own disk (vda) run at 93.84 MB/s, limited by nas's CPU quota"), "{e}");
+    assert!(
+        e.contains("throttled in 100% of 29 periods") && e.contains("while loopback TCP carries 223.0 MB/s"),
+        "{e}"
+    );
+}
+
+#[test]
+fn far_r5_a_quota_the_disk_test_stayed_under_leaves_the_disk_named() {
+    // The same with 10% of one core: sequential 1 MiB reads used 7% and were
+    // throttled in 2 of 26 periods (under THROTTLED_SHARE); writes in 25 of 27.
+    let mut doc = fixture("far-cpu-10pct");
+    // Edited: the network as if it carried 3 GB/s, so nas's own disk figures are the lowest.
+    for p in doc.probes.iter_mut().filter(|p| p.kind() == headroom_result::ProbeKind::Net) {
+        p.summary.bytes_per_sec = 3e9;
+    }
+    let w = verdict(&doc, Direction::Write);
+    assert_eq!((w.bottleneck, w.rule.as_str(), w.side), (Bottleneck::Cpu, "R5", Some(headroom_result::Side::Remote)));
+    let e = &w.explanation;
+    assert!(e.starts_with("writes to nas's own disk (vda) run at 519.0 MB/s, limited by nas's CPU quota"), "{e}");
+    assert!(e.contains("throttled in 93% of 27 periods") && e.ends_with("nas's CPU is the bottleneck."), "{e}");
+    let r = verdict(&doc, Direction::Read);
+    assert_eq!((r.bottleneck, r.rule.as_str()), (Bottleneck::Disk, "R3"), "{r:#?}");
+    // As measured (the network held to 896 and 512 MB/s by the quota, the
+    // disk level with it on writes): one quota holds both, so not level.
+    let doc = fixture("far-cpu-10pct");
+    for dir in [Direction::Read, Direction::Write] {
+        let v = verdict(&doc, dir);
+        assert_eq!(
+            (v.bottleneck, v.rule.as_str(), v.side),
+            (Bottleneck::Cpu, "R5", Some(headroom_result::Side::Remote))
+        );
+    }
+}
+
+#[test]
+fn without_its_far_end_a_document_keeps_todays_verdict() {
+    // The same run less nas's disk probes and inventory: the net probes alone,
+    // as before the far end: R5 with "the server's CPU quota".
+    let mut doc = fixture("far-cpu-bound");
+    doc.probes.retain(|p| !p.ran_remotely());
+    doc.peers.clear();
+    let v = verdict(&doc, Direction::Read);
+    assert_eq!((v.bottleneck, v.rule.as_str()), (Bottleneck::Cpu, "R5"), "{v:#?}");
+    assert!(v.explanation.contains("limited by the server's CPU quota"), "{}", v.explanation);
+    assert!(v.hops.iter().all(|h| h.host.is_none()));
+}
+
+/// far-disk-bound with a client probe: this machine reading nas's share over
+/// NFS at `client` bytes/s (edited: this kernel has no NFS client).
+fn with_a_client(client: f64) -> ResultDoc {
+    let mut doc = fixture("far-disk-bound");
+    doc.host.filesystems.push(headroom_result::Filesystem {
+        mountpoint: "/mnt/nas".into(),
+        fstype: "nfs4".into(),
+        device: "nas:/tank".into(),
+        ..Default::default()
+    });
+    let mut p = doc.probes.iter().find(|p| p.id == "seq1m-q8t1-read@nas").unwrap().clone();
+    p.id = "seq1m-q8t1-read".into();
+    p.host = None;
+    p.details.clear();
+    if let headroom_result::ProbeSpec::Disk(d) = &mut p.spec {
+        d.path = "/mnt/nas/headroom-disk-1.tmp".into();
+        d.filesystem = Some("nfs4".into());
+    }
+    p.summary.bytes_per_sec = client;
+    doc.probes.push(p);
+    doc
+}
+
+#[test]
+fn far_client_over_the_share_is_held_against_the_servers_own_disk() {
+    // 38 MB/s over NFS from a disk that does 39.84 MB/s on its own: nas's disk.
+    let v = verdict(&with_a_client(38e6), Direction::Read);
+    assert_eq!((v.bottleneck, v.rule.as_str(), v.side), (Bottleneck::Disk, "R3", Some(headroom_result::Side::Remote)));
+    let e = &v.explanation;
+    assert!(e.starts_with("reads run at 38.00 MB/s over /mnt/nas; nas's own disk (loop1) does 39.84 MB/s"), "{e}");
+    assert!(e.ends_with(": nas's disk is the bottleneck."), "{e}");
+    assert_eq!(chain(&v), [("disk", Some("nas")), ("link", None), ("protocol", None), ("client", None)]);
+    assert_eq!(v.figure_bytes_per_sec, 38e6);
+    // 10 MB/s: neither nas's disk nor the network explains it; the protocol.
+    let v = verdict(&with_a_client(10e6), Direction::Read);
+    assert_eq!((v.bottleneck, v.rule.as_str()), (Bottleneck::Protocol, "R7"), "{v:#?}");
+    assert!(v.explanation.contains("25% of what nas's disk does, so the storage protocol (nfs4)"), "{}", v.explanation);
+    assert!(v.checks.iter().all(|c| !c.contains("run `headroom disk` on the server")), "it was run: {:?}", v.checks);
+    // The same with one nas core at 98% (nfsd) over the client's test: nas's CPU.
+    let mut doc = with_a_client(10e6);
+    let load = headroom_result::CpuLoad {
+        wall_s: 5.0,
+        cores: 4,
+        process_percent: 99.0,
+        threads: vec![headroom_result::ThreadLoad { name: "nfsd".into(), tid: 812, percent: 98.0 }],
+        ..Default::default()
+    };
+    let client = doc.probes.iter_mut().find(|p| p.id == "seq1m-q8t1-read").unwrap();
+    client.details.insert("cpu_load_remote".into(), serde_json::to_value(&load).unwrap());
+    let v = verdict(&doc, Direction::Read);
+    assert_eq!((v.bottleneck, v.rule.as_str(), v.side), (Bottleneck::Cpu, "R5", Some(headroom_result::Side::Remote)));
+    assert!(v.explanation.contains("and nas's CPU: thread nfsd kept one core 98% busy"), "{}", v.explanation);
+    assert!(v.explanation.ends_with("nas's CPU is the bottleneck."), "{}", v.explanation);
+}
+
+#[test]
+fn a_disk_here_on_a_local_filesystem_is_off_the_path_once_the_server_measured_its_own() {
+    let mut doc = fixture("far-disk-bound");
+    let mut here = doc.probes.iter().find(|p| p.id == "seq1m-q8t1-read@nas").unwrap().clone();
+    here.id = "seq1m-q8t1-read".into();
+    here.host = None;
+    if let headroom_result::ProbeSpec::Disk(d) = &mut here.spec {
+        d.path = "/var/tmp/headroom-disk-2.tmp".into();
+        d.filesystem = Some("ext4".into());
+    }
+    here.summary.bytes_per_sec = 5e6;
+    doc.probes.push(here);
+    let v = verdict(&doc, Direction::Read);
+    assert_eq!((v.bottleneck, v.side), (Bottleneck::Disk, Some(headroom_result::Side::Remote)), "{v:#?}");
+    assert!((v.figure_bytes_per_sec - 39.84e6).abs() < 0.01e6, "this machine's 5 MB/s disk is no hop of the path");
+    assert_eq!(chain(&v), [("disk", Some("nas")), ("link", None)]);
+}

@@ -6,7 +6,7 @@
 
 use crate::sections::Marks;
 use headroom_analysis::{Comparison, Figure};
-use headroom_result::{Ceiling, Probe, ProbeSpec};
+use headroom_result::{Ceiling, Hop, HopFigure, Probe, ProbeSpec};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -72,9 +72,16 @@ fn time_frame<'a, 'b>(
 }
 
 /// The ceiling a probe's figure should be held against: the bus for a disk
-/// probe, the NIC slot or link for a network probe, the lowest of them for a
-/// disk probe over the network.
-pub fn ceiling_for<'a>(probe: &Probe, ceilings: &'a [Ceiling]) -> Option<&'a Ceiling> {
+/// probe here (the network and protocol over a network filesystem), the NIC
+/// and link for a net probe; for a disk probe a server ran on its own disk,
+/// the bus of that server in the verdict's chain (`far_hops`), since the
+/// document's ceilings are this machine's and the wire's.
+pub fn ceiling_for(probe: &Probe, ceilings: &[Ceiling], far_hops: &[HopFigure]) -> Option<Ceiling> {
+    if let (ProbeSpec::Disk(_), Some(host)) = (&probe.spec, &probe.host) {
+        return far_hops.iter().find(|h| h.hop == Hop::Bus && h.host.as_ref() == Some(host)).and_then(|h| {
+            Some(Ceiling { hop: Hop::Bus, name: h.name.clone(), bytes_per_sec: h.ceiling_bytes_per_sec?, source: None })
+        });
+    }
     let hops: &[&str] = match probe.spec {
         ProbeSpec::Disk(_) if ceilings.iter().any(|c| c.hop == "protocol") => &["nic", "link", "protocol"],
         ProbeSpec::Disk(_) => &["bus"],
@@ -85,6 +92,7 @@ pub fn ceiling_for<'a>(probe: &Probe, ceilings: &'a [Ceiling]) -> Option<&'a Cei
         .iter()
         .filter(|c| hops.contains(&c.hop.as_str()))
         .min_by(|a, b| a.bytes_per_sec.total_cmp(&b.bytes_per_sec))
+        .cloned()
 }
 
 /// A per-second chart of one probe: MB/s (or IOPS, or latency when that is

@@ -7,7 +7,7 @@ use crate::table::{Cell, Table, Tone};
 use crate::Style;
 use headroom_analysis::{Bottleneck, DirectionVerdict};
 use headroom_analysis::{Comparison, Figure, Significance};
-use headroom_result::{Hop, Probe, ProbeSpec, ResultDoc};
+use headroom_result::{Hop, Probe, ProbeSpec, ResultDoc, Side};
 use headroom_units::{format_duration, format_rate};
 use std::time::Duration;
 
@@ -80,20 +80,30 @@ fn kind(p: &Probe) -> &'static str {
     }
 }
 
-/// The chain of one direction: hop, what, ceiling, measured, share of ceiling.
-pub fn hop_table(v: &DirectionVerdict, style: Style) -> Table {
-    let mut t = Table::new(
-        format!("{}: {}", v.direction.as_str(), v.bottleneck.as_str()),
-        &["hop", "what", "ceiling", "measured", "of ceiling"],
-    );
-    t.right = vec![2, 3, 4];
+/// The chain of one direction: hop, what, ceiling, measured, share of
+/// ceiling; with a far end in the chain, also which machine each hop is on
+/// (`here`: this machine's name; the link is between the two).
+pub fn hop_table(v: &DirectionVerdict, here: &str, style: Style) -> Table {
+    let two_ends = v.hops.iter().any(|h| h.host.is_some());
+    let headers: &[&str] = if two_ends {
+        &["hop", "on", "what", "ceiling", "measured", "of ceiling"]
+    } else {
+        &["hop", "what", "ceiling", "measured", "of ceiling"]
+    };
+    let mut t = Table::new(format!("{}: {}", v.direction.as_str(), v.bottleneck.as_str()), headers);
+    let first_figure = if two_ends { 3 } else { 2 };
+    t.right = vec![first_figure, first_figure + 1, first_figure + 2];
     let hot = v.limiting();
     let mut hops: Vec<_> = v.hops.iter().collect();
-    // The CPU sits beside the chain; show it last.
-    hops.sort_by_key(|h| h.hop == Hop::Cpu);
+    // This machine's CPU sits beside the chain; show it last. The server's
+    // stays on the server's side, next to its disk.
+    hops.sort_by_key(|h| h.hop == Hop::Cpu && h.host.is_none());
     for h in hops {
+        // With a hop of the same kind on both ends, the verdict's side says which one limits.
+        let on_both = v.hops.iter().any(|x| x.hop == h.hop && x.host.is_some() != h.host.is_some());
+        let this_side = !on_both || (v.side == Some(Side::Remote)) == h.host.is_some();
         // A CPU limit with no cpu hop in the chain shows on the link it held back.
-        let tone = if Some(h.hop) == hot
+        let tone = if (Some(h.hop) == hot && this_side)
             || (hot == Some(Hop::Cpu) && h.hop == Hop::Link && !v.hops.iter().any(|x| x.hop == Hop::Cpu))
         {
             Tone::Warn
@@ -104,15 +114,29 @@ pub fn hop_table(v: &DirectionVerdict, style: Style) -> Table {
             (Some(m), Some(c)) if c > 0.0 => format!("{:.0}%", m / c * 100.0),
             _ => String::new(),
         };
-        t.row(vec![
-            Cell::tone(h.hop.as_str(), tone),
+        let mut row = vec![Cell::tone(h.hop.as_str(), tone)];
+        if two_ends {
+            let on = match (&h.host, h.hop) {
+                (Some(host), _) => host.clone(),
+                (None, Hop::Link | Hop::Protocol) => "between".into(),
+                (None, _) => here.to_string(),
+            };
+            row.push(Cell::tone(on, tone));
+        }
+        row.extend([
             Cell::tone(h.name.clone(), tone),
             h.ceiling_bytes_per_sec.map(|c| rate(c, style)).unwrap_or_else(|| "-".into()).into(),
             h.measured_bytes_per_sec.map(|m| rate(m, style)).unwrap_or_else(|| "-".into()).into(),
             share.into(),
         ]);
+        t.row(row);
     }
     t
+}
+
+/// The name the hop chain gives this machine: its hostname, else "this machine".
+pub fn here(view: &ResultView) -> &str {
+    view.doc.host.hostname.as_deref().unwrap_or("this machine")
 }
 
 /// The verdict of one direction as sentences: explanation, headroom, checks.

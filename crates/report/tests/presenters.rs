@@ -86,3 +86,21 @@ fn html_escapes_labels() {
     let html = presenter(Format::Html).render(&Report::new(vec![(doc, name)]), Style::default());
     assert!(html.contains("&lt;b&gt;me &amp; you&lt;/b&gt;") && !html.contains("<b>me"));
 }
+
+#[test]
+fn the_chain_says_which_machine_each_hop_is_on_once_the_server_measured_its_own_disk() {
+    let md = render(Format::Markdown, &["far-cpu-bound"], Style::default());
+    assert!(md.contains("| hop | on | what | ceiling | measured | of ceiling |"), "{md}");
+    assert!(md.contains("| disk | nas | vda |"), "{md}");
+    assert!(md.contains("| cpu | nas | CPU (cgroup quota) |"), "{md}");
+    assert!(md.contains("| link | between | loopback (memory copy, no wire) |"), "{md}");
+    assert!(md.contains("nas's CPU is the bottleneck"), "{md}");
+    let plain = render(Format::Table, &["far-disk-bound"], Style::default());
+    assert!(plain.contains("reads from nas's own disk (loop1)"), "{plain}");
+    assert!(plain.lines().any(|l| l.starts_with("disk  nas") && l.contains("loop1")), "{plain}");
+    let html = render(Format::Html, &["far-disk-bound"], Style::default());
+    assert!(html.contains("<th>on</th>") && html.contains(">nas<"), "the HTML chain has the machine column");
+    // A document without a far end keeps the chain it had.
+    let md = render(Format::Markdown, &["link-bound"], Style::default());
+    assert!(md.contains("| hop | what | ceiling | measured | of ceiling |") && !md.contains("| on |"), "{md}");
+}

@@ -182,6 +182,10 @@ pub struct HopFigure {
     /// The probe that measured it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<String>,
+    /// The hostname of the machine the hop is on when it is the far end
+    /// (the server's disk, bus and CPU); absent: this machine, or the wire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// The verdict for one direction.

@@ -392,6 +392,7 @@ mod tests {
                 histogram: None,
                 warnings: vec![],
                 details: Default::default(),
+                host: None,
             };
             Ok(Measured { probe, started_unix: start, error: None })
         }

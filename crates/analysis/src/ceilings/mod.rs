@@ -9,7 +9,8 @@
 //!   and what its PCIe slot carries;
 //! - `bus`: the PCIe/SATA/USB link under a block device;
 //! - here: which device and interface a document's probes ran through, the
-//!   storage protocol over the link, and the CPU kernels' ceilings.
+//!   storage protocol over the link, the CPU kernels' ceilings, and the far
+//!   end ([`FarEnd`]: the server's own disk and its bus, from `doc.peers`).
 //!
 //! Pure arithmetic over the document and the limits model, no I/O. Measured
 //! figures are not ceilings and are left to [`crate::verdict`], except CPU
@@ -24,7 +25,7 @@ pub use link::{BadLinkSpec, LinkCeiling, LinkSpec, LinkTarget};
 pub use nic::choose_nic;
 
 use headroom_limits::Framing;
-use headroom_result::{BlockDevice, Ceiling, Hop, Nic, Probe, ProbeSpec, ResultDoc};
+use headroom_result::{BlockDevice, Ceiling, Hop, Host, Nic, Probe, ProbeSpec, ResultDoc};
 use nic::{framing_of, slot_ceiling};
 
 /// What the user told us about the path that the inventory cannot show.
@@ -80,6 +81,24 @@ pub struct PathModel {
     pub storage_protocol: Option<String>,
     /// The block device under the disk probes' path, when it could be found.
     pub block_device: Option<BlockDevice>,
+    /// The mountpoint under this machine's disk probes (`/mnt/nas`), when known.
+    pub mountpoint: Option<String>,
+    /// The server that measured its own disk for this document, when one did.
+    pub far_end: Option<FarEnd>,
+}
+
+/// The far end of the path: a `headroom serve` that ran disk probes on its
+/// own disk (`Probe.host`), with what its inventory (`doc.peers`) says of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FarEnd {
+    /// The server's hostname, as its probes and inventory carry it.
+    pub host: String,
+    /// The block device under the server's probes' path, from its inventory.
+    pub block_device: Option<BlockDevice>,
+    /// The bus under that device: the same lookup as for this machine's
+    /// disks ([`bus_ceiling`]). Kept here, not in `PathModel::ceilings`
+    /// (whose ceilings are this machine's and the wire's).
+    pub bus: Option<Ceiling>,
 }
 
 impl PathModel {
@@ -97,12 +116,14 @@ pub fn derive(doc: &ResultDoc, hints: &PathHints) -> Result<PathModel, BadLinkSp
     }
     let mut ceilings = Vec::new();
 
-    let disk_path = doc.probes.iter().find_map(|p| match &p.spec {
+    // This machine's disk probes; those a server ran on its own disk are the far end's.
+    let disk_path = doc.probes.iter().filter(|p| !p.ran_remotely()).find_map(|p| match &p.spec {
         ProbeSpec::Disk(d) => Some(d),
         _ => None,
     });
-    let block_device = disk_path.and_then(|d| device_for_path(doc, &d.path));
-    let fs_type = disk_path.and_then(|d| d.filesystem.clone().or_else(|| mount_for_path(doc, &d.path).map(|m| m.1)));
+    let block_device = disk_path.and_then(|d| device_for_path(&doc.host, &d.path));
+    let mount = disk_path.and_then(|d| mount_for_path(&doc.host, &d.path));
+    let fs_type = disk_path.and_then(|d| d.filesystem.clone().or_else(|| mount.as_ref().map(|m| m.1.clone())));
     let storage_protocol = match (&fs_type, &block_device) {
         (Some(fs), _) if NETWORK_FILESYSTEMS.contains(&fs.as_str()) => Some(fs.clone()),
         (_, Some(dev)) if dev.transport.as_deref() == Some("iscsi") => Some("iscsi".to_string()),
@@ -166,13 +187,28 @@ pub fn derive(doc: &ResultDoc, hints: &PathHints) -> Result<PathModel, BadLinkSp
         }
     }
 
-    Ok(PathModel { ceilings, network, storage_protocol, block_device })
+    let mountpoint = mount.map(|m| m.0);
+    Ok(PathModel { ceilings, network, storage_protocol, block_device, mountpoint, far_end: far_end(doc) })
+}
+
+/// The server whose own disk the document measured: the host of its first
+/// remote disk probe, its block device and bus looked up in its inventory
+/// (the peer of the same hostname) as [`device_for_path`] and
+/// [`bus_ceiling`] do for this machine's.
+fn far_end(doc: &ResultDoc) -> Option<FarEnd> {
+    let (host, path) = doc.probes.iter().find_map(|p| match (&p.spec, &p.host) {
+        (ProbeSpec::Disk(d), Some(h)) => Some((h.clone(), d.path.clone())),
+        _ => None,
+    })?;
+    let inventory = doc.peers.iter().find(|peer| peer.hostname.as_deref() == Some(host.as_str()));
+    let block_device = inventory.and_then(|i| device_for_path(i, &path));
+    let bus = block_device.as_ref().and_then(bus_ceiling);
+    Some(FarEnd { host, block_device, bus })
 }
 
 /// The mount (mountpoint, fstype, device) holding `path`: the longest mountpoint prefix.
-fn mount_for_path(doc: &ResultDoc, path: &str) -> Option<(String, String, String)> {
-    doc.host
-        .filesystems
+fn mount_for_path(host: &Host, path: &str) -> Option<(String, String, String)> {
+    host.filesystems
         .iter()
         .filter(|f| path_is_under(path, &f.mountpoint))
         .max_by_key(|f| f.mountpoint.len())
@@ -186,10 +222,10 @@ fn path_is_under(path: &str, mountpoint: &str) -> bool {
 /// The block device a disk probe's path lives on: the device itself when the
 /// probe ran on one, else the device of the filesystem holding the path; a
 /// partition maps to its disk (nvme0n1p2 -> nvme0n1, sda1 -> sda).
-fn device_for_path(doc: &ResultDoc, path: &str) -> Option<BlockDevice> {
-    let device = if path.starts_with("/dev/") { path.to_string() } else { mount_for_path(doc, path)?.2 };
+fn device_for_path(host: &Host, path: &str) -> Option<BlockDevice> {
+    let device = if path.starts_with("/dev/") { path.to_string() } else { mount_for_path(host, path)?.2 };
     let name = device.rsplit('/').next()?.to_string();
-    let devices = &doc.host.block_devices;
+    let devices = &host.block_devices;
     if let Some(d) = devices.iter().find(|d| d.name == name) {
         return Some(d.clone());
     }
@@ -264,6 +300,7 @@ mod tests {
             histogram: None,
             warnings: vec![],
             details: Default::default(),
+            host: None,
         }
     }
 

@@ -1,6 +1,8 @@
 //! The bottleneck verdict: for reads and for writes, the chain of hops
 //! (disk -> bus -> NIC -> link -> protocol -> client) with each hop's ceiling
 //! and measured figure, the hop that limits the path, and the headroom left.
+//! With a far end (a server that measured its own disk), the chain starts on
+//! the server and the disk alone is the server's (docs/verdict.md, "The far end").
 //!
 //! This file gathers the facts of a direction ([`Facts`]: the probes, the
 //! ceilings, which part limits) and assembles the verdict; the rules that
@@ -11,10 +13,10 @@
 
 mod rules;
 
-use crate::ceilings::{self, NetworkPath, PathHints, PathModel};
+use crate::ceilings::{self, FarEnd, NetworkPath, PathHints, PathModel};
 use crate::cpu_limits;
+use headroom_result::{BlockDevice, Ceiling, Hop, HopFigure, Probe, ProbeSpec, ResultDoc, Side, Verdict};
 pub use headroom_result::{Bottleneck, Direction, DirectionVerdict};
-use headroom_result::{Ceiling, Hop, HopFigure, Probe, ProbeSpec, ResultDoc, Verdict};
 
 /// A measured figure at or above this share of a ceiling runs *at* the ceiling
 /// (TLP headers, ACKs and timer slack make 100% unreachable).
@@ -83,11 +85,13 @@ pub fn annotate(doc: &mut ResultDoc, hints: &PathHints) -> Result<Analysis, ceil
     Ok(analysis)
 }
 
-/// The best sequential disk probe of a direction (the one that shows what the device can do).
-fn best_disk_probe(doc: &ResultDoc, dir: Direction) -> Option<&Probe> {
+/// The best sequential disk probe of a direction (the one that shows what
+/// the device can do) that ran on this machine (`far` false) or on the far
+/// end (`far` true: a server measured its own disk).
+fn best_disk_probe(doc: &ResultDoc, dir: Direction, far: bool) -> Option<&Probe> {
     doc.probes
         .iter()
-        .filter(|p| matches!(&p.spec, ProbeSpec::Disk(d) if d.rw == dir.as_str()))
+        .filter(|p| p.ran_remotely() == far && matches!(&p.spec, ProbeSpec::Disk(d) if d.rw == dir.as_str()))
         .max_by(|a, b| a.summary.bytes_per_sec.total_cmp(&b.summary.bytes_per_sec))
 }
 
@@ -118,8 +122,11 @@ struct Facts<'a> {
     dir: Direction,
     model: &'a PathModel,
     net: Option<&'a NetworkPath>,
-    /// A disk probe on a local filesystem: the disk alone.
+    /// The disk alone: the server's own disk when it measured one (the far
+    /// end), else a disk probe on a local filesystem.
     disk_alone: Option<&'a Probe>,
+    /// The server whose own disk is the disk alone, when it is.
+    far: Option<&'a FarEnd>,
     /// A disk probe over NFS/SMB/iSCSI: what a client of the path gets.
     client: Option<&'a Probe>,
     net_probe: Option<&'a Probe>,
@@ -141,6 +148,28 @@ impl Facts<'_> {
     fn what(&self) -> &'static str {
         self.dir.plural()
     }
+
+    /// The end the disk alone sits on.
+    fn disk_side(&self) -> Side {
+        if self.far.is_some() {
+            Side::Remote
+        } else {
+            Side::Local
+        }
+    }
+
+    /// The device under the disk alone.
+    fn disk_device(&self) -> Option<&BlockDevice> {
+        match self.far {
+            Some(far) => far.block_device.as_ref(),
+            None => self.model.block_device.as_ref(),
+        }
+    }
+
+    /// "nas's" for the far end, by its hostname.
+    fn far_whose(&self) -> Option<String> {
+        self.far.map(|f| format!("{}'s", f.host))
+    }
 }
 
 fn lowest<'a>(ceilings: impl IntoIterator<Item = Option<&'a Ceiling>>) -> Option<&'a Ceiling> {
@@ -148,15 +177,20 @@ fn lowest<'a>(ceilings: impl IntoIterator<Item = Option<&'a Ceiling>>) -> Option
 }
 
 fn facts<'a>(doc: &'a ResultDoc, model: &'a PathModel, dir: Direction) -> Option<Facts<'a>> {
-    let disk_probe = best_disk_probe(doc, dir);
+    let here = best_disk_probe(doc, dir, false);
+    let far_probe = best_disk_probe(doc, dir, true);
     let net_probe = best_net_probe(doc, dir);
-    if disk_probe.is_none() && net_probe.is_none() {
+    // A disk probe over NFS/SMB/iSCSI measures the client end of the path; a
+    // local one measures the disk alone. When the server measured its own
+    // disk, that is the disk alone, and a disk probe here on a local
+    // filesystem is this machine's own disk: off the path (docs/verdict.md).
+    let over_network = model.storage_protocol.is_some();
+    let client = here.filter(|_| over_network);
+    let disk_alone = far_probe.or(here.filter(|_| !over_network && model.far_end.is_none()));
+    let far = far_probe.and(model.far_end.as_ref());
+    if disk_alone.is_none() && client.is_none() && net_probe.is_none() {
         return None;
     }
-    // A disk probe over NFS/SMB/iSCSI measures the client end of the path; a
-    // local one measures the disk alone.
-    let over_network = model.storage_protocol.is_some();
-    let (disk_alone, client) = if over_network { (None, disk_probe) } else { (disk_probe, None) };
     let link = model.ceiling(Hop::Link);
     // The protocol counts as its own hop only when its overhead is noticeable
     // (PROTOCOL_NOTICEABLE below the link); else the link is the limit.
@@ -178,9 +212,13 @@ fn facts<'a>(doc: &'a ResultDoc, model: &'a PathModel, dir: Direction) -> Option
         model,
         net: model.network.as_ref(),
         disk_alone,
+        far,
         client,
         net_probe,
-        bus: model.ceiling(Hop::Bus),
+        bus: match far {
+            Some(far) => far.bus.as_ref(),
+            None => model.ceiling(Hop::Bus),
+        },
         link,
         cpu: model.ceiling(Hop::Cpu),
         net_bound,
@@ -192,47 +230,56 @@ fn facts<'a>(doc: &'a ResultDoc, model: &'a PathModel, dir: Direction) -> Option
     })
 }
 
-/// The chain of a direction: each hop with its ceiling and measured figure.
-fn hop_chain(f: &Facts) -> Vec<HopFigure> {
+/// The chain of a direction: each hop with its ceiling and measured figure,
+/// from the server's disk (when it measured one) to this machine. `far_cpu`
+/// is the server's CPU limit the verdict named, shown on the server's side.
+fn hop_chain(f: &Facts, far_cpu: Option<&cpu_limits::CpuLimit>) -> Vec<HopFigure> {
     let mut hops = Vec::new();
-    let mut push = |hop: Hop, name: String, ceiling: Option<&Ceiling>, probe: Option<&Probe>| {
+    let far_host = f.far.map(|far| far.host.clone());
+    let mut push = |hop: Hop, name: String, ceiling: Option<&Ceiling>, probe: Option<&Probe>, far: bool| {
         hops.push(HopFigure {
             hop,
             name: ceiling.map(|c| c.name.clone()).unwrap_or(name),
             ceiling_bytes_per_sec: ceiling.map(|c| c.bytes_per_sec),
             measured_bytes_per_sec: probe.map(|p| p.summary.bytes_per_sec),
             probe: probe.map(|p| p.id.clone()),
+            host: far_host.clone().filter(|_| far),
         });
     };
     let model = f.model;
     let over_network = model.storage_protocol.is_some();
-    if !over_network {
-        let device = model.block_device.as_ref().map(|d| d.name.clone());
+    if f.far.is_some() || !over_network {
+        let far = f.far.is_some();
+        let device = f.disk_device().map(|d| d.name.clone());
         if f.disk_alone.is_some() || device.is_some() {
-            push(Hop::Disk, device.unwrap_or_else(|| "disk".into()), None, f.disk_alone);
+            push(Hop::Disk, device.unwrap_or_else(|| "disk".into()), None, f.disk_alone, far);
         }
         if f.bus.is_some() {
-            push(Hop::Bus, String::new(), f.bus, None);
+            push(Hop::Bus, String::new(), f.bus, None, far);
+        }
+        if let Some(l) = far_cpu {
+            push(Hop::Cpu, format!("CPU ({})", l.kind.words()), None, None, true);
         }
     }
     if let Some(net) = f.net {
         if net.loopback {
-            push(Hop::Link, "loopback (memory copy, no wire)".into(), None, f.net_probe);
+            push(Hop::Link, "loopback (memory copy, no wire)".into(), None, f.net_probe, false);
         } else {
             let nic = model.ceiling(Hop::Nic);
             if nic.is_some() || net.nic.is_some() {
                 let name = net.nic.as_ref().map(|n| n.name.clone()).unwrap_or_else(|| "NIC".into());
-                push(Hop::Nic, name, nic, None);
+                push(Hop::Nic, name, nic, None, false);
             }
-            push(Hop::Link, "link (speed unknown: pass --link)".into(), f.link, f.net_probe);
+            push(Hop::Link, "link (speed unknown: pass --link)".into(), f.link, f.net_probe, false);
         }
     }
     if over_network {
-        push(Hop::Protocol, model.storage_protocol.clone().unwrap_or_default(), model.ceiling(Hop::Protocol), None);
-        push(Hop::Client, "client".into(), None, f.client);
+        let protocol = model.storage_protocol.clone().unwrap_or_default();
+        push(Hop::Protocol, protocol, model.ceiling(Hop::Protocol), None, false);
+        push(Hop::Client, "client".into(), None, f.client, false);
     }
     if let Some(c) = f.cpu {
-        push(Hop::Cpu, String::new(), Some(c), None);
+        push(Hop::Cpu, String::new(), Some(c), None, false);
     }
     hops
 }
@@ -242,9 +289,11 @@ fn direction_verdict(doc: &ResultDoc, model: &PathModel, dir: Direction) -> Opti
     let f = facts(doc, model, dir)?;
     let (rule, finding) = rules::RULES.iter().find_map(|(id, rule)| rule(&f).map(|found| (*id, found)))?;
     let figure = f.m_client.unwrap_or_else(|| [f.m_disk, f.m_net].into_iter().flatten().fold(f64::INFINITY, f64::min));
+    // The server's CPU gets a row on its side of the chain when it is the limit.
+    let far_cpu = finding.cpu_limit.as_ref().filter(|l| f.far.is_some() && l.side == Side::Remote);
     Some(DirectionVerdict {
         direction: dir,
-        hops: hop_chain(&f),
+        hops: hop_chain(&f, far_cpu),
         figure_bytes_per_sec: figure,
         bottleneck: finding.bottleneck,
         rule,

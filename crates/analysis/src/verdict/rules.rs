@@ -22,6 +22,8 @@ pub(super) struct Finding {
     pub headroom: Option<String>,
     pub headroom_factor: Option<f64>,
     pub checks: Vec<String>,
+    /// The CPU limit R5 named, for the chain to show on its side.
+    pub cpu_limit: Option<CpuLimit>,
 }
 
 impl Finding {
@@ -35,6 +37,7 @@ impl Finding {
             headroom: None,
             headroom_factor: None,
             checks: Vec::new(),
+            cpu_limit: None,
         }
     }
 }
@@ -44,6 +47,7 @@ type RuleFn = fn(&Facts) -> Option<Finding>;
 /// Every rule, in the order of docs/verdict.md; the first that matches decides.
 pub(super) const RULES: &[(Rule, RuleFn)] = &[
     (Rule::R1, faster_than_a_ceiling),
+    (Rule::R5, the_far_ends_cpu),
     (Rule::R9, disk_and_network_level),
     (Rule::R2, disk_fills_its_bus),
     (Rule::R3, the_disk),
@@ -117,8 +121,9 @@ fn disk_and_network_level(f: &Facts) -> Option<Finding> {
         None,
         None,
         format!(
-            "{}: the disk alone ({}) and the network ({}) are level, {:.0}% apart, within the noise of their samples: neither alone is the bottleneck, and raising one gains little until the other rises too.",
+            "{}: {} ({}) and the network ({}) are level, {:.0}% apart, within the noise of their samples: neither alone is the bottleneck, and raising one gains little until the other rises too.",
             f.what(),
+            f.far_whose().map(|w| format!("{w} own disk")).unwrap_or_else(|| "the disk alone".into()),
             format_bytes_per_sec(d),
             format_bytes_per_sec(n),
             apart * 100.0
@@ -126,44 +131,125 @@ fn disk_and_network_level(f: &Facts) -> Option<Finding> {
     ))
 }
 
-/// R2: the disk alone is the lowest figure and fills its bus.
+/// The disk alone's figure when the disk limits: it is the lowest figure,
+/// or (the server having measured its own disk) a client's figure reaches
+/// 85% of it while the network carries more.
+fn limiting_disk(f: &Facts) -> Option<f64> {
+    match f.limiting? {
+        Limiting::Disk(d) => Some(d),
+        Limiting::Client(m) => {
+            let d = f.m_disk.filter(|_| f.far.is_some())?;
+            (m >= d * AT_CEILING && f.m_net.is_none_or(|n| d <= n)).then_some(d)
+        }
+        Limiting::Net(_) => None,
+    }
+}
+
+/// With the far end measured, what the sentence leads with: the client's
+/// figure over its mount, the server's own disk and the network
+/// ("reads run at 300.0 MB/s over /mnt/nas; nas's own disk (sda) does
+/// 580.0 MB/s, the network carries 1.180 GB/s"); None without a client figure.
+fn far_preamble(f: &Facts) -> Option<String> {
+    let (Some(Limiting::Client(m)), Some(whose)) = (f.limiting, f.far_whose()) else { return None };
+    let over = f.model.mountpoint.clone().or_else(|| f.model.storage_protocol.clone()).unwrap_or_default();
+    let mut s = format!("{} run at {} over {over}", f.what(), format_bytes_per_sec(m));
+    if let Some(d) = f.m_disk {
+        s += &format!("; {whose} own disk{} does {}", device_words(f), format_bytes_per_sec(d));
+        if let Some(b) = f.bus {
+            s += &format!(" ({} of its {} ceiling)", pct(d / b.bytes_per_sec), b.name);
+        }
+    }
+    if let Some(n) = f.m_net {
+        s += &format!(", {} {}", carrier(f), format_bytes_per_sec(n));
+    }
+    Some(s)
+}
+
+/// Reads come "from" a disk, writes go "to" it.
+fn from_or_to(f: &Facts) -> &'static str {
+    match f.dir {
+        headroom_result::Direction::Read => "from",
+        headroom_result::Direction::Write => "to",
+    }
+}
+
+/// " (sda)": the device under the disk alone, when known.
+fn device_words(f: &Facts) -> String {
+    f.disk_device().map(|d| format!(" ({})", d.name)).unwrap_or_default()
+}
+
+/// "loopback TCP carries" / "the network carries".
+fn carrier(f: &Facts) -> &'static str {
+    if f.net.is_some_and(|n| n.loopback) {
+        "loopback TCP carries"
+    } else {
+        "the network carries"
+    }
+}
+
+/// ", while the network carries 1.150 GB/s", when a network probe ran.
+fn while_the_network(f: &Facts) -> String {
+    f.m_net.map(|n| format!(", while {} {}", carrier(f), format_bytes_per_sec(n))).unwrap_or_default()
+}
+
+/// R2: the disk alone limits and fills its bus.
 fn disk_fills_its_bus(f: &Facts) -> Option<Finding> {
-    let Some(Limiting::Disk(m)) = f.limiting else { return None };
+    let m = limiting_disk(f)?;
     let b = at_ceiling(m, f.bus)?;
-    let mut found = Finding::new(
-        Bottleneck::Bus,
-        Some(Hop::Bus),
-        Some(Side::Local),
-        format!(
+    let explanation = match (f.far_whose(), far_preamble(f)) {
+        (Some(whose), Some(pre)) => format!("{pre}: {whose} bus ({}) is full, not its disk.", b.name),
+        (Some(whose), None) => format!(
+            "{} {} {whose} own disk{} run at {} of the {} ceiling ({}){}: {whose} bus, not its disk, is full.",
+            f.what(),
+            from_or_to(f),
+            device_words(f),
+            pct(m / b.bytes_per_sec),
+            b.name,
+            format_bytes_per_sec(b.bytes_per_sec),
+            while_the_network(f)
+        ),
+        _ => format!(
             "{} run at {} of the {} ceiling ({}): the bus, not the disk, is full.",
             f.what(),
             pct(m / b.bytes_per_sec),
             b.name,
             format_bytes_per_sec(b.bytes_per_sec)
         ),
-    );
+    };
+    let mut found = Finding::new(Bottleneck::Bus, Some(Hop::Bus), Some(f.disk_side()), explanation);
     found.percent_of_ceiling = Some(m / b.bytes_per_sec * 100.0);
-    headroom_beyond_the_disk(f, m, &mut found);
+    headroom_beyond_the_disk(f, f.m_client.unwrap_or(m), &mut found);
     Some(found)
 }
 
-/// R3: the disk alone is the lowest figure.
+/// R3: the disk alone limits.
 fn the_disk(f: &Facts) -> Option<Finding> {
-    let Some(Limiting::Disk(m)) = f.limiting else { return None };
+    let m = limiting_disk(f)?;
     let what = f.what();
-    let device = f.model.block_device.as_ref().map(|d| format!(" ({})", d.name)).unwrap_or_default();
-    let explanation = match f.bus {
-        Some(b) => format!(
-            "{what} are limited by the disk{device} at {}, {} of its {} bus ceiling.",
+    let device = device_words(f);
+    let of_bus = |b: &Ceiling| format!(", {} of its {} bus ceiling", pct(m / b.bytes_per_sec), b.name);
+    let explanation = match (f.far_whose(), far_preamble(f)) {
+        (Some(whose), Some(pre)) => format!("{pre}: {whose} disk is the bottleneck."),
+        (Some(whose), None) => format!(
+            "{what} {} {whose} own disk{device} run at {}{}{}: {whose} disk is the bottleneck.",
+            from_or_to(f),
             format_bytes_per_sec(m),
-            pct(m / b.bytes_per_sec),
-            b.name
+            f.bus.map(of_bus).unwrap_or_default(),
+            while_the_network(f)
         ),
-        None => format!("{what} are limited by the disk{device} at {}.", format_bytes_per_sec(m)),
+        _ => match f.bus {
+            Some(b) => format!(
+                "{what} are limited by the disk{device} at {}, {} of its {} bus ceiling.",
+                format_bytes_per_sec(m),
+                pct(m / b.bytes_per_sec),
+                b.name
+            ),
+            None => format!("{what} are limited by the disk{device} at {}.", format_bytes_per_sec(m)),
+        },
     };
-    let mut found = Finding::new(Bottleneck::Disk, Some(Hop::Disk), Some(Side::Local), explanation);
+    let mut found = Finding::new(Bottleneck::Disk, Some(Hop::Disk), Some(f.disk_side()), explanation);
     found.percent_of_ceiling = f.bus.map(|b| m / b.bytes_per_sec * 100.0);
-    headroom_beyond_the_disk(f, m, &mut found);
+    headroom_beyond_the_disk(f, f.m_client.unwrap_or(m), &mut found);
     Some(found)
 }
 
@@ -178,14 +264,18 @@ fn headroom_beyond_the_disk(f: &Facts, m: f64, found: &mut Finding) {
     if !next.is_finite() || next <= m {
         return;
     }
-    let lifted_by = if found.bottleneck == Bottleneck::Bus { "a faster or wider bus" } else { "a faster disk" };
+    let lifted = if found.bottleneck == Bottleneck::Bus { "a faster or wider bus" } else { "a faster disk" };
+    let lifted_by = match f.far {
+        Some(far) => format!("{lifted} in {}", far.host),
+        None => lifted.to_string(),
+    };
     found.headroom_factor = Some(next / m);
-    let carrier = if f.net.is_some_and(|n| n.loopback) { "Loopback TCP carries" } else { "The network carries" };
+    let carrier = capitalise(carrier(f));
     found.headroom = Some(match f.m_net {
         Some(n) => {
             format!("{carrier} {}: {lifted_by} would raise {what} up to {}.", format_bytes_per_sec(n), factor(next / m))
         }
-        None => format!("{} would raise {what} up to {}.", capitalise(lifted_by), factor(next / m)),
+        None => format!("{} would raise {what} up to {}.", capitalise(&lifted_by), factor(next / m)),
     });
 }
 
@@ -226,12 +316,21 @@ fn link_or_slot_full(f: &Facts) -> Option<Finding> {
         }
         Limiting::Client(m) => {
             let b = at_ceiling(m, f.client_bound).filter(|b| b.hop != Hop::Protocol)?;
-            let explanation = format!(
-                "{what} run at {} of the {} ceiling ({}).",
-                pct(m / b.bytes_per_sec),
-                b.name,
-                format_bytes_per_sec(b.bytes_per_sec)
-            );
+            let explanation = match far_preamble(f) {
+                Some(pre) => format!(
+                    "{pre}: the client runs at {} of the {} ceiling ({}), so the {} is the bottleneck.",
+                    pct(m / b.bytes_per_sec),
+                    b.name,
+                    format_bytes_per_sec(b.bytes_per_sec),
+                    if b.hop == Hop::Nic { "NIC's slot" } else { "link" }
+                ),
+                None => format!(
+                    "{what} run at {} of the {} ceiling ({}).",
+                    pct(m / b.bytes_per_sec),
+                    b.name,
+                    format_bytes_per_sec(b.bytes_per_sec)
+                ),
+            };
             let mut found = slot_or_link(b.hop == Hop::Nic, explanation);
             found.percent_of_ceiling = Some(m / b.bytes_per_sec * 100.0);
             Some(found)
@@ -255,11 +354,13 @@ fn headroom_beyond_the_network(f: &Facts, m: f64, slot: bool, framing: headroom_
     let Some(disk) = f.m_disk.filter(|d| *d > m) else {
         return;
     };
+    // A hostname keeps its case, even leading a sentence.
+    let disk_alone = f.far_whose().map(|w| format!("{w} own disk")).unwrap_or_else(|| "The disk alone".into());
     if slot {
         let reach = f.link.map(|l| l.bytes_per_sec.min(disk)).unwrap_or(disk);
         found.headroom_factor = Some(reach / m);
         found.headroom = Some(format!(
-            "The disk alone does {}: a slot as wide as the port would raise {what} up to {}.",
+            "{disk_alone} does {}: a slot as wide as the port would raise {what} up to {}.",
             format_bytes_per_sec(disk),
             factor(reach / m)
         ));
@@ -280,7 +381,7 @@ fn headroom_beyond_the_network(f: &Facts, m: f64, slot: bool, framing: headroom_
     let reach = goodput.min(disk);
     found.headroom_factor = Some(reach / m);
     found.headroom = Some(format!(
-        "The disk alone does {}: a {name} link would raise {what} up to {}.",
+        "{disk_alone} does {}: a {name} link would raise {what} up to {}.",
         format_bytes_per_sec(disk),
         factor(reach / m)
     ));
@@ -310,24 +411,31 @@ fn the_storage_protocol(f: &Facts) -> Option<Finding> {
         return Some(found);
     }
     let n = f.m_net.filter(|n| m < n * AT_CEILING)?;
-    let mut found = Finding::new(
-        Bottleneck::Protocol,
-        Some(Hop::Protocol),
-        None,
-        format!(
-            "{what} through {} run at {}, {} of what the network alone carries ({}): the storage protocol or the server's disk is the limit.",
-            f.model.storage_protocol.clone().unwrap_or_default(),
+    let protocol = f.model.storage_protocol.clone().unwrap_or_default();
+    let explanation = match (far_preamble(f), f.far) {
+        // The server's own disk was measured and is not it (else R2/R3 spoke).
+        (Some(pre), Some(far)) => format!(
+            "{pre}: the client gets {} of what the network carries and {} of what {}'s disk does, so the storage protocol ({protocol}) is the limit.",
+            pct(m / n),
+            pct(m / f.m_disk.unwrap_or(f64::INFINITY)),
+            far.host,
+        ),
+        _ => format!(
+            "{what} through {protocol} run at {}, {} of what the network alone carries ({}): the storage protocol or the server's disk is the limit.",
             format_bytes_per_sec(m),
             pct(m / n),
             format_bytes_per_sec(n)
         ),
-    );
+    };
+    let mut found = Finding::new(Bottleneck::Protocol, Some(Hop::Protocol), None, explanation);
     found.percent_of_ceiling = f.client_bound.map(|b| m / b.bytes_per_sec * 100.0);
-    found.checks = vec![
-        "the server's disk: run `headroom disk` on the server".into(),
+    if f.far.is_none() {
+        found.checks.push("the server's disk: run `headroom disk` on the server".into());
+    }
+    found.checks.extend([
         "sync writes (NFS sync, ZFS sync=always) and the rsize/wsize or MaxRecvDataSegmentLength".into(),
         "protocol encryption or signing (SMB3, krb5p) costs CPU".into(),
-    ];
+    ]);
     found.headroom_factor = Some(n / m);
     found.headroom = Some(format!("Fixing it would raise {what} up to {}.", factor(n / m)));
     Some(found)
@@ -343,8 +451,11 @@ fn cpu_evidence(
     probe: Option<&Probe>,
     kernel_ceiling: Option<&Ceiling>,
     loopback: bool,
+    server: Option<&str>,
 ) -> Option<(String, Option<CpuLimit>)> {
-    let found = probe.and_then(cpu_limits::cpu_limit).filter(|l| !loopback || cpu_limits::is_machine_limit(l));
+    let found = probe
+        .and_then(|p| cpu_limits::cpu_limit_named(p, server))
+        .filter(|l| !loopback || cpu_limits::is_machine_limit(l));
     if let Some(l) = found.clone().filter(|l| l.kind != CpuLimitKind::Busy) {
         return Some((l.evidence.clone(), Some(l)));
     }
@@ -360,17 +471,18 @@ fn cpu_evidence(
 /// R5: below its physical ceiling, and a CPU on either end shows the limit.
 fn a_cpu(f: &Facts) -> Option<Finding> {
     let what = f.what();
+    let server = f.far.map(|far| far.host.as_str());
     let (m, evidence, limit, share) = match f.limiting? {
         Limiting::Net(m) => {
             let loopback = f.net.is_some_and(|n| n.loopback);
             // A loopback TCP stream runs no cipher or digest, so a kernel's
             // ceiling is no evidence against it.
             let kernel_ceiling = f.cpu.filter(|_| !loopback);
-            let (evidence, limit) = cpu_evidence(m, f.net_probe, kernel_ceiling, loopback)?;
+            let (evidence, limit) = cpu_evidence(m, f.net_probe, kernel_ceiling, loopback, server)?;
             (m, evidence, limit, f.net_bound)
         }
         Limiting::Client(m) => {
-            let (evidence, limit) = cpu_evidence(m, f.client, f.cpu, false)?;
+            let (evidence, limit) = cpu_evidence(m, f.client, f.cpu, false, server)?;
             (m, evidence, limit, None)
         }
         Limiting::Disk(_) => return None,
@@ -385,7 +497,80 @@ fn a_cpu(f: &Facts) -> Option<Finding> {
         format!("{what} run at {}{of_ceiling}, limited by {evidence}.", format_bytes_per_sec(m)),
     );
     found.percent_of_ceiling = share.map(|b| m / b.bytes_per_sec * 100.0);
-    found.checks = cpu_checks(limit.as_ref());
+    found.checks = cpu_checks(limit.as_ref(), f.far.map(|far| far.host.as_str()));
+    found.cpu_limit = limit;
+    Some(found)
+}
+
+/// R5 with the far end measured, tried before the level and disk rules:
+/// the lowest figure's own probe shows a CPU limit on its end. The server's
+/// own disk figure with the server's CPU at a limit (a quota, steal, a full
+/// core); a network figure with either end's CPU at a limit (not a bare
+/// percent, nor a kernel ceiling: those keep R5's place after R4 and R7); a
+/// client's figure over the share, below every ceiling, with a CPU limit on
+/// either end. The CPU, not the disk or the link it drives, is named, even
+/// when disk and network are level (one quota can hold both).
+fn the_far_ends_cpu(f: &Facts) -> Option<Finding> {
+    let far = f.far?;
+    let what = f.what();
+    if let Limiting::Net(m) = f.limiting? {
+        // A link at its ceiling is full whatever the CPUs did (R4).
+        if at_ceiling(m, f.net_bound).is_some() {
+            return None;
+        }
+        let mut found = a_cpu(f)?;
+        let limit = found.cpu_limit.clone().filter(|l| l.kind != CpuLimitKind::Busy)?;
+        let whose = match limit.side {
+            Side::Remote => format!("{}'s CPU", far.host),
+            Side::Local => "this machine's CPU".to_string(),
+        };
+        found.explanation = format!(
+            "{}; {}'s own disk{} does {}: {whose} is the bottleneck.",
+            found.explanation.trim_end_matches('.'),
+            far.host,
+            device_words(f),
+            format_bytes_per_sec(f.m_disk?)
+        );
+        return Some(found);
+    }
+    let (limit, explanation) = match f.limiting? {
+        Limiting::Disk(d) => {
+            // A disk that fills its bus is the bus's (R2), however busy the CPU.
+            if at_ceiling(d, f.bus).is_some() {
+                return None;
+            }
+            let limit = f.disk_alone.and_then(|p| cpu_limits::cpu_limit_named(p, Some(&far.host)))?;
+            let explanation = format!(
+                "{what} {} {}'s own disk{} run at {}, limited by {}{}: {}'s CPU is the bottleneck.",
+                from_or_to(f),
+                far.host,
+                device_words(f),
+                format_bytes_per_sec(d),
+                limit.evidence,
+                while_the_network(f),
+                far.host
+            );
+            (Some(limit), explanation)
+        }
+        Limiting::Client(m) => {
+            if at_ceiling(m, f.client_bound).is_some() {
+                return None;
+            }
+            let (evidence, limit) = cpu_evidence(m, f.client, f.cpu, false, Some(&far.host))?;
+            let whose = match &limit {
+                Some(l) if l.side == Side::Remote => format!("{}'s CPU", far.host),
+                Some(_) => "this machine's CPU".to_string(),
+                None => "the CPU".to_string(),
+            };
+            let pre = far_preamble(f)?;
+            (limit, format!("{pre}, and {evidence}: {whose} is the bottleneck."))
+        }
+        Limiting::Net(_) => return None,
+    };
+    let side = limit.as_ref().map_or(Side::Local, |l| l.side);
+    let mut found = Finding::new(Bottleneck::Cpu, Some(Hop::Cpu), Some(side), explanation);
+    found.checks = cpu_checks(limit.as_ref(), f.far.map(|far| far.host.as_str()));
+    found.cpu_limit = limit;
     Some(found)
 }
 
@@ -475,27 +660,38 @@ fn virtual_link(found: &mut Finding, what: &str, m: f64, nic: Option<&str>) {
     ];
 }
 
-/// R5's checks: what lifts the CPU limit that was found.
-fn cpu_checks(limit: Option<&CpuLimit>) -> Vec<String> {
+/// R5's checks: what lifts the CPU limit that was found; the server by its
+/// hostname when the far end is known.
+fn cpu_checks(limit: Option<&CpuLimit>, server: Option<&str>) -> Vec<String> {
+    let owner = |l: &CpuLimit| match (l.side, server) {
+        (Side::Remote, Some(name)) => name.to_string(),
+        (side, _) => side.owner().to_string(),
+    };
     let spread = "more streams (--streams 4) spread the work over more cores".to_string();
     let offloads = "NIC offloads (ethtool -k: tso, gso, gro) and interrupt coalescing".to_string();
     match limit {
         Some(l) if l.kind == CpuLimitKind::Quota => vec![format!(
             "raise or remove the CPU quota of {}'s cgroup (cpu.cfs_quota_us or cpu.max; a container's --cpus, a systemd CPUQuota=)",
-            l.side.owner()
+            owner(l)
         )],
         Some(l) if l.kind == CpuLimitKind::Steal => vec![format!(
             "the hypervisor under {}: other guests on the host, the VM's CPU limit or reservation",
-            l.side.owner()
+            owner(l)
         )],
         Some(l) if l.kind == CpuLimitKind::Softirq => vec![
             format!(
                 "spread {}'s packet processing over more cores: NIC queues and RSS (ethtool -L), RPS/RFS, irqbalance",
-                l.side.owner()
+                owner(l)
             ),
             offloads,
         ],
-        Some(l) => vec![format!("{} CPU: {spread}", capitalise(l.side.owner())), offloads],
+        Some(l) => {
+            let whose = match (l.side, server) {
+                (Side::Remote, Some(name)) => format!("{name}'s"),
+                (side, _) => capitalise(side.owner()),
+            };
+            vec![format!("{whose} CPU: {spread}"), offloads]
+        }
         None => vec![spread, offloads, "a CPU with AES-NI/VAES for encrypted protocols".into()],
     }
 }

@@ -121,7 +121,7 @@ impl Presenter for HtmlPresenter {
                 body += "<h3>Hop chain</h3>\n";
             }
             for v in &view.directions {
-                body += &table_html(&sections::hop_table(v, style));
+                body += &table_html(&sections::hop_table(v, sections::here(view), style));
             }
             if let Some(goals) = sections::goals_table(view, style) {
                 body += "<h3>Goals</h3>\n";
@@ -129,8 +129,9 @@ impl Presenter for HtmlPresenter {
             }
             body += "<h3>Probes</h3>\n";
             body += &table_html(&sections::probes_table(view, style));
+            let far_hops: Vec<_> = view.directions.iter().flat_map(|d| d.hops.iter().cloned()).collect();
             for p in &view.doc.probes {
-                let ceiling = charts::ceiling_for(p, &view.ceilings);
+                let ceiling = charts::ceiling_for(p, &view.ceilings, &far_hops);
                 if view.doc.soak.is_some() {
                     let marks = sections::soak_marks(&view.doc, p);
                     match charts::soak_chart(p, &marks) {
@@ -148,7 +149,7 @@ impl Presenter for HtmlPresenter {
                     }
                     continue;
                 }
-                match charts::probe_chart(p, ceiling) {
+                match charts::probe_chart(p, ceiling.as_ref()) {
                     Some(svg) => {
                         body +=
                             &format!("<div class=\"chart probe-chart\" id=\"chart-{}\">{svg}</div>\n", escape(&p.id))

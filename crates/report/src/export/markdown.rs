@@ -32,7 +32,7 @@ impl Presenter for MarkdownPresenter {
                 out.push('\n');
             }
             for v in &view.directions {
-                out += &sections::hop_table(v, style).to_markdown();
+                out += &sections::hop_table(v, sections::here(view), style).to_markdown();
                 out.push('\n');
             }
             out += &sections::probes_table(view, style).to_markdown();

@@ -43,7 +43,7 @@ impl Presenter for TerminalPresenter {
                 out.push('\n');
             }
             for v in &view.directions {
-                out += &sections::hop_table(v, style).to_terminal(style.color);
+                out += &sections::hop_table(v, sections::here(view), style).to_terminal(style.color);
                 out.push('\n');
             }
             out += &sections::probes_table(view, style).to_terminal(style.color);

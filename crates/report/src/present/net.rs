@@ -197,6 +197,7 @@ mod tests {
             histogram: None,
             warnings: vec![],
             details: Default::default(),
+            host: None,
         }
     }
 

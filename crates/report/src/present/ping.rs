@@ -82,6 +82,7 @@ mod tests {
             histogram: None,
             warnings: vec![],
             details: [("sent".to_string(), json!(5)), ("jitter_ms".to_string(), json!(0.0021))].into(),
+            host: None,
         }
     }
 
