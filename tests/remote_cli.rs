@@ -199,3 +199,34 @@ fn run_measures_the_far_ends_disk_with_remote_path() {
     assert!(doc["verdict"].is_object());
     assert!(test_files(dir.path()).is_empty());
 }
+
+#[test]
+fn the_clients_disk_probes_record_the_servers_cpu_meanwhile() {
+    let far = tempfile::tempdir().unwrap();
+    let here = tempfile::tempdir().unwrap();
+    let (_server, port) = serve_allowing(far.path(), &[]);
+    let out = headroom(&[
+        "run",
+        "--server",
+        &format!("127.0.0.1:{port}"),
+        "--remote-path",
+        far.path().to_str().unwrap(),
+        "--path",
+        here.path().to_str().unwrap(),
+        "--json",
+    ]);
+    let doc = json(&out);
+    let disk: Vec<_> = doc["probes"].as_array().unwrap().iter().filter(|p| p["kind"] == "disk").collect();
+    let (remote, local): (Vec<&serde_json::Value>, Vec<&serde_json::Value>) =
+        disk.iter().copied().partition(|p| p["host"].is_string());
+    assert!(!remote.is_empty() && !local.is_empty(), "{disk:?}");
+    for p in local {
+        // The server's CPU while this machine measured (a share of it, in real use).
+        let far_cpu = &p["details"]["cpu_load_remote"];
+        assert!(far_cpu["per_core"].is_array() && far_cpu["processes"].is_array(), "{}: {far_cpu}", p["id"]);
+        assert!(p["details"]["cpu_load_local"].is_object(), "{}", p["id"]);
+    }
+    for dir in [far.path(), here.path()] {
+        assert!(test_files(dir).is_empty());
+    }
+}

@@ -11,11 +11,15 @@ use headroom_analysis::{annotate, evaluate, BadLinkSpec, Goal, GoalResult, LinkS
 use headroom_cpu::{BufferSpec, CpuEngine, CpuRequest};
 use headroom_disk::{BusCeiling, DiskEngine, DiskRequest, DiskTarget, TestChoice};
 use headroom_net::{
-    Endpoint, NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, RemoteEngine, ThroughputSpec, TrafficDirection,
+    Endpoint, FarCpuWatch, NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, RemoteEngine, ThroughputSpec,
+    TrafficDirection,
 };
+use headroom_result::details::cpu_load_key;
+use headroom_result::{CpuLoad, Side};
 use headroom_result::{Host, Probe, ResultDoc, Warning, WarningCode};
-use headroom_runner::{EngineKind, Plan, ProbeError, ProbeRun, Runner, Sink};
+use headroom_runner::{EngineKind, Plan, ProbeError, ProbeRequest, ProbeRun, Runner, Sink};
 use headroom_units::{DurationArg, Size};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -204,12 +208,52 @@ fn run_step(
     sinks: &mut StepSinks<'_>,
     stop_on_error: bool,
 ) -> Vec<ProbeRun> {
+    run_step_watched(runner, plan, stop, sinks, stop_on_error, None)
+}
+
+/// [`run_step`] with one more sink beside the caller's (a far-end CPU watch).
+fn run_step_watched(
+    runner: &mut Runner,
+    plan: &Plan,
+    stop: &AtomicBool,
+    sinks: &mut StepSinks<'_>,
+    stop_on_error: bool,
+    extra: Option<&mut dyn Sink>,
+) -> Vec<ProbeRun> {
     let mut sink = sinks(plan);
-    let mut sinks: [&mut dyn Sink; 1] = [sink.as_mut()];
-    if stop_on_error {
-        return runner.run_all(plan, stop, &mut sinks);
+    let mut go = |all: &mut [&mut dyn Sink]| {
+        if stop_on_error {
+            runner.run_all(plan, stop, all)
+        } else {
+            runner.execute(plan, stop, all).collect()
+        }
+    };
+    match extra {
+        Some(extra) => go(&mut [sink.as_mut(), extra]),
+        None => go(&mut [sink.as_mut()]),
     }
-    runner.execute(plan, stop, &mut sinks).collect()
+}
+
+/// Watches the far end's CPU around each probe of a step here (a disk probe
+/// on the server's share loads the server's cores), keeping what it saw by
+/// request index. A server that cannot be watched (an older one, iperf3)
+/// leaves the probes without the far end's CPU.
+struct FarCpuSink {
+    server: Endpoint,
+    watching: Option<FarCpuWatch>,
+    loads: HashMap<usize, CpuLoad>,
+}
+
+impl Sink for FarCpuSink {
+    fn probe_started(&mut self, _index: usize, _request: &ProbeRequest) {
+        self.watching = FarCpuWatch::start(&self.server).ok();
+    }
+
+    fn probe_finished(&mut self, index: usize, _run: &ProbeRun) {
+        if let Some(load) = self.watching.take().and_then(|w| w.end().ok()) {
+            self.loads.insert(index, load);
+        }
+    }
 }
 
 fn check_stopped(stop: &AtomicBool) -> Result<(), JobError> {
@@ -252,23 +296,33 @@ fn endpoint(server: &str, token: Option<String>) -> Result<Endpoint, JobError> {
 
 /// A disk step: `plan` on `runner`, the test files removed after it; the
 /// probes with their write-cliff check, and the step's warnings.
+/// With `far_end`, each probe also records the CPU of the server there
+/// (`details.cpu_load_remote`).
 fn disk_step(
     runner: &mut Runner,
     plan: &Plan,
     what: &str,
     stop: &AtomicBool,
     sinks: &mut StepSinks<'_>,
+    far_end: Option<Endpoint>,
 ) -> Result<(Vec<Probe>, Vec<Warning>), JobError> {
-    let runs = run_step(runner, plan, stop, sinks, true);
+    let mut watch = far_end.map(|server| FarCpuSink { server, watching: None, loads: HashMap::new() });
+    let runs = run_step_watched(runner, plan, stop, sinks, true, watch.as_mut().map(|w| w as &mut dyn Sink));
     let warnings: Vec<Warning> = runner.warnings().to_vec();
     runner.finish(); // removes the test file
     check_stopped(stop)?;
+    let mut far_loads = watch.map(|w| w.loads).unwrap_or_default();
     let mut probes = Vec::new();
-    for run in &runs {
+    for (index, run) in runs.iter().enumerate() {
         if let Some(e) = run.error() {
             return Err(failed(what, e));
         }
-        probes.extend(run.probe().cloned().map(with_write_cliff));
+        let Some(mut probe) = run.probe().cloned() else { continue };
+        if let Some(load) = far_loads.remove(&index) {
+            let load = serde_json::to_value(load).expect("a CPU load is plain data");
+            probe.details.insert(cpu_load_key(Side::Remote).into(), load);
+        }
+        probes.push(with_write_cliff(probe));
     }
     Ok((probes, warnings))
 }
@@ -286,7 +340,7 @@ fn far_end_step(
     let peer = headroom_net::remote_inventory(&server).map_err(|e| failed("the server's inventory", e))?;
     let plan = disk_plan_of_preset(remote_path, settings.preset, None)?.placed_at(&server.display());
     let mut runner = Runner::new().with(RemoteEngine::new(EngineKind::Disk, server));
-    let (probes, _) = disk_step(&mut runner, &plan, "the server's disk probes", stop, sinks)?;
+    let (probes, _) = disk_step(&mut runner, &plan, "the server's disk probes", stop, sinks, None)?;
     Ok((probes, peer))
 }
 
@@ -315,7 +369,12 @@ pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks
     }
     if let Some(path) = &settings.path {
         let plan = disk_plan_of_preset(path, settings.preset, bus_under(path).as_ref())?;
-        let (here, step_warnings) = disk_step(&mut runner, &plan, "disk probes", stop, sinks)?;
+        // Over a share of the server: its CPU while this machine reads and writes there.
+        let far_end = match (&settings.remote_path, &settings.server) {
+            (Some(_), Some(server)) => Some(endpoint(server, settings.token.clone())?),
+            _ => None,
+        };
+        let (here, step_warnings) = disk_step(&mut runner, &plan, "disk probes", stop, sinks, far_end)?;
         probes.extend(here);
         warnings.extend(step_warnings);
     }

@@ -164,7 +164,7 @@ fn busiest(
         .map(|(id, (name, ticks))| (*id, name.clone(), ticks.saturating_sub(then.get(id).map_or(0, |(_, t)| *t))))
         .filter(|(_, _, ticks)| *ticks > 0)
         .collect();
-    used.sort_by(|a, b| b.2.cmp(&a.2));
+    used.sort_by_key(|u| std::cmp::Reverse(u.2));
     used.truncate(shown);
     used.into_iter()
 }
