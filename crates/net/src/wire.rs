@@ -35,6 +35,9 @@ pub const MAGIC: &[u8; 8] = b"HEADROOM";
 pub const GREETING_LEN: usize = 12;
 /// Largest JSON frame either side accepts.
 pub const MAX_FRAME: u32 = 64 * 1024;
+/// Largest request an authenticated client may send to a server that runs
+/// probes: a plan of [`crate::MAX_PLAN`] requests fits.
+pub const MAX_PLAN_FRAME: u32 = 1 << 20;
 /// Largest frame a client accepts from a server for a remote probe's result
 /// or an inventory: an hour of per-second samples and a histogram fit.
 pub const MAX_RESULT_FRAME: u32 = 32 << 20;

@@ -133,7 +133,9 @@ pub(super) fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, s: &Arc<Shar
             continue;
         }
         let _ = conn.set_read_timeout(Some(s.cfg.idle_timeout));
-        let req: Request = match wire::read_frame(&mut conn, wire::MAX_FRAME) {
+        // A remote plan (a disk sweep is ~60 KiB of requests) may be larger than a test request.
+        let limit = if s.cfg.probes.is_some() { wire::MAX_PLAN_FRAME } else { wire::MAX_FRAME };
+        let req: Request = match wire::read_frame(&mut conn, limit) {
             Ok(r) => r,
             Err(_) => return,
         };
