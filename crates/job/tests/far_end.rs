@@ -226,7 +226,6 @@ fn a_session_the_server_dropped_between_probes_is_opened_again() {
     let run = execution.next().unwrap();
     assert!(run.error().is_none(), "{:?}", run.error());
     assert!(run.probe().unwrap().summary.bytes_per_sec > 0.0);
-    drop(execution);
     runner.finish();
     assert!(test_files(dir.path()).is_empty());
 }
