@@ -83,6 +83,7 @@ fn disk_cpu_and_sys_run_on_the_server_and_print_here() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("SEQ1M Q1T1 read") && text.contains("test file"), "{text}");
+    assert!(text.starts_with(&format!("headroom disk {hostname}:{d}/headroom-disk-")), "{text}");
 }
 
 #[test]

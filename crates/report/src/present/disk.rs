@@ -51,7 +51,9 @@ pub fn render(doc: &ResultDoc, target: &TargetSummary<'_>, layout: Layout<'_>, s
         .and_then(disk_spec)
         .map(|d| format!(", {}, {}", d.engine, if d.direct { "O_DIRECT" } else { "buffered" }))
         .unwrap_or_default();
-    let mut s = style.bold(&format!("headroom disk {} ({fs}{what}{engine_direct})", target.path)) + "\n";
+    // Probes a server ran name it, as scp does: `nas:/tank/bench/...`.
+    let on = doc.probes.first().and_then(|p| p.host.as_deref()).map(|h| format!("{h}:")).unwrap_or_default();
+    let mut s = style.bold(&format!("headroom disk {on}{} ({fs}{what}{engine_direct})", target.path)) + "\n";
     for b in doc.ceilings.iter().filter(|c| c.hop == Hop::Bus) {
         s += &format!("bus: {} = {}\n", b.name, format_bytes_per_sec(b.bytes_per_sec));
     }
