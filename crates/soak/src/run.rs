@@ -378,6 +378,7 @@ mod tests {
                 });
             }
             let probe = Probe {
+                host: None,
                 id: fake.name.clone(),
                 name: String::new(),
                 // Through JSON so fields added to the spec types later (with
