@@ -48,6 +48,11 @@ fn bad_input_is_named_and_nothing_recorded_is_lost() {
         "--vmkernel-log",
     );
     assert!(!db.exists(), "no database for a refused command");
+    // A test file that cannot be made: the soak never started, so its database goes too.
+    let o = soak(&["--duration", "2s", "--path", "/nonexistent/soak-dir", "--db", db_s]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("/nonexistent/soak-dir"), "{}", stderr(&o));
+    assert!(!db.exists(), "no database for a soak that never started");
     let o = soak(&["--resume"]);
     assert_eq!(o.status.code(), Some(2), "--resume needs --db");
 

@@ -205,6 +205,8 @@ fn bad_remote_flags_are_one_line_and_an_unreachable_server_an_outage() {
         let db3 = cli.path().join("token.sqlite");
         let args = [&quick[..8], &["--server", &at, "--token", "nope", "--remote-path", s, "--db"]].concat();
         one_error_line(&soak(&[&args[..], &[db3.to_str().unwrap()]].concat()), &["token"]);
+        // A soak that never started leaves no database: the corrected command may use the same --db.
+        assert!(!db2.exists() && !db3.exists());
     }
     {
         let mut plain = Command::new(bin());
@@ -213,6 +215,7 @@ fn bad_remote_flags_are_one_line_and_an_unreachable_server_an_outage() {
         let db4 = cli.path().join("nodisk.sqlite");
         let args = [&quick[..8], &["--server", &at, "--remote-path", s, "--db", db4.to_str().unwrap()]].concat();
         one_error_line(&soak(&args), &["does not allow disk probes", "--allow-path"]);
+        assert!(!db4.exists());
     }
     assert!(test_files(srv.path()).is_empty() && test_files(cli.path()).is_empty(), "test files left");
 

@@ -115,6 +115,7 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
         }
     }
 
+    let created = schedule.is_some() && !db.exists();
     let opened = headroom_soak::open(&db, &flags, schedule.as_ref())?;
     let (mut store, session, config) = (opened.store, opened.session, opened.info.config);
     if let (Some(gap), false) = (opened.gap_s, out.json) {
@@ -144,8 +145,19 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
     let mut runner = headroom_soak::runner(&config, args.token.clone())?;
     let cycle_plan = Turn::cycle_plan(&turns, config.probe_time());
     let mut bars = crate::progress::ProgressSink::new(out.progress && !out.json, out.iec, &cycle_plan);
-    let prepared = headroom_soak::prepare(&mut runner, &cycle_plan, &store, session, stop, &mut bars)?;
+    let prepared = headroom_soak::prepare(&mut runner, &cycle_plan, &store, session, stop, &mut bars);
     drop(bars);
+    let prepared = match prepared {
+        Ok(p) => p,
+        Err(e) => {
+            if created {
+                // Nothing was measured: the corrected command may use the same --db.
+                runner.finish();
+                headroom_soak::discard_new(store);
+            }
+            return Err(e.into());
+        }
+    };
     let Prepared::Ready(test_file) = prepared else { return Ok(Outcome::Error) }; // stopped: session ended
 
     let interfaces = headroom_soak::path_interfaces(config.server.as_deref());

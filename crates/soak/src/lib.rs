@@ -40,7 +40,7 @@ pub use doc::{load_result, result_from_store, SampleDetail};
 pub use leftovers::{mark_removed, prepare, remove_left_test_files, LeftFile, Prepared, TestFile};
 pub use metrics::Metrics;
 pub use run::{run_cycles, LiveSample, LoopSettings, ProbeFailure, ProbeOutcome, SoakEvent, StopReason, Turn};
-pub use setup::{default_db, open, FlagError, Opened, Schedule, SetupError, SoakFlags, DEFAULT_SIZE};
+pub use setup::{default_db, discard_new, open, FlagError, Opened, Schedule, SetupError, SoakFlags, DEFAULT_SIZE};
 pub use store::{EventRow, SampleRow, SoakConfig, SoakInfo, Store, StoreError};
 pub use turns::{path_interfaces, runner, turns};
 pub use watch::{import_vmkernel_log, Watcher};

@@ -328,6 +328,20 @@ fn settings_extra(flags: &SoakFlags) -> serde_json::Value {
     extra
 }
 
+/// Removes the database of a soak this run created whose first session could
+/// not start (the test file could not be laid out, the server refused its
+/// probes): it holds nothing measured, and left in place it would make the
+/// same command, once corrected, refuse to overwrite it.
+pub fn discard_new(store: Store) {
+    let path = store.path().to_path_buf();
+    drop(store); // closes it: SQLite folds the WAL back in
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut file = path.clone().into_os_string();
+        file.push(suffix);
+        let _ = std::fs::remove_file(file);
+    }
+}
+
 /// Opens the soak in `db` to resume it, writing nothing yet.
 fn open_to_resume(db: &Path) -> Result<Store, StoreError> {
     Store::open(db).map_err(|e| match e {
