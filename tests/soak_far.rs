@@ -6,11 +6,13 @@
 //! left on either side.
 
 mod net_support;
+mod support;
 use headroom_soak::Store;
 use net_support::*;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
+use support::scrape;
 
 fn serve_allowing(dir: &Path, port: u16, extra: &[&str]) -> Served {
     let mut cmd = Command::new(bin());
@@ -97,8 +99,13 @@ fn the_servers_disk_soaks_next_to_the_clients_and_resume_keeps_it() {
     // A resume refuses another remote path, and keeps the stored one.
     let other = [&common[..], &["--resume", "--remote-path", "/srv/elsewhere"]].concat();
     one_error_line(&soak(&other), &["--remote-path /srv/elsewhere cannot change a soak being resumed", s]);
-    let again = [&common[..], &["--resume", "--duration", "20s", "--json"]].concat();
-    json(&soak(&again));
+    let again = [&common[..], &["--resume", "--duration", "20s"]].concat();
+    let out = soak(&again);
+    let (text, turns) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{turns}");
+    // The summary and the turn lines name the server's probes.
+    assert!(text.lines().any(|l| l.trim_start().starts_with("remote-read ") && l.contains("IOPS")), "{text}");
+    assert!(turns.lines().any(|l| l.contains(" remote-iops ") && l.contains("IOPS")), "{turns}");
     let store = Store::open(&db).unwrap();
     let second = store.sessions().unwrap().last().unwrap().id;
     let cycles = store.cycles().unwrap();
@@ -126,10 +133,12 @@ fn a_server_killed_mid_soak_is_an_outage_and_the_soak_goes_on() {
     let port = free_port();
     let server = serve_allowing(srv.path(), port, &[]);
     let db = cli.path().join("far.sqlite");
+    let metrics_port = free_port();
     let client = Command::new(bin())
         .args(["soak", "--server", &format!("127.0.0.1:{port}"), "--remote-path", srv.path().to_str().unwrap()])
         .args(["--path", cli.path().to_str().unwrap(), "--cycle", "remote-write,write"])
         .args(["--duration", "16s", "--probe-time", "2s", "--size", "8M", "--json", "--db", db.to_str().unwrap()])
+        .args(["--metrics", &format!("127.0.0.1:{metrics_port}")])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -145,6 +154,14 @@ fn a_server_killed_mid_soak_is_an_outage_and_the_soak_goes_on() {
     // its old test file as it starts.
     std::thread::sleep(Duration::from_secs(3));
     let _again = serve_allowing(srv.path(), port, &[]);
+    // The metrics, while it runs: the server's probe under its name, the outage counted.
+    let mut seen = String::new();
+    let both = || {
+        seen = scrape(metrics_port).unwrap_or_default();
+        seen.contains("headroom_soak_samples_total{probe=\"remote-write\"}")
+            && seen.contains("headroom_soak_detections_total{kind=\"server_outage\"} 1")
+    };
+    assert!(wait_for(Duration::from_secs(8), both), "{seen}");
 
     let out = client.wait_with_output().unwrap();
     let doc = json(&out);
