@@ -70,11 +70,11 @@ fn turn_outcome(run: ProbeRun) -> Result<ProbeOutcome, ProbeFailure> {
     }
 }
 
-/// A probe the soak cycles through (write, read, iops, net): its name in
+/// A probe the soak cycles through (write, read, iops, net, remote-*): its name in
 /// the cycle and the database, whether it talks to the server (its failures
 /// are outages), and the request for a turn of a given length.
 pub struct Turn {
-    /// The probe's name in the cycle and the database: write, read, iops or net.
+    /// The probe's name in the cycle and the database: write, read, iops, net or remote-write, remote-read, remote-iops.
     pub name: String,
     /// Whether it talks to the server, so that its failures count as outages.
     pub uses_server: bool,
@@ -116,7 +116,7 @@ pub enum SoakEvent<'a> {
     TurnStarted {
         /// The cycle's number (counting on across sessions).
         cycle: i64,
-        /// The probe's name: write, read, iops or net.
+        /// The probe's name: write, read, iops, net or a remote-* one.
         probe: &'a str,
         /// How long the turn runs (the last turn may be shorter).
         time: Duration,
@@ -125,7 +125,7 @@ pub enum SoakEvent<'a> {
     Sample {
         /// The cycle's number (counting on across sessions).
         cycle: i64,
-        /// The probe's name: write, read, iops or net.
+        /// The probe's name: write, read, iops, net or a remote-* one.
         probe: &'a str,
         /// The sample, as the Runner reported it.
         sample: &'a LiveSample,
@@ -134,7 +134,7 @@ pub enum SoakEvent<'a> {
     TurnEnded {
         /// The cycle's number (counting on across sessions).
         cycle: i64,
-        /// The probe's name: write, read, iops or net.
+        /// The probe's name: write, read, iops, net or a remote-* one.
         probe: &'a str,
         /// The measured probe, or why there is none.
         outcome: Result<&'a ProbeOutcome, &'a ProbeFailure>,
