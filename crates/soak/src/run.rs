@@ -74,7 +74,8 @@ fn turn_outcome(run: ProbeRun) -> Result<ProbeOutcome, ProbeFailure> {
 /// the cycle and the database, whether it talks to the server (its failures
 /// are outages), and the request for a turn of a given length.
 pub struct Turn {
-    /// The probe's name in the cycle and the database: write, read, iops, net or remote-write, remote-read, remote-iops.
+    /// The probe's name in the cycle and the database: write, read, iops, net,
+    /// remote-write, remote-read or remote-iops.
     pub name: String,
     /// Whether it talks to the server, so that its failures count as outages.
     pub uses_server: bool,
