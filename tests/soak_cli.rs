@@ -4,13 +4,11 @@
 //! Prometheus metrics, and vmkernel.log reconnects reported as flaps.
 
 use headroom_soak::Store;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 mod support;
-use support::{doc, headroom_process as headroom, stderr};
+use support::{doc, headroom_process as headroom, scrape, stderr};
 
 fn soak(args: &[&str]) -> Output {
     headroom().arg("soak").args(args).output().expect("run headroom")
@@ -48,6 +46,11 @@ fn bad_input_is_named_and_nothing_recorded_is_lost() {
         "--vmkernel-log",
     );
     assert!(!db.exists(), "no database for a refused command");
+    // A test file that cannot be made: the soak never started, so its database goes too.
+    let o = soak(&["--duration", "2s", "--path", "/nonexistent/soak-dir", "--db", db_s]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("/nonexistent/soak-dir"), "{}", stderr(&o));
+    assert!(!db.exists(), "no database for a soak that never started");
     let o = soak(&["--resume"]);
     assert_eq!(o.status.code(), Some(2), "--resume needs --db");
 
@@ -258,14 +261,6 @@ fn resume_checks_before_it_writes_and_accepts_the_same_settings() {
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn scrape(port: u16) -> Option<String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n").ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).ok()?;
-    Some(text)
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! `headroom soak`: loops write, read, IOPS and network probes for hours into
+//! `headroom soak`: loops write, read, IOPS and network probes (and the
+//! server's own disk probes, `--remote-path`) for hours into
 //! a SQLite database, watches the links on the path, and at the end names
 //! what it found (periodic dips, latency drift, link flaps, outages).
 //!
@@ -22,6 +23,8 @@ use std::time::Duration;
 #[command(after_help = "Examples:
   headroom soak --duration 3h --path /mnt/nas              write, read, iops for 3 hours
   headroom soak --duration 24h --path /mnt/nas --server nas.lan --metrics 0.0.0.0:9464
+  headroom soak --duration 24h --path /mnt/nas --server nas.lan --remote-path /tank/bench
+                                                  the NAS's own disk next to the share and the network
   headroom soak --cycle write --probe-time 60s --db cache.sqlite    write only, one-minute turns
   headroom soak --db nas.sqlite --resume                   continue an interrupted soak
   headroom soak --duration 10m --vmkernel-log vmkernel.log --json
@@ -43,8 +46,13 @@ pub struct SoakArgs {
     /// Directory for the disk probes' test file [default: .]
     #[arg(long, value_name = "DIR")]
     pub path: Option<PathBuf>,
-    /// Probes of one cycle, in order: write, read, iops, net
-    /// [default: write,read,iops, plus net with --server]
+    /// Directory on the --server (one it allows with `serve --allow-path`) for
+    /// its own disk probes remote-write, remote-read, remote-iops
+    #[arg(long, value_name = "DIR")]
+    pub remote_path: Option<PathBuf>,
+    /// Probes of one cycle, in order: write, read, iops, net, remote-write,
+    /// remote-read, remote-iops [default: write,read,iops, plus the remote ones
+    /// with --remote-path (then write,read,iops only with --path), plus net with --server]
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub cycle: Option<Vec<String>>,
     /// Time each probe runs per cycle [default: 30s]
@@ -56,7 +64,7 @@ pub struct SoakArgs {
     /// The SQLite database to write [default: headroom-soak-TIME.sqlite]
     #[arg(long, value_name = "FILE")]
     pub db: Option<PathBuf>,
-    /// Continue the interrupted soak in --db (same cycle, path and server)
+    /// Continue the interrupted soak in --db (same cycle, paths and server)
     #[arg(long, requires = "db")]
     pub resume: bool,
     /// Serve Prometheus metrics on ADDR:PORT (e.g. 127.0.0.1:9464)
@@ -75,6 +83,7 @@ impl SoakArgs {
             cycle: self.cycle.clone(),
             server: self.server.clone(),
             path: self.path.clone(),
+            remote_path: self.remote_path.clone(),
             size: self.size.map(|s| s.0),
             vmkernel_log: self.vmkernel_log.clone(),
         }
@@ -106,6 +115,7 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
         }
     }
 
+    let created = schedule.is_some() && !db.exists();
     let opened = headroom_soak::open(&db, &flags, schedule.as_ref())?;
     let (mut store, session, config) = (opened.store, opened.session, opened.info.config);
     if let (Some(gap), false) = (opened.gap_s, out.json) {
@@ -132,11 +142,22 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
     import_log(&store)?;
 
     let turns = headroom_soak::turns(&config, args.token.clone())?;
-    let mut runner = headroom_soak::runner();
+    let mut runner = headroom_soak::runner(&config, args.token.clone())?;
     let cycle_plan = Turn::cycle_plan(&turns, config.probe_time());
     let mut bars = crate::progress::ProgressSink::new(out.progress && !out.json, out.iec, &cycle_plan);
-    let prepared = headroom_soak::prepare(&mut runner, &cycle_plan, &store, session, stop, &mut bars)?;
+    let prepared = headroom_soak::prepare(&mut runner, &cycle_plan, &store, session, stop, &mut bars);
     drop(bars);
+    let prepared = match prepared {
+        Ok(p) => p,
+        Err(e) => {
+            if created {
+                // Nothing was measured: the corrected command may use the same --db.
+                runner.finish();
+                headroom_soak::discard_new(store);
+            }
+            return Err(e.into());
+        }
+    };
     let Prepared::Ready(test_file) = prepared else { return Ok(Outcome::Error) }; // stopped: session ended
 
     let interfaces = headroom_soak::path_interfaces(config.server.as_deref());

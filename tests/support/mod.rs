@@ -58,3 +58,13 @@ pub fn disk_leftovers(dir: &Path) -> Vec<String> {
         .filter(|n| n.starts_with("headroom-disk-"))
         .collect()
 }
+
+/// The Prometheus text a `--metrics 127.0.0.1:PORT` serves now, if it answers.
+pub fn scrape(port: u16) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n").ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    Some(text)
+}

@@ -1,5 +1,6 @@
 //! A soak database as a `headroom.result/v1` document: one probe per soak
-//! probe (write, read, iops, net) summarising all its cycles, the soak
+//! probe (write, read, iops, net, and the server's remote-write, remote-read,
+//! remote-iops, with their `host`) summarising all its cycles, the soak
 //! section (gaps, events) and the detectors' findings. `soak --json` prints
 //! it without samples; `report FILE.sqlite` loads it with samples thinned to
 //! what a chart can show.
@@ -173,9 +174,13 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
         // An outage still open counts until the soak's last recorded moment.
         let soak_end = store.sessions()?.iter().filter_map(|s| s.ended_unix).fold(0.0, f64::max);
         let total: f64 = outages.iter().map(|e| (e.end_unix.unwrap_or(soak_end) - e.t_unix).max(0.0)).sum();
+        // The turns that need the server share its outages: named for net, else the server's first disk probe.
+        let cycle = &info.config.cycle;
+        let remote = cycle.iter().find(|p| p.starts_with(crate::setup::REMOTE));
+        let named = if cycle.iter().any(|p| p == "net") { None } else { remote };
         detections.push(Detection {
             kind: "server_outage".into(),
-            probe: Some("net".into()),
+            probe: Some(named.map_or("net", |p| p.as_str()).into()),
             message: format!(
                 "server unreachable {} time(s), {:.0} s in total{}",
                 outages.len(),

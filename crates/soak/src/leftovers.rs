@@ -27,7 +27,7 @@ pub enum Prepared {
 }
 
 /// Prepares `runner` for the cycle `plan` (the disk engine creates and lays
-/// out the shared test file once), recording the test file in the store as
+/// out the shared test file once; the server, its own), recording the test file in the store as
 /// it is created, before its layout. A layout stopped or failed leaves the
 /// file marked removed once the engine has removed it.
 pub fn prepare(
@@ -39,7 +39,11 @@ pub fn prepare(
     progress: &mut dyn Sink,
 ) -> Result<Prepared, SetupError> {
     let mut recorder = TestFileRecorder { store, session, recorded: None, error: None };
-    let prepared = runner.prepare(plan, stop, &mut [&mut recorder, progress]);
+    // The server's engines first: its refusal (a path it does not allow)
+    // should not wait for a layout here.
+    let (there, here): (Vec<_>, Vec<_>) = plan.requests.iter().cloned().partition(|r| r.at.is_some());
+    let plan = Plan::new(there.into_iter().chain(here).collect());
+    let prepared = runner.prepare(&plan, stop, &mut [&mut recorder, progress]);
     if let Some(e) = recorder.error {
         return Err(e.into());
     }

@@ -7,9 +7,11 @@
 //! - starting a session (`setup.rs`): the flags of `headroom soak` checked
 //!   into a new soak's schedule or against the stored settings of a resumed
 //!   one, the default database name, opening a fresh or resumed soak;
-//! - the turns of a cycle (`turns.rs`): disk and net probe requests, the
-//!   `headroom_runner::Runner` with those engines, the interfaces on the path
-//!   to the server;
+//! - the turns of a cycle (`turns.rs`): disk and net probe requests (and the
+//!   server's own disk probes, `--remote-path`), the `headroom_runner::Runner`
+//!   with those engines, the interfaces on the path to the server;
+//! - the engine of the server's disk turns (`remote.rs`): a remote engine a
+//!   soak may lose and get back (an outage, not an error);
 //! - the cycle loop (`run.rs`): turns run on that Runner, with the store
 //!   (and the metrics) as its sink;
 //! - the link watcher (`watch.rs`): sysfs polls, /dev/kmsg, vmkernel.log;
@@ -27,6 +29,7 @@
 mod doc;
 mod leftovers;
 mod metrics;
+mod remote;
 mod run;
 mod setup;
 mod store;
@@ -37,7 +40,7 @@ pub use doc::{load_result, result_from_store, SampleDetail};
 pub use leftovers::{mark_removed, prepare, remove_left_test_files, LeftFile, Prepared, TestFile};
 pub use metrics::Metrics;
 pub use run::{run_cycles, LiveSample, LoopSettings, ProbeFailure, ProbeOutcome, SoakEvent, StopReason, Turn};
-pub use setup::{default_db, open, FlagError, Opened, Schedule, SetupError, SoakFlags, DEFAULT_SIZE};
+pub use setup::{default_db, discard_new, open, FlagError, Opened, Schedule, SetupError, SoakFlags, DEFAULT_SIZE};
 pub use store::{EventRow, SampleRow, SoakConfig, SoakInfo, Store, StoreError};
 pub use turns::{path_interfaces, runner, turns};
 pub use watch::{import_vmkernel_log, Watcher};

@@ -23,7 +23,7 @@ use std::time::Duration;
 /// Labels of per-probe metrics.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ProbeLabel {
-    /// The soak probe's name: write, read, iops or net.
+    /// The soak probe's name: write, read, iops, net or a remote-* one.
     pub probe: String,
 }
 

@@ -70,11 +70,12 @@ fn turn_outcome(run: ProbeRun) -> Result<ProbeOutcome, ProbeFailure> {
     }
 }
 
-/// A probe the soak cycles through (write, read, iops, net): its name in
+/// A probe the soak cycles through (write, read, iops, net, remote-*): its name in
 /// the cycle and the database, whether it talks to the server (its failures
 /// are outages), and the request for a turn of a given length.
 pub struct Turn {
-    /// The probe's name in the cycle and the database: write, read, iops or net.
+    /// The probe's name in the cycle and the database: write, read, iops, net,
+    /// remote-write, remote-read or remote-iops.
     pub name: String,
     /// Whether it talks to the server, so that its failures count as outages.
     pub uses_server: bool,
@@ -116,7 +117,7 @@ pub enum SoakEvent<'a> {
     TurnStarted {
         /// The cycle's number (counting on across sessions).
         cycle: i64,
-        /// The probe's name: write, read, iops or net.
+        /// The probe's name: write, read, iops, net or a remote-* one.
         probe: &'a str,
         /// How long the turn runs (the last turn may be shorter).
         time: Duration,
@@ -125,7 +126,7 @@ pub enum SoakEvent<'a> {
     Sample {
         /// The cycle's number (counting on across sessions).
         cycle: i64,
-        /// The probe's name: write, read, iops or net.
+        /// The probe's name: write, read, iops, net or a remote-* one.
         probe: &'a str,
         /// The sample, as the Runner reported it.
         sample: &'a LiveSample,
@@ -134,7 +135,7 @@ pub enum SoakEvent<'a> {
     TurnEnded {
         /// The cycle's number (counting on across sessions).
         cycle: i64,
-        /// The probe's name: write, read, iops or net.
+        /// The probe's name: write, read, iops, net or a remote-* one.
         probe: &'a str,
         /// The measured probe, or why there is none.
         outcome: Result<&'a ProbeOutcome, &'a ProbeFailure>,
@@ -216,6 +217,11 @@ pub fn run_cycles(
             let cycle = store.begin_cycle(session, n, name, now_unix())?;
             on_progress(SoakEvent::TurnStarted { cycle: n, probe: name, time });
             let request = (turn.request)(time);
+            // A server runs only the requests of the plan it prepared: a turn
+            // there cut short by the end of the soak is the planned one,
+            // stopped when its time is up.
+            let stop_after = (cut_short && request.at.is_some()).then_some(time);
+            let request = if stop_after.is_some() { plan.requests[index].clone() } else { request };
             let mut sink = TurnSink {
                 store: &*store,
                 cycle: n,
@@ -225,7 +231,8 @@ pub fn run_cycles(
                 on_progress: &mut *on_progress,
                 write_error: None,
             };
-            let run = runner.run_one(index, &request, &plan, stop, &mut [&mut sink]);
+            let run =
+                stopped_after(stop_after, stop, |stop| runner.run_one(index, &request, &plan, stop, &mut [&mut sink]));
             if let Some(e) = sink.write_error {
                 return Err(e);
             }
@@ -244,6 +251,28 @@ pub fn run_cycles(
             }
         }
     }
+}
+
+/// Calls `run` with a stop flag that follows `stop` and, with a `limit`, is
+/// also set once that much time has passed.
+fn stopped_after<T>(limit: Option<Duration>, stop: &AtomicBool, run: impl FnOnce(&AtomicBool) -> T) -> T {
+    let Some(limit) = limit else { return run(stop) };
+    let (turn_stop, done) = (AtomicBool::new(false), AtomicBool::new(false));
+    let end = Instant::now() + limit;
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                if stop.load(Ordering::Relaxed) || Instant::now() >= end {
+                    turn_stop.store(true, Ordering::Relaxed);
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let out = run(&turn_stop);
+        done.store(true, Ordering::Relaxed);
+        out
+    })
 }
 
 /// Stores the end of a turn: its final samples and probe, or the outage or
@@ -378,6 +407,7 @@ mod tests {
                 });
             }
             let probe = Probe {
+                host: None,
                 id: fake.name.clone(),
                 name: String::new(),
                 // Through JSON so fields added to the spec types later (with
@@ -396,6 +426,67 @@ mod tests {
             };
             Ok(Measured { probe, started_unix: start, error: None })
         }
+    }
+
+    /// The fake engine as a server runs it: only the requests of the plan it
+    /// was prepared with (a `headroom serve` refuses any other).
+    struct FakeServer {
+        plan: Vec<ProbeRequest>,
+    }
+
+    impl ProbeEngine for FakeServer {
+        fn kind(&self) -> EngineKind {
+            EngineKind::Cpu
+        }
+        fn place(&self) -> Option<&str> {
+            Some("far")
+        }
+        fn prepare(
+            &mut self,
+            requests: &[&ProbeRequest],
+            _stop: &AtomicBool,
+            _events: &mut dyn FnMut(&headroom_runner::PrepareEvent),
+        ) -> Result<Vec<headroom_result::Warning>, ProbeError> {
+            self.plan = requests.iter().map(|r| (*r).clone()).collect();
+            Ok(Vec::new())
+        }
+        fn run(
+            &mut self,
+            request: &ProbeRequest,
+            stop: &AtomicBool,
+            on_sample: &mut dyn FnMut(&LiveSample),
+        ) -> Result<Measured, ProbeError> {
+            if !self.plan.contains(request) {
+                return Err(ProbeError::Usage("run a request only after sending it in a plan".into()));
+            }
+            FakeEngine.run(request, stop, on_sample)
+        }
+    }
+
+    #[test]
+    fn a_turn_on_the_server_cut_short_is_the_planned_one_stopped_in_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = store(dir.path());
+        let session = st.begin_session(now_unix()).unwrap();
+        let Turn { name, uses_server, request } = turn("remote-write", 1e6, None, true);
+        let far = Turn { name, uses_server, request: Box::new(move |time| request(time).placed_at("far")) };
+        let mut runner = Runner::new().with(FakeServer { plan: Vec::new() });
+        // Turns of 1, 1 and (cut short) about 0.7 s.
+        let settings = LoopSettings {
+            probe_time: Duration::from_millis(1000),
+            remaining: Some(Duration::from_millis(2700)),
+            min_turn: Duration::ZERO,
+        };
+        let stop = AtomicBool::new(false);
+        let started = Instant::now();
+        run_cycles(&mut st, session, &mut runner, &[far], settings, &stop, None, &mut |_| {}).unwrap();
+        let cycles = st.cycles().unwrap();
+        assert_eq!(cycles.len(), 3, "{cycles:?}");
+        assert!(cycles.iter().all(|c| c.error.is_none() && c.result.is_some()), "{cycles:?}");
+        // The last turn stopped at its time, before the planned 1 s (10 samples) was up.
+        let samples = st.sample_count(Some("remote-write")).unwrap();
+        assert!((21..30).contains(&samples), "{samples}");
+        assert!(started.elapsed() < Duration::from_millis(2700 + 300), "{:?}", started.elapsed());
     }
 
     fn turn(name: &'static str, level: f64, unreachable: Option<&str>, uses_server: bool) -> Turn {

@@ -12,7 +12,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Probe names a cycle may hold.
-const PROBES: [&str; 4] = ["write", "read", "iops", "net"];
+const PROBES: [&str; 7] = ["write", "read", "iops", "net", "remote-write", "remote-read", "remote-iops"];
+/// The prefix of the probes the server runs on its own disk (`--remote-path`):
+/// `remote-write` is the `write` test there.
+pub(crate) const REMOTE: &str = "remote-";
 /// The disk probes' test file when `--size` is not given: 1 GiB.
 pub const DEFAULT_SIZE: u64 = 1 << 30;
 const DEFAULT_DURATION: Duration = Duration::from_secs(3 * 3600);
@@ -31,6 +34,8 @@ pub struct SoakFlags {
     pub server: Option<String>,
     /// `--path`: the directory of the disk probes' test file.
     pub path: Option<PathBuf>,
+    /// `--remote-path`: the directory on the server of its disk probes' test file.
+    pub remote_path: Option<PathBuf>,
     /// `--size`: the test file's size, bytes.
     pub size: Option<u64>,
     /// `--vmkernel-log`.
@@ -50,10 +55,16 @@ pub enum FlagError {
     #[error("--probe-time {0} is too long: at most 24h per probe, e.g. --probe-time 30s")]
     ProbeTimeTooLong(String),
     /// `--cycle` with no probe in it.
-    #[error("--cycle is empty; name probes from write, read, iops, net (e.g. --cycle write,read)")]
+    #[error(
+        "--cycle is empty; name probes from write, read, iops, net, remote-write, remote-read, remote-iops \
+         (e.g. --cycle write,read)"
+    )]
     EmptyCycle,
     /// A `--cycle` entry that is no probe.
-    #[error("--cycle: '{0}' is not a probe; use write, read, iops or net (e.g. --cycle write,read,net)")]
+    #[error(
+        "--cycle: '{0}' is not a probe; use write, read, iops, net, remote-write, remote-read or remote-iops \
+         (e.g. --cycle write,read,net)"
+    )]
     NotAProbe(String),
     /// A probe named twice in `--cycle`.
     #[error("--cycle names '{0}' twice; name each probe once (e.g. --cycle write,read)")]
@@ -64,6 +75,21 @@ pub enum FlagError {
     /// `--cycle net` without `--server`.
     #[error("--cycle net needs --server HOST (a `headroom serve`); e.g. --server nas.lan")]
     NetNeedsServer,
+    /// `--remote-path` without `--server`.
+    #[error(
+        "--remote-path needs --server HOST, the `headroom serve --allow-path DIR` whose disk it names; \
+         e.g. --server nas.lan --remote-path /tank/bench"
+    )]
+    RemotePathNeedsServer,
+    /// `--remote-path` that is not absolute (the value as given).
+    #[error("--remote-path {0} is not absolute: it names a directory on the server, e.g. --remote-path /tank/bench")]
+    RemotePathNotAbsolute(String),
+    /// A server's disk probe in `--cycle` without `--remote-path` (the probe).
+    #[error(
+        "--cycle {0} needs --remote-path DIR, a directory the server allows with `headroom serve --allow-path DIR`; \
+         e.g. --server nas.lan --remote-path /tank/bench"
+    )]
+    RemoteNeedsRemotePath(String),
     /// A flag given with `--resume` that would change the stored soak.
     #[error("{flag} {given} cannot change a soak being resumed: it runs {kept} (stored in {}); drop {flag} or give the same value", db.display())]
     ChangesResumed {
@@ -105,7 +131,11 @@ pub struct Schedule {
 
 impl Schedule {
     /// Checks the flags of a new soak and fills in the defaults: 3 h, 30 s
-    /// turns, write,read,iops (plus net with a server).
+    /// turns, write,read,iops (plus the server's remote-write,remote-read,
+    /// remote-iops with `--remote-path`, and net with a server). With
+    /// `--remote-path` and no `--path` the client's disk probes are left out:
+    /// the only disk they could test is the working directory, which is not on
+    /// the path in question (and would get a test file nobody asked for).
     pub fn new(flags: &SoakFlags) -> Result<Schedule, FlagError> {
         let duration = flags.duration.unwrap_or(DEFAULT_DURATION);
         if duration < Duration::from_secs(1) {
@@ -121,8 +151,12 @@ impl Schedule {
         let cycle = match &flags.cycle {
             Some(list) => cycle_names(list),
             None => {
-                let with_net = flags.server.is_some().then_some("net");
-                ["write", "read", "iops"].into_iter().chain(with_net).map(String::from).collect()
+                let disk = ["write", "read", "iops"];
+                let here = (flags.path.is_some() || flags.remote_path.is_none()).then_some(disk);
+                let there = flags.remote_path.is_some().then_some(disk.map(|p| format!("{REMOTE}{p}")));
+                let with_net = flags.server.is_some().then_some("net".to_string());
+                let here = here.into_iter().flatten().map(String::from);
+                here.chain(there.into_iter().flatten()).chain(with_net).collect()
             }
         };
         if cycle.is_empty() {
@@ -139,6 +173,16 @@ impl Schedule {
         }
         if cycle.iter().any(|p| p == "net") && flags.server.is_none() {
             return Err(FlagError::NetNeedsServer);
+        }
+        if let Some(dir) = &flags.remote_path {
+            if flags.server.is_none() {
+                return Err(FlagError::RemotePathNeedsServer);
+            }
+            if !dir.is_absolute() {
+                return Err(FlagError::RemotePathNotAbsolute(dir.display().to_string()));
+            }
+        } else if let Some(p) = cycle.iter().find(|p| p.starts_with(REMOTE)) {
+            return Err(FlagError::RemoteNeedsRemotePath(p.clone()));
         }
         Ok(Schedule { cycle, probe_time, duration })
     }
@@ -176,6 +220,14 @@ impl SoakFlags {
                 return refuse("--server", server.clone(), stored.server.clone().unwrap_or_else(|| "no server".into()));
             }
         }
+        if let Some(dir) = &self.remote_path {
+            // A directory on the server: compared by its components, as this
+            // machine cannot resolve it.
+            if stored.remote_path().as_deref() != Some(dir.as_path()) {
+                let kept = stored.remote_path().map_or_else(|| "no remote path".into(), |d| d.display().to_string());
+                return refuse("--remote-path", dir.display().to_string(), kept);
+            }
+        }
         if let Some(t) = self.probe_time {
             if (t.as_secs_f64() - stored.probe_s).abs() > 1e-3 {
                 return refuse("--probe-time", format_duration(t), format!("{} s turns", stored.probe_s));
@@ -199,6 +251,14 @@ impl SoakConfig {
     /// The disk probes' test file size, bytes ([`DEFAULT_SIZE`] when none was stored).
     pub fn size(&self) -> u64 {
         self.extra.get("size").and_then(|s| s.as_u64()).unwrap_or(DEFAULT_SIZE)
+    }
+
+    /// The directory on the server of its disk probes' test file
+    /// (`--remote-path`); None for a soak without the server's disk (and for
+    /// every soak stored before there was one). Kept in `extra`, like the
+    /// size, so the settings' fields stay as older programs wrote them.
+    pub fn remote_path(&self) -> Option<PathBuf> {
+        self.extra.get("remote_path").and_then(|s| s.as_str()).map(PathBuf::from)
     }
 
     /// Each probe's turn; at least a second, whatever the store says.
@@ -250,13 +310,36 @@ pub fn open(db: &Path, flags: &SoakFlags, schedule: Option<&Schedule>) -> Result
             path: Some(flags.path.clone().unwrap_or_else(|| PathBuf::from(".")).display().to_string()),
             server: flags.server.clone(),
             vmkernel_log: flags.vmkernel_log.as_ref().map(|p| p.display().to_string()),
-            extra: serde_json::json!({"size": flags.size.unwrap_or(DEFAULT_SIZE)}),
+            extra: settings_extra(flags),
         },
         host: None,
     };
     let store = Store::create(db, &info)?;
     let session = store.begin_session(now)?;
     Ok(Opened { store, session, remaining: Some(schedule.duration), gap_s: None, info })
+}
+
+/// The settings stored in `extra`: the test files' size, and the server's directory.
+fn settings_extra(flags: &SoakFlags) -> serde_json::Value {
+    let mut extra = serde_json::json!({"size": flags.size.unwrap_or(DEFAULT_SIZE)});
+    if let Some(dir) = &flags.remote_path {
+        extra["remote_path"] = dir.display().to_string().into();
+    }
+    extra
+}
+
+/// Removes the database of a soak this run created whose first session could
+/// not start (the test file could not be laid out, the server refused its
+/// probes): it holds nothing measured, and left in place it would make the
+/// same command, once corrected, refuse to overwrite it.
+pub fn discard_new(store: Store) {
+    let path = store.path().to_path_buf();
+    drop(store); // closes it: SQLite folds the WAL back in
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut file = path.clone().into_os_string();
+        file.push(suffix);
+        let _ = std::fs::remove_file(file);
+    }
 }
 
 /// Opens the soak in `db` to resume it, writing nothing yet.
@@ -338,6 +421,20 @@ mod tests {
     }
 
     #[test]
+    fn remote_path_adds_the_servers_disk_and_without_path_only_that() {
+        let far =
+            SoakFlags { server: Some("nas.lan".into()), remote_path: Some("/tank/bench".into()), ..Default::default() };
+        let s = Schedule::new(&far).unwrap();
+        assert_eq!(s.cycle, ["remote-write", "remote-read", "remote-iops", "net"]);
+        let both = SoakFlags { path: Some("/mnt/nas".into()), ..far.clone() };
+        let s = Schedule::new(&both).unwrap();
+        assert_eq!(s.cycle, ["write", "read", "iops", "remote-write", "remote-read", "remote-iops", "net"]);
+        // Named explicitly, the client's disk runs in the working directory as ever.
+        let s = Schedule::new(&SoakFlags { cycle: cycle("remote-write,write"), ..far }).unwrap();
+        assert_eq!(s.cycle, ["remote-write", "write"]);
+    }
+
+    #[test]
     fn each_bad_schedule_is_refused_naming_its_flag() {
         let secs = |s: f64| Some(Duration::from_secs_f64(s));
         let cases = [
@@ -355,11 +452,13 @@ mod tests {
             ),
             (
                 SoakFlags { cycle: cycle(" , "), ..Default::default() },
-                "--cycle is empty; name probes from write, read, iops, net (e.g. --cycle write,read)",
+                "--cycle is empty; name probes from write, read, iops, net, remote-write, remote-read, remote-iops \
+                 (e.g. --cycle write,read)",
             ),
             (
                 SoakFlags { cycle: cycle("write,fio"), ..Default::default() },
-                "--cycle: 'fio' is not a probe; use write, read, iops or net (e.g. --cycle write,read,net)",
+                "--cycle: 'fio' is not a probe; use write, read, iops, net, remote-write, remote-read or remote-iops \
+                 (e.g. --cycle write,read,net)",
             ),
             (
                 SoakFlags { cycle: cycle("write,read,WRITE"), ..Default::default() },
@@ -372,6 +471,25 @@ mod tests {
             (
                 SoakFlags { cycle: cycle("write,net"), ..Default::default() },
                 "--cycle net needs --server HOST (a `headroom serve`); e.g. --server nas.lan",
+            ),
+            (
+                SoakFlags { remote_path: Some("/tank/bench".into()), ..Default::default() },
+                "--remote-path needs --server HOST, the `headroom serve --allow-path DIR` whose disk it names; \
+                 e.g. --server nas.lan --remote-path /tank/bench",
+            ),
+            (
+                SoakFlags {
+                    server: Some("nas.lan".into()),
+                    remote_path: Some("tank/bench".into()),
+                    ..Default::default()
+                },
+                "--remote-path tank/bench is not absolute: it names a directory on the server, \
+                 e.g. --remote-path /tank/bench",
+            ),
+            (
+                SoakFlags { server: Some("nas.lan".into()), cycle: cycle("write,Remote-Read"), ..Default::default() },
+                "--cycle remote-read needs --remote-path DIR, a directory the server allows with \
+                 `headroom serve --allow-path DIR`; e.g. --server nas.lan --remote-path /tank/bench",
             ),
         ];
         for (flags, message) in cases {
@@ -389,7 +507,7 @@ mod tests {
             path: Some(dir.display().to_string()),
             server: None,
             vmkernel_log: None,
-            extra: serde_json::json!({"size": 8 << 20}),
+            extra: serde_json::json!({"size": 8 << 20, "remote_path": "/tank/bench"}),
         }
     }
 
@@ -402,6 +520,7 @@ mod tests {
             cycle: cycle(" Write,READ"),
             path: Some(dir.path().join(".")),
             size: Some(8 << 20),
+            remote_path: Some("/tank/bench/".into()),
             ..Default::default()
         };
         same.check_resume(&stored(dir.path()), Path::new("s.sqlite")).unwrap();
@@ -430,6 +549,11 @@ mod tests {
                 "1 s turns".into(),
             ),
             (SoakFlags { size: Some(16 << 20), ..Default::default() }, "--size 16.00 MiB", "a 8.000 MiB file".into()),
+            (
+                SoakFlags { remote_path: Some("/tank/other".into()), ..Default::default() },
+                "--remote-path /tank/other",
+                "/tank/bench".into(),
+            ),
         ];
         for (flags, given, kept) in cases {
             let flag = given.split(' ').next().unwrap();
@@ -476,6 +600,7 @@ mod tests {
         assert_eq!(first.info.config.size(), 8 << 20);
         assert_eq!(first.info.config.dir(), dir.path());
         assert_eq!((first.remaining, first.gap_s), (Some(Duration::from_secs(60)), None));
+        let first_config = first.info.config.clone();
         drop(first);
         let again = open(&db, &flags, Some(&schedule)).err().expect("an existing soak is not overwritten");
         assert!(matches!(again, SetupError::Store(_)), "{again}");
@@ -483,6 +608,14 @@ mod tests {
         let changed = SoakFlags { cycle: cycle("read"), ..flags.clone() };
         let e = open(&db, &changed, None).err().expect("refused");
         assert!(matches!(e, SetupError::Flag(FlagError::ChangesResumed { flag: "--cycle", .. })), "{e}");
+        // A soak stored without the server's disk (as every older one) keeps running without it.
+        assert_eq!(first_config.remote_path(), None);
+        let far = SoakFlags { remote_path: Some("/tank/bench".into()), ..flags.clone() };
+        let e = open(&db, &far, None).err().expect("refused").to_string();
+        assert!(
+            e.starts_with("--remote-path /tank/bench cannot change a soak being resumed: it runs no remote path"),
+            "{e}"
+        );
         let store = Store::open(&db).unwrap();
         assert_eq!(store.sessions().unwrap().len(), 1, "a refused resume writes nothing");
         drop(store);

@@ -164,7 +164,7 @@ pub enum StoreError {
 /// What the user asked for, stored so `--resume` runs the same soak.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SoakConfig {
-    /// Probes of one cycle, in order: write, read, iops, net.
+    /// Probes of one cycle, in order: write, read, iops, net, remote-write, remote-read, remote-iops.
     pub cycle: Vec<String>,
     /// Seconds each probe runs per cycle.
     pub probe_s: f64,
@@ -255,7 +255,7 @@ pub struct CycleRow {
     pub session: i64,
     /// Cycle number, counting on across sessions.
     pub n: i64,
-    /// The probe it ran: write, read, iops or net.
+    /// The probe it ran: write, read, iops, net, remote-write, remote-read or remote-iops.
     pub probe: String,
     /// When it started, Unix seconds.
     pub started_unix: f64,

@@ -1,49 +1,81 @@
 //! The probes of a soak's cycle as Runner requests: the disk turns (write,
-//! read, iops) over one shared test file, the net turn to the server; the
-//! Runner equipped to run them; and the interfaces on the path to the server
-//! that the link watcher polls.
+//! read, iops) over one shared test file, the same turns on the server's own
+//! disk (remote-write, remote-read, remote-iops over one test file there),
+//! the net turn to the server; the Runner equipped to run them; and the
+//! interfaces on the path to the server that the link watcher polls.
 
+use crate::remote::FarEnd;
+use crate::setup::REMOTE;
 use crate::{FlagError, SoakConfig, Turn, DEFAULT_SIZE};
 use headroom_disk::{
     test_def, DirectMode, DiskEngine, DiskRequest, DiskTarget, EngineChoice, Pattern, RunSettings, Rw,
 };
-use headroom_net::{NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, ThroughputSpec, TrafficDirection};
+use headroom_net::{
+    Endpoint, NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, ThroughputSpec, TrafficDirection,
+};
 use headroom_runner::Runner;
 use std::net::ToSocketAddrs;
+use std::path::PathBuf;
 use std::time::Duration;
+
+/// How long a server may take to accept a connection (and stay silent on
+/// one) before its turn counts as an outage.
+const SERVER_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// The turns of the stored cycle, in order. `token` is the server's, if it
 /// wants one (never stored).
 pub fn turns(config: &SoakConfig, token: Option<String>) -> Result<Vec<Turn>, FlagError> {
-    // The disk turns share one test file, created and laid out once by the Runner's prepare.
-    let target = DiskTarget {
-        path: config.dir(),
+    // The disk turns of each side share one test file, created and laid out
+    // once by the Runner's prepare (here by the disk engine, there by the server).
+    let target = |path: PathBuf| DiskTarget {
+        path,
         size: Some(config.size()),
         default_size: DEFAULT_SIZE,
         destructive: false,
         force: false,
         keep: false,
     };
+    let here = target(config.dir());
     let mut turns = Vec::new();
     for name in &config.cycle {
         if name == "net" {
             turns.push(net_turn(config.server.as_deref().unwrap_or_default(), token.clone())?);
+        } else if let Some(test) = name.strip_prefix(REMOTE) {
+            let (Some(dir), Some(_)) = (config.remote_path(), &config.server) else {
+                return Err(FlagError::RemoteNeedsRemotePath(name.clone()));
+            };
+            let at = endpoint(config, None)?.display();
+            turns.extend(disk_turn(name, test, &target(dir), Some(at)));
         } else {
-            turns.extend(disk_turn(name, &target));
+            turns.extend(disk_turn(name, name, &here, None));
         }
     }
     Ok(turns)
 }
 
-/// A Runner with the engines the turns need: disk and net.
-pub fn runner() -> Runner<'static> {
-    Runner::new().with(DiskEngine::new()).with(NetEngine::new())
+/// A Runner with the engines the turns of `config` need: disk and net here,
+/// and with `--remote-path` the server's disk. `token` is the server's.
+pub fn runner(config: &SoakConfig, token: Option<String>) -> Result<Runner<'static>, FlagError> {
+    let runner = Runner::new().with(DiskEngine::new()).with(NetEngine::new());
+    if config.remote_path().is_none() || config.server.is_none() {
+        return Ok(runner);
+    }
+    Ok(runner.with(FarEnd::new(endpoint(config, token)?)))
 }
 
-/// The turn of a disk probe of the cycle over the shared test file; no
-/// warm-up: in a soak every second counts, the first included.
-fn disk_turn(name: &str, target: &DiskTarget) -> Option<Turn> {
-    let (rw, block_size, queue_depth) = match name {
+/// The stored server as an endpoint of remote probes.
+fn endpoint(config: &SoakConfig, token: Option<String>) -> Result<Endpoint, FlagError> {
+    let (host, port) =
+        headroom_net::split_host_port(config.server.as_deref().unwrap_or_default()).map_err(FlagError::Server)?;
+    Ok(Endpoint { host, port: port.unwrap_or(headroom_net::DEFAULT_PORT), token, timeout: SERVER_TIMEOUT })
+}
+
+/// The turn `name` of the cycle: the disk test `test` over the shared test
+/// file of `target`, run by the server at `at` (its `HOST:PORT`) or here; no
+/// warm-up: in a soak every second counts, the first included. A turn on the
+/// server counts its failures to reach it as outages.
+fn disk_turn(name: &str, test: &str, target: &DiskTarget, at: Option<String>) -> Option<Turn> {
+    let (rw, block_size, queue_depth) = match test {
         "write" => (Rw::Write, 1 << 20, 8),
         "read" => (Rw::Read, 1 << 20, 8),
         "iops" => (Rw::RandRead, 4096, 32),
@@ -58,10 +90,14 @@ fn disk_turn(name: &str, target: &DiskTarget) -> Option<Turn> {
     };
     Some(Turn {
         name: name.to_string(),
-        uses_server: false,
+        uses_server: at.is_some(),
         request: Box::new(move |time| {
             let test = test_def(rw, block_size, queue_depth, 1, time, Duration::ZERO);
-            DiskRequest { target: target.clone(), settings, test, bus: None }.to_request()
+            let request = DiskRequest { target: target.clone(), settings, test, bus: None }.to_request();
+            match &at {
+                Some(server) => request.placed_at(server.clone()),
+                None => request,
+            }
         }),
     })
 }
@@ -75,7 +111,7 @@ fn net_turn(server: &str, token: Option<String>) -> Result<Turn, FlagError> {
         host,
         port: port.unwrap_or(headroom_net::DEFAULT_PORT),
         token,
-        timeout: Duration::from_secs(3),
+        timeout: SERVER_TIMEOUT,
         protocol: ProtocolChoice::Headroom,
         session_per_test: true,
     };
@@ -117,7 +153,7 @@ mod tests {
             path: Some("/tmp".into()),
             server: server.map(String::from),
             vmkernel_log: None,
-            extra: serde_json::json!({"size": 8 << 20}),
+            extra: serde_json::json!({"size": 8 << 20, "remote_path": "/tank/bench"}),
         }
     }
 
@@ -126,6 +162,27 @@ mod tests {
         let turns = turns(&config(&["iops", "net", "write"], Some("127.0.0.1:9")), None).unwrap();
         let names: Vec<_> = turns.iter().map(|t| (t.name.as_str(), t.uses_server)).collect();
         assert_eq!(names, [("iops", false), ("net", true), ("write", false)]);
+    }
+
+    #[test]
+    fn remote_turns_are_the_same_tests_placed_at_the_server() {
+        let config = config(&["write", "remote-write", "remote-iops"], Some("::1"));
+        let turns = turns(&config, None).unwrap();
+        let requests: Vec<_> = turns.iter().map(|t| (t.request)(Duration::from_secs(2))).collect();
+        assert_eq!(
+            requests.iter().map(|r| r.at.as_deref()).collect::<Vec<_>>(),
+            [None, Some("[::1]:5201"), Some("[::1]:5201")]
+        );
+        assert_eq!(turns.iter().map(|t| t.uses_server).collect::<Vec<_>>(), [false, true, true]);
+        let disk = |r: &headroom_runner::ProbeRequest| r.params::<DiskRequest>().unwrap();
+        let (here, there) = (disk(&requests[0]), disk(&requests[1]));
+        assert_eq!(
+            (here.target.path.as_path(), there.target.path.as_path()),
+            (std::path::Path::new("/tmp"), std::path::Path::new("/tank/bench"))
+        );
+        let json = |t: &headroom_disk::TestDef| serde_json::to_value(t).unwrap();
+        assert_eq!(json(&here.test), json(&there.test), "remote-write is the write test");
+        assert_eq!(disk(&requests[2]).test.block_size, 4096);
     }
 
     #[test]
