@@ -229,3 +229,33 @@ fn a_session_the_server_dropped_between_probes_is_opened_again() {
     runner.finish();
     assert!(test_files(dir.path()).is_empty());
 }
+
+#[test]
+fn after_losing_the_server_the_next_probe_opens_a_new_session_with_the_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve_on = |port: u16| {
+        let probes = ServedProbes::new(&[dir.path().to_path_buf()]).unwrap();
+        Server::bind(ServerConfig { probes: Some(Arc::new(probes)), ..ServerConfig::loopback(port) }).unwrap().spawn()
+    };
+    let server = serve_on(0);
+    let at = endpoint(&server);
+    let port = server.addr.port();
+    let request =
+        |label: &str| ProbeRequest { label: label.into(), ..read_test(dir.path(), Duration::from_millis(300)) };
+    let plan = Plan::new(vec![request("one"), request("two"), request("three")]).placed_at(&at.display());
+    let mut runner = Runner::new().with(RemoteEngine::new(EngineKind::Disk, at));
+    let stop = AtomicBool::new(false);
+    let mut sinks: [&mut dyn Sink; 0] = [];
+    let mut execution = runner.execute(&plan, &stop, &mut sinks);
+    assert!(execution.next().unwrap().error().is_none());
+    server.stop();
+    // Its session threads notice the stop within a poll (200 ms) and hang up.
+    std::thread::sleep(Duration::from_millis(600));
+    let gone = execution.next().unwrap();
+    assert!(matches!(gone.error(), Some(ProbeError::Lost(_) | ProbeError::Unreachable(_))), "{:?}", gone.error());
+    let _again = serve_on(port);
+    let back = execution.next().unwrap();
+    assert!(back.error().is_none(), "{:?}", back.error());
+    runner.finish();
+    assert!(test_files(dir.path()).is_empty());
+}

@@ -20,6 +20,7 @@ use headroom_result::details::cpu_load_key;
 use headroom_result::{CpuLoad, Host, Side, Warning};
 use headroom_runner::{EngineKind, LiveSample, Measured, PrepareEvent, ProbeEngine, ProbeError, ProbeRequest};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 /// A Runner engine of `kind` whose probes the server at `server` runs.
 pub struct RemoteEngine {
@@ -48,9 +49,13 @@ impl RemoteEngine {
 
     /// Reads the server's next reply, giving up when `stop` is set and
     /// `on_stop` has had its chance (it sends `End` once).
+    /// A server silent for [`SERVER_SILENCE`] (frozen, or behind a link that
+    /// vanished without a reset) is lost.
     fn next_reply(&mut self, stop: &AtomicBool, ended: &mut bool) -> Result<Reply, ProbeError> {
         let server = self.place.clone();
+        let silence = self.server.timeout.max(SERVER_SILENCE);
         let session = self.session()?;
+        let since = Instant::now();
         loop {
             if stop.load(Ordering::Relaxed) && !*ended {
                 *ended = true;
@@ -58,6 +63,12 @@ impl RemoteEngine {
             }
             if wait_readable(&session.control, POLL) {
                 return wire::read_frame(&mut session.control, wire::MAX_RESULT_FRAME).map_err(|e| lost(&server, e));
+            }
+            if since.elapsed() > silence {
+                return Err(ProbeError::Lost(format!(
+                    "lost {server}: it sent nothing for {:.0} s during a remote probe",
+                    silence.as_secs_f64()
+                )));
             }
         }
     }
@@ -112,6 +123,10 @@ impl RemoteEngine {
         }
     }
 }
+
+/// How long a server may send nothing while it prepares or runs a probe
+/// (its layout reports every 64 MiB, its probes every sample interval).
+const SERVER_SILENCE: Duration = Duration::from_secs(60);
 
 fn lost(server: &str, e: std::io::Error) -> ProbeError {
     ProbeError::Lost(format!("lost {server} during a remote probe: {e}"))
@@ -220,7 +235,11 @@ impl ProbeEngine for RemoteEngine {
         stop: &AtomicBool,
         on_sample: &mut dyn FnMut(&LiveSample),
     ) -> Result<Measured, ProbeError> {
-        match self.run_once(request, stop, on_sample) {
+        // The last session was lost: a new one needs the plan (its test file) first.
+        if self.session.is_none() && !self.plan.is_empty() {
+            self.send_plan(stop, &mut |_| {}).inspect_err(|_| self.session = None)?;
+        }
+        let result = match self.run_once(request, stop, on_sample) {
             // Lost before it started: the server dropped an idle session (and
             // its test file). A new session, the plan again, then the run.
             Err(RunFailure::BeforeStart(ProbeError::Lost(_))) if !self.plan.is_empty() => {
@@ -229,7 +248,11 @@ impl ProbeEngine for RemoteEngine {
                 self.run_once(request, stop, on_sample).map_err(RunFailure::into_error)
             }
             other => other.map_err(RunFailure::into_error),
+        };
+        if let Err(ProbeError::Lost(_) | ProbeError::Unreachable(_)) = &result {
+            self.session = None; // the next run opens a new one
         }
+        result
     }
 
     fn finish(&mut self) {

@@ -6,10 +6,9 @@
 //! opens a new session and the server lays out its test file again.
 //!
 //! Why a wrapper rather than the RemoteEngine alone: the Runner remembers an
-//! engine's failed preparation for good (a server down at the start would
-//! fail every later turn), and a RemoteEngine that found the server
-//! unreachable opens its next session without sending the plan again (the
-//! server then refuses every run). A fresh RemoteEngine per outage avoids both.
+//! engine's failed preparation for good, so a server down at the start would
+//! fail every later turn; this engine's preparation never fails for an
+//! outage, and a fresh RemoteEngine per outage prepares the plan again.
 
 use headroom_net::{Endpoint, RemoteEngine};
 use headroom_result::Warning;

@@ -407,7 +407,6 @@ mod tests {
                 });
             }
             let probe = Probe {
-                host: None,
                 id: fake.name.clone(),
                 name: String::new(),
                 // Through JSON so fields added to the spec types later (with
