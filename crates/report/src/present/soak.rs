@@ -57,12 +57,12 @@ pub enum Turn<'a> {
 pub fn turn_line(cycle: i64, probe: &str, turn: Turn<'_>) -> String {
     match turn {
         Turn::Measured(p) => format!(
-            "cycle {cycle:>4} {probe:<5} {:>14}{}\n",
+            "cycle {cycle:>4} {probe:<11} {:>14}{}\n",
             format_bytes_per_sec(p.summary.bytes_per_sec),
             p.summary.iops.map(|i| format!("  {i:>9.0} IOPS")).unwrap_or_default()
         ),
-        Turn::Unreachable(why) => format!("cycle {cycle:>4} {probe:<5} server unreachable: {why}\n"),
-        Turn::Failed(why) => format!("cycle {cycle:>4} {probe:<5} failed: {why}\n"),
+        Turn::Unreachable(why) => format!("cycle {cycle:>4} {probe:<11} server unreachable: {why}\n"),
+        Turn::Failed(why) => format!("cycle {cycle:>4} {probe:<11} failed: {why}\n"),
     }
 }
 
@@ -86,7 +86,7 @@ pub fn summary(doc: &ResultDoc, db: &str, style: Style) -> String {
             .unwrap_or_default();
         let iops = p.summary.iops.map(|i| format!("  {i:.0} IOPS")).unwrap_or_default();
         s += &format!(
-            "  {:<10} {:>14}{iops}{lat}\n",
+            "  {:<11} {:>14}{iops}{lat}\n",
             p.name.trim_start_matches("soak "),
             format_bytes_per_sec(p.summary.bytes_per_sec)
         );
@@ -128,7 +128,7 @@ mod tests {
         assert_eq!(
             text,
             "soak 1h2m5s in 2 session(s), 30 turns, 3600 samples -> nas.sqlite\n  \
-             write          545.2 MB/s  520 IOPS  latency mean 15682 us, p99 46341 us\n  \
+             write           545.2 MB/s  520 IOPS  latency mean 15682 us, p99 46341 us\n  \
              gap: 7.5 s without samples from +12.5 s (resumed)\n  \
              write_cliff: write: the rate fell\n"
         );
@@ -164,12 +164,12 @@ mod tests {
         let d = doc();
         assert_eq!(
             turn_line(3, "write", Turn::Measured(&d.probes[0])),
-            "cycle    3 write     545.2 MB/s        520 IOPS\n"
+            "cycle    3 write           545.2 MB/s        520 IOPS\n"
         );
         assert_eq!(
             turn_line(12, "net", Turn::Unreachable("refused")),
-            "cycle   12 net   server unreachable: refused\n"
+            "cycle   12 net         server unreachable: refused\n"
         );
-        assert_eq!(turn_line(1, "read", Turn::Failed("EIO")), "cycle    1 read  failed: EIO\n");
+        assert_eq!(turn_line(1, "read", Turn::Failed("EIO")), "cycle    1 read        failed: EIO\n");
     }
 }
