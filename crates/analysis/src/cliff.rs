@@ -87,12 +87,12 @@ impl WriteCliff {
     }
 
     /// Soak's finding over its whole write series.
-    pub fn detection(&self) -> Detection {
+    pub fn detection(&self, probe: &str) -> Detection {
         Detection {
             kind: WRITE_CLIFF.into(),
-            probe: Some("write".into()),
+            probe: Some(probe.into()),
             message: format!(
-                "write: the rate fell from {} to {} at +{:.0} s and stayed there",
+                "{probe}: the rate fell from {} to {} at +{:.0} s and stayed there",
                 format_bytes_per_sec(self.rate_before),
                 format_bytes_per_sec(self.rate_after),
                 self.at_s
@@ -177,7 +177,7 @@ mod tests {
         );
         let stored = probe.write_cliff().expect("details.write_cliff");
         assert_eq!((stored.at_s, stored.bytes_before), (10.0, Some(2.7e9)));
-        let found = detect_write_cliff(&probe.samples).unwrap().detection();
+        let found = detect_write_cliff(&probe.samples).unwrap().detection("write");
         assert_eq!(found.message, "write: the rate fell from 270.0 MB/s to 32.00 MB/s at +10 s and stayed there");
         assert_eq!(found.write_cliff().unwrap(), WriteCliffDetails { bytes_before: None, ..stored });
         let mut flat = write_probe(&[200e6; 8]);

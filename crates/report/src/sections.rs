@@ -410,7 +410,8 @@ pub fn soak_marks(doc: &ResultDoc, probe: &Probe) -> Marks {
                 let dips = det.details.get("dips").and_then(|d| d.as_array());
                 m.dips.extend(dips.into_iter().flatten().filter_map(dip_of));
             }
-            "write_cliff" if name == "write" => {
+            // Older documents name no probe: their cliff was the client's writes.
+            "write_cliff" if det.probe.as_deref().map_or(name == "write", |p| p == name) => {
                 m.cliff = det.write_cliff().map(|c| (c.at_s, c.bytes_per_sec_after));
             }
             _ => {}
@@ -427,4 +428,43 @@ pub fn soak_marks(doc: &ResultDoc, probe: &Probe) -> Marks {
     }
     m.gaps = soak.gaps.iter().map(|g| (g.from_s, g.to_s)).collect();
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use headroom_result::{Detection, Sample, Soak};
+
+    fn soak_probe(name: &str) -> Probe {
+        let spec = serde_json::json!({"kind": "cpu", "spec": {"kernel": "x", "threads": 1, "buffer_size": 1}});
+        Probe {
+            id: format!("soak-{name}"),
+            name: name.into(),
+            spec: serde_json::from_value(spec).unwrap(),
+            summary: Default::default(),
+            samples: Vec::new(),
+            histogram: None,
+            warnings: Vec::new(),
+            details: Default::default(),
+            host: None,
+        }
+    }
+
+    #[test]
+    fn a_cliff_is_marked_on_the_probe_it_was_found_in() {
+        let series: Vec<Sample> = (0..40)
+            .map(|i| Sample { t_s: i as f64, bytes_per_sec: if i < 20 { 500e6 } else { 100e6 }, ..Sample::default() })
+            .collect();
+        let cliff = headroom_analysis::detect_write_cliff(&series).expect("a cliff");
+        let mut doc = ResultDoc::new("2026-11-23T00:00:00Z");
+        doc.soak = Some(Soak { detections: vec![cliff.detection("remote-write")], ..Soak::default() });
+        assert!(soak_marks(&doc, &soak_probe("remote-write")).cliff.is_some());
+        assert!(soak_marks(&doc, &soak_probe("write")).cliff.is_none(), "the server's cliff is not the client's");
+
+        // A document from before detections named their probe: the client's writes.
+        let unnamed = Detection { probe: None, ..cliff.detection("write") };
+        doc.soak = Some(Soak { detections: vec![unnamed], ..Soak::default() });
+        assert!(soak_marks(&doc, &soak_probe("write")).cliff.is_some());
+        assert!(soak_marks(&doc, &soak_probe("remote-write")).cliff.is_none());
+    }
 }

@@ -92,8 +92,9 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
             }
             probe.details.insert("latency_drift".into(), serde_json::to_value(&drift).unwrap_or_default());
         }
-        if name == "write" {
-            if let Some(found) = write_cliff(&points) {
+        // The client's writes, and the server's own (`remote-write`).
+        if matches!(name.as_str(), "write" | "remote-write") {
+            if let Some(found) = write_cliff(name, &points) {
                 detections.push(found);
             }
         }
@@ -242,7 +243,7 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
 /// The write cliff of `disk --preset sustained` (shared detector), over the
 /// whole soak's write series thinned to at most 600 points (the detector is
 /// quadratic in samples; a cache that fills over hours still shows).
-fn write_cliff(points: &[Point]) -> Option<Detection> {
+fn write_cliff(name: &str, points: &[Point]) -> Option<Detection> {
     let group = points.len().div_ceil(600).max(1);
     let thinned: Vec<Sample> = points
         .chunks(group)
@@ -252,7 +253,7 @@ fn write_cliff(points: &[Point]) -> Option<Detection> {
             ..Sample::default()
         })
         .collect();
-    headroom_analysis::detect_write_cliff(&thinned).map(|c| c.detection())
+    headroom_analysis::detect_write_cliff(&thinned).map(|c| c.detection(name))
 }
 
 /// Drift buckets: per hour for soaks of 3 h and more, else per minute (or
@@ -511,13 +512,20 @@ mod tests {
 
     #[test]
     fn a_write_cache_filling_up_is_a_cliff() {
+        // The client's writes, and the server's own in a soak across the wire.
+        for name in ["write", "remote-write"] {
+            write_cache_cliff(name);
+        }
+    }
+
+    fn write_cache_cliff(name: &str) {
         let dir = tempfile::tempdir().unwrap();
         let info = SoakInfo {
             started_at: crate::rfc3339(1000.0),
             started_unix: 1000.0,
             planned_s: None,
             config: SoakConfig {
-                cycle: vec!["write".into()],
+                cycle: vec![name.into()],
                 probe_s: 60.0,
                 path: None,
                 server: None,
@@ -528,15 +536,16 @@ mod tests {
         };
         let store = Store::create(&dir.path().join("c.sqlite"), &info).unwrap();
         let session = store.begin_session(1000.0).unwrap();
-        let cycle = store.begin_cycle(session, 1, "write", 1000.0).unwrap();
+        let cycle = store.begin_cycle(session, 1, name, 1000.0).unwrap();
         for i in 1..=1500 {
             let rate = if i <= 700 { 270e6 } else { 32e6 };
             let row = SampleRow { t_unix: 1000.0 + i as f64, bytes_per_sec: rate, ..SampleRow::default() };
-            store.add_sample(cycle, "write", &row).unwrap();
+            store.add_sample(cycle, name, &row).unwrap();
         }
         let doc = result_from_store(&store, SampleDetail::None).unwrap();
         let cliff = doc.soak.unwrap().detections.into_iter().find(|d| d.kind == "write_cliff").expect("a cliff");
         assert!(cliff.message.contains("from 270.0 MB/s to 32."), "{}", cliff.message);
+        assert_eq!(cliff.probe.as_deref(), Some(name));
         assert!((cliff.details["at_s"].as_f64().unwrap() - 700.0).abs() <= 3.0, "{}", cliff.details);
     }
 }
