@@ -4,10 +4,12 @@
 //! a killed client or a killed server.
 
 mod net_support;
+mod support;
 use net_support::*;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::{disk_leftovers, one_error_line};
 
 fn serve_allowing(dir: &Path, extra: &[&str]) -> (Served, u16) {
     let port = free_port();
@@ -20,30 +22,11 @@ fn headroom(args: &[&str]) -> std::process::Output {
     run(Command::new(bin()).args(args).env("NO_COLOR", "1").env_remove("HEADROOM_TOKEN"))
 }
 
-fn one_error_line(out: &std::process::Output, needles: &[&str]) {
-    assert_eq!(out.status.code(), Some(2), "stdout: {}", String::from_utf8_lossy(&out.stdout));
-    let err = String::from_utf8_lossy(&out.stderr);
-    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "one line expected: {err}");
-    for needle in needles {
-        assert!(lines[0].contains(needle), "'{needle}' not in: {err}");
-    }
-}
-
-fn test_files(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("headroom-disk-"))
-        .collect()
-}
-
 /// Waits up to `limit` for `dir`'s test files to be `wanted` (some or none).
 fn wait_for_test_file(dir: &Path, wanted: bool, limit: Duration) -> bool {
     let t0 = Instant::now();
     while t0.elapsed() < limit {
-        if test_files(dir).is_empty() != wanted {
+        if disk_leftovers(dir).is_empty() != wanted {
             return true;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -66,7 +49,7 @@ fn disk_cpu_and_sys_run_on_the_server_and_print_here() {
     assert_eq!(probe["host"], hostname.as_str(), "{probe}");
     assert!(probe["summary"]["bytes_per_sec"].as_f64().unwrap() > 0.0);
     assert!(probe["details"]["cpu_load_remote"].is_object(), "the server's CPU over the probe");
-    assert!(test_files(dir.path()).is_empty());
+    assert!(disk_leftovers(dir.path()).is_empty());
 
     let out =
         headroom(&["cpu", "--remote", &at, "--token", "s3cret", "--kernels", "crc32c", "--threads", "1", "--json"]);
@@ -106,7 +89,7 @@ fn every_way_to_fail_is_one_line_and_exit_2() {
     one_error_line(&disk(e, "no-such-host.invalid", "s3cret"), &["cannot resolve"]);
     one_error_line(&headroom(&["sys", "--remote", "nas:notaport"]), &["port"]);
     for dir in [allowed.path(), elsewhere.path()] {
-        assert!(test_files(dir).is_empty());
+        assert!(disk_leftovers(dir).is_empty());
     }
 
     // A server that allows no disk probes says how to allow them.
@@ -141,7 +124,7 @@ fn a_killed_client_leaves_no_test_file_on_the_server() {
     assert!(
         wait_for_test_file(dir.path(), false, Duration::from_secs(15)),
         "left behind: {:?}\nserver log: {:?}",
-        test_files(dir.path()),
+        disk_leftovers(dir.path()),
         server.lines.lock().unwrap()
     );
     let log = server.wait_lines(2, Duration::from_secs(5));
@@ -162,7 +145,7 @@ fn a_killed_server_removes_its_test_file_when_it_starts_again() {
     assert!(wait_for_test_file(dir.path(), true, Duration::from_secs(30)), "the test file never appeared");
     server.child.kill().unwrap(); // SIGKILL: no cleanup at all
     server.child.wait().unwrap();
-    let left = test_files(dir.path());
+    let left = disk_leftovers(dir.path());
     assert_eq!(left.len(), 1, "a killed server leaves its test file: {left:?}");
     let out = client.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(2), "the client reports the lost server");
@@ -171,7 +154,7 @@ fn a_killed_server_removes_its_test_file_when_it_starts_again() {
     // Someone else's file with a similar name stays.
     std::fs::write(dir.path().join("headroom-disk-notes.txt"), b"mine").unwrap();
     let (again, _) = serve_allowing(dir.path(), &[]);
-    assert!(test_files(dir.path()) == ["headroom-disk-notes.txt"], "{:?}", test_files(dir.path()));
+    assert!(disk_leftovers(dir.path()) == ["headroom-disk-notes.txt"], "{:?}", disk_leftovers(dir.path()));
     let log = again.wait_lines(1, Duration::from_secs(5));
     assert!(log.iter().any(|l| l.contains("removed") && l.contains(&left[0])), "{log:?}");
 }
@@ -198,7 +181,7 @@ fn run_measures_the_far_ends_disk_with_remote_path() {
     assert!(probes.iter().any(|p| p["kind"] == "net"));
     assert_eq!(doc["peers"][0]["hostname"], hostname.as_str());
     assert!(doc["verdict"].is_object());
-    assert!(test_files(dir.path()).is_empty());
+    assert!(disk_leftovers(dir.path()).is_empty());
 }
 
 #[test]
@@ -228,6 +211,6 @@ fn the_clients_disk_probes_record_the_servers_cpu_meanwhile() {
         assert!(p["details"]["cpu_load_local"].is_object(), "{}", p["id"]);
     }
     for dir in [far.path(), here.path()] {
-        assert!(test_files(dir).is_empty());
+        assert!(disk_leftovers(dir).is_empty());
     }
 }

@@ -12,7 +12,7 @@ use net_support::*;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-use support::scrape;
+use support::{disk_leftovers, one_error_line, scrape};
 
 fn serve_allowing(dir: &Path, port: u16, extra: &[&str]) -> Served {
     let mut cmd = Command::new(bin());
@@ -22,25 +22,6 @@ fn serve_allowing(dir: &Path, port: u16, extra: &[&str]) -> Served {
 
 fn soak(args: &[&str]) -> Output {
     run(Command::new(bin()).arg("soak").args(args).env("NO_COLOR", "1").env_remove("HEADROOM_TOKEN"))
-}
-
-fn one_error_line(out: &Output, needles: &[&str]) {
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "exit code; stderr: {err}");
-    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "one line expected: {err}");
-    for needle in needles {
-        assert!(lines[0].contains(needle), "'{needle}' not in: {err}");
-    }
-}
-
-fn test_files(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("headroom-disk-"))
-        .collect()
 }
 
 fn hostname() -> String {
@@ -88,7 +69,7 @@ fn the_servers_disk_soaks_next_to_the_clients_and_resume_keeps_it() {
     assert!(cycles.iter().all(|c| c.error.is_none()), "{cycles:?}");
     assert!(store.events().unwrap().iter().all(|e| e.kind != "probe_error" && e.kind != "server_outage"));
     drop(store);
-    assert!(test_files(srv.path()).is_empty() && test_files(cli.path()).is_empty(), "test files left");
+    assert!(disk_leftovers(srv.path()).is_empty() && disk_leftovers(cli.path()).is_empty(), "test files left");
 
     // `report` of the database names them too.
     let report = run(Command::new(bin()).args(["report", db_s]).env("NO_COLOR", "1"));
@@ -112,7 +93,7 @@ fn the_servers_disk_soaks_next_to_the_clients_and_resume_keeps_it() {
     let resumed: Vec<&str> = cycles.iter().filter(|c| c.session == second).map(|c| c.probe.as_str()).collect();
     assert!(resumed.contains(&"remote-write") && resumed.contains(&"remote-iops"), "{resumed:?}");
     assert!(cycles.iter().all(|c| c.error.is_none()), "{cycles:?}");
-    assert!(test_files(srv.path()).is_empty() && test_files(cli.path()).is_empty(), "test files left");
+    assert!(disk_leftovers(srv.path()).is_empty() && disk_leftovers(cli.path()).is_empty(), "test files left");
 }
 
 /// Waits up to `limit` for `f`.
@@ -149,7 +130,7 @@ fn a_server_killed_mid_soak_is_an_outage_and_the_soak_goes_on() {
     assert!(wait_for(Duration::from_secs(20), started), "no remote turn: {:?}", server.lines.lock().unwrap());
     std::thread::sleep(Duration::from_millis(1200));
     drop(server);
-    assert_eq!(test_files(srv.path()).len(), 1, "a killed server leaves its test file");
+    assert_eq!(disk_leftovers(srv.path()).len(), 1, "a killed server leaves its test file");
     // Back after a write turn and a remote turn that finds nobody; it removes
     // its old test file as it starts.
     std::thread::sleep(Duration::from_secs(3));
@@ -186,7 +167,7 @@ fn a_server_killed_mid_soak_is_an_outage_and_the_soak_goes_on() {
     let detections = doc["soak"]["detections"].as_array().unwrap();
     assert!(detections.iter().any(|d| d["kind"] == "server_outage" && d["probe"] == "remote-write"), "{detections:?}");
     assert_eq!(probe(&doc, "soak-remote-write")["host"], hostname().as_str());
-    assert!(test_files(srv.path()).is_empty() && test_files(cli.path()).is_empty(), "test files left");
+    assert!(disk_leftovers(srv.path()).is_empty() && disk_leftovers(cli.path()).is_empty(), "test files left");
 }
 
 #[test]
@@ -234,7 +215,7 @@ fn bad_remote_flags_are_one_line_and_an_unreachable_server_an_outage() {
         one_error_line(&soak(&args), &["does not allow disk probes", "--allow-path"]);
         assert!(!db4.exists());
     }
-    assert!(test_files(srv.path()).is_empty() && test_files(cli.path()).is_empty(), "test files left");
+    assert!(disk_leftovers(srv.path()).is_empty() && disk_leftovers(cli.path()).is_empty(), "test files left");
 
     // Nobody there at all: the server's turns are outages, the client's disk goes on.
     let args = [&quick[..8], &["--server", &at, "--remote-path", s, "--cycle", "remote-write,write"]].concat();
@@ -243,5 +224,5 @@ fn bad_remote_flags_are_one_line_and_an_unreachable_server_an_outage() {
         doc["soak"]["events"].as_array().unwrap().iter().filter_map(|e| e["kind"].as_str()).collect();
     assert!(kinds.contains(&"server_outage") && !kinds.contains(&"probe_error"), "{kinds:?}");
     assert!(probe(&doc, "soak-write")["summary"]["bytes_per_sec"].as_f64().unwrap() > 0.0);
-    assert!(test_files(cli.path()).is_empty(), "test files left");
+    assert!(disk_leftovers(cli.path()).is_empty(), "test files left");
 }

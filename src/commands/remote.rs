@@ -1,7 +1,7 @@
 //! `--remote HOST[:PORT]` of `disk`, `cpu` and `sys`: the flags that send a
 //! command's probes to a `headroom serve` and print the results here.
 
-use headroom_net::{split_host_port, Endpoint, DEFAULT_PORT};
+use headroom_net::{split_host_port, Endpoint};
 use std::time::Duration;
 
 /// How long connecting to the far end and its silent spells may take.
@@ -27,7 +27,6 @@ impl RemoteArgs {
     /// The server to run on, when `--remote` was given.
     pub fn endpoint(&self) -> Option<Endpoint> {
         let spec = self.remote.as_deref()?;
-        let (host, port) = split_host_port(spec).expect("checked by clap");
-        Some(Endpoint { host, port: port.unwrap_or(DEFAULT_PORT), token: self.token.clone(), timeout: REMOTE_TIMEOUT })
+        Some(Endpoint::parse(spec, self.token.clone(), REMOTE_TIMEOUT).expect("checked by clap"))
     }
 }

@@ -49,6 +49,22 @@ pub fn analysis_fixture(name: &str) -> String {
     format!("{}/crates/analysis/tests/fixtures/{name}.json", env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The run failed with exit code 2 and one line on stderr holding every needle.
+pub fn one_error_line(out: &Output, needles: &[&str]) {
+    let err = stderr(out);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "exit code; stdout: {}; stderr: {err}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line expected: {err}");
+    for needle in needles {
+        assert!(lines[0].contains(needle), "'{needle}' not in: {err}");
+    }
+}
+
 /// Test files of `headroom disk` left in `dir`.
 pub fn disk_leftovers(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)

@@ -290,8 +290,7 @@ fn network_step(
 
 /// `HOST[:PORT]` with the default port and the connect timeout of `run`.
 fn endpoint(server: &str, token: Option<String>) -> Result<Endpoint, JobError> {
-    let (host, port) = headroom_net::split_host_port(server).map_err(|e| failed("--server", e))?;
-    Ok(Endpoint { host, port: port.unwrap_or(headroom_net::DEFAULT_PORT), token, timeout: Duration::from_secs(5) })
+    Endpoint::parse(server, token, Duration::from_secs(5)).map_err(|e| failed("--server", e))
 }
 
 /// A disk step: `plan` on `runner`, the test files removed after it; the

@@ -22,6 +22,13 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
+    /// `HOST[:PORT]` as users write it ([`split_host_port`]), the port
+    /// defaulting to [`crate::DEFAULT_PORT`]; the error says what is wrong.
+    pub fn parse(spec: &str, token: Option<String>, timeout: Duration) -> Result<Endpoint, String> {
+        let (host, port) = split_host_port(spec)?;
+        Ok(Endpoint { host, port: port.unwrap_or(crate::DEFAULT_PORT), token, timeout })
+    }
+
     /// `host:port`, with brackets around an IPv6 address.
     pub fn display(&self) -> String {
         if self.host.contains(':') {
@@ -106,6 +113,14 @@ pub fn split_host_port(spec: &str) -> Result<(String, Option<u16>), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_endpoint_takes_the_default_port_unless_one_is_given() {
+        let t = Duration::from_secs(1);
+        assert_eq!(Endpoint::parse("nas.lan", None, t).unwrap().display(), "nas.lan:5201");
+        assert_eq!(Endpoint::parse("[fe80::1]:5300", None, t).unwrap().display(), "[fe80::1]:5300");
+        assert!(Endpoint::parse("nas.lan:0", None, t).unwrap_err().contains("port '0'"));
+    }
 
     #[test]
     fn host_port_forms() {

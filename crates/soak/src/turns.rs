@@ -65,9 +65,7 @@ pub fn runner(config: &SoakConfig, token: Option<String>) -> Result<Runner<'stat
 
 /// The stored server as an endpoint of remote probes.
 fn endpoint(config: &SoakConfig, token: Option<String>) -> Result<Endpoint, FlagError> {
-    let (host, port) =
-        headroom_net::split_host_port(config.server.as_deref().unwrap_or_default()).map_err(FlagError::Server)?;
-    Ok(Endpoint { host, port: port.unwrap_or(headroom_net::DEFAULT_PORT), token, timeout: SERVER_TIMEOUT })
+    Endpoint::parse(config.server.as_deref().unwrap_or_default(), token, SERVER_TIMEOUT).map_err(FlagError::Server)
 }
 
 /// The turn `name` of the cycle: the disk test `test` over the shared test
