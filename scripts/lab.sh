@@ -6,6 +6,10 @@
 #   scripts/lab.sh demo [RATE]       create, run headroom serve in A and headroom net + iperf3
 #                                    from B, print the tbf ceiling, tear down
 #   scripts/lab.sh down              remove everything this script created
+#   scripts/lab.sh nas [RATE]        a lab NAS: NFS (nfs-ganesha), SMB (Samba), NBD (nbdkit) and
+#                                    iSCSI (tgt) served from a namespace, headroom serve beside
+#                                    them; prints the commands to try from the client namespace;
+#                                    Ctrl-C (or Enter) removes it all. RATE shapes the link (tbf).
 #
 # tbf counts frames from the MAC header on, so TCP goodput through `tbf rate R`
 # is R x (MTU-52)/(MTU+14): 956.4 Mb/s at 1gbit/MTU 1500 (LAB.md). Needs root.
@@ -59,9 +63,38 @@ demo() {
   ip netns exec "$NS_B" iperf3 -c "$ADDR_A" -p 5202 -t 2 | tail -4
 }
 
+nas() {
+  [ "$(id -u)" -eq 0 ] || { echo "lab.sh: needs root (network namespaces)" >&2; exit 2; }
+  local rate=${1:-} facts
+  local lab_nas=${LAB_NAS:-$(dirname "$0")/../target/release/lab-nas}
+  [ -x "$lab_nas" ] || { echo "lab.sh: build it first: cargo build --release -p headroom-lab --bin lab-nas" >&2; exit 2; }
+  facts=$(mktemp)
+  # lab-nas runs until its stdin closes: this script's terminal, or the FIFO's writer below.
+  coproc NAS { "$lab_nas" ${rate:+--rate "$(to_bits "$rate")"}; }
+  while IFS= read -r line <&"${NAS[0]}"; do
+    echo "$line" >>"$facts"
+    [ "$line" = "READY=1" ] && break
+  done
+  # shellcheck disable=SC1090
+  . "$facts"; rm -f "$facts"
+  [ -n "${CLIENT_NS:-}" ] || { echo "lab.sh: the lab NAS did not start" >&2; exit 1; }
+  ip netns exec "$NAS_NS" "$HEADROOM" serve --bind "$NAS_ADDR" --no-auth --allow-path "$SHARE_DIR" >/dev/null 2>&1 &
+  local serve=$!
+  echo "lab NAS up at $NAS_ADDR${rate:+, shaped like a $rate Ethernet link}; run headroom as the client with:"
+  echo "  ip netns exec $CLIENT_NS $HEADROOM disk $NFS_URL"
+  echo "  HEADROOM_SMB_PASSWORD=$SMB_PASSWORD ip netns exec $CLIENT_NS $HEADROOM disk $SMB_URL"
+  echo "  ip netns exec $CLIENT_NS $HEADROOM disk $NBD_URL --rw read"
+  echo "  ip netns exec $CLIENT_NS $HEADROOM disk $ISCSI_URL --rw read"
+  echo "  ip netns exec $CLIENT_NS $HEADROOM run --server $NAS_ADDR --remote-path $SHARE_DIR --share $NFS_URL${rate:+ --link $rate}"
+  echo "press Enter or Ctrl-C to take it down"
+  trap 'kill $serve 2>/dev/null; exec {NAS[1]}>&-; wait "$NAS_PID" 2>/dev/null' EXIT
+  read -r _ || true
+}
+
 case "${1:-}" in
   up) shift; up "$@";;
+  nas) shift; nas "$@";;
   down) down; echo "lab down";;
   demo) shift; demo "$@";;
-  *) sed -n '2,12p' "$0"; exit 2;;
+  *) sed -n '2,16p' "$0"; exit 2;;
 esac

@@ -5,7 +5,8 @@
 #
 # Passing tests' output is shown (their figures, and the reason of every
 # test or case that skipped), and a summary of the skips ends the run, so a
-# skip is never silent. Extra arguments go to `cargo test`.
+# skip is never silent. Every test binary runs even after a failure
+# (--no-fail-fast), so one run shows every failure. Extra arguments go to `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -15,6 +16,6 @@ harness=(-- --show-output)
 for arg in "$@"; do
   if [ "$arg" = "--" ]; then harness=(--show-output); fi
 done
-cargo test --workspace --release --all-targets "$@" "${harness[@]}" 2>&1 | tee "$log"
+cargo test --workspace --release --all-targets --no-fail-fast "$@" "${harness[@]}" 2>&1 | tee "$log"
 echo "== skipped tests and cases, with their reasons:"
 grep -h "SKIPPED" "$log" | sort | uniq -c || echo "   none"

@@ -43,6 +43,8 @@ pub enum Command {
     Disk(Box<commands::disk::DiskArgs>),
     /// Network path: latency idle and under load, handshake time, throughput, next to the link ceiling
     Net(commands::net::NetArgs),
+    /// The same probe on many agents (`headroom serve`) at one start: per-host rows, the sum, the spread
+    Fleet(commands::fleet::FleetArgs),
     /// Serve `headroom net` / `headroom ping` clients (and stock iperf3 clients with --iperf3)
     Serve(commands::serve::ServeArgs),
     /// TCP handshake round trips to any service (HOST:PORT), or UDP echo to a headroom server (HOST)
@@ -57,6 +59,8 @@ pub enum Command {
     Compare(commands::compare::CompareArgs),
     /// Show saved results: verdict, hop chain, probes; --html writes a self-contained report
     Report(commands::report::ReportArgs),
+    /// Durability: write numbered blocks with fsync/O_DSYNC, cut the power, and list every acknowledged write the storage lost
+    Flushcheck(commands::flushcheck::FlushcheckArgs),
     /// Hours-long loop of disk and network probes into SQLite: dips, drift, link flaps, outages
     Soak(commands::soak::SoakArgs),
     /// Print shell completions for bash, zsh, fish, elvish or powershell

@@ -8,6 +8,7 @@
 mod cli;
 mod commands;
 mod output;
+mod picture;
 mod progress;
 mod signals;
 
@@ -42,6 +43,7 @@ fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
     match command {
         Command::Disk(args) => commands::disk::run(&args, out),
         Command::Link(args) => commands::link::run(&args, out),
+        Command::Fleet(args) => commands::fleet::run(&args, out),
         Command::Serve(args) => commands::serve::run(&args, out),
         Command::Net(args) => commands::net::run(&args, out),
         Command::Ping(args) => commands::ping::run(&args, out),
@@ -50,6 +52,7 @@ fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
         Command::Report(args) => commands::report::run(&args, out),
         Command::Compare(args) => commands::compare::run(&args, out),
         Command::Soak(args) => commands::soak::run(&args, out),
+        Command::Flushcheck(args) => commands::flushcheck::run(&args, out),
         Command::Cpu(args) => commands::cpu::run(&args, out),
         Command::Completions(args) => commands::meta::completions(&args, cli::Cli::command()),
         Command::ManPage => commands::meta::man_page(cli::Cli::command()),

@@ -62,18 +62,40 @@ impl Output {
     /// Prints presenter text on stdout, control characters from outside
     /// strings neutralised (the presenters' own colour kept).
     pub fn print(&self, text: &str) {
-        print!("{}", headroom_report::terminal_safe(text, self.color));
+        write_stdout(&headroom_report::terminal_safe(text, self.color));
     }
 
     /// Prints a serialisable document as pretty JSON on stdout.
     pub fn print_json<T: serde::Serialize>(&self, doc: &T) -> anyhow::Result<()> {
-        println!("{}", serde_json::to_string_pretty(doc)?);
+        write_stdout(&(serde_json::to_string_pretty(doc)? + "\n"));
         Ok(())
     }
 
     /// The presenters' view of these settings.
     pub fn style(&self) -> headroom_report::Style {
         headroom_report::Style { color: self.color, iec: self.iec }
+    }
+}
+
+/// Writes to stdout. A reader that went away (`headroom ... | head`) is not
+/// an error: the rest of the output is dropped and the command finishes as
+/// it would have (cleanup, exit code), where `print!` would panic. SIGPIPE
+/// stays ignored process-wide because libnfs may write to its sockets
+/// without MSG_NOSIGNAL: a dead NFS server must be an error, not a silent
+/// death.
+pub fn write_stdout(text: &str) {
+    use std::io::Write;
+    static READER_GONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if READER_GONE.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            READER_GONE.store(true, std::sync::atomic::Ordering::Relaxed);
+        } else {
+            eprintln!("headroom: cannot write to stdout: {e}");
+        }
     }
 }
 
@@ -113,4 +135,27 @@ pub fn check_output_file(flag: &str, path: &Path, example: &str) -> anyhow::Resu
         anyhow::bail!("{flag} {shown}: {} is not writable (example: {flag} {example})", target.display());
     }
     Ok(())
+}
+
+/// `--goal LIST` of `disk` and `net`, parsed before anything runs (exit 2 when wrong).
+pub fn parse_goal_flag(list: Option<&str>) -> anyhow::Result<Vec<headroom_analysis::Goal>> {
+    match list {
+        Some(list) => Ok(headroom_analysis::parse_goals(list)?),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Prints `--goal` results under a command's own output (the table unless
+/// `--json`: the document carries a warning per missed goal then), and
+/// names the missed ones on stderr. Ok, or GoalMissed (exit 1).
+pub fn goal_outcome(results: &[headroom_analysis::GoalResult], out: &Output) -> Outcome {
+    if !out.json && !results.is_empty() {
+        out.print(&headroom_report::present::goals(results, out.style()));
+    }
+    let missed: Vec<&str> = results.iter().filter(|g| !g.met).map(|g| g.goal.as_str()).collect();
+    if missed.is_empty() {
+        return Outcome::Ok;
+    }
+    eprintln!("headroom: goal missed: {}", missed.join(", "));
+    Outcome::GoalMissed
 }

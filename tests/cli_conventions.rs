@@ -42,3 +42,23 @@ fn unknown_flags_exit_2_without_backtrace() {
         .stderr(predicate::str::contains("--frobnicate"))
         .stderr(predicate::str::contains("panicked").not());
 }
+
+/// `headroom ... | head`: a reader that goes away mid-output is not a panic,
+/// and the command finishes with its own exit code.
+#[test]
+fn a_closed_pipe_on_stdout_is_not_a_panic() {
+    for args in [&["link", "10gbe", "--json"][..], &["link", "10gbe"][..]] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_headroom"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader is gone before headroom writes a byte.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+    }
+}

@@ -93,3 +93,72 @@ fn list_shows_every_catalog_entry() {
         assert!(text.contains(&link.name), "{} missing from --list", link.name);
     }
 }
+
+#[test]
+fn a_protocol_leaves_less_of_tcp_the_smaller_its_ios() {
+    let big = link_json(&["10gbe", "--protocol", "smb", "--io-size", "1M"]);
+    let small = link_json(&["10gbe", "--protocol", "smb", "--io-size", "4k"]);
+    let tcp = tcp_mbps(&big);
+    let read = |d: &serde_json::Value| d["protocol"]["read"]["goodput_bits_per_sec"].as_f64().unwrap() / 1e6;
+    // SMB2 READ: NetBIOS 4 + header 64 + response 16 = 84 bytes per read.
+    assert_eq!(big["protocol"]["read"]["header_bytes_per_io"], 84);
+    assert!((read(&big) - tcp * 1048576.0 / 1048660.0).abs() < 0.01);
+    assert!((read(&small) - tcp * 4096.0 / 4180.0).abs() < 0.01);
+    // iSCSI with 8 KiB segments: a 1 MiB read is 128 Data-In PDUs and a response.
+    let iscsi = link_json(&["1gbe", "--protocol", "iscsi"]);
+    assert_eq!(iscsi["protocol"]["read"]["header_bytes_per_io"], 129 * 48);
+    headroom()
+        .args(["link", "1gbe", "--protocol", "nfs", "--io-size", "1M", "--max-request", "64k"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("2112 B in 16"));
+}
+
+#[test]
+fn protocol_mistakes_exit_2_naming_the_flag() {
+    for (args, says) in [
+        (vec!["sata3", "--protocol", "nfs"], "--protocol needs an Ethernet link"),
+        (vec!["1gbe", "--protocol", "ftp"], "ftp"),
+        (vec!["1gbe", "--io-size", "1M"], "--protocol"),
+        (vec!["1gbe", "--protocol", "nbd", "--io-size", "1"], "--io-size 1 is out of range"),
+        (vec!["1gbe", "--protocol", "iscsi", "--max-request", "64k"], "--iscsi-segment"),
+    ] {
+        headroom().arg("link").args(&args).assert().code(2).stderr(predicate::str::contains(says));
+    }
+}
+
+#[test]
+fn a_switched_path_adds_a_frame_per_store_and_forward_hop_and_a_header_per_cut_through_one() {
+    let doc = |args: &[&str]| link_json(args);
+    // 1518 + 8 bytes at 10 Gb/s = 1.2208 us per link.
+    let sf = doc(&["10gbe,10gbe,10gbe"]);
+    assert_eq!(sf["schema"], "headroom.link-path/v1");
+    assert!((sf["total_s"].as_f64().unwrap() - 3.0 * 1.2208e-6).abs() < 1e-12);
+    let ct = doc(&["10gbe,10gbe,10gbe", "--hops", "cut-through"]);
+    assert!((ct["total_s"].as_f64().unwrap() - (1.2208e-6 + 2.0 * 17.6e-9)).abs() < 1e-12);
+    // A speed change forces store-and-forward, whatever was asked.
+    let mixed = doc(&["10gbe,25gbe,10gbe", "--hops", "cut-through"]);
+    assert_eq!(mixed["hops"][1]["switch"], "store-and-forward");
+    assert_eq!(mixed["hops"][1]["speed_change"], true);
+    headroom()
+        .args(["link", "10gbe,25gbe,10gbe", "--hops", "cut-through"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("store-and-forward (speed change)"))
+        .stdout(predicate::str::contains("total 2.930 us for 2 switch(es)"));
+    let small = doc(&["10gbe", "--frame-size", "64"]);
+    assert!((small["frame_serialization_s"].as_f64().unwrap() - 51.2e-9).abs() < 1e-15);
+}
+
+#[test]
+fn path_mistakes_exit_2_naming_the_flag() {
+    for (args, says) in [
+        (vec!["10gbe", "--hops", "cut-through"], "--hops is for a path"),
+        (vec!["10gbe,sata3"], "SATA III is sata"),
+        (vec!["10gbe,10gbe", "--frame-size", "63"], "--frame-size 63 is out of range"),
+        (vec!["10gbe,10gbe", "--protocol", "nfs"], "--protocol applies to one link"),
+        (vec!["10gbe,warp9"], "warp9"),
+    ] {
+        headroom().arg("link").args(&args).assert().code(2).stderr(predicate::str::contains(says));
+    }
+}

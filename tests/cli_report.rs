@@ -110,3 +110,26 @@ fn help_has_examples() {
         headroom().args([cmd, "--help"]).assert().success().stdout(predicate::str::contains("Examples:"));
     }
 }
+
+/// A fleet document is many machines: `report` shows its hosts (each with its
+/// own verdict in the fleet section), never one verdict for the whole fleet
+/// as if the agents were far ends of one machine.
+#[test]
+fn a_fleet_document_is_reported_by_host_not_as_one_machine() {
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/fleet/tests/fixtures/fleet-run-one-host.json");
+    let out = headroom().args(["report", fixture.to_str().unwrap()]).env("NO_COLOR", "1").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("headroom fleet: 1 ok of 1 host"), "{text}");
+    assert!(text.contains("Jain's fairness index"), "{text}");
+    assert!(!text.contains("READ:") && !text.contains("own disk"), "a whole-fleet verdict: {text}");
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("fleet.html");
+    let out =
+        headroom().args(["report", fixture.to_str().unwrap(), "--html", html.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<h3>Hosts</h3>") && page.contains("headroom fleet: 1 ok of 1 host"));
+    assert!(page.contains("each host&#39;s verdict is in the fleet table") || page.contains("each host's verdict"));
+}

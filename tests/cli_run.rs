@@ -38,6 +38,27 @@ fn bad_goal_link_path_and_preset_exit_2_before_measuring() {
         .stderr(predicate::str::contains("not a directory"));
     headroom().args(["run", "--preset", "slow"]).assert().code(2);
     headroom().args(["run", "--server", "nas lan"]).assert().code(2).stderr(predicate::str::contains("--server"));
+    headroom()
+        .args(["run", "--share", "cifs://nas/media"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--share 'cifs://nas/media': unknown scheme 'cifs' (did you mean smb://?)"));
+    headroom()
+        .args(["run", "--share", "nfs://nas/x", "--path", "/tmp"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--path"));
+    headroom()
+        .args(["run", "--test", "fast:4k"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--test 'fast:4k'"))
+        .stderr(predicate::str::contains("RW:BS[:qN][:tN]"));
+    headroom()
+        .args(["run", "--share", "nbd://nas/disk", "--test", "write:1m"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("never writes to a whole export"));
     headroom().args(["run", "--help"]).assert().success().stdout(predicate::str::contains("Examples:"));
 }
 
@@ -53,7 +74,8 @@ fn run_with_no_server_tests_this_machine_and_a_missed_goal_exits_1() {
     let start = std::time::Instant::now();
     let out = headroom()
         .args(["run", "--path", dir.path().to_str().unwrap(), "--label", "e2e", "--save", save.to_str().unwrap()])
-        .args(["--goal", "read=900TB/s"])
+        .args(["--goal", "read=900TB/s", "--bars"])
+        .env("COLUMNS", "100")
         .output()
         .unwrap();
     let took = start.elapsed();
@@ -63,6 +85,14 @@ fn run_with_no_server_tests_this_machine_and_a_missed_goal_exits_1() {
     assert!(stderr.contains("goal missed: read=900TB/s"), "{stderr}");
     assert!(stdout.contains("READ: ") && stdout.contains("WRITE: "), "{stdout}");
     assert!(stdout.contains("loopback"), "the network part ran over loopback: {stdout}");
+    // --bars: the hop chain as bars under the verdict, before the tables.
+    let bars = stdout
+        .lines()
+        .find(|l| l.starts_with("read: ") && l.contains(", the path delivers "))
+        .and_then(|l| stdout.find(l))
+        .unwrap_or_else(|| panic!("bars under the verdict: {stdout}"));
+    assert!(stdout.find("WRITE: ").unwrap() < bars && bars < stdout.find("probes").unwrap(), "{stdout}");
+    assert!(stdout[bars..].lines().nth(1).unwrap().contains('█'), "{stdout}");
     assert!(took.as_secs() < 60, "no-argument run takes under a minute, took {took:?}");
     let doc = headroom_result::ResultDoc::from_json(&std::fs::read_to_string(&save).unwrap()).unwrap();
     assert_eq!(doc.label.as_deref(), Some("e2e"));
@@ -151,4 +181,26 @@ fn run_with_cpu_puts_the_cpu_hop_into_the_document_and_the_verdict() {
             direction.hops.iter().find(|h| h.hop == "cpu").unwrap_or_else(|| panic!("no cpu hop in {direction:?}"));
         assert_eq!(cpu_hop.ceiling_bytes_per_sec, Some(slowest), "{cpu_hop:?}");
     }
+}
+
+#[test]
+fn a_goal_is_held_against_the_test_run_was_given() {
+    if !has_engines() {
+        eprintln!("SKIPPED run --test: this build lacks the sys/disk/net/serve commands `run` drives");
+        return;
+    }
+    let _machine = headroom_lab::hold_machine();
+    let dir = tempfile::tempdir().unwrap();
+    let out = headroom()
+        .args(["run", "--path", dir.path().to_str().unwrap(), "--test", "read:512k:q4", "--json"])
+        .args(["--goal", "read=1MB/s,latency-p99=1ns"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = headroom_result::ResultDoc::from_json(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    assert!(doc.probes.iter().any(|p| p.id == "seq512k-q4t1-read"), "the custom test ran beside the preset");
+    // The read goal is met by that test and the latency goal missed, both judged on it alone.
+    let missed: Vec<&str> =
+        doc.warnings.iter().filter(|w| w.code == "goal_missed").map(|w| w.message.as_str()).collect();
+    assert_eq!(missed, ["goal latency-p99=1ns missed"], "{missed:?}");
 }

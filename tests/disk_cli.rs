@@ -288,3 +288,96 @@ fn the_pattern_flag_decides_what_lands_on_disk() {
     assert!(zero > 0.99, "zero pattern has {zero} zero bytes");
     assert!((0.45..0.6).contains(&half), "compressible=50 has {half} zero bytes");
 }
+
+#[test]
+fn a_bad_share_url_is_one_line_and_exit_2() {
+    let creds = tempfile::NamedTempFile::new().unwrap();
+    let c = creds.path().to_str().unwrap();
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["ftp://nas/x"], &["unknown scheme 'ftp'", "nfs://"]),
+        (&["smb://alice:hunter2@nas/share"], &["password", "HEADROOM_SMB_PASSWORD"]),
+        (&["iscsi://nas/not-an-iqn/0"], &["'not-an-iqn' is not an iSCSI name"]),
+        (&["nfs://nas"], &["no export"]),
+        (&["nbd://nas:0"], &["port 0"]),
+        (&["/tmp", "--credentials", c], &["--credentials is for nfs://"]),
+        (&["nfs://nas/x", "--remote", "nas"], &["is a URL", "without --remote"]),
+    ];
+    for (args, needles) in cases {
+        let out = disk(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        support::one_error_line(&out, needles);
+        assert!(!stderr(&out).contains("hunter2"), "the password is never echoed");
+    }
+}
+
+#[test]
+fn show_fio_prints_each_tests_command_and_fio_job_writes_a_file_fio_accepts() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let job = dir.path().join("run.fio");
+    let d = dir.path().to_str().unwrap();
+    let mut args = vec![d, "--rw", "randread", "--bs", "4k", "--qd", "4", "--show-fio", "--fio-job"];
+    args.push(job.to_str().unwrap());
+    args.extend_from_slice(SHORT);
+    let out = disk(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("fio equivalents:\n  RND4K Q4T1 read: fio --name=rnd4k-q4t1-read"), "{stdout}");
+    let text = std::fs::read_to_string(&job).unwrap();
+    assert!(text.contains("[rnd4k-q4t1-read]\nstonewall\n") && text.contains("\niodepth=4\n"), "{text}");
+    if headroom_lab::has_program("fio") {
+        let parsed = std::process::Command::new("fio").arg("--parse-only").arg(&job).output().unwrap();
+        assert!(parsed.status.success(), "fio refused the job file: {}", String::from_utf8_lossy(&parsed.stderr));
+    } else {
+        eprintln!("SKIPPED part of {}: fio is not installed (scripts/install-deps.sh)", module_path!());
+    }
+    // An unwritable --fio-job fails before anything runs.
+    let bad = disk(&[d, "--fio-job", "/nonexistent/dir/x.fio"]);
+    support::one_error_line(&bad, &["--fio-job"]);
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+#[test]
+fn a_goal_on_the_test_that_matters_exits_1_when_missed() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let d = dir.path().to_str().unwrap();
+    // IOMeter's 512K sequential read, as the seed held a NAS against 223.4 MB/s.
+    let seq = |goal: &str| {
+        let mut args = vec![d, "--rw", "read", "--bs", "512k", "--qd", "4", "--json", "--goal", goal];
+        args.extend_from_slice(SHORT);
+        disk(&args)
+    };
+    let met = seq("read=1MB/s");
+    assert_eq!(met.status.code(), Some(0), "{}", stderr(&met));
+    let missed = seq("read=1000TB/s,latency-p99=1ns");
+    assert_eq!(missed.status.code(), Some(1), "{}", stderr(&missed));
+    let found: serde_json::Value = serde_json::from_slice(&missed.stdout).unwrap();
+    let codes: Vec<&str> = found["warnings"].as_array().unwrap().iter().filter_map(|w| w["code"].as_str()).collect();
+    assert_eq!(codes.iter().filter(|c| **c == "goal_missed").count(), 2, "{codes:?}");
+    assert!(stderr(&missed).contains("goal missed: read=1000TB/s, latency-p99=1ns"));
+    support::one_error_line(&disk(&[d, "--goal", "speed=3"]), &["--goal 'speed=3'", "unknown metric"]);
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+#[test]
+fn a_server_refusing_the_block_size_is_one_line_and_no_empty_table() {
+    headroom_lab::require_program!("nbdkit");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut nbdkit = std::process::Command::new("nbdkit")
+        .args(["--foreground", "--ip-addr", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--filter=blocksize-policy", "memory", "16M", "blocksize-maximum=65536"])
+        .args(["blocksize-minimum=512", "blocksize-preferred=4096", "blocksize-error-policy=error"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let url = format!("nbd://127.0.0.1:{port}");
+    let out = disk(&[&url, "--rw", "read", "--bs", "1M", "--time", "300ms", "--ramp", "0s"]);
+    let _ = nbdkit.kill();
+    let _ = nbdkit.wait();
+    support::one_error_line(&out, &["at most 65536 bytes per request", &url]);
+    assert!(out.stdout.is_empty(), "nothing measured, nothing printed: {}", String::from_utf8_lossy(&out.stdout));
+}

@@ -472,3 +472,26 @@ fn sustained_writes_report_the_cliff_when_the_device_slows_down() {
     let error = (after - slow as f64) / slow as f64;
     assert!(error.abs() <= 0.05, "rate after the cliff {after:.0} B/s, throttled to {slow} ({:+.1} %)", error * 100.0);
 }
+
+#[test]
+fn space_freed_a_moment_after_the_start_is_waited_for() {
+    headroom_lab::require_root!();
+    // A run right after another: the last test file's blocks are still being
+    // released when the next run checks the free space (ext4 and XFS free
+    // them a moment after the unlink). Here a filler file stands for them
+    // and goes 300 ms after headroom starts.
+    let m = Mount::tmpfs(96 << 20).unwrap();
+    let filler = m.path().join("still-being-freed");
+    std::fs::write(&filler, vec![1u8; 64 << 20]).unwrap();
+    let child = Command::new(headroom_bin())
+        .args(["disk", m.path().to_str().unwrap(), "--rw", "read", "--size", "40M", "--time", "200ms"])
+        .args(["--ramp", "0s", "--direct", "auto", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    std::fs::remove_file(&filler).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "refused for space freed a moment later: {}", stderr(&out));
+}

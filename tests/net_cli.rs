@@ -187,3 +187,21 @@ fn unreachable_host_and_dns_failure_are_one_line() {
     let out = run(ns.command(bin()).args(["net", "no-such-host.invalid", "--timeout", "1s"]));
     one_error_line(&out, "no-such-host.invalid");
 }
+
+#[test]
+fn a_goal_on_net_exits_1_when_missed_and_0_when_met() {
+    let (_server, port) = serve(&[]);
+    let host = format!("127.0.0.1:{port}");
+    let net = |goal: &str| {
+        run(Command::new(bin()).args(["net", &host, "--tests", "down1", "--time", "1s", "--goal", goal, "--json"]))
+    };
+    // Loopback carries far more than 1 Mb/s, and far less than 1 Pb/s.
+    let met = net("read=1Mb/s");
+    assert_eq!(met.status.code(), Some(0), "{}", String::from_utf8_lossy(&met.stderr));
+    let missed = net("read=1000000Gb/s");
+    assert_eq!(missed.status.code(), Some(1), "{}", String::from_utf8_lossy(&missed.stderr));
+    let doc = json(&missed);
+    assert!(doc["warnings"].as_array().unwrap().iter().any(|w| w["code"] == "goal_missed"), "{doc}");
+    assert!(String::from_utf8_lossy(&missed.stderr).contains("goal missed: read=1000000Gb/s"));
+    one_error_line(&run(Command::new(bin()).args(["net", &host, "--goal", "read=fast"])), "--goal");
+}

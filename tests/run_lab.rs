@@ -143,11 +143,14 @@ fn a_server_held_by_a_cpu_quota_is_named_not_the_link_or_the_buffers() {
         return;
     }
     let _machine = headroom_lab::hold_machine();
-    // 2% of one core for the server, behind a 2.5 GbE link (294 MB/s of TCP),
+    // 2% of one core for the server, behind a 10 GbE link (1.18 GB/s of TCP),
     // in front of a disk throttled to 1 GB/s (faster than the quota lets the
-    // server carry, so the network is the lower figure).
+    // server carry, so the network is the lower figure). Under a 2.5 GbE link
+    // the held server reached 46-61% of the ceiling here, and once past the
+    // 85% line on CI: the kernel does much of TCP's work in softirqs, outside
+    // the quota. Under 10 GbE it reaches about 9%.
     let quota = CpuQuota::new(2000, 100_000).expect("cpu group");
-    let doc = run_in_lab_with("2.5gbe", 2.5e9, 1000 * MB, Some(&quota));
+    let doc = run_in_lab_with("10gbe", 10e9, 1000 * MB, Some(&quota));
     let text = doc.to_json();
     assert!(!text.contains("wmem") && !text.contains("rmem"), "buffer advice under a CPU quota: {text}");
     for dir in ["read", "write"] {

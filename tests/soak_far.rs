@@ -139,8 +139,12 @@ fn a_server_killed_mid_soak_is_an_outage_and_the_soak_goes_on() {
     let mut seen = String::new();
     let both = || {
         seen = scrape(metrics_port).unwrap_or_default();
-        seen.contains("headroom_soak_samples_total{probe=\"remote-write\"}")
-            && seen.contains("headroom_soak_detections_total{kind=\"server_outage\"} 1")
+        // Each series also carries host= (first, the constant label).
+        seen.lines()
+            .any(|l| l.starts_with("headroom_soak_samples_total{host=") && l.contains(",probe=\"remote-write\"}"))
+            && seen.lines().any(|l| {
+                l.starts_with("headroom_soak_detections_total{host=") && l.ends_with(",kind=\"server_outage\"} 1")
+            })
     };
     assert!(wait_for(Duration::from_secs(8), both), "{seen}");
 

@@ -154,3 +154,37 @@ fn veth_down_and_up_twice_is_exactly_two_flaps() {
     // The flap has the throughput around it.
     assert!(det.details[0]["throughput_bytes_per_sec"]["before"].as_f64().unwrap_or(0.0) > 0.0, "{}", det.details);
 }
+
+#[test]
+fn a_goal_is_held_against_the_soaks_mean_and_a_miss_exits_1() {
+    headroom_lab::require_root!();
+    if !BlkioThrottle::available() {
+        eprintln!("SKIPPED: cgroup v1 blkio is not mounted at {}", headroom_lab::blockdev::BLKIO_ROOT);
+        return;
+    }
+    let _machine = headroom_lab::hold_machine();
+    let dev = LoopDevice::new(128 << 20).unwrap();
+    dev.mkfs("ext4").unwrap();
+    let mnt = Mount::device(&dev.path, "ext4").unwrap();
+    // Writes held at 20 MiB/s (20.97 MB/s): a goal of 25 MB/s misses, 15 MB/s is met.
+    let throttle = BlkioThrottle::new(&dev.major_minor(), None, Some(20 << 20), None, None).unwrap();
+    for (goal, code, met) in [("write=25MB/s", 1, false), ("write=15MB/s", 0, true)] {
+        let db = mnt.path().join(format!("goal-{code}.sqlite"));
+        let path = mnt.path().to_str().unwrap();
+        let args = ["soak", "--duration", "4s", "--probe-time", "2s", "--cycle", "write", "--size", "32M"];
+        let out = throttle
+            .command(headroom_bin(), &args)
+            .args(["--path", path, "--db", db.to_str().unwrap(), "--goal", goal, "--json"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(code), "{goal}: {}", String::from_utf8_lossy(&out.stderr));
+        let d: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON document");
+        let missed = d["warnings"].as_array().is_some_and(|ws| ws.iter().any(|w| w["code"] == "goal_missed"));
+        assert_eq!(missed, !met, "{goal}: {}", d["warnings"]);
+        let mean = d["probes"][0]["summary"]["bytes_per_sec"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{goal}: no probe: {d} {}", String::from_utf8_lossy(&out.stderr)));
+        eprintln!("{goal}: soak write mean {mean:.0} B/s against a 20 MiB/s throttle");
+        assert!((mean / (20u64 << 20) as f64 - 1.0).abs() < 0.05, "the mean is the throttle's: {mean}");
+    }
+}

@@ -7,16 +7,18 @@
 
 use crate::output::{Outcome, Output};
 use crate::progress::ProgressSink;
-use anyhow::bail;
+use anyhow::{bail, Context};
+use headroom_disk::{looks_like_url, DiskEngine, DiskError, DiskRequest, DiskTarget, ShareOpener};
 use headroom_disk::{resolve, Preset, TestChoice, SWEEP_BLOCK_SIZES, SWEEP_QUEUE_DEPTHS};
-use headroom_disk::{DiskEngine, DiskError, DiskRequest, DiskTarget};
 use headroom_net::RemoteEngine;
+use headroom_proto::{Credentials, Opener, ShareUrl};
 use headroom_report::present::{self, disk::Layout, disk::TargetSummary};
 use headroom_result::{Ceiling, Probe, ResultDoc};
 use headroom_runner::{EngineKind, PrepareEvent, ProbeError, Runner, Sink};
 use headroom_units::{DurationArg, Size};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
@@ -29,13 +31,58 @@ use std::sync::atomic::Ordering;
   headroom disk /dev/nvme0n1 --rw read --bs 1M --qd 8     read-only: no flag needed
   headroom disk /dev/sdx --rw write --destructive         overwrites /dev/sdx
   headroom disk /tank/bench --remote nas.lan --token s3cret   on the NAS's own disk, printed here
+  headroom disk nfs://nas.lan/export/bench   over NFS, by headroom's own client: no mount, no root
+  headroom disk smb://alice@nas.lan/media    over SMB (password: HEADROOM_SMB_PASSWORD or --credentials)
+  headroom disk iscsi://nas.lan/iqn.2005-10.org.freenas.ctl:vm/0 --rw read   a LUN, read-only
+  headroom disk nbd://nas.lan/disk --destructive             an NBD export, writes destroy its data
 
 Sizes use dd's convention: 4k = 4096, 1M = 1048576, 1MB = 1000000.
-Every result records the equivalent fio command line (--json: spec.fio_equivalent).")]
+Every result records the equivalent fio command line (--json: spec.fio_equivalent; --show-fio
+prints them under the table; --fio-job FILE writes them as a fio job file).")]
 pub struct DiskArgs {
     /// A directory (headroom creates, uses and removes its own test file there), or — for
-    /// writes only with --destructive — a block device or an existing file
+    /// writes only with --destructive — a block device or an existing file; or a URL:
+    /// nfs://HOST/EXPORT[/DIR], smb://[USER@]HOST/SHARE[/DIR] (a test file there),
+    /// iscsi://HOST/IQN/LUN, nbd://HOST[/EXPORT] (the whole export)
     pub path: PathBuf,
+    /// KEY=VALUE file (mode 600) with HEADROOM_SMB_USER, HEADROOM_SMB_PASSWORD,
+    /// HEADROOM_SMB_DOMAIN, HEADROOM_ISCSI_USER, HEADROOM_ISCSI_PASSWORD; the same keys are
+    /// read from the environment. Never put a password in the URL
+    #[arg(long, value_name = "FILE")]
+    pub credentials: Option<PathBuf>,
+    #[command(flatten)]
+    pub test: DiskTestArgs,
+    /// Keep the test file afterwards
+    #[arg(long)]
+    pub keep: bool,
+    /// Allow writing to a block device or an existing file (destroys its contents)
+    #[arg(long)]
+    pub destructive: bool,
+    /// With --destructive: write even over a filesystem or partition table signature
+    #[arg(long, requires = "destructive")]
+    pub force: bool,
+    /// Thresholds to pass, held against the best test of each kind (read=RATE against
+    /// sequential reads, write=RATE, iops=COUNT, latency-p99=DURATION...); a missed goal exits 1.
+    /// E.g. --rw read --bs 512k --qd 4 --goal read=223.4MB/s
+    #[arg(long, value_name = "LIST")]
+    pub goal: Option<String>,
+    /// Print each test's equivalent fio command line under the table
+    #[arg(long)]
+    pub show_fio: bool,
+    /// Also write the tests that ran as a fio job file (one job after another), to compare
+    /// with fio on the same target: `fio FILE`
+    #[arg(long, value_name = "FILE")]
+    pub fio_job: Option<PathBuf>,
+    #[command(flatten)]
+    pub remote: crate::commands::remote::RemoteArgs,
+}
+
+const DEFAULT_SIZE: u64 = 1 << 30;
+
+/// The flags that say which disk tests run: `headroom disk`'s, and the
+/// tests `headroom fleet disk` hands every agent.
+#[derive(clap::Args, Debug)]
+pub struct DiskTestArgs {
     /// Test set: quick, cdm, nvme, sizes, sweep, sync, sustained [default: quick]
     #[arg(long, value_parser = ["quick", "cdm", "nvme", "sizes", "sweep", "sync", "sustained"])]
     pub preset: Option<String>,
@@ -61,8 +108,8 @@ pub struct DiskArgs {
     /// Warm-up per test, excluded from every figure [default: 1s]
     #[arg(long, value_name = "DURATION")]
     pub ramp: Option<DurationArg>,
-    /// Length of each per-interval sample (100ms to 10s) [default: 1s]; shorter gives
-    /// `compare` more samples of a short test
+    /// Length of each per-interval sample (100ms to 10s) [default: the test's time / 20,
+    /// 100ms to 1s]
     #[arg(long, value_name = "DURATION")]
     pub sample_interval: Option<DurationArg>,
     /// Percentage of reads in --rw randrw [default: 70]
@@ -84,40 +131,47 @@ pub struct DiskArgs {
     /// Data written: random (incompressible, fresh per write), zero, compressible=PCT
     #[arg(long, default_value = "random", value_name = "PATTERN")]
     pub pattern: String,
-    /// Keep the test file afterwards
-    #[arg(long)]
-    pub keep: bool,
-    /// Allow writing to a block device or an existing file (destroys its contents)
-    #[arg(long)]
-    pub destructive: bool,
-    /// With --destructive: write even over a filesystem or partition table signature
-    #[arg(long, requires = "destructive")]
-    pub force: bool,
-    #[command(flatten)]
-    pub remote: crate::commands::remote::RemoteArgs,
 }
 
-const DEFAULT_SIZE: u64 = 1 << 30;
-
-/// The flags as the disk engine's preset resolution takes them.
-fn test_choice(args: &DiskArgs) -> TestChoice {
-    TestChoice {
-        preset: args.preset.clone(),
-        rw: args.rw.clone(),
-        bs: args.bs,
-        qd: args.qd,
-        jobs: args.jobs,
-        size: args.size,
-        time: args.time,
-        ramp: args.ramp,
-        sample_interval: args.sample_interval,
-        rwmix: args.rwmix,
-        direct: args.direct.clone(),
-        engine: args.engine.clone(),
-        fixedbufs: args.fixedbufs,
-        sync: args.sync.clone(),
-        pattern: args.pattern.clone(),
+impl DiskTestArgs {
+    /// The flags as the disk engine's preset resolution takes them.
+    pub fn choice(&self) -> TestChoice {
+        TestChoice {
+            preset: self.preset.clone(),
+            rw: self.rw.clone(),
+            bs: self.bs,
+            qd: self.qd,
+            jobs: self.jobs,
+            size: self.size,
+            time: self.time,
+            ramp: self.ramp,
+            sample_interval: self.sample_interval,
+            rwmix: self.rwmix,
+            direct: self.direct.clone(),
+            engine: self.engine.clone(),
+            fixedbufs: self.fixedbufs,
+            sync: self.sync.clone(),
+            pattern: self.pattern.clone(),
+        }
     }
+}
+
+/// For a URL PATH: checks it (exit 2 before anything connects) and loads the
+/// credentials; None for a local path.
+fn share_opener(args: &DiskArgs, remote: bool) -> anyhow::Result<Option<Arc<dyn ShareOpener>>> {
+    let text = args.path.to_string_lossy();
+    if !looks_like_url(&text) {
+        if args.credentials.is_some() {
+            bail!("--credentials is for nfs://, smb://, iscsi:// and nbd:// targets, and PATH {text} is a path");
+        }
+        return Ok(None);
+    }
+    ShareUrl::parse(&text).map_err(|e| user_error(DiskError::Usage(e.to_string())))?;
+    if remote {
+        bail!("PATH {text} is a URL: headroom's protocol clients run here, without --remote (the server's own disk is /its/path --remote HOST)");
+    }
+    let credentials = Credentials::load(args.credentials.as_deref()).map_err(|e| user_error(DiskError::Usage(e)))?;
+    Ok(Some(Arc::new(Opener::new(credentials))))
 }
 
 /// What the disk engine said about the target, for the heading.
@@ -133,17 +187,22 @@ impl Sink for TargetSeen {
 }
 
 pub fn run(args: &DiskArgs, out: &Output) -> anyhow::Result<Outcome> {
-    let selection = resolve(&test_choice(args)).map_err(user_error)?;
+    let selection = resolve(&args.test.choice()).map_err(user_error)?;
+    let goals = crate::output::parse_goal_flag(args.goal.as_deref())?;
     let stop = crate::signals::stop_flag();
     let target = DiskTarget {
         path: args.path.clone(),
-        size: args.size.map(|s| s.0),
+        size: args.test.size.map(|s| s.0),
         default_size: DEFAULT_SIZE,
         destructive: args.destructive,
         force: args.force,
         keep: args.keep,
     };
     let server = args.remote.endpoint();
+    let share = share_opener(args, server.is_some())?;
+    if let Some(file) = &args.fio_job {
+        crate::output::check_output_file("--fio-job", file, "cdm.fio")?;
+    }
     if server.is_some() && !args.path.is_absolute() {
         bail!(
             "PATH {} must be absolute with --remote: it names a directory on the server (example: headroom disk /tank/bench --remote nas.lan)",
@@ -151,14 +210,14 @@ pub fn run(args: &DiskArgs, out: &Output) -> anyhow::Result<Outcome> {
         );
     }
     // The bus under a remote path is the server's: not known here.
-    let bus = if server.is_some() { None } else { headroom_job::bus_under(&args.path) };
+    let bus = if server.is_some() || share.is_some() { None } else { headroom_job::bus_under(&args.path) };
     let (mut plan, requests) = DiskRequest::plan(&target, &selection, bus.as_ref());
     let mut runner = match server {
         Some(server) => {
             plan = plan.placed_at(&server.display());
             Runner::new().with(RemoteEngine::new(EngineKind::Disk, server))
         }
-        None => Runner::new().with(DiskEngine::new()),
+        None => Runner::new().with(share.map_or_else(DiskEngine::new, |opener| DiskEngine::new().with_shares(opener))),
     };
     let mut bars = ProgressSink::new(out.progress && !out.json, out.iec, &plan);
     let mut seen = TargetSeen::default();
@@ -167,6 +226,12 @@ pub fn run(args: &DiskArgs, out: &Output) -> anyhow::Result<Outcome> {
     let mut fallback_warned = false;
     for run in runner.execute(&plan, stop, &mut [&mut bars, &mut seen]) {
         match run.result {
+            // Refused before its first I/O (an engine that could not start, a
+            // server that will not take this block size): no row of zeros.
+            Ok(measured) if measured.error.is_some() && measured.probe.summary.ops.unwrap_or(0) == 0 => {
+                failure = measured.error.map(|e| e.to_string());
+                break;
+            }
             Ok(measured) => {
                 let probe = measured.probe;
                 let direct = disk_spec(&probe).is_some_and(|d| d.direct);
@@ -203,6 +268,9 @@ pub fn run(args: &DiskArgs, out: &Output) -> anyhow::Result<Outcome> {
     let run_warnings = runner.warnings().to_vec();
     runner.finish(); // removes the test file before anything is printed
     drop(bars);
+    if let (true, Some(e)) = (probes.is_empty(), &failure) {
+        bail!("{e}"); // nothing measured: the error alone, no empty table
+    }
 
     let mut doc = ResultDoc::new(headroom_result::now_rfc3339());
     doc.probes = probes;
@@ -215,6 +283,7 @@ pub fn run(args: &DiskArgs, out: &Output) -> anyhow::Result<Outcome> {
             source: Some(b.source.clone()),
         });
     }
+    let goal_results = headroom_job::hold_goals(&mut doc, &goals, None);
     if out.json {
         out.print_json(&doc)?;
     } else {
@@ -228,6 +297,12 @@ pub fn run(args: &DiskArgs, out: &Output) -> anyhow::Result<Outcome> {
             _ => Layout::Table,
         };
         out.print(&present::disk::render(&doc, &target, layout, out.style()));
+        if args.show_fio {
+            out.print(&fio_lines(&doc.probes));
+        }
+    }
+    if let Some(file) = &args.fio_job {
+        write_fio_job(file, &doc.probes)?;
     }
     if let Some(e) = failure {
         bail!(e);
@@ -236,7 +311,26 @@ pub fn run(args: &DiskArgs, out: &Output) -> anyhow::Result<Outcome> {
         eprintln!("headroom: stopped by Ctrl-C; the figures above cover what was measured");
         return Ok(Outcome::Error);
     }
-    Ok(Outcome::Ok)
+    Ok(crate::output::goal_outcome(&goal_results, out))
+}
+
+/// Each test's fio equivalent, for `--show-fio`.
+fn fio_lines(probes: &[Probe]) -> String {
+    let mut text = String::from("fio equivalents:\n");
+    for p in probes {
+        let line =
+            disk_spec(p).and_then(|d| d.fio_equivalent.as_deref()).unwrap_or("(fio has no engine for this protocol)");
+        text += &format!("  {}: {line}\n", p.name);
+    }
+    text
+}
+
+/// `--fio-job FILE`: the tests that ran, as one fio job file.
+fn write_fio_job(file: &std::path::Path, probes: &[Probe]) -> anyhow::Result<()> {
+    let commands: Vec<(&str, Option<&str>)> =
+        probes.iter().map(|p| (p.name.as_str(), disk_spec(p).and_then(|d| d.fio_equivalent.as_deref()))).collect();
+    let job = headroom_disk::fio_job_file(&commands).map_err(anyhow::Error::msg)?;
+    std::fs::write(file, job).with_context(|| format!("--fio-job {}: cannot write", file.display()))
 }
 
 fn user_error(e: DiskError) -> anyhow::Error {

@@ -4,6 +4,8 @@
 
 use crate::output::{Outcome, Output};
 use anyhow::{bail, Context};
+use headroom_limits::protocol::{Negotiated, StorageProtocol};
+use headroom_limits::switching::{path_delay, SwitchMode, FRAME_SIZE_RANGE};
 use headroom_limits::{catalog, lookup, Family, Framing, IpVersion};
 use headroom_report::present;
 use headroom_units::Size;
@@ -15,14 +17,27 @@ use headroom_units::Size;
   headroom link 25gbe --ip v6 --vlan-tags 1
   headroom link sata3                     600 MB/s after 8b/10b
   headroom link pcie3x4 --json            a headroom.link/v1 document
+  headroom link 10gbe --protocol nfs --io-size 1M    what NFSv3's headers leave of TCP
+  headroom link 1gbe --protocol iscsi --io-size 4k --iscsi-segment 256k
+  headroom link 10gbe,25gbe,10gbe --hops cut-through       one frame's delay across two switches
+  headroom link 10gbe,10gbe --hops cut-through --frame-size 64
   headroom link --list                    every link and bus headroom knows
 
 Names are case-insensitive; spaces, dashes and underscores are ignored
 (1gbe, 1G, gigabit, 1000BASE-T, sfp+, pcie-gen3-x16, 16gfc, ib-fdr, tb4).")]
 pub struct LinkArgs {
-    /// The link or bus, e.g. 1gbe, 10gbe, sata3, pcie4x4, 16gfc, ib-fdr, usb3.2gen2, tb4
+    /// The link or bus, e.g. 1gbe, 10gbe, sata3, pcie4x4, 16gfc, ib-fdr, usb3.2gen2, tb4; or a
+    /// switched Ethernet path, links in order: 10gbe,25gbe,10gbe
     #[arg(required_unless_present = "list")]
     pub spec: Option<String>,
+    /// For a path: what the switches do, store-and-forward or cut-through (a switch between
+    /// links of different speeds always stores and forwards)
+    #[arg(long, value_name = "MODE", value_parser = ["store-and-forward", "cut-through"])]
+    pub hops: Option<String>,
+    /// Frame size for the delays, header to FCS: 64 (the minimum) to 9234 (9216 MTU)
+    /// [default: MTU + 18, e.g. 1518]
+    #[arg(long, value_name = "BYTES")]
+    pub frame_size: Option<u32>,
     /// Print the whole catalog as a table
     #[arg(long)]
     pub list: bool,
@@ -41,6 +56,16 @@ pub struct LinkArgs {
     /// iSCSI MaxRecvDataSegmentLength (bytes of data per PDU; 8k = 8192)
     #[arg(long, default_value = "8192")]
     pub iscsi_segment: Size,
+    /// A storage protocol's goodput over the link: nfs (v3), nfs4 (4.1), smb, iscsi, nbd
+    #[arg(long, value_name = "PROTOCOL", value_parser = ["nfs", "nfs3", "nfs4", "smb", "iscsi", "nbd"])]
+    pub protocol: Option<String>,
+    /// With --protocol: bytes per I/O (the block size of the test) [default: 1M]
+    #[arg(long, value_name = "SIZE", requires = "protocol")]
+    pub io_size: Option<Size>,
+    /// With --protocol: the most data one request carries (NFS rsize/wsize, SMB
+    /// MaxReadSize) [default: the protocol's usual: NFS 1M, SMB 8M, NBD 32M]
+    #[arg(long, value_name = "SIZE", requires = "protocol")]
+    pub max_request: Option<Size>,
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy)]
@@ -84,6 +109,16 @@ pub fn run(args: &LinkArgs, out: &Output) -> anyhow::Result<Outcome> {
     }
     let spec = args.spec.as_deref().context("a link SPEC is required, e.g. `headroom link 10gbe`")?;
     let framing = args.framing()?;
+    let frame_bytes = args.frame_size.unwrap_or(framing.frame_bytes());
+    if !FRAME_SIZE_RANGE.contains(&frame_bytes) {
+        bail!("--frame-size {frame_bytes} is out of range: Ethernet frames are 64 to 9234 bytes, header to FCS (e.g. 64, 1518, 9018)");
+    }
+    if spec.contains(',') {
+        return path(args, spec, frame_bytes, out);
+    }
+    if args.hops.is_some() {
+        bail!("--hops is for a path of links: name them in order, e.g. `headroom link 10gbe,25gbe,10gbe --hops cut-through`");
+    }
     let link = lookup(spec)?;
     if link.family != Family::Ethernet && args_change_framing(args) {
         bail!(
@@ -92,12 +127,77 @@ pub fn run(args: &LinkArgs, out: &Output) -> anyhow::Result<Outcome> {
             link.family.as_str()
         );
     }
+    let protocol = match &args.protocol {
+        Some(name) => {
+            if link.family != Family::Ethernet {
+                bail!("--protocol needs an Ethernet link (it rides on TCP); {} is {}", link.name, link.family.as_str());
+            }
+            Some(protocol_choice(args, name, &framing)?)
+        }
+        None => None,
+    };
+    let framing_shown = present::link::Shown { framing, frame_bytes };
     if out.json {
-        out.print_json(&present::link::link_document(link, &framing))?;
+        let mut doc = present::link::link_document(link, &framing_shown);
+        if let Some(p) = &protocol {
+            doc["protocol"] = present::link::protocol_document(link, &framing, p);
+        }
+        out.print_json(&doc)?;
     } else {
-        out.print(&present::link::link(link, &framing, out.style()));
+        let mut text = present::link::link(link, &framing_shown, out.style());
+        if let Some(p) = &protocol {
+            text += &present::link::protocol(link, &framing, p);
+        }
+        out.print(&text);
     }
     Ok(Outcome::Ok)
+}
+
+/// `link A,B,C [--hops MODE]`: one frame's delay across the switched path.
+fn path(args: &LinkArgs, spec: &str, frame_bytes: u32, out: &Output) -> anyhow::Result<Outcome> {
+    if args.protocol.is_some() {
+        bail!("--protocol applies to one link; for a path, run it on the narrowest link (e.g. `headroom link 10gbe --protocol nfs`)");
+    }
+    let mut links = Vec::new();
+    for name in spec.split(',') {
+        let link = lookup(name.trim())?;
+        if link.family != Family::Ethernet {
+            bail!("a path is of Ethernet links (switch hops); {} is {}", link.name, link.family.as_str());
+        }
+        links.push((link.name.clone(), link.usable_bits_per_sec));
+    }
+    let mode = match args.hops.as_deref() {
+        Some("cut-through") => SwitchMode::CutThrough,
+        _ => SwitchMode::StoreAndForward,
+    };
+    let hops = path_delay(&links, frame_bytes, mode);
+    if out.json {
+        out.print_json(&present::link::path_document(&hops, frame_bytes, mode))?;
+    } else {
+        out.print(&present::link::path(&hops, frame_bytes, mode));
+    }
+    Ok(Outcome::Ok)
+}
+
+/// `--protocol` with its I/O size and request limit, checked.
+fn protocol_choice(args: &LinkArgs, name: &str, framing: &Framing) -> anyhow::Result<present::link::ProtocolChoice> {
+    let protocol = StorageProtocol::parse(name).context("checked by clap")?;
+    let io_size = args.io_size.map_or(1 << 20, |s| s.0);
+    if !(512..=(1u64 << 30)).contains(&io_size) {
+        bail!("--io-size {io_size} is out of range: 512 bytes to 1G (e.g. 4k or 1M)");
+    }
+    let mut negotiated = Negotiated::defaults(protocol);
+    negotiated.segment = u64::from(framing.iscsi_segment);
+    if let Some(max) = args.max_request {
+        if protocol == StorageProtocol::Iscsi {
+            bail!("--max-request is for NFS, SMB and NBD; iSCSI splits I/O by --iscsi-segment");
+        }
+        if !(4096..=(1u64 << 30)).contains(&max.0) {
+            bail!("--max-request {} is out of range: 4k to 1G (e.g. 64k, 1M)", max.0);
+        }
+        negotiated.max_request = max.0;
+    }
+    Ok(present::link::ProtocolChoice { protocol, io_size, negotiated })
 }
 
 fn args_change_framing(args: &LinkArgs) -> bool {

@@ -5,6 +5,8 @@
 pub mod compare;
 pub mod cpu;
 pub mod disk;
+pub mod fleet;
+pub mod flushcheck;
 pub mod link;
 pub mod meta;
 pub mod net;

@@ -11,7 +11,9 @@ use crate::progress::ProgressSink;
 use anyhow::bail;
 use headroom_analysis::net_probe_against_link;
 use headroom_analysis::LinkSpec;
-use headroom_net::{NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, ThroughputSpec, TrafficDirection};
+use headroom_net::{
+    NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, Source, ThroughputSpec, TrafficDirection,
+};
 use headroom_report::present;
 use headroom_result::{Probe, ResultDoc, Warning};
 use headroom_runner::{Plan, PrepareEvent, ProbeError, Runner, Sink};
@@ -27,6 +29,9 @@ use std::time::Duration;
   headroom net nas.lan --bytes 12GB             time a fixed 12 GB transfer (a VM's worth)
   headroom net nas.lan --udp 500M --tests udp   UDP at 500 Mb/s: loss and jitter
   headroom net nas.lan --link 10gbe             compare against a 10 GbE ceiling
+  headroom net nas.lan --tests down1 --goal read=900Mb/s    exit 1 below 900 Mb/s server->client
+  headroom net nas.lan --tests up1 --window 4M  one stream with 4 MiB socket buffers at both ends
+  headroom net nas.lan --interface enx0c37 --tests up1,down1    through the USB NIC, not the routed one
 
 Tests (--tests, comma-separated): rtt (TCP request/response round trips; also
 measured under load during the throughput tests), echo (UDP echo RTT, jitter,
@@ -64,7 +69,43 @@ pub struct NetArgs {
     /// Connect timeout, and how long a stalled test is tolerated
     #[arg(long, default_value = "5s")]
     pub timeout: DurationArg,
+    /// Thresholds to pass: read=RATE (server to client, the down tests), write=RATE (up),
+    /// latency-p99=DURATION (round trips); a missed goal exits 1
+    #[arg(long, value_name = "LIST")]
+    pub goal: Option<String>,
+    /// Socket buffer of every data stream at both ends (iperf3's -w), e.g. 256K, 4M; the
+    /// result shows what each kernel granted. Default: the kernel autotunes them
+    #[arg(long, short = 'w', value_name = "SIZE")]
+    pub window: Option<Size>,
+    #[command(flatten)]
+    pub source: SourceArgs,
 }
+
+/// Where this machine's sockets leave from (`net`, `ping`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct SourceArgs {
+    /// Source address of every connection (an address of this machine), to compare the
+    /// NICs of one host towards one target
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<std::net::IpAddr>,
+    /// Leave through this interface whatever the routing table says (SO_BINDTODEVICE:
+    /// needs root)
+    #[arg(long, value_name = "NIC")]
+    pub interface: Option<String>,
+}
+
+impl SourceArgs {
+    /// The source, checked: the interface exists, the address is this machine's.
+    pub fn source(&self) -> anyhow::Result<Source> {
+        let source = Source { bind: self.bind, interface: self.interface.clone() };
+        source.check().map_err(|e| anyhow::anyhow!(e))?;
+        Ok(source)
+    }
+}
+
+/// Smallest and largest `--window`: below 1 KiB nothing useful flows; the
+/// largest is what a server accepts.
+const WINDOW_RANGE: (u64, u64) = (1024, headroom_net::MAX_WINDOW as u64);
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProtocolArg {
@@ -129,6 +170,11 @@ fn validate(args: &NetArgs) -> anyhow::Result<()> {
     if args.timeout.0 < Duration::from_millis(100) {
         bail!("--timeout {} is too short: at least 100ms (example: --timeout 5s)", args.timeout);
     }
+    if let Some(w) = args.window {
+        if !(WINDOW_RANGE.0..=WINDOW_RANGE.1).contains(&w.0) {
+            bail!("--window {} is out of range: 1KiB to 1GiB (example: --window 4M)", w.0);
+        }
+    }
     Ok(())
 }
 
@@ -146,6 +192,7 @@ impl Sink for PeerSeen {
 
 pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
     validate(args)?;
+    let goals = crate::output::parse_goal_flag(args.goal.as_deref())?;
     let tests = selected_tests(args)?;
     let (host, port) = headroom_net::split_host_port(&args.host).map_err(|e| anyhow::anyhow!("HOST {e}"))?;
     let server = NetServer {
@@ -153,6 +200,7 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
         port: port.unwrap_or(headroom_net::DEFAULT_PORT),
         token: args.token.clone(),
         timeout: args.timeout.0,
+        source: args.source.source()?,
         protocol: match args.protocol {
             ProtocolArg::Auto => ProtocolChoice::Auto,
             ProtocolArg::Headroom => ProtocolChoice::Headroom,
@@ -174,15 +222,13 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
     let mut peer = PeerSeen::default();
     runner.prepare(&plan, stop, &mut [&mut peer]).map_err(|e| anyhow::anyhow!("{e}"))?;
     let (protocol, server_version) = peer.0.unwrap_or_else(|| ("iperf3".into(), None));
-    let ceiling = headroom_job::link_towards(&host, server.port, args.link.as_ref());
+    let ceiling = headroom_job::link_towards_from(&host, server.port, args.link.as_ref(), &server.source);
     if !out.json {
-        out.print(&present::net::heading(
-            &server.display(),
-            &protocol,
-            server_version.as_deref(),
-            &ceiling,
-            out.style(),
-        ));
+        let target = match server.source.describe() {
+            Some(source) => format!("{} {source}", server.display()),
+            None => server.display(),
+        };
+        out.print(&present::net::heading(&target, &protocol, server_version.as_deref(), &ceiling, out.style()));
     }
     let mut probes: Vec<Probe> = Vec::new();
     let mut failures: Vec<String> = Vec::new();
@@ -225,11 +271,12 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
     for f in &failures {
         doc.warnings.push(Warning::new(headroom_result::WarningCode::TestFailed, f.clone()));
     }
+    let goal_results = headroom_job::hold_goals(&mut doc, &goals, None);
     if out.json {
         out.print_json(&doc)?;
     }
     if failures.is_empty() {
-        Ok(Outcome::Ok)
+        Ok(crate::output::goal_outcome(&goal_results, out))
     } else {
         for f in &failures {
             eprintln!("headroom: error: {}", headroom_report::terminal_safe(f, false));
@@ -260,5 +307,7 @@ fn net_test(t: &str, args: &NetArgs, rr: bool) -> NetTest {
         len: if udp { headroom_net::DEFAULT_UDP_LEN } else { headroom_net::DEFAULT_TCP_LEN },
         udp_rate: if udp { args.udp.map(|r| r.0) } else { None },
         rtt_under_load: rr && !udp,
+        window: args.window.map(|w| w.0 as u32),
+        sample_interval: Some(headroom_runner::sample_interval_for(args.time.0)),
     })
 }

@@ -18,6 +18,7 @@ use std::time::Duration;
   headroom ping nas.lan:2049 --count 50 --interval 50ms
   headroom ping nas.lan               UDP echo against `headroom serve` (port 5201)
   headroom ping nas.lan:22 --json
+  headroom ping nas.lan:3260 --interface enx0c37   the same target through another NIC
 
 With a port: TCP connect round trips to any service; each connection is reset
 (SO_LINGER 0) right after the handshake, so the service sees no request and no
@@ -40,6 +41,8 @@ pub struct PingArgs {
     /// Token of a `headroom serve --token` server, for UDP echo (also $HEADROOM_TOKEN)
     #[arg(long, env = "HEADROOM_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    #[command(flatten)]
+    pub source: crate::commands::net::SourceArgs,
 }
 
 pub fn run(args: &PingArgs, out: &Output) -> anyhow::Result<Outcome> {
@@ -56,6 +59,7 @@ pub fn run(args: &PingArgs, out: &Output) -> anyhow::Result<Outcome> {
         bail!("--timeout {} is too short (example: --timeout 2s)", args.timeout);
     }
     let (host, port) = headroom_net::split_host_port(&args.target).map_err(|e| anyhow::anyhow!("TARGET {e}"))?;
+    let source = args.source.source()?;
     let stop = crate::signals::stop_flag();
     let started_at = headroom_result::now_rfc3339();
     let interval_ms = args.interval.0.as_secs_f64() * 1e3;
@@ -63,21 +67,25 @@ pub fn run(args: &PingArgs, out: &Output) -> anyhow::Result<Outcome> {
         Some(port) => {
             let addr =
                 *headroom_net::resolve(&host, port).map_err(|e| anyhow::anyhow!("{e}"))?.first().expect("non-empty");
-            let display = Endpoint { host: host.clone(), port, token: None, timeout: args.timeout.0 }.display();
+            let target = Endpoint { host: host.clone(), port, token: None, timeout: args.timeout.0, source };
             if !out.json {
-                out.print(&present::ping::tcp_heading(&display, addr, args.count));
+                out.print(&present::ping::tcp_heading(
+                    &target.display(),
+                    addr,
+                    args.count,
+                    target.source.describe().as_deref(),
+                ));
             }
-            let r =
-                tcp_connect_series(addr, &display, args.count, args.interval.0, args.timeout.0, stop, &mut |i, r| {
-                    if !out.json {
-                        out.print(&present::ping::round_trip(i, r));
-                    }
-                })
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let r = tcp_connect_series(addr, &target, args.count, args.interval.0, stop, &mut |i, r| {
+                if !out.json {
+                    out.print(&present::ping::round_trip(i, r));
+                }
+            })
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
             connect_probe(&r, true, "tcp", interval_ms)
         }
         None => {
-            let target = Endpoint { host, port: args.port, token: args.token.clone(), timeout: args.timeout.0 };
+            let target = Endpoint { host, port: args.port, token: args.token.clone(), timeout: args.timeout.0, source };
             let session = Session::open(&target).map_err(|e| match e {
                 headroom_net::NetError::IsIperf3 => {
                     anyhow::anyhow!("{} is an iperf3 server: UDP echo needs `headroom serve`; give a port for TCP handshakes (HOST:PORT)", target.display())
@@ -85,9 +93,20 @@ pub fn run(args: &PingArgs, out: &Output) -> anyhow::Result<Outcome> {
                 e => anyhow::anyhow!("{e}"),
             })?;
             if !out.json {
-                out.print(&present::ping::udp_heading(&target.display(), session.peer, args.count));
+                out.print(&present::ping::udp_heading(
+                    &target.display(),
+                    session.peer,
+                    args.count,
+                    target.source.describe().as_deref(),
+                ));
             }
-            let r = session.udp_echo(args.count, args.interval.0, 64, stop).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let r = session
+                .udp_echo(args.count, args.interval.0, 64, stop, &mut |seq, rtt| {
+                    if !out.json {
+                        out.print(&present::ping::round_trip(seq as u32, rtt.ok_or("no answer")));
+                    }
+                })
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
             session.close();
             echo_probe(&r, &target.display(), interval_ms)
         }

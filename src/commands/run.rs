@@ -1,7 +1,8 @@
 //! `headroom run`: the main job. Takes the inventory (`sys`), runs the
 //! network probes against `--server` (or a loopback `headroom serve` it
 //! starts itself) and the disk probes on `--path`, derives the ceilings of
-//! every hop, and prints the verdict; `--goal` turns it into a pass/fail.
+//! every hop, and prints the verdict (with the hop chain as bars on a wide
+//! terminal); `--goal` turns it into a pass/fail.
 //!
 //! What each preset measures, and running it, is `headroom_job::main_job`
 //! (crates/job); this file checks the flags, hands the job a progress bar
@@ -12,9 +13,11 @@ use crate::progress::ProgressSink;
 use anyhow::{bail, Context};
 use headroom_analysis::{parse_goals, Goal, LinkSpec, PathHints};
 use headroom_job::{JobError, JobSettings, Preset};
+use headroom_proto::ShareUrl;
 use headroom_report::{presenter, Format, Report, ResultView, Style};
 use headroom_result::ResultDoc;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
@@ -24,7 +27,12 @@ use std::path::{Path, PathBuf};
   headroom run --server nas.lan --remote-path /tank/bench --path /mnt/nas
                                                     both ends: the NAS's own disk (measured by the NAS),
                                                     the network, the share as mounted here, both CPUs
+  headroom run --server nas.lan --remote-path /export --share nfs://nas.lan/export
+                                                    the NAS's disk, NFS over the wire (headroom's own
+                                                    client, no mount) and the network, in one verdict
   headroom run --goal read=223.4MB/s,write=150MB/s,iops=20k,latency-p99=2ms
+  headroom run --path /mnt/nas --test read:512k:q4 --goal read=223.4MB/s
+                                                    the goal held against IOMeter's 512K read at QD4
   headroom run --label before-10gbe --save before.json
   headroom run --preset full --json > run.json
   headroom run --cpu                                the quick preset plus the CPU hop (AES-256-GCM, CRC32C on one core)
@@ -44,6 +52,14 @@ pub struct RunArgs {
     /// needs --allow-path covering it)
     #[arg(long, value_name = "DIR", requires = "server")]
     pub remote_path: Option<PathBuf>,
+    /// Test the disk path through headroom's own protocol client instead of a mounted
+    /// --path: nfs://HOST/EXPORT[/DIR], smb://[USER@]HOST/SHARE[/DIR], iscsi://HOST/IQN/LUN
+    /// (read tests only), nbd://HOST[/EXPORT] (read tests only)
+    #[arg(long, value_name = "URL", conflicts_with = "path")]
+    pub share: Option<String>,
+    /// With --share: KEY=VALUE credentials file (mode 600), e.g. HEADROOM_SMB_PASSWORD=...
+    #[arg(long, value_name = "FILE", requires = "share")]
+    pub credentials: Option<PathBuf>,
     /// The narrowest link between client and server: a name (1gbe, 10gbe, 2.5gbe) or a rate (940Mb/s)
     #[arg(long, value_name = "SPEC", value_parser = LinkSpec::parse_network)]
     pub link: Option<LinkSpec>,
@@ -53,6 +69,10 @@ pub struct RunArgs {
     /// Also measure the CPU hop (AES-256-GCM and CRC32C on one core, ~2 s); always on with --preset full
     #[arg(long)]
     pub cpu: bool,
+    /// One more disk test, RW:BS[:qN][:tN] (e.g. read:512k:q4, randread:4k:q32:t4): the one
+    /// --goal is held against, instead of the verdict's figures
+    #[arg(long, value_name = "SPEC")]
+    pub test: Option<String>,
     /// Thresholds to pass, e.g. read=223.4MB/s,write=150MB/s,iops=20k,latency-p99=2ms
     #[arg(long, value_name = "LIST")]
     pub goal: Option<String>,
@@ -62,6 +82,10 @@ pub struct RunArgs {
     /// Also write the whole result document to FILE
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
+    /// Draw the hop chain as bars under the verdict even when stdout is not a terminal
+    /// (width: $COLUMNS, else 100); on a terminal of 80 columns or more they are always drawn
+    #[arg(long)]
+    pub bars: bool,
     /// Token of a `headroom serve --token` server (also $HEADROOM_TOKEN)
     #[arg(long, env = "HEADROOM_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
@@ -85,8 +109,12 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
             bail!("--server '{s}' is not HOST or HOST:PORT (example: --server nas.lan or --server 192.168.1.10:5201)");
         }
     }
+    if let Some(share) = &args.share {
+        ShareUrl::parse(share).map_err(|e| anyhow::anyhow!("--share {e}"))?;
+    }
     let path = match (&args.path, &args.remote_path) {
         (Some(p), _) => Some(p.clone()),
+        (None, _) if args.share.is_some() => None,
         (None, Some(_)) => None,
         (None, None) => Some(std::env::current_dir().context("--path: cannot read the current directory")?),
     };
@@ -114,11 +142,31 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
         }
     }
     let preset = if args.preset == "full" { Preset::Full } else { Preset::Quick };
+    let custom_test = match &args.test {
+        Some(spec) => {
+            // Timed like the preset's tests by the job; these are placeholders.
+            let t = headroom_disk::parse_test_spec(spec, Duration::from_secs(2), Duration::ZERO)?;
+            let export = args.share.as_deref().is_some_and(|s| ShareUrl::parse(s).is_ok_and(|u| u.is_whole_export()));
+            if export && t.rw.writes() {
+                bail!(
+                    "--test {spec} writes, and run never writes to a whole export (iscsi://, nbd://); use a read test"
+                );
+            }
+            if path.is_none() && args.share.is_none() {
+                bail!("--test needs a disk to run on: --path DIR or --share URL");
+            }
+            Some(t)
+        }
+        None => None,
+    };
     let job = JobSettings {
         server: args.server.clone(),
         token: args.token.clone(),
         path,
         remote_path: args.remote_path.clone(),
+        share: args.share.clone(),
+        credentials: args.credentials.clone(),
+        custom_test,
         link: args.link.clone(),
         preset,
         cpu: args.cpu,
@@ -144,7 +192,8 @@ pub fn run(args: &RunArgs, out: &Output) -> anyhow::Result<Outcome> {
         }
         Err(e) => bail!(e),
     };
-    finish(doc, &setup.hints, &setup.goals, args.save.as_deref(), out)
+    let focus = setup.job.custom_test.as_ref().map(|t| t.id.as_str());
+    finish(doc, &setup.hints, &setup.goals, focus, args.save.as_deref(), args.bars, out)
 }
 
 /// Judges a measured document (verdict, goals), prints and saves it; a
@@ -153,24 +202,27 @@ fn finish(
     mut doc: ResultDoc,
     hints: &PathHints,
     goals: &[Goal],
+    focus: Option<&str>,
     save: Option<&Path>,
+    force_bars: bool,
     out: &Output,
 ) -> anyhow::Result<Outcome> {
-    let results = headroom_job::judge(&mut doc, hints, goals)?;
+    let results = headroom_job::judge(&mut doc, hints, goals, focus)?;
     if let Some(path) = save {
         std::fs::write(path, doc.to_json() + "\n")
             .with_context(|| format!("--save {}: cannot write", path.display()))?;
     }
     if out.json {
-        println!("{}", doc.to_json());
+        crate::output::write_stdout(&(doc.to_json() + "\n"));
     } else {
         let name = doc.label.clone().unwrap_or_else(|| "this run".into());
         let mut view = ResultView::new(doc, &name);
         view.goals = results.clone();
         let style = Style { color: out.color, iec: out.iec };
-        out.print(&presenter(Format::Table).render(&Report::single(view), style));
+        let report = Report::single(view).with_bars(crate::commands::report::bar_width(force_bars));
+        out.print(&presenter(Format::Table).render(&report, style));
         if let Some(path) = save {
-            println!("saved {}", path.display());
+            crate::output::write_stdout(&format!("saved {}\n", path.display()));
         }
     }
     let missed: Vec<&str> = results.iter().filter(|g| !g.met).map(|g| g.goal.as_str()).collect();

@@ -11,6 +11,8 @@ use headroom_report::present;
 use headroom_units::DurationArg;
 use std::io::Write;
 use std::net::IpAddr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,9 +22,12 @@ use std::time::Duration;
   headroom serve --bind 0.0.0.0 --token s3cret    reachable from the LAN; clients pass --token s3cret
   headroom serve --bind 0.0.0.0 --no-auth --iperf3   also serve stock `iperf3 -c` clients
   headroom serve --once --port 5300               exit after one test
+  headroom serve --bind 0.0.0.0 --token-file /etc/headroom/token   the token from a file (mode 600)
   headroom serve --bind 0.0.0.0 --token s3cret --allow-path /tank/bench
                                                   clients may also run disk probes in /tank/bench
                                                   (`headroom disk /tank/bench --remote HOST`)
+  headroom serve --bind 0.0.0.0 --token s3cret --allow-net-to 192.168.1.10
+                                                  an agent of `headroom fleet ... net 192.168.1.10`
 
 One port carries TCP and UDP for both headroom and iperf3 clients. Logs one
 line per test on stdout: peer, protocol, test, streams, duration, bytes.
@@ -31,7 +36,12 @@ Clients with the token may also run CPU kernels here (`headroom cpu --remote`),
 read this machine's inventory (`headroom sys --remote`) and, only under an
 --allow-path directory, disk probes: headroom creates its own test file there
 and removes it when the probe ends, when the client is lost, or (after a kill)
-when the server starts again. One remote probe runs at a time.")]
+when the server starts again. One remote probe runs at a time.
+
+With --flushcheck-dir DIR it is the listener of `headroom flushcheck write` on
+another machine: it records each block that machine's storage acknowledged in
+DIR/flushcheck.sqlite (synced before answering), for `flushcheck verify` after
+that machine's power cut.")]
 pub struct ServeArgs {
     /// Address to listen on (127.0.0.1 unless told otherwise)
     #[arg(long, default_value = "127.0.0.1")]
@@ -42,6 +52,9 @@ pub struct ServeArgs {
     /// Shared secret headroom clients must prove they hold (challenge-response; never sent; also $HEADROOM_TOKEN)
     #[arg(long, env = "HEADROOM_TOKEN", hide_env_values = true, conflicts_with = "no_auth")]
     pub token: Option<String>,
+    /// Read the token from FILE (mode 600, or systemd's credentials directory: --token-file %d/token)
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["token", "no_auth"])]
+    pub token_file: Option<std::path::PathBuf>,
     /// Serve anyone who can reach the port (needed for a non-loopback --bind without --token)
     #[arg(long)]
     pub no_auth: bool,
@@ -63,6 +76,38 @@ pub struct ServeArgs {
     /// Let clients run disk probes in this directory (repeatable); none by default
     #[arg(long, value_name = "DIR")]
     pub allow_path: Vec<std::path::PathBuf>,
+    /// Record the blocks `headroom flushcheck write` clients report, durably, in DIR/flushcheck.sqlite
+    #[arg(long, value_name = "DIR")]
+    pub flushcheck_dir: Option<std::path::PathBuf>,
+    /// Let clients run network tests from here towards this address or network (repeatable;
+    /// a `headroom fleet ... net SERVER` agent); none by default
+    #[arg(long, value_name = "ADDR|CIDR", value_parser = headroom_job::parse_allowed_net)]
+    pub allow_net_to: Vec<ipnet::IpNet>,
+}
+
+/// Reads --token-file: a secret must not be readable by others, so the file
+/// is taken only with mode 600 (or 400) or from the credentials directory
+/// systemd made for this service (LoadCredential=, mode 400 on a private
+/// mount). One trailing line break is not part of the token.
+fn read_token_file(path: &Path) -> anyhow::Result<String> {
+    let shown = path.display();
+    let meta = std::fs::metadata(path).with_context(|| format!("--token-file {shown}: cannot read it"))?;
+    let in_credentials_dir = std::env::var_os("CREDENTIALS_DIRECTORY")
+        .is_some_and(|dir| !dir.is_empty() && path.starts_with(Path::new(&dir)));
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 && !in_credentials_dir {
+        bail!("--token-file {shown}: mode {mode:o} lets other users read the token; run `chmod 600 {shown}`");
+    }
+    if !meta.is_file() || meta.len() > 4096 {
+        bail!("--token-file {shown}: not a file of at most 4 KiB holding the token (example: printf s3cret > {shown})");
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("--token-file {shown}: cannot read it as text"))?;
+    let token = text.strip_suffix('\n').map(|t| t.strip_suffix('\r').unwrap_or(t)).unwrap_or(&text);
+    if token.is_empty() || token.len() > 1024 || token.contains(['\n', '\r']) {
+        bail!("--token-file {shown}: the token must be one line of 1 to 1024 characters (example: printf s3cret > {shown})");
+    }
+    Ok(token.to_string())
 }
 
 pub fn run(args: &ServeArgs, out: &Output) -> anyhow::Result<Outcome> {
@@ -71,6 +116,10 @@ pub fn run(args: &ServeArgs, out: &Output) -> anyhow::Result<Outcome> {
             bail!("--token must be 1 to 1024 characters (example: --token s3cret)");
         }
     }
+    let token = match &args.token_file {
+        Some(path) => Some(read_token_file(path)?),
+        None => args.token.clone(),
+    };
     if args.max_clients == 0 || args.max_clients > 1024 {
         bail!("--max-clients {} is out of range: 1 to 1024 (example: --max-clients 4)", args.max_clients);
     }
@@ -86,8 +135,13 @@ pub fn run(args: &ServeArgs, out: &Output) -> anyhow::Result<Outcome> {
     if args.max_duration.0.is_zero() {
         bail!("--max-duration must be above zero (example: --max-duration 10m)");
     }
-    check_bind_policy(args.bind, args.token.as_deref(), args.no_auth).map_err(anyhow::Error::msg)?;
-    let probes = ServedProbes::new(&args.allow_path).map_err(anyhow::Error::msg)?;
+    check_bind_policy(args.bind, token.as_deref(), args.no_auth).map_err(anyhow::Error::msg)?;
+    let flush = match &args.flushcheck_dir {
+        Some(dir) => Some(headroom_flushcheck::SqliteLedger::open(dir).map_err(anyhow::Error::msg)?),
+        None => None,
+    };
+    let probes =
+        ServedProbes::new(&args.allow_path).map_err(anyhow::Error::msg)?.allowing_net_to(args.allow_net_to.clone());
     let disk_dirs: Vec<String> = probes.allowed().iter().map(|d| d.display().to_string()).collect();
     let json = out.json;
     let log = move |line: &str| {
@@ -101,7 +155,7 @@ pub fn run(args: &ServeArgs, out: &Output) -> anyhow::Result<Outcome> {
     let cfg = ServerConfig {
         bind: args.bind,
         port: args.port,
-        token: args.token.clone(),
+        token: token.clone(),
         allow_iperf3: args.iperf3 || args.no_auth,
         max_clients: args.max_clients,
         max_duration: args.max_duration.0,
@@ -109,13 +163,15 @@ pub fn run(args: &ServeArgs, out: &Output) -> anyhow::Result<Outcome> {
         once: args.once,
         log: Arc::new(log),
         probes: Some(Arc::new(probes)),
+        flush: flush.map(|l| Arc::new(l) as Arc<dyn headroom_net::FlushLedger>),
     };
     let iperf3 = cfg.allow_iperf3;
     let server = Server::bind(cfg).with_context(|| format!("--bind {} --port {}", args.bind, args.port))?;
-    eprint!(
-        "{}",
-        present::net::serve_banner(&server.local_addr().to_string(), args.token.is_some(), iperf3, &disk_dirs)
-    );
+    eprint!("{}", present::net::serve_banner(&server.local_addr().to_string(), token.is_some(), iperf3, &disk_dirs));
+    if !args.allow_net_to.is_empty() {
+        let nets: Vec<String> = args.allow_net_to.iter().map(ToString::to_string).collect();
+        eprintln!("headroom serve: network tests for clients only towards {}", nets.join(", "));
+    }
     server.run(crate::signals::stop_flag())?;
     Ok(Outcome::Ok)
 }

@@ -28,6 +28,7 @@ use std::time::Duration;
   headroom soak --cycle write --probe-time 60s --db cache.sqlite    write only, one-minute turns
   headroom soak --db nas.sqlite --resume                   continue an interrupted soak
   headroom soak --duration 10m --vmkernel-log vmkernel.log --json
+  headroom soak --duration 1h --cycle write --goal write=200MB/s   exit 1 when the mean falls short
   headroom report nas.sqlite --html nas.html               draw a soak
 
 Every per-second sample is committed to the database as it arrives: a killed
@@ -70,9 +71,16 @@ pub struct SoakArgs {
     /// Serve Prometheus metrics on ADDR:PORT (e.g. 127.0.0.1:9464)
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics: Option<String>,
+    /// A label on every metric, NAME=VALUE (repeatable) [default: host=this machine's hostname]
+    #[arg(long, value_name = "NAME=VALUE", requires = "metrics")]
+    pub metrics_label: Vec<String>,
     /// An ESXi vmkernel.log to read for vusb uplink reconnects (link flaps)
     #[arg(long, value_name = "FILE")]
     pub vmkernel_log: Option<PathBuf>,
+    /// Thresholds the soak's means must meet (read=RATE, write=RATE, iops=COUNT,
+    /// latency-p99=DURATION, as `disk --goal`); a missed goal exits 1
+    #[arg(long, value_name = "LIST")]
+    pub goal: Option<String>,
 }
 
 impl SoakArgs {
@@ -96,8 +104,21 @@ fn parse_metrics_addr(spec: &str) -> anyhow::Result<SocketAddr> {
     })
 }
 
+/// The constant labels of the metrics: --metrics-label's, plus host= with
+/// this machine's hostname unless given, so a fleet's agents stay apart.
+fn metrics_labels(specs: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    let mut labels = headroom_soak::parse_labels(specs)
+        .map_err(|e| anyhow::anyhow!("--metrics-label: {e} (example: --metrics-label host=nas1)"))?;
+    if !labels.iter().any(|(n, _)| n == "host") {
+        let host = headroom_sys::hostname(&headroom_sys::SysRoot::live()).unwrap_or_else(|| "unknown".into());
+        labels.insert(0, ("host".into(), host));
+    }
+    Ok(labels)
+}
+
 pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
     let stop = crate::signals::stop_flag();
+    let goals = crate::output::parse_goal_flag(args.goal.as_deref())?;
     let metrics_addr = args.metrics.as_deref().map(parse_metrics_addr).transpose()?;
     if let Some(log) = &args.vmkernel_log {
         std::fs::File::open(log).with_context(|| format!("--vmkernel-log {}: cannot read it", log.display()))?;
@@ -107,7 +128,7 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
     let schedule = if args.resume { None } else { Some(headroom_soak::Schedule::new(&flags)?) };
     // Everything that can be checked is, before the database is created or
     // touched: a busy --metrics port must not leave a half-started soak.
-    let metrics = Metrics::new();
+    let metrics = Metrics::with_labels(metrics_labels(&args.metrics_label)?);
     if let Some(addr) = metrics_addr {
         let bound = metrics.serve(addr).with_context(|| format!("--metrics {addr}: cannot listen there"))?;
         if !out.json {
@@ -183,11 +204,13 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
     store.end_session(session, now_unix(), reason.as_str())?;
     import_log(&store)?; // the log may have grown while the soak ran
 
-    let doc = headroom_soak::result_from_store(&store, headroom_soak::SampleDetail::None)?;
+    let mut doc = headroom_soak::result_from_store(&store, headroom_soak::SampleDetail::None)?;
+    // Held against each probe's mean over the whole soak (every stored sample).
+    let goal_results = headroom_job::hold_goals(&mut doc, &goals, None);
     if out.json {
         out.print_json(&doc)?;
     } else {
         out.print(&present::summary(&doc, &db.display().to_string(), out.style()));
     }
-    Ok(Outcome::Ok)
+    Ok(crate::output::goal_outcome(&goal_results, out))
 }

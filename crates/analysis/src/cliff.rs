@@ -2,6 +2,8 @@
 //! (an SLC or controller cache filling up: 270 MB/s falling to 32 MB/s). Pure
 //! over samples, so `disk` (sustained writes) and `soak` share it, and what
 //! both say about one: the disk probe's warning and details, soak's detection.
+//! A rate that steps down several times (a drive slowing as it fills, a
+//! throttle tightening) is a staircase, said as such and not as a cliff.
 
 use headroom_result::details::{WriteCliffDetails, WRITE_CLIFF};
 use headroom_result::{Detection, Probe, Sample, Warning, WarningCode};
@@ -30,6 +32,12 @@ const DROP_RATIO: f64 = 0.5;
 const STAY_LOW_SHARE: f64 = 0.8;
 /// Samples needed on each side so a noisy second alone is never a cliff.
 const MIN_SAMPLES_EACH_SIDE: usize = 3;
+/// A cliff falls from the level it held: the samples just before the fall
+/// are still at this share of the median before it. Lower, the rate was
+/// already going down: a staircase.
+const SHARP_SHARE: f64 = 0.75;
+/// A step of a staircase: the level falls below this share of the last one.
+const STEP_SHARE: f64 = 0.85;
 
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(|a, b| a.total_cmp(b));
@@ -43,8 +51,65 @@ fn median(values: &mut [f64]) -> f64 {
 
 /// Finds the first point where the rate falls under half of the median rate
 /// before it and stays there (80 % of the remaining samples), with at least
-/// three samples on each side. Samples must be in time order.
+/// three samples on each side, falling from the level it held (see
+/// [`detect_write_decline`] for a rate that went down in steps). Samples
+/// must be in time order.
 pub fn detect_write_cliff(samples: &[Sample]) -> Option<WriteCliff> {
+    find_fall(samples).filter(|(_, sharp)| *sharp).map(|(c, _)| c)
+}
+
+/// A rate that fell to under half and stayed there, but in steps rather than
+/// off one cliff: where it started and ended, and how many steps it took.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WriteDecline {
+    /// Median of the first samples, bytes/s.
+    pub rate_first: f64,
+    /// Median of the samples after the fall, bytes/s.
+    pub rate_after: f64,
+    /// Seconds into the measured phase when it fell under half.
+    pub at_s: f64,
+    /// Falls of the level by more than 15 % on the way down.
+    pub steps: usize,
+}
+
+/// A fall to under half that was not sharp: the staircase [`detect_write_cliff`] leaves out.
+pub fn detect_write_decline(samples: &[Sample]) -> Option<WriteDecline> {
+    let (fall, sharp) = find_fall(samples)?;
+    if sharp {
+        return None;
+    }
+    let rates: Vec<f64> = samples.iter().map(|s| s.bytes_per_sec).collect();
+    let level = |k: usize| median(&mut rates[k..k + MIN_SAMPLES_EACH_SIDE].to_vec());
+    let mut current = level(0);
+    let mut steps = 0;
+    for k in 1..=rates.len() - MIN_SAMPLES_EACH_SIDE {
+        let here = level(k);
+        if here < STEP_SHARE * current {
+            steps += 1;
+            current = here;
+        }
+    }
+    Some(WriteDecline { rate_first: level(0), rate_after: fall.rate_after, at_s: fall.at_s, steps: steps.max(2) })
+}
+
+impl WriteDecline {
+    /// "the write rate went down in 4 steps, from 400.0 MB/s to 100.0 MB/s
+    /// (under half by +30 s): no single cliff".
+    pub fn describe(&self) -> String {
+        format!(
+            "the write rate went down in {} steps, from {} to {} (under half by +{:.0} s): no single cliff \
+             (a device slowing as it fills, or a throttle tightening)",
+            self.steps,
+            format_bytes_per_sec(self.rate_first),
+            format_bytes_per_sec(self.rate_after),
+            self.at_s
+        )
+    }
+}
+
+/// The first fall under half that stays low, and whether it was sharp (the
+/// samples just before it still at the level held before).
+fn find_fall(samples: &[Sample]) -> Option<(WriteCliff, bool)> {
     let n = samples.len();
     if n < 2 * MIN_SAMPLES_EACH_SIDE {
         return None;
@@ -64,13 +129,16 @@ pub fn detect_write_cliff(samples: &[Sample]) -> Option<WriteCliff> {
         let interval = |k: usize| if k == 0 { samples[0].t_s } else { samples[k].t_s - samples[k - 1].t_s };
         let bytes_before: f64 = (0..i).map(|k| samples[k].bytes_per_sec * interval(k).max(0.0)).sum();
         let mut after_rates: Vec<f64> = after.iter().map(|s| s.bytes_per_sec).collect();
-        return Some(WriteCliff {
+        let mut just_before: Vec<f64> = samples[i - MIN_SAMPLES_EACH_SIDE..i].iter().map(|s| s.bytes_per_sec).collect();
+        let sharp = median(&mut just_before) >= SHARP_SHARE * m_before;
+        let cliff = WriteCliff {
             at_s: samples[i - 1].t_s,
             index: i,
             bytes_before,
             rate_before: m_before,
             rate_after: median(&mut after_rates),
-        });
+        };
+        return Some((cliff, sharp));
     }
     None
 }
@@ -103,8 +171,13 @@ impl WriteCliff {
 }
 
 /// Checks a write probe (the caller knows it wrote) for a cliff and, if
-/// one is found, adds the `write_cliff` warning and `details.write_cliff`.
+/// one is found, adds the `write_cliff` warning and `details.write_cliff`;
+/// a staircase instead gets the `write_decline` warning.
 pub fn annotate_write_cliff(probe: &mut Probe) {
+    if let Some(d) = detect_write_decline(&probe.samples) {
+        probe.warnings.push(Warning::new(WarningCode::WriteDecline, format!("{}: {}", probe.name, d.describe())));
+        return;
+    }
     let Some(c) = detect_write_cliff(&probe.samples) else { return };
     probe.warnings.push(Warning::new(
         WarningCode::WriteCliff,
@@ -183,6 +256,27 @@ mod tests {
         let mut flat = write_probe(&[200e6; 8]);
         annotate_write_cliff(&mut flat);
         assert!(flat.warnings.is_empty() && flat.write_cliff().is_none());
+    }
+
+    #[test]
+    fn a_staircase_is_a_decline_not_a_cliff() {
+        let mut rates = Vec::new();
+        for level in [400e6, 300e6, 200e6, 100e6] {
+            rates.extend([level; 8]);
+        }
+        assert_eq!(detect_write_cliff(&series(&rates)), None, "no single cliff");
+        let d = detect_write_decline(&series(&rates)).expect("a decline");
+        assert_eq!((d.rate_first, d.rate_after, d.steps), (400e6, 100e6, 3));
+        let mut probe = write_probe(&rates);
+        annotate_write_cliff(&mut probe);
+        assert_eq!(probe.warnings.len(), 1);
+        assert_eq!(probe.warnings[0].code, WarningCode::WriteDecline);
+        assert!(probe.warnings[0].message.contains("went down in 3 steps, from 400.0 MB/s to 100.0 MB/s"));
+        assert!(probe.write_cliff().is_none());
+        // A real cliff is not a decline.
+        let mut cliff = vec![270e6; 10];
+        cliff.extend([32e6; 6]);
+        assert_eq!(detect_write_decline(&series(&cliff)), None);
     }
 
     #[test]

@@ -207,8 +207,9 @@ pub fn compare(docs: &[ResultDoc], names: &[String]) -> Result<Comparison, Compa
     }
     let mut rows = Vec::new();
     let mut not_shared = Vec::new();
-    for base in &docs[0].probes {
-        let matching: Vec<Option<&Probe>> = docs.iter().map(|d| d.probes.iter().find(|p| p.id == base.id)).collect();
+    for base in docs[0].probes_and_fleet_sums() {
+        let matching: Vec<Option<&Probe>> =
+            docs.iter().map(|d| d.probes_and_fleet_sums().find(|p| p.id == base.id)).collect();
         if matching.iter().any(Option::is_none) {
             not_shared.push(base.id.clone());
             continue;
@@ -245,8 +246,8 @@ pub fn compare(docs: &[ResultDoc], names: &[String]) -> Result<Comparison, Compa
         }
     }
     for (i, d) in docs.iter().enumerate().skip(1) {
-        for p in &d.probes {
-            if !docs[0].probes.iter().any(|b| b.id == p.id) {
+        for p in d.probes_and_fleet_sums() {
+            if !docs[0].probes_and_fleet_sums().any(|b| b.id == p.id) {
                 not_shared.push(format!("{} ({})", p.id, columns[i]));
             }
         }
@@ -256,7 +257,7 @@ pub fn compare(docs: &[ResultDoc], names: &[String]) -> Result<Comparison, Compa
             .iter()
             .zip(&columns)
             .map(|(d, c)| {
-                let ids: Vec<&str> = d.probes.iter().map(|p| p.id.as_str()).collect();
+                let ids: Vec<&str> = d.probes_and_fleet_sums().map(|p| p.id.as_str()).collect();
                 format!("{c}: {}", if ids.is_empty() { "no probes".to_string() } else { ids.join(", ") })
             })
             .collect::<Vec<_>>()

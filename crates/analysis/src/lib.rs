@@ -18,7 +18,7 @@ mod verdict;
 pub use ceilings::{
     bus_ceiling, choose_nic, BadLinkSpec, FarEnd, LinkCeiling, LinkSpec, LinkTarget, PathHints, PathModel,
 };
-pub use cliff::{annotate_write_cliff, detect_write_cliff, WriteCliff};
+pub use cliff::{annotate_write_cliff, detect_write_cliff, detect_write_decline, WriteCliff, WriteDecline};
 pub use compare::{
     compare, mann_whitney_u, Cell, CompareError, Comparison, Figure, Row, Significance, ALPHA, MIN_SAMPLES,
     SIGNIFICANCE_TEST,

@@ -90,6 +90,7 @@ mod tests {
                 peer: "198.18.1.1:5201".into(),
                 rate_bits_per_sec: None,
                 bytes: None,
+                ..Default::default()
             }),
             summary: Summary { bytes_per_sec, duration_s: 3.0, ..Summary::default() },
             samples: vec![],

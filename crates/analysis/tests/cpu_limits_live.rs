@@ -84,6 +84,7 @@ fn one_pinned_busy_thread_is_one_saturated_core_of_n() {
             peer: "198.18.0.1:5201".into(),
             rate_bits_per_sec: None,
             bytes: None,
+            ..Default::default()
         }),
         summary: Summary { bytes_per_sec: 1e8, duration_s: load.wall_s, ..Summary::default() },
         samples: vec![],

@@ -30,23 +30,43 @@ pub struct FioContext<'a> {
     pub fixedbufs: bool,
     /// io_uring with IOSQE_ASYNC on every read and write.
     pub force_async: bool,
+    /// The protocol of a share (`path` is then its URL).
+    pub protocol: Option<&'a str>,
 }
 
-/// `fio --name=... --filename=... ...` for `def` as headroom runs it.
-pub fn fio_command(def: &TestDef, ctx: FioContext<'_>) -> String {
-    let mut args = vec![
-        "fio".to_string(),
-        format!("--name={}", def.id),
-        format!("--filename={}", shell_quote(ctx.path)),
-        format!("--rw={}", def.rw.as_str()),
-        format!("--bs={}", fio_size(def.block_size)),
-    ];
+/// fio's engine for a protocol and how it names the target, e.g.
+/// `--ioengine=nbd --uri=nbd://nas`; None where fio has no such engine (SMB).
+fn fio_share_args(protocol: &str, url: &str) -> Option<[String; 2]> {
+    let quoted = shell_quote(url);
+    match protocol {
+        "nbd" => Some(["--ioengine=nbd".into(), format!("--uri={quoted}")]),
+        "nfs" => Some(["--ioengine=nfs".into(), format!("--nfs_url={quoted}")]),
+        // fio's libiscsi engine takes the URL as a filename, colons escaped.
+        "iscsi" => {
+            Some(["--ioengine=libiscsi".into(), format!("--filename={}", shell_quote(&url.replace(':', "\\:")))])
+        }
+        _ => None,
+    }
+}
+
+/// `fio --name=... --filename=... ...` for `def` as headroom runs it; None
+/// when fio cannot run it (a protocol fio has no engine for).
+pub fn fio_command(def: &TestDef, ctx: FioContext<'_>) -> Option<String> {
+    let mut args = vec!["fio".to_string(), format!("--name={}", def.id)];
+    match ctx.protocol {
+        Some(protocol) => args.extend(fio_share_args(protocol, ctx.path)?),
+        None => {
+            args.push(format!("--filename={}", shell_quote(ctx.path)));
+            args.push(format!("--ioengine={}", ctx.engine.as_str()));
+        }
+    }
+    args.push(format!("--rw={}", def.rw.as_str()));
+    args.push(format!("--bs={}", fio_size(def.block_size)));
     // psync runs one I/O per thread: queue depth becomes jobs (capped as the runner caps it).
     let (numjobs, iodepth) = match ctx.engine {
-        EngineKind::IoUring => (def.jobs, def.queue_depth),
         EngineKind::Psync => (crate::engine::psync_threads(def.jobs, def.queue_depth), 1),
+        EngineKind::IoUring | EngineKind::Share => (def.jobs, def.queue_depth),
     };
-    args.push(format!("--ioengine={}", ctx.engine.as_str()));
     if ctx.engine == EngineKind::IoUring {
         if ctx.fixedbufs {
             args.push("--fixedbufs=1".into());
@@ -96,7 +116,41 @@ pub fn fio_command(def: &TestDef, ctx: FioContext<'_>) -> String {
         args.push(format!("--ramp_time={}ms", def.ramp.as_millis()));
     }
     args.push("--group_reporting".into());
-    args.join(" ")
+    Some(args.join(" "))
+}
+
+/// A fio job file running `commands` (fio command lines as
+/// [`fio_command`] writes them) one after another: each becomes a job
+/// section, its `--key=value` options `key=value` lines, with `stonewall` so
+/// fio runs the jobs in turn as headroom did (fio starts all jobs of a file
+/// at once otherwise). `None` entries (a protocol fio has no engine for)
+/// become a comment naming the test.
+pub fn fio_job_file(commands: &[(&str, Option<&str>)]) -> Result<String, String> {
+    let mut text = String::from(
+        "; The fio jobs equivalent to a headroom disk run, one after another (stonewall).\n; Run: fio THIS_FILE\n",
+    );
+    for (test, command) in commands {
+        let Some(command) = command else {
+            text += &format!("\n; {test}: fio has no engine for this protocol\n");
+            continue;
+        };
+        let words = shlex::split(command).ok_or_else(|| format!("cannot read the fio command of {test}: {command}"))?;
+        let mut section = String::new();
+        let mut options = Vec::new();
+        for word in words.iter().skip(1) {
+            let option = word.strip_prefix("--").ok_or_else(|| format!("{test}: '{word}' is not a fio option"))?;
+            match option.split_once('=') {
+                Some(("name", name)) => section = name.to_string(),
+                _ => options.push(option.to_string()),
+            }
+        }
+        text += &format!("\n[{section}]\nstonewall\n");
+        for option in options {
+            text += &option;
+            text.push('\n');
+        }
+    }
+    Ok(text)
 }
 
 fn shell_quote(s: &str) -> String {
@@ -125,8 +179,10 @@ mod tests {
                 pattern: Pattern::Random,
                 fixedbufs: false,
                 force_async: false,
+                protocol: None,
             },
-        );
+        )
+        .unwrap();
         for part in [
             "--rw=randread",
             "--bs=4k",
@@ -156,10 +212,11 @@ mod tests {
             pattern: Pattern::Random,
             fixedbufs,
             force_async,
+            protocol: None,
         };
-        let both = fio_command(&def, ctx(true, true));
+        let both = fio_command(&def, ctx(true, true)).unwrap();
         assert!(both.contains("--fixedbufs=1") && both.contains("--force_async=1"), "{both}");
-        let plain_async = fio_command(&def, ctx(false, true));
+        let plain_async = fio_command(&def, ctx(false, true)).unwrap();
         assert!(!plain_async.contains("fixedbufs") && plain_async.contains("--force_async=1"), "{plain_async}");
     }
 
@@ -177,8 +234,10 @@ mod tests {
                 pattern: Pattern::Zero,
                 fixedbufs: false,
                 force_async: false,
+                protocol: None,
             },
-        );
+        )
+        .unwrap();
         assert!(line.contains("--numjobs=8") && line.contains("--iodepth=1"), "{line}");
         assert!(line.contains("--offset_increment=128m") && line.contains("--fsync=1"), "{line}");
         assert!(line.contains("--zero_buffers") && !line.contains("ramp_time"), "{line}");
@@ -195,10 +254,53 @@ mod tests {
             pattern: Pattern::Random,
             fixedbufs: false,
             force_async: false,
+            protocol: None,
         };
-        let line = fio_command(&def, ctx);
+        let line = fio_command(&def, ctx).unwrap();
         assert!(line.contains("--numjobs=128") && line.contains("--iodepth=1"), "{line}");
         assert_eq!(crate::engine::psync_threads(1, 8), 8);
         assert_eq!(crate::engine::psync_threads(200, 4), 200, "never fewer threads than jobs");
+    }
+
+    #[test]
+    fn a_job_file_runs_each_test_in_turn_with_the_same_options() {
+        let def = crate::preset::test_def(Rw::RandRead, 4096, 32, 1, Duration::from_secs(5), Duration::from_secs(1));
+        let ctx = FioContext {
+            path: "/mnt/my disk/headroom-disk-7.tmp",
+            size: 1 << 30,
+            engine: EngineKind::IoUring,
+            direct: true,
+            pattern: Pattern::Random,
+            fixedbufs: false,
+            force_async: false,
+            protocol: None,
+        };
+        let line = fio_command(&def, ctx).unwrap();
+        let job = fio_job_file(&[("RND4K Q32T1 read", Some(&line)), ("SEQ1M smb", None)]).unwrap();
+        assert!(job.contains("\n[rnd4k-q32t1-read]\nstonewall\nfilename=/mnt/my disk/headroom-disk-7.tmp\n"), "{job}");
+        assert!(job.contains("\niodepth=32\n") && job.contains("\nnorandommap\n"), "{job}");
+        assert!(job.contains("; SEQ1M smb: fio has no engine"), "{job}");
+        assert!(fio_job_file(&[("x", Some("fio 'unclosed"))]).is_err());
+    }
+
+    #[test]
+    fn shares_name_fios_protocol_engine_or_none() {
+        let def = crate::preset::test_def(Rw::Read, 1 << 20, 8, 1, Duration::from_secs(1), Duration::ZERO);
+        let ctx = |path, protocol| FioContext {
+            path,
+            size: 1 << 30,
+            engine: EngineKind::Share,
+            direct: true,
+            pattern: Pattern::Random,
+            fixedbufs: false,
+            force_async: false,
+            protocol: Some(protocol),
+        };
+        let nbd = fio_command(&def, ctx("nbd://nas:10809/disk", "nbd")).unwrap();
+        assert!(nbd.contains("--ioengine=nbd --uri=nbd://nas:10809/disk") && nbd.contains("--iodepth=8"), "{nbd}");
+        assert!(!nbd.contains("--filename"), "{nbd}");
+        let iscsi = fio_command(&def, ctx("iscsi://nas:3260/iqn.2026-11.lab:disk/1", "iscsi")).unwrap();
+        assert!(iscsi.contains(r"--filename='iscsi\://nas\:3260/iqn.2026-11.lab\:disk/1'"), "{iscsi}");
+        assert!(fio_command(&def, ctx("smb://nas/share", "smb")).is_none(), "fio has no SMB engine");
     }
 }

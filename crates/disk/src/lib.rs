@@ -27,17 +27,27 @@ mod probe;
 mod probe_engine;
 mod run;
 mod safety;
+mod share;
+mod storage;
 mod target;
 
 pub use data::FastRng;
-pub use engine::PSYNC_MAX_THREADS;
-pub use preset::{resolve, test_def, Preset, TestChoice, TestSelection, SWEEP_BLOCK_SIZES, SWEEP_QUEUE_DEPTHS};
+pub use engine::{AlignedBuf, BufferPool, Completion, IoEngine, IoKind, IoUnit, PSYNC_MAX_THREADS};
+pub use fio::fio_job_file;
+pub use preset::{
+    parse_test_spec, resolve, test_def, Preset, TestChoice, TestSelection, SWEEP_BLOCK_SIZES, SWEEP_QUEUE_DEPTHS,
+};
 pub use probe::{honesty_warnings, BusCeiling};
 pub use probe_engine::{DiskEngine, DiskRequest, DiskTarget};
 pub use run::{run_test, RunSettings, TestOutcome};
 pub use safety::probe_signatures;
 pub use safety::under_any;
-pub use target::{remove_stale_test_files, remove_test_files_now, PreparedTarget, TargetOptions};
+pub use share::{layout_share, looks_like_url, prepare_share, Share, ShareIo, ShareKind, ShareOpener};
+pub use storage::Storage;
+pub use target::{
+    forget_remote_test_file, register_remote_test_file, remove_stale_test_files, remove_test_files_now, test_file_name,
+    PreparedTarget, RemoteRemoval, TargetOptions,
+};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -87,6 +97,11 @@ impl Rw {
     /// Whether the test writes at all (and so needs a writable target).
     pub fn writes(self) -> bool {
         matches!(self, Rw::Write | Rw::RandWrite | Rw::RandRw)
+    }
+
+    /// Whether the test reads at all.
+    pub fn reads(self) -> bool {
+        matches!(self, Rw::Read | Rw::RandRead | Rw::RandRw)
     }
 }
 
@@ -160,6 +175,8 @@ pub enum EngineKind {
     IoUring,
     /// pread/pwrite (`psync` in the document).
     Psync,
+    /// A protocol client of headroom's own; the document names the protocol.
+    Share,
 }
 
 impl EngineKind {
@@ -168,6 +185,7 @@ impl EngineKind {
         match self {
             EngineKind::IoUring => "io_uring",
             EngineKind::Psync => "psync",
+            EngineKind::Share => "share",
         }
     }
 }

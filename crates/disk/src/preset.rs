@@ -174,6 +174,36 @@ pub fn test_def(rw: Rw, block_size: u64, queue_depth: u32, jobs: u32, time: Dura
     }
 }
 
+/// One custom test as `run --test` takes it: `RW:BS[:qN][:tN]`, e.g.
+/// `read:512k:q4` (IOMeter's 512K sequential read at QD4) or
+/// `randread:4k:q32:t4`; queue depth and jobs default to 1.
+pub fn parse_test_spec(spec: &str, time: Duration, ramp: Duration) -> Result<TestDef, DiskError> {
+    let bad = |why: String| {
+        DiskError::Usage(format!(
+            "--test '{spec}': {why}; write it as RW:BS[:qN][:tN], e.g. read:512k:q4 or randread:4k:q32:t4"
+        ))
+    };
+    let mut parts = spec.split(':');
+    let rw_text = parts.next().unwrap_or_default();
+    let rw = Rw::parse(rw_text)
+        .ok_or_else(|| bad(format!("'{rw_text}' is not read, write, randread, randwrite or randrw")))?;
+    let bs_text = parts.next().ok_or_else(|| bad("no block size".into()))?;
+    let block_size = headroom_units::parse_size(bs_text).map_err(|e| bad(format!("block size: {e}")))?;
+    if !(512..=(64 << 20)).contains(&block_size) {
+        return Err(bad(format!("block size {block_size} is out of range (512 bytes to 64M)")));
+    }
+    let (mut queue_depth, mut jobs) = (1u32, 1u32);
+    for part in parts {
+        let number = |text: &str, max: u32| text.parse::<u32>().ok().filter(|n| (1..=max).contains(n));
+        match part.split_at_checked(1) {
+            Some(("q", n)) => queue_depth = number(n, 4096).ok_or_else(|| bad(format!("'{part}': qN is 1-4096")))?,
+            Some(("t", n)) => jobs = number(n, 256).ok_or_else(|| bad(format!("'{part}': tN is 1-256")))?,
+            _ => return Err(bad(format!("'{part}' is neither qN (queue depth) nor tN (jobs)"))),
+        }
+    }
+    Ok(test_def(rw, block_size, queue_depth, jobs, time, ramp))
+}
+
 /// What the user asked of the disk engine, flags as given (`headroom disk`'s
 /// options; `run` and `soak` fill in their own).
 #[derive(Debug, Clone)]
@@ -416,6 +446,9 @@ pub fn resolve(choice: &TestChoice) -> Result<TestSelection, DiskError> {
             )));
         }
         tests.iter_mut().for_each(|t| t.sample_interval = i.0);
+    } else {
+        // Enough points to draw even a 2 s test (about 20), one a second for long ones.
+        tests.iter_mut().for_each(|t| t.sample_interval = headroom_runner::sample_interval_for(t.time));
     }
     if sync != SyncMode::None {
         if preset == Some(Preset::Sync) {
@@ -496,5 +529,25 @@ mod tests {
         let p = Preset::Quick;
         let total: Duration = p.tests(p.default_time(), p.default_ramp()).iter().map(|t| t.time + t.ramp).sum();
         assert!(total >= Duration::from_secs(20) && total <= Duration::from_secs(30), "{total:?}");
+    }
+
+    #[test]
+    fn a_test_spec_names_the_test_users_compare_with() {
+        let t = parse_test_spec("read:512k:q4", Duration::from_secs(2), Duration::ZERO).unwrap();
+        assert_eq!((t.rw, t.block_size, t.queue_depth, t.jobs), (Rw::Read, 512 << 10, 4, 1));
+        assert_eq!(t.id, "seq512k-q4t1-read");
+        let t = parse_test_spec("randread:4k:q32:t4", Duration::from_secs(2), Duration::ZERO).unwrap();
+        assert_eq!((t.queue_depth, t.jobs), (32, 4));
+        for (bad, says) in [
+            ("read", "no block size"),
+            ("fast:4k", "'fast' is not read"),
+            ("read:4x", "block size"),
+            ("read:1:q4", "out of range"),
+            ("read:4k:q0", "qN is 1-4096"),
+            ("read:4k:x3", "neither qN"),
+        ] {
+            let e = parse_test_spec(bad, Duration::from_secs(1), Duration::ZERO).unwrap_err().to_string();
+            assert!(e.contains(says) && e.contains("RW:BS"), "{bad}: {e}");
+        }
     }
 }

@@ -5,6 +5,8 @@
 
 use crate::fio::{fio_command, FioContext};
 use crate::run::{histogram_buckets, RunSettings, TestOutcome};
+use crate::share::Share;
+use crate::storage::Storage;
 use crate::target::{filesystem_caveat, ram_bytes, PreparedTarget};
 use crate::Rw;
 use headroom_result::{DiskSpec, Histogram, Probe, ProbeSpec, Warning};
@@ -23,7 +25,45 @@ pub struct BusCeiling {
 }
 
 /// The warnings every probe on this target carries, whatever it measured.
-pub fn honesty_warnings(outcome: &TestOutcome, target: &PreparedTarget, bus: Option<&BusCeiling>) -> Vec<Warning> {
+pub fn honesty_warnings(outcome: &TestOutcome, target: &Storage, bus: Option<&BusCeiling>) -> Vec<Warning> {
+    let mut w = match target {
+        Storage::Local(local) => local_warnings(outcome, local),
+        Storage::Share(share) => share_warnings(outcome, share.as_ref()),
+    };
+    w.extend(outcome_warnings(outcome, bus));
+    w
+}
+
+/// A share's reads may come from the server's page cache (its RAM is not
+/// known here), and the server may grant fewer I/Os in flight than asked.
+fn share_warnings(outcome: &TestOutcome, share: &dyn Share) -> Vec<Warning> {
+    let mut w = Vec::new();
+    let info = share.info();
+    if outcome.def.rw.reads() {
+        w.push(Warning::new(
+            headroom_result::WarningCode::PageCachePossible,
+            format!(
+                "reads of a {} region on the server: its page cache may have answered (headroom's {} client caches \
+                 nothing); use a --size over twice the server's RAM for the disk's own figure",
+                headroom_units::format_size(share.size()),
+                info.name
+            ),
+        ));
+    }
+    if let Some(granted) = info.queue_depth_granted.filter(|&g| g < outcome.def.queue_depth) {
+        w.push(Warning::new(
+            headroom_result::WarningCode::QueueDepthCapped,
+            format!(
+                "the {} server granted {granted} I/Os in flight per connection, fewer than QD{} asked: at most {granted} \
+                 were in flight per job",
+                info.name, outcome.def.queue_depth
+            ),
+        ));
+    }
+    w
+}
+
+fn local_warnings(outcome: &TestOutcome, target: &PreparedTarget) -> Vec<Warning> {
     let mut w = Vec::new();
     let memory_fs = target.filesystem.as_ref().is_some_and(|f| f.name == "tmpfs" || f.name == "ramfs");
     let ram = ram_bytes();
@@ -46,6 +86,12 @@ pub fn honesty_warnings(outcome: &TestOutcome, target: &PreparedTarget, bus: Opt
     if let Some(fs) = &target.filesystem {
         w.extend(filesystem_caveat(fs));
     }
+    w
+}
+
+/// What the figures themselves say, wherever they were measured.
+fn outcome_warnings(outcome: &TestOutcome, bus: Option<&BusCeiling>) -> Vec<Warning> {
+    let mut w = Vec::new();
     if let Some(bus) = bus {
         let reads = matches!(outcome.def.rw, Rw::Read | Rw::RandRead);
         if reads && outcome.summary.bytes_per_sec > bus.bytes_per_sec {
@@ -93,34 +139,39 @@ pub fn honesty_warnings(outcome: &TestOutcome, target: &PreparedTarget, bus: Opt
 }
 
 /// The probe for one test.
-pub fn to_probe(
-    outcome: &TestOutcome,
-    target: &PreparedTarget,
-    settings: RunSettings,
-    warnings: Vec<Warning>,
-) -> Probe {
+pub fn to_probe(outcome: &TestOutcome, target: &Storage, settings: RunSettings, warnings: Vec<Warning>) -> Probe {
     let def = &outcome.def;
-    let path = target.path.display().to_string();
+    let path = target.display();
+    let protocol = match target {
+        Storage::Share(share) => Some(share.info()),
+        Storage::Local(_) => None,
+    };
     let fio = fio_command(
         def,
         FioContext {
             path: &path,
-            size: target.size,
+            size: target.size(),
             engine: outcome.engine,
             direct: outcome.direct,
             pattern: settings.pattern,
             fixedbufs: outcome.fixedbufs,
             force_async: outcome.force_async,
+            protocol: protocol.as_ref().map(|p| p.name.as_str()),
         },
     );
     let mut details = BTreeMap::new();
     details.insert("threads".into(), serde_json::json!(outcome.threads));
     details.insert("ramp_s".into(), serde_json::json!(def.ramp.as_secs_f64()));
     details.insert("pattern".into(), serde_json::json!(settings.pattern.to_string()));
-    details.insert("dio_align".into(), serde_json::json!(target.dio_align));
-    details.insert("dio_align_source".into(), serde_json::json!(target.dio_align_source));
+    if let Some(local) = target.local() {
+        details.insert("dio_align".into(), serde_json::json!(local.dio_align));
+        details.insert("dio_align_source".into(), serde_json::json!(local.dio_align_source));
+    }
     if outcome.stopped {
         details.insert("stopped_early".into(), serde_json::json!(true));
+    }
+    if !outcome.warmup_samples.is_empty() {
+        details.insert("warmup_samples".into(), serde_json::json!(outcome.warmup_samples));
     }
     Probe {
         host: None,
@@ -133,14 +184,15 @@ pub fn to_probe(
             jobs: def.jobs,
             direct: outcome.direct,
             sync: def.sync.as_str().into(),
-            engine: outcome.engine.as_str().into(),
+            engine: protocol.as_ref().map_or(outcome.engine.as_str(), |p| p.name.as_str()).into(),
             path,
             rwmix_read: def.rwmix_read,
-            size: Some(target.size),
-            filesystem: target.filesystem.as_ref().map(|f| f.name.clone()),
-            fio_equivalent: Some(fio),
+            size: Some(target.size()),
+            filesystem: target.filesystem().map(|f| f.name.clone()),
+            fio_equivalent: fio,
             fixedbufs: outcome.fixedbufs,
             force_async: outcome.force_async,
+            protocol,
         }),
         summary: outcome.summary.clone(),
         samples: outcome.samples.clone(),

@@ -8,6 +8,8 @@
 use crate::preset::TestSelection;
 use crate::probe::{honesty_warnings, to_probe, BusCeiling};
 use crate::run::{check_test, run_test, RunSettings, Tick};
+use crate::share::{layout_share, looks_like_url, prepare_share, ShareOpener};
+use crate::storage::Storage;
 use crate::target::{test_file_name, PreparedTarget, TargetKind, TargetOptions};
 use crate::{DirectMode, DiskError, Rw, TestDef};
 use headroom_result::Warning;
@@ -17,6 +19,7 @@ use headroom_runner::{
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// Where the tests run: PATH and what the user allowed there.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -80,22 +83,30 @@ impl DiskRequest {
 /// The disk engine: one prepared target at a time.
 #[derive(Default)]
 pub struct DiskEngine {
-    prepared: Option<(DiskTarget, PreparedTarget)>,
+    prepared: Option<(DiskTarget, Storage)>,
     /// `headroom serve --allow-path`: test files only, in these directories.
     confined_to: Option<Vec<PathBuf>>,
+    /// Opens `nfs://`, `iscsi://`, `nbd://` and `smb://` targets (headroom-proto).
+    shares: Option<Arc<dyn ShareOpener>>,
 }
 
 impl DiskEngine {
     /// An engine with nothing prepared yet.
     pub fn new() -> Self {
-        DiskEngine { prepared: None, confined_to: None }
+        DiskEngine { prepared: None, confined_to: None, shares: None }
+    }
+
+    /// This engine also tests the URLs `opener` handles.
+    pub fn with_shares(mut self, opener: Arc<dyn ShareOpener>) -> Self {
+        self.shares = Some(opener);
+        self
     }
 
     /// An engine that only creates test files, and only in one of `roots`
     /// (canonical paths) or below: the far end's engine, for requests that
     /// come from the network.
     pub fn confined_to(roots: Vec<PathBuf>) -> Self {
-        DiskEngine { prepared: None, confined_to: Some(roots) }
+        DiskEngine { prepared: None, confined_to: Some(roots), shares: None }
     }
 
     /// Refuses a prepared target outside the confinement, judged on the
@@ -121,6 +132,25 @@ impl DiskEngine {
         }
     }
 
+    /// Opens `target`: a URL through the share opener, a path on this machine
+    /// (confined for a server).
+    fn open_target(&self, target: &DiskTarget, options: &TargetOptions) -> Result<Storage, ProbeError> {
+        let shown = target.path.to_string_lossy();
+        if let Some(opener) = self.shares.as_ref().filter(|o| o.handles(&shown)) {
+            let share = prepare_share(opener.as_ref(), &shown, options).map_err(disk_error)?;
+            return Ok(Storage::Share(Arc::from(share)));
+        }
+        if looks_like_url(&shown) {
+            return Err(ProbeError::Usage(format!(
+                "'{shown}' is a URL of a kind this engine cannot open: headroom tests nfs://, iscsi://, nbd:// and \
+                 smb:// URLs on the client, and paths on a server"
+            )));
+        }
+        let prepared = PreparedTarget::prepare(&target.path, options).map_err(disk_error)?;
+        self.check_confined(&prepared)?;
+        Ok(Storage::Local(prepared))
+    }
+
     /// Prepares `target` for `tests`: creates it, checks each test against it
     /// (misaligned O_DIRECT block sizes fail before minutes of layout) and
     /// lays out a new test file unless the tests only write sequentially
@@ -133,34 +163,25 @@ impl DiskEngine {
         events: &mut dyn FnMut(&PrepareEvent),
     ) -> Result<Vec<Warning>, ProbeError> {
         self.prepared = None; // removes the test file of an earlier target
-        let prepared = PreparedTarget::prepare(
-            &target.path,
-            &TargetOptions {
-                size: target.size,
-                default_size: target.default_size,
-                writes: tests.iter().any(|t| t.test.rw.writes()),
-                destructive: target.destructive,
-                force: target.force,
-                keep: target.keep,
-            },
-        )
-        .map_err(disk_error)?;
-        self.check_confined(&prepared)?;
-        let shown = prepared.path.display().to_string();
+        let options = TargetOptions {
+            size: target.size,
+            default_size: target.default_size,
+            writes: tests.iter().any(|t| t.test.rw.writes()),
+            destructive: target.destructive,
+            force: target.force,
+            keep: target.keep,
+        };
+        let prepared = self.open_target(target, &options)?;
+        let shown = prepared.display();
         // Announced before the (long) layout, so a kill during it leaves a record.
-        if prepared.path.file_name().is_some_and(|n| n.to_string_lossy() == test_file_name()) {
+        if shown.ends_with(&test_file_name()) {
             events(&PrepareEvent::TestFileCreated { path: shown.clone() });
         }
         events(&PrepareEvent::DiskTarget {
             path: shown,
-            kind: match prepared.kind {
-                TargetKind::TestFile => "test_file",
-                TargetKind::BlockDevice => "block_device",
-                TargetKind::ExistingFile => "existing_file",
-            }
-            .into(),
-            filesystem: prepared.filesystem.as_ref().map(|f| f.name.clone()),
-            size: prepared.size,
+            kind: prepared.kind_name().into(),
+            filesystem: prepared.filesystem().map(|f| f.name.clone()),
+            size: prepared.size(),
         });
         for t in tests {
             check_test(&prepared, &t.test, t.wants_direct()).map_err(disk_error)?;
@@ -168,12 +189,16 @@ impl DiskEngine {
         let only_seq_writes = tests.iter().all(|t| t.test.rw == Rw::Write);
         let mut warnings = Vec::new();
         if prepared.needs_layout() && !only_seq_writes {
-            let total = prepared.size;
-            let laid = prepared.layout(stop, |done, _| {
-                if done % (64 << 20) == 0 || done == total {
+            let total = prepared.size();
+            let mut progress = |done: u64, _| {
+                if done.is_multiple_of(64 << 20) || done == total {
                     events(&PrepareEvent::Progress { what: "laying out".into(), done, total });
                 }
-            });
+            };
+            let laid = match &prepared {
+                Storage::Local(local) => local.layout(stop, progress),
+                Storage::Share(share) => layout_share(share.as_ref(), stop, &mut progress).map(|()| Vec::new()),
+            };
             if stop.load(Ordering::Relaxed) {
                 return Err(ProbeError::Stopped);
             }

@@ -14,7 +14,9 @@
 //! sampler that reads it share one memory layout and are kept side by side.
 
 use crate::data::{fill_block, FastRng};
-use crate::engine::{open_engine, EngineConfig, IoKind, IoUnit};
+use crate::engine::{open_engine, EngineConfig, IoEngine, IoKind, IoUnit};
+use crate::share::{Share, ShareIo};
+use crate::storage::Storage;
 use crate::target::PreparedTarget;
 use crate::{DirectMode, DiskError, EngineChoice, EngineKind, Pattern, Result, Rw, SyncMode, TestDef};
 use hdrhistogram::Histogram;
@@ -76,6 +78,9 @@ pub struct TestOutcome {
     pub summary: Summary,
     /// One sample per `sample_interval` of the measured phase.
     pub samples: Vec<Sample>,
+    /// The warm-up's samples (same interval), `t_s` counted back from the
+    /// start of the measured phase (negative): for charts, never for figures.
+    pub warmup_samples: Vec<Sample>,
     /// Merged latency histogram (ns) of the measured phase.
     pub histogram: Histogram<u64>,
     /// Ctrl-C ended the test early.
@@ -161,15 +166,13 @@ struct Region {
 
 struct Worker {
     index: usize,
-    engine: EngineChoice,
-    fd: i32,
+    /// What failed when its engine cannot be opened, e.g. `cannot set up the io_uring engine`.
+    setup_failed: &'static str,
+    open: Arc<EngineOpener>,
     depth: usize,
-    fixedbufs: bool,
-    force_async: bool,
     def: TestDef,
     region: Region,
     pattern: Pattern,
-    align: usize,
     seed: u64,
 }
 
@@ -178,36 +181,47 @@ fn new_histogram() -> Histogram<u64> {
 }
 
 /// Checks that `def` fits `target` (block size aligned for O_DIRECT when
-/// `direct`, not larger than the region), naming the flag to change.
-/// Callers run it for every test before the layout, so mistakes cost no time.
-pub fn check_test(target: &PreparedTarget, def: &TestDef, direct: bool) -> Result<()> {
-    if direct && !def.block_size.is_multiple_of(target.dio_align) {
+/// `direct`, or to a share's block size; not larger than the region), naming
+/// the flag to change. Callers run it for every test before the layout, so
+/// mistakes cost no time.
+pub fn check_test(target: &Storage, def: &TestDef, direct: bool) -> Result<()> {
+    let (align, source) = target.align(direct);
+    if !def.block_size.is_multiple_of(align) {
+        let fix = if target.local().is_some() { "use e.g. --bs 4k, or --direct off" } else { "use e.g. --bs 4k" };
         return Err(DiskError::Usage(format!(
-            "--bs {} is not a multiple of {}'s O_DIRECT alignment ({} bytes, from {}); use e.g. --bs 4k, or --direct off",
+            "--bs {} is not a multiple of {}'s alignment ({align} bytes, from {source}); {fix}",
             def.block_size,
-            target.path.display(),
-            target.dio_align,
-            target.dio_align_source
+            target.display(),
         )));
     }
-    if def.block_size > target.size {
+    if def.block_size > target.size() {
         return Err(DiskError::Usage(format!(
             "--bs {} is larger than the test region ({} bytes); use a smaller --bs or a larger --size",
-            def.block_size, target.size
+            def.block_size,
+            target.size()
         )));
     }
     Ok(())
 }
 
-/// Runs one test on `target`; `on_tick` is called about once a second; `stop`
-/// (Ctrl-C) ends it within ~50 ms, keeping what was measured.
-pub fn run_test(
-    target: &PreparedTarget,
-    def: &TestDef,
-    settings: RunSettings,
-    stop: &AtomicBool,
-    on_tick: &mut dyn FnMut(&Tick),
-) -> Result<TestOutcome> {
+/// Opens one worker's engine (its own io_uring, or its own connection).
+type EngineOpener = dyn Fn() -> std::io::Result<Box<dyn IoEngine + Send>> + Send + Sync;
+
+/// How a test's workers get their engines, and what ran.
+struct EngineSetup {
+    kind: EngineKind,
+    direct: bool,
+    fixedbufs: bool,
+    force_async: bool,
+    workers: usize,
+    depth: usize,
+    open: Arc<EngineOpener>,
+    /// Waits until everything written is durable (after a write test).
+    flush: Box<dyn Fn() -> std::io::Result<()>>,
+}
+
+/// A local target: io_uring or psync on the file opened for this test.
+fn local_setup(target: &PreparedTarget, def: &TestDef, settings: RunSettings) -> Result<EngineSetup> {
     let engine_kind = crate::engine::resolve_engine(settings.engine).map_err(|e| {
         DiskError::Usage(format!("--engine io_uring: io_uring is not available here ({e}); use --engine psync or auto"))
     })?;
@@ -215,17 +229,17 @@ pub fn run_test(
     let want_direct = direct_mode != DirectMode::Off;
     let (file, direct) = target.open(def.rw.writes(), want_direct, direct_mode == DirectMode::On, def.sync)?;
     let force_async = crate::engine::force_async(def.block_size, direct);
+    let config = EngineConfig {
+        fd: file.as_raw_fd(),
+        depth: def.queue_depth as usize,
+        buf_size: def.block_size as usize,
+        buf_align: target.mem_align,
+        fixedbufs: settings.fixedbufs,
+        force_async,
+    };
     // `auto` must also survive a ring that sets up but cannot register this
     // test's buffers (RLIMIT_MEMLOCK on older kernels): try the real thing once.
     let engine_kind = if settings.engine == EngineChoice::Auto && engine_kind == EngineKind::IoUring {
-        let config = EngineConfig {
-            fd: file.as_raw_fd(),
-            depth: def.queue_depth as usize,
-            buf_size: def.block_size as usize,
-            buf_align: target.mem_align,
-            fixedbufs: settings.fixedbufs,
-            force_async,
-        };
         match crate::engine::UringEngine::new(config) {
             Ok(_) => EngineKind::IoUring,
             Err(_) => EngineKind::Psync,
@@ -233,14 +247,75 @@ pub fn run_test(
     } else {
         engine_kind
     };
-    check_test(target, def, direct)?;
     let uring = engine_kind == EngineKind::IoUring;
     let (fixedbufs, force_async) = (uring && settings.fixedbufs, uring && force_async);
     // psync has one I/O in flight per thread: queue depth becomes threads (capped).
-    let (workers, depth) = match engine_kind {
-        EngineKind::IoUring => (def.jobs as usize, def.queue_depth as usize),
-        EngineKind::Psync => (crate::engine::psync_threads(def.jobs, def.queue_depth) as usize, 1),
+    let (workers, depth, choice) = match engine_kind {
+        EngineKind::Psync => (crate::engine::psync_threads(def.jobs, def.queue_depth) as usize, 1, EngineChoice::Psync),
+        _ => (def.jobs as usize, def.queue_depth as usize, EngineChoice::IoUring),
     };
+    let config = EngineConfig { depth, fixedbufs, force_async, ..config };
+    let file = Arc::new(file);
+    let held = Arc::clone(&file);
+    let open = move || {
+        let _keep_open: &File = &held;
+        open_engine(choice, config)
+    };
+    Ok(EngineSetup {
+        kind: engine_kind,
+        direct,
+        fixedbufs,
+        force_async,
+        workers,
+        depth,
+        open: Arc::new(open),
+        flush: Box::new(move || file.sync_all()),
+    })
+}
+
+/// A share: one connection per job, the queue depth as the protocol's pipelining.
+fn share_setup(share: &Arc<dyn Share>, def: &TestDef) -> EngineSetup {
+    let io = ShareIo {
+        write: def.rw.writes(),
+        sync: def.sync,
+        depth: def.queue_depth as usize,
+        buf_size: def.block_size as usize,
+    };
+    let for_workers = Arc::clone(share);
+    let for_flush = Arc::clone(share);
+    EngineSetup {
+        kind: EngineKind::Share,
+        direct: true,
+        fixedbufs: false,
+        force_async: false,
+        workers: def.jobs as usize,
+        depth: io.depth,
+        open: Arc::new(move || for_workers.connect(io)),
+        flush: Box::new(move || {
+            let mut engine = for_flush.connect(ShareIo { depth: 1, ..io })?;
+            crate::share::one_io(
+                engine.as_mut(),
+                IoUnit { kind: IoKind::Fsync, offset: 0, len: 0, buf_index: 0, tag: 0 },
+            )
+        }),
+    }
+}
+
+/// Runs one test on `target`; `on_tick` is called about once a second; `stop`
+/// (Ctrl-C) ends it within ~50 ms, keeping what was measured.
+pub fn run_test(
+    target: &Storage,
+    def: &TestDef,
+    settings: RunSettings,
+    stop: &AtomicBool,
+    on_tick: &mut dyn FnMut(&Tick),
+) -> Result<TestOutcome> {
+    let setup = match target {
+        Storage::Local(local) => local_setup(local, def, settings)?,
+        Storage::Share(share) => share_setup(share, def),
+    };
+    check_test(target, def, setup.direct)?;
+    let EngineSetup { kind: engine_kind, direct, fixedbufs, force_async, workers, depth, .. } = setup;
     let shared = Arc::new(Shared {
         counters: (0..workers).map(|_| Counters::default()).collect(),
         measuring: AtomicBool::new(false),
@@ -248,9 +323,8 @@ pub fn run_test(
         error: Mutex::new(None),
         intervals: (0..workers).map(|_| Mutex::new(new_interval_histogram())).collect(),
     });
-    let file = Arc::new(file);
     let bs = def.block_size;
-    let total_blocks = target.size / bs;
+    let total_blocks = target.size() / bs;
     let seed = FastRng::seed_from_time(def.id.len() as u64);
     let mut handles = Vec::with_capacity(workers);
     for index in 0..workers {
@@ -264,28 +338,22 @@ pub fn run_test(
         };
         let worker = Worker {
             index,
-            engine: match engine_kind {
-                EngineKind::IoUring => EngineChoice::IoUring,
-                EngineKind::Psync => EngineChoice::Psync,
+            setup_failed: match engine_kind {
+                EngineKind::IoUring => "cannot set up the io_uring engine",
+                EngineKind::Psync => "cannot set up the psync engine",
+                EngineKind::Share => "cannot connect",
             },
-            fd: file.as_raw_fd(),
+            open: Arc::clone(&setup.open),
             depth,
-            fixedbufs,
-            force_async,
             def: def.clone(),
             region,
             pattern: settings.pattern,
-            align: target.mem_align,
             seed: seed ^ (index as u64).wrapping_mul(0x9e37_79b9),
         };
         let shared = Arc::clone(&shared);
-        let file = Arc::clone(&file);
         let handle = std::thread::Builder::new()
             .name(format!("headroom-disk-{index}"))
-            .spawn(move || {
-                let _keep_open: Arc<File> = file;
-                worker_loop(worker, &shared)
-            })
+            .spawn(move || worker_loop(worker, &shared))
             .map_err(|e| DiskError::io("cannot start a worker thread", e))?;
         handles.push(handle);
     }
@@ -298,6 +366,7 @@ pub fn run_test(
     let mut last_snap = Snapshot::default();
     let mut base: Option<(Instant, Snapshot)> = None;
     let mut samples = Vec::new();
+    let mut warmup_samples = Vec::new();
     let tick_every = def.sample_interval;
     loop {
         let now = Instant::now();
@@ -337,6 +406,9 @@ pub fn run_test(
             });
             if base.is_some() {
                 samples.push(sample);
+            } else {
+                let before = (started + def.ramp).saturating_duration_since(now).as_secs_f64();
+                warmup_samples.push(Sample { t_s: -(before * 1000.0).round() / 1000.0, ..sample });
             }
             last_tick = now;
             last_snap = snap;
@@ -363,7 +435,7 @@ pub fn run_test(
     // test's writeback once held the next O_DSYNC test's only I/O for longer
     // than it ran. fsync waits for all of it, outside any measured time.
     if def.rw.writes() && !stopped {
-        if let Err(e) = file.sync_all() {
+        if let Err(e) = (setup.flush)() {
             error.get_or_insert(DiskError::io(format!("flushing the test file after {}", def.name), e));
         }
     }
@@ -373,7 +445,7 @@ pub fn run_test(
         ops: s.ops + c.measured_ops.load(Ordering::Relaxed),
         lat_ns: s.lat_ns + c.measured_lat_ns.load(Ordering::Relaxed),
     });
-    let (summary, samples) = match base {
+    let (mut summary, samples) = match base {
         Some((t0, _)) => {
             let dt = end - last_tick;
             // A last partial interval counts when it is a quarter of one or more.
@@ -386,6 +458,7 @@ pub fn run_test(
         }
         None => (Summary::default(), Vec::new()),
     };
+    summary.sample_interval_s = Some(tick_every.as_secs_f64());
     Ok(TestOutcome {
         def: def.clone(),
         engine: engine_kind,
@@ -395,6 +468,7 @@ pub fn run_test(
         threads: workers as u32,
         summary,
         samples,
+        warmup_samples,
         histogram,
         stopped,
         error,
@@ -434,6 +508,7 @@ fn summarise(base: Snapshot, end: Snapshot, dur: Duration, hist: &Histogram<u64>
         duration_s: secs,
         bytes: Some(bytes),
         ops: Some(ops),
+        sample_interval_s: None,
     }
 }
 
@@ -502,18 +577,10 @@ fn submit_group(
 fn worker_loop(w: Worker, shared: &Shared) -> Histogram<u64> {
     let mut hist = new_histogram();
     let bs = w.def.block_size as usize;
-    let config = EngineConfig {
-        fd: w.fd,
-        depth: w.depth,
-        buf_size: bs,
-        buf_align: w.align,
-        fixedbufs: w.fixedbufs,
-        force_async: w.force_async,
-    };
-    let mut engine = match open_engine(w.engine, config) {
+    let mut engine = match (w.open)() {
         Ok(e) => e,
         Err(e) => {
-            shared.fail(DiskError::io(format!("cannot set up the {} engine", w.engine_name()), e));
+            shared.fail(DiskError::io(w.setup_failed, e));
             return hist;
         }
     };
@@ -648,13 +715,4 @@ fn worker_loop(w: Worker, shared: &Shared) -> Histogram<u64> {
         inflight = inflight.saturating_sub(completions.len());
     }
     hist
-}
-
-impl Worker {
-    fn engine_name(&self) -> &'static str {
-        match self.engine {
-            EngineChoice::Psync => "psync",
-            _ => "io_uring",
-        }
-    }
 }

@@ -122,11 +122,30 @@ impl CreatedFile {
 /// create to the registration, so a second Ctrl-C never misses one.
 struct Registry {
     files: Vec<CreatedFile>,
+    /// Test files on servers (a share's): how each is removed, by id.
+    remote: Vec<(u64, RemoteRemoval)>,
     /// Set by [`remove_test_files_now`]: the process is about to exit.
     closed: bool,
 }
 
-static CREATED: Mutex<Registry> = Mutex::new(Registry { files: Vec::new(), closed: false });
+/// Removes one test file on a server (over a fresh connection, with a short timeout).
+pub type RemoteRemoval = Box<dyn FnOnce() + Send>;
+
+static CREATED: Mutex<Registry> = Mutex::new(Registry { files: Vec::new(), remote: Vec::new(), closed: false });
+
+/// Registers how to remove a test file a share created on a server, for
+/// [`remove_test_files_now`]; returns the id [`forget_remote_test_file`]
+/// takes once the share removed the file itself.
+pub fn register_remote_test_file(removal: RemoteRemoval) -> u64 {
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    registry().remote.push((id, removal));
+    id
+}
+
+/// The share removed (or kept) its test file itself: nothing left to do at exit.
+pub fn forget_remote_test_file(id: u64) {
+    registry().remote.retain(|(i, _)| *i != id);
+}
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 fn registry() -> std::sync::MutexGuard<'static, Registry> {
@@ -142,6 +161,9 @@ pub fn remove_test_files_now() {
     reg.closed = true;
     for f in reg.files.drain(..) {
         f.remove();
+    }
+    for (_, removal) in reg.remote.drain(..) {
+        removal();
     }
 }
 
@@ -240,11 +262,7 @@ impl PreparedTarget {
             )));
         }
         let size = opts.size.unwrap_or(opts.default_size);
-        let free = free_bytes(&dir_fd).map_err(|e| DiskError::io(format!("statvfs {}", dir.display()), e))?;
-        // ramfs (and some FUSE filesystems) report no size at all: nothing to check.
-        let free = free.unwrap_or(u64::MAX);
-        // Leave some space for others (64 MiB, or an eighth on small filesystems).
-        let margin = FREE_SPACE_MARGIN.min(free / 8);
+        let (free, margin) = wait_for_space(&dir_fd, dir, size)?;
         if size.saturating_add(margin) > free {
             let suggestion = (free.saturating_sub(margin) / 2).max(1 << 20);
             return Err(DiskError::Usage(format!(
@@ -531,6 +549,29 @@ fn drop_from_page_cache(file: &File) {
 fn access_ok(path: &Path, access: Access) -> bool {
     fs::access(path, access).is_ok()
 }
+
+/// Free bytes on the filesystem of `dir_fd` and the margin kept spare (64
+/// MiB, or an eighth on small filesystems). When `size` does not fit, waits
+/// up to [`SPACE_SETTLE`] for it to: ext4 and XFS free a just-deleted file's
+/// blocks a moment after the unlink (a test run right after another would
+/// be refused for space the filesystem is still releasing).
+fn wait_for_space(dir_fd: &File, dir: &Path, size: u64) -> Result<(u64, u64)> {
+    let started = std::time::Instant::now();
+    loop {
+        let free = free_bytes(dir_fd).map_err(|e| DiskError::io(format!("statvfs {}", dir.display()), e))?;
+        // ramfs (and some FUSE filesystems) report no size at all: nothing to check.
+        let free = free.unwrap_or(u64::MAX);
+        let margin = FREE_SPACE_MARGIN.min(free / 8);
+        if size.saturating_add(margin) <= free || started.elapsed() >= SPACE_SETTLE {
+            return Ok((free, margin));
+        }
+        let _ = rustix::fs::syncfs(dir_fd);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// How long a test file that does not fit waits for space being freed.
+const SPACE_SETTLE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Bytes an unprivileged user may still write on the filesystem of `fd`;
 /// None when the filesystem reports no size (ramfs).

@@ -9,7 +9,7 @@
 
 use headroom_disk::{
     honesty_warnings, run_test, test_def, BusCeiling, DirectMode, EngineChoice, Pattern, PreparedTarget, RunSettings,
-    Rw, TargetOptions, PSYNC_MAX_THREADS,
+    Rw, Storage, TargetOptions, PSYNC_MAX_THREADS,
 };
 use headroom_sys::{block_devices, SysRoot};
 use std::path::Path;
@@ -29,7 +29,7 @@ fn fixture_ceiling(disk: &str) -> BusCeiling {
 
 /// A laid-out 64 MiB test file in tmpfs (memory), or None (with the reason
 /// printed) where there is no /dev/shm.
-fn memory_target() -> Option<(tempfile::TempDir, PreparedTarget)> {
+fn memory_target() -> Option<(tempfile::TempDir, Storage)> {
     if !Path::new("/dev/shm").is_dir() {
         eprintln!("SKIPPED: no /dev/shm (tmpfs) to read from memory");
         return None;
@@ -38,10 +38,10 @@ fn memory_target() -> Option<(tempfile::TempDir, PreparedTarget)> {
     let opts = TargetOptions { size: Some(64 << 20), default_size: 64 << 20, writes: false, ..Default::default() };
     let target = PreparedTarget::prepare(dir.path(), &opts).expect("test file in /dev/shm");
     target.layout(&AtomicBool::new(false), |_, _| {}).expect("layout");
-    Some((dir, target))
+    Some((dir, Storage::Local(target)))
 }
 
-fn run(target: &PreparedTarget, engine: EngineChoice, def: &headroom_disk::TestDef) -> headroom_disk::TestOutcome {
+fn run(target: &Storage, engine: EngineChoice, def: &headroom_disk::TestDef) -> headroom_disk::TestOutcome {
     let settings = RunSettings { engine, direct: DirectMode::Auto, pattern: Pattern::Random, fixedbufs: false };
     run_test(target, def, settings, &AtomicBool::new(false), &mut |_| {}).expect("test run")
 }

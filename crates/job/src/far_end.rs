@@ -1,14 +1,20 @@
-//! The far end: what `headroom serve` runs for its clients besides network
-//! tests ([`ServedProbes`], the server's [`ProbeHost`]). Disk probes only
-//! create test files, only in a directory the operator allowed with
-//! `--allow-path` (none by default); CPU kernels run within the server's
-//! duration limit; the inventory is this machine's.
+//! The far end: what `headroom serve` runs for its clients besides the
+//! network tests they run against it ([`ServedProbes`], the server's
+//! [`ProbeHost`]). Disk probes only create test files, only in a directory
+//! the operator allowed with `--allow-path` (none by default); network
+//! tests towards a third server (a fleet's agents all testing one NAS) only
+//! towards addresses the operator allowed with `--allow-net-to` (none by
+//! default: a server must not become a traffic cannon pointed wherever a
+//! token holder likes); CPU kernels run within the server's duration
+//! limit; the inventory is this machine's.
 
 use headroom_cpu::{CpuEngine, CpuRequest};
 use headroom_disk::{under_any, DiskEngine, DiskRequest};
-use headroom_net::ProbeHost;
+use headroom_net::{NetEngine, NetRequest, NetTest, ProbeHost};
 use headroom_result::Host;
 use headroom_runner::{EngineKind, ProbeError, ProbeRequest, Runner};
+use ipnet::IpNet;
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -20,7 +26,15 @@ const MAX_CPU_THREADS: usize = 1024;
 /// The probes a `headroom serve` runs on this machine for its clients.
 pub struct ServedProbes {
     allowed: Vec<PathBuf>,
+    allowed_net: Vec<IpNet>,
     hostname: String,
+}
+
+/// `--allow-net-to ADDR|CIDR`: one address (a /32 or /128) or a network.
+pub fn parse_allowed_net(text: &str) -> Result<IpNet, String> {
+    text.parse::<IpNet>().or_else(|_| text.parse::<IpAddr>().map(IpNet::from)).map_err(|_| {
+        format!("'{text}' is neither an address nor a CIDR network (example: --allow-net-to 192.168.1.10 or --allow-net-to 10.0.0.0/24)")
+    })
 }
 
 impl ServedProbes {
@@ -30,7 +44,55 @@ impl ServedProbes {
     pub fn new(allow_paths: &[PathBuf]) -> Result<Self, String> {
         let allowed = allow_paths.iter().map(|p| allowed_dir(p)).collect::<Result<_, _>>()?;
         let hostname = headroom_sys::hostname(&headroom_sys::SysRoot::live()).unwrap_or_else(|| "unknown".into());
-        Ok(ServedProbes { allowed, hostname })
+        Ok(ServedProbes { allowed, allowed_net: Vec::new(), hostname })
+    }
+
+    /// Also runs network tests for clients, towards servers in `nets` only.
+    pub fn allowing_net_to(mut self, nets: Vec<IpNet>) -> Self {
+        self.allowed_net = nets;
+        self
+    }
+
+    /// The networks clients' network tests may go to.
+    pub fn allowed_net(&self) -> &[IpNet] {
+        &self.allowed_net
+    }
+
+    fn admit_net(&self, request: &ProbeRequest, max_duration: Duration) -> Result<(), ProbeError> {
+        if self.allowed_net.is_empty() {
+            return Err(ProbeError::Refused(format!(
+                "{} runs no network tests for clients: start it with `headroom serve --allow-net-to ADDR|CIDR` naming the servers it may test against (e.g. --allow-net-to 192.168.1.10)",
+                self.hostname
+            )));
+        }
+        let net: NetRequest = request.params()?;
+        let host = net.server.host.trim_start_matches('[').trim_end_matches(']');
+        // An address, not a name: what was checked is what is connected to.
+        let ip: IpAddr = host.parse().map_err(|_| {
+            ProbeError::Usage(format!(
+                "a network test run by {} names its server by address, not '{host}' (the client resolves it)",
+                self.hostname
+            ))
+        })?;
+        if !self.allowed_net.iter().any(|n| n.contains(&ip)) {
+            return Err(ProbeError::Refused(format!(
+                "{ip} is outside every --allow-net-to of {} ({})",
+                self.hostname,
+                self.allowed_net.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        // Which of its addresses and NICs an agent sends from is its operator's choice.
+        if !net.server.source.is_default() {
+            return Err(ProbeError::Refused(format!(
+                "{} chooses its own source address and interface: a network test run there cannot ask for one",
+                self.hostname
+            )));
+        }
+        match &net.test {
+            NetTest::Throughput(t) => within(t.duration, max_duration),
+            NetTest::Rtt { time } => within(*time, max_duration),
+            NetTest::Echo | NetTest::Connect => Ok(()),
+        }
     }
 
     /// The allowed directories, canonical.
@@ -125,16 +187,14 @@ fn within(asked: Duration, max_duration: Duration) -> Result<(), ProbeError> {
 
 impl ProbeHost for ServedProbes {
     fn runner(&self) -> Runner<'static> {
-        Runner::new().with(DiskEngine::confined_to(self.allowed.clone())).with(CpuEngine::new())
+        Runner::new().with(DiskEngine::confined_to(self.allowed.clone())).with(CpuEngine::new()).with(NetEngine::new())
     }
 
     fn admit(&self, request: &ProbeRequest, max_duration: Duration) -> Result<(), ProbeError> {
         match request.engine {
             EngineKind::Disk => self.admit_disk(request, max_duration),
             EngineKind::Cpu => Self::admit_cpu(request, max_duration),
-            EngineKind::Net => Err(ProbeError::Unsupported(
-                "a server does not run network probes for a client: run `headroom net` against it".into(),
-            )),
+            EngineKind::Net => self.admit_net(request, max_duration),
         }
     }
 

@@ -22,9 +22,10 @@ mod main_job;
 mod path;
 mod post;
 
-pub use far_end::ServedProbes;
+pub use far_end::{parse_allowed_net, ServedProbes};
 pub use main_job::{
-    cpu_hop_plan, disk_plan_of_preset, judge, main_job, net_plan_of_preset, JobError, JobSettings, Preset, StepSinks,
+    cpu_hop_plan, disk_plan_of_preset, hold_goals, judge, main_job, net_plan_of_preset, JobError, JobSettings, Preset,
+    StepSinks,
 };
-pub use path::{bus_under, link_towards};
+pub use path::{bus_under, link_towards, link_towards_from};
 pub use post::{cpu_probe_with_link, with_write_cliff};

@@ -7,13 +7,14 @@
 
 use crate::path::{bus_under, link_towards};
 use crate::post::{cpu_probe_with_link, with_write_cliff};
-use headroom_analysis::{annotate, evaluate, BadLinkSpec, Goal, GoalResult, LinkSpec, LinkTarget, PathHints};
+use headroom_analysis::{annotate, evaluate, Analysis, BadLinkSpec, Goal, GoalResult, LinkSpec, LinkTarget, PathHints};
 use headroom_cpu::{BufferSpec, CpuEngine, CpuRequest};
-use headroom_disk::{BusCeiling, DiskEngine, DiskRequest, DiskTarget, TestChoice};
+use headroom_disk::{BusCeiling, DiskEngine, DiskRequest, DiskTarget, TestChoice, TestDef};
 use headroom_net::{
     Endpoint, FarCpuWatch, NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, RemoteEngine, ThroughputSpec,
     TrafficDirection,
 };
+use headroom_proto::{Credentials, Opener, ShareUrl};
 use headroom_result::details::cpu_load_key;
 use headroom_result::{CpuLoad, Side};
 use headroom_result::{Host, Probe, ResultDoc, Warning, WarningCode};
@@ -22,6 +23,7 @@ use headroom_units::{DurationArg, Size};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How much `run` measures.
@@ -48,6 +50,14 @@ pub struct JobSettings {
     /// Directory on the server (`--server`) whose disk the server itself
     /// measures (`headroom serve --allow-path` must cover it).
     pub remote_path: Option<PathBuf>,
+    /// An `nfs://`, `smb://`, `iscsi://` or `nbd://` URL the disk probes test
+    /// through headroom's own protocol client (instead of `path`).
+    pub share: Option<String>,
+    /// `--credentials FILE` for the share (the environment is read too).
+    pub credentials: Option<PathBuf>,
+    /// `--test RW:BS[:qN][:tN]`: one more disk test on the path or share, the
+    /// one the goals are held against (e.g. IOMeter's 512K sequential read).
+    pub custom_test: Option<TestDef>,
     /// `--link`: the narrowest link between client and server.
     pub link: Option<LinkSpec>,
     /// Quick or full.
@@ -82,6 +92,19 @@ fn failed(what: &str, e: impl std::fmt::Display) -> JobError {
 /// noise (2 one-second samples never can). full is CrystalDiskMark's set.
 /// `bus` is the ceiling of the bus under `path`, when it is known.
 pub fn disk_plan_of_preset(path: &Path, preset: Preset, bus: Option<&BusCeiling>) -> Result<Plan, JobError> {
+    disk_plan(path, preset, bus, false, None)
+}
+
+/// The disk tests of a preset and `custom` (timed like the preset's), only
+/// the reads when `reads_only` (a whole iSCSI LUN or NBD export, which `run`
+/// never writes).
+fn disk_plan(
+    path: &Path,
+    preset: Preset,
+    bus: Option<&BusCeiling>,
+    reads_only: bool,
+    custom: Option<&TestDef>,
+) -> Result<Plan, JobError> {
     let choice = match preset {
         Preset::Full => TestChoice { preset: Some("cdm".into()), ..TestChoice::default() },
         Preset::Quick => TestChoice {
@@ -89,11 +112,26 @@ pub fn disk_plan_of_preset(path: &Path, preset: Preset, bus: Option<&BusCeiling>
             time: Some(DurationArg(Duration::from_secs(2))),
             ramp: Some(DurationArg(Duration::from_millis(500))),
             size: Some(Size(256 << 20)),
-            sample_interval: Some(DurationArg(Duration::from_millis(250))),
+            // The disk engine's default: about 20 samples of each 2 s test.
+            sample_interval: None,
             ..TestChoice::default()
         },
     };
-    let selection = headroom_disk::resolve(&choice).map_err(|e| JobError::Failed(e.to_string()))?;
+    let mut selection = headroom_disk::resolve(&choice).map_err(|e| JobError::Failed(e.to_string()))?;
+    if let (Some(custom), Some(first)) = (custom, selection.tests.first().cloned()) {
+        if !selection.tests.iter().any(|t| t.id == custom.id) {
+            let timed = TestDef {
+                time: first.time,
+                ramp: first.ramp,
+                sample_interval: first.sample_interval,
+                ..custom.clone()
+            };
+            selection.tests.push(timed);
+        }
+    }
+    if reads_only {
+        selection.tests.retain(|t| !t.rw.writes());
+    }
     let target = DiskTarget {
         path: path.to_path_buf(),
         size: choice.size.map(|s| s.0),
@@ -120,6 +158,8 @@ pub fn net_plan_of_preset(server: &NetServer, preset: Preset) -> Plan {
             len: headroom_net::DEFAULT_TCP_LEN,
             udp_rate: None,
             rtt_under_load: full,
+            window: None,
+            sample_interval: Some(headroom_runner::sample_interval_for(time)),
         })
     };
     let mut tests = Vec::new();
@@ -280,8 +320,9 @@ fn network_step(
         ),
     };
     let server = settings.server.clone().unwrap_or_else(|| loopback.as_ref().expect("started above").addr.to_string());
-    let Endpoint { host, port, token, timeout } = endpoint(&server, settings.token.clone())?;
-    let server = NetServer { host, port, token, timeout, protocol: ProtocolChoice::Auto, session_per_test: false };
+    let Endpoint { host, port, token, timeout, source } = endpoint(&server, settings.token.clone())?;
+    let server =
+        NetServer { host, port, token, timeout, source, protocol: ProtocolChoice::Auto, session_per_test: false };
     let runs = run_step(runner, &net_plan_of_preset(&server, settings.preset), stop, sinks, false);
     runner.finish();
     check_stopped(stop)?;
@@ -343,6 +384,15 @@ fn far_end_step(
     Ok((probes, peer))
 }
 
+/// Over a share of the server: the server whose CPU to watch while this
+/// machine reads and writes there (when it measures its own disk too).
+fn far_end_cpu(settings: &JobSettings) -> Result<Option<Endpoint>, JobError> {
+    match (&settings.remote_path, &settings.server) {
+        (Some(_), Some(server)) => Ok(Some(endpoint(server, settings.token.clone())?)),
+        _ => Ok(None),
+    }
+}
+
 /// Runs the main job: the CPU hop (when asked), the network, the server's
 /// own disk (with `remote_path`), the disk here (with `path`); each step's
 /// progress goes to the sink `sinks` makes for its plan. Returns the
@@ -366,13 +416,21 @@ pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks
         probes.extend(far);
         peers.push(peer);
     }
+    if let Some(share) = &settings.share {
+        let credentials = Credentials::load(settings.credentials.as_deref()).map_err(|e| failed("--credentials", e))?;
+        let mut runner = Runner::new().with(DiskEngine::new().with_shares(Arc::new(Opener::new(credentials))));
+        // A whole export holds someone's data: run reads only there.
+        let export = ShareUrl::parse(share).is_ok_and(|u| u.is_whole_export());
+        let plan = disk_plan(Path::new(share), settings.preset, None, export, settings.custom_test.as_ref())?;
+        let far_end = far_end_cpu(settings)?;
+        let (here, step_warnings) = disk_step(&mut runner, &plan, share, stop, sinks, far_end)?;
+        probes.extend(here);
+        warnings.extend(step_warnings);
+    }
     if let Some(path) = &settings.path {
-        let plan = disk_plan_of_preset(path, settings.preset, bus_under(path).as_ref())?;
-        // Over a share of the server: its CPU while this machine reads and writes there.
-        let far_end = match (&settings.remote_path, &settings.server) {
-            (Some(_), Some(server)) => Some(endpoint(server, settings.token.clone())?),
-            _ => None,
-        };
+        let bus = bus_under(path);
+        let plan = disk_plan(path, settings.preset, bus.as_ref(), false, settings.custom_test.as_ref())?;
+        let far_end = far_end_cpu(settings)?;
         let (here, step_warnings) = disk_step(&mut runner, &plan, "disk probes", stop, sinks, far_end)?;
         probes.extend(here);
         warnings.extend(step_warnings);
@@ -388,14 +446,36 @@ pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks
 }
 
 /// Analyses a measured document (ceilings, verdict) and holds the goals
-/// against it; every missed goal also becomes a warning in the document.
-pub fn judge(doc: &mut ResultDoc, hints: &PathHints, goals: &[Goal]) -> Result<Vec<GoalResult>, BadLinkSpec> {
+/// against it (against the probe of id `focus` alone when given: `run
+/// --test`); every missed goal also becomes a warning in the document.
+pub fn judge(
+    doc: &mut ResultDoc,
+    hints: &PathHints,
+    goals: &[Goal],
+    focus: Option<&str>,
+) -> Result<Vec<GoalResult>, BadLinkSpec> {
     let analysis = annotate(doc, hints)?;
-    let results: Vec<GoalResult> = evaluate(goals, doc, Some(&analysis));
+    let Some(id) = focus else { return Ok(hold_goals(doc, goals, Some(&analysis))) };
+    let mut only = ResultDoc::new(doc.started_at.clone());
+    only.probes = doc.probes.iter().filter(|p| p.id == id).cloned().collect();
+    let results = evaluate(goals, &only, None);
+    warn_missed(doc, &results);
+    Ok(results)
+}
+
+/// Holds `goals` against `doc` (its verdict when analysed, else its best
+/// probes); every missed goal also becomes a warning in the document.
+pub fn hold_goals(doc: &mut ResultDoc, goals: &[Goal], analysis: Option<&Analysis>) -> Vec<GoalResult> {
+    let results: Vec<GoalResult> = evaluate(goals, doc, analysis);
+    warn_missed(doc, &results);
+    results
+}
+
+/// A `goal_missed` warning in `doc` for every goal of `results` not met.
+fn warn_missed(doc: &mut ResultDoc, results: &[GoalResult]) {
     for g in results.iter().filter(|g| !g.met) {
         doc.warnings.push(Warning::new(WarningCode::GoalMissed, format!("goal {} missed", g.goal)));
     }
-    Ok(results)
 }
 
 #[cfg(test)]
@@ -417,6 +497,7 @@ mod tests {
             port: 5201,
             token: None,
             timeout: Duration::from_secs(5),
+            source: Default::default(),
             protocol: ProtocolChoice::Auto,
             session_per_test: false,
         };

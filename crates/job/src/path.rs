@@ -21,10 +21,19 @@ pub fn bus_under(path: &Path) -> Option<BusCeiling> {
 /// The link ceiling of `link` (`--link`) when given, else of the interface
 /// the route to HOST leaves through (`choose_nic` with that interface named).
 pub fn link_towards(host: &str, port: u16, link: Option<&LinkSpec>) -> LinkCeiling {
-    let route = headroom_net::resolve(host, port)
-        .ok()
-        .and_then(|a| a.first().copied())
-        .and_then(|peer| headroom_sys::route_interface(peer.ip()));
+    link_towards_from(host, port, link, &headroom_net::Source::default())
+}
+
+/// As [`link_towards`], from a chosen source: the interface of `--interface`,
+/// or the one owning the `--bind` address, rather than the routing table's.
+pub fn link_towards_from(host: &str, port: u16, link: Option<&LinkSpec>, source: &headroom_net::Source) -> LinkCeiling {
+    let chosen = source.interface.clone().or_else(|| source.bind.and_then(headroom_sys::interface_with_address));
+    let route = chosen.or_else(|| {
+        headroom_net::resolve(host, port)
+            .ok()
+            .and_then(|a| a.first().copied())
+            .and_then(|peer| headroom_sys::route_interface(peer.ip()))
+    });
     let nics = if route.is_some() { headroom_sys::nics(&headroom_sys::SysRoot::live()) } else { Vec::new() };
     LinkCeiling::of_path(link, route.as_deref().and_then(|name| choose_nic(&nics, Some(name))))
 }

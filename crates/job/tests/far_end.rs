@@ -4,7 +4,11 @@
 
 use headroom_disk::{test_def, DiskRequest, DiskTarget, RunSettings, Rw};
 use headroom_job::ServedProbes;
-use headroom_net::{Endpoint, RemoteEngine, Server, ServerConfig, ServerHandle};
+use headroom_net::wire::TrafficDirection;
+use headroom_net::{
+    Endpoint, NetRequest, NetServer, NetTest, ProtocolChoice, RemoteEngine, Server, ServerConfig, ServerHandle,
+    ThroughputSpec,
+};
 use headroom_result::details::cpu_load_key;
 use headroom_result::Side;
 use headroom_runner::{EngineKind, LiveSample, Plan, PrepareEvent, ProbeError, ProbeRequest, ProbeRun, Runner, Sink};
@@ -20,7 +24,13 @@ fn serve(allowed: &[PathBuf], max_duration: Duration) -> ServerHandle {
 }
 
 fn endpoint(server: &ServerHandle) -> Endpoint {
-    Endpoint { host: "127.0.0.1".into(), port: server.addr.port(), token: None, timeout: Duration::from_secs(5) }
+    Endpoint {
+        host: "127.0.0.1".into(),
+        port: server.addr.port(),
+        token: None,
+        timeout: Duration::from_secs(5),
+        source: Default::default(),
+    }
 }
 
 fn read_test(dir: &Path, time: Duration) -> ProbeRequest {
@@ -166,17 +176,65 @@ fn probes_longer_than_the_servers_limit_are_refused() {
     assert!(refusal(&run).contains("--max-duration"), "{}", refusal(&run));
 }
 
-#[test]
-fn network_probes_are_not_run_for_a_client() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = serve(&[dir.path().to_path_buf()], Duration::from_secs(60));
-    let at = endpoint(&server);
-    let mut request = read_test(dir.path(), Duration::from_millis(300));
-    request.engine = EngineKind::Net;
+/// A network test from the server towards `target` (127.0.0.1:PORT or a name).
+fn net_test(host: &str, port: u16) -> ProbeRequest {
+    let spec = ThroughputSpec {
+        direction: TrafficDirection::Upload,
+        streams: 1,
+        duration: Duration::from_millis(500),
+        bytes: None,
+        len: headroom_net::DEFAULT_TCP_LEN,
+        udp_rate: None,
+        rtt_under_load: false,
+        window: None,
+        sample_interval: None,
+    };
+    let server = NetServer {
+        host: host.into(),
+        port,
+        token: None,
+        timeout: Duration::from_secs(5),
+        source: Default::default(),
+        protocol: ProtocolChoice::Headroom,
+        session_per_test: false,
+    };
+    NetRequest { server, test: NetTest::Throughput(spec) }.to_request()
+}
+
+fn run_net(at: &Endpoint, request: ProbeRequest) -> ProbeRun {
     let plan = Plan::new(vec![request]).placed_at(&at.display());
-    let mut runner = Runner::new().with(RemoteEngine::new(EngineKind::Net, at));
-    let runs = runner.run_all(&plan, &AtomicBool::new(false), &mut []);
-    assert!(matches!(runs[0].error(), Some(ProbeError::Unsupported(_))), "{:?}", runs[0].error());
+    let mut runner = Runner::new().with(RemoteEngine::new(EngineKind::Net, at.clone()));
+    runner.run_all(&plan, &AtomicBool::new(false), &mut []).remove(0)
+}
+
+#[test]
+fn network_probes_need_allow_net_to_and_go_only_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = Server::bind(ServerConfig::loopback(0)).expect("bind").spawn();
+    let port = target.addr.port();
+    // Without --allow-net-to: refused, saying how to allow it.
+    let server = serve(&[dir.path().to_path_buf()], Duration::from_secs(60));
+    let run = run_net(&endpoint(&server), net_test("127.0.0.1", port));
+    assert!(matches!(run.error(), Some(ProbeError::Refused(_))), "{:?}", run.error());
+    assert!(refusal(&run).contains("--allow-net-to ADDR|CIDR"), "{}", refusal(&run));
+    // Allowed elsewhere only: refused, naming the allowed networks.
+    let allow = |nets: &[&str]| {
+        let nets = nets.iter().map(|n| headroom_job::parse_allowed_net(n).unwrap()).collect();
+        let probes = ServedProbes::new(&[]).unwrap().allowing_net_to(nets);
+        let cfg = ServerConfig { probes: Some(Arc::new(probes)), ..ServerConfig::loopback(0) };
+        Server::bind(cfg).expect("bind").spawn()
+    };
+    let elsewhere = allow(&["192.0.2.0/24"]);
+    let run = run_net(&endpoint(&elsewhere), net_test("127.0.0.1", port));
+    assert!(refusal(&run).contains("outside every --allow-net-to") && refusal(&run).contains("192.0.2.0/24"));
+    // Allowed: the agent measures towards the target and the probe comes back from it.
+    let agent = allow(&["127.0.0.1"]);
+    let run = run_net(&endpoint(&agent), net_test("127.0.0.1", port));
+    let probe = run.probe().unwrap_or_else(|| panic!("{:?}", run.error()));
+    assert!(probe.ran_remotely() && probe.summary.bytes_per_sec > 0.0, "{probe:?}");
+    // A name is not checked against addresses: the client resolves it first.
+    let run = run_net(&endpoint(&agent), net_test("localhost", port));
+    assert!(refusal(&run).contains("by address"), "{}", refusal(&run));
 }
 
 #[test]

@@ -5,7 +5,9 @@
 //! Used only by tests, benches and scripts; never by the headroom binary.
 
 pub mod blockdev;
+pub mod chromium;
 pub mod cpu;
+pub mod nas;
 pub mod netns;
 
 /// Whether this process runs as root (namespaces, loop devices and cgroups need it).

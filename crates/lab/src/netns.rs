@@ -32,6 +32,12 @@ impl Netns {
         ip(&["netns", "add", &name])?;
         let ns = Netns { name };
         ns.exec("ip", &["link", "set", "lo", "up"])?;
+        // A new namespace takes the host's congestion control. Under BBR a
+        // sender paces from kernel timers, work not charged to its process, so
+        // a CPU quota on it holds it back far less than under cubic; the lab
+        // pins cubic (Linux's default) so its figures do not depend on how the
+        // host was tuned. Per namespace since Linux 4.15: the host is untouched.
+        ns.exec("sysctl", &["-qw", "net.ipv4.tcp_congestion_control=cubic"])?;
         Ok(ns)
     }
 
@@ -105,6 +111,44 @@ impl Drop for ChildGuard {
     }
 }
 
+/// `tbf rate <rate_bits>bit` on each (namespace, device).
+fn shape_ends(ends: &[(&Netns, &String)], rate_bits: u64) -> io::Result<()> {
+    // Burst: at least a few 64 KiB GSO super-packets, and ~4 ms at the rate.
+    let burst = (rate_bits / 8 / 250).max(256 * 1024);
+    for (ns, dev) in ends {
+        ns.exec(
+            "tc",
+            &[
+                "qdisc",
+                "replace",
+                "dev",
+                dev,
+                "root",
+                "tbf",
+                "rate",
+                &format!("{rate_bits}bit"),
+                "burst",
+                &burst.to_string(),
+                "latency",
+                "20ms",
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// A second veth pair of a [`TwoHosts`] (removed with its namespaces).
+pub struct SecondLink {
+    /// Its device in `a`.
+    pub dev_a: String,
+    /// Its device in `b`.
+    pub dev_b: String,
+    /// `a`'s address on it.
+    pub addr_a: Ipv4Addr,
+    /// `b`'s address on it.
+    pub addr_b: Ipv4Addr,
+}
+
 /// Two namespaces joined by one veth pair: `a` (198.18.x.1) and `b` (198.18.x.2).
 pub struct TwoHosts {
     /// The first namespace.
@@ -144,33 +188,136 @@ impl TwoHosts {
     /// Shapes both directions with `tbf rate <rate_bits>bit`. tbf counts the
     /// frame from the MAC header on; see headroom_limits::tbf_tcp_goodput_bits.
     pub fn shape(&self, rate_bits: u64) -> io::Result<()> {
-        // Burst: at least a few 64 KiB GSO super-packets, and ~4 ms at the rate.
-        let burst = (rate_bits / 8 / 250).max(256 * 1024);
-        for (ns, dev) in [(&self.a, &self.dev_a), (&self.b, &self.dev_b)] {
-            ns.exec(
-                "tc",
-                &[
-                    "qdisc",
-                    "replace",
-                    "dev",
-                    dev,
-                    "root",
-                    "tbf",
-                    "rate",
-                    &format!("{rate_bits}bit"),
-                    "burst",
-                    &burst.to_string(),
-                    "latency",
-                    "20ms",
-                ],
-            )?;
+        shape_ends(&[(&self.a, &self.dev_a), (&self.b, &self.dev_b)], rate_bits)
+    }
+
+    /// A second veth pair between the same two namespaces (198.19.x.1 in
+    /// `a`, 198.19.x.2 in `b`): two NICs of one host towards one target.
+    pub fn second_link(&self) -> io::Result<SecondLink> {
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let dev_a = format!("hw{}a{n}", std::process::id() % 100_000);
+        let dev_b = format!("hw{}b{n}", std::process::id() % 100_000);
+        ip(&[
+            "link",
+            "add",
+            &dev_a,
+            "netns",
+            &self.a.name,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &dev_b,
+            "netns",
+            &self.b.name,
+        ])?;
+        let third = (n % 250) as u8 + 1;
+        let addr_a = Ipv4Addr::new(198, 19, third, 1);
+        let addr_b = Ipv4Addr::new(198, 19, third, 2);
+        for (ns, dev, addr) in [(&self.a, &dev_a, addr_a), (&self.b, &dev_b, addr_b)] {
+            ns.exec("ip", &["addr", "add", &format!("{addr}/24"), "dev", dev])?;
+            ns.exec("ip", &["link", "set", dev, "up"])?;
         }
-        Ok(())
+        Ok(SecondLink { dev_a, dev_b, addr_a, addr_b })
+    }
+
+    /// Shapes the second link both ways, as [`TwoHosts::shape`] the first.
+    pub fn shape_second(&self, link: &SecondLink, rate_bits: u64) -> io::Result<()> {
+        shape_ends(&[(&self.a, &link.dev_a), (&self.b, &link.dev_b)], rate_bits)
     }
 
     /// Cuts the link: both veth ends down.
     pub fn cut(&self) -> io::Result<()> {
         self.a.exec("ip", &["link", "set", &self.dev_a, "down"])?;
         self.b.exec("ip", &["link", "set", &self.dev_b, "down"]).map(|_| ())
+    }
+}
+
+/// Several hosts and one server on one switch: `leaves` namespaces
+/// (198.18.x.11, .12, ...) and a `server` namespace (198.18.x.1), each
+/// joined by a veth pair to a bridge in a `switch` namespace. The switch's
+/// port towards the server is the one link they share: [`Star::shape`] puts
+/// tbf on it, both ways, so it is the ceiling of their sum.
+pub struct Star {
+    /// The hosts (a fleet's agents).
+    pub leaves: Vec<Netns>,
+    /// Their addresses, in order.
+    pub leaf_addrs: Vec<Ipv4Addr>,
+    /// The server's namespace.
+    pub server: Netns,
+    /// The server's address.
+    pub server_addr: Ipv4Addr,
+    /// The bridge's namespace (deleted last: it holds the other ends); the
+    /// bridge itself has `switch_addr`, so a client there reaches every host
+    /// without crossing the server's link.
+    pub switch: Netns,
+    /// The bridge's address, inside `switch`.
+    pub switch_addr: Ipv4Addr,
+    /// The server's veth device (inside `server`).
+    dev_server: String,
+    /// The switch's port towards the server (inside `switch`).
+    dev_uplink: String,
+}
+
+impl Star {
+    /// `leaves` hosts and one server behind a bridge, MTU 1500.
+    pub fn new(leaves: usize) -> io::Result<Star> {
+        let switch = Netns::new("sw")?;
+        let server = Netns::new("srv")?;
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let tag = format!("{}{n}", std::process::id() % 100_000);
+        let bridge = format!("hb{tag}");
+        switch.exec("ip", &["link", "add", &bridge, "type", "bridge"])?;
+        switch.exec("ip", &["link", "set", &bridge, "up"])?;
+        let third = (n % 250) as u8 + 1;
+        let switch_addr = Ipv4Addr::new(198, 18, third, 2);
+        switch.exec("ip", &["addr", "add", &format!("{switch_addr}/24"), "dev", &bridge])?;
+        let plug = |ns: &Netns, inside: &str, port: &str, addr: Ipv4Addr| -> io::Result<()> {
+            ip(&[
+                "link",
+                "add",
+                inside,
+                "netns",
+                &ns.name,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                port,
+                "netns",
+                &switch.name,
+            ])?;
+            ns.exec("ip", &["addr", "add", &format!("{addr}/24"), "dev", inside])?;
+            ns.exec("ip", &["link", "set", inside, "up"])?;
+            switch.exec("ip", &["link", "set", port, "master", &bridge])?;
+            switch.exec("ip", &["link", "set", port, "up"]).map(|_| ())
+        };
+        let server_addr = Ipv4Addr::new(198, 18, third, 1);
+        let (dev_server, dev_uplink) = (format!("hs{tag}"), format!("hu{tag}"));
+        plug(&server, &dev_server, &dev_uplink, server_addr)?;
+        let (mut leaves_ns, mut leaf_addrs) = (Vec::new(), Vec::new());
+        for i in 0..leaves {
+            let leaf = Netns::new(&format!("l{i}"))?;
+            let addr = Ipv4Addr::new(198, 18, third, 11 + i as u8);
+            plug(&leaf, &format!("hl{tag}{i}"), &format!("hp{tag}{i}"), addr)?;
+            leaves_ns.push(leaf);
+            leaf_addrs.push(addr);
+        }
+        let star =
+            Star { leaves: leaves_ns, leaf_addrs, server, server_addr, switch, switch_addr, dev_server, dev_uplink };
+        Ok(star)
+    }
+
+    /// Shapes the server's link both ways with `tbf rate <rate_bits>bit`
+    /// (see [`TwoHosts::shape`] for what tbf counts).
+    pub fn shape(&self, rate_bits: u64) -> io::Result<()> {
+        let burst = (rate_bits / 8 / 250).max(256 * 1024);
+        for (ns, dev) in [(&self.switch, &self.dev_uplink), (&self.server, &self.dev_server)] {
+            let (rate, burst) = (format!("{rate_bits}bit"), burst.to_string());
+            let args =
+                ["qdisc", "replace", "dev", dev, "root", "tbf", "rate", &rate, "burst", &burst, "latency", "20ms"];
+            ns.exec("tc", &args)?;
+        }
+        Ok(())
     }
 }

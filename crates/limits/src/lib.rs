@@ -8,12 +8,16 @@
 //! - [`framing`]: Ethernet frame overhead: TCP, UDP and iSCSI goodput per MTU,
 //!   VLAN tags and IP version; serialization delay of a frame.
 //! - [`shaper`]: what a Linux `tbf` shaper lets through, for the test lab.
+//! - [`protocol`]: what NFS, iSCSI, NBD and SMB headers leave of a TCP stream.
+//! - [`switching`]: one frame's delay across switches, store-and-forward or cut-through.
 //!
 //! Knows nothing of measurements, probes or output.
 
 pub mod catalog;
 pub mod framing;
+pub mod protocol;
 pub mod shaper;
+pub mod switching;
 
 pub use catalog::{catalog, ethernet_by_speed_mbps, lookup, pcie_link, Family, Link, UnknownLink};
 pub use framing::{Framing, FramingError, IpVersion};

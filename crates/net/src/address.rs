@@ -3,7 +3,7 @@
 //! first address that answers. Knows no protocol.
 
 use crate::error::NetError;
-use crate::socket::{connect_addr, connect_error};
+use crate::socket::{connect_addr, connect_error, SocketSetup, Source};
 use std::io;
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
@@ -19,6 +19,8 @@ pub struct Endpoint {
     pub token: Option<String>,
     /// Connect timeout, and how long a stalled stream or silent server is tolerated.
     pub timeout: Duration,
+    /// Where this end's sockets leave from (`--bind`, `--interface`).
+    pub source: Source,
 }
 
 impl Endpoint {
@@ -26,7 +28,7 @@ impl Endpoint {
     /// defaulting to [`crate::DEFAULT_PORT`]; the error says what is wrong.
     pub fn parse(spec: &str, token: Option<String>, timeout: Duration) -> Result<Endpoint, String> {
         let (host, port) = split_host_port(spec)?;
-        Ok(Endpoint { host, port: port.unwrap_or(crate::DEFAULT_PORT), token, timeout })
+        Ok(Endpoint { host, port: port.unwrap_or(crate::DEFAULT_PORT), token, timeout, source: Source::default() })
     }
 
     /// `host:port`, with brackets around an IPv6 address.
@@ -44,7 +46,7 @@ pub fn connect(endpoint: &Endpoint) -> Result<(TcpStream, SocketAddr), NetError>
     let addrs = resolve(&endpoint.host, endpoint.port)?;
     let mut last = None;
     for addr in addrs {
-        match connect_addr(&addr, endpoint.timeout) {
+        match connect_addr(&addr, endpoint.timeout, &SocketSetup::from(&endpoint.source)) {
             Ok(s) => return Ok((s, addr)),
             Err(e) => last = Some((addr, e)),
         }

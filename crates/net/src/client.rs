@@ -7,7 +7,7 @@
 use crate::address::{connect, Endpoint};
 use crate::datapath;
 use crate::error::NetError;
-use crate::socket::{connect_to_server, udp_connected};
+use crate::socket::{connect_to_server, udp_connected, SocketSetup, Source};
 use crate::stats::LatencyRecorder;
 use crate::wire::{self, Hello, Reply, Request};
 use headroom_result::Sample;
@@ -25,8 +25,12 @@ pub struct RrResult {
     pub duration_s: f64,
     /// Every round trip time.
     pub rtt: LatencyRecorder,
-    /// One sample per second: round trips done and their mean time.
+    /// One sample per `sample_interval`: round trips per second and their mean time.
     pub samples: Vec<Sample>,
+    /// Length of each sample (the duration's twentieth, 100 ms to 1 s).
+    pub sample_interval: Duration,
+    /// Where the connection left from (`--bind`, `--interface`).
+    pub source: Option<String>,
 }
 
 /// UDP echo round trips.
@@ -42,6 +46,8 @@ pub struct EchoResult {
     pub rtt: LatencyRecorder,
     /// RFC 3550 jitter over successive RTTs, seconds.
     pub jitter_s: f64,
+    /// Where the datagrams left from (`--bind`, `--interface`).
+    pub source: Option<String>,
 }
 
 /// An authenticated control connection to a headroom server.
@@ -59,8 +65,13 @@ pub struct Session {
     pub runs_probes: bool,
 }
 
-pub(crate) fn open_stream(peer: SocketAddr, timeout: Duration, hello: &Hello) -> Result<TcpStream, NetError> {
-    let mut s = connect_to_server(peer, timeout)?;
+pub(crate) fn open_stream(
+    peer: SocketAddr,
+    timeout: Duration,
+    setup: &SocketSetup,
+    hello: &Hello,
+) -> Result<TcpStream, NetError> {
+    let mut s = connect_to_server(peer, timeout, setup)?;
     greet(&mut s, hello)?;
     Ok(s)
 }
@@ -143,24 +154,78 @@ impl Session {
         stop: &AtomicBool,
         on_sample: &mut dyn FnMut(&Sample),
     ) -> Result<RrResult, NetError> {
-        rr_loop(self.peer, &self.key, size, duration, self.target.timeout, stop, on_sample)
+        rr_loop(&self.reach(), &self.key, size, duration, stop, on_sample)
     }
 
-    /// UDP echo round trips: `count` datagrams of `size` bytes, one every `interval`.
+    /// UDP echo round trips: `count` datagrams of `size` bytes, one every
+    /// `interval`; `on_each` sees every datagram's round trip (None: no answer).
     pub fn udp_echo(
         &self,
         count: u32,
         interval: Duration,
         size: usize,
         stop: &AtomicBool,
+        on_each: &mut dyn FnMut(u64, Option<Duration>),
     ) -> Result<EchoResult, NetError> {
         let key = self.key_bytes()?;
-        udp_echo(self.peer, &key, count, interval, size, self.target.timeout.min(Duration::from_secs(1)), stop)
+        let plan = EchoPlan { count, interval, size, wait: self.target.timeout.min(Duration::from_secs(1)) };
+        udp_echo(&self.reach(), &key, plan, stop, on_each)
+    }
+
+    /// The server's address as this session reached it.
+    pub(crate) fn reach(&self) -> Reach {
+        Reach { addr: self.peer, timeout: self.target.timeout, source: self.target.source.clone() }
+    }
+
+    /// Records a flushcheck run on the server (its `--flushcheck-dir`).
+    pub fn flush_begin(&mut self, run: &wire::FlushRun) -> Result<(), NetError> {
+        match self.request(&Request::FlushBegin { run: run.clone() })? {
+            Reply::FlushRecorded { .. } => Ok(()),
+            other => Err(flush_refusal(other)),
+        }
+    }
+
+    /// Reports one block the storage acknowledged; returns once the server
+    /// has it on its disk.
+    pub fn flush_ack(&mut self, run: &str, ack: wire::FlushAck) -> Result<(), NetError> {
+        match self.request(&Request::FlushAck { run: run.into(), ack })? {
+            Reply::FlushRecorded { seq } if seq == ack.seq => Ok(()),
+            other => Err(flush_refusal(other)),
+        }
+    }
+
+    /// The run and every block of it the server recorded, in offset order.
+    pub fn flush_list(&mut self, run: &str) -> Result<(wire::FlushRun, Vec<wire::FlushAck>), NetError> {
+        let (mut after, mut all) = (0u64, Vec::new());
+        loop {
+            match self.request(&Request::FlushList { run: run.into(), after })? {
+                Reply::FlushAcks { run: r, acks, more } => {
+                    // A page that does not move forward would loop for ever.
+                    let last = acks.last().map(|a| a.offset);
+                    if acks.windows(2).any(|w| w[0].offset >= w[1].offset) || last.is_some_and(|l| l <= after) {
+                        return Err(NetError::Protocol("the server's flushcheck list is out of order".into()));
+                    }
+                    all.extend(acks);
+                    match last {
+                        Some(l) if more => after = l,
+                        _ => return Ok((r, all)),
+                    }
+                }
+                other => return Err(flush_refusal(other)),
+            }
+        }
     }
 
     /// Says goodbye (the server frees the slot at once).
     pub fn close(mut self) {
         let _ = wire::write_frame(&mut self.control, &Request::Bye);
+    }
+}
+
+fn flush_refusal(reply: Reply) -> NetError {
+    match reply {
+        Reply::Refused { reason } => NetError::Refused(reason),
+        other => NetError::Protocol(format!("unexpected answer to a flushcheck request: {other:?}")),
     }
 }
 
@@ -182,8 +247,13 @@ fn answer_challenge(control: &mut TcpStream, target: &Endpoint, nonce: &str) -> 
 }
 
 /// Opens a UDP stream: a connected socket whose hello the server answered.
-pub(crate) fn udp_hello(peer: SocketAddr, key: &[u8; wire::KEY_LEN], timeout: Duration) -> Result<UdpSocket, NetError> {
-    let sock = udp_connected(peer)?;
+pub(crate) fn udp_hello(
+    peer: SocketAddr,
+    key: &[u8; wire::KEY_LEN],
+    timeout: Duration,
+    setup: &SocketSetup,
+) -> Result<UdpSocket, NetError> {
+    let sock = udp_connected(peer, setup)?;
     let mut hello = wire::UDP_DATA_TAG.to_vec();
     hello.extend_from_slice(key);
     sock.set_read_timeout(Some(Duration::from_millis(300)))?;
@@ -200,24 +270,43 @@ pub(crate) fn udp_hello(peer: SocketAddr, key: &[u8; wire::KEY_LEN], timeout: Du
     Err(NetError::Broken(format!("no answer to the UDP hello from {peer} (UDP blocked by a firewall?)")))
 }
 
+/// A server's address as this client reaches it: from where, how patiently.
+#[derive(Debug, Clone)]
+pub(crate) struct Reach {
+    pub addr: SocketAddr,
+    pub timeout: Duration,
+    pub source: Source,
+}
+
+/// A UDP echo series: `count` datagrams of `size` bytes, one every
+/// `interval`, each answer awaited at most `wait`.
+#[derive(Debug, Clone, Copy)]
+pub struct EchoPlan {
+    pub count: u32,
+    pub interval: Duration,
+    pub size: usize,
+    pub wait: Duration,
+}
+
 pub(crate) fn rr_loop(
-    peer: SocketAddr,
+    reach: &Reach,
     key: &str,
     size: usize,
     duration: Duration,
-    timeout: Duration,
     stop: &AtomicBool,
     on_sample: &mut dyn FnMut(&Sample),
 ) -> Result<RrResult, NetError> {
     let size = size.clamp(1, wire::MAX_RR_SIZE as usize);
-    let mut s = open_stream(peer, timeout, &Hello::Rr { session: key.into(), size: size as u32 })?;
+    let hello = Hello::Rr { session: key.into(), size: size as u32 };
+    let mut s = open_stream(reach.addr, reach.timeout, &SocketSetup::from(&reach.source), &hello)?;
     s.set_nodelay(true)?;
-    s.set_read_timeout(Some(timeout))?;
+    s.set_read_timeout(Some(reach.timeout))?;
     let mut buf = datapath::payload(size);
     let mut rtt = LatencyRecorder::default();
     let start = Instant::now();
     let mut samples = Vec::new();
-    let (mut tick_ops, mut tick_sum, mut next) = (0u64, 0f64, Duration::from_secs(1));
+    let every = headroom_runner::sample_interval_for(duration);
+    let (mut tick_ops, mut tick_sum, mut next, mut last) = (0u64, 0f64, every, Duration::ZERO);
     while start.elapsed() < duration && !stop.load(Ordering::Relaxed) {
         let t0 = Instant::now();
         if let Err(e) = s.write_all(&buf).and_then(|_| s.read_exact(&mut buf)) {
@@ -230,11 +319,12 @@ pub(crate) fn rr_loop(
         rtt.record(d);
         tick_ops += 1;
         tick_sum += d.as_nanos() as f64;
-        if start.elapsed() >= next {
+        let now = start.elapsed();
+        if now >= next {
             let sample = Sample {
-                t_s: start.elapsed().as_secs_f64(),
+                t_s: now.as_secs_f64(),
                 bytes_per_sec: 0.0,
-                iops: Some(tick_ops as f64),
+                iops: Some(tick_ops as f64 / (now - last).as_secs_f64().max(1e-9)),
                 latency_ns_mean: Some(tick_sum / tick_ops as f64),
                 latency_ns_p99: None,
             };
@@ -242,28 +332,36 @@ pub(crate) fn rr_loop(
             samples.push(sample);
             tick_ops = 0;
             tick_sum = 0.0;
-            next += Duration::from_secs(1);
+            last = now;
+            next += every;
         }
     }
-    Ok(RrResult { size, duration_s: start.elapsed().as_secs_f64(), rtt, samples })
+    Ok(RrResult {
+        size,
+        duration_s: start.elapsed().as_secs_f64(),
+        rtt,
+        samples,
+        sample_interval: every,
+        source: reach.source.describe(),
+    })
 }
 
 fn udp_echo(
-    peer: SocketAddr,
+    reach: &Reach,
     key: &[u8; wire::KEY_LEN],
-    count: u32,
-    interval: Duration,
-    size: usize,
-    wait: Duration,
+    plan: EchoPlan,
     stop: &AtomicBool,
+    on_each: &mut dyn FnMut(u64, Option<Duration>),
 ) -> Result<EchoResult, NetError> {
-    let sock = udp_connected(peer)?;
+    let peer = reach.addr;
+    let sock = udp_connected(peer, &SocketSetup::from(&reach.source))?;
+    let EchoPlan { count, interval, size, wait } = plan;
     let size = size.clamp(4 + wire::KEY_LEN + 8, 1400);
     let mut msg = vec![0u8; size];
     msg[..4].copy_from_slice(wire::UDP_ECHO_TAG);
     msg[4..20].copy_from_slice(key);
     let mut buf = vec![0u8; 2048];
-    let mut out = EchoResult::default();
+    let mut out = EchoResult { source: reach.source.describe(), ..Default::default() };
     let mut prev_rtt: Option<f64> = None;
     let start = Instant::now();
     for seq in 1..=u64::from(count) {
@@ -276,6 +374,7 @@ fn udp_echo(
             return Err(NetError::Broken(format!("UDP echo: {e}")));
         }
         out.sent += 1;
+        let mut answered = None;
         let deadline = sent_at + wait;
         loop {
             let left = match deadline.checked_duration_since(Instant::now()) {
@@ -293,6 +392,7 @@ fn udp_echo(
                         out.jitter_s += ((r - p).abs() - out.jitter_s) / 16.0;
                     }
                     prev_rtt = Some(r);
+                    answered = Some(rtt);
                     break;
                 }
                 Ok(_) => continue, // a late answer to an earlier datagram
@@ -304,6 +404,7 @@ fn udp_echo(
                 Err(_) => break,
             }
         }
+        on_each(seq, answered);
         if let Some(pause) = interval.checked_sub(sent_at.elapsed()) {
             std::thread::sleep(pause);
         }

@@ -213,6 +213,14 @@ impl Sampler {
     }
 }
 
+/// Applies the asked socket buffer and reads what the kernel granted; None
+/// when none was asked (TCP autotunes its buffers during the test then).
+fn granted_buffers(sock: &impl std::os::fd::AsFd, window: Option<u32>) -> Option<headroom_result::BufferPair> {
+    window?;
+    let _ = crate::socket::set_window(sock, window);
+    crate::socket::buffers_of(sock)
+}
+
 /// Sums a set of counters.
 pub fn total(counters: &[std::sync::Arc<AtomicU64>]) -> u64 {
     counters.iter().map(|c| c.load(Ordering::Relaxed)).sum()
@@ -224,6 +232,8 @@ pub struct RunningStream {
     pub sending: bool,
     pub bytes: std::sync::Arc<AtomicU64>,
     pub packets: std::sync::Arc<AtomicU64>,
+    /// The socket buffers the kernel granted, read when the stream started.
+    pub buffers: Option<headroom_result::BufferPair>,
     tcp: Option<TcpStream>,
     handle: Option<std::thread::JoinHandle<Option<UdpRecvStats>>>,
 }
@@ -237,6 +247,7 @@ pub struct StreamOutcome {
     pub packets: u64,
     pub tcp_info: Option<crate::tcpinfo::TcpInfo>,
     pub udp: Option<UdpRecvStats>,
+    pub buffers: Option<headroom_result::BufferPair>,
 }
 
 /// A set of data streams running in their own threads, stopped together.
@@ -261,6 +272,9 @@ pub struct StreamParams {
     pub stall: Duration,
     /// UDP: rate per sending stream, bits/s.
     pub udp_rate: f64,
+    /// Socket buffer asked for every stream, bytes (the client's were set
+    /// before connecting; a server sets its own here).
+    pub window: Option<u32>,
 }
 
 impl StreamSet {
@@ -280,6 +294,7 @@ impl StreamSet {
         let buf = std::sync::Arc::new(payload(p.len.clamp(1, MAX_TCP_LEN)));
         for (i, (sock, sending)) in socks.into_iter().enumerate() {
             let _ = sock.set_nodelay(false);
+            let buffers = granted_buffers(&sock, p.window);
             let bytes = std::sync::Arc::new(AtomicU64::new(0));
             let (b, stop, err, fin, buf2) = (
                 bytes.clone(),
@@ -311,6 +326,7 @@ impl StreamSet {
                 sending,
                 bytes,
                 packets: Default::default(),
+                buffers,
                 tcp: clone,
                 handle: Some(handle),
             });
@@ -322,6 +338,7 @@ impl StreamSet {
     pub fn start_udp(socks: Vec<(UdpSocket, bool)>, header: UdpHeader, p: StreamParams) -> Self {
         let mut set = Self::empty();
         for (i, (sock, sending)) in socks.into_iter().enumerate() {
+            let buffers = granted_buffers(&sock, p.window);
             let bytes = std::sync::Arc::new(AtomicU64::new(0));
             let packets = std::sync::Arc::new(AtomicU64::new(0));
             let (b, pk, stop, err, fin) = (
@@ -350,6 +367,7 @@ impl StreamSet {
                 sending,
                 bytes,
                 packets,
+                buffers,
                 tcp: None,
                 handle: Some(handle),
             });
@@ -417,6 +435,7 @@ impl StreamSet {
                 packets: s.packets.load(Ordering::Relaxed),
                 tcp_info: info,
                 udp,
+                buffers: s.buffers,
             });
         }
         out

@@ -134,6 +134,8 @@ pub struct Params {
     pub udp_counters_64bit: bool,
     /// The client wants the server's output.
     pub get_server_output: bool,
+    /// -w: socket buffer of each stream, bytes (both ends).
+    pub window: Option<u32>,
 }
 
 impl Default for Params {
@@ -150,6 +152,7 @@ impl Default for Params {
             bandwidth: 1_000_000,
             udp_counters_64bit: false,
             get_server_output: false,
+            window: None,
         }
     }
 }
@@ -177,6 +180,9 @@ impl Params {
         m.insert("len".into(), json!(self.len));
         if self.udp {
             m.insert("bandwidth".into(), json!(self.bandwidth));
+        }
+        if let Some(w) = self.window {
+            m.insert("window".into(), json!(w));
         }
         m.insert("pacing_timer".into(), json!(1000));
         if self.udp_counters_64bit {
@@ -228,6 +234,11 @@ impl Params {
         }
         p.udp_counters_64bit = num("udp_counters_64bit").is_some_and(|v| v != 0);
         p.get_server_output = num("get_server_output").is_some_and(|v| v != 0);
+        p.window = match obj.get("window").and_then(Value::as_i64) {
+            None | Some(0) => None,
+            Some(w) if (1..=i64::from(crate::socket::MAX_WINDOW)).contains(&w) => Some(w as u32),
+            Some(w) => return Err(format!("socket buffer (window) of {w} bytes out of range (1 to 1 GiB)")),
+        };
         Ok(p)
     }
 
@@ -387,6 +398,12 @@ mod tests {
         assert!(!p.reverse, "a number is not a boolean, as in stock iperf3");
         assert_eq!(p.parallel, 4);
         assert!(Params::from_json(&json!({"parallel": 10000})).unwrap_err().contains("at most 128"));
+        assert_eq!(Params::from_json(&json!({"window": 131072})).unwrap().window, Some(131072));
+        assert_eq!(Params::from_json(&json!({"window": 0})).unwrap().window, None, "0: the kernel's default");
+        for bad in [json!({"window": -1}), json!({"window": 1u64 << 40})] {
+            assert!(Params::from_json(&bad).unwrap_err().contains("window"), "{bad}");
+        }
+        assert_eq!(Params { window: Some(4096), ..Default::default() }.to_json()["window"], 4096);
         let huge = Params::from_json(&json!({"blockcount": u64::MAX, "len": 1000})).unwrap();
         assert_eq!(huge.bytes_per_stream(), Some(u64::MAX), "-k times the block length saturates");
         let round = Params::from_json(&Params { reverse: true, parallel: 3, ..Default::default() }.to_json()).unwrap();

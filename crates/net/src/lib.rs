@@ -10,7 +10,8 @@
 //! - `headroom ping`: [`tcp_connect_series`], [`connect_once`];
 //! - the server: [`Server`], [`ServerConfig`], [`check_bind_policy`]
 //!   (`server/`: accept loop, admission, headroom side, iperf3 side, UDP,
-//!   and the far end's probes a [`ProbeHost`] runs for clients);
+//!   the far end's probes a [`ProbeHost`] runs for clients, and the
+//!   flushcheck listener keeping runs in a [`FlushLedger`]);
 //! - remote probes from the near end: [`RemoteEngine`] (a Runner engine whose
 //!   probes run on a `headroom serve`), [`remote_inventory`];
 //! - what was measured as `headroom_result::Probe`s: [`throughput_probe`],
@@ -52,9 +53,9 @@ pub use ping::{connect_once, tcp_connect_series, ConnectResult};
 pub use probe::{connect_probe, echo_probe, rr_probe, throughput_id, throughput_probe};
 pub use probe_engine::{probe_error, NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice};
 pub use process_cpu::CpuUse;
-pub use remote::{remote_inventory, FarCpuWatch, RemoteEngine};
-pub use server::{check_bind_policy, ProbeHost, Server, ServerConfig, ServerHandle, MAX_PLAN};
-pub use socket::{DEFAULT_TCP_LEN, DEFAULT_UDP_LEN};
+pub use remote::{remote_inventory, ClockReading, FarCpuWatch, RemoteEngine, RunStep};
+pub use server::{check_bind_policy, FlushLedger, ProbeHost, Server, ServerConfig, ServerHandle, MAX_PLAN};
+pub use socket::{Source, DEFAULT_TCP_LEN, DEFAULT_UDP_LEN, MAX_WINDOW};
 pub use stats::{LatencyRecorder, UdpRecvStats, UdpRecvSummary};
 pub use tcpinfo::TcpInfo;
 pub use throughput::iperf3::throughput as iperf3_throughput;

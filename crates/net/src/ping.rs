@@ -2,9 +2,11 @@
 //! Each connection is closed with RST (SO_LINGER 0) so no TIME_WAIT piles up
 //! on either side and the service sees no request.
 
+use crate::address::Endpoint;
 use crate::error::NetError;
+use crate::socket::Source;
 use crate::stats::LatencyRecorder;
-use socket2::{Domain, Socket, Type};
+use socket2::Type;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -24,11 +26,13 @@ pub struct ConnectResult {
     pub series: Vec<Option<Duration>>,
     /// The last failure, for the warning.
     pub last_error: Option<String>,
+    /// Where the connections left from (`--bind`, `--interface`).
+    pub source: Option<String>,
 }
 
-/// One handshake: connect, then reset. Returns the time connect() took.
-pub fn connect_once(addr: SocketAddr, timeout: Duration) -> std::io::Result<Duration> {
-    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+/// One handshake from `source`: connect, then reset. Returns the time connect() took.
+pub fn connect_once(addr: SocketAddr, timeout: Duration, source: &Source) -> std::io::Result<Duration> {
+    let sock = crate::socket::SocketSetup::from(source).socket(&addr, Type::STREAM)?;
     sock.set_linger(Some(Duration::ZERO))?;
     let t0 = Instant::now();
     sock.connect_timeout(&addr.into(), timeout)?;
@@ -37,24 +41,25 @@ pub fn connect_once(addr: SocketAddr, timeout: Duration) -> std::io::Result<Dura
     Ok(rtt)
 }
 
-/// `count` handshakes, one every `interval`; `on_each` sees every attempt.
+/// `count` handshakes to `addr` (an address of `target`), one every
+/// `interval`; `on_each` sees every attempt.
 pub fn tcp_connect_series(
     addr: SocketAddr,
-    display: &str,
+    target: &Endpoint,
     count: u32,
     interval: Duration,
-    timeout: Duration,
     stop: &AtomicBool,
     on_each: &mut dyn FnMut(u32, Result<Duration, &std::io::Error>),
 ) -> Result<ConnectResult, NetError> {
-    let mut out = ConnectResult { peer: display.to_string(), ..Default::default() };
+    let mut out = ConnectResult { peer: target.display(), source: target.source.describe(), ..Default::default() };
+    let timeout = target.timeout;
     for i in 0..count {
         if stop.load(Ordering::Relaxed) {
             break;
         }
         let t0 = Instant::now();
         out.attempts += 1;
-        match connect_once(addr, timeout) {
+        match connect_once(addr, timeout, &target.source) {
             Ok(d) => {
                 out.rtt.record(d);
                 out.series.push(Some(d));

@@ -8,7 +8,8 @@ use crate::ping::ConnectResult;
 use crate::stats::LatencyRecorder;
 use crate::tcpinfo::{self, TcpInfo};
 use crate::throughput::ThroughputResult;
-use headroom_result::{Histogram, NetSpec, PingSpec, Probe, ProbeSpec, Sample, Summary, Warning};
+use headroom_result::{Histogram, NetSpec, PingSpec, Probe, ProbeSpec, Sample, SocketBuffers, Summary, Warning};
+use headroom_units::format_size;
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -64,15 +65,25 @@ pub fn throughput_probe(r: &ThroughputResult) -> Probe {
             peer: r.peer.clone(),
             rate_bits_per_sec: r.rate_bits,
             bytes: r.fixed_bytes,
+            source: r.source.clone(),
+            socket_buffers: r.window.map(|asked| SocketBuffers {
+                asked: u64::from(asked),
+                local: r.buffers_local,
+                remote: r.buffers_remote,
+            }),
         }),
         Summary {
             bytes_per_sec: r.bytes_per_sec(),
             duration_s: r.duration_s,
             bytes: Some(r.upload_bytes + r.download_bytes),
+            sample_interval_s: Some(r.sample_interval.as_secs_f64()),
             ..Default::default()
         },
     );
     p.samples = r.samples.clone();
+    if let Some(w) = buffer_cap_warning(r) {
+        p.warnings.push(w);
+    }
     let d = &mut p.details;
     d.insert("upload_bytes".into(), json!(r.upload_bytes));
     d.insert("download_bytes".into(), json!(r.download_bytes));
@@ -121,6 +132,30 @@ pub fn throughput_probe(r: &ThroughputResult) -> Probe {
     p
 }
 
+/// A kernel that granted less socket buffer than `--window` asked: capped
+/// by net.core.wmem_max / rmem_max (the sysctl to raise is named).
+fn buffer_cap_warning(r: &ThroughputResult) -> Option<Warning> {
+    let asked = u64::from(r.window?);
+    let capped: Vec<String> = [("this machine", r.buffers_local), ("the server", r.buffers_remote)]
+        .into_iter()
+        .filter_map(|(end, b)| {
+            let b = b.filter(|b| b.capped_below(asked))?;
+            Some(format!("{end} granted {} send / {} receive", format_size(b.send / 2), format_size(b.recv / 2)))
+        })
+        .collect();
+    (!capped.is_empty()).then(|| {
+        Warning::new(
+            headroom_result::WarningCode::SocketBufferCapped,
+            format!(
+                "--window {} asked, but {}: the kernel caps it at net.core.wmem_max / rmem_max \
+                 (raise both there, e.g. sysctl -w net.core.rmem_max={asked} net.core.wmem_max={asked})",
+                format_size(asked),
+                capped.join(" and "),
+            ),
+        )
+    })
+}
+
 /// Request/response round trips as a probe (`rr`, or `rr` under load).
 pub fn rr_probe(r: &RrResult, protocol: &str, peer: &str) -> Probe {
     let ops = r.rtt.count();
@@ -132,8 +167,8 @@ pub fn rr_probe(r: &RrResult, protocol: &str, peer: &str) -> Probe {
             streams: 1,
             protocol: protocol.into(),
             peer: peer.into(),
-            rate_bits_per_sec: None,
-            bytes: None,
+            source: r.source.clone(),
+            ..Default::default()
         }),
         Summary {
             bytes_per_sec: 0.0,
@@ -141,6 +176,7 @@ pub fn rr_probe(r: &RrResult, protocol: &str, peer: &str) -> Probe {
             latency_ns: r.rtt.latency(),
             duration_s: r.duration_s,
             ops: Some(ops),
+            sample_interval_s: Some(r.sample_interval.as_secs_f64()),
             ..Default::default()
         },
     );
@@ -154,7 +190,13 @@ pub fn echo_probe(r: &EchoResult, peer: &str, interval_ms: f64) -> Probe {
     let mut p = probe(
         "udp-echo".into(),
         "UDP echo".into(),
-        ProbeSpec::Ping(PingSpec { method: "udp_echo".into(), peer: peer.into(), count: r.sent as u32, interval_ms }),
+        ProbeSpec::Ping(PingSpec {
+            method: "udp_echo".into(),
+            peer: peer.into(),
+            count: r.sent as u32,
+            interval_ms,
+            source: r.source.clone(),
+        }),
         Summary {
             bytes_per_sec: 0.0,
             iops: None,
@@ -183,15 +225,21 @@ pub fn echo_probe(r: &EchoResult, peer: &str, interval_ms: f64) -> Probe {
 /// kind ping/method tcp_connect for `headroom ping`.
 pub fn connect_probe(r: &ConnectResult, as_ping: bool, protocol: &str, interval_ms: f64) -> Probe {
     let spec = if as_ping {
-        ProbeSpec::Ping(PingSpec { method: "tcp_connect".into(), peer: r.peer.clone(), count: r.attempts, interval_ms })
+        ProbeSpec::Ping(PingSpec {
+            method: "tcp_connect".into(),
+            peer: r.peer.clone(),
+            count: r.attempts,
+            interval_ms,
+            source: r.source.clone(),
+        })
     } else {
         ProbeSpec::Net(NetSpec {
             test: "connect".into(),
             streams: 1,
             protocol: protocol.into(),
             peer: r.peer.clone(),
-            rate_bits_per_sec: None,
-            bytes: None,
+            source: r.source.clone(),
+            ..Default::default()
         })
     };
     let mut p = probe(

@@ -7,7 +7,7 @@
 
 use crate::{
     connect_probe, echo_probe, iperf3_throughput, rr_probe, tcp_connect_series, throughput_probe, Endpoint, NetError,
-    Session, ThroughputSpec,
+    Session, Source, ThroughputSpec,
 };
 use headroom_result::{Probe, Sample, Warning};
 use headroom_runner::{
@@ -42,6 +42,9 @@ pub struct NetServer {
     pub timeout: Duration,
     /// Which wire protocol to speak.
     pub protocol: ProtocolChoice,
+    /// Where this end's sockets leave from (`--bind`, `--interface`).
+    #[serde(default, skip_serializing_if = "Source::is_default")]
+    pub source: Source,
     /// Open and close a session around every test (a soak's turns are
     /// minutes apart) instead of keeping one for the whole plan.
     pub session_per_test: bool,
@@ -54,7 +57,13 @@ impl NetServer {
     }
 
     fn target(&self) -> Endpoint {
-        Endpoint { host: self.host.clone(), port: self.port, token: self.token.clone(), timeout: self.timeout }
+        Endpoint {
+            host: self.host.clone(),
+            port: self.port,
+            token: self.token.clone(),
+            timeout: self.timeout,
+            source: self.source.clone(),
+        }
     }
 }
 
@@ -194,19 +203,11 @@ impl NetEngine {
                 Ok(rr_probe(&r, protocol, &target.display()))
             }
             (NetTest::Echo, Some(s)) => {
-                let r = s.udp_echo(200, Duration::from_millis(5), 64, stop)?;
+                let r = s.udp_echo(200, Duration::from_millis(5), 64, stop, &mut |_, _| {})?;
                 Ok(echo_probe(&r, &target.display(), 5.0))
             }
             (NetTest::Connect, Some(s)) => {
-                let r = tcp_connect_series(
-                    s.peer,
-                    &target.display(),
-                    20,
-                    Duration::from_millis(20),
-                    target.timeout,
-                    stop,
-                    &mut |_, _| {},
-                )?;
+                let r = tcp_connect_series(s.peer, &target, 20, Duration::from_millis(20), stop, &mut |_, _| {})?;
                 Ok(connect_probe(&r, false, protocol, 20.0))
             }
             (NetTest::Throughput(t), Some(s)) => {
@@ -327,6 +328,7 @@ mod tests {
             port,
             token: None,
             timeout: Duration::from_secs(3),
+            source: Default::default(),
             protocol,
             session_per_test: false,
         }
@@ -341,6 +343,8 @@ mod tests {
             len: crate::DEFAULT_TCP_LEN,
             udp_rate: None,
             rtt_under_load: false,
+            window: None,
+            sample_interval: None,
         });
         NetRequest { server: server.clone(), test }.to_request()
     }

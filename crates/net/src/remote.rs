@@ -18,7 +18,9 @@ use crate::socket::{wait_readable, POLL};
 use crate::wire::{self, Reply, Request};
 use headroom_result::details::cpu_load_key;
 use headroom_result::{CpuLoad, Host, Side, Warning};
-use headroom_runner::{EngineKind, LiveSample, Measured, PrepareEvent, ProbeEngine, ProbeError, ProbeRequest};
+use headroom_runner::{
+    unix_now, EngineKind, LiveSample, Measured, PrepareEvent, ProbeEngine, ProbeError, ProbeRequest,
+};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -31,13 +33,15 @@ pub struct RemoteEngine {
     /// The prepared plan, sent again on a new session when the server
     /// dropped the old one between runs (a soak's turns elsewhere).
     plan: Vec<ProbeRequest>,
+    /// This machine's CPU since the running probe started.
+    meter: Option<CpuMeter>,
 }
 
 impl RemoteEngine {
     /// An engine for `kind` requests placed at `server` (its
     /// [`Endpoint::display`] is the requests' `at`).
     pub fn new(kind: EngineKind, server: Endpoint) -> Self {
-        RemoteEngine { kind, place: server.display(), server, session: None, plan: Vec::new() }
+        RemoteEngine { kind, place: server.display(), server, session: None, plan: Vec::new(), meter: None }
     }
 
     fn session(&mut self) -> Result<&mut Session, ProbeError> {
@@ -103,8 +107,7 @@ impl RemoteEngine {
         stop: &AtomicBool,
         on_sample: &mut dyn FnMut(&LiveSample),
     ) -> Result<Measured, RunFailure> {
-        self.send(&Request::Run { request: request.clone() }).map_err(RunFailure::BeforeStart)?;
-        let here = CpuMeter::start();
+        self.start(request).map_err(RunFailure::BeforeStart)?;
         let mut ended = false;
         let mut answered = false;
         loop {
@@ -113,15 +116,107 @@ impl RemoteEngine {
                 true => RunFailure::Started(e),
             })?;
             answered = true;
-            match reply {
-                Reply::Sample(sample) => on_sample(&sample),
-                Reply::Measured(measured) => return Ok(with_both_ends(*measured, &here)),
-                Reply::Failed { error } => return Err(RunFailure::Started(error)),
-                Reply::Refused { reason } => return Err(RunFailure::Started(refused(&self.place, reason))),
-                other => return Err(RunFailure::Started(unexpected(&self.place, &other))),
+            match self.run_step(reply).map_err(RunFailure::Started)? {
+                RunStep::Sample(sample) => on_sample(&sample),
+                RunStep::Done(measured) => return Ok(*measured),
             }
         }
     }
+
+    /// Sends `request` (of the prepared plan) to run, without waiting for
+    /// it: a fleet starts every agent's probe, then reads them all
+    /// ([`RemoteEngine::poll_run`]).
+    pub fn start(&mut self, request: &ProbeRequest) -> Result<(), ProbeError> {
+        self.send(&Request::Run { request: request.clone() })?;
+        self.meter = Some(CpuMeter::start());
+        Ok(())
+    }
+
+    /// The next step of the run [`RemoteEngine::start`]ed, if the server sent
+    /// one within `wait`.
+    pub fn poll_run(&mut self, wait: Duration) -> Result<Option<RunStep>, ProbeError> {
+        let server = self.place.clone();
+        let session = self.session()?;
+        if !wait_readable(&session.control, wait) {
+            return Ok(None);
+        }
+        let reply = wire::read_frame(&mut session.control, wire::MAX_RESULT_FRAME).map_err(|e| lost(&server, e))?;
+        self.run_step(reply).map(Some)
+    }
+
+    /// Asks the server to stop the running probe now; it answers with what it measured.
+    pub fn end(&mut self) -> Result<(), ProbeError> {
+        self.send(&Request::End)
+    }
+
+    fn run_step(&mut self, reply: Reply) -> Result<RunStep, ProbeError> {
+        match reply {
+            Reply::Sample(sample) => Ok(RunStep::Sample(sample)),
+            Reply::Measured(measured) => {
+                let here = self.meter.take().unwrap_or_else(CpuMeter::start);
+                Ok(RunStep::Done(Box::new(with_both_ends(*measured, &here))))
+            }
+            Reply::Failed { error } => Err(error),
+            Reply::Refused { reason } => Err(refused(&self.place, reason)),
+            other => Err(unexpected(&self.place, &other)),
+        }
+    }
+
+    /// The inventory of the machine the server runs on, over this engine's
+    /// own session (a fleet asks each agent once, beside its probes).
+    pub fn inventory(&mut self) -> Result<Host, ProbeError> {
+        let place = self.place.clone();
+        let session = self.session()?;
+        match exchange(session, &Request::Inventory).map_err(probe_error)? {
+            Reply::Inventory(host) => Ok(*host),
+            other => Err(unexpected(&place, &other)),
+        }
+    }
+
+    /// Compares the server's clock with this machine's over the control
+    /// connection, NTP-style: of `rounds` exchanges, the one with the
+    /// smallest round trip gives the offset (its error is at most half that
+    /// round trip). Also opens the session, so a refusal (token, version)
+    /// shows here.
+    pub fn clock(&mut self, rounds: u32) -> Result<ClockReading, ProbeError> {
+        let server = self.place.clone();
+        let session = self.session()?;
+        let server_version = session.server_version.clone();
+        let mut best: Option<(f64, f64)> = None;
+        for _ in 0..rounds.max(1) {
+            let sent = unix_now();
+            wire::write_frame(&mut session.control, &Request::Clock).map_err(|e| lost(&server, e))?;
+            let reply: Reply = wire::read_frame(&mut session.control, wire::MAX_FRAME).map_err(|e| lost(&server, e))?;
+            let back = unix_now();
+            let Reply::Clock { unix } = reply else { return Err(unexpected(&server, &reply)) };
+            let rtt = back - sent;
+            if best.is_none_or(|(_, best_rtt)| rtt < best_rtt) {
+                best = Some((unix - (sent + back) / 2.0, rtt));
+            }
+        }
+        let (offset_s, rtt_s) = best.expect("at least one round");
+        Ok(ClockReading { offset_s, rtt_s, server_version })
+    }
+}
+
+/// One step of a run started with [`RemoteEngine::start`].
+#[derive(Debug)]
+pub enum RunStep {
+    /// A live sample, on the server's clock.
+    Sample(LiveSample),
+    /// The probe, measured (its id carries `@HOSTNAME` of the server).
+    Done(Box<Measured>),
+}
+
+/// A server's clock against this machine's ([`RemoteEngine::clock`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClockReading {
+    /// The server's clock minus this machine's, seconds.
+    pub offset_s: f64,
+    /// Round trip of the exchange the offset came from, seconds.
+    pub rtt_s: f64,
+    /// The server's headroom version.
+    pub server_version: String,
 }
 
 /// How long a server may send nothing while it prepares or runs a probe
@@ -129,7 +224,13 @@ impl RemoteEngine {
 const SERVER_SILENCE: Duration = Duration::from_secs(60);
 
 fn lost(server: &str, e: std::io::Error) -> ProbeError {
-    ProbeError::Lost(format!("lost {server} during a remote probe: {e}"))
+    let why = match e.kind() {
+        std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::ConnectionReset => {
+            "the connection was closed (was headroom serve stopped or killed there?)".to_string()
+        }
+        _ => e.to_string(),
+    };
+    ProbeError::Lost(format!("lost {server} during a remote probe: {why}"))
 }
 
 /// Opens a session with a server that runs probes, or says what to change.

@@ -9,9 +9,11 @@
 //! and the server all build on it, and it imports none of them.
 
 use crate::error::NetError;
+use headroom_result::BufferPair;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use socket2::{Domain, SockRef, Socket, Type};
 use std::io::{self, Read};
-use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::AsFd;
 use std::time::Duration;
 
@@ -25,6 +27,9 @@ pub const DEFAULT_UDP_LEN: usize = 1448;
 pub const MAX_TCP_LEN: usize = 1024 * 1024;
 /// Largest UDP datagram accepted from a peer.
 pub const MAX_UDP_LEN: usize = 65_507;
+/// Largest socket buffer a client may ask (`--window`, iperf3's -w); the
+/// kernel caps it further at net.core.wmem_max / rmem_max.
+pub const MAX_WINDOW: u32 = 1 << 30;
 
 /// Waits until `fd` is readable (or at end of stream) or `timeout` passes.
 pub(crate) fn wait_readable(fd: &impl AsFd, timeout: Duration) -> bool {
@@ -74,26 +79,154 @@ pub(crate) fn describe(e: &io::Error) -> String {
     }
 }
 
+/// Where this end's sockets leave from (`--bind ADDR`, `--interface NIC`):
+/// the seed compares NICs of one host towards one target, and without a
+/// source the routing table picks one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Source {
+    /// Source address of every socket (an address of this machine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bind: Option<IpAddr>,
+    /// Interface every socket leaves through (SO_BINDTODEVICE: needs root
+    /// or CAP_NET_RAW), whatever the routing table says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
+}
+
+impl Source {
+    /// No source chosen: the routing table decides.
+    pub fn is_default(&self) -> bool {
+        self.bind.is_none() && self.interface.is_none()
+    }
+
+    /// `from 192.0.2.7`, `via eth1`, `via eth1 from 192.0.2.7`; None when default.
+    pub fn describe(&self) -> Option<String> {
+        let via = self.interface.as_ref().map(|i| format!("via {i}"));
+        let from = self.bind.map(|a| format!("from {a}"));
+        match (via, from) {
+            (None, None) => None,
+            (Some(v), Some(f)) => Some(format!("{v} {f}")),
+            (Some(x), None) | (None, Some(x)) => Some(x),
+        }
+    }
+
+    /// Checks the source before anything runs: the interface exists, the
+    /// address belongs to this machine. The error names the flag.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(nic) = &self.interface {
+            if nic.is_empty() || nic.len() >= libc::IFNAMSIZ || nic.contains('/') {
+                return Err(format!("--interface '{nic}' is not an interface name (example: --interface eth1)"));
+            }
+            if !std::path::Path::new("/sys/class/net").join(nic).exists() {
+                return Err(format!("--interface {nic}: this machine has no such interface (see `ip link`)"));
+            }
+        }
+        if let Some(addr) = self.bind {
+            if let Err(e) = UdpSocket::bind((addr, 0)) {
+                return Err(format!("--bind {addr}: not an address of this machine ({e}; see `ip addr`)"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Binds `sock` (of `peer`'s family) to this source, before it connects.
+    fn apply(&self, sock: &Socket, peer: &SocketAddr) -> io::Result<()> {
+        if let Some(nic) = &self.interface {
+            sock.bind_device(Some(nic.as_bytes())).map_err(|e| {
+                let why = match e.raw_os_error() {
+                    Some(libc::EPERM) => {
+                        "leaving through a chosen interface needs root (CAP_NET_RAW); --bind ADDR does not".to_string()
+                    }
+                    Some(libc::ENODEV) => "no such interface".to_string(),
+                    _ => e.to_string(),
+                };
+                io::Error::new(e.kind(), format!("--interface {nic}: {why}"))
+            })?;
+        }
+        if let Some(addr) = self.bind {
+            if addr.is_ipv4() != peer.is_ipv4() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("--bind {addr} and the server's address {} are of different IP families", peer.ip()),
+                ));
+            }
+            sock.bind(&SocketAddr::new(addr, 0).into())
+                .map_err(|e| io::Error::new(e.kind(), format!("--bind {addr}: {e}")))?;
+        }
+        Ok(())
+    }
+}
+
+/// The socket buffers `fd` has now, as getsockopt reports them.
+pub(crate) fn buffers_of(fd: &impl AsFd) -> Option<BufferPair> {
+    let sock = SockRef::from(fd);
+    Some(BufferPair { send: sock.send_buffer_size().ok()? as u64, recv: sock.recv_buffer_size().ok()? as u64 })
+}
+
+/// Asks for `window` bytes of send and receive buffer (iperf3's -w): set
+/// before connect, so the window scale the handshake agrees on fits it. The
+/// kernel stops autotuning a buffer set this way.
+pub(crate) fn set_window(fd: &impl AsFd, window: Option<u32>) -> io::Result<()> {
+    if let Some(w) = window {
+        let sock = SockRef::from(fd);
+        sock.set_send_buffer_size(w as usize)?;
+        sock.set_recv_buffer_size(w as usize)?;
+    }
+    Ok(())
+}
+
+/// How this end opens its sockets: where from, and with what buffers.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SocketSetup {
+    pub source: Source,
+    pub window: Option<u32>,
+}
+
+impl SocketSetup {
+    /// Sockets from `source`, default buffers (control connections).
+    pub fn from(source: &Source) -> Self {
+        SocketSetup { source: source.clone(), window: None }
+    }
+
+    /// Data sockets: from `source`, with `window` bytes of buffer.
+    pub fn data(source: &Source, window: Option<u32>) -> Self {
+        SocketSetup { source: source.clone(), window }
+    }
+
+    pub(crate) fn socket(&self, peer: &SocketAddr, ty: Type) -> io::Result<Socket> {
+        let sock = Socket::new(Domain::for_address(*peer), ty, None)?;
+        set_window(&sock, self.window)?;
+        self.source.apply(&sock, peer)?;
+        Ok(sock)
+    }
+}
+
 /// Connects to `addr`. A connection reset during the handshake is tried
 /// again (three times, 100 ms apart): a stock iperf3 server closes and
 /// re-opens its listening socket after every test or failed handshake, and a
 /// connect that lands in that moment is reset rather than refused.
-pub(crate) fn connect_addr(addr: &SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
+pub(crate) fn connect_addr(addr: &SocketAddr, timeout: Duration, setup: &SocketSetup) -> io::Result<TcpStream> {
     let mut attempt = 0;
     loop {
-        match TcpStream::connect_timeout(addr, timeout) {
+        let sock = setup.socket(addr, Type::STREAM)?;
+        match sock.connect_timeout(&(*addr).into(), timeout) {
             Err(e) if e.kind() == io::ErrorKind::ConnectionReset && attempt < 3 => {
                 attempt += 1;
                 std::thread::sleep(Duration::from_millis(100));
             }
-            result => return result,
+            Err(e) => return Err(e),
+            Ok(()) => return Ok(sock.into()),
         }
     }
 }
 
 /// [`connect_addr`], with a failure said as a headroom client says it.
-pub(crate) fn connect_to_server(addr: SocketAddr, timeout: Duration) -> Result<TcpStream, NetError> {
-    connect_addr(&addr, timeout).map_err(|e| connect_error(addr, &e))
+pub(crate) fn connect_to_server(
+    addr: SocketAddr,
+    timeout: Duration,
+    setup: &SocketSetup,
+) -> Result<TcpStream, NetError> {
+    connect_addr(&addr, timeout, setup).map_err(|e| connect_error(addr, &e))
 }
 
 /// A failed connect to a headroom (or iperf3) server: a refusal suggests
@@ -126,15 +259,18 @@ fn connect_reason(e: &io::Error) -> String {
 }
 
 /// A UDP socket on an ephemeral port of `peer`'s address family, connected to `peer`.
-pub(crate) fn udp_connected(peer: SocketAddr) -> io::Result<UdpSocket> {
-    let local: SocketAddr = if peer.is_ipv4() {
-        (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
-    } else {
-        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
-    };
-    let sock = UdpSocket::bind(local)?;
-    sock.connect(peer)?;
-    Ok(sock)
+pub(crate) fn udp_connected(peer: SocketAddr, setup: &SocketSetup) -> io::Result<UdpSocket> {
+    let sock = setup.socket(&peer, Type::DGRAM)?;
+    if setup.source.bind.is_none() {
+        let any: SocketAddr = if peer.is_ipv4() {
+            (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
+        } else {
+            (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+        };
+        sock.bind(&any.into())?;
+    }
+    sock.connect(&peer.into())?;
+    Ok(sock.into())
 }
 
 #[cfg(test)]
@@ -164,7 +300,7 @@ mod tests {
 
     #[test]
     fn udp_sockets_take_the_peer_family() {
-        let v4 = udp_connected("127.0.0.1:9".parse().unwrap()).unwrap();
+        let v4 = udp_connected("127.0.0.1:9".parse().unwrap(), &SocketSetup::default()).unwrap();
         assert!(v4.local_addr().unwrap().is_ipv4());
     }
 }

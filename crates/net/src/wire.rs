@@ -216,6 +216,9 @@ pub enum Request {
         /// UDP target rate, bits per second (whole test).
         #[serde(default)]
         rate_bits: Option<f64>,
+        /// Socket buffer of each data stream at both ends, bytes (iperf3's -w).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        window: Option<u32>,
     },
     /// Stop the running test (or remote probe) and report.
     End,
@@ -245,6 +248,106 @@ pub enum Request {
     CpuWatch,
     /// The CPU since `CpuWatch`. Answered by `CpuLoad`.
     CpuWatchEnd,
+    /// What time is it on the server? Answered by `Clock` (a fleet compares
+    /// every agent's clock with its own, NTP-style, over this connection).
+    Clock,
+    /// A flushcheck writer starts a run: record it (again, after a
+    /// reconnect, with the same fields). Answered by `FlushRecorded` (seq 0).
+    FlushBegin {
+        /// The run as its writer declared it.
+        run: FlushRun,
+    },
+    /// The storage acknowledged this block of run `run` (its sync returned):
+    /// record it durably before answering `FlushRecorded`.
+    FlushAck {
+        /// Run id, hex ([`FLUSH_RUN_LEN`] bytes).
+        run: String,
+        /// The block.
+        ack: FlushAck,
+    },
+    /// The acknowledged blocks of run `run` at offsets above `after`, in
+    /// offset order, at most [`FLUSH_PAGE`] of them. Answered by `FlushAcks`.
+    FlushList {
+        /// Run id, hex.
+        run: String,
+        /// Offsets up to this one were fetched already (0 at first).
+        after: u64,
+    },
+}
+
+/// Length of a flushcheck run id, bytes (sent as hex).
+pub const FLUSH_RUN_LEN: usize = 16;
+/// Most blocks one flushcheck run may have: bounds what one run costs the
+/// listener's disk (a row per block).
+pub const FLUSH_MAX_BLOCKS: u64 = 1 << 22;
+/// Smallest and largest flushcheck block (O_DIRECT reads need 4 KiB alignment).
+pub const FLUSH_BLOCK_RANGE: std::ops::RangeInclusive<u32> = 4096..=(1 << 20);
+/// Acknowledged blocks per `FlushAcks` page: a page stays far below [`MAX_FRAME`].
+pub const FLUSH_PAGE: usize = 512;
+/// Longest path or host name a flushcheck run records.
+pub const FLUSH_MAX_TEXT: usize = 1024;
+
+/// A flushcheck run: one file written by one `headroom flushcheck write`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlushRun {
+    /// Run id, hex ([`FLUSH_RUN_LEN`] random bytes).
+    pub run: String,
+    /// Block size, bytes.
+    pub block_size: u32,
+    /// Data blocks in the file (the header block not counted).
+    pub blocks: u64,
+    /// How each write was made durable: `fsync`, `dsync` or `none`.
+    pub sync: String,
+    /// The file, as the writer named it.
+    pub path: String,
+    /// The writer's host name.
+    pub host: String,
+}
+
+impl FlushRun {
+    /// Refuses what no writer of this build sends, with the reason the peer reads.
+    pub fn validate(&self) -> Result<(), String> {
+        if from_hex::<FLUSH_RUN_LEN>(&self.run).is_none() {
+            return Err(format!("a flushcheck run id is {} hex digits", FLUSH_RUN_LEN * 2));
+        }
+        if !FLUSH_BLOCK_RANGE.contains(&self.block_size) || !self.block_size.is_power_of_two() {
+            return Err(format!("flushcheck block size {} is not a power of two from 4 KiB to 1 MiB", self.block_size));
+        }
+        if !(1..=FLUSH_MAX_BLOCKS).contains(&self.blocks) {
+            return Err(format!("a flushcheck run has 1 to {FLUSH_MAX_BLOCKS} blocks, not {}", self.blocks));
+        }
+        if !matches!(self.sync.as_str(), "fsync" | "dsync" | "none") {
+            return Err("flushcheck sync is fsync, dsync or none".into());
+        }
+        if self.path.len() > FLUSH_MAX_TEXT || self.host.len() > FLUSH_MAX_TEXT {
+            return Err(format!("flushcheck path and host are at most {FLUSH_MAX_TEXT} bytes"));
+        }
+        Ok(())
+    }
+
+    /// Refuses an acknowledgement that cannot belong to this run.
+    pub fn check_ack(&self, ack: &FlushAck) -> Result<(), String> {
+        let bs = u64::from(self.block_size);
+        let index = ack.offset / bs;
+        if ack.seq == 0 || !ack.offset.is_multiple_of(bs) || index == 0 || index > self.blocks {
+            return Err(format!(
+                "block seq {} at offset {} is outside run {} ({} blocks of {bs} bytes after the header)",
+                ack.seq, ack.offset, self.run, self.blocks
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One block the storage acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlushAck {
+    /// Sequence number (from 1; the file wraps around, so later blocks reuse offsets).
+    pub seq: u64,
+    /// Byte offset of the block in the file.
+    pub offset: u64,
+    /// Checksum of the block's content, as written.
+    pub checksum: u64,
 }
 
 /// Server messages on a control connection.
@@ -312,6 +415,25 @@ pub enum Reply {
     Watching,
     /// This machine's CPU since `CpuWatch`.
     CpuLoad(Box<headroom_result::CpuLoad>),
+    /// The flushcheck begin or acknowledgement is on the listener's disk.
+    FlushRecorded {
+        /// The block's sequence number (0 for `FlushBegin`).
+        seq: u64,
+    },
+    /// A page of a flushcheck run's acknowledged blocks, in offset order.
+    FlushAcks {
+        /// The run as its writer declared it.
+        run: FlushRun,
+        /// The latest acknowledged block at each offset.
+        acks: Vec<FlushAck>,
+        /// More pages follow (ask again after the last offset).
+        more: bool,
+    },
+    /// The server's clock when it answered `Clock`.
+    Clock {
+        /// Seconds since the Unix epoch.
+        unix: f64,
+    },
 }
 
 /// What the server measured in one test.
@@ -347,6 +469,9 @@ pub struct StreamReport {
     /// TCP_INFO at the end, when the server sent on this stream.
     #[serde(default)]
     pub tcp_info: Option<crate::tcpinfo::TcpInfo>,
+    /// The socket buffers the server's kernel granted this stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffers: Option<headroom_result::BufferPair>,
 }
 
 /// Writes one framed JSON message.

@@ -52,8 +52,13 @@ impl Drop for StockServer {
 /// One fixed transfer of `bytes`; a run that does not end within 30 s fails
 /// instead of hanging the suite.
 fn fixed_transfer(server: &StockServer, direction: TrafficDirection, bytes: u64) -> ThroughputResult {
-    let endpoint =
-        Endpoint { host: "127.0.0.1".into(), port: server.port, token: None, timeout: Duration::from_secs(5) };
+    let endpoint = Endpoint {
+        host: "127.0.0.1".into(),
+        port: server.port,
+        token: None,
+        timeout: Duration::from_secs(5),
+        source: Default::default(),
+    };
     let spec = ThroughputSpec {
         direction,
         streams: 1,
@@ -62,6 +67,8 @@ fn fixed_transfer(server: &StockServer, direction: TrafficDirection, bytes: u64)
         len: headroom_net::DEFAULT_TCP_LEN,
         udp_rate: None,
         rtt_under_load: false,
+        window: None,
+        sample_interval: None,
     };
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

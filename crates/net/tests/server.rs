@@ -20,7 +20,13 @@ fn start(tweak: impl FnOnce(&mut ServerConfig)) -> (ServerHandle, Arc<Mutex<Vec<
 }
 
 fn target(h: &ServerHandle) -> Endpoint {
-    Endpoint { host: "127.0.0.1".into(), port: h.addr.port(), token: None, timeout: Duration::from_secs(3) }
+    Endpoint {
+        host: "127.0.0.1".into(),
+        port: h.addr.port(),
+        token: None,
+        timeout: Duration::from_secs(3),
+        source: Default::default(),
+    }
 }
 
 fn spec(direction: TrafficDirection, streams: u32) -> ThroughputSpec {
@@ -32,6 +38,8 @@ fn spec(direction: TrafficDirection, streams: u32) -> ThroughputSpec {
         len: 128 * 1024,
         udp_rate: None,
         rtt_under_load: false,
+        window: None,
+        sample_interval: None,
     }
 }
 
@@ -69,7 +77,7 @@ fn all_directions_and_rr_and_echo() {
     }
     let rr = s.rr(64, Duration::from_millis(300), &AtomicBool::new(false), &mut |_| {}).unwrap();
     assert!(rr.rtt.count() > 100);
-    let echo = s.udp_echo(20, Duration::from_millis(1), 64, &AtomicBool::new(false)).unwrap();
+    let echo = s.udp_echo(20, Duration::from_millis(1), 64, &AtomicBool::new(false), &mut |_, _| {}).unwrap();
     assert_eq!(echo.received, 20);
     s.close();
     assert_eq!(log.lock().unwrap().len(), 3, "one log line per test");
@@ -203,6 +211,7 @@ fn busy_server_refuses_then_a_stalled_client_frees_its_slot() {
             bytes: None,
             len: 65536,
             rate_bits: None,
+            window: None,
         },
     )
     .unwrap();
@@ -407,7 +416,13 @@ fn the_token_never_crosses_the_wire() {
     let token = "S3CRET-never-on-the-wire";
     let (h, _) = start(|c| c.token = Some(token.into()));
     let (port, relay) = recording_relay(h.addr);
-    let t = Endpoint { host: "127.0.0.1".into(), port, token: Some(token.into()), timeout: Duration::from_secs(3) };
+    let t = Endpoint {
+        host: "127.0.0.1".into(),
+        port,
+        token: Some(token.into()),
+        timeout: Duration::from_secs(3),
+        source: Default::default(),
+    };
     Session::open(&t).expect("admitted through the relay").close();
     let seen = relay.join().unwrap();
     assert!(seen.len() > wire::GREETING_LEN, "the relay saw the handshake");
@@ -467,6 +482,7 @@ fn a_client_silent_behind_a_dead_link_frees_its_slot_at_the_idle_timeout() {
         bytes: None,
         len: 65536,
         rate_bits: None,
+        window: None,
     };
     wire::write_frame(&mut a, &test).unwrap();
     let ready: serde_json::Value = wire::read_frame(&mut a, wire::MAX_FRAME).unwrap();

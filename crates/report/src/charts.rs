@@ -1,12 +1,13 @@
-//! Charts as inline SVG, drawn with plotters' SVG backend: a per-second chart
-//! of each probe (with the ceiling of its hop as a dashed line), a soak
+//! Charts as inline SVG, drawn with plotters' SVG backend: a chart of each
+//! probe over time (with the ceiling of its hop as a dashed line and the
+//! warm-up shaded), a soak
 //! probe's chart with its findings marked and its latency (mean and p99)
 //! over time, and a grouped bar chart comparing results. Text is left to the browser's fonts, so the
 //! SVG needs nothing from outside the page.
 
 use crate::sections::Marks;
 use headroom_analysis::{Comparison, Figure};
-use headroom_result::{Ceiling, Hop, HopFigure, Probe, ProbeSpec};
+use headroom_result::{Ceiling, Hop, HopFigure, Probe, ProbeSpec, Sample};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -95,40 +96,90 @@ pub fn ceiling_for(probe: &Probe, ceilings: &[Ceiling], far_hops: &[HopFigure]) 
         .cloned()
 }
 
-/// A per-second chart of one probe: MB/s (or IOPS, or latency when that is
-/// all it has) over time, with the ceiling as a dashed line. None when the
-/// probe has no samples.
+/// The warm-up's samples a disk probe keeps beside its measured ones
+/// (`details.warmup_samples`, negative `t_s`); empty when it has none or
+/// they do not parse (they are for drawing only).
+pub fn warmup_samples(probe: &Probe) -> Vec<Sample> {
+    probe
+        .details
+        .get("warmup_samples")
+        .and_then(|v| serde_json::from_value::<Vec<Sample>>(v.clone()).ok())
+        .unwrap_or_default()
+        .into_iter()
+        // Drawn only: anything a file could hold that no warm-up produces is left out.
+        .filter(|s| (-3600.0..=0.0).contains(&s.t_s) && (0.0..1e15).contains(&s.bytes_per_sec))
+        .filter(|s| [s.iops, s.latency_ns_mean].iter().flatten().all(|v| (0.0..1e15).contains(v)))
+        .collect()
+}
+
+/// A chart of one probe over time: MB/s (or IOPS, or latency when that is
+/// all it has) per sample, with the ceiling as a dashed line and the
+/// warm-up, when the probe kept its samples, shaded before 0 s. None when
+/// the probe has no samples.
 pub fn probe_chart(probe: &Probe, ceiling: Option<&Ceiling>) -> Option<String> {
-    let pts: Vec<(f64, f64)> = probe.samples.iter().map(|s| (s.t_s, s.bytes_per_sec / 1e6)).collect();
-    let (points, unit, ceiling) = if pts.iter().any(|p| p.1 > 0.0) {
-        (pts, "MB/s", ceiling.map(|c| (c.name.clone(), c.bytes_per_sec / 1e6)))
-    } else if probe.samples.iter().any(|s| s.iops.is_some()) {
-        (probe.samples.iter().map(|s| (s.t_s, s.iops.unwrap_or(0.0))).collect(), "IOPS", None)
-    } else {
-        (probe.samples.iter().map(|s| (s.t_s, s.latency_ns_mean.unwrap_or(0.0) / 1e3)).collect(), "latency (us)", None)
+    let warmup = warmup_samples(probe);
+    let by_bytes = probe.samples.iter().any(|s| s.bytes_per_sec > 0.0);
+    let by_iops = !by_bytes && probe.samples.iter().any(|s| s.iops.is_some());
+    let value = |s: &Sample| {
+        if by_bytes {
+            s.bytes_per_sec / 1e6
+        } else if by_iops {
+            s.iops.unwrap_or(0.0)
+        } else {
+            s.latency_ns_mean.unwrap_or(0.0) / 1e3
+        }
     };
+    let (unit, ceiling) = if by_bytes {
+        ("MB/s", ceiling.map(|c| (c.name.clone(), c.bytes_per_sec / 1e6)))
+    } else if by_iops {
+        ("IOPS", None)
+    } else {
+        ("latency (us)", None)
+    };
+    let points: Vec<(f64, f64)> = probe.samples.iter().map(|s| (s.t_s, value(s))).collect();
     if points.is_empty() {
         return None;
     }
+    // The warm-up joins the measured line at its first sample.
+    let ramp: Vec<(f64, f64)> = warmup.iter().map(|s| (s.t_s, value(s))).chain(points.first().copied()).collect();
+    let ramp = if ramp.len() > 1 { ramp } else { Vec::new() };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).ok()?;
-        let t_max = points.iter().map(|p| p.0).fold(1.0, f64::max);
-        let y_max = points.iter().map(|p| p.1).chain(ceiling.as_ref().map(|c| c.1)).fold(0.0, f64::max) * 1.15 + 1e-9;
-        let mut chart = time_frame(&root, probe_title(probe), 0.0..t_max, y_max, ("seconds", unit))?;
+        // The axis ends with the test (a 200 ms test is not drawn on a 1 s axis).
+        let t_max = points.iter().map(|p| p.0).fold(0.0, f64::max).max(1e-3);
+        // The warm-up started a sample before its first sample ended.
+        let step = probe.summary.sample_interval_s.unwrap_or(1.0);
+        let t_min = ramp.first().map_or(0.0, |p| p.0 - step).min(0.0);
+        let y_max = points.iter().chain(&ramp).map(|p| p.1).chain(ceiling.as_ref().map(|c| c.1)).fold(0.0, f64::max)
+            * 1.15
+            + 1e-9;
+        let mut chart = time_frame(&root, probe_title(probe), t_min..t_max, y_max, ("seconds", unit))?;
         let line = PALETTE[0];
+        if !ramp.is_empty() {
+            let grey = GAP_COLOR;
+            chart
+                .draw_series(std::iter::once(Rectangle::new([(t_min, 0.0), (0.0, y_max)], grey.mix(0.2).filled())))
+                .ok()?
+                .label("warm-up (not in the figures)")
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], grey.mix(0.2).filled()));
+            chart.draw_series(LineSeries::new(ramp.iter().copied(), line.mix(0.5).stroke_width(2))).ok()?;
+        }
         chart
             .draw_series(LineSeries::new(points.iter().copied(), line.stroke_width(2)))
             .ok()?
-            .label(format!("measured {unit}"))
+            .label(format!("measured {unit} ({})", interval_words(probe)))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], line.stroke_width(2)));
-        chart.draw_series(points.iter().map(|p| Circle::new(*p, 3, line.filled()))).ok()?;
+        if points.len() <= 120 {
+            chart.draw_series(points.iter().map(|p| Circle::new(*p, 2, line.filled()))).ok()?;
+        }
         if let Some((name, c)) = &ceiling {
             let red = PALETTE[5];
+            let span = t_max - t_min;
             let dashes = (0..40).map(|i| {
-                let a = t_max * i as f64 / 40.0;
-                PathElement::new(vec![(a, *c), (a + t_max / 80.0, *c)], red.stroke_width(2))
+                let a = t_min + span * i as f64 / 40.0;
+                PathElement::new(vec![(a, *c), (a + span / 80.0, *c)], red.stroke_width(2))
             });
             chart
                 .draw_series(dashes)
@@ -139,6 +190,16 @@ pub fn probe_chart(probe: &Probe, ceiling: Option<&Ceiling>) -> Option<String> {
         finish(&root, &mut chart, SeriesLabelPosition::LowerRight)?;
     }
     Some(svg)
+}
+
+/// "20 samples of 100 ms": how the series was sampled, for the legend.
+fn interval_words(probe: &Probe) -> String {
+    let n = probe.samples.len();
+    match probe.summary.sample_interval_s {
+        Some(i) if i < 1.0 => format!("{n} samples of {:.0} ms", i * 1e3),
+        Some(i) => format!("{n} samples of {i:.3} s").replace(".000 s", " s"),
+        None => format!("{n} samples"),
+    }
 }
 
 /// Grouped bars of one figure across results: one group per probe, one bar

@@ -8,15 +8,41 @@
 //! only result documents and the analysis of them; they do no I/O — callers
 //! write the returned text wherever it goes.
 
+mod bars;
 mod charts;
 mod export;
+mod heatmap;
+mod latency_chart;
+mod markup;
 mod model;
+mod paired;
+mod path_chart;
 pub mod present;
 mod sections;
 mod table;
 
+/// The analysis crate's result fixtures, for this crate's unit tests.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use headroom_result::ResultDoc;
+
+    /// `crates/analysis/tests/fixtures/NAME.json` and its name.
+    pub fn fixture(name: &str) -> (ResultDoc, String) {
+        let path = format!("{}/../analysis/tests/fixtures/{name}.json", env!("CARGO_MANIFEST_DIR"));
+        (ResultDoc::from_json(&std::fs::read_to_string(path).unwrap()).unwrap(), name.to_string())
+    }
+
+    /// The same fixture analysed as a report would.
+    pub fn view(name: &str) -> crate::ResultView {
+        let (doc, name) = fixture(name);
+        crate::ResultView::new(doc, &name)
+    }
+}
+
 pub use export::{presenter, Format};
 pub use model::{Report, ResultView};
+pub use paired::paired_svg;
+pub use path_chart::{missing as path_missing, path_svg};
 
 /// How figures are shown, from the global flags.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -29,12 +29,16 @@ pub struct ResultView {
 impl ResultView {
     /// Uses the verdict stored in the document (it knew the `--link` given at
     /// run time); analyses afresh when the document has none. A soak gets no
-    /// verdict: `sections::soak_findings` leads its report instead.
+    /// verdict (`sections::soak_findings` leads its report instead), nor does
+    /// a fleet (`present::fleet` shows its hosts, each with its own).
     pub fn new(mut doc: ResultDoc, fallback_name: &str) -> Self {
         let stored: Vec<DirectionVerdict> = doc.verdict.iter().flat_map(|v| v.directions.iter().cloned()).collect();
-        let (ceilings, directions) = if doc.soak.is_some() {
+        let (ceilings, directions) = if doc.soak.is_some() || doc.fleet.is_some() {
             // A soak's probes take turns over hours: its findings are the
-            // detections, not one run's bottleneck verdict.
+            // detections, not one run's bottleneck verdict. A fleet's probes
+            // ran on many machines: each host has its own verdict (in the
+            // fleet section); judged as one machine they would read as one
+            // host with many far ends.
             (doc.ceilings.clone(), Vec::new())
         } else if !stored.is_empty() {
             (doc.ceilings.clone(), stored)
@@ -59,6 +63,9 @@ pub struct Report {
     pub comparison: Option<Comparison>,
     /// Why there is no comparison though there are several results.
     pub comparison_error: Option<CompareError>,
+    /// Terminal columns to draw the hop chain as bars in (the table format);
+    /// None: no bars (piped output, or a caller that did not ask).
+    pub bar_width: Option<usize>,
 }
 
 impl Report {
@@ -75,11 +82,18 @@ impl Report {
             (None, None)
         };
         let results = docs.into_iter().map(|(d, n)| ResultView::new(d, &n)).collect();
-        Report { results, comparison, comparison_error }
+        Report { results, comparison, comparison_error, bar_width: None }
+    }
+
+    /// The same report with the hop chain drawn as bars for a terminal
+    /// `width` columns wide (none below 80 columns).
+    pub fn with_bars(mut self, width: Option<usize>) -> Self {
+        self.bar_width = width;
+        self
     }
 
     /// A report of one document whose analysis and goals the caller already has.
     pub fn single(view: ResultView) -> Self {
-        Report { results: vec![view], comparison: None, comparison_error: None }
+        Report { results: vec![view], comparison: None, comparison_error: None, bar_width: None }
     }
 }

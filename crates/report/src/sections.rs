@@ -7,7 +7,7 @@ use crate::table::{Cell, Table, Tone};
 use crate::Style;
 use headroom_analysis::{Bottleneck, DirectionVerdict};
 use headroom_analysis::{Comparison, Figure, Significance};
-use headroom_result::{Hop, Probe, ProbeSpec, ResultDoc, Side};
+use headroom_result::{Hop, HopFigure, Probe, ProbeSpec, ResultDoc, Side};
 use headroom_units::{format_duration, format_rate};
 use std::time::Duration;
 
@@ -80,11 +80,62 @@ fn kind(p: &Probe) -> &'static str {
     }
 }
 
+/// One hop of a direction's chain as every picture of it shows it.
+#[derive(Debug, Clone)]
+pub struct ChainRow<'a> {
+    /// The hop with its ceiling and measured figure, as the verdict carries it.
+    pub hop: &'a HopFigure,
+    /// Which machine it is on when the chain has two ends ("between" for the
+    /// link and protocol); None when the chain is this machine's alone.
+    pub on: Option<String>,
+    /// This hop is the one the verdict names as the limit.
+    pub limiting: bool,
+}
+
+impl ChainRow<'_> {
+    /// Measured as a share of the ceiling, 1.0 = full; None without both.
+    pub fn share(&self) -> Option<f64> {
+        match (self.hop.measured_bytes_per_sec, self.hop.ceiling_bytes_per_sec) {
+            (Some(m), Some(c)) if c > 0.0 => Some(m / c),
+            _ => None,
+        }
+    }
+}
+
+/// The hops of one direction in the order every picture shows them (this
+/// machine's CPU last), each marked when it is the limit (`here`: this
+/// machine's name, for chains with a far end).
+pub fn chain_rows<'a>(v: &'a DirectionVerdict, here: &str) -> Vec<ChainRow<'a>> {
+    let two_ends = v.hops.iter().any(|h| h.host.is_some());
+    let hot = v.limiting();
+    let mut hops: Vec<_> = v.hops.iter().collect();
+    // This machine's CPU sits beside the chain; show it last. The server's
+    // stays on the server's side, next to its disk.
+    hops.sort_by_key(|h| h.hop == Hop::Cpu && h.host.is_none());
+    hops.into_iter()
+        .map(|h| {
+            // With a hop of the same kind on both ends, the verdict's side says which one limits.
+            let on_both = v.hops.iter().any(|x| x.hop == h.hop && x.host.is_some() != h.host.is_some());
+            let this_side = !on_both || (v.side == Some(Side::Remote)) == h.host.is_some();
+            // A CPU limit with no cpu hop in the chain shows on the link it held back.
+            let limiting = (Some(h.hop) == hot && this_side)
+                || (hot == Some(Hop::Cpu) && h.hop == Hop::Link && !v.hops.iter().any(|x| x.hop == Hop::Cpu));
+            let on = two_ends.then(|| match (&h.host, h.hop) {
+                (Some(host), _) => host.clone(),
+                (None, Hop::Link | Hop::Protocol) => "between".into(),
+                (None, _) => here.to_string(),
+            });
+            ChainRow { hop: h, on, limiting }
+        })
+        .collect()
+}
+
 /// The chain of one direction: hop, what, ceiling, measured, share of
 /// ceiling; with a far end in the chain, also which machine each hop is on
 /// (`here`: this machine's name; the link is between the two).
 pub fn hop_table(v: &DirectionVerdict, here: &str, style: Style) -> Table {
-    let two_ends = v.hops.iter().any(|h| h.host.is_some());
+    let rows = chain_rows(v, here);
+    let two_ends = rows.iter().any(|r| r.on.is_some());
     let headers: &[&str] = if two_ends {
         &["hop", "on", "what", "ceiling", "measured", "of ceiling"]
     } else {
@@ -93,35 +144,13 @@ pub fn hop_table(v: &DirectionVerdict, here: &str, style: Style) -> Table {
     let mut t = Table::new(format!("{}: {}", v.direction.as_str(), v.bottleneck.as_str()), headers);
     let first_figure = if two_ends { 3 } else { 2 };
     t.right = vec![first_figure, first_figure + 1, first_figure + 2];
-    let hot = v.limiting();
-    let mut hops: Vec<_> = v.hops.iter().collect();
-    // This machine's CPU sits beside the chain; show it last. The server's
-    // stays on the server's side, next to its disk.
-    hops.sort_by_key(|h| h.hop == Hop::Cpu && h.host.is_none());
-    for h in hops {
-        // With a hop of the same kind on both ends, the verdict's side says which one limits.
-        let on_both = v.hops.iter().any(|x| x.hop == h.hop && x.host.is_some() != h.host.is_some());
-        let this_side = !on_both || (v.side == Some(Side::Remote)) == h.host.is_some();
-        // A CPU limit with no cpu hop in the chain shows on the link it held back.
-        let tone = if (Some(h.hop) == hot && this_side)
-            || (hot == Some(Hop::Cpu) && h.hop == Hop::Link && !v.hops.iter().any(|x| x.hop == Hop::Cpu))
-        {
-            Tone::Warn
-        } else {
-            Tone::Plain
-        };
-        let share = match (h.measured_bytes_per_sec, h.ceiling_bytes_per_sec) {
-            (Some(m), Some(c)) if c > 0.0 => format!("{:.0}%", m / c * 100.0),
-            _ => String::new(),
-        };
+    for r in rows {
+        let h = r.hop;
+        let tone = if r.limiting { Tone::Warn } else { Tone::Plain };
+        let share = r.share().map(|s| format!("{:.0}%", s * 100.0)).unwrap_or_default();
         let mut row = vec![Cell::tone(h.hop.as_str(), tone)];
-        if two_ends {
-            let on = match (&h.host, h.hop) {
-                (Some(host), _) => host.clone(),
-                (None, Hop::Link | Hop::Protocol) => "between".into(),
-                (None, _) => here.to_string(),
-            };
-            row.push(Cell::tone(on, tone));
+        if let Some(on) = &r.on {
+            row.push(Cell::tone(on.clone(), tone));
         }
         row.extend([
             Cell::tone(h.name.clone(), tone),
@@ -163,7 +192,7 @@ pub fn bottleneck_tone(b: Bottleneck) -> Tone {
 pub fn probes_table(view: &ResultView, style: Style) -> Table {
     let mut t = Table::new("probes", &["probe", "what", "throughput", "IOPS", "lat p50", "lat p99", "warnings"]);
     t.right = vec![2, 3, 4, 5];
-    for p in &view.doc.probes {
+    for p in view.doc.probes_and_fleet_sums() {
         let s = &p.summary;
         let l = s.latency_ns.as_ref();
         let warnings: Vec<&str> = p.warnings.iter().map(|w| w.code.as_str()).collect();
@@ -182,12 +211,17 @@ pub fn probes_table(view: &ResultView, style: Style) -> Table {
 
 /// Goals next to the figures they were held against.
 pub fn goals_table(view: &ResultView, style: Style) -> Option<Table> {
-    if view.goals.is_empty() {
+    goal_results_table(&view.goals, style)
+}
+
+/// Goal results as a table (None when there are none).
+pub fn goal_results_table(goals: &[headroom_analysis::GoalResult], style: Style) -> Option<Table> {
+    if goals.is_empty() {
         return None;
     }
     let mut t = Table::new("goals", &["goal", "measured", "result", "from"]);
     t.right = vec![1];
-    for g in &view.goals {
+    for g in goals {
         let measured = match (g.metric, g.measured) {
             (_, None) => "not measured".to_string(),
             ("read" | "write", Some(m)) => rate(m, style),
@@ -217,23 +251,30 @@ pub fn comparison_table(c: &Comparison, style: Style) -> Table {
         let mut cells: Vec<Cell> = vec![r.name.clone().into(), r.figure.as_str().into()];
         cells.extend(r.cells.iter().map(|cell| Cell::new(figure_value(r.figure, cell.value, style))));
         for cell in r.cells.iter().skip(1) {
-            let better = if r.figure.lower_is_better() { cell.ratio < 1.0 } else { cell.ratio > 1.0 };
-            let tone = match cell.significance {
-                Significance::Significant { .. } if better => Tone::Good,
-                Significance::Significant { .. } => Tone::Bad,
-                _ => Tone::Plain,
-            };
-            let mark = match cell.significance {
-                Significance::Significant { .. } => " *",
-                Significance::WithinNoise { .. } => " ~",
-                Significance::TooFewSamples => " (too few samples)",
-                Significance::Baseline => "",
-            };
-            cells.push(Cell::tone(format!("{:.2}x{mark}", cell.ratio), tone));
+            let (text, tone) = ratio_mark(r.figure, cell);
+            cells.push(Cell::tone(text, tone));
         }
         t.row(cells);
     }
     t
+}
+
+/// A later result's ratio to the first with its significance mark
+/// ("1.40x *"), good when significantly better, bad when significantly worse.
+pub fn ratio_mark(figure: Figure, cell: &headroom_analysis::Cell) -> (String, Tone) {
+    let better = if figure.lower_is_better() { cell.ratio < 1.0 } else { cell.ratio > 1.0 };
+    let tone = match cell.significance {
+        Significance::Significant { .. } if better => Tone::Good,
+        Significance::Significant { .. } => Tone::Bad,
+        _ => Tone::Plain,
+    };
+    let mark = match cell.significance {
+        Significance::Significant { .. } => " *",
+        Significance::WithinNoise { .. } => " ~",
+        Significance::TooFewSamples => " (too few samples)",
+        Significance::Baseline => "",
+    };
+    (format!("{:.2}x{mark}", cell.ratio), tone)
 }
 
 /// The legend of the comparison's ratio marks.
@@ -294,7 +335,7 @@ pub fn probes_csv(report: &Report) -> Table {
         ],
     );
     for v in &report.results {
-        for p in &v.doc.probes {
+        for p in v.doc.probes_and_fleet_sums() {
             let s = &p.summary;
             let l = s.latency_ns.as_ref();
             let num = |x: Option<f64>| x.map(|x| format!("{x}")).unwrap_or_default();

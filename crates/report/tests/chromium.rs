@@ -8,61 +8,17 @@ mod common;
 use headroom_report::{presenter, Format, Report, Style};
 use headroom_result::ResultDoc;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-const CHROMIUM: &str = "chromium";
+use headroom_lab::chromium::CHROMIUM;
 
 fn fixture(name: &str) -> (ResultDoc, String) {
     let path = format!("{}/../analysis/tests/fixtures/{name}.json", env!("CARGO_MANIFEST_DIR"));
     (ResultDoc::from_json(&std::fs::read_to_string(&path).unwrap()).unwrap(), format!("{name}.json"))
 }
 
-/// Runs chromium headless with the project's flags, killing it after `limit`.
-fn chromium(profile: &Path, extra: &[String], page: &Path, limit: Duration) -> Output {
-    let mut cmd = Command::new(CHROMIUM);
-    cmd.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--enable-logging=stderr",
-        "--v=0",
-    ])
-    .arg(format!("--user-data-dir={}", profile.display()))
-    .args(extra)
-    .arg(format!("file://{}", page.display()))
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("chromium starts");
-    let start = Instant::now();
-    // Read pipes on threads so a chatty chromium cannot block on a full pipe.
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let out_t = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        std::io::Read::read_to_end(&mut out, &mut s).ok();
-        s
-    });
-    let err_t = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        std::io::Read::read_to_end(&mut err, &mut s).ok();
-        s
-    });
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > limit {
-            child.kill().ok();
-            panic!("chromium did not finish within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    Output { status, stdout: out_t.join().unwrap(), stderr: err_t.join().unwrap() }
+fn chromium(profile: &Path, extra: &[String], page: &Path, limit: Duration) -> std::process::Output {
+    headroom_lab::chromium::run(profile, extra, page, limit)
 }
 
 fn artifacts_dir() -> PathBuf {

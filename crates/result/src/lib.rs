@@ -17,6 +17,7 @@
 
 mod cpu_load;
 pub mod details;
+mod fleet;
 mod host;
 mod soak;
 mod validate;
@@ -24,6 +25,7 @@ mod verdict;
 mod warning;
 
 pub use cpu_load::*;
+pub use fleet::*;
 pub use host::*;
 pub use soak::*;
 pub use validate::*;
@@ -73,6 +75,10 @@ pub struct ResultDoc {
     /// `Probe.host` = `Host.hostname`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub peers: Vec<Host>,
+    /// What `headroom fleet` gathered: its hosts, their clocks and starts,
+    /// and per test the sum over hosts with its spread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<Fleet>,
 }
 
 /// The program that wrote the document.
@@ -103,7 +109,9 @@ pub struct Probe {
     pub spec: ProbeSpec,
     /// The probe's figures as a whole.
     pub summary: Summary,
-    /// One per second (or per interval); warm-up excluded.
+    /// One per interval (`summary.sample_interval_s`); warm-up excluded
+    /// (a disk probe keeps its warm-up's samples in `details.warmup_samples`,
+    /// at negative `t_s`, for charts only).
     #[serde(default)]
     pub samples: Vec<Sample>,
     /// Latency histogram, when the probe measured latency per operation.
@@ -207,10 +215,37 @@ pub struct DiskSpec {
     /// fio's `--force_async=1`) rather than trying them without blocking first.
     #[serde(default)]
     pub force_async: bool,
+    /// The protocol client that reached `path` (an `nfs://`, `iscsi://`,
+    /// `nbd://` or `smb://` URL) and what its server granted; absent for a
+    /// local path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<ProtocolInfo>,
+}
+
+/// A disk probe that ran through one of headroom's own protocol clients.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProtocolInfo {
+    /// nfs, iscsi, nbd or smb.
+    pub name: String,
+    /// Version or dialect in use, e.g. `3`, `4.1`, `3.1.1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// HOST:PORT of the server.
+    pub server: String,
+    /// I/Os in flight the server allows per connection (iSCSI command
+    /// window, SMB credits, NFS session slots); absent when the protocol
+    /// announces no limit (NBD, NFSv3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_depth_granted: Option<u32>,
+    /// Other parameters the server granted, by the protocol's own names
+    /// (e.g. rsize, wsize, MaxRecvDataSegmentLength, MaxBurstLength,
+    /// MaxOutstandingR2T, max_read_size, credits).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub granted: BTreeMap<String, u64>,
 }
 
 /// A network probe's resolved parameters.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct NetSpec {
     /// tcp, tcp_reverse, tcp_bidir, udp, rr or connect.
     pub test: String,
@@ -226,10 +261,50 @@ pub struct NetSpec {
     /// Fixed amount to transfer (`--bytes`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
+    /// Where this end's sockets left from (`--bind`, `--interface`), e.g.
+    /// `via eth1` or `from 192.0.2.7`; absent when the routing table chose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The socket buffers asked (`--window`) and what each end's kernel
+    /// granted; absent when none was asked (TCP autotunes them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_buffers: Option<SocketBuffers>,
+}
+
+/// Socket buffers asked for each data stream, and what the kernels granted.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SocketBuffers {
+    /// Bytes asked for each stream's send and receive buffer (iperf3's -w).
+    pub asked: u64,
+    /// This machine's grant, as getsockopt reports it (Linux doubles the
+    /// request for its bookkeeping, after capping it at net.core.wmem_max /
+    /// rmem_max).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<BufferPair>,
+    /// The server's grant (headroom servers report it; iperf3 servers do not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<BufferPair>,
+}
+
+/// SO_SNDBUF and SO_RCVBUF of one socket, bytes as getsockopt reports them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct BufferPair {
+    /// SO_SNDBUF.
+    pub send: u64,
+    /// SO_RCVBUF.
+    pub recv: u64,
+}
+
+impl BufferPair {
+    /// Whether the kernel gave less than `asked` in either direction (it
+    /// reports twice what it grants, so less than 2 x asked is a cap).
+    pub fn capped_below(&self, asked: u64) -> bool {
+        self.send.min(self.recv) < asked.saturating_mul(2)
+    }
 }
 
 /// A ping probe's resolved parameters.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PingSpec {
     /// tcp_connect or udp_echo.
     pub method: String,
@@ -239,6 +314,9 @@ pub struct PingSpec {
     pub count: u32,
     /// Pause between two attempts, milliseconds.
     pub interval_ms: f64,
+    /// Where this end's sockets left from (`--bind`, `--interface`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// A CPU kernel probe's resolved parameters.
@@ -280,6 +358,11 @@ pub struct Summary {
     /// Operations completed in `duration_s`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ops: Option<u64>,
+    /// Length of each of the probe's `samples`, seconds (the last may be
+    /// shorter); absent in documents written before it was recorded, which
+    /// sampled once a second unless `--sample-interval` said otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_interval_s: Option<f64>,
 }
 
 /// Latency statistics in nanoseconds.
@@ -309,6 +392,51 @@ pub struct Latency {
 pub struct Histogram {
     /// Pairs of (value_ns, count); values are the upper edge of each bucket.
     pub buckets: Vec<(u64, u64)>,
+}
+
+impl Histogram {
+    /// Several histograms as one: counts of equal bucket edges added. The
+    /// engines record HdrHistograms of one precision, whose bucket edges
+    /// coincide, so this is the histogram of all the operations together
+    /// (what HdrHistogram's `add` gives); None when there are no counts.
+    pub fn merged<'a>(histograms: impl IntoIterator<Item = &'a Histogram>) -> Option<Histogram> {
+        let mut merged: BTreeMap<u64, u64> = BTreeMap::new();
+        for (v, c) in histograms.into_iter().flat_map(|h| h.buckets.iter()) {
+            *merged.entry(*v).or_default() += c;
+        }
+        merged.retain(|_, c| *c > 0);
+        (!merged.is_empty()).then(|| Histogram { buckets: merged.into_iter().collect() })
+    }
+
+    /// Mean, percentiles, min and max read off the buckets (each operation
+    /// counted at its bucket's upper edge); None when empty.
+    pub fn latency(&self) -> Option<Latency> {
+        let total: u64 = self.buckets.iter().map(|b| b.1).sum();
+        if total == 0 {
+            return None;
+        }
+        let at = |q: f64| {
+            let rank = (q * total as f64).ceil().max(1.0) as u64;
+            let mut seen = 0;
+            for (v, c) in &self.buckets {
+                seen += c;
+                if seen >= rank {
+                    return *v as f64;
+                }
+            }
+            self.buckets.last().map_or(0.0, |b| b.0 as f64)
+        };
+        let mean = self.buckets.iter().map(|(v, c)| *v as f64 * *c as f64).sum::<f64>() / total as f64;
+        Some(Latency {
+            mean,
+            p50: at(0.5),
+            p99: at(0.99),
+            p999: at(0.999),
+            max: self.buckets.iter().map(|b| b.0).max().unwrap_or(0) as f64,
+            min: self.buckets.iter().filter(|b| b.1 > 0).map(|b| b.0).min().map(|v| v as f64),
+            stddev: None,
+        })
+    }
 }
 
 /// One interval of a probe.
@@ -407,6 +535,7 @@ impl ResultDoc {
             warnings: Vec::new(),
             soak: None,
             peers: Vec::new(),
+            fleet: None,
         }
     }
 
@@ -451,6 +580,12 @@ impl ResultDoc {
     /// Pretty JSON, as `--json` prints it.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("result documents always serialise")
+    }
+
+    /// Every probe with figures of its own: the probes, then a fleet's sums
+    /// (what `compare` holds side by side).
+    pub fn probes_and_fleet_sums(&self) -> impl Iterator<Item = &Probe> {
+        self.probes.iter().chain(self.fleet.iter().flat_map(|f| f.sums.iter().map(|s| &s.probe)))
     }
 
     /// The JSON Schema of this document type.

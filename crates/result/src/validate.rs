@@ -66,6 +66,7 @@ fn probe(at: &str, p: &Probe) -> Result<(), InvalidField> {
     check(|| format!("{at}.summary.bytes_per_sec"), s.bytes_per_sec, MAX_BYTES_PER_SEC, RATE)?;
     check_opt(|| format!("{at}.summary.iops"), s.iops, MAX_OPS_PER_SEC, OPS)?;
     check(|| format!("{at}.summary.duration_s"), s.duration_s, MAX_SECONDS, SECONDS)?;
+    check_opt(|| format!("{at}.summary.sample_interval_s"), s.sample_interval_s, MAX_SECONDS, SECONDS)?;
     if let Some(l) = &s.latency_ns {
         latency(&format!("{at}.summary.latency_ns"), l)?;
     }
@@ -142,6 +143,11 @@ impl ResultDoc {
             check(|| format!("ceilings[{i}].bytes_per_sec"), c.bytes_per_sec, MAX_BYTES_PER_SEC, RATE)?;
         }
         host(&self.host)?;
+        if let Some(f) = &self.fleet {
+            for (i, s) in f.sums.iter().enumerate() {
+                probe(&format!("fleet.sums[{i}].probe"), &s.probe)?;
+            }
+        }
         self.soak.as_ref().map_or(Ok(()), soak)
     }
 }

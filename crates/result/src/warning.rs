@@ -47,10 +47,14 @@ codes! {
     FasterThanCeiling => "faster_than_ceiling",
     /// The write rate fell when a cache filled up.
     WriteCliff => "write_cliff",
+    /// Sustained writes slowed to under half in several steps (no single cliff).
+    WriteDecline => "write_decline",
     /// The filesystem cannot do what the test asked as asked (O_DIRECT, fallocate, ...).
     FilesystemCaveat => "filesystem_caveat",
     /// The queue depth asked for was more than the device takes.
     QueueDepthCapped => "queue_depth_capped",
+    /// A kernel granted smaller socket buffers than `--window` asked.
+    SocketBufferCapped => "socket_buffer_capped",
     /// The test file's blocks were not allocated before reading.
     LayoutNotAllocated => "layout_not_allocated",
     /// A test completed no I/O at all.

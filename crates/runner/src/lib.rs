@@ -24,7 +24,7 @@ mod runner;
 mod sink;
 
 pub use engine::ProbeEngine;
-pub use outcome::{unix_now, LiveSample, Measured, PrepareEvent, ProbeRun};
+pub use outcome::{sample_interval_for, unix_now, LiveSample, Measured, PrepareEvent, ProbeRun};
 pub use request::{EngineKind, Expected, ProbeError, ProbeRequest};
 pub use runner::{Execution, Plan, Runner};
 pub use sink::{SampleLog, Sink};

@@ -12,6 +12,25 @@ pub fn unix_now() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
+/// The length of each sample of a probe that measures for `time`: about 20
+/// samples, never shorter than 100 ms (each sample must hold enough
+/// operations to mean something, and a progress sink gets one per sample)
+/// nor longer than a second (every probe records per-second samples at
+/// least; DESIGN.md). A 2 s test gets 100 ms samples, a 5 s one 250 ms, a
+/// minute-long one 1 s.
+pub fn sample_interval_for(time: Duration) -> Duration {
+    (time / 20).clamp(Duration::from_millis(100), Duration::from_secs(1))
+}
+
+#[cfg(test)]
+#[test]
+fn short_tests_get_twenty_samples_and_long_ones_one_a_second() {
+    assert_eq!(sample_interval_for(Duration::from_secs(2)), Duration::from_millis(100));
+    assert_eq!(sample_interval_for(Duration::from_secs(5)), Duration::from_millis(250));
+    assert_eq!(sample_interval_for(Duration::from_millis(500)), Duration::from_millis(100));
+    assert_eq!(sample_interval_for(Duration::from_secs(3600)), Duration::from_secs(1));
+}
+
 /// One interval of a running probe, on the wall clock.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct LiveSample {

@@ -143,31 +143,41 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
     let flap_events = events.iter().filter(|e| e.kind == "flap");
     let (sysfs, logs): (Vec<Flap>, Vec<Flap>) = flap_events.map(as_flap).partition(|f| f.source == FlapSource::Sysfs);
     let flaps = merge_flaps(sysfs, logs, 5.0);
-    if !flaps.is_empty() {
+    // A vmkernel.log covers days: flaps outside the soak's own span are said
+    // apart, with their UTC time, and not counted as the soak's.
+    let last_moment = store.sessions()?.iter().filter_map(|s| s.ended_unix).fold(info.started_unix, f64::max);
+    let span = (0.0, rel(last_moment.max(info.started_unix + doc_span_hint(&series))));
+    let (inside, outside): (Vec<Flap>, Vec<Flap>) =
+        flaps.into_iter().partition(|f| f.down_s >= span.0 - 1.0 && f.down_s <= span.1 + 1.0);
+    if !inside.is_empty() {
         let series = series_for_flaps.unwrap_or_default();
-        let with_context: Vec<serde_json::Value> = flaps
+        let with_context: Vec<serde_json::Value> = inside
             .iter()
             .map(|f| serde_json::json!({"flap": f, "throughput_bytes_per_sec": around_flap(f, &series, 10.0)}))
             .collect();
-        let listed: Vec<String> = flaps
-            .iter()
-            .take(5)
-            .map(|f| {
-                // Flaps from a vmkernel.log may predate the soak: name their UTC time.
-                let at =
-                    if f.down_s >= 0.0 { format!("+{:.1} s", f.down_s) } else { crate::rfc3339(origin + f.down_s) };
-                match f.duration_s {
-                    Some(d) => format!("{} down {:.1} s at {at}", f.device, d),
-                    None => format!("{} down at {at}, not back", f.device),
-                }
-            })
-            .collect();
-        let more = if flaps.len() > 5 { format!(", and {} more", flaps.len() - 5) } else { String::new() };
         detections.push(Detection {
             kind: "link_flaps".into(),
             probe: None,
-            message: format!("{} link flap(s): {}{more}", flaps.len(), listed.join(", ")),
+            message: format!("{} link flap(s): {}", inside.len(), list_flaps(&inside, origin)),
             details: serde_json::Value::Array(with_context),
+        });
+    }
+    if !outside.is_empty() {
+        let before = outside.iter().filter(|f| f.down_s < 0.0).count();
+        let when = match (before, outside.len() - before) {
+            (_, 0) => "before it started".to_string(),
+            (0, _) => "after it ended".to_string(),
+            (b, a) => format!("{b} before it started, {a} after it ended"),
+        };
+        detections.push(Detection {
+            kind: "link_flaps_outside_soak".into(),
+            probe: None,
+            message: format!(
+                "{} link flap(s) in the imported log outside this soak ({when}; not counted as the soak's): {}",
+                outside.len(),
+                list_flaps(&outside, origin)
+            ),
+            details: serde_json::to_value(&outside).unwrap_or_default(),
         });
     }
     let outages: Vec<&EventRow> = events.iter().filter(|e| e.kind == "server_outage").collect();
@@ -253,6 +263,19 @@ fn write_cliff(name: &str, points: &[Point]) -> Option<Detection> {
             ..Sample::default()
         })
         .collect();
+    if let Some(d) = headroom_analysis::detect_write_decline(&thinned) {
+        return Some(Detection {
+            kind: "write_decline".into(),
+            probe: Some(name.into()),
+            message: format!("{name}: {}", d.describe()),
+            details: serde_json::json!({
+                "bytes_per_sec_first": d.rate_first,
+                "bytes_per_sec_after": d.rate_after,
+                "at_s": d.at_s,
+                "steps": d.steps,
+            }),
+        });
+    }
     headroom_analysis::detect_write_cliff(&thinned).map(|c| c.detection(name))
 }
 
@@ -294,6 +317,7 @@ fn summarise_probe(name: &str, cycles: &[&CycleRow], points: &[Point]) -> Probe 
             fio_equivalent: None,
             fixedbufs: false,
             force_async: false,
+            protocol: None,
         }),
         summary: Summary::default(),
         samples: vec![],
@@ -306,22 +330,19 @@ fn summarise_probe(name: &str, cycles: &[&CycleRow], points: &[Point]) -> Probe 
     probe.samples.clear();
     let n = points.len().max(1) as f64;
     let duration: f64 = results.iter().map(|r| r.summary.duration_s).sum();
-    let mut merged: BTreeMap<u64, u64> = BTreeMap::new();
-    for r in &results {
-        for (v, c) in r.histogram.iter().flat_map(|h| h.buckets.iter()) {
-            *merged.entry(*v).or_default() += c;
-        }
-    }
+    let merged = Histogram::merged(results.iter().filter_map(|r| r.histogram.as_ref()));
     let iops: Vec<f64> = results.iter().filter_map(|r| r.summary.iops.map(|i| i * r.summary.duration_s)).collect();
     probe.summary = Summary {
         bytes_per_sec: points.iter().map(|p| p.value).sum::<f64>() / n,
         iops: (!iops.is_empty() && duration > 0.0).then(|| iops.iter().sum::<f64>() / duration),
-        latency_ns: if merged.is_empty() { mean_latency(&results) } else { latency_from_buckets(&merged) },
+        latency_ns: merged.as_ref().map_or_else(|| mean_latency(&results), Histogram::latency),
         duration_s: duration,
         bytes: Some(results.iter().filter_map(|r| r.summary.bytes).sum()),
         ops: Some(results.iter().filter_map(|r| r.summary.ops).sum()),
+        // A soak's points are on their own grid, not one probe's intervals.
+        sample_interval_s: None,
     };
-    probe.histogram = (!merged.is_empty()).then(|| Histogram { buckets: merged.into_iter().collect() });
+    probe.histogram = merged;
     probe.details.insert("cycles".into(), cycles.len().into());
     probe.details.insert("failed_cycles".into(), errors.into());
     probe
@@ -348,37 +369,32 @@ fn mean_latency(results: &[Probe]) -> Option<Latency> {
     })
 }
 
-/// Percentiles of a merged histogram of (upper edge ns, count).
-fn latency_from_buckets(buckets: &BTreeMap<u64, u64>) -> Option<Latency> {
-    let total: u64 = buckets.values().sum();
-    if total == 0 {
-        return None;
-    }
-    let at = |q: f64| {
-        let rank = (q * total as f64).ceil().max(1.0) as u64;
-        let mut seen = 0;
-        for (v, c) in buckets {
-            seen += c;
-            if seen >= rank {
-                return *v as f64;
-            }
-        }
-        *buckets.keys().last().unwrap_or(&0) as f64
-    };
-    let mean = buckets.iter().map(|(v, c)| *v as f64 * *c as f64).sum::<f64>() / total as f64;
-    Some(Latency {
-        mean,
-        p50: at(0.5),
-        p99: at(0.99),
-        p999: at(0.999),
-        max: *buckets.keys().last().unwrap_or(&0) as f64,
-        min: buckets.keys().next().map(|v| *v as f64),
-        stddev: None,
-    })
-}
-
 /// At most `max` samples of a probe: means of consecutive groups (a gap
 /// between sessions ends a group, so the chart shows it).
+/// "eth0 down 2.0 s at +300.0 s, vmnic1 down at 2026-11-18T04:00:00Z, not
+/// back, and 3 more": the first five flaps, at the soak's clock when they
+/// fall in it, in UTC otherwise.
+fn list_flaps(flaps: &[Flap], origin: f64) -> String {
+    let listed: Vec<String> = flaps
+        .iter()
+        .take(5)
+        .map(|f| {
+            let at = if f.down_s >= 0.0 { format!("+{:.1} s", f.down_s) } else { crate::rfc3339(origin + f.down_s) };
+            match f.duration_s {
+                Some(d) => format!("{} down {:.1} s at {at}", f.device, d),
+                None => format!("{} down at {at}, not back", f.device),
+            }
+        })
+        .collect();
+    let more = if flaps.len() > 5 { format!(", and {} more", flaps.len() - 5) } else { String::new() };
+    format!("{}{more}", listed.join(", "))
+}
+
+/// The last sample's time on the soak's clock (a soak still running has no end yet).
+fn doc_span_hint(series: &[(String, Vec<Point>)]) -> f64 {
+    series.iter().filter_map(|(_, points)| points.last().map(|p| p.t_s)).fold(0.0, f64::max)
+}
+
 fn thin(store: &Store, name: &str, origin: f64, count: u64, max: usize) -> Result<Vec<Sample>, StoreError> {
     let group = (count as usize).div_ceil(max.max(1)).max(1);
     let mut out = Vec::with_capacity(max.min(count as usize));
@@ -468,7 +484,10 @@ mod tests {
         };
         write_session(t0, 1, 600, false); // killed after 600 s
         write_session(t0 + 700.0, 700, 1300, true); // resumed 100 s later
-        for (source, t) in [("sysfs", 300.0), ("kernel_log", 300.5)] {
+                                                    // Two flaps of an imported vmkernel.log: three days before the soak, and in it.
+        for (source, t) in
+            [("sysfs", 300.0), ("kernel_log", 300.5), ("vmkernel_log", -259_200.0), ("vmkernel_log", 900.0)]
+        {
             store
                 .add_event(&EventRow {
                     id: 0,
@@ -496,7 +515,20 @@ mod tests {
         assert!(kinds.contains(&"latency_drift"), "{kinds:?}");
         assert!(!kinds.contains(&"write_cliff"), "dips that recover are no cliff: {kinds:?}");
         let flaps = soak.detections.iter().find(|d| d.kind == "link_flaps").unwrap();
-        assert!(flaps.message.starts_with("1 link flap(s): eth0 down 2.0 s at +300.0 s"), "{}", flaps.message);
+        assert!(
+            flaps.message.starts_with("2 link flap(s): eth0 down 2.0 s at +300.0 s, eth0 down 2.0 s at +900.0 s"),
+            "the soak's own flaps only: {}",
+            flaps.message
+        );
+        let old = soak.detections.iter().find(|d| d.kind == "link_flaps_outside_soak").unwrap();
+        assert_eq!(
+            old.message,
+            format!(
+                "1 link flap(s) in the imported log outside this soak (before it started; not counted as the soak's): \
+                 eth0 down 2.0 s at {}",
+                crate::rfc3339(t0 - 259_200.0)
+            )
+        );
         let dips = soak.detections.iter().find(|d| d.kind == "periodic_dips").unwrap();
         assert!((dips.details["period_s"].as_f64().unwrap() - 60.0).abs() < 1.0, "{}", dips.message);
         let probe = &doc.probes[0];

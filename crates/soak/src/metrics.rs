@@ -1,12 +1,21 @@
 //! Prometheus metrics of a running soak (`--metrics ADDR:PORT`), so it can be
 //! watched in Grafana: current throughput and IOPS per probe, a latency
-//! histogram per probe, and counters of samples and detections.
+//! histogram per probe, and counters of samples and detections, every one
+//! carrying the constant labels the soak was given (`host=` at least, so one
+//! dashboard tells a fleet's agents apart).
 //!
 //! The registry and text encoding are the prometheus-client crate's. The
 //! HTTP side is a few lines on std's TcpListener (why: one GET, no TLS, no
 //! keep-alive; an HTTP framework would be most of the binary's weight). It
 //! answers `GET /metrics` (and `/`), bounds request size and time, and never
 //! blocks the soak: it runs on its own thread and reads atomics.
+//!
+//! A scraper that asks for OpenMetrics (Prometheus does, in its Accept
+//! header) gets prometheus-client's OpenMetrics text; anyone else (curl,
+//! `promtool check metrics`, older scrapers) gets the classic text format
+//! 0.0.4, which names a counter's HELP and TYPE with its `_total` suffix and
+//! has no `# EOF`: promtool reads only that format, and flagged every counter
+//! of the OpenMetrics text as having no help text.
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::counter::Counter;
@@ -14,6 +23,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::AtomicU64;
@@ -27,10 +38,11 @@ pub struct ProbeLabel {
     pub probe: String,
 }
 
-/// Labels of detection counters.
+/// Labels of detection counters and findings.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KindLabel {
-    /// The detector: periodic_dips, latency_drift, link_flaps, write_cliff.
+    /// Live events: flap, server_outage, probe_error. Findings of the
+    /// analysis: periodic_dips, latency_drift, link_flaps, write_cliff, ...
     pub kind: String,
 }
 
@@ -96,8 +108,15 @@ pub struct Metrics {
     latency: Family<ProbeLabel, MergedHistogram>,
     samples: Family<ProbeLabel, Counter>,
     detections: Family<KindLabel, Counter>,
+    findings: Family<KindLabel, Gauge>,
+    /// Every kind ever found (and the usual ones), so each series stays and
+    /// reads 0 when a re-analysis no longer finds it.
+    finding_kinds: Arc<Mutex<BTreeSet<String>>>,
     cycle: Gauge,
 }
+
+/// Findings shown from the start, at 0, so dashboards have their series.
+const USUAL_FINDINGS: [&str; 5] = ["periodic_dips", "latency_drift", "link_flaps", "write_cliff", "write_decline"];
 
 impl Default for Metrics {
     fn default() -> Self {
@@ -105,15 +124,67 @@ impl Default for Metrics {
     }
 }
 
+/// Why a constant label given to [`Metrics::with_labels`] was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum LabelError {
+    /// Not `NAME=VALUE`, or NAME is not a Prometheus label name.
+    #[error("'{0}' is not NAME=VALUE with NAME of letters, digits and _ (not starting with a digit or __)")]
+    Malformed(String),
+    /// NAME is one the per-metric labels already use.
+    #[error("label '{0}' is reserved (probe, kind and le are headroom's own)")]
+    Reserved(String),
+    /// The same NAME twice.
+    #[error("label '{0}' is given twice")]
+    Duplicate(String),
+    /// VALUE holds a quote, backslash or line break, or is empty or over 256 bytes.
+    #[error("the value of '{0}' must be 1 to 256 characters without quotes, backslashes or line breaks")]
+    BadValue(String),
+}
+
+/// Parses and checks constant labels (`host=nas1`): Prometheus label names,
+/// none of the per-metric ones, no duplicates, values that need no escaping
+/// (prometheus-client writes label values as they are).
+pub fn parse_labels(specs: &[String]) -> Result<Vec<(String, String)>, LabelError> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for spec in specs {
+        let (name, value) = spec.split_once('=').ok_or_else(|| LabelError::Malformed(spec.clone()))?;
+        let name_ok = !name.is_empty()
+            && !name.starts_with("__")
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !name_ok {
+            return Err(LabelError::Malformed(spec.clone()));
+        }
+        if ["probe", "kind", "le"].contains(&name) {
+            return Err(LabelError::Reserved(name.to_string()));
+        }
+        if value.is_empty() || value.len() > 256 || value.contains(['"', '\\', '\n', '\r']) {
+            return Err(LabelError::BadValue(name.to_string()));
+        }
+        if out.iter().any(|(n, _)| n == name) {
+            return Err(LabelError::Duplicate(name.to_string()));
+        }
+        out.push((name.to_string(), value.to_string()));
+    }
+    Ok(out)
+}
+
 impl Metrics {
-    /// Metrics with every family registered and no values yet.
+    /// Metrics with every family registered, no values yet and no constant labels.
     pub fn new() -> Metrics {
-        let mut registry = Registry::with_prefix("headroom_soak");
+        Self::with_labels(Vec::new())
+    }
+
+    /// Metrics whose every series carries `labels` (checked by [`parse_labels`]).
+    pub fn with_labels(labels: Vec<(String, String)>) -> Metrics {
+        let labels = labels.into_iter().map(|(n, v)| (Cow::Owned(n), Cow::Owned(v)));
+        let mut registry = Registry::with_prefix_and_labels("headroom_soak", labels);
         let throughput = Family::<ProbeLabel, Gauge<f64, AtomicU64>>::default();
         let iops = Family::<ProbeLabel, Gauge<f64, AtomicU64>>::default();
         let latency = Family::<ProbeLabel, MergedHistogram>::default();
         let samples = Family::<ProbeLabel, Counter>::default();
         let detections = Family::<KindLabel, Counter>::default();
+        let findings = Family::<KindLabel, Gauge>::default();
         let cycle = Gauge::default();
         registry.register(
             "throughput_bytes_per_second",
@@ -123,13 +194,28 @@ impl Metrics {
         registry.register("iops", "Operations per second of the last sample", iops.clone());
         registry.register("latency_seconds", "Per-operation latency, merged per cycle", latency.clone());
         registry.register("samples", "Per-second samples recorded", samples.clone());
+        registry.register("detections", "Events as they happen: flap, server_outage, probe_error", detections.clone());
         registry.register(
-            "detections",
-            "Detections: flap, server_outage, probe_error, periodic_dips",
-            detections.clone(),
+            "findings",
+            "Findings of the soak's analysis so far, redone every minute: periodic_dips, latency_drift, \
+             link_flaps, write_cliff, write_decline, ...",
+            findings.clone(),
         );
         registry.register("cycle", "Number of the running cycle", cycle.clone());
-        Metrics { registry: Arc::new(registry), throughput, iops, latency, samples, detections, cycle }
+        let finding_kinds = Arc::new(Mutex::new(USUAL_FINDINGS.iter().map(|k| k.to_string()).collect()));
+        let metrics = Metrics {
+            registry: Arc::new(registry),
+            throughput,
+            iops,
+            latency,
+            samples,
+            detections,
+            findings,
+            finding_kinds,
+            cycle,
+        };
+        metrics.findings(&BTreeMap::new());
+        metrics
     }
 
     fn label(probe: &str) -> ProbeLabel {
@@ -158,6 +244,16 @@ impl Metrics {
         self.detections.get_or_create(&KindLabel { kind: kind.to_string() }).inc();
     }
 
+    /// The analysis so far: how many findings of each kind. Kinds found
+    /// before and not now drop to 0 (a re-analysis may merge or retract).
+    pub fn findings(&self, counts: &BTreeMap<String, i64>) {
+        let mut kinds = self.finding_kinds.lock().unwrap_or_else(|p| p.into_inner());
+        kinds.extend(counts.keys().cloned());
+        for kind in kinds.iter() {
+            self.findings.get_or_create(&KindLabel { kind: kind.clone() }).set(counts.get(kind).copied().unwrap_or(0));
+        }
+    }
+
     /// Sets the cycle gauge to cycle number `n`.
     pub fn cycle(&self, n: i64) {
         self.cycle.set(n);
@@ -168,6 +264,11 @@ impl Metrics {
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.registry).expect("writing to a String cannot fail");
         text
+    }
+
+    /// The exposition in the classic Prometheus text format 0.0.4.
+    pub fn render_classic(&self) -> String {
+        openmetrics_to_classic(&self.render())
     }
 
     /// Serves the metrics on `addr` from a background thread; returns the
@@ -187,6 +288,34 @@ impl Metrics {
     }
 }
 
+/// Rewrites prometheus-client's OpenMetrics text into the classic format:
+/// the two differ, for what this registry emits, only in a counter family's
+/// name in HELP/TYPE (`x` there, `x_total` in the classic format), the
+/// `# UNIT` lines and the closing `# EOF`.
+fn openmetrics_to_classic(text: &str) -> String {
+    let counters: HashSet<&str> =
+        text.lines().filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter")).collect();
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let meta = ["# HELP ", "# TYPE "].into_iter().find_map(|p| Some((p, line.strip_prefix(p)?)));
+        match meta {
+            Some((prefix, rest)) => {
+                let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+                let suffix = if counters.contains(name) { "_total" } else { "" };
+                out.push_str(&format!("{prefix}{name}{suffix} {tail}\n"));
+            }
+            None => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
 fn answer(mut stream: TcpStream, metrics: &Metrics) -> std::io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(2)))?;
     stream.set_write_timeout(Some(Duration::from_secs(2)))?;
@@ -202,15 +331,24 @@ fn answer(mut stream: TcpStream, metrics: &Metrics) -> std::io::Result<()> {
             return respond(&mut stream, "431 Request Header Fields Too Large", "text/plain", "request too large\n");
         }
     }
-    let line = String::from_utf8_lossy(request.split(|b| *b == b'\n').next().unwrap_or_default()).into_owned();
+    let head = String::from_utf8_lossy(&request).into_owned();
+    let line = head.lines().next().unwrap_or_default();
+    let openmetrics = head.lines().skip(1).any(|h| {
+        h.split_once(':').is_some_and(|(name, value)| {
+            name.trim().eq_ignore_ascii_case("accept") && value.contains("application/openmetrics-text")
+        })
+    });
     let mut parts = line.split_whitespace();
     match (parts.next(), parts.next()) {
-        (Some("GET"), Some("/metrics" | "/")) => respond(
+        (Some("GET"), Some("/metrics" | "/")) if openmetrics => respond(
             &mut stream,
             "200 OK",
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
             &metrics.render(),
         ),
+        (Some("GET"), Some("/metrics" | "/")) => {
+            respond(&mut stream, "200 OK", "text/plain; version=0.0.4; charset=utf-8", &metrics.render_classic())
+        }
         (Some("GET"), _) => respond(&mut stream, "404 Not Found", "text/plain", "try /metrics\n"),
         _ => respond(&mut stream, "405 Method Not Allowed", "text/plain", "only GET\n"),
     }
@@ -253,6 +391,24 @@ mod tests {
             assert!(text.contains(&line), "{line} in {text}");
         }
         assert!(text.contains("headroom_soak_cycle 3"), "{text}");
+        // No Accept header: the classic format promtool reads, counters'
+        // HELP named with _total, no # EOF.
+        assert!(text.contains("Content-Type: text/plain; version=0.0.4"), "{text}");
+        assert!(text.contains("# HELP headroom_soak_samples_total Per-second samples recorded.\n"), "{text}");
+        assert!(text.contains("# TYPE headroom_soak_detections_total counter\n"), "{text}");
+        assert!(!text.contains("# EOF"), "{text}");
+
+        // A scraper asking for OpenMetrics gets it.
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.write_all(
+            b"GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text;version=1.0.0,text/plain;q=0.5\r\n\r\n",
+        )
+        .unwrap();
+        let mut om = String::new();
+        s.read_to_string(&mut om).unwrap();
+        assert!(om.contains("Content-Type: application/openmetrics-text"), "{om}");
+        assert!(om.contains("# TYPE headroom_soak_samples counter\n"), "{om}");
+        assert!(om.ends_with("# EOF\n"), "{om}");
 
         // Hostile and wrong requests get an answer, and the server keeps serving.
         let mut s = TcpStream::connect(addr).unwrap();
@@ -270,5 +426,35 @@ mod tests {
         let mut reply = String::new();
         s.read_to_string(&mut reply).unwrap();
         assert!(reply.starts_with("HTTP/1.1 200"));
+    }
+
+    #[test]
+    fn constant_labels_on_every_series() {
+        let labels = parse_labels(&["host=nas1".into(), "site=lab".into()]).unwrap();
+        let m = Metrics::with_labels(labels);
+        m.sample("write", 1.0, Some(2.0));
+        m.latency("write", &[(40_000, 1)]);
+        m.detection("flap");
+        m.cycle(1);
+        let text = m.render_classic();
+        let series: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert!(series.len() > 10, "{text}");
+        for s in series {
+            assert!(s.contains("host=\"nas1\"") && s.contains("site=\"lab\""), "{s} lacks the labels in {text}");
+        }
+    }
+
+    #[test]
+    fn bad_labels_are_refused() {
+        let one = |s: &str| parse_labels(&[s.to_string()]);
+        assert_eq!(one("host"), Err(LabelError::Malformed("host".into())));
+        assert_eq!(one("1x=a"), Err(LabelError::Malformed("1x=a".into())));
+        assert_eq!(one("__x=a"), Err(LabelError::Malformed("__x=a".into())));
+        assert_eq!(one("ho-st=a"), Err(LabelError::Malformed("ho-st=a".into())));
+        assert_eq!(one("probe=a"), Err(LabelError::Reserved("probe".into())));
+        assert_eq!(one("host="), Err(LabelError::BadValue("host".into())));
+        assert_eq!(one("host=a\"b"), Err(LabelError::BadValue("host".into())));
+        assert_eq!(parse_labels(&["host=a".into(), "host=b".into()]), Err(LabelError::Duplicate("host".into())));
+        assert_eq!(one("host=nas-1.lan").unwrap(), vec![("host".to_string(), "nas-1.lan".to_string())]);
     }
 }

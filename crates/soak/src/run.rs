@@ -162,6 +162,9 @@ struct TurnSink<'a> {
     metrics: Option<&'a Metrics>,
     on_progress: &'a mut dyn FnMut(SoakEvent),
     write_error: Option<StoreError>,
+    /// Live samples seen: a turn of a second or less may have none (its one
+    /// sample arrives only with the outcome), and the metrics must still see it.
+    live_samples: usize,
 }
 
 impl Sink for TurnSink<'_> {
@@ -176,6 +179,7 @@ impl Sink for TurnSink<'_> {
         if let Some(m) = self.metrics {
             m.sample(self.name, s.bytes_per_sec, s.iops);
         }
+        self.live_samples += 1;
         (self.on_progress)(SoakEvent::Sample { cycle: self.cycle, probe: self.name, sample: s });
     }
 }
@@ -195,6 +199,7 @@ pub fn run_cycles(
     let deadline = settings.remaining.map(|r| Instant::now() + r);
     let plan = Turn::cycle_plan(turns, settings.probe_time);
     let mut n = store.next_cycle_number()?;
+    let mut last_analysis = None;
     loop {
         let mut any_measured = false;
         for (index, turn) in turns.iter().enumerate() {
@@ -230,18 +235,30 @@ pub fn run_cycles(
                 metrics,
                 on_progress: &mut *on_progress,
                 write_error: None,
+                live_samples: 0,
             };
             let run =
                 stopped_after(stop_after, stop, |stop| runner.run_one(index, &request, &plan, stop, &mut [&mut sink]));
             if let Some(e) = sink.write_error {
                 return Err(e);
             }
+            let live_samples = sink.live_samples;
             let result = turn_outcome(run);
             any_measured |= result.is_ok() || started.elapsed() >= Duration::from_secs(1);
+            let unseen_by_metrics = if live_samples == 0 { metrics } else { None };
             record_turn(store, cycle, name, turn.uses_server, &result, metrics)?;
+            if let (Some(m), Ok(outcome)) = (unseen_by_metrics, &result) {
+                outcome.probe.samples.iter().for_each(|s| m.sample(name, s.bytes_per_sec, s.iops));
+            }
             on_progress(SoakEvent::TurnEnded { cycle: n, probe: name, outcome: result.as_ref() });
         }
         n += 1;
+        if let Some(m) = metrics {
+            if last_analysis.is_none_or(|t: Instant| t.elapsed() >= ANALYSIS_EVERY) {
+                publish_findings(store, m);
+                last_analysis = Some(Instant::now());
+            }
+        }
         if !any_measured {
             // Every probe failed at once (e.g. only `net`, server down):
             // wait a second before trying again rather than spin.
@@ -251,6 +268,23 @@ pub fn run_cycles(
             }
         }
     }
+}
+
+/// How often the metrics' findings are redone from the store: the whole
+/// analysis (dips, drift, flaps, cliffs) reads every sample, ~0.1 s for a day's.
+const ANALYSIS_EVERY: Duration = Duration::from_secs(60);
+
+/// The findings of the soak so far, counted by kind, on the metrics endpoint:
+/// what the end-of-soak analysis would report now (periodic dips and a
+/// vmkernel.log's flaps are only known from the whole series). A failed
+/// analysis leaves the previous figures; the soak goes on.
+fn publish_findings(store: &Store, metrics: &Metrics) {
+    let Ok(doc) = crate::doc::result_from_store(store, crate::doc::SampleDetail::None) else { return };
+    let mut counts = std::collections::BTreeMap::new();
+    for d in doc.soak.iter().flat_map(|s| &s.detections) {
+        *counts.entry(d.kind.clone()).or_insert(0) += 1;
+    }
+    metrics.findings(&counts);
 }
 
 /// Calls `run` with a stop flag that follows `stop` and, with a `limit`, is

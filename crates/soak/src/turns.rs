@@ -110,6 +110,7 @@ fn net_turn(server: &str, token: Option<String>) -> Result<Turn, FlagError> {
         port: port.unwrap_or(headroom_net::DEFAULT_PORT),
         token,
         timeout: SERVER_TIMEOUT,
+        source: Default::default(),
         protocol: ProtocolChoice::Headroom,
         session_per_test: true,
     };
@@ -125,6 +126,9 @@ fn net_turn(server: &str, token: Option<String>) -> Result<Turn, FlagError> {
                 len: headroom_net::DEFAULT_TCP_LEN,
                 udp_rate: None,
                 rtt_under_load: false,
+                window: None,
+                // Soak's detectors read one sample a second.
+                sample_interval: None,
             });
             NetRequest { server: server.clone(), test }.to_request()
         }),

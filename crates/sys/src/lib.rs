@@ -28,7 +28,7 @@ pub use cpu::{cpu, hostname, kernel, memory_bytes, os};
 pub use cpu_load::CpuSnapshot;
 pub use mounts::filesystems;
 pub use net::{effective_ceiling, nics};
-pub use route::{route_interface, route_interface_in};
+pub use route::{interface_with_address, route_interface, route_interface_in};
 
 use headroom_result::Host;
 use std::path::{Path, PathBuf};

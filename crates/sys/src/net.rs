@@ -88,7 +88,9 @@ fn nic(root: &SysRoot, name: &str) -> Nic {
     let devices_root = root.sys().join("devices");
     let devices_root = canonical(&devices_root).unwrap_or(devices_root);
     let device = canonical(dir.join("device"));
-    let driver = link_target_name(dir.join("device/driver")).or_else(|| uevent(&dir, "DEVTYPE"));
+    let driver = link_target_name(dir.join("device/driver"))
+        .or_else(|| uevent(&dir, "DEVTYPE"))
+        .or_else(|| root.is_live().then(|| ethtool_driver(name)).flatten());
     let kind = classify(root, name, device.as_deref(), driver.as_deref());
 
     let mtu = read_u64(dir.join("mtu")).unwrap_or(0) as u32;
@@ -258,4 +260,45 @@ fn live_addresses() -> BTreeMap<String, Vec<String>> {
         map.entry(ifa.interface_name).or_default().push(text);
     }
     map
+}
+
+/// The driver the kernel names for `name` (ETHTOOL_GDRVINFO, what `ethtool -i`
+/// prints): the only place a virtual interface (veth, bridge, tun, bonding)
+/// names its driver, since it has no `device/driver` link in sysfs.
+fn ethtool_driver(name: &str) -> Option<String> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    // struct ethtool_drvinfo (linux/ethtool.h): cmd, then 32-byte driver,
+    // version, fw_version, bus_info, erom_version, 12 reserved bytes and five
+    // u32 counts. Written by hand: libc has the ioctl number, not the struct.
+    #[repr(C)]
+    struct DrvInfo {
+        cmd: u32,
+        driver: [u8; 32],
+        rest: [u8; 32 * 4 + 12 + 5 * 4],
+    }
+    const ETHTOOL_GDRVINFO: u32 = 0x0000_0003;
+    let mut info = DrvInfo { cmd: ETHTOOL_GDRVINFO, driver: [0; 32], rest: [0; 32 * 4 + 12 + 5 * 4] };
+    // SAFETY: ifreq is plain data; zeroed is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    let bytes = name.as_bytes();
+    if bytes.len() >= req.ifr_name.len() {
+        return None;
+    }
+    for (dst, src) in req.ifr_name.iter_mut().zip(bytes) {
+        *dst = *src as libc::c_char;
+    }
+    req.ifr_ifru.ifru_data = (&mut info as *mut DrvInfo).cast();
+    // SAFETY: a datagram socket only to carry the ioctl; closed on drop.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return None;
+    }
+    let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    // SAFETY: req points at a live ifreq whose data pointer points at `info`, both outliving the call.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::SIOCETHTOOL, &mut req) };
+    if rc != 0 {
+        return None;
+    }
+    let end = info.driver.iter().position(|&b| b == 0).unwrap_or(info.driver.len());
+    std::str::from_utf8(&info.driver[..end]).ok().filter(|d| !d.is_empty()).map(str::to_string)
 }

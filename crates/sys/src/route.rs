@@ -110,7 +110,7 @@ fn is_local_address(addr: IpAddr) -> bool {
 }
 
 /// The interface that owns `addr`, from getifaddrs.
-fn interface_with_address(addr: IpAddr) -> Option<String> {
+pub fn interface_with_address(addr: IpAddr) -> Option<String> {
     let addrs = nix::ifaddrs::getifaddrs().ok()?;
     for ifa in addrs {
         let Some(a) = ifa.address else { continue };

@@ -286,6 +286,16 @@ pub fn format_size(bytes: u64) -> String {
     format!("{n} {p}B")
 }
 
+/// "12.00 GB (11.18 GiB)": a size in SI units with its IEC equivalent, as an
+/// amount the user typed either way (`--bytes 12GB` or `12GiB`) reads back.
+pub fn format_size_both(bytes: u64) -> String {
+    if bytes < 1000 {
+        return format!("{bytes} B");
+    }
+    let (n, p) = scaled(bytes as f64, 1000.0, SI);
+    format!("{n} {p}B ({})", format_size(bytes))
+}
+
 /// "1m30s", "500ms", "3h", "2.500s": a duration in the units `parse_duration` reads.
 pub fn format_duration(d: Duration) -> String {
     let secs = d.as_secs();

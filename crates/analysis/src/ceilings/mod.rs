@@ -24,6 +24,8 @@ pub use bus::bus_ceiling;
 pub use link::{BadLinkSpec, LinkCeiling, LinkSpec, LinkTarget};
 pub use nic::choose_nic;
 
+mod protocol;
+
 use headroom_limits::Framing;
 use headroom_result::{BlockDevice, Ceiling, Hop, Host, Nic, Probe, ProbeSpec, ResultDoc};
 use nic::{framing_of, slot_ceiling};
@@ -41,11 +43,6 @@ pub struct PathHints {
 /// them measures the whole path, as a client sees it.
 pub const NETWORK_FILESYSTEMS: &[&str] =
     &["nfs", "nfs4", "cifs", "smb3", "smbfs", "fuse.sshfs", "9p", "ceph", "glusterfs", "fuse.glusterfs"];
-
-/// Bytes of ONC RPC and NFS/SMB headers per request, approximately (LINKS.md: 150-250).
-const FILE_PROTOCOL_HEADER_BYTES: f64 = 200.0;
-/// Payload per request assumed for NFS/SMB (the Linux default rsize/wsize, 1 MiB).
-const FILE_PROTOCOL_PAYLOAD_BYTES: f64 = 1_048_576.0;
 
 /// The network path of a document: the interface, the link and its framing.
 #[derive(Debug, Clone, PartialEq)]
@@ -121,10 +118,22 @@ pub fn derive(doc: &ResultDoc, hints: &PathHints) -> Result<PathModel, BadLinkSp
         ProbeSpec::Disk(d) => Some(d),
         _ => None,
     });
-    let block_device = disk_path.and_then(|d| device_for_path(&doc.host, &d.path));
-    let mount = disk_path.and_then(|d| mount_for_path(&doc.host, &d.path));
+    // A probe through headroom's own protocol client names its protocol; the
+    // largest block size sets the protocol hop's ceiling.
+    let share_spec = doc
+        .probes
+        .iter()
+        .filter_map(|p| match &p.spec {
+            ProbeSpec::Disk(d) if d.protocol.is_some() && !p.ran_remotely() => Some(d),
+            _ => None,
+        })
+        .max_by_key(|d| d.block_size);
+    let disk_path = share_spec.or(disk_path);
+    let block_device = disk_path.filter(|d| d.protocol.is_none()).and_then(|d| device_for_path(&doc.host, &d.path));
+    let mount = disk_path.filter(|d| d.protocol.is_none()).and_then(|d| mount_for_path(&doc.host, &d.path));
     let fs_type = disk_path.and_then(|d| d.filesystem.clone().or_else(|| mount.as_ref().map(|m| m.1.clone())));
     let storage_protocol = match (&fs_type, &block_device) {
+        _ if share_spec.is_some() => share_spec.and_then(|d| d.protocol.as_ref()).map(|p| p.name.clone()),
         (Some(fs), _) if NETWORK_FILESYSTEMS.contains(&fs.as_str()) => Some(fs.clone()),
         (_, Some(dev)) if dev.transport.as_deref() == Some("iscsi") => Some("iscsi".to_string()),
         _ => None,
@@ -138,7 +147,8 @@ pub fn derive(doc: &ResultDoc, hints: &PathHints) -> Result<PathModel, BadLinkSp
 
     let has_network_probe = doc.probes.iter().any(|p| matches!(p.spec, ProbeSpec::Net(_)));
     let network = if has_network_probe || storage_protocol.is_some() || link_spec.is_some() {
-        Some(network_path(doc, hints, link_spec))
+        let share_server = share_spec.and_then(|d| d.protocol.as_ref()).map(|p| p.server.as_str());
+        Some(network_path(doc, hints, link_spec, share_server))
     } else {
         None
     };
@@ -152,24 +162,7 @@ pub fn derive(doc: &ResultDoc, hints: &PathHints) -> Result<PathModel, BadLinkSp
                 source: net.link_source.clone(),
             });
             if let Some(proto) = &storage_protocol {
-                let tcp_bits = bytes * 8.0;
-                let proto_bytes = if proto == "iscsi" {
-                    // iSCSI: one 48-byte BHS per data segment on top of TCP.
-                    let usable = tcp_bits * f64::from(net.framing.wire_bytes()) / f64::from(net.framing.tcp_payload());
-                    net.framing.iscsi_goodput_bits(usable) / 8.0
-                } else {
-                    bytes * FILE_PROTOCOL_PAYLOAD_BYTES / (FILE_PROTOCOL_PAYLOAD_BYTES + FILE_PROTOCOL_HEADER_BYTES)
-                };
-                ceilings.push(Ceiling {
-                    hop: Hop::Protocol,
-                    name: format!("{proto} over {name}"),
-                    bytes_per_sec: proto_bytes,
-                    source: Some(if proto == "iscsi" {
-                        format!("48-byte BHS per {}-byte data segment", net.framing.iscsi_segment)
-                    } else {
-                        "~200 bytes of RPC headers per 1 MiB request (approximate)".into()
-                    }),
-                });
+                ceilings.push(protocol::protocol_ceiling(proto, share_spec, name, *bytes, &net.framing));
             }
         }
     }
@@ -250,7 +243,7 @@ fn is_loopback_peer(peer: &str) -> bool {
 }
 
 /// Chooses the interface and link of the network probes.
-fn network_path(doc: &ResultDoc, hints: &PathHints, link_spec: Option<&LinkSpec>) -> NetworkPath {
+fn network_path(doc: &ResultDoc, hints: &PathHints, link_spec: Option<&LinkSpec>, share: Option<&str>) -> NetworkPath {
     let peers: Vec<&str> = doc
         .probes
         .iter()
@@ -259,6 +252,7 @@ fn network_path(doc: &ResultDoc, hints: &PathHints, link_spec: Option<&LinkSpec>
             ProbeSpec::Ping(n) => Some(n.peer.as_str()),
             _ => None,
         })
+        .chain(share)
         .collect();
     let loopback = !peers.is_empty() && peers.iter().all(|p| is_loopback_peer(p)) && link_spec.is_none();
     let nic = if loopback { None } else { choose_nic(&doc.host.nics, hints.nic.as_deref()).cloned() };
@@ -294,6 +288,7 @@ mod tests {
                 fio_equivalent: None,
                 fixedbufs: false,
                 force_async: false,
+                protocol: None,
             }),
             summary: Summary { bytes_per_sec: 1.0, duration_s: 1.0, ..Summary::default() },
             samples: vec![],
@@ -360,6 +355,7 @@ mod tests {
             peer: "10.9.0.2:5201".into(),
             rate_bits_per_sec: None,
             bytes: None,
+            ..Default::default()
         });
         let m = derive(&doc, &PathHints::default()).unwrap();
         assert!(m.ceiling(Hop::Link).is_none(), "a virtual NIC's reported speed is no ceiling");

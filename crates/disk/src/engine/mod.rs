@@ -171,6 +171,11 @@ impl BufferPool {
         self.count
     }
 
+    /// Whether the pool has no buffers.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
     /// Start of buffer `i`.
     pub fn ptr(&self, i: usize) -> *mut u8 {
         assert!(i < self.count, "buffer index out of range");

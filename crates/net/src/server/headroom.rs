@@ -11,7 +11,7 @@ use super::ServerConfig;
 use crate::datapath::{StreamParams, StreamSet};
 use crate::iperf3 as iperf3_wire;
 use crate::process_cpu::CpuMeter;
-use crate::socket::{wait_readable, MAX_TCP_LEN, MAX_UDP_LEN, POLL};
+use crate::socket::{wait_readable, MAX_TCP_LEN, MAX_UDP_LEN, MAX_WINDOW, POLL};
 use crate::udp_header::UdpHeader;
 use crate::wire::{self, AuthAnswer, Reply, Request, ServerReport, StreamReport, TrafficDirection};
 use std::io::{self, Read, Write};
@@ -144,6 +144,12 @@ pub(super) fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, s: &Arc<Shar
             Request::Bye => return,
             // A late End after the server ended a test itself: already answered.
             Request::End => {}
+            Request::Clock => {
+                let now = Reply::Clock { unix: headroom_runner::unix_now() };
+                if wire::write_frame(&mut conn, &now).is_err() {
+                    return;
+                }
+            }
             probe @ (Request::Inventory
             | Request::Plan { .. }
             | Request::Run { .. }
@@ -154,9 +160,14 @@ pub(super) fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, s: &Arc<Shar
                     return;
                 }
             }
-            Request::Test { udp, direction, streams, duration_ms, bytes, len, rate_bits } => {
+            flush @ (Request::FlushBegin { .. } | Request::FlushAck { .. } | Request::FlushList { .. }) => {
+                if super::flushcheck::answer(&mut conn, flush, s).is_err() {
+                    return;
+                }
+            }
+            Request::Test { udp, direction, streams, duration_ms, bytes, len, rate_bits, window } => {
                 test_id += 1;
-                let asked = TestAsked { udp, direction, streams, duration_ms, bytes, len, rate_bits };
+                let asked = TestAsked { udp, direction, streams, duration_ms, bytes, len, rate_bits, window };
                 if let Err(reason) = asked.validate(&s.cfg) {
                     let _ = wire::write_frame(&mut conn, &Reply::Refused { reason });
                     continue;
@@ -183,6 +194,7 @@ struct TestAsked {
     bytes: Option<u64>,
     len: u32,
     rate_bits: Option<f64>,
+    window: Option<u32>,
 }
 
 impl TestAsked {
@@ -206,6 +218,9 @@ impl TestAsked {
         if self.udp && !self.rate_bits.is_some_and(|r| r.is_finite() && r > 0.0 && r <= 400e9) {
             return Err("UDP tests need a rate between 1 b/s and 400 Gb/s".into());
         }
+        if self.window.is_some_and(|w| w == 0 || w > MAX_WINDOW) {
+            return Err(format!("socket buffer (window) out of range (1 to {MAX_WINDOW} bytes)"));
+        }
         Ok(())
     }
 }
@@ -219,7 +234,7 @@ fn headroom_test(
     session: &SessionInfo,
     s: &Arc<Shared>,
 ) -> io::Result<()> {
-    let TestAsked { udp, direction, streams, bytes, len, rate_bits, .. } = *asked;
+    let TestAsked { udp, direction, streams, bytes, len, rate_bits, window, .. } = *asked;
     let n = if direction == TrafficDirection::Bidir { streams * 2 } else { streams } as usize;
     let (tx, rx) = sync_channel::<(u32, TcpStream)>(n);
     let (utx, urx) = sync_channel::<UdpSocket>(n);
@@ -235,6 +250,7 @@ fn headroom_test(
         limit: bytes,
         stall: s.cfg.idle_timeout,
         udp_rate: rate_bits.unwrap_or(1e6) / streams as f64,
+        window,
     };
     let set = if udp {
         collect(&urx, n, s.cfg.idle_timeout).map(|socks| {
@@ -316,6 +332,7 @@ fn headroom_test(
                 bytes_sent: if o.sending { o.bytes } else { 0 },
                 bytes_received: if o.sending { 0 } else { o.bytes },
                 tcp_info: o.tcp_info.clone(),
+                buffers: o.buffers,
             })
             .collect(),
         cpu,
@@ -345,6 +362,7 @@ mod tests {
             bytes: None,
             len: 1000,
             rate_bits: None,
+            window: None,
         }
     }
 
@@ -365,6 +383,8 @@ mod tests {
             (udp(Some(f64::INFINITY)), "rate"),
             (udp(Some(-1.0)), "rate"),
             (udp(Some(1e12)), "rate"),
+            (TestAsked { window: Some(0), ..asked() }, "window"),
+            (TestAsked { window: Some(u32::MAX), ..asked() }, "window"),
         ] {
             let e = bad.validate(&cfg).unwrap_err();
             assert!(e.contains(says), "{bad:?}: {e}");

@@ -102,6 +102,7 @@ fn iperf3_session(
         limit: p.bytes_per_stream(),
         stall: s.cfg.idle_timeout,
         udp_rate: p.bandwidth as f64,
+        window: p.window,
     };
     let mut set = if p.udp {
         let socks = collect(&urx, n, s.cfg.idle_timeout).ok_or("UDP streams did not arrive")?;

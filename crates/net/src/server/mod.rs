@@ -17,6 +17,7 @@
 //! datagram it answers.
 
 mod admission;
+mod flushcheck;
 mod headroom;
 mod iperf3;
 mod probes;
@@ -29,6 +30,7 @@ use crate::iperf3 as iperf3_wire;
 use crate::socket::{wait_readable, POLL};
 use crate::wire::{self, Hello, Reply};
 use admission::{DeadlineStream, PendingTicket};
+pub use flushcheck::FlushLedger;
 pub use probes::{ProbeHost, MAX_PLAN};
 use registry::Shared;
 use std::io::{self, Read};
@@ -62,6 +64,8 @@ pub struct ServerConfig {
     /// Runs disk and CPU probes and gives the inventory for clients; None:
     /// network tests only.
     pub probes: Option<Arc<dyn ProbeHost>>,
+    /// Keeps flushcheck runs for writers on other machines; None: refused.
+    pub flush: Option<Arc<dyn FlushLedger>>,
 }
 
 impl ServerConfig {
@@ -78,6 +82,7 @@ impl ServerConfig {
             once: false,
             log: Arc::new(|_| {}),
             probes: None,
+            flush: None,
         }
     }
 }

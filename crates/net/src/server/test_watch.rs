@@ -98,7 +98,7 @@ mod tests {
     use std::io::{Read, Write};
 
     fn no_streams() -> StreamSet {
-        let p = StreamParams { len: 1, limit: None, stall: Duration::from_secs(1), udp_rate: 0.0 };
+        let p = StreamParams { len: 1, limit: None, stall: Duration::from_secs(1), udp_rate: 0.0, window: None };
         StreamSet::start_tcp(Vec::new(), p)
     }
 

@@ -10,6 +10,7 @@ use crate::client::{open_stream, rr_loop, udp_hello, Session};
 use crate::datapath::{StreamParams, StreamSet};
 use crate::error::NetError;
 use crate::process_cpu::CpuUse;
+use crate::socket::SocketSetup;
 use crate::udp_header::UdpHeader;
 use crate::wire::{self, Hello, Reply, Request};
 use headroom_result::Sample;
@@ -51,6 +52,10 @@ impl Protocol for HeadroomTest<'_> {
         self.session.target.display()
     }
 
+    fn source(&self) -> &crate::socket::Source {
+        &self.session.target.source
+    }
+
     fn start(&mut self, spec: &ThroughputSpec) -> Result<StreamSet, NetError> {
         let udp = spec.udp_rate.is_some();
         let req = Request::Test {
@@ -61,6 +66,7 @@ impl Protocol for HeadroomTest<'_> {
             bytes: spec.bytes_per_stream(),
             len: spec.len as u32,
             rate_bits: spec.udp_rate,
+            window: spec.window,
         };
         let test = match self.session.request(&req)? {
             Reply::TestReady { test } => test,
@@ -72,17 +78,19 @@ impl Protocol for HeadroomTest<'_> {
             limit: spec.bytes_per_stream(),
             stall: self.session.target.timeout,
             udp_rate: spec.udp_rate.unwrap_or(0.0) / f64::from(spec.streams),
+            window: spec.window,
         };
         let (peer, timeout) = (self.session.peer, self.session.target.timeout);
+        let setup = SocketSetup::data(&self.session.target.source, spec.window);
         let key = self.session.key_bytes()?;
         let mut udp_socks = Vec::new();
         let mut tcp_socks = Vec::new();
         for i in 0..spec.total_streams() {
             if udp {
-                udp_socks.push((udp_hello(peer, &key, timeout)?, spec.client_sends(i)));
+                udp_socks.push((udp_hello(peer, &key, timeout, &setup)?, spec.client_sends(i)));
             } else {
                 let hello = Hello::Stream { session: self.session.key.clone(), test, index: i };
-                tcp_socks.push((open_stream(peer, timeout, &hello)?, spec.client_sends(i)));
+                tcp_socks.push((open_stream(peer, timeout, &setup, &hello)?, spec.client_sends(i)));
             }
         }
         match self.session.read_reply()? {
@@ -107,10 +115,8 @@ impl Protocol for HeadroomTest<'_> {
     }
 
     fn start_rtt_under_load(&self, stop: Arc<AtomicBool>) -> Option<JoinHandle<Result<RrResult, NetError>>> {
-        let (peer, key, timeout) = (self.session.peer, self.session.key.clone(), self.session.target.timeout);
-        Some(std::thread::spawn(move || {
-            rr_loop(peer, &key, 64, Duration::from_secs(86_400), timeout, &stop, &mut |_| {})
-        }))
+        let (reach, key) = (self.session.reach(), self.session.key.clone());
+        Some(std::thread::spawn(move || rr_loop(&reach, &key, 64, Duration::from_secs(86_400), &stop, &mut |_| {})))
     }
 
     fn finish(&mut self, _: &StreamSet, _: f64, _: &CpuUse, server_ended: bool) -> Result<ServerFigures, NetError> {
@@ -132,6 +138,7 @@ impl Protocol for HeadroomTest<'_> {
             cpu_load: report.cpu_load.map(|l| *l),
             udp_recv: report.udp,
             error: report.error,
+            buffers: report.streams.iter().find_map(|s| s.buffers),
         })
     }
 

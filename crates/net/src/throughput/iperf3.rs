@@ -11,7 +11,7 @@ use crate::datapath::{StreamParams, StreamSet};
 use crate::error::NetError;
 use crate::iperf3::{self, Params, Results, StreamResult};
 use crate::process_cpu::CpuUse;
-use crate::socket::{connect_to_server, udp_connected};
+use crate::socket::{connect_to_server, udp_connected, SocketSetup};
 use crate::udp_header::UdpHeader;
 use crate::wire::TrafficDirection;
 use headroom_result::Sample;
@@ -50,8 +50,13 @@ impl Protocol for Iperf3Test<'_> {
         self.target.display()
     }
 
+    fn source(&self) -> &crate::socket::Source {
+        &self.target.source
+    }
+
     fn start(&mut self, spec: &ThroughputSpec) -> Result<StreamSet, NetError> {
         let (target, peer) = (self.target, self.peer);
+        let setup = SocketSetup::data(&target.source, spec.window);
         let cookie = iperf3::new_cookie();
         self.conn.write_all(&cookie)?;
         expect_state(&mut self.conn, target, iperf3::PARAM_EXCHANGE)?;
@@ -64,6 +69,7 @@ impl Protocol for Iperf3Test<'_> {
             bytes: spec.bytes.unwrap_or(0),
             len: spec.len as u32,
             bandwidth: spec.udp_rate.map_or(0, |r| (r / f64::from(spec.streams)) as u64),
+            window: spec.window,
             ..Default::default()
         };
         iperf3::write_json(&mut self.conn, &params.to_json())?;
@@ -73,14 +79,15 @@ impl Protocol for Iperf3Test<'_> {
             limit: spec.bytes_per_stream(),
             stall: target.timeout,
             udp_rate: params.bandwidth as f64,
+            window: spec.window,
         };
         let mut udp_socks = Vec::new();
         let mut tcp_socks = Vec::new();
         for i in 0..params.total_streams() {
             if self.udp {
-                udp_socks.push((udp_stream(peer, target.timeout)?, spec.client_sends(i)));
+                udp_socks.push((udp_stream(peer, target.timeout, &setup)?, spec.client_sends(i)));
             } else {
-                let mut s = connect_to_server(peer, target.timeout)?;
+                let mut s = connect_to_server(peer, target.timeout, &setup)?;
                 s.write_all(&cookie)?;
                 tcp_socks.push((s, spec.client_sends(i)));
             }
@@ -183,8 +190,8 @@ fn broken(target: &Endpoint, e: std::io::Error) -> NetError {
     }
 }
 
-fn udp_stream(peer: SocketAddr, timeout: Duration) -> Result<UdpSocket, NetError> {
-    let sock = udp_connected(peer)?;
+fn udp_stream(peer: SocketAddr, timeout: Duration, setup: &SocketSetup) -> Result<UdpSocket, NetError> {
+    let sock = udp_connected(peer, setup)?;
     sock.set_read_timeout(Some(timeout))?;
     sock.send(iperf3::UDP_HELLO)?;
     let mut buf = [0u8; 64];

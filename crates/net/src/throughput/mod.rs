@@ -45,6 +45,15 @@ pub struct ThroughputSpec {
     pub udp_rate: Option<f64>,
     /// Measure RR latency on a separate connection while the test runs.
     pub rtt_under_load: bool,
+    /// Socket buffer asked for each data stream at both ends, bytes
+    /// (iperf3's -w); None leaves the kernel's autotuning on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<u32>,
+    /// Length of each sample; None: a second (soak's turns, older requests).
+    /// `headroom net` and `run` take [`headroom_runner::sample_interval_for`]
+    /// of the duration, so a 3 s test has 20 samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_interval: Option<Duration>,
 }
 
 impl ThroughputSpec {
@@ -92,6 +101,8 @@ impl ThroughputSpec {
 /// What one throughput test measured (either protocol).
 #[derive(Debug, Clone, Default)]
 pub struct ThroughputResult {
+    /// Length of each of `samples` (the last may be shorter).
+    pub sample_interval: Duration,
     /// `headroom` or `iperf3`.
     pub protocol: String,
     /// The server as the user named it.
@@ -133,6 +144,14 @@ pub struct ThroughputResult {
     pub rate_bits: Option<f64>,
     /// Set when the test ended early; the samples up to then are kept.
     pub error: Option<String>,
+    /// The socket buffer asked for each stream (`--window`), bytes.
+    pub window: Option<u32>,
+    /// Where this end's sockets left from (`--bind`, `--interface`).
+    pub source: Option<String>,
+    /// The buffers this machine's kernel granted (a stream's, all alike).
+    pub buffers_local: Option<headroom_result::BufferPair>,
+    /// The buffers the server's kernel granted (headroom servers only).
+    pub buffers_remote: Option<headroom_result::BufferPair>,
 }
 
 impl ThroughputResult {
@@ -160,6 +179,8 @@ pub(crate) struct ServerFigures {
     pub udp_recv: Option<UdpRecvSummary>,
     /// Why the server ended the test early, if it says.
     pub error: Option<String>,
+    /// The socket buffers its kernel granted (a stream's), when it says.
+    pub buffers: Option<headroom_result::BufferPair>,
 }
 
 /// What the control protocols differ in; the measurement loop ([`measure`]) does the rest.
@@ -168,6 +189,8 @@ pub(crate) trait Protocol {
     fn name(&self) -> &'static str;
     /// The server as the result records it.
     fn peer(&self) -> String;
+    /// Where this end's sockets leave from.
+    fn source(&self) -> &crate::socket::Source;
     /// Sets the test up with the server, opens the data streams and starts them.
     fn start(&mut self, spec: &ThroughputSpec) -> Result<StreamSet, NetError>;
     /// The control connection: readable during a test means the server ended it.
@@ -233,7 +256,7 @@ impl UdpSilence {
     }
 }
 
-/// Runs one throughput test over `protocol`; `on_sample` gets one sample per second.
+/// Runs one throughput test over `protocol`; `on_sample` gets one sample per `spec.sample_interval`.
 pub(crate) fn measure(
     protocol: &mut dyn Protocol,
     spec: &ThroughputSpec,
@@ -246,7 +269,8 @@ pub(crate) fn measure(
     let rr_thread = if spec.rtt_under_load { protocol.start_rtt_under_load(rr_stop.clone()) } else { None };
     let mut sampler = Sampler::new();
     let mut samples = Vec::new();
-    let mut next_tick = Duration::from_secs(1);
+    let every = spec.sample_interval.unwrap_or(Duration::from_secs(1));
+    let mut next_tick = every;
     let recv_counters = streams.counters(false);
     let mut error = None;
     let mut server_ended = false;
@@ -258,7 +282,7 @@ pub(crate) fn measure(
             let s = sampler.tick(streams.total_bytes());
             on_sample(&s);
             samples.push(s);
-            next_tick += Duration::from_secs(1);
+            next_tick += every;
         }
         if stop.load(Ordering::Relaxed) {
             break;
@@ -303,11 +327,14 @@ pub(crate) fn measure(
         streams: spec.streams,
         duration_s: duration,
         download_bytes,
+        sample_interval: every,
         samples,
         cpu_local,
         cpu_load_local,
         fixed_bytes: spec.bytes,
         rate_bits: spec.udp_rate,
+        window: spec.window,
+        source: protocol.source().describe(),
         ..Default::default()
     };
     // Ask for the server's side; on a broken path keep what we measured.
@@ -322,6 +349,7 @@ pub(crate) fn measure(
         result.rtt_under_load = rr.rtt.latency();
     }
     result.sender_tcp_info = outcomes.iter().filter(|o| o.sending).filter_map(|o| o.tcp_info.clone()).collect();
+    result.buffers_local = outcomes.iter().find_map(|o| o.buffers);
     if result.udp {
         result.udp_recv = outcomes
             .iter()
@@ -336,6 +364,7 @@ pub(crate) fn measure(
             result.cpu_remote = figures.cpu;
             result.cpu_load_remote = figures.cpu_load;
             result.udp_recv = figures.udp_recv.or(result.udp_recv);
+            result.buffers_remote = figures.buffers;
             error = error.or(figures.error);
         }
         // No server figures: fall back to what this side sent.

@@ -5,6 +5,9 @@
 //! comparison table and charts.
 
 use crate::charts;
+use crate::heatmap;
+use crate::latency_chart;
+use crate::markup::escape;
 use crate::model::Report;
 use crate::sections;
 use crate::table::{Table, Tone};
@@ -13,22 +16,6 @@ use headroom_analysis::Figure;
 
 /// `--html FILE`: one self-contained page (inline SVG charts, no external assets).
 pub struct HtmlPresenter;
-
-/// Escapes text for HTML element content and attribute values.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out += "&amp;",
-            '<' => out += "&lt;",
-            '>' => out += "&gt;",
-            '"' => out += "&quot;",
-            '\'' => out += "&#39;",
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 fn table_html(t: &Table) -> String {
     let mut out = String::from("<table>");
@@ -91,6 +78,7 @@ impl Presenter for HtmlPresenter {
         }
         for view in &report.results {
             body += &format!("<section class=\"result\">\n<h2>{}</h2>\n", escape(&sections::heading(view)));
+            body += &crate::path_chart::html_figure(view);
             let findings = sections::soak_findings(&view.doc);
             if !findings.is_empty() {
                 // A soak leads with what it found.
@@ -104,6 +92,10 @@ impl Presenter for HtmlPresenter {
                     body += &format!("<p>{}</p>", escape(&course));
                 }
                 body += "</div>\n";
+            }
+            let fleet = crate::present::fleet::render(&view.doc, style);
+            if !fleet.is_empty() {
+                body += &format!("<h3>Hosts</h3>\n<pre>{}</pre>\n", escape(&fleet));
             }
             for v in &view.directions {
                 let bad = matches!(sections::bottleneck_tone(v.bottleneck), Tone::Bad);
@@ -129,8 +121,9 @@ impl Presenter for HtmlPresenter {
             }
             body += "<h3>Probes</h3>\n";
             body += &table_html(&sections::probes_table(view, style));
+            body += &heatmap::result_html(view);
             let far_hops: Vec<_> = view.directions.iter().flat_map(|d| d.hops.iter().cloned()).collect();
-            for p in &view.doc.probes {
+            for p in view.doc.probes_and_fleet_sums() {
                 let ceiling = charts::ceiling_for(p, &view.ceilings, &far_hops);
                 if view.doc.soak.is_some() {
                     let marks = sections::soak_marks(&view.doc, p);
@@ -157,10 +150,12 @@ impl Presenter for HtmlPresenter {
                     None => body += &format!("<p>{}: no per-second samples to draw.</p>\n", escape(&p.id)),
                 }
             }
+            body += &latency_chart::result_html(view);
             body += "</section>\n";
         }
         if let Some(c) = &report.comparison {
             body += "<section class=\"comparison\">\n<h2>Comparison</h2>\n";
+            body += &crate::paired::html_figure(c);
             body += &table_html(&sections::comparison_table(c, style));
             body += &format!("<p>{}</p>\n", escape(&sections::comparison_legend(c)));
             for figure in [Figure::Throughput, Figure::Iops, Figure::LatencyMean] {
@@ -168,6 +163,7 @@ impl Presenter for HtmlPresenter {
                     body += &format!("<div class=\"chart comparison-chart\">{svg}</div>\n");
                 }
             }
+            body += &latency_chart::across_html(report);
             body += "</section>\n";
         } else if let Some(e) = &report.comparison_error {
             body += &format!("<p>No comparison: {}</p>\n", escape(&e.to_string()));

@@ -21,6 +21,10 @@ impl Presenter for MarkdownPresenter {
             if let Some(course) = sections::soak_course(&view.doc) {
                 out += &format!("\n{course}\n\n");
             }
+            let fleet = crate::present::fleet::render(&view.doc, style);
+            if !fleet.is_empty() {
+                out += &format!("```\n{fleet}```\n\n");
+            }
             for v in &view.directions {
                 for l in sections::verdict_lines(v) {
                     out += &format!("> {}\n", l.trim_start());

@@ -1,7 +1,7 @@
 //! One file per output format, each a [`Presenter`](crate::Presenter).
 
 mod csv;
-mod html;
+pub(crate) mod html;
 mod json;
 mod markdown;
 mod terminal;

@@ -1,4 +1,5 @@
-//! The terminal: the verdict first, then the hop chain, probes, goals and
+//! The terminal: the verdict first, then (on a wide terminal) the hop chain
+//! as bars, then the hop chain as tables, probes, goals and
 //! the comparison as aligned tables; colour when the caller says so.
 
 use crate::model::Report;
@@ -28,6 +29,11 @@ impl Presenter for TerminalPresenter {
                 }
                 out.push('\n');
             }
+            let fleet = crate::present::fleet::render(&view.doc, style);
+            if !fleet.is_empty() {
+                out += &fleet;
+                out.push('\n');
+            }
             for v in &view.directions {
                 let mut lines = sections::verdict_lines(v).into_iter();
                 if let Some(first) = lines.next() {
@@ -41,6 +47,17 @@ impl Presenter for TerminalPresenter {
             }
             if !view.directions.is_empty() {
                 out.push('\n');
+            }
+            if let Some(width) = report.bar_width {
+                let bars = crate::bars::path_bars(view, width);
+                if !bars.is_empty() {
+                    out += &bars;
+                    out.push('\n');
+                } else if let (true, None, Some(why)) =
+                    (width >= crate::bars::MIN_WIDTH, &view.doc.soak, crate::path_chart::missing(view))
+                {
+                    out += &format!("no path to draw: {why}\n\n");
+                }
             }
             for v in &view.directions {
                 out += &sections::hop_table(v, sections::here(view), style).to_terminal(style.color);

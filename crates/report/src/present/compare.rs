@@ -26,12 +26,7 @@ pub fn render(report: &Report, format: Format, style: Style) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use headroom_result::ResultDoc;
-
-    fn fixture(name: &str) -> (ResultDoc, String) {
-        let path = format!("{}/../analysis/tests/fixtures/{name}.json", env!("CARGO_MANIFEST_DIR"));
-        (ResultDoc::from_json(&std::fs::read_to_string(path).unwrap()).unwrap(), name.to_string())
-    }
+    use crate::fixtures::fixture;
 
     #[test]
     fn the_comparison_alone_with_headline_table_and_legend() {

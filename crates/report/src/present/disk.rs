@@ -37,20 +37,27 @@ pub enum Layout<'a> {
     Sync,
 }
 
+/// How the tests reached the target: the engine and O_DIRECT, or the
+/// protocol headroom spoke and what its server granted.
+fn engine_words(d: &headroom_result::DiskSpec) -> String {
+    let Some(p) = &d.protocol else {
+        return format!(", {}, {}", d.engine, if d.direct { "O_DIRECT" } else { "buffered" });
+    };
+    let version = p.version.as_deref().map(|v| format!(" {v}")).unwrap_or_default();
+    let granted = p.queue_depth_granted.map(|q| format!(", {q} in flight granted")).unwrap_or_default();
+    format!(", {}{version} by headroom's own client{granted}", p.name.to_uppercase())
+}
+
 /// The whole terminal output of `headroom disk` for its document.
 pub fn render(doc: &ResultDoc, target: &TargetSummary<'_>, layout: Layout<'_>, style: Style) -> String {
     let what = match target.kind {
         "test_file" => format!("test file {}", format_size(target.size)),
         "block_device" => format!("block device, {} tested", format_size(target.size)),
+        "export" => format!("whole export, {} tested", format_size(target.size)),
         _ => format!("existing file, {} tested", format_size(target.size)),
     };
     let fs = target.filesystem.map(|f| format!("{f}, ")).unwrap_or_default();
-    let engine_direct = doc
-        .probes
-        .first()
-        .and_then(disk_spec)
-        .map(|d| format!(", {}, {}", d.engine, if d.direct { "O_DIRECT" } else { "buffered" }))
-        .unwrap_or_default();
+    let engine_direct = doc.probes.first().and_then(disk_spec).map(engine_words).unwrap_or_default();
     // Probes a server ran name it, as scp does: `nas:/tank/bench/...`.
     let on = doc.probes.first().and_then(|p| p.host.as_deref()).map(|h| format!("{h}:")).unwrap_or_default();
     let mut s = style.bold(&format!("headroom disk {on}{} ({fs}{what}{engine_direct})", target.path)) + "\n";

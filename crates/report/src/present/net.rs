@@ -7,8 +7,8 @@
 use crate::Style;
 use headroom_analysis::LinkCeiling;
 use headroom_analysis::{faster_than_ceiling, CEILING_SHARE};
-use headroom_result::{CpuLoad, Probe, ProbeSpec};
-use headroom_units::{format_latency, format_rate, format_size};
+use headroom_result::{BufferPair, CpuLoad, NetSpec, Probe, ProbeSpec, SocketBuffers};
+use headroom_units::{format_latency, format_rate, format_size, format_size_both};
 
 /// The two heading lines: who answered with which protocol, and the link.
 pub fn heading(
@@ -87,7 +87,7 @@ pub fn probe(p: &Probe, ceiling: &LinkCeiling, style: Style) -> String {
             }
             let fixed_bytes = matches!(spec, ProbeSpec::Net(s) if s.bytes.is_some());
             if let Some(b) = p.summary.bytes.filter(|_| fixed_bytes) {
-                line += &format!("  {} in {:.2} s", format_size(b), p.summary.duration_s);
+                line += &format!("  {} in {:.2} s", format_size_both(b), p.summary.duration_s);
             }
             if let Some(t) = d.get("tcp_info") {
                 line += &format!(
@@ -114,6 +114,9 @@ pub fn probe(p: &Probe, ceiling: &LinkCeiling, style: Style) -> String {
                     text += &format!("  {:<24} {whose}: {}\n", "", cpu_line(&load));
                 }
             }
+            if let ProbeSpec::Net(NetSpec { socket_buffers: Some(b), .. }) = &p.spec {
+                text += &format!("  {:<24} {}\n", "", buffers_line(b));
+            }
             if let Some(l) = d.get("rtt_under_load_ns") {
                 text += &format!(
                     "  {:<24} RTT under load: mean {}  p99 {}\n",
@@ -128,6 +131,21 @@ pub fn probe(p: &Probe, ceiling: &LinkCeiling, style: Style) -> String {
             text
         }
     }
+}
+
+/// "socket buffers 4 MiB asked: here 4 MiB send / 4 MiB receive, server ...":
+/// the grants halved back from what getsockopt reports (Linux doubles them).
+fn buffers_line(b: &SocketBuffers) -> String {
+    let pair = |p: &BufferPair| format!("{} send / {} receive", format_size(p.send / 2), format_size(p.recv / 2));
+    let mut line = format!("socket buffers {} asked", format_size(b.asked));
+    let grants: Vec<String> = [("here", b.local.as_ref()), ("server", b.remote.as_ref())]
+        .into_iter()
+        .filter_map(|(end, p)| p.map(|p| format!("{end} {}", pair(p))))
+        .collect();
+    if !grants.is_empty() {
+        line += &format!(": {}", grants.join(", "));
+    }
+    line
 }
 
 /// One end's CPU over a test: the process against one core and the machine,
@@ -189,8 +207,8 @@ mod tests {
                 streams: 1,
                 protocol: "headroom".into(),
                 peer: "198.18.1.1:5201".into(),
-                rate_bits_per_sec: None,
                 bytes,
+                ..Default::default()
             }),
             summary: Summary { bytes_per_sec: 117.0e6, duration_s: 4.0, bytes: Some(12_000_000), ..Summary::default() },
             samples: vec![],
@@ -243,7 +261,7 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
-            "  TCP upload x1            936.0 Mb/s (117.0 MB/s)  99.4% of 1GbE TCP (MTU 1500)  11.44 MiB in 4.00 s  \
+            "  TCP upload x1            936.0 Mb/s (117.0 MB/s)  99.4% of 1GbE TCP (MTU 1500)  12.00 MB (11.44 MiB) in 4.00 s  \
              retr 3  srtt 1.34 ms  cwnd 2048 KiB  cpu 17% here / 16% server"
         );
         assert_eq!(

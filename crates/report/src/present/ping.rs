@@ -7,14 +7,19 @@ use headroom_units::format_millis;
 use std::fmt::Display;
 use std::time::Duration;
 
-/// "TCP handshake to nas:3260 (192.0.2.7:3260), 10 round trips".
-pub fn tcp_heading(target: &str, addr: impl Display, count: u32) -> String {
-    format!("TCP handshake to {target} ({addr}), {count} round trips\n")
+/// "TCP handshake to nas:3260 (192.0.2.7:3260), 10 round trips", and
+/// "via eth1" when a source was chosen.
+pub fn tcp_heading(target: &str, addr: impl Display, count: u32, source: Option<&str>) -> String {
+    format!("TCP handshake to {target} ({addr}){}, {count} round trips\n", from(source))
 }
 
 /// "UDP echo to nas:5201 (192.0.2.7:5201), 10 round trips".
-pub fn udp_heading(target: &str, peer: impl Display, count: u32) -> String {
-    format!("UDP echo to {target} ({peer}), {count} round trips\n")
+pub fn udp_heading(target: &str, peer: impl Display, count: u32, source: Option<&str>) -> String {
+    format!("UDP echo to {target} ({peer}){}, {count} round trips\n", from(source))
+}
+
+fn from(source: Option<&str>) -> String {
+    source.map(|s| format!(" {s}")).unwrap_or_default()
 }
 
 /// One round trip: its time, or why it failed.
@@ -61,7 +66,13 @@ mod tests {
     use serde_json::json;
 
     fn echo() -> Probe {
-        let spec = PingSpec { method: "udp_echo".into(), peer: "nas:5201".into(), count: 5, interval_ms: 200.0 };
+        let spec = PingSpec {
+            method: "udp_echo".into(),
+            peer: "nas:5201".into(),
+            count: 5,
+            interval_ms: 200.0,
+            ..Default::default()
+        };
         Probe {
             id: "udp-echo".into(),
             name: "UDP echo".into(),
@@ -102,12 +113,12 @@ mod tests {
         let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
         assert_eq!(round_trip(3, Err(&refused)), "  seq=3 failed: connection refused\n");
         assert_eq!(
-            tcp_heading("nas:3260", "192.0.2.7:3260", 10),
+            tcp_heading("nas:3260", "192.0.2.7:3260", 10, None),
             "TCP handshake to nas:3260 (192.0.2.7:3260), 10 round trips\n"
         );
         assert_eq!(
-            udp_heading("nas:5201", "192.0.2.7:5201", 3),
-            "UDP echo to nas:5201 (192.0.2.7:5201), 3 round trips\n"
+            udp_heading("nas:5201", "192.0.2.7:5201", 3, Some("via eth1")),
+            "UDP echo to nas:5201 (192.0.2.7:5201) via eth1, 3 round trips\n"
         );
     }
 }

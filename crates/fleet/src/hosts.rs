@@ -1,0 +1,136 @@
+//! The fleet's hosts: `--hosts a,b,c` or a file with one `host[:port]` per
+//! line (`#` starts a comment). Everything that can be known before the run
+//! is checked here, so a bad list costs nothing: an unreadable file, a bad
+//! port, a host named twice, a name that does not resolve.
+
+use headroom_net::{resolve, Endpoint};
+use std::path::Path;
+use std::time::Duration;
+
+/// Why the host list cannot be used: one line for the user.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostsError(pub String);
+
+impl std::fmt::Display for HostsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for HostsError {}
+
+/// The hosts of `--hosts SPEC` as endpoints (port 5201 unless given), in
+/// order. SPEC is a comma-separated list, or a file when it names one (or
+/// contains a `/`). Names are not resolved here: see [`resolve_all`].
+pub fn parse_hosts(spec: &str, token: Option<String>, timeout: Duration) -> Result<Vec<Endpoint>, HostsError> {
+    let (lines, source): (Vec<(String, String)>, String) = if is_file(spec) {
+        let text = std::fs::read_to_string(spec).map_err(|e| {
+            HostsError(format!(
+                "--hosts {spec}: cannot read the hosts file: {e} (example: --hosts hosts.txt with one host[:port] per line, or --hosts hv1,hv2)"
+            ))
+        })?;
+        let lines = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| (format!("{spec} line {}", i + 1), l.split('#').next().unwrap_or("").trim().to_string()))
+            .filter(|(_, l)| !l.is_empty())
+            .collect();
+        (lines, format!("--hosts {spec}"))
+    } else {
+        let items = spec.split(',').map(|h| (format!("--hosts '{spec}'"), h.trim().to_string())).collect();
+        (items, format!("--hosts '{spec}'"))
+    };
+    if lines.is_empty() {
+        return Err(HostsError(format!(
+            "{source} names no hosts (example: --hosts hv1,hv2:5202, or a file with one host[:port] per line)"
+        )));
+    }
+    let mut hosts: Vec<(Endpoint, String)> = Vec::with_capacity(lines.len());
+    for (at, line) in lines {
+        if line.split_whitespace().count() > 1 {
+            return Err(HostsError(format!("{at}: '{line}' is more than one host[:port] (example: hv1:5201)")));
+        }
+        let endpoint = Endpoint::parse(&line, token.clone(), timeout).map_err(|e| HostsError(format!("{at}: {e}")))?;
+        let name = endpoint.display();
+        if let Some((_, first)) = hosts.iter().find(|(h, _)| h.display() == name) {
+            return Err(HostsError(format!(
+                "{at}: {name} is named twice (first at {first}): each agent runs the probe once; remove one"
+            )));
+        }
+        hosts.push((endpoint, at));
+    }
+    Ok(hosts.into_iter().map(|(h, _)| h).collect())
+}
+
+/// A `--hosts` value naming a file rather than a list.
+fn is_file(spec: &str) -> bool {
+    !spec.contains(',') && (spec.contains('/') || Path::new(spec).exists())
+}
+
+/// Resolves every host's name, `workers` at a time; the first that does not
+/// resolve is the error (with how many others did not).
+pub fn resolve_all(hosts: &[Endpoint], workers: usize) -> Result<(), HostsError> {
+    let workers = workers.clamp(1, hosts.len().max(1));
+    let failures: Vec<String> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|w| {
+                scope.spawn(move || {
+                    hosts
+                        .iter()
+                        .skip(w)
+                        .step_by(workers)
+                        .filter_map(|h| resolve(&h.host, h.port).err().map(|e| format!("{}: {e}", h.display())))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+    });
+    match failures.split_first() {
+        None => Ok(()),
+        Some((first, rest)) => Err(HostsError(format!(
+            "--hosts: {first}{} (fix or remove the name; nothing was started)",
+            if rest.is_empty() { String::new() } else { format!("; and {} more unknown", rest.len()) }
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn a_list_takes_the_default_port_and_keeps_the_order() {
+        let h = parse_hosts("hv2,hv1:5301,[fe80::1]:7", None, T).unwrap();
+        let names: Vec<String> = h.iter().map(Endpoint::display).collect();
+        assert_eq!(names, ["hv2:5201", "hv1:5301", "[fe80::1]:7"]);
+    }
+
+    #[test]
+    fn a_file_has_comments_and_names_the_bad_line() {
+        let dir = std::env::temp_dir().join(format!("headroom-fleet-hosts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("hosts");
+        std::fs::write(&file, "# agents\nhv1\n\nhv2:5202  # rack 2\n").unwrap();
+        let h = parse_hosts(file.to_str().unwrap(), None, T).unwrap();
+        assert_eq!(h.len(), 2);
+        std::fs::write(&file, "hv1\nhv2:99999\n").unwrap();
+        let e = parse_hosts(file.to_str().unwrap(), None, T).unwrap_err().0;
+        assert!(e.contains("line 2") && e.contains("99999") && e.contains("example"), "{e}");
+        std::fs::write(&file, "hv1\nhv1:5201\n").unwrap();
+        let e = parse_hosts(file.to_str().unwrap(), None, T).unwrap_err().0;
+        assert!(e.contains("line 2") && e.contains("named twice") && e.contains("line 1"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+        let e = parse_hosts(file.to_str().unwrap(), None, T).unwrap_err().0;
+        assert!(e.contains("cannot read"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_name_is_found_before_anything_starts() {
+        let h = parse_hosts("127.0.0.1:5301,no-such-host.invalid", None, T).unwrap();
+        let e = resolve_all(&h, 64).unwrap_err().0;
+        assert!(e.contains("no-such-host.invalid"), "{e}");
+    }
+}

@@ -1,0 +1,239 @@
+//! The lab NAS's SMB server: Samba's smbd in the NAS namespace with a private
+//! configuration ([`Nas::serve_smb`]). Every file Samba writes (passdb,
+//! locks, state, caches, pid, logs) lives under the NAS scratch directory,
+//! so parallel tests never collide and nothing in /etc or /var is touched.
+//!
+//! Samba has no option for O_DIRECT, so its reads would come from the page
+//! cache right after headroom wrote the test file. For a throttled device,
+//! smbd therefore runs in a cgroup v1 memory group of its own with a small
+//! limit ([`SmbOptions::cache_limit`]): the page cache its writes leave is
+//! capped there, so a sequential read of a larger file reaches the device
+//! (and its blkio throttle) for all but the last few MiB written.
+
+use super::Nas;
+use crate::blockdev::{unique_name, BlkioThrottle};
+use std::io;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+/// The SMB user the lab server knows (a tdbsam entry for the unix user root:
+/// nothing in /etc may change, so no new unix user).
+pub const SMB_USER: &str = "root";
+/// That user's password.
+pub const SMB_PASSWORD: &str = "headroom-lab-pw";
+/// The share's name.
+pub const SMB_SHARE: &str = "bench";
+
+/// How [`Nas::serve_smb`] runs smbd.
+#[derive(Debug, Default)]
+pub struct SmbOptions<'a> {
+    /// Put smbd in this blkio group (its forked children follow).
+    pub throttle: Option<&'a BlkioThrottle>,
+    /// Cap smbd's memory (and so its page cache) at this many bytes.
+    pub cache_limit: Option<u64>,
+    /// Samba's `smb2 max credits` (8192 by default): the window of each connection.
+    pub max_credits: Option<u32>,
+    /// `server signing = mandatory`: every request must be signed.
+    pub signing_required: bool,
+    /// `server max protocol` (e.g. `SMB2_10` for 2.1 only; default: Samba's).
+    pub max_protocol: Option<&'a str>,
+}
+
+/// A running smbd exporting one directory as [`SMB_SHARE`].
+#[derive(Debug)]
+pub struct SmbExport {
+    /// `smb://ADDR/bench`, without a user.
+    pub url: String,
+    /// `ADDR` (port 445).
+    pub addr: String,
+    /// The shared directory on the NAS.
+    pub dir: PathBuf,
+    /// smbd's pid (the parent; killed with the NAS).
+    pub pid: u32,
+    /// The memory group smbd runs in, if any.
+    memory: Option<MemoryGroup>,
+}
+
+impl SmbExport {
+    /// `smb://root@ADDR/bench[/sub]`: the URL with the lab user.
+    pub fn url_with_user(&self) -> String {
+        self.url.replacen("smb://", &format!("smb://{SMB_USER}@"), 1)
+    }
+
+    /// Whether smbd still runs.
+    pub fn alive(&self) -> bool {
+        Path::new(&format!("/proc/{}", self.pid)).exists()
+    }
+
+    /// Kills smbd and every process it forked (one per client connection):
+    /// the server dies as a whole, as in a crash.
+    pub fn kill(&self) {
+        let mut pids = vec![self.pid];
+        let mut i = 0;
+        while i < pids.len() {
+            pids.extend(children(pids[i]));
+            i += 1;
+        }
+        for pid in pids.iter().filter_map(|p| rustix::process::Pid::from_raw(*p as i32)) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    }
+
+    /// Bytes of page cache charged to smbd's memory group (None without one).
+    pub fn cached_bytes(&self) -> Option<u64> {
+        let m = self.memory.as_ref()?;
+        let stat = std::fs::read_to_string(m.dir.join("memory.stat")).ok()?;
+        stat.lines().find_map(|l| l.strip_prefix("cache ")).and_then(|v| v.trim().parse().ok())
+    }
+}
+
+/// The pids whose parent is `pid`.
+fn children(pid: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
+        .filter(|p| {
+            // /proc/PID/stat: "pid (comm) state ppid ..."; comm may hold spaces, so split after ')'.
+            std::fs::read_to_string(format!("/proc/{p}/stat")).ok().and_then(|s| {
+                s.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+            }) == Some(pid)
+        })
+        .collect()
+}
+
+/// A cgroup v1 memory group; its processes are killed and it is removed on drop.
+#[derive(Debug)]
+struct MemoryGroup {
+    dir: PathBuf,
+}
+
+impl MemoryGroup {
+    fn new(limit: u64) -> io::Result<MemoryGroup> {
+        let dir = Path::new("/sys/fs/cgroup/memory").join(unique_name("smbd-mem"));
+        std::fs::create_dir(&dir)?;
+        let group = MemoryGroup { dir };
+        std::fs::write(group.dir.join("memory.limit_in_bytes"), limit.to_string())?;
+        Ok(group)
+    }
+
+    fn add(&self, pid: u32) -> io::Result<()> {
+        std::fs::write(self.dir.join("cgroup.procs"), pid.to_string())
+    }
+}
+
+impl Drop for MemoryGroup {
+    fn drop(&mut self) {
+        // Only the smbd this module started (and its forks) are inside.
+        if let Ok(pids) = std::fs::read_to_string(self.dir.join("cgroup.procs")) {
+            for pid in pids.split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
+                if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                }
+            }
+        }
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.dir).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Nas {
+    /// Starts smbd in the NAS namespace sharing `dir` as [`SMB_SHARE`]
+    /// (read-write, files owned by root), user [`SMB_USER`] with
+    /// [`SMB_PASSWORD`], guests mapped to the same share.
+    pub fn serve_smb(&mut self, dir: &Path, opts: SmbOptions<'_>) -> io::Result<SmbExport> {
+        let base = self.subdir(&format!("smb-{}", std::process::id()))?;
+        for sub in ["private", "lock", "state", "cache", "pid", "ncalrpc"] {
+            std::fs::create_dir_all(base.join(sub))?;
+        }
+        let b = base.display();
+        let conf = base.join("smb.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "[global]
+  netbios name = HRLAB
+  workgroup = HRLAB
+  server role = standalone server
+  security = user
+  map to guest = Bad User
+  guest account = root
+  passdb backend = tdbsam:{b}/private/passdb.tdb
+  private dir = {b}/private
+  lock directory = {b}/lock
+  state directory = {b}/state
+  cache directory = {b}/cache
+  pid directory = {b}/pid
+  ncalrpc dir = {b}/ncalrpc
+  log file = {b}/log.smbd
+  max log size = 0
+  log level = 1
+  smb ports = 445
+  interfaces = {addr}/32
+  bind interfaces only = yes
+  server min protocol = SMB2_10
+  disable netbios = yes
+  load printers = no
+  printing = bsd
+  printcap name = /dev/null
+  disable spoolss = yes
+  rpc start on demand helpers = no
+  kernel oplocks = no
+  smb2 max credits = {credits}
+  server signing = {signing}
+{max_protocol}
+[{SMB_SHARE}]
+  path = {dir}
+  read only = no
+  guest ok = yes
+  force user = root
+",
+                addr = self.addr(),
+                dir = dir.display(),
+                credits = opts.max_credits.unwrap_or(8192),
+                signing = if opts.signing_required { "mandatory" } else { "default" },
+                max_protocol = opts.max_protocol.map(|p| format!("  server max protocol = {p}\n")).unwrap_or_default(),
+            ),
+        )?;
+        let conf_s = conf.to_string_lossy().to_string();
+        // The password twice on stdin (-t), into the private tdbsam.
+        let mut pdb = std::process::Command::new("pdbedit")
+            .args(["-s", &conf_s, "-a", "-t", "-u", SMB_USER])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        pdb.stdin.take().expect("piped").write_all(format!("{SMB_PASSWORD}\n{SMB_PASSWORD}\n").as_bytes())?;
+        let out = pdb.wait_with_output()?;
+        if !out.status.success() {
+            return Err(io::Error::other(format!("pdbedit: {}", String::from_utf8_lossy(&out.stderr).trim())));
+        }
+        let memory = opts.cache_limit.map(MemoryGroup::new).transpose()?;
+        let server = self.server().spawn("smbd", &["--foreground", "--no-process-group", "-s", &conf_s])?;
+        let pid = server.id();
+        self.keep(server);
+        // `ip netns exec` mounts its own /sys: move smbd into the groups from here.
+        if let Some(t) = opts.throttle {
+            std::fs::write(t.dir.join("cgroup.procs"), pid.to_string())?;
+        }
+        if let Some(m) = &memory {
+            m.add(pid)?;
+        }
+        if let Err(e) = self.wait_for_port(445, Duration::from_secs(15)) {
+            let log = std::fs::read_to_string(base.join("log.smbd")).unwrap_or_default();
+            return Err(io::Error::other(format!("smbd did not start: {e}; log: {}", log.trim())));
+        }
+        Ok(SmbExport {
+            url: format!("smb://{}/{SMB_SHARE}", self.addr()),
+            addr: self.addr().to_string(),
+            dir: dir.to_path_buf(),
+            pid,
+            memory,
+        })
+    }
+}

@@ -1,0 +1,1213 @@
+//! One iSCSI session of one connection (RFC 7143, error recovery level 0):
+//! login with CHAP or none, operational negotiation, then SCSI commands
+//! pipelined within the target's CmdSN window, Data-In, R2T and Data-Out,
+//! NOP-In answers, and logout. The socket is non-blocking; waiting is
+//! poll(2) with a deadline, so a silent target is an error, never a hang.
+
+use super::pdu::{self, op, Header, Out, WireError, BHS, RESERVED_TAG};
+use headroom_disk::{BufferPool, Completion, IoKind, IoUnit};
+use std::collections::{HashMap, VecDeque};
+use std::io::{self, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long a target may stay silent while commands are outstanding.
+pub const SILENCE: Duration = Duration::from_secs(8);
+/// Connecting and logging in.
+const LOGIN_TIMEOUT: Duration = Duration::from_secs(5);
+/// What headroom declares it receives per PDU.
+pub const OUR_MAX_RECV: u32 = 262_144;
+/// The largest burst the protocol allows (2^24 - 1, rounded down to 1 KiB as initiators offer it).
+const OUR_MAX_BURST: u32 = 16_776_192;
+/// Login PDUs carry at most this much text (RFC 7143 6.1: 8192 during login).
+const LOGIN_TEXT_MAX: usize = 65_536;
+
+/// This initiator's name.
+pub const INITIATOR_NAME: &str = "iqn.2026-11.dev.headroom:initiator";
+
+static SESSIONS: AtomicU32 = AtomicU32::new(0);
+
+/// What login settled (RFC 7143 13: the keys headroom uses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Params {
+    /// The target's MaxRecvDataSegmentLength: the most data per PDU headroom sends.
+    pub target_max_recv: u32,
+    /// Headroom's MaxRecvDataSegmentLength: the most data per PDU the target sends.
+    pub initiator_max_recv: u32,
+    /// MaxBurstLength.
+    pub max_burst: u32,
+    /// FirstBurstLength: unsolicited data per write.
+    pub first_burst: u32,
+    /// ImmediateData.
+    pub immediate_data: bool,
+    /// InitialR2T.
+    pub initial_r2t: bool,
+    /// MaxOutstandingR2T.
+    pub max_outstanding_r2t: u32,
+    /// DataPDUInOrder.
+    pub data_pdu_in_order: bool,
+    /// DataSequenceInOrder.
+    pub data_sequence_in_order: bool,
+    /// MaxCmdSN - ExpCmdSN + 1 at the end of login.
+    pub cmdsn_window: u32,
+}
+
+impl Default for Params {
+    /// RFC 7143's defaults, for keys a target leaves out.
+    fn default() -> Self {
+        Params {
+            target_max_recv: 8192,
+            initiator_max_recv: OUR_MAX_RECV,
+            max_burst: 262_144,
+            first_burst: 65_536,
+            immediate_data: true,
+            initial_r2t: true,
+            max_outstanding_r2t: 1,
+            data_pdu_in_order: true,
+            data_sequence_in_order: true,
+            cmdsn_window: 1,
+        }
+    }
+}
+
+/// Who to log in to and as whom.
+#[derive(Clone)]
+pub struct LoginSpec {
+    /// HOST:PORT.
+    pub addr: String,
+    /// Target name.
+    pub target: String,
+    /// CHAP user and secret.
+    pub chap: Option<(String, String)>,
+    /// LUN every command addresses.
+    pub lun: u16,
+}
+
+/// Why login failed, to be told apart by the caller.
+#[derive(Debug)]
+pub enum LoginError {
+    /// The target answered with a status (class, detail).
+    Status(u8, u8),
+    /// Anything else; the message says what.
+    Other(String),
+}
+
+impl From<io::Error> for LoginError {
+    fn from(e: io::Error) -> Self {
+        LoginError::Other(e.to_string())
+    }
+}
+
+impl From<WireError> for LoginError {
+    fn from(e: WireError) -> Self {
+        LoginError::Other(format!("garbage from the target: {e}"))
+    }
+}
+
+/// The outcome of a command run to completion by [`Session::command`].
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    /// SCSI status (0 = GOOD).
+    pub status: u8,
+    /// Sense data.
+    pub sense: Vec<u8>,
+    /// Data-In received.
+    pub data: Vec<u8>,
+}
+
+#[derive(Debug)]
+enum Sink {
+    /// One of the pool's buffers (a runner I/O).
+    Pool(u16),
+    /// A command of [`Session::command`].
+    Owned(Vec<u8>),
+}
+
+#[derive(Debug)]
+struct Task {
+    tag: u64,
+    kind: IoKind,
+    sink: Sink,
+    len: u32,
+    received: u32,
+    outcome: Option<Outcome>,
+}
+
+/// One logged-in session on one TCP connection.
+pub struct Session {
+    sock: TcpStream,
+    rx: Vec<u8>,
+    rx_start: usize,
+    rx_end: usize,
+    tx: Vec<u8>,
+    tx_pos: usize,
+    cmd_sn: u32,
+    exp_stat_sn: u32,
+    exp_cmd_sn: u32,
+    max_cmd_sn: u32,
+    next_itt: u32,
+    lun: [u8; 8],
+    /// What login settled.
+    pub params: Params,
+    tasks: HashMap<u32, Task>,
+    waiting: VecDeque<IoUnit>,
+    pool: BufferPool,
+    block_size: u32,
+    fua: bool,
+    last_heard: Instant,
+    /// Commands in flight the least times the window held one back; None
+    /// while it never did.
+    pub window_capped: Option<u32>,
+    done: Vec<Completion>,
+    sync_done: Vec<(u32, Outcome)>,
+    dead: bool,
+    eof: bool,
+    /// A Data-In whose payload is read straight into its I/O buffer.
+    direct: Option<Direct>,
+    /// Padding bytes still to drop after a direct payload.
+    skip: usize,
+}
+
+/// A Data-In PDU being received into a pool buffer: its header, the buffer,
+/// the next byte to fill and the end of its payload in the buffer.
+#[derive(Debug, Clone, Copy)]
+struct Direct {
+    h: Header,
+    buf: u16,
+    at: usize,
+    end: usize,
+}
+
+fn other(msg: impl Into<String>) -> io::Error {
+    io::Error::other(msg.into())
+}
+
+impl Session {
+    /// Connects and logs in; `depth` buffers of `buf_size` bytes for I/O.
+    pub fn login(spec: &LoginSpec, depth: usize, buf_size: usize) -> Result<Session, LoginError> {
+        let addrs: Vec<_> = spec
+            .addr
+            .to_socket_addrs()
+            .map_err(|e| LoginError::Other(format!("cannot resolve {}: {e}", spec.addr)))?
+            .collect();
+        let mut last = None;
+        let mut sock = None;
+        for a in addrs {
+            match TcpStream::connect_timeout(&a, LOGIN_TIMEOUT) {
+                Ok(s) => {
+                    sock = Some(s);
+                    break;
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        let sock = sock.ok_or_else(|| {
+            LoginError::Other(format!(
+                "cannot connect to {}: {}",
+                spec.addr,
+                last.map_or("no address".into(), |e| e.to_string())
+            ))
+        })?;
+        sock.set_nodelay(true)?;
+        sock.set_nonblocking(true)?;
+        let rx_cap = 2 * (OUR_MAX_RECV as usize + BHS + 1024).max(LOGIN_TEXT_MAX + BHS + 1024);
+        let mut s = Session {
+            sock,
+            rx: vec![0; rx_cap],
+            rx_start: 0,
+            rx_end: 0,
+            tx: Vec::with_capacity(1 << 20),
+            tx_pos: 0,
+            cmd_sn: 1,
+            exp_stat_sn: 0,
+            exp_cmd_sn: 1,
+            max_cmd_sn: 1,
+            next_itt: 1,
+            lun: pdu::encode_lun(spec.lun),
+            params: Params::default(),
+            tasks: HashMap::new(),
+            waiting: VecDeque::new(),
+            pool: BufferPool::new(depth.max(1), buf_size.max(1), 4096),
+            block_size: 512,
+            fua: false,
+            last_heard: Instant::now(),
+            window_capped: None,
+            done: Vec::new(),
+            sync_done: Vec::new(),
+            dead: false,
+            eof: false,
+            direct: None,
+            skip: 0,
+        };
+        s.negotiate(spec)?;
+        Ok(s)
+    }
+
+    /// Login phases: security (CHAP) when credentials are given, then operational.
+    fn negotiate(&mut self, spec: &LoginSpec) -> Result<(), LoginError> {
+        let n = SESSIONS.fetch_add(1, Ordering::Relaxed);
+        // ISID of the "random" type (RFC 7143 10.12.5): unique per session of this process.
+        let pid = std::process::id();
+        let isid: [u8; 6] = [0x80, (pid >> 16) as u8, (pid >> 8) as u8, pid as u8, (n >> 8) as u8, n as u8];
+        let itt = 0u32;
+        let mut stage: u8 = if spec.chap.is_some() { 0 } else { 1 };
+        let mut keys: Vec<(&str, String)> = vec![
+            ("InitiatorName", INITIATOR_NAME.into()),
+            ("SessionType", "Normal".into()),
+            ("TargetName", spec.target.clone()),
+        ];
+        let operational = operational_keys();
+        if stage == 0 {
+            keys.push(("AuthMethod", "CHAP,None".into()));
+        } else {
+            keys.extend(operational.iter().cloned());
+        }
+        let mut transit = stage == 1;
+        let mut chap_sent = false;
+        let mut got: Vec<(String, String)> = Vec::new();
+        let deadline = Instant::now() + SILENCE;
+        for _round in 0..16 {
+            let next = if stage == 0 { 1 } else { 3 };
+            let flags = if transit { 0x80 } else { 0 } | (stage << 2) | next;
+            let text = pdu::build_text(&keys);
+            let out = Out::new(op::LOGIN, true, flags)
+                .data_len(text.len())
+                .word(16, itt)
+                .word(24, self.cmd_sn)
+                .word(28, self.exp_stat_sn);
+            let mut bhs = out.bhs;
+            bhs[8..14].copy_from_slice(&isid);
+            self.push(&bhs, &[&text]);
+            let (h, data) = self.recv_login(deadline)?;
+            let (class, detail) = ((h.word36 >> 24) as u8, (h.word36 >> 16) as u8);
+            if class != 0 {
+                return Err(LoginError::Status(class, detail));
+            }
+            let pairs = pdu::parse_text(&data)?;
+            let continued = h.flags & 0x40 != 0;
+            got.extend(pairs.iter().cloned());
+            if continued {
+                // The target has more text: ask for it with an empty request.
+                keys.clear();
+                transit = false;
+                continue;
+            }
+            let target_transit = h.flags & 0x80 != 0;
+            let target_next = h.flags & 0x03;
+            if stage == 0 {
+                let find = |k: &str| got.iter().rev().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+                if target_transit && target_next == 1 {
+                    stage = 1;
+                    keys = operational.clone();
+                    transit = true;
+                    got.clear();
+                    continue;
+                }
+                match find("AuthMethod").as_deref() {
+                    Some("CHAP") if !chap_sent => {
+                        if let (Some(id), Some(challenge)) = (find("CHAP_I"), find("CHAP_C")) {
+                            let id: u8 = id.parse().map_err(|_| LoginError::Other(format!("bad CHAP_I '{id}'")))?;
+                            let challenge = pdu::hex_value(&challenge)?;
+                            let (user, secret) = spec.chap.clone().unwrap_or_default();
+                            keys = vec![
+                                ("CHAP_N", user),
+                                ("CHAP_R", pdu::chap_response(id, secret.as_bytes(), &challenge)),
+                            ];
+                            transit = true;
+                            chap_sent = true;
+                        } else {
+                            keys = vec![("CHAP_A", "5".into())];
+                            transit = false;
+                        }
+                    }
+                    Some("CHAP") => {
+                        keys.clear();
+                        transit = true;
+                    }
+                    Some("None") => {
+                        keys.clear();
+                        transit = true;
+                    }
+                    Some(other) => {
+                        return Err(LoginError::Other(format!("the target wants authentication '{other}'")));
+                    }
+                    None => {
+                        keys.clear();
+                        transit = true;
+                    }
+                }
+                continue;
+            }
+            if target_transit && target_next == 3 {
+                self.apply(&got)?;
+                self.exp_cmd_sn = h.exp_cmd_sn;
+                self.max_cmd_sn = h.max_cmd_sn;
+                self.cmd_sn = h.exp_cmd_sn;
+                self.params.cmdsn_window = self.window();
+                return Ok(());
+            }
+            // The target negotiates further: accept what it proposed and ask to move on.
+            keys = answer_unoffered(&got, &operational);
+            transit = true;
+        }
+        Err(LoginError::Other("login did not finish after 16 exchanges".into()))
+    }
+
+    fn apply(&mut self, got: &[(String, String)]) -> Result<(), LoginError> {
+        let p = &mut self.params;
+        for (k, v) in got {
+            let num = || pdu::number(v).filter(|&n| n > 0 && n < 1 << 24).map(|n| n as u32);
+            let yes = v == "Yes";
+            match k.as_str() {
+                "MaxRecvDataSegmentLength" => p.target_max_recv = num().unwrap_or(p.target_max_recv).max(512),
+                "MaxBurstLength" => p.max_burst = num().unwrap_or(p.max_burst).max(512),
+                "FirstBurstLength" => p.first_burst = num().unwrap_or(p.first_burst).max(512),
+                "MaxOutstandingR2T" => p.max_outstanding_r2t = num().unwrap_or(p.max_outstanding_r2t),
+                "ImmediateData" => p.immediate_data = yes,
+                "InitialR2T" => p.initial_r2t = yes,
+                "DataPDUInOrder" => p.data_pdu_in_order = yes,
+                "DataSequenceInOrder" => p.data_sequence_in_order = yes,
+                "HeaderDigest" | "DataDigest" if v != "None" => {
+                    return Err(LoginError::Other(format!("the target insists on {k}={v}; headroom sends none")))
+                }
+                _ => {}
+            }
+        }
+        p.first_burst = p.first_burst.min(p.max_burst);
+        Ok(())
+    }
+
+    fn recv_login(&mut self, deadline: Instant) -> Result<(Header, Vec<u8>), LoginError> {
+        loop {
+            if let Some((h, range)) = self.parse_one(LOGIN_TEXT_MAX)? {
+                match h.opcode {
+                    op::LOGIN_RESP => {
+                        self.exp_stat_sn = h.stat_sn.wrapping_add(1);
+                        return Ok((h, self.rx[range].to_vec()));
+                    }
+                    op::REJECT => {
+                        return Err(LoginError::Other(format!(
+                            "the target rejected the login (reason 0x{:02x})",
+                            h.byte2
+                        )))
+                    }
+                    other => {
+                        return Err(LoginError::Other(format!(
+                            "garbage from the target: opcode 0x{other:02x} during login"
+                        )))
+                    }
+                }
+            }
+            self.wait(deadline, true)?;
+        }
+    }
+
+    /// Sets the logical block size and whether writes carry FUA (dsync).
+    pub fn set_io(&mut self, block_size: u32, fua: bool) {
+        self.block_size = block_size.max(1);
+        self.fua = fua;
+    }
+
+    /// Buffer `i` of the pool.
+    pub fn buffer_mut(&mut self, i: u16) -> &mut [u8] {
+        self.pool.slice_mut(usize::from(i))
+    }
+
+    /// MaxCmdSN - ExpCmdSN + 1 as the target last announced it.
+    pub fn window(&self) -> u32 {
+        self.max_cmd_sn.wrapping_sub(self.exp_cmd_sn).wrapping_add(1)
+    }
+
+    fn window_open(&self) -> bool {
+        !pdu::sn_gt(self.cmd_sn, self.max_cmd_sn)
+    }
+
+    fn take_itt(&mut self) -> u32 {
+        let mut itt = self.next_itt;
+        while itt == RESERVED_TAG || self.tasks.contains_key(&itt) {
+            itt = itt.wrapping_add(1);
+        }
+        self.next_itt = itt.wrapping_add(1);
+        itt
+    }
+
+    /// Queues a runner I/O: sent now if the CmdSN window allows, else when it opens.
+    pub fn queue(&mut self, io: IoUnit) -> io::Result<()> {
+        if io.kind != IoKind::Fsync {
+            let bs = u64::from(self.block_size);
+            if !io.offset.is_multiple_of(bs) || !u64::from(io.len).is_multiple_of(bs) || io.len == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("I/O of {} bytes at {} is not in whole {bs}-byte blocks", io.len, io.offset),
+                ));
+            }
+            if io.len as usize > self.pool.buf_len() || usize::from(io.buf_index) >= self.pool.len() {
+                return Err(io::Error::new(io::ErrorKind::InvalidInput, "I/O larger than its buffer"));
+            }
+        }
+        self.waiting.push_back(io);
+        Ok(())
+    }
+
+    fn issue_waiting(&mut self) {
+        while let Some(io) = self.waiting.front().copied() {
+            if !self.window_open() {
+                let in_flight = self.tasks.len() as u32;
+                self.window_capped = Some(self.window_capped.map_or(in_flight, |c| c.min(in_flight)));
+                return;
+            }
+            self.waiting.pop_front();
+            self.issue(io);
+        }
+    }
+
+    fn issue(&mut self, io: IoUnit) {
+        if self.tasks.is_empty() {
+            // The silence deadline counts from the first command outstanding.
+            self.last_heard = Instant::now();
+        }
+        let itt = self.take_itt();
+        let bs = u64::from(self.block_size);
+        let (lba, blocks) = (io.offset / bs, u64::from(io.len) / bs);
+        let mut cdb = [0u8; 16];
+        let (flags, edtl) = match io.kind {
+            IoKind::Read => {
+                cdb[0] = 0x88;
+                (0x80 | 0x40 | 0x01, io.len)
+            }
+            IoKind::Write => {
+                cdb[0] = 0x8a;
+                if self.fua {
+                    cdb[1] = 0x08;
+                }
+                (0x20 | 0x01, io.len)
+            }
+            IoKind::Fsync => {
+                cdb[0] = 0x35;
+                (0x80 | 0x01, 0)
+            }
+        };
+        if io.kind != IoKind::Fsync {
+            cdb[2..10].copy_from_slice(&lba.to_be_bytes());
+            cdb[10..14].copy_from_slice(&(blocks as u32).to_be_bytes());
+        }
+        let task =
+            Task { tag: io.tag, kind: io.kind, sink: Sink::Pool(io.buf_index), len: edtl, received: 0, outcome: None };
+        self.send_command(itt, flags, edtl, &cdb, task);
+    }
+
+    /// Sends a SCSI Command with its immediate and unsolicited data (writes).
+    fn send_command(&mut self, itt: u32, mut flags: u8, edtl: u32, cdb: &[u8; 16], task: Task) {
+        let p = self.params;
+        let (immediate, unsolicited) = if task.kind == IoKind::Write {
+            let first = edtl.min(p.first_burst);
+            let imm = if p.immediate_data { first.min(p.target_max_recv) } else { 0 };
+            let unsolicited = if p.initial_r2t { imm } else { first };
+            (imm, unsolicited)
+        } else {
+            (0, 0)
+        };
+        if task.kind == IoKind::Write && unsolicited == immediate {
+            flags |= 0x80;
+        }
+        let bhs = Out::new(op::SCSI_CMD, false, flags)
+            .data_len(immediate as usize)
+            .lun(self.lun)
+            .word(16, itt)
+            .word(20, edtl)
+            .word(24, self.cmd_sn)
+            .word(28, self.exp_stat_sn)
+            .cdb(cdb)
+            .bhs;
+        self.cmd_sn = self.cmd_sn.wrapping_add(1);
+        let buf = match task.sink {
+            Sink::Pool(i) => Some(i),
+            Sink::Owned(_) => None,
+        };
+        let pool_ptr: *const BufferPool = &self.pool;
+        // SAFETY: the pool is not touched by push/data_out; the borrow checker
+        // cannot see that `self.tx` and `self.pool` are disjoint through methods.
+        let pool = unsafe { &*pool_ptr };
+        match buf {
+            Some(i) if immediate > 0 => {
+                let data = &pool_slice(pool, i)[..immediate as usize];
+                self.push(&bhs, &[data]);
+            }
+            _ => self.push(&bhs, &[]),
+        }
+        self.tasks.insert(itt, task);
+        if let Some(i) = buf {
+            if unsolicited > immediate {
+                self.data_out(itt, RESERVED_TAG, i, immediate, unsolicited - immediate);
+            }
+        }
+    }
+
+    /// Data-Out PDUs for `len` bytes of buffer `buf` from `offset`.
+    fn data_out(&mut self, itt: u32, ttt: u32, buf: u16, offset: u32, len: u32) {
+        let seg = self.params.target_max_recv.max(512);
+        let pool_ptr: *const BufferPool = &self.pool;
+        // SAFETY: as in send_command: only `tx` is written.
+        let pool = unsafe { &*pool_ptr };
+        let data = pool_slice(pool, buf);
+        let (mut at, end, mut sn) = (offset, offset + len, 0u32);
+        while at < end {
+            let n = seg.min(end - at);
+            let last = at + n == end;
+            let bhs = Out::new(op::DATA_OUT, false, if last { 0x80 } else { 0 })
+                .data_len(n as usize)
+                .lun(self.lun)
+                .word(16, itt)
+                .word(20, ttt)
+                .word(28, self.exp_stat_sn)
+                .word(36, sn)
+                .word(40, at)
+                .bhs;
+            self.push(&bhs, &[&data[at as usize..(at + n) as usize]]);
+            at += n;
+            sn += 1;
+        }
+    }
+
+    fn push(&mut self, bhs: &[u8; BHS], data: &[&[u8]]) {
+        if self.tx_pos == self.tx.len() {
+            self.tx.clear();
+            self.tx_pos = 0;
+        }
+        self.tx.extend_from_slice(bhs);
+        let mut n = 0;
+        for d in data {
+            self.tx.extend_from_slice(d);
+            n += d.len();
+        }
+        self.tx.resize(self.tx.len() + (pdu::pad4(n) - n), 0);
+    }
+
+    /// Writes what the socket takes now.
+    fn write_some(&mut self) -> io::Result<()> {
+        while self.tx_pos < self.tx.len() {
+            match self.sock.write(&self.tx[self.tx_pos..]) {
+                Ok(0) => return Err(other("the target closed the connection")),
+                Ok(n) => self.tx_pos += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.lost(e)),
+            }
+        }
+        if self.tx_pos == self.tx.len() {
+            self.tx.clear();
+            self.tx_pos = 0;
+        } else if self.tx_pos > (8 << 20) {
+            self.tx.drain(..self.tx_pos);
+            self.tx_pos = 0;
+        }
+        Ok(())
+    }
+
+    fn lost(&mut self, e: io::Error) -> io::Error {
+        self.dead = true;
+        match e.kind() {
+            io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionAborted => {
+                other(format!("the target dropped the connection ({e})"))
+            }
+            _ => e,
+        }
+    }
+
+    /// Reads what the socket has now; false when nothing was there.
+    fn read_some(&mut self) -> io::Result<bool> {
+        if self.rx_start == self.rx_end {
+            self.rx_start = 0;
+            self.rx_end = 0;
+        } else if self.rx_end == self.rx.len() {
+            self.rx.copy_within(self.rx_start..self.rx_end, 0);
+            self.rx_end -= self.rx_start;
+            self.rx_start = 0;
+        }
+        let mut any = false;
+        if self.eof {
+            self.dead = true;
+            return Err(other("the target closed the connection"));
+        }
+        loop {
+            if let Some(d) = self.direct.as_mut() {
+                // A large Data-In payload goes from the socket into its I/O
+                // buffer: one copy less than through `rx`.
+                if self.rx_start == self.rx_end && d.at < d.end {
+                    let dst = &mut pool_slice_mut(&self.pool, d.buf)[d.at..d.end];
+                    match self.sock.read(dst) {
+                        Ok(0) => {
+                            self.dead = true;
+                            return Err(other("the target closed the connection"));
+                        }
+                        Ok(n) => {
+                            d.at += n;
+                            any = true;
+                            self.last_heard = Instant::now();
+                            continue;
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(any),
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(e) => return Err(self.lost(e)),
+                    }
+                }
+            }
+            if self.rx_end == self.rx.len() {
+                return Ok(any);
+            }
+            match self.sock.read(&mut self.rx[self.rx_end..]) {
+                Ok(0) => {
+                    // What arrived before the close (a login reject) is parsed first.
+                    self.eof = true;
+                    if any {
+                        return Ok(true);
+                    }
+                    self.dead = true;
+                    return Err(other("the target closed the connection"));
+                }
+                Ok(n) => {
+                    self.rx_end += n;
+                    any = true;
+                    self.last_heard = Instant::now();
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(any),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.lost(e)),
+            }
+        }
+    }
+
+    /// One whole PDU from the receive buffer, if there is one: its header and
+    /// the range of its data segment in `rx`.
+    fn parse_one(&mut self, max_data: usize) -> Result<Option<(Header, std::ops::Range<usize>)>, WireError> {
+        let avail = self.rx_end - self.rx_start;
+        if avail < BHS {
+            return Ok(None);
+        }
+        let mut b = [0u8; BHS];
+        b.copy_from_slice(&self.rx[self.rx_start..self.rx_start + BHS]);
+        let h = Header::parse(&b)?;
+        if h.data_len > max_data {
+            return Err(WireError(format!(
+                "a PDU (opcode 0x{:02x}) carries {} bytes, more than the {max_data} headroom declared it receives",
+                h.opcode, h.data_len
+            )));
+        }
+        if avail < BHS + h.rest_len() {
+            return Ok(None);
+        }
+        let start = self.rx_start + BHS + h.ahs_len;
+        self.rx_start += BHS + h.rest_len();
+        if h.carries_window() && h.opcode != op::LOGIN_RESP {
+            self.note_window(&h);
+        }
+        Ok(Some((h, start..start + h.data_len)))
+    }
+
+    fn note_window(&mut self, h: &Header) {
+        // RFC 7143 4.2.2.1: a MaxCmdSN below ExpCmdSN - 1 is to be ignored.
+        if pdu::sn_gt(h.exp_cmd_sn.wrapping_sub(1), h.max_cmd_sn) {
+            return;
+        }
+        if pdu::sn_gt(h.exp_cmd_sn, self.exp_cmd_sn) {
+            self.exp_cmd_sn = h.exp_cmd_sn;
+        }
+        if pdu::sn_gt(h.max_cmd_sn, self.max_cmd_sn) {
+            self.max_cmd_sn = h.max_cmd_sn;
+        }
+    }
+
+    /// Waits for the socket (readable, or writable while output is pending)
+    /// until `deadline`, then moves bytes both ways.
+    fn wait(&mut self, deadline: Instant, block: bool) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        self.write_some()?;
+        if block {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                self.dead = true;
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("no answer from the target for {} s", SILENCE.as_secs()),
+                ));
+            }
+            let mut events = libc::POLLIN;
+            if self.tx_pos < self.tx.len() {
+                events |= libc::POLLOUT;
+            }
+            let mut fd = libc::pollfd { fd: self.sock.as_raw_fd(), events, revents: 0 };
+            let ms = left.as_millis().clamp(1, 1000) as libc::c_int;
+            // SAFETY: one valid pollfd for the duration of the call.
+            if unsafe { libc::poll(&mut fd, 1, ms) } < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+            self.write_some()?;
+        }
+        self.read_some()?;
+        Ok(())
+    }
+
+    /// Sends what is queued and collects completions: blocks until at least
+    /// `min` runner I/Os completed.
+    pub fn getevents(&mut self, min: usize, out: &mut Vec<Completion>) -> io::Result<()> {
+        if self.dead {
+            return Err(other("the connection to the target is gone"));
+        }
+        self.write_some()?;
+        self.read_some()?;
+        loop {
+            self.issue_waiting();
+            self.process()?;
+            if self.done.len() >= min || (self.tasks.is_empty() && self.waiting.is_empty()) {
+                out.append(&mut self.done);
+                return Ok(());
+            }
+            self.wait(self.last_heard + SILENCE, true)?;
+        }
+    }
+
+    /// Runs one command to completion (set-up commands: TEST UNIT READY,
+    /// INQUIRY, REPORT LUNS, READ CAPACITY), receiving up to `data_in` bytes.
+    pub fn command(&mut self, cdb: [u8; 16], data_in: u32) -> io::Result<Outcome> {
+        self.command_at(self.lun, cdb, data_in)
+    }
+
+    /// [`command`](Self::command) addressed to `lun` (REPORT LUNS goes to LUN 0,
+    /// which SAM requires to exist, whatever LUN the URL names).
+    pub fn command_at(&mut self, lun: [u8; 8], cdb: [u8; 16], data_in: u32) -> io::Result<Outcome> {
+        let itt = self.take_itt();
+        let flags = 0x80 | if data_in > 0 { 0x40 } else { 0 } | 0x01;
+        let task = Task {
+            tag: 0,
+            kind: IoKind::Read,
+            sink: Sink::Owned(vec![0; data_in as usize]),
+            len: data_in,
+            received: 0,
+            outcome: None,
+        };
+        self.last_heard = Instant::now();
+        let own = std::mem::replace(&mut self.lun, lun);
+        self.send_command(itt, flags, data_in, &cdb, task);
+        self.lun = own;
+        loop {
+            self.process()?;
+            if let Some(i) = self.sync_done.iter().position(|(t, _)| *t == itt) {
+                return Ok(self.sync_done.swap_remove(i).1);
+            }
+            self.wait(self.last_heard + SILENCE, true)?;
+        }
+    }
+
+    /// Logs out (best effort, two seconds at most): the target frees the session at once.
+    pub fn logout(&mut self) {
+        if self.dead {
+            return;
+        }
+        self.dead = true;
+        let itt = self.take_itt();
+        let bhs = Out::new(op::LOGOUT, true, 0x80).word(16, itt).word(24, self.cmd_sn).word(28, self.exp_stat_sn).bhs;
+        self.push(&bhs, &[]);
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            if self.wait(deadline, true).is_err() {
+                return;
+            }
+            while let Ok(Some((h, _))) = self.parse_one(self.params.initiator_max_recv as usize) {
+                if h.opcode == op::LOGOUT_RESP {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Starts sending what is queued, without waiting.
+    pub fn commit(&mut self) -> io::Result<()> {
+        if self.dead {
+            return Err(other("the connection to the target is gone"));
+        }
+        self.issue_waiting();
+        self.write_some()?;
+        self.read_some()?;
+        self.process()
+    }
+
+    /// Handles every whole PDU received.
+    fn process(&mut self) -> io::Result<()> {
+        loop {
+            if self.direct.is_some() && !self.drain_direct().inspect_err(|_| self.dead = true)? {
+                return Ok(());
+            }
+            if self.skip > 0 {
+                let k = self.skip.min(self.rx_end - self.rx_start);
+                self.rx_start += k;
+                self.skip -= k;
+                if self.skip > 0 {
+                    return Ok(());
+                }
+            }
+            if self.start_direct() {
+                continue;
+            }
+            let parsed = self.parse_one(self.params.initiator_max_recv as usize).map_err(|e| {
+                self.dead = true;
+                other(format!("garbage from the target: {e}"))
+            })?;
+            let Some((h, range)) = parsed else { return Ok(()) };
+            self.handle(h, range).inspect_err(|_| self.dead = true)?;
+            self.issue_waiting();
+        }
+    }
+
+    /// Starts receiving a Data-In for a runner I/O into its buffer when its
+    /// header is here but its payload is not yet; anything unusual is left
+    /// to [`Self::parse_one`] and [`Self::handle`] to judge.
+    fn start_direct(&mut self) -> bool {
+        let avail = self.rx_end - self.rx_start;
+        if avail < BHS {
+            return false;
+        }
+        let mut b = [0u8; BHS];
+        b.copy_from_slice(&self.rx[self.rx_start..self.rx_start + BHS]);
+        let Ok(h) = Header::parse(&b) else { return false };
+        if h.opcode != op::DATA_IN
+            || h.ahs_len != 0
+            || avail >= BHS + h.rest_len()
+            || h.data_len > self.params.initiator_max_recv as usize
+        {
+            return false;
+        }
+        let Some(task) = self.tasks.get(&h.itt) else { return false };
+        let (off, n) = (h.word40 as usize, h.data_len);
+        let Sink::Pool(buf) = task.sink else { return false };
+        if task.kind != IoKind::Read || off + n > task.len as usize {
+            return false;
+        }
+        self.rx_start += BHS;
+        self.note_window(&h);
+        self.direct = Some(Direct { h, buf, at: off, end: off + n });
+        self.skip = pdu::pad4(n) - n;
+        true
+    }
+
+    /// Moves received payload bytes of the direct Data-In into its buffer;
+    /// true once the payload is complete (and its command finished if the
+    /// PDU carried the status).
+    fn drain_direct(&mut self) -> io::Result<bool> {
+        let Some(mut d) = self.direct.take() else { return Ok(true) };
+        let n = (self.rx_end - self.rx_start).min(d.end - d.at);
+        pool_slice_mut(&self.pool, d.buf)[d.at..d.at + n].copy_from_slice(&self.rx[self.rx_start..self.rx_start + n]);
+        self.rx_start += n;
+        d.at += n;
+        if d.at < d.end {
+            self.direct = Some(d);
+            return Ok(false);
+        }
+        self.data_in_done(&d.h)?;
+        Ok(true)
+    }
+
+    /// A Data-In's payload is in place: count it, and finish the command if
+    /// the PDU carried its status.
+    fn data_in_done(&mut self, h: &Header) -> io::Result<()> {
+        if let Some(task) = self.tasks.get_mut(&h.itt) {
+            task.received = task.received.max(h.word40.saturating_add(h.data_len as u32));
+        }
+        if h.flags & 0x01 != 0 {
+            self.exp_stat_sn = h.stat_sn.wrapping_add(1);
+            let residual = if h.flags & 0x02 != 0 { h.word44 } else { 0 };
+            self.finish(h.itt, h.byte3, Vec::new(), residual)?;
+        }
+        Ok(())
+    }
+
+    fn handle(&mut self, h: Header, range: std::ops::Range<usize>) -> io::Result<()> {
+        match h.opcode {
+            op::DATA_IN => {
+                let task = self
+                    .tasks
+                    .get_mut(&h.itt)
+                    .ok_or_else(|| other(format!("garbage from the target: Data-In for unknown task {:#x}", h.itt)))?;
+                let (off, n) = (h.word40 as usize, h.data_len);
+                if off + n > task.len as usize || task.kind != IoKind::Read && !matches!(task.sink, Sink::Owned(_)) {
+                    return Err(other(format!(
+                        "garbage from the target: Data-In of {n} bytes at offset {off} for a {}-byte command",
+                        task.len
+                    )));
+                }
+                let src = &self.rx[range];
+                match &mut task.sink {
+                    Sink::Pool(i) => {
+                        // SAFETY: a distinct field from `rx`; see pool_slice_mut.
+                        let dst = pool_slice_mut(&self.pool, *i);
+                        dst[off..off + n].copy_from_slice(src);
+                    }
+                    Sink::Owned(v) => v[off..off + n].copy_from_slice(src),
+                }
+                self.data_in_done(&h)?;
+            }
+            op::SCSI_RESP => {
+                self.exp_stat_sn = h.stat_sn.wrapping_add(1);
+                if h.byte2 != 0 {
+                    return Err(other(format!("the target failed a command (iSCSI response 0x{:02x})", h.byte2)));
+                }
+                let data = &self.rx[range];
+                let sense = if data.len() >= 2 {
+                    let n = usize::from(u16::from_be_bytes([data[0], data[1]])).min(data.len() - 2);
+                    data[2..2 + n].to_vec()
+                } else {
+                    Vec::new()
+                };
+                let residual = if h.flags & 0x02 != 0 { h.word44 } else { 0 };
+                self.finish(h.itt, h.byte3, sense, residual)?;
+            }
+            op::R2T => {
+                let task = self
+                    .tasks
+                    .get(&h.itt)
+                    .ok_or_else(|| other(format!("garbage from the target: R2T for unknown task {:#x}", h.itt)))?;
+                let (off, len) = (h.word40, h.word44);
+                let Sink::Pool(buf) = task.sink else {
+                    return Err(other("garbage from the target: R2T for a command without data"));
+                };
+                if task.kind != IoKind::Write || u64::from(off) + u64::from(len) > u64::from(task.len) || len == 0 {
+                    return Err(other(format!(
+                        "garbage from the target: R2T for {len} bytes at {off} of a {}-byte command",
+                        task.len
+                    )));
+                }
+                self.data_out(h.itt, h.ttt, buf, off, len);
+            }
+            op::NOP_IN => {
+                if h.ttt != RESERVED_TAG {
+                    let ping = self.rx[range].to_vec();
+                    let bhs = Out::new(op::NOP_OUT, true, 0x80)
+                        .data_len(ping.len())
+                        .lun(h.lun)
+                        .word(16, RESERVED_TAG)
+                        .word(20, h.ttt)
+                        .word(24, self.cmd_sn)
+                        .word(28, self.exp_stat_sn)
+                        .bhs;
+                    self.push(&bhs, &[&ping]);
+                }
+            }
+            op::ASYNC => {
+                let event = (h.word36 >> 24) as u8;
+                if (1..=3).contains(&event) {
+                    return Err(other(format!("the target is ending the session (asynchronous event {event})")));
+                }
+            }
+            op::REJECT => {
+                return Err(other(format!("the target rejected a PDU (reason 0x{:02x})", h.byte2)));
+            }
+            op::LOGOUT_RESP => return Err(other("the target logged the session out")),
+            other_op => {
+                return Err(other(format!("garbage from the target: unexpected opcode 0x{other_op:02x}")));
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, itt: u32, status: u8, sense: Vec<u8>, residual: u32) -> io::Result<()> {
+        let Some(mut task) = self.tasks.remove(&itt) else {
+            return Err(other(format!("garbage from the target: status for unknown task {itt:#x}")));
+        };
+        match task.sink {
+            Sink::Owned(ref mut data) => {
+                data.truncate(task.received as usize);
+                let data = std::mem::take(data);
+                task.outcome = Some(Outcome { status, sense, data });
+                self.sync_done.push((itt, task.outcome.take().unwrap_or_default()));
+            }
+            Sink::Pool(_) => {
+                if status != 0 {
+                    return Err(other(format!(
+                        "{} at the target: {}",
+                        match task.kind {
+                            IoKind::Read => "a read failed",
+                            IoKind::Write => "a write failed",
+                            IoKind::Fsync => "SYNCHRONIZE CACHE failed",
+                        },
+                        pdu::describe_status(status, &sense)
+                    )));
+                }
+                let moved = match task.kind {
+                    IoKind::Fsync => 0,
+                    _ => i64::from(task.len.saturating_sub(residual)),
+                };
+                self.done.push(Completion { tag: task.tag, result: moved });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn pool_slice(pool: &BufferPool, i: u16) -> &[u8] {
+    // SAFETY: ptr(i) is the start of buffer i, buf_len bytes long, owned by the pool.
+    unsafe { std::slice::from_raw_parts(pool.ptr(usize::from(i)), pool.buf_len()) }
+}
+
+#[allow(clippy::mut_from_ref)]
+fn pool_slice_mut(pool: &BufferPool, i: u16) -> &mut [u8] {
+    // SAFETY: buffer i belongs to one task at a time; nothing else holds a
+    // reference into it while the session copies received data there.
+    unsafe { std::slice::from_raw_parts_mut(pool.ptr(usize::from(i)), pool.buf_len()) }
+}
+
+fn operational_keys() -> Vec<(&'static str, String)> {
+    vec![
+        ("HeaderDigest", "None".into()),
+        ("DataDigest", "None".into()),
+        ("MaxConnections", "1".into()),
+        ("InitialR2T", "No".into()),
+        ("ImmediateData", "Yes".into()),
+        ("MaxRecvDataSegmentLength", OUR_MAX_RECV.to_string()),
+        ("MaxBurstLength", OUR_MAX_BURST.to_string()),
+        ("FirstBurstLength", OUR_MAX_RECV.to_string()),
+        ("DefaultTime2Wait", "0".into()),
+        ("DefaultTime2Retain", "0".into()),
+        ("MaxOutstandingR2T", "8".into()),
+        ("DataPDUInOrder", "Yes".into()),
+        ("DataSequenceInOrder", "Yes".into()),
+        ("ErrorRecoveryLevel", "0".into()),
+    ]
+}
+
+/// Keys the target proposed that headroom did not offer, accepted as proposed
+/// (RFC 7143 6.2: every key offered needs an answer).
+fn answer_unoffered(got: &[(String, String)], offered: &[(&'static str, String)]) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    for (k, v) in got {
+        if offered.iter().any(|(o, _)| o == k) || k == "TargetPortalGroupTag" || k == "TargetAlias" {
+            continue;
+        }
+        // Leak-free: answer only the keys RFC 7143 defines, by their static names.
+        if let Some(name) = KNOWN_KEYS.iter().find(|n| **n == k.as_str()) {
+            out.push((*name, v.clone()));
+        }
+    }
+    out
+}
+
+const KNOWN_KEYS: [&str; 6] = ["IFMarker", "OFMarker", "IFMarkInt", "OFMarkInt", "TaskReporting", "iSCSIProtocolLevel"];
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.logout();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    fn read_pdu(c: &mut TcpStream) -> Option<([u8; BHS], Vec<u8>)> {
+        let mut b = [0u8; BHS];
+        c.read_exact(&mut b).ok()?;
+        let n = pdu::pad4((usize::from(b[5]) << 16) | (usize::from(b[6]) << 8) | usize::from(b[7]));
+        let mut d = vec![0; n];
+        c.read_exact(&mut d).ok()?;
+        Some((b, d))
+    }
+
+    /// A target that keeps the CmdSN window at 2 and answers READs with
+    /// data once two commands arrived (or none came for 100 ms). Returns the
+    /// most commands it held at once and how many arrived beyond the window.
+    fn narrow_target() -> (String, std::thread::JoinHandle<(usize, usize)>) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        let handle = std::thread::spawn(move || {
+            let (mut c, _) = l.accept().unwrap();
+            read_pdu(&mut c).unwrap();
+            let (mut exp, mut stat) = (1u32, 1u32);
+            let login = Out::new(op::LOGIN_RESP, false, 0x80 | (1 << 2) | 3).word(28, exp).word(32, exp + 1);
+            c.write_all(&login.bhs).unwrap();
+            c.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+            let (mut held, mut most, mut beyond) = (Vec::new(), 0, 0);
+            loop {
+                match read_pdu(&mut c) {
+                    Some((b, _)) if b[0] & 0x3f == op::LOGOUT => {
+                        let r = Out::new(op::LOGOUT_RESP, false, 0x80).word(16, pdu::Header::parse(&b).unwrap().itt);
+                        c.write_all(&r.bhs).unwrap();
+                        return (most, beyond);
+                    }
+                    Some((b, _)) => {
+                        let h = Header::parse(&b).unwrap();
+                        let cmd_sn = u32::from_be_bytes([b[24], b[25], b[26], b[27]]);
+                        if pdu::sn_gt(cmd_sn, exp + 1) {
+                            beyond += 1;
+                        }
+                        exp = cmd_sn + 1;
+                        held.push((h.itt, h.ttt)); // ttt holds the expected length here
+                        most = most.max(held.len());
+                        if held.len() < 2 {
+                            continue;
+                        }
+                    }
+                    None if held.is_empty() => return (most, beyond),
+                    None => {}
+                }
+                for (itt, len) in held.drain(..) {
+                    let r = Out::new(op::DATA_IN, false, 0x81)
+                        .data_len(len as usize)
+                        .word(16, itt)
+                        .word(20, RESERVED_TAG)
+                        .word(24, stat)
+                        .word(28, exp)
+                        .word(32, exp + 1);
+                    stat += 1;
+                    // The header first, the payload a moment later: the
+                    // initiator then reads the payload straight into its buffer.
+                    c.write_all(&r.bhs).unwrap();
+                    std::thread::sleep(Duration::from_millis(2));
+                    let payload: Vec<u8> = (0..len).map(|i| (i as u8) ^ (itt as u8)).collect();
+                    c.write_all(&payload[..100]).unwrap();
+                    std::thread::sleep(Duration::from_millis(2));
+                    c.write_all(&payload[100..]).unwrap();
+                }
+            }
+        });
+        (addr, handle)
+    }
+
+    #[test]
+    fn commands_stay_within_the_cmdsn_window_and_the_cap_is_recorded() {
+        let (addr, target) = narrow_target();
+        let spec = LoginSpec { addr, target: "iqn.2026-11.dev.headroom:test".into(), chap: None, lun: 1 };
+        let mut s = Session::login(&spec, 8, 4096).unwrap();
+        assert_eq!(s.params.cmdsn_window, 2);
+        s.set_io(512, false);
+        for i in 0..8u16 {
+            s.queue(IoUnit {
+                kind: IoKind::Read,
+                offset: u64::from(i) * 4096,
+                len: 4096,
+                buf_index: i,
+                tag: 100 + u64::from(i),
+            })
+            .unwrap();
+        }
+        s.commit().unwrap();
+        let mut out = Vec::new();
+        while out.len() < 8 {
+            s.getevents(1, &mut out).unwrap();
+        }
+        assert!(out.iter().all(|c| c.result == 4096), "{out:?}");
+        // Every byte where it belongs, whichever way it was received; ITTs
+        // were handed out from 1 in queue order.
+        for i in 0..8u16 {
+            let itt = u32::from(i) + 1;
+            let expect: Vec<u8> = (0..4096u32).map(|b| (b as u8) ^ (itt as u8)).collect();
+            assert!(s.buffer_mut(i)[..4096] == expect[..], "buffer {i}");
+        }
+        assert_eq!(s.window_capped, Some(2));
+        drop(s);
+        let (most, beyond) = target.join().unwrap();
+        assert_eq!((most, beyond), (2, 0), "commands held at once, commands beyond the window");
+    }
+}

@@ -1,0 +1,96 @@
+//! headroom's own storage protocol clients: `nfs://`, `iscsi://`, `nbd://`
+//! and `smb://` targets for the disk engine, measured without a kernel mount
+//! (no root, no mount options hidden, no kernel client cache or readahead
+//! between the tool and the wire).
+//!
+//! What it owns:
+//! - the target URLs and their validation ([`ShareUrl`]);
+//! - credentials, from the environment or a file, never the command line
+//!   ([`Credentials`]);
+//! - one module per protocol, each implementing headroom-disk's
+//!   [`Share`](headroom_disk::Share) (one prepared target) and
+//!   [`IoEngine`](headroom_disk::IoEngine) (one connection per worker, the
+//!   queue depth as the protocol's own pipelining).
+//!
+//! What it must not do: run tests, time I/O or keep statistics (the disk
+//! engine's runner does, the same way as for a local path), print, or parse
+//! command lines.
+
+mod credentials;
+mod url;
+
+pub mod iscsi;
+#[cfg(feature = "nbd")]
+pub mod nbd;
+#[cfg(feature = "nfs")]
+pub mod nfs;
+pub mod smb;
+
+pub use credentials::Credentials;
+pub use url::{IscsiUrl, NbdUrl, NfsUrl, NfsVersion, Server, ShareUrl, SmbUrl, UrlError};
+
+use headroom_disk::{DiskError, Share, ShareOpener, TargetOptions};
+
+/// The schemes headroom's clients speak.
+pub const SCHEMES: [&str; 4] = ["nfs", "iscsi", "nbd", "smb"];
+
+/// Opens every scheme of [`SCHEMES`] with the credentials given.
+#[derive(Debug, Clone, Default)]
+pub struct Opener {
+    credentials: Credentials,
+}
+
+impl Opener {
+    /// An opener that authenticates with `credentials`.
+    pub fn new(credentials: Credentials) -> Self {
+        Opener { credentials }
+    }
+}
+
+impl ShareOpener for Opener {
+    fn handles(&self, target: &str) -> bool {
+        headroom_disk::looks_like_url(target)
+    }
+
+    fn open(&self, target: &str, opts: &TargetOptions) -> Result<Box<dyn Share>, DiskError> {
+        let url = ShareUrl::parse(target).map_err(|e| DiskError::Usage(e.to_string()))?;
+        match url {
+            ShareUrl::Nfs(u) => open_nfs(&u, opts),
+            ShareUrl::Iscsi(u) => iscsi::open(&u, opts, &self.credentials),
+            ShareUrl::Nbd(u) => open_nbd(&u, opts),
+            ShareUrl::Smb(u) => smb::open(&u, opts, &self.credentials),
+        }
+    }
+}
+
+// The NFS and NBD clients link the C libraries libnfs and libnbd (features
+// `nfs` and `nbd`, on by default); the static build leaves them out, since
+// libnbd's static archive needs GnuTLS and libxml2 linked in as well.
+
+#[cfg(feature = "nfs")]
+fn open_nfs(url: &NfsUrl, opts: &TargetOptions) -> Result<Box<dyn Share>, DiskError> {
+    nfs::open(url, opts)
+}
+
+#[cfg(not(feature = "nfs"))]
+fn open_nfs(_: &NfsUrl, _: &TargetOptions) -> Result<Box<dyn Share>, DiskError> {
+    Err(not_built("NFS", "libnfs"))
+}
+
+#[cfg(feature = "nbd")]
+fn open_nbd(url: &NbdUrl, opts: &TargetOptions) -> Result<Box<dyn Share>, DiskError> {
+    nbd::open(url, opts)
+}
+
+#[cfg(not(feature = "nbd"))]
+fn open_nbd(_: &NbdUrl, _: &TargetOptions) -> Result<Box<dyn Share>, DiskError> {
+    Err(not_built("NBD", "libnbd"))
+}
+
+#[cfg(any(not(feature = "nfs"), not(feature = "nbd")))]
+fn not_built(protocol: &str, library: &str) -> DiskError {
+    DiskError::Usage(format!(
+        "this headroom was built without its {protocol} client (a static build leaves out {library}); \
+         use a build from `cargo build --release` or the distribution package"
+    ))
+}

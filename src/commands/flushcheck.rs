@@ -1,0 +1,181 @@
+//! `headroom flushcheck`: does the storage keep what it acknowledged? `write`
+//! runs on the machine under test until the power is cut, `verify` after the
+//! reboot; `headroom serve --flushcheck-dir` on another machine keeps the
+//! list of acknowledged blocks in between. The procedures are in
+//! `headroom-flushcheck`; this file parses flags and wires them.
+
+use crate::output::{Outcome, Output};
+use anyhow::bail;
+use headroom_flushcheck::{SyncMode, WriteOptions};
+use headroom_net::wire::{FLUSH_BLOCK_RANGE, FLUSH_MAX_BLOCKS};
+use headroom_net::{split_host_port, Endpoint};
+use headroom_report::present::flushcheck as present;
+use headroom_units::{format_size, DurationArg, Size};
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How long connecting to the listener and its answers may take.
+const LISTENER_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  headroom flushcheck write /mnt/data/fc.bin --to listener:5201 --token s3cret    on the machine under test
+  headroom flushcheck verify /mnt/data/fc.bin --from listener:5201 --token s3cret  after the power cut and reboot
+  headroom serve --bind 0.0.0.0 --token s3cret --flushcheck-dir /var/lib/headroom  the listener (another machine)
+
+Exit codes of verify: 0 every acknowledged write survived (or --sync none, where losses
+are expected), 1 the storage lost an acknowledged fsync/O_DSYNC write, 2 error.")]
+pub struct FlushcheckArgs {
+    #[command(subcommand)]
+    pub action: Action,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Action {
+    /// Write numbered blocks into a file of its own and report each acknowledged one to the listener, until Ctrl-C or power loss
+    Write(WriteArgs),
+    /// After the reboot: read every acknowledged block back (O_DIRECT) and list the ones the storage lost
+    Verify(VerifyArgs),
+}
+
+fn check_listener(spec: &str) -> Result<String, String> {
+    split_host_port(spec).map(|_| spec.to_string())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct WriteArgs {
+    /// The file to write: a new file, or one an earlier flushcheck wrote (anything else is refused)
+    pub path: PathBuf,
+    /// The `headroom serve --flushcheck-dir` on another machine that records acknowledged blocks
+    #[arg(long, value_name = "HOST[:PORT]", value_parser = check_listener)]
+    pub to: String,
+    /// Token of the listener (`headroom serve --token`; also $HEADROOM_TOKEN)
+    #[arg(long, env = "HEADROOM_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// File size (one block of it is the header; 4k = 4096)
+    #[arg(long, default_value = "1G")]
+    pub size: Size,
+    /// Block size: a power of two from 4K to 1M
+    #[arg(long, default_value = "4K")]
+    pub block: Size,
+    /// How each block is made durable before it is reported
+    #[arg(long, value_enum, default_value = "fsync")]
+    pub sync: SyncArg,
+    /// Stop after this long (default: until Ctrl-C or the power is cut)
+    #[arg(long)]
+    pub duration: Option<DurationArg>,
+}
+
+/// `--sync`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy)]
+pub enum SyncArg {
+    /// fsync() after each block
+    Fsync,
+    /// open with O_DSYNC: each write returns once durable
+    Dsync,
+    /// no sync: blocks are acknowledged from the page cache (expected to be lost at a power cut)
+    None,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct VerifyArgs {
+    /// The file `flushcheck write` wrote
+    pub path: PathBuf,
+    /// The listener the writer reported to
+    #[arg(long, value_name = "HOST[:PORT]", value_parser = check_listener)]
+    pub from: String,
+    /// Token of the listener (also $HEADROOM_TOKEN)
+    #[arg(long, env = "HEADROOM_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+}
+
+pub fn run(args: &FlushcheckArgs, out: &Output) -> anyhow::Result<Outcome> {
+    match &args.action {
+        Action::Write(w) => write(w, out),
+        Action::Verify(v) => verify(v, out),
+    }
+}
+
+fn endpoint(spec: &str, token: &Option<String>) -> Endpoint {
+    Endpoint::parse(spec, token.clone(), LISTENER_TIMEOUT).expect("checked by clap")
+}
+
+fn write(args: &WriteArgs, out: &Output) -> anyhow::Result<Outcome> {
+    let block = args.block.0;
+    if !block.is_power_of_two() || !FLUSH_BLOCK_RANGE.contains(&u32::try_from(block).unwrap_or(u32::MAX)) {
+        bail!("--block {}: a power of two from 4K to 1M (example: --block 4K)", args.block);
+    }
+    let blocks = (args.size.0 / block).saturating_sub(1);
+    if blocks == 0 {
+        bail!(
+            "--size {} with --block {} leaves no block after the header: give at least two blocks (example: --size 1G)",
+            args.size,
+            args.block
+        );
+    }
+    if blocks > FLUSH_MAX_BLOCKS {
+        bail!(
+            "--size {} makes {blocks} blocks of {}; at most {FLUSH_MAX_BLOCKS}: give a larger --block (example: --block {}K)",
+            args.size,
+            args.block,
+            (args.size.0 / FLUSH_MAX_BLOCKS + 1).next_power_of_two().max(4096) / 1024
+        );
+    }
+    if args.duration.as_ref().is_some_and(|d| d.0.is_zero()) {
+        bail!("--duration must be above zero (example: --duration 10m)");
+    }
+    let sync = match args.sync {
+        SyncArg::Fsync => SyncMode::Fsync,
+        SyncArg::Dsync => SyncMode::Dsync,
+        SyncArg::None => SyncMode::None,
+    };
+    let opts = WriteOptions {
+        path: args.path.clone(),
+        listener: endpoint(&args.to, &args.token),
+        size: (blocks + 1) * block,
+        block_size: block as u32,
+        sync,
+        duration: args.duration.as_ref().map(|d| d.0),
+        host: headroom_sys::hostname(&headroom_sys::SysRoot::live()).unwrap_or_default(),
+    };
+    let listener = opts.listener.display();
+    let progress = out.progress;
+    let mut on = |event: headroom_flushcheck::writer::WriteEvent| {
+        use headroom_flushcheck::writer::WriteEvent as E;
+        let line = match event {
+            E::LayingOut(done, total) if progress => {
+                format!("\rlaying out the file: {} of {}", format_size(done), format_size(total))
+            }
+            E::Started(run) => {
+                format!("{}{}", if progress { "\n" } else { "" }, present::write_started(&run, &listener))
+            }
+            E::Acknowledged(n) if progress => format!("\r{n} blocks acknowledged"),
+            E::Reconnecting(why) => format!("\nthe listener connection broke ({why}); opening it again\n"),
+            _ => return,
+        };
+        let mut e = std::io::stderr().lock();
+        let _ = e.write_all(headroom_report::terminal_safe(&line, false).as_bytes());
+        let _ = e.flush();
+    };
+    let report = headroom_flushcheck::write(&opts, crate::signals::stop_flag(), &mut on)?;
+    if progress {
+        eprintln!();
+    }
+    if out.json {
+        out.print_json(&report)?;
+    } else {
+        out.print(&present::write_summary(&report));
+    }
+    Ok(Outcome::Ok)
+}
+
+fn verify(args: &VerifyArgs, out: &Output) -> anyhow::Result<Outcome> {
+    let report = headroom_flushcheck::verify(&args.path, &endpoint(&args.from, &args.token))?;
+    if out.json {
+        out.print_json(&report)?;
+    } else {
+        out.print(&present::verify(&report));
+    }
+    Ok(if report.storage_lied() { Outcome::GoalMissed } else { Outcome::Ok })
+}

@@ -1,0 +1,372 @@
+//! `headroom flushcheck` in the lab: a writer on an ext4 filesystem of a loop
+//! device reports to a `headroom serve --flushcheck-dir` on loopback; the
+//! test kills the writer with SIGKILL, then emulates the power cut by
+//! shutting the filesystem down without flushing anything
+//! (`EXT4_IOC_SHUTDOWN`, NOLOGFLUSH: what the page cache held and no one
+//! synced is thrown away, as at a power cut), mounts it again and runs
+//! `flushcheck verify`.
+//!
+//! - fsync: every acknowledged block survives (exit 0), also after the
+//!   listener itself was killed and started again;
+//! - a layer that acknowledges flushes without persisting (eatmydata turns
+//!   fsync into a no-op): verify reads the blocks back, finds the lost ones
+//!   and exits 1;
+//! - `--sync none`: blocks are lost, and verify says that was expected (exit 0).
+//!
+//! What it cannot emulate: a disk's own volatile write cache. Below the
+//! loop device is the host's page cache, which the test never loses.
+//! Needs root, mkfs.ext4 and eatmydata; skips with a reason otherwise.
+
+use headroom_lab::blockdev::{LoopDevice, Mount};
+use headroom_lab::sh;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+mod support;
+use support::{headroom_bin, stderr};
+
+/// A `headroom serve --flushcheck-dir` on loopback, killed on drop.
+struct Listener {
+    child: Child,
+    port: u16,
+    token: String,
+    _banner: std::io::BufReader<std::process::ChildStderr>,
+}
+
+impl Listener {
+    /// On a port the kernel picks (read from the banner): never another test's server.
+    fn start(dir: &Path) -> Listener {
+        Listener::spawn(Some(dir))
+    }
+
+    /// A serve with `--flushcheck-dir dir`, or without one.
+    fn spawn(dir: Option<&Path>) -> Listener {
+        static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let token = format!("flushcheck-lab-{}-{n}", std::process::id());
+        let mut child = Command::new(headroom_bin())
+            .args(["serve", "--port", "0", "--token", &token])
+            .args(dir.iter().flat_map(|d| [Path::new("--flushcheck-dir"), d]))
+            .env_remove("HEADROOM_TOKEN")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start serve");
+        let mut banner = String::new();
+        let mut err = std::io::BufReader::new(child.stderr.take().expect("piped"));
+        std::io::BufRead::read_line(&mut err, &mut banner).unwrap();
+        let port = banner
+            .split_once("listening on 127.0.0.1:")
+            .and_then(|(_, rest)| rest.split_once(' '))
+            .and_then(|(port, _)| port.parse().ok())
+            .unwrap_or_else(|| panic!("no port in serve's banner: {banner}"));
+        Listener { child, port, token, _banner: err }
+    }
+
+    fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An ext4 filesystem on a loop device of its own, and the listener's directory.
+struct Scene {
+    dev: LoopDevice,
+    mount: Option<Mount>,
+    ledger_dir: tempfile::TempDir,
+}
+
+impl Scene {
+    fn new() -> Scene {
+        let dev = LoopDevice::new(64 << 20).expect("loop device");
+        dev.mkfs("ext4").expect("mkfs.ext4");
+        let mount = Mount::device(&dev.path, "ext4").expect("mount");
+        Scene { dev, mount: Some(mount), ledger_dir: tempfile::tempdir().unwrap() }
+    }
+
+    fn file(&self) -> PathBuf {
+        self.mount.as_ref().expect("mounted").path().join("fc.bin")
+    }
+
+    /// Acknowledged blocks the listener has recorded so far.
+    fn recorded(&self) -> i64 {
+        let db = self.ledger_dir.path().join("flushcheck.sqlite");
+        rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .and_then(|c| c.query_row("SELECT COUNT(*) FROM acks", [], |r| r.get(0)))
+            .unwrap_or(0)
+    }
+
+    fn wait_recorded(&self, n: i64, writer: &mut Child) {
+        let t0 = Instant::now();
+        while self.recorded() < n {
+            if let Some(status) = writer.try_wait().unwrap() {
+                let mut err = String::new();
+                let _ = std::io::Read::read_to_string(writer.stderr.as_mut().expect("piped"), &mut err);
+                panic!("the writer ended early ({status}): {err}");
+            }
+            assert!(t0.elapsed() < Duration::from_secs(60), "only {} blocks recorded in 60 s", self.recorded());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The power cut: the filesystem is shut down without flushing its log
+    /// or its dirty pages, unmounted and mounted again (the journal replays).
+    fn power_cut(&mut self) {
+        let mount = self.mount.take().expect("mounted");
+        {
+            let dir = std::fs::File::open(mount.path()).unwrap();
+            // EXT4_IOC_SHUTDOWN = _IOR('X', 125, __u32); 2 = EXT4_GOING_FLAGS_NOLOGFLUSH.
+            let flags: u32 = 2;
+            let rc = unsafe { libc::ioctl(dir.as_raw_fd(), 0x8004_587D, &flags) };
+            assert_eq!(rc, 0, "EXT4_IOC_SHUTDOWN: {}", std::io::Error::last_os_error());
+        }
+        sh("umount", &[&mount.path().to_string_lossy()]).expect("umount after the shutdown");
+        drop(mount);
+        self.mount = Some(Mount::device(&self.dev.path, "ext4").expect("mount again"));
+    }
+}
+
+fn writer(scene: &Scene, l: &Listener, sync: &str, lying: bool) -> Child {
+    let mut c = if lying {
+        let mut c = Command::new("eatmydata");
+        c.arg(headroom_bin());
+        c
+    } else {
+        Command::new(headroom_bin())
+    };
+    c.args(["flushcheck", "write"])
+        .arg(scene.file())
+        .args(["--to", &l.addr(), "--token", &l.token, "--size", "8M", "--block", "4K", "--sync", sync])
+        .env_remove("HEADROOM_TOKEN")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the writer")
+}
+
+fn kill(mut w: Child) {
+    w.kill().unwrap(); // SIGKILL
+    w.wait().unwrap();
+}
+
+fn verify(scene: &Scene, l: &Listener) -> (Output, serde_json::Value) {
+    let out = Command::new(headroom_bin())
+        .args(["flushcheck", "verify"])
+        .arg(scene.file())
+        .args(["--from", &l.addr(), "--token", &l.token, "--json"])
+        .env_remove("HEADROOM_TOKEN")
+        .output()
+        .unwrap();
+    let doc = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("verify printed no document ({e}); stderr: {}", stderr(&out)));
+    (out, doc)
+}
+
+fn text_verify(scene: &Scene, l: &Listener) -> String {
+    let out = Command::new(headroom_bin())
+        .args(["flushcheck", "verify"])
+        .arg(scene.file())
+        .args(["--from", &l.addr(), "--token", &l.token])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn fsync_keeps_every_acknowledged_block_through_a_kill_a_power_cut_and_a_listener_restart() {
+    durable_writes_survive("fsync");
+}
+
+#[test]
+fn o_dsync_keeps_every_acknowledged_block_through_a_kill_a_power_cut_and_a_listener_restart() {
+    durable_writes_survive("dsync");
+}
+
+fn durable_writes_survive(sync: &str) {
+    headroom_lab::require_root!();
+    headroom_lab::require_program!("mkfs.ext4");
+    let mut scene = Scene::new();
+    let mut listener = Listener::start(scene.ledger_dir.path());
+    let mut w = writer(&scene, &listener, sync, false);
+    scene.wait_recorded(300, &mut w);
+    kill(w);
+    scene.power_cut();
+    // The listener dies too and comes back: its list was on its disk.
+    drop(listener);
+    listener = Listener::start(scene.ledger_dir.path());
+    let (out, doc) = verify(&scene, &listener);
+    assert_eq!(out.status.code(), Some(0), "{doc:#}\n{}", stderr(&out));
+    let acked = doc["acknowledged"].as_u64().unwrap();
+    assert!(acked >= 300, "{doc:#}");
+    assert_eq!(acked as i64, scene.recorded());
+    assert_eq!(doc["intact"].as_u64(), Some(acked), "{doc:#}");
+    assert_eq!((doc["lost"].as_u64(), doc["torn"].as_u64()), (Some(0), Some(0)), "{doc:#}");
+    assert_eq!(doc["direct"], true);
+    assert!(text_verify(&scene, &listener).contains("ok: every acknowledged write survived"));
+}
+
+#[test]
+fn storage_that_acknowledges_flushes_without_persisting_is_caught() {
+    headroom_lab::require_root!();
+    headroom_lab::require_program!("mkfs.ext4");
+    headroom_lab::require_program!("eatmydata");
+    let mut scene = Scene::new();
+    let listener = Listener::start(scene.ledger_dir.path());
+    let mut w = writer(&scene, &listener, "fsync", true);
+    // eatmydata swallows the writer's own syncs too: make the laid-out file
+    // durable from outside once the first block is recorded, so the cut
+    // loses the blocks written since, not the whole file.
+    scene.wait_recorded(1, &mut w);
+    let before = scene.recorded();
+    sh("sync", &["-f", &scene.file().to_string_lossy()]).unwrap();
+    let synced = scene.recorded();
+    scene.wait_recorded(synced + 300, &mut w);
+    kill(w);
+    scene.power_cut();
+    let (out, doc) = verify(&scene, &listener);
+    assert_eq!(out.status.code(), Some(1), "the lie must fail verify: {doc:#}\n{}", stderr(&out));
+    let acked = doc["acknowledged"].as_u64().unwrap();
+    let findings = doc["findings"].as_array().unwrap();
+    assert_eq!(findings.len() as u64, doc["lost"].as_u64().unwrap() + doc["torn"].as_u64().unwrap());
+    // What stands there is the layout's filler: the writes never reached the disk.
+    assert!(findings.iter().all(|f| f["finding"] == "missing"), "{findings:?}");
+    let lost: Vec<u64> = findings.iter().map(|f| f["seq"].as_u64().unwrap()).collect();
+    // Blocks recorded before the outside sync began were written before it: kept.
+    assert!(lost.iter().all(|&s| s as i64 > before), "blocks synced from outside were reported lost: {lost:?}");
+    // The writer writes block k+1 only once k is recorded, so every block from
+    // synced + 2 on was written after the sync returned, only into the page
+    // cache; the kernel writes such pages back after 30 s
+    // (vm.dirty_expire_centisecs), or earlier when the whole machine's dirty
+    // memory passes its background threshold, which other work may cause: at
+    // least some of them must be lost.
+    let only_cached = (synced as u64 + 2)..=acked;
+    assert!(lost.iter().any(|s| only_cached.contains(s)), "none of {only_cached:?} was lost: {lost:?}");
+    let text = text_verify(&scene, &listener);
+    assert!(text.contains("FAIL: the storage acknowledged") && text.contains("lost: the write never reached the disk"));
+}
+
+#[test]
+fn writes_without_sync_are_lost_and_verify_says_that_was_expected() {
+    headroom_lab::require_root!();
+    headroom_lab::require_program!("mkfs.ext4");
+    let mut scene = Scene::new();
+    let listener = Listener::start(scene.ledger_dir.path());
+    let mut w = writer(&scene, &listener, "none", false);
+    scene.wait_recorded(300, &mut w);
+    kill(w);
+    scene.power_cut();
+    let (out, doc) = verify(&scene, &listener);
+    assert_eq!(out.status.code(), Some(0), "{doc:#}\n{}", stderr(&out));
+    assert_eq!(doc["durable"], false);
+    // Unsynced pages stay in the page cache for 30 s (vm.dirty_expire_centisecs)
+    // unless the machine's dirty memory passes its background threshold.
+    assert!(doc["lost"].as_u64().unwrap() > 0, "{doc:#}");
+    assert!(text_verify(&scene, &listener).contains("as expected: with --sync none"));
+}
+
+#[test]
+fn an_existing_file_that_is_not_a_flushcheck_file_is_never_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    let precious = dir.path().join("precious.db");
+    std::fs::write(&precious, b"someone's data").unwrap();
+    let out = Command::new(headroom_bin())
+        .args(["flushcheck", "write"])
+        .arg(&precious)
+        .args(["--to", "127.0.0.1:9", "--size", "1M"])
+        .env_remove("HEADROOM_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("not a flushcheck file") && err.lines().count() == 1, "{err}");
+    assert_eq!(std::fs::read(&precious).unwrap(), b"someone's data");
+}
+
+#[test]
+fn bad_flags_and_a_listener_without_flushcheck_dir_are_one_line_errors_and_leave_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("fc.bin");
+    let run = |extra: &[&str], to: &str| {
+        Command::new(headroom_bin())
+            .args(["flushcheck", "write"])
+            .arg(&file)
+            .args(["--to", to])
+            .args(extra)
+            .env_remove("HEADROOM_TOKEN")
+            .output()
+            .unwrap()
+    };
+    for (extra, says) in [
+        (&["--block", "3K"][..], "--block"),
+        (&["--block", "2M"], "--block"),
+        (&["--size", "4K"], "--size"),
+        (&["--size", "1P"], "--block"),
+        (&["--duration", "0s"], "--duration"),
+    ] {
+        let out = run(extra, "127.0.0.1:9");
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains(says) && err.contains("example") && err.lines().count() == 1, "{extra:?}: {err}");
+    }
+    // A serve without --flushcheck-dir refuses, saying how to start it; nothing was written.
+    let ledgerless = tempfile::tempdir().unwrap();
+    let l = Listener::start(ledgerless.path());
+    let no_ledger = Listener::spawn(None);
+    let out = run(&["--size", "1M", "--token", &no_ledger.token], &no_ledger.addr());
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--flushcheck-dir") && err.lines().count() == 1, "{err}");
+    assert!(!file.exists(), "a refused run left its file");
+    // verify of a file that is not a flushcheck file: exit 2, one line.
+    std::fs::write(&file, b"plain").unwrap();
+    let out = Command::new(headroom_bin())
+        .args(["flushcheck", "verify"])
+        .arg(&file)
+        .args(["--from", &l.addr(), "--token", &l.token])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("not a flushcheck file"), "{}", stderr(&out));
+}
+
+#[test]
+fn ctrl_c_stops_the_writer_with_its_report_and_exit_130_and_keeps_the_file() {
+    let ledger = tempfile::tempdir().unwrap();
+    let l = Listener::start(ledger.path());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("fc.bin");
+    let w = Command::new(headroom_bin())
+        .args(["flushcheck", "write"])
+        .arg(&file)
+        .args(["--to", &l.addr(), "--token", &l.token, "--size", "1M", "--sync", "none", "--json"])
+        .env_remove("HEADROOM_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let db = ledger.path().join("flushcheck.sqlite");
+    let t0 = Instant::now();
+    while rusqlite::Connection::open(&db)
+        .and_then(|c| c.query_row("SELECT COUNT(*) FROM acks", [], |r| r.get::<_, i64>(0)))
+        .unwrap_or(0)
+        < 10
+    {
+        assert!(t0.elapsed() < Duration::from_secs(30), "no block recorded");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(unsafe { libc::kill(w.id() as i32, libc::SIGINT) }, 0);
+    let out = w.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["stopped_by"], "interrupted");
+    assert!(doc["acknowledged"].as_u64().unwrap() >= 10, "{doc:#}");
+    assert!(file.exists(), "verify needs the file after the writer stopped");
+}
