@@ -13,6 +13,7 @@ mod cpu_link;
 pub mod detect;
 mod goals;
 mod link_share;
+mod per_second;
 mod verdict;
 
 pub use ceilings::{
@@ -27,4 +28,5 @@ pub use cpu_limits::{cpu_limit, cpu_limit_named, settle_diagnosis, CpuLimit, Cpu
 pub use cpu_link::{cpu_document, cpu_probe_against_link, fills_link, share_of_link};
 pub use goals::{evaluate, parse_goals, Goal, GoalError, GoalResult, Metric};
 pub use link_share::{faster_than_ceiling, net_probe_against_link, CEILING_SHARE};
+pub use per_second::per_second;
 pub use verdict::{analyse, annotate, Analysis, Bottleneck, Direction, DirectionVerdict};

@@ -15,6 +15,7 @@ mod rules;
 
 use crate::ceilings::{self, FarEnd, NetworkPath, PathHints, PathModel};
 use crate::cpu_limits;
+use crate::per_second::per_second;
 use headroom_result::{BlockDevice, Ceiling, Hop, HopFigure, Probe, ProbeSpec, ResultDoc, Side, Verdict};
 pub use headroom_result::{Bottleneck, Direction, DirectionVerdict};
 
@@ -312,7 +313,8 @@ fn direction_verdict(doc: &ResultDoc, model: &PathModel, dir: Direction) -> Opti
 /// of the two probes' per-second samples.
 pub(super) fn level(disk: f64, net: f64, disk_probe: Option<&Probe>, net_probe: Option<&Probe>) -> bool {
     let spread = |p: Option<&Probe>| {
-        let xs: Vec<f64> = p.map(|p| p.samples.iter().map(|s| s.bytes_per_sec).collect()).unwrap_or_default();
+        let xs: Vec<f64> =
+            p.map(|p| per_second(&p.samples).iter().map(|s| s.bytes_per_sec).collect()).unwrap_or_default();
         if xs.len() < 3 {
             return 0.0;
         }
