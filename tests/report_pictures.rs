@@ -9,11 +9,10 @@
 
 mod support;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use support::{analysis_fixture as fixture, headroom_plain as headroom};
 
-const CHROMIUM: &str = "chromium";
+use headroom_lab::chromium::CHROMIUM;
 
 /// target/report-artifacts/ (of $CARGO_TARGET_DIR when set), emptied of
 /// `prefix`'s files from earlier runs.
@@ -26,37 +25,13 @@ fn artifacts() -> PathBuf {
     dir
 }
 
-/// Runs headless chromium on `page` with `extra` flags; returns stdout.
+/// Runs headless chromium (the lab's flags, no scrollbars in screenshots) on
+/// `page` with `extra` flags; returns stdout.
 fn chromium(profile: &Path, extra: &[String], page: &Path) -> String {
-    let mut child = Command::new(CHROMIUM)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars"])
-        .args(["--disable-background-networking", "--disable-component-update", "--disable-sync"])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(extra)
-        .arg(format!("file://{}", page.display()))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("chromium starts");
-    let mut out = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut out, &mut s).ok();
-        s
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if start.elapsed() > Duration::from_secs(120) {
-            child.kill().ok();
-            panic!("chromium did not finish within 120 s");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    assert!(status.success(), "chromium on {} failed: {status}", page.display());
-    reader.join().unwrap()
+    let flags: Vec<String> = std::iter::once("--hide-scrollbars".to_string()).chain(extra.iter().cloned()).collect();
+    let out = headroom_lab::chromium::run(profile, &flags, page, Duration::from_secs(120));
+    assert!(out.status.success(), "chromium on {} failed: {}", page.display(), out.status);
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// The size attributes of an SVG's root element.

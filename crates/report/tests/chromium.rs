@@ -1,6 +1,6 @@
 //! Renders the HTML report in headless Chromium: the page loads without
 //! console errors, every chart's <svg> is in the rendered DOM, and a PNG
-//! screenshot is saved under artifacts/ for people to look at. Skips with a
+//! screenshot is saved under target/report-artifacts/ for people to look at. Skips with a
 //! printed reason when chromium is not installed.
 
 mod common;
@@ -22,7 +22,8 @@ fn chromium(profile: &Path, extra: &[String], page: &Path, limit: Duration) -> s
 }
 
 fn artifacts_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../artifacts");
+    // Beside the other pictures' screenshots (tests/report_pictures.rs), in the target directory.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap().join("report-artifacts");
     std::fs::create_dir_all(&dir).unwrap();
     dir.canonicalize().unwrap()
 }

@@ -79,6 +79,26 @@ fn html_is_self_contained_with_a_chart_per_probe_and_comparison_charts() {
     assert!(html.contains("unexplained: reads run at 62.00 MB/s"));
 }
 
+/// A sweep's dozens of time charts fold into one closed `<details>`; a
+/// run's handful stay on the page.
+#[test]
+fn html_folds_the_time_charts_of_many_probes() {
+    let (mut doc, name) = fixture("link-bound");
+    let few = presenter(Format::Html).render(&Report::new(vec![(doc.clone(), name.clone())]), Style::default());
+    assert!(!few.contains("<details"), "six probes stay open");
+    let template = doc.probes[0].clone();
+    for i in 0..30 {
+        let mut p = template.clone();
+        p.id = format!("sweep-{i}");
+        doc.probes.push(p);
+    }
+    let many = presenter(Format::Html).render(&Report::new(vec![(doc, name)]), Style::default());
+    let folded = &many[many.find("<details class=\"time-charts\">").expect("folded charts")..];
+    let folded = &folded[..folded.find("</details>").unwrap()];
+    assert!(folded.contains("Time charts of the 36 probes"), "{folded:.200}");
+    assert_eq!(folded.matches("class=\"chart probe-chart\"").count(), 36);
+}
+
 #[test]
 fn html_escapes_labels() {
     let (mut doc, name) = fixture("cache");

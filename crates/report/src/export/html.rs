@@ -14,6 +14,10 @@ use crate::table::{Table, Tone};
 use crate::{Presenter, Style};
 use headroom_analysis::Figure;
 
+/// More probes than this in one result (a sweep's dozens) fold their time
+/// charts into a closed `<details>`; a `run`'s eight or so stay open.
+const UNFOLDED_TIME_CHARTS: usize = 12;
+
 /// `--html FILE`: one self-contained page (inline SVG charts, no external assets).
 pub struct HtmlPresenter;
 
@@ -58,7 +62,7 @@ font-weight:600;padding:.3rem 0}th,td{border:1px solid #ddd;padding:.3rem .6rem;
 font-weight:600}.warn{background:#fff4d6}.strong{font-weight:600}.verdict{border-left:4px solid #0072b2;background:#f3f8fc;\
 padding:.6rem 1rem;margin:.8rem 0}.verdict.bad{border-color:#b00020;background:#fdf2f4;color:inherit;font-weight:normal}\
 .verdict p{margin:.3rem 0}.findings{border-left:4px solid #e69f00;background:#fff8ec;padding:.4rem 1rem;margin:.8rem 0}\
-.findings li{margin:.3rem 0}.finding{font-weight:600}.chart{margin:.8rem 0}.chart svg{max-width:100%;height:auto}footer{margin-top:3rem;color:#777;\
+.findings li{margin:.3rem 0}.finding{font-weight:600}.chart{margin:.8rem 0}details.time-charts summary{cursor:pointer;font-weight:600;margin:.8rem 0}.chart svg{max-width:100%;height:auto}footer{margin-top:3rem;color:#777;\
 font-size:.8rem}";
 
 impl Presenter for HtmlPresenter {
@@ -123,6 +127,14 @@ impl Presenter for HtmlPresenter {
             body += &table_html(&sections::probes_table(view, style));
             body += &heatmap::result_html(view);
             let far_hops: Vec<_> = view.directions.iter().flat_map(|d| d.hops.iter().cloned()).collect();
+            let probes = view.doc.probes_and_fleet_sums().count();
+            // A sweep has dozens of probes: their time charts fold away under the
+            // heatmap and the table instead of making the page a scroll of charts.
+            let folded = view.doc.soak.is_none() && probes > UNFOLDED_TIME_CHARTS;
+            if folded {
+                body +=
+                    &format!("<details class=\"time-charts\"><summary>Time charts of the {probes} probes</summary>\n");
+            }
             for p in view.doc.probes_and_fleet_sums() {
                 let ceiling = charts::ceiling_for(p, &view.ceilings, &far_hops);
                 if view.doc.soak.is_some() {
@@ -149,6 +161,9 @@ impl Presenter for HtmlPresenter {
                     }
                     None => body += &format!("<p>{}: no per-second samples to draw.</p>\n", escape(&p.id)),
                 }
+            }
+            if folded {
+                body += "</details>\n";
             }
             body += &latency_chart::result_html(view);
             body += "</section>\n";
