@@ -268,7 +268,7 @@ fn hop_chain(f: &Facts, far_cpu: Option<&cpu_limits::CpuLimit>) -> Vec<HopFigure
         } else {
             let nic = model.ceiling(Hop::Nic);
             if nic.is_some() || net.nic.is_some() {
-                let name = net.nic.as_ref().map(|n| n.name.clone()).unwrap_or_else(|| "NIC".into());
+                let name = net.nic.as_ref().map_or_else(|| "NIC".into(), |n| nic_hop_name(n, nic.is_some()));
                 push(Hop::Nic, name, nic, None, false);
             }
             push(Hop::Link, "link (speed unknown: pass --link)".into(), f.link, f.net_probe, false);
@@ -308,6 +308,18 @@ fn direction_verdict(doc: &ResultDoc, model: &PathModel, dir: Direction) -> Opti
     })
 }
 
+/// The NIC hop's words: its name, and for a virtual one without a ceiling
+/// (veth, bridge, tun) why none is shown, so no reader waits for one.
+fn nic_hop_name(nic: &headroom_result::Nic, has_ceiling: bool) -> String {
+    if nic.kind != "virtual" || has_ceiling {
+        return nic.name.clone();
+    }
+    match &nic.driver {
+        Some(driver) => format!("{} ({driver}: virtual, no line rate)", nic.name),
+        None => format!("{} (virtual, no line rate)", nic.name),
+    }
+}
+
 /// Whether disk and network figures are within the noise of each other: closer
 /// than [`LEVEL_WITHIN`], or than the wider spread (coefficient of variation)
 /// of the two probes' per-second samples.
@@ -328,4 +340,20 @@ pub(super) fn level(disk: f64, net: f64, disk_probe: Option<&Probe>, net_probe: 
     };
     let noise = LEVEL_WITHIN.max(spread(disk_probe)).max(spread(net_probe));
     (disk - net).abs() / disk.max(net) <= noise
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nic_hop_name;
+    use headroom_result::Nic;
+
+    #[test]
+    fn a_virtual_nic_without_a_ceiling_says_why_it_has_none() {
+        let veth =
+            Nic { name: "hv1a".into(), kind: "virtual".into(), driver: Some("veth".into()), ..Default::default() };
+        assert_eq!(nic_hop_name(&veth, false), "hv1a (veth: virtual, no line rate)");
+        assert_eq!(nic_hop_name(&veth, true), "hv1a", "a ceiling (the host's, a --link) needs no excuse");
+        let eth = Nic { name: "eno1".into(), kind: "physical".into(), ..Default::default() };
+        assert_eq!(nic_hop_name(&eth, false), "eno1");
+    }
 }
