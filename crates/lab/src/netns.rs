@@ -19,6 +19,27 @@ fn ip(args: &[&str]) -> io::Result<String> {
     crate::sh("ip", args)
 }
 
+const PIN_CUBIC: &str = "net.ipv4.tcp_congestion_control=cubic";
+const ALLOWED: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
+
+/// A namespace may only choose an algorithm the host allows to everyone
+/// (`tcp_allowed_congestion_control`, set in the host's namespace); hosts
+/// tuned for BBR often allow only `reno bbr`. Adds cubic to that list (root
+/// only; it lets processes choose cubic and changes nothing else) and says
+/// so. Kept afterwards: other tests' namespaces may be using it.
+fn allow_cubic_in_namespaces() -> io::Result<()> {
+    let allowed = std::fs::read_to_string(ALLOWED)?;
+    if allowed.split_whitespace().any(|a| a == "cubic") {
+        return Ok(());
+    }
+    let wider = format!("{} cubic", allowed.trim());
+    std::fs::write(ALLOWED, &wider).map_err(|e| {
+        io::Error::new(e.kind(), format!("cannot allow cubic in namespaces ({ALLOWED}: {e}); the lab pins cubic"))
+    })?;
+    eprintln!("lab: {ALLOWED} was '{}', now '{wider}', so namespaces can pin cubic", allowed.trim());
+    Ok(())
+}
+
 /// One network namespace, deleted on drop.
 pub struct Netns {
     /// The namespace's name, as `ip netns` lists it.
@@ -37,7 +58,10 @@ impl Netns {
         // a CPU quota on it holds it back far less than under cubic; the lab
         // pins cubic (Linux's default) so its figures do not depend on how the
         // host was tuned. Per namespace since Linux 4.15: the host is untouched.
-        ns.exec("sysctl", &["-qw", "net.ipv4.tcp_congestion_control=cubic"])?;
+        if ns.exec("sysctl", &["-qw", PIN_CUBIC]).is_err() {
+            allow_cubic_in_namespaces()?;
+            ns.exec("sysctl", &["-qw", PIN_CUBIC])?;
+        }
         Ok(ns)
     }
 
