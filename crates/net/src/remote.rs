@@ -343,9 +343,14 @@ impl ProbeEngine for RemoteEngine {
         let result = match self.run_once(request, stop, on_sample) {
             // Lost before it started: the server dropped an idle session (and
             // its test file). A new session, the plan again, then the run.
-            Err(RunFailure::BeforeStart(ProbeError::Lost(_))) if !self.plan.is_empty() => {
+            // A server that died there (killed, rebooting) does not answer
+            // the new session either: the error says both.
+            Err(RunFailure::BeforeStart(ProbeError::Lost(why))) if !self.plan.is_empty() => {
                 self.session = None;
-                self.send_plan(stop, &mut |_| {})?;
+                self.send_plan(stop, &mut |_| {}).map_err(|again| match again {
+                    ProbeError::Unreachable(e) => ProbeError::Lost(format!("{why}; connecting again: {e}")),
+                    other => other,
+                })?;
                 self.run_once(request, stop, on_sample).map_err(RunFailure::into_error)
             }
             other => other.map_err(RunFailure::into_error),
