@@ -4,12 +4,13 @@
 //!
 //! Significance uses the two-sided Mann-Whitney U test (normal approximation
 //! with tie correction and continuity correction) on the per-second samples of
-//! the two probes (finer samples merged into seconds first, see
-//! [`per_second`]); it needs no assumption about the shape of the distribution,
+//! the two probes; it needs no assumption about the shape of the distribution,
 //! which for throughput samples (warm-up, dips, caches) is rarely normal.
+//! Short tests sample every 100 ms or so (about 20 samples, so two `run`s can
+//! be told apart at all); such samples are correlated, which the test does not
+//! correct for, and it measures the noise within each run, not between runs.
 //! Owns nothing but arithmetic on documents.
 
-use crate::per_second::per_second;
 use headroom_result::{Probe, ResultDoc, Sample};
 use serde::Serialize;
 
@@ -223,8 +224,7 @@ pub fn compare(docs: &[ResultDoc], names: &[String]) -> Result<Comparison, Compa
             if values[0] <= 0.0 {
                 continue;
             }
-            let base_samples: Vec<f64> =
-                per_second(&probes[0].samples).iter().filter_map(|s| figure.of_sample(s)).collect();
+            let base_samples: Vec<f64> = probes[0].samples.iter().filter_map(|s| figure.of_sample(s)).collect();
             let cells = values
                 .iter()
                 .zip(&probes)
@@ -233,8 +233,7 @@ pub fn compare(docs: &[ResultDoc], names: &[String]) -> Result<Comparison, Compa
                     let significance = if i == 0 {
                         Significance::Baseline
                     } else {
-                        let other: Vec<f64> =
-                            per_second(&p.samples).iter().filter_map(|s| figure.of_sample(s)).collect();
+                        let other: Vec<f64> = p.samples.iter().filter_map(|s| figure.of_sample(s)).collect();
                         match mann_whitney_u(&base_samples, &other) {
                             _ if smallest_p(base_samples.len(), other.len()) >= ALPHA => Significance::TooFewSamples,
                             None => Significance::TooFewSamples,

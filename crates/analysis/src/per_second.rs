@@ -1,9 +1,8 @@
 //! Per-second samples from finer ones. Short tests are sampled every 100 ms
-//! or so (for charts), but sub-second samples of one run are correlated and
-//! noisier than the run-to-run noise the statistics here stand for: a
-//! significance test over 20 of them calls a 4% difference between two runs
-//! real. Rules that reason about noise (compare's significance, the verdict's
-//! "level" rule) therefore work on whole seconds, as they are documented to.
+//! or so (for charts and for compare), but the spread of sub-second samples
+//! is wider than the second-to-second noise the verdict's "level" rule is
+//! documented to use: over tenths, a disk and a network 20% apart could be
+//! called level. That rule works on whole seconds.
 
 use headroom_result::Sample;
 

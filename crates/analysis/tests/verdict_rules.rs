@@ -339,39 +339,6 @@ fn compare_says_too_few_samples_when_no_difference_could_be_significant() {
     }
 }
 
-/// Short tests are sampled every 100 ms for the charts; the significance test
-/// still sees seconds. Twenty correlated tenths a side would call a steady 4%
-/// difference between two 2-second runs significant (p < 0.001); as two
-/// seconds a side nothing could be.
-#[test]
-fn compare_tests_sub_second_samples_as_whole_seconds() {
-    let tenths = |level: f64| -> Vec<headroom_result::Sample> {
-        (1..=20)
-            .map(|k| headroom_result::Sample {
-                t_s: k as f64 / 10.0,
-                bytes_per_sec: level * (1.0 + 0.001 * (k % 3) as f64),
-                iops: None,
-                latency_ns_mean: None,
-                latency_ns_p99: None,
-            })
-            .collect()
-    };
-    let mut before = fixture("compare-before");
-    before.probes.truncate(1);
-    let mut after = before.clone();
-    before.probes[0].summary.bytes_per_sec = 100e6;
-    before.probes[0].samples = tenths(100e6);
-    after.probes[0].summary.bytes_per_sec = 104e6;
-    after.probes[0].samples = tenths(104e6);
-    let raw: Vec<f64> = after.probes[0].samples.iter().map(|s| s.bytes_per_sec).collect();
-    let base: Vec<f64> = before.probes[0].samples.iter().map(|s| s.bytes_per_sec).collect();
-    assert!(headroom_analysis::mann_whitney_u(&base, &raw).unwrap() < 0.001, "the tenths alone would be significant");
-    let c = compare(&[before, after], &["a".into(), "b".into()]).unwrap();
-    let row = c.rows.iter().find(|r| r.figure == Figure::Throughput).unwrap();
-    assert_eq!(row.cells[1].significance, Significance::TooFewSamples, "{row:?}");
-    assert_eq!(headroom_analysis::per_second(&tenths(1.0)).len(), 2);
-}
-
 /// The verdict as a table of rules writes what the one-function verdict
 /// wrote: each fixture annotated now equals the document annotated before
 /// (tests/fixtures/annotated/), but for the fields added since (`limiting_hop`, `side`).

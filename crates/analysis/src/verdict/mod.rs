@@ -344,8 +344,47 @@ pub(super) fn level(disk: f64, net: f64, disk_probe: Option<&Probe>, net_probe: 
 
 #[cfg(test)]
 mod tests {
-    use super::nic_hop_name;
-    use headroom_result::Nic;
+    use super::{level, nic_hop_name};
+    use headroom_result::{CpuSpec, Nic, Probe, ProbeSpec, Sample, Summary};
+
+    /// A probe sampled every 100 ms for `seconds`, alternating `low` and `high`.
+    fn probe_in_tenths(seconds: usize, low: f64, high: f64) -> Probe {
+        let samples = (1..=seconds * 10)
+            .map(|k| Sample {
+                t_s: k as f64 / 10.0,
+                bytes_per_sec: if k % 2 == 0 { high } else { low },
+                iops: None,
+                latency_ns_mean: None,
+                latency_ns_p99: None,
+            })
+            .collect();
+        Probe {
+            id: "p".into(),
+            name: "p".into(),
+            spec: ProbeSpec::Cpu(CpuSpec {
+                kernel: "sha256".into(),
+                threads: 1,
+                buffer_size: 1 << 20,
+                data: None,
+                cache_resident: None,
+            }),
+            summary: Summary { bytes_per_sec: (low + high) / 2.0, ..Summary::default() },
+            samples,
+            histogram: None,
+            warnings: vec![],
+            details: Default::default(),
+            host: None,
+        }
+    }
+
+    #[test]
+    fn level_takes_its_noise_from_seconds_not_from_tenths() {
+        // Tenths swing 80-120 (a spread of 20%), every second averages 100.
+        let disk = probe_in_tenths(5, 80e6, 120e6);
+        let net = probe_in_tenths(5, 85e6, 85e6);
+        assert!(!level(100e6, 85e6, Some(&disk), Some(&net)), "15% apart over steady seconds");
+        assert!(level(100e6, 97e6, Some(&disk), Some(&net)), "within the 5% floor");
+    }
 
     #[test]
     fn a_virtual_nic_without_a_ceiling_says_why_it_has_none() {
