@@ -85,11 +85,55 @@ fn greet(s: &mut TcpStream, hello: &Hello) -> Result<(), NetError> {
     Ok(())
 }
 
+/// Why one attempt to open a session failed.
+enum Opening {
+    /// The greeting was reset before any answer.
+    Reset,
+    Failed(NetError),
+}
+
+impl Opening {
+    fn into_error(self) -> NetError {
+        match self {
+            Opening::Reset => NetError::IsIperf3,
+            Opening::Failed(e) => e,
+        }
+    }
+}
+
+impl From<NetError> for Opening {
+    fn from(e: NetError) -> Self {
+        Opening::Failed(e)
+    }
+}
+
+impl From<std::io::Error> for Opening {
+    fn from(e: std::io::Error) -> Self {
+        Opening::Failed(e.into())
+    }
+}
+
+/// How long to wait before greeting again a server that reset the greeting.
+const RESET_RETRY_PAUSE: Duration = Duration::from_millis(250);
+
 impl Session {
     /// Connects, greets and authenticates. Returns [`NetError::IsIperf3`] when
     /// the server turns out to be a stock iperf3.
     pub fn open(target: &Endpoint) -> Result<Session, NetError> {
-        // One connection only: a stock iperf3 server would take a throwaway
+        match Session::open_once(target) {
+            // A reset with nothing said is a stock iperf3, or a headroom server
+            // dying with our connection in its backlog. Asked again a moment
+            // later, iperf3 resets again and a dead server refuses.
+            Err(Opening::Reset) => {
+                std::thread::sleep(RESET_RETRY_PAUSE);
+                Session::open_once(target).map_err(Opening::into_error)
+            }
+            other => other.map_err(Opening::into_error),
+        }
+    }
+
+    fn open_once(target: &Endpoint) -> Result<Session, Opening> {
+        // One connection per attempt: a stock iperf3 server would take a throwaway
         // connection for a control connection and reset the next one.
         let (mut control, peer) = connect(target)?;
         let hello = Hello::Control { client_version: env!("CARGO_PKG_VERSION").into() };
@@ -100,14 +144,14 @@ impl Session {
         control.read_exact(&mut first).map_err(|e| match e.kind() {
             // A stock iperf3 server takes our greeting for a cookie, answers PARAM_EXCHANGE,
             // fails to parse the rest and closes with our bytes unread: the kernel's RST can
-            // overtake its answer. A headroom server never resets a greeting.
-            std::io::ErrorKind::ConnectionReset => NetError::IsIperf3,
-            _ => NetError::Protocol(format!("no answer to the greeting: {e}")),
+            // overtake its answer. A running headroom server never resets a greeting.
+            std::io::ErrorKind::ConnectionReset => Opening::Reset,
+            _ => Opening::Failed(NetError::Protocol(format!("no answer to the greeting: {e}"))),
         })?;
         if first[0] != 0 {
             // A length prefix of a headroom frame starts with 0 (frames are < 16 MiB);
             // iperf3 answers a cookie with PARAM_EXCHANGE (9) or ACCESS_DENIED (0xFF).
-            return Err(NetError::IsIperf3);
+            return Err(NetError::IsIperf3.into());
         }
         let mut reader = std::io::Read::chain(&first[..], &mut control);
         let mut reply: Reply =
@@ -119,8 +163,8 @@ impl Session {
             Reply::Welcome { session, server_version, probes, .. } => {
                 Ok(Session { control, key: session, peer, target: target.clone(), server_version, runs_probes: probes })
             }
-            Reply::Refused { reason } => Err(NetError::Refused(format!("{}: {reason}", target.display()))),
-            other => Err(NetError::Protocol(format!("unexpected {other:?}"))),
+            Reply::Refused { reason } => Err(NetError::Refused(format!("{}: {reason}", target.display())).into()),
+            other => Err(NetError::Protocol(format!("unexpected {other:?}")).into()),
         }
     }
 
@@ -411,4 +455,45 @@ fn udp_echo(
     }
     out.duration_s = start.elapsed().as_secs_f64();
     Ok(out)
+}
+
+#[cfg(test)]
+mod reset_tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A listener that resets the first `resets` greetings (linger 0), then
+    /// closes: afterwards nothing listens on its port.
+    fn resetting_server(resets: usize) -> (u16, std::thread::JoinHandle<()>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let handle = std::thread::spawn(move || {
+            for _ in 0..resets {
+                let (conn, _) = listener.accept().unwrap();
+                std::thread::sleep(Duration::from_millis(50)); // the greeting arrives, unread
+                socket2::SockRef::from(&conn).set_linger(Some(Duration::ZERO)).unwrap();
+            }
+        });
+        (port, handle)
+    }
+
+    fn endpoint(port: u16) -> Endpoint {
+        Endpoint::parse(&format!("127.0.0.1:{port}"), None, Duration::from_secs(3)).unwrap()
+    }
+
+    #[test]
+    fn a_server_that_reset_once_and_died_is_unreachable_not_iperf3() {
+        let (port, server) = resetting_server(1);
+        let err = Session::open(&endpoint(port)).err().expect("no session");
+        server.join().unwrap();
+        assert!(matches!(err, NetError::Connect { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn a_server_that_resets_every_greeting_is_taken_for_iperf3() {
+        let (port, server) = resetting_server(2);
+        let err = Session::open(&endpoint(port)).err().expect("no session");
+        server.join().unwrap();
+        assert!(matches!(err, NetError::IsIperf3), "{err:?}");
+    }
 }
