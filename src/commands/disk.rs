@@ -93,10 +93,10 @@ pub struct DiskTestArgs {
     #[arg(long, value_name = "SIZE")]
     pub bs: Option<Size>,
     /// Queue depth: I/Os in flight per job [default: 1]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(*headroom_disk::QUEUE_DEPTH_RANGE.end())))]
     pub qd: Option<u32>,
     /// Parallel jobs (threads), each at --qd [default: 1]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(*headroom_disk::JOBS_RANGE.end())))]
     pub jobs: Option<u32>,
     /// Test file size (directory), region of a device or file, or bytes to write (sustained)
     /// [default: 1G]

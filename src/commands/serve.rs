@@ -5,7 +5,7 @@
 
 use crate::output::{Outcome, Output};
 use anyhow::{bail, Context};
-use headroom_job::ServedProbes;
+use headroom_job::{ProbeCaps, ServedProbes};
 use headroom_net::{check_bind_policy, Server, ServerConfig};
 use headroom_report::present;
 use headroom_units::DurationArg;
@@ -83,6 +83,12 @@ pub struct ServeArgs {
     /// a `headroom fleet ... net SERVER` agent); none by default
     #[arg(long, value_name = "ADDR|CIDR", value_parser = headroom_job::parse_allowed_net)]
     pub allow_net_to: Vec<ipnet::IpNet>,
+    /// Most disk jobs or CPU threads one client probe may start [default: 64, or the CPU count if higher]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub max_jobs: Option<u32>,
+    /// Most buffer memory one client probe may allocate (disk: bs x qd x jobs; cpu: its buffers)
+    #[arg(long, value_name = "SIZE", default_value = "1G")]
+    pub max_buffer_memory: headroom_units::Size,
 }
 
 /// Reads --token-file: a secret must not be readable by others, so the file
@@ -140,8 +146,20 @@ pub fn run(args: &ServeArgs, out: &Output) -> anyhow::Result<Outcome> {
         Some(dir) => Some(headroom_flushcheck::SqliteLedger::open(dir).map_err(anyhow::Error::msg)?),
         None => None,
     };
-    let probes =
-        ServedProbes::new(&args.allow_path).map_err(anyhow::Error::msg)?.allowing_net_to(args.allow_net_to.clone());
+    if args.max_buffer_memory.0 < (1 << 20) {
+        bail!(
+            "--max-buffer-memory {} is too small: at least 1M (example: --max-buffer-memory 1G)",
+            args.max_buffer_memory.0
+        );
+    }
+    let caps = ProbeCaps {
+        max_jobs: args.max_jobs.unwrap_or_else(ProbeCaps::default_max_jobs),
+        max_buffer_bytes: args.max_buffer_memory.0,
+    };
+    let probes = ServedProbes::new(&args.allow_path)
+        .map_err(anyhow::Error::msg)?
+        .allowing_net_to(args.allow_net_to.clone())
+        .with_caps(caps);
     let disk_dirs: Vec<String> = probes.allowed().iter().map(|d| d.display().to_string()).collect();
     let json = out.json;
     let log = move |line: &str| {

@@ -81,7 +81,7 @@ pub fn select_kernels(names: &[String]) -> Result<Vec<Kernel>, BadChoice> {
     Ok(all.into_iter().filter(|k| chosen.contains(k)).collect())
 }
 
-const TIME_RANGE: (Duration, Duration) = (Duration::from_millis(10), Duration::from_secs(60));
+pub(crate) const TIME_RANGE: (Duration, Duration) = (Duration::from_millis(10), Duration::from_secs(60));
 
 /// `--threads` resolved against this machine.
 fn thread_counts(arg: Option<&str>, usable: usize) -> Result<Vec<usize>, BadChoice> {

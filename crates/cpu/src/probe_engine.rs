@@ -62,6 +62,48 @@ impl CpuRequest {
             .ok_or_else(|| ProbeError::Usage(format!("unknown cpu kernel '{}'", self.kernel)))
     }
 
+    /// Checks every field against the ranges `headroom cpu` accepts (the
+    /// kernel known, `--time` in range, a warm-up no longer than the time
+    /// range allows, a buffer of at least 4 KiB, at least one thread), so a
+    /// request from the wire is held to the command line's rules. How many
+    /// threads and how much memory a machine grants is its owner's to cap.
+    pub fn check(&self) -> Result<(), ProbeError> {
+        self.resolve()?;
+        let (shortest, longest) = crate::choice::TIME_RANGE;
+        let usage = |text: String| Err(ProbeError::Usage(text));
+        if !(shortest..=longest).contains(&self.time) {
+            return usage(format!(
+                "--time {:.3}s is out of range: {} ms to {} s per figure",
+                self.time.as_secs_f64(),
+                shortest.as_millis(),
+                longest.as_secs()
+            ));
+        }
+        if self.warmup > longest {
+            return usage(format!(
+                "a warm-up of {:.3}s is longer than {} s",
+                self.warmup.as_secs_f64(),
+                longest.as_secs()
+            ));
+        }
+        if self.threads == 0 {
+            return usage("0 threads asked: a CPU probe runs on at least 1".into());
+        }
+        if self.buffer_bytes < crate::MIN_BUFFER {
+            return usage(format!("a buffer of {} bytes is below the 4 KiB minimum", self.buffer_bytes));
+        }
+        Ok(())
+    }
+
+    /// The bytes of buffers the request allocates: shared out of cache, per thread in cache.
+    pub fn buffer_bytes_total(&self) -> u64 {
+        if self.cache_resident {
+            self.buffer_bytes.saturating_mul(self.threads as u64)
+        } else {
+            self.buffer_bytes
+        }
+    }
+
     fn buffer(&self) -> BufferSpec {
         BufferSpec { bytes: self.buffer_bytes, cache_resident: self.cache_resident }
     }
@@ -139,7 +181,9 @@ impl ProbeEngine for CpuEngine {
         _events: &mut dyn FnMut(&headroom_runner::PrepareEvent),
     ) -> Result<Vec<Warning>, ProbeError> {
         for request in requests {
-            let kernel = request.params::<CpuRequest>()?.resolve()?;
+            let asked = request.params::<CpuRequest>()?;
+            asked.check()?;
+            let kernel = asked.resolve()?;
             self.bench().verify(&kernel).map_err(|e| ProbeError::Failed(e.to_string()))?;
         }
         Ok(Vec::new())

@@ -19,6 +19,7 @@
 //! Progress reaches the caller through a callback; Ctrl-C through a
 //! `&AtomicBool` stop flag that every loop here polls.
 
+mod bounds;
 mod data;
 mod engine;
 mod fio;
@@ -31,6 +32,10 @@ mod share;
 mod storage;
 mod target;
 
+pub use bounds::{
+    buffer_bytes, check_test_def, BLOCK_SIZE_RANGE, JOBS_RANGE, MAX_RAMP, QUEUE_DEPTH_RANGE, SAMPLE_INTERVAL_RANGE,
+    TIME_RANGE,
+};
 pub use data::FastRng;
 pub use engine::{AlignedBuf, BufferPool, Completion, IoEngine, IoKind, IoUnit, PSYNC_MAX_THREADS};
 pub use fio::fio_job_file;

@@ -196,12 +196,19 @@ pub fn parse_test_spec(spec: &str, time: Duration, ramp: Duration) -> Result<Tes
     for part in parts {
         let number = |text: &str, max: u32| text.parse::<u32>().ok().filter(|n| (1..=max).contains(n));
         match part.split_at_checked(1) {
-            Some(("q", n)) => queue_depth = number(n, 4096).ok_or_else(|| bad(format!("'{part}': qN is 1-4096")))?,
-            Some(("t", n)) => jobs = number(n, 256).ok_or_else(|| bad(format!("'{part}': tN is 1-256")))?,
+            Some(("q", n)) => {
+                queue_depth =
+                    number(n, *crate::QUEUE_DEPTH_RANGE.end()).ok_or_else(|| bad(format!("'{part}': qN is 1-4096")))?
+            }
+            Some(("t", n)) => {
+                jobs = number(n, *crate::JOBS_RANGE.end()).ok_or_else(|| bad(format!("'{part}': tN is 1-256")))?
+            }
             _ => return Err(bad(format!("'{part}' is neither qN (queue depth) nor tN (jobs)"))),
         }
     }
-    Ok(test_def(rw, block_size, queue_depth, jobs, time, ramp))
+    let def = test_def(rw, block_size, queue_depth, jobs, time, ramp);
+    crate::check_test_def(&def).map_err(|e| bad(e.to_string()))?;
+    Ok(def)
 }
 
 /// What the user asked of the disk engine, flags as given (`headroom disk`'s
@@ -317,20 +324,20 @@ fn settings_of(choice: &TestChoice) -> Result<RunSettings, DiskError> {
 
 fn check_ranges(choice: &TestChoice) -> Result<(), DiskError> {
     if let Some(t) = choice.time {
-        if t.0 < Duration::from_millis(100) {
+        if t.0 < *crate::TIME_RANGE.start() {
             return Err(usage(format!("--time {t} is too short to measure; use at least 100ms, e.g. --time 5s")));
         }
-        if t.0 > Duration::from_secs(86_400) {
+        if t.0 > *crate::TIME_RANGE.end() {
             return Err(usage(format!("--time {t} is too long: at most 24h per test, e.g. --time 5m")));
         }
     }
-    if let Some(r) = choice.ramp.filter(|r| r.0 > Duration::from_secs(3600)) {
+    if let Some(r) = choice.ramp.filter(|r| r.0 > crate::MAX_RAMP) {
         return Err(usage(format!("--ramp {r} is too long: at most 1h of warm-up, e.g. --ramp 2s")));
     }
     if choice.bs.is_some_and(|b| b.0 == 0) {
         return Err(usage("--bs 0 is not a block size; use e.g. --bs 4k or --bs 1M".into()));
     }
-    if let Some(bs) = choice.bs.filter(|b| b.0 > 64 << 20) {
+    if let Some(bs) = choice.bs.filter(|b| b.0 > *crate::BLOCK_SIZE_RANGE.end()) {
         return Err(usage(format!("--bs {} is larger than the 64M headroom supports; use e.g. --bs 1M", bs.0)));
     }
     if choice.size.is_some_and(|s| s.0 == 0) {
@@ -440,7 +447,7 @@ pub fn resolve(choice: &TestChoice) -> Result<TestSelection, DiskError> {
         }
     };
     if let Some(i) = choice.sample_interval {
-        if i.0 < Duration::from_millis(100) || i.0 > Duration::from_secs(10) {
+        if !crate::SAMPLE_INTERVAL_RANGE.contains(&i.0) {
             return Err(usage(format!(
                 "--sample-interval {i} is out of range: 100ms to 10s (example: --sample-interval 250ms)"
             )));
@@ -461,6 +468,7 @@ pub fn resolve(choice: &TestChoice) -> Result<TestSelection, DiskError> {
             t.sync = sync;
         }
     }
+    tests.iter().try_for_each(crate::check_test_def)?;
     Ok(TestSelection { preset, tests, settings })
 }
 

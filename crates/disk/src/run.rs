@@ -185,6 +185,7 @@ fn new_histogram() -> Histogram<u64> {
 /// the flag to change. Callers run it for every test before the layout, so
 /// mistakes cost no time.
 pub fn check_test(target: &Storage, def: &TestDef, direct: bool) -> Result<()> {
+    crate::check_test_def(def)?;
     let (align, source) = target.align(direct);
     if !def.block_size.is_multiple_of(align) {
         let fix = if target.local().is_some() { "use e.g. --bs 4k, or --direct off" } else { "use e.g. --bs 4k" };

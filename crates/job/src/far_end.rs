@@ -18,16 +18,42 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Most bytes a remote CPU probe's buffers may take in all (threads x buffer).
-const MAX_CPU_BUFFERS: u64 = 4 << 30;
-/// Most threads a remote CPU probe may start.
-const MAX_CPU_THREADS: usize = 1024;
+/// What one remote probe may take of this machine, on top of the ranges
+/// the command line allows (`headroom serve --max-jobs`,
+/// `--max-buffer-memory`): a token holder can ask for no more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProbeCaps {
+    /// Most disk jobs (each a worker thread; psync's threads are capped at
+    /// 128 besides) or CPU threads of one probe.
+    pub max_jobs: u32,
+    /// Most bytes of I/O or kernel buffers one probe allocates (disk:
+    /// block size x queue depth x jobs; CPU: the buffers of its threads).
+    pub max_buffer_bytes: u64,
+}
+
+impl ProbeCaps {
+    /// `--max-jobs`'s default: 64, or this machine's CPU count when it has
+    /// more (`cpu --remote --threads all` asks for one thread per CPU).
+    pub fn default_max_jobs() -> u32 {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        64.max(u32::try_from(cpus).unwrap_or(u32::MAX))
+    }
+    /// `--max-buffer-memory`'s default: 1 GiB.
+    pub const DEFAULT_MAX_BUFFER_BYTES: u64 = 1 << 30;
+}
+
+impl Default for ProbeCaps {
+    fn default() -> Self {
+        ProbeCaps { max_jobs: Self::default_max_jobs(), max_buffer_bytes: Self::DEFAULT_MAX_BUFFER_BYTES }
+    }
+}
 
 /// The probes a `headroom serve` runs on this machine for its clients.
 pub struct ServedProbes {
     allowed: Vec<PathBuf>,
     allowed_net: Vec<IpNet>,
     hostname: String,
+    caps: ProbeCaps,
 }
 
 /// `--allow-net-to ADDR|CIDR`: one address (a /32 or /128) or a network.
@@ -44,7 +70,32 @@ impl ServedProbes {
     pub fn new(allow_paths: &[PathBuf]) -> Result<Self, String> {
         let allowed = allow_paths.iter().map(|p| allowed_dir(p)).collect::<Result<_, _>>()?;
         let hostname = headroom_sys::hostname(&headroom_sys::SysRoot::live()).unwrap_or_else(|| "unknown".into());
-        Ok(ServedProbes { allowed, allowed_net: Vec::new(), hostname })
+        Ok(ServedProbes { allowed, allowed_net: Vec::new(), hostname, caps: ProbeCaps::default() })
+    }
+
+    /// Holds every probe to `caps` instead of the defaults.
+    pub fn with_caps(mut self, caps: ProbeCaps) -> Self {
+        self.caps = caps;
+        self
+    }
+
+    /// Refuses more jobs or buffer memory than the operator grants.
+    fn within_caps(&self, jobs: u64, buffer_bytes: u64, what: &str) -> Result<(), ProbeError> {
+        if jobs > u64::from(self.caps.max_jobs) {
+            return Err(ProbeError::Refused(format!(
+                "{jobs} {what} asked; {} runs at most {} (its --max-jobs)",
+                self.hostname, self.caps.max_jobs
+            )));
+        }
+        if buffer_bytes > self.caps.max_buffer_bytes {
+            return Err(ProbeError::Refused(format!(
+                "buffers of {} asked; {} allocates at most {} per probe (its --max-buffer-memory)",
+                headroom_units::format_size(buffer_bytes),
+                self.hostname,
+                headroom_units::format_size(self.caps.max_buffer_bytes)
+            )));
+        }
+        Ok(())
     }
 
     /// Also runs network tests for clients, towards servers in `nets` only.
@@ -66,6 +117,7 @@ impl ServedProbes {
             )));
         }
         let net: NetRequest = request.params()?;
+        net.check()?;
         let host = net.server.host.trim_start_matches('[').trim_end_matches(']');
         // An address, not a name: what was checked is what is connected to.
         let ip: IpAddr = host.parse().map_err(|_| {
@@ -89,7 +141,11 @@ impl ServedProbes {
             )));
         }
         match &net.test {
-            NetTest::Throughput(t) => within(t.duration, max_duration),
+            NetTest::Throughput(t) => {
+                let streams = if t.direction == headroom_net::TrafficDirection::Bidir { 2 } else { 1 } * t.streams;
+                self.within_caps(u64::from(streams), 0, "streams")?;
+                within(t.duration, max_duration)
+            }
             NetTest::Rtt { time } => within(*time, max_duration),
             NetTest::Echo | NetTest::Connect => Ok(()),
         }
@@ -121,7 +177,11 @@ impl ServedProbes {
                     .into(),
             ));
         }
-        within(disk.test.ramp + disk.test.time, max_duration)?;
+        // Every field within the command line's ranges first: the arithmetic
+        // below, and the engine, may then trust them.
+        headroom_disk::check_test_def(&disk.test).map_err(|e| ProbeError::Usage(e.to_string()))?;
+        self.within_caps(u64::from(disk.test.jobs), headroom_disk::buffer_bytes(&disk.test), "jobs")?;
+        within(disk.test.ramp.saturating_add(disk.test.time), max_duration)?;
         let path = &target.path;
         let real = std::fs::canonicalize(path)
             .map_err(|e| ProbeError::Usage(format!("'{}' cannot be used on {}: {e}", path.display(), self.hostname)))?;
@@ -143,24 +203,11 @@ impl ServedProbes {
         Ok(())
     }
 
-    fn admit_cpu(request: &ProbeRequest, max_duration: Duration) -> Result<(), ProbeError> {
+    fn admit_cpu(&self, request: &ProbeRequest, max_duration: Duration) -> Result<(), ProbeError> {
         let cpu: CpuRequest = request.params()?;
-        within(cpu.warmup + cpu.time, max_duration)?;
-        if cpu.threads == 0 || cpu.threads > MAX_CPU_THREADS {
-            return Err(ProbeError::Usage(format!(
-                "{} threads asked; a server runs 1 to {MAX_CPU_THREADS}",
-                cpu.threads
-            )));
-        }
-        let buffers = cpu.buffer_bytes.saturating_mul(cpu.threads as u64);
-        if buffers > MAX_CPU_BUFFERS {
-            return Err(ProbeError::Usage(format!(
-                "buffers of {} in all asked; a server allocates at most {}",
-                headroom_units::format_size(buffers),
-                headroom_units::format_size(MAX_CPU_BUFFERS)
-            )));
-        }
-        Ok(())
+        cpu.check()?;
+        self.within_caps(cpu.threads as u64, cpu.buffer_bytes_total(), "threads")?;
+        within(cpu.warmup.saturating_add(cpu.time), max_duration)
     }
 }
 
@@ -193,7 +240,7 @@ impl ProbeHost for ServedProbes {
     fn admit(&self, request: &ProbeRequest, max_duration: Duration) -> Result<(), ProbeError> {
         match request.engine {
             EngineKind::Disk => self.admit_disk(request, max_duration),
-            EngineKind::Cpu => Self::admit_cpu(request, max_duration),
+            EngineKind::Cpu => self.admit_cpu(request, max_duration),
             EngineKind::Net => self.admit_net(request, max_duration),
         }
     }

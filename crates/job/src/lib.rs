@@ -22,7 +22,7 @@ mod main_job;
 mod path;
 mod post;
 
-pub use far_end::{parse_allowed_net, ServedProbes};
+pub use far_end::{parse_allowed_net, ProbeCaps, ServedProbes};
 pub use main_job::{
     cpu_hop_plan, disk_plan_of_preset, hold_goals, judge, main_job, net_plan_of_preset, JobError, JobSettings, Preset,
     StepSinks,

@@ -317,3 +317,74 @@ fn after_losing_the_server_the_next_probe_opens_a_new_session_with_the_plan() {
     runner.finish();
     assert!(test_files(dir.path()).is_empty());
 }
+
+/// `request` with the JSON value at `pointer` (in its params) replaced.
+fn with_param(mut request: ProbeRequest, pointer: &str, value: serde_json::Value) -> ProbeRequest {
+    let shown = request.params.to_string();
+    *request.params.pointer_mut(pointer).unwrap_or_else(|| panic!("no {pointer} in {shown}")) = value;
+    request
+}
+
+/// A token holder's specs that the command line refuses: each must be
+/// refused with one line before anything runs (on today's main, qd 0 hung a
+/// worker with the plan slot taken, bs 0 panicked, jobs 2^32-1 aborted the
+/// server on an allocation, a duration near u64::MAX panicked on overflow,
+/// sample_interval 0 busy-looped), and an honest probe runs right after.
+#[test]
+fn remote_specs_the_command_line_refuses_are_refused_and_the_server_serves_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(&[dir.path().to_path_buf()], Duration::from_secs(60));
+    let at = endpoint(&server);
+    let honest = || read_test(dir.path(), Duration::from_millis(300));
+    let huge = serde_json::json!({"secs": u64::MAX, "nanos": 999_999_999});
+    let zero = serde_json::json!({"secs": 0, "nanos": 0});
+    let cases = [
+        ("/test/queue_depth", serde_json::json!(0), "--qd"),
+        ("/test/queue_depth", serde_json::json!(32768), "--qd"),
+        ("/test/jobs", serde_json::json!(u32::MAX), "--jobs"),
+        ("/test/jobs", serde_json::json!(20000), "--jobs"),
+        ("/test/jobs", serde_json::json!(200), "--max-jobs"),
+        ("/test/block_size", serde_json::json!(0), "--bs"),
+        ("/test/block_size", serde_json::json!(16u64 << 20), "--max-buffer-memory"),
+        ("/test/ramp", huge.clone(), "--ramp"),
+        ("/test/time", huge, "--time"),
+        ("/test/sample_interval", zero, "--sample-interval"),
+    ];
+    for (pointer, value, says) in cases {
+        let mut request = with_param(honest(), pointer, value.clone());
+        if says == "--max-buffer-memory" {
+            // 16M x qd 4096 x 1 job: within the CLI's ranges, beyond the server's 1 GiB default.
+            request = with_param(request, "/test/queue_depth", serde_json::json!(4096));
+        }
+        let t0 = Instant::now();
+        let run = run_remote(&at, request, &mut Arrivals::default());
+        let said = refusal(&run);
+        assert!(said.contains(says) && !said.contains('\n'), "{pointer}={value}: {said}");
+        assert!(t0.elapsed() < Duration::from_secs(10), "{pointer}={value}: refused only after {:?}", t0.elapsed());
+        assert!(test_files(dir.path()).is_empty(), "{pointer}: left {:?}", test_files(dir.path()));
+    }
+    let cpu = headroom_cpu::CpuRequest::new(
+        headroom_cpu::all_kernels()[0],
+        1,
+        headroom_cpu::BufferSpec { bytes: 1 << 20, cache_resident: false },
+        Duration::from_millis(100),
+        Duration::from_millis(10),
+    )
+    .to_request();
+    for (pointer, value, says) in [
+        ("/time", serde_json::json!({"secs": u64::MAX, "nanos": 0}), "--time"),
+        ("/threads", serde_json::json!(0), "threads"),
+        ("/threads", serde_json::json!(100_000), "--max-jobs"),
+        ("/buffer_bytes", serde_json::json!(1u64 << 40), "--max-buffer-memory"),
+        ("/kernel", serde_json::json!("md5"), "unknown cpu kernel"),
+    ] {
+        let plan = Plan::new(vec![with_param(cpu.clone(), pointer, value.clone())]).placed_at(&at.display());
+        let mut runner = Runner::new().with(RemoteEngine::new(EngineKind::Cpu, at.clone()));
+        let runs = runner.run_all(&plan, &AtomicBool::new(false), &mut []);
+        runner.finish();
+        assert!(refusal(&runs[0]).contains(says), "{pointer}={value}: {}", refusal(&runs[0]));
+    }
+    let run = run_remote(&at, honest(), &mut Arrivals::default());
+    assert!(run.error().is_none(), "the next honest probe: {:?}", run.error());
+    assert!(test_files(dir.path()).is_empty(), "left behind: {:?}", test_files(dir.path()));
+}

@@ -107,6 +107,21 @@ impl NetRequest {
         ProbeRequest::new(EngineKind::Net, label, expected, self)
     }
 
+    /// Checks the test against the command line's ranges, so a request
+    /// from the wire cannot ask for what `headroom net` refuses.
+    pub fn check(&self) -> Result<(), ProbeError> {
+        let checked = match &self.test {
+            NetTest::Throughput(t) => t.check(),
+            NetTest::Rtt { time }
+                if !(Duration::from_millis(100)..=crate::throughput::MAX_TEST_TIME).contains(time) =>
+            {
+                Err(format!("a {:.3} s round-trip test is out of range: 100 ms to 24 h", time.as_secs_f64()))
+            }
+            NetTest::Rtt { .. } | NetTest::Echo | NetTest::Connect => Ok(()),
+        };
+        checked.map_err(ProbeError::Usage)
+    }
+
     /// The test's name as `--tests` spells the headroom-only ones.
     fn headroom_only(&self) -> Option<&'static str> {
         match self.test {
@@ -235,6 +250,9 @@ impl ProbeEngine for NetEngine {
         _stop: &AtomicBool,
         events: &mut dyn FnMut(&PrepareEvent),
     ) -> Result<Vec<Warning>, ProbeError> {
+        for request in requests {
+            request.params::<NetRequest>()?.check()?;
+        }
         let Some(first) = requests.first() else { return Ok(Vec::new()) };
         let req: NetRequest = first.params()?;
         if req.server.session_per_test {

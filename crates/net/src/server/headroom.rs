@@ -11,7 +11,7 @@ use super::ServerConfig;
 use crate::datapath::{StreamParams, StreamSet};
 use crate::iperf3 as iperf3_wire;
 use crate::process_cpu::CpuMeter;
-use crate::socket::{wait_readable, MAX_TCP_LEN, MAX_UDP_LEN, MAX_WINDOW, POLL};
+use crate::socket::{wait_readable, POLL};
 use crate::udp_header::UdpHeader;
 use crate::wire::{self, AuthAnswer, Reply, Request, ServerReport, StreamReport, TrafficDirection};
 use std::io::{self, Read, Write};
@@ -200,26 +200,13 @@ struct TestAsked {
 impl TestAsked {
     /// Refuses what exceeds this server's limits, with the reason the client prints.
     fn validate(&self, cfg: &ServerConfig) -> Result<(), String> {
-        let streams = self.streams;
-        if !(1..=iperf3_wire::MAX_STREAMS).contains(&streams) {
-            return Err(format!("{streams} streams asked; this server allows 1 to {}", iperf3_wire::MAX_STREAMS));
-        }
+        crate::throughput::check_shape(self.udp, self.streams, self.len as usize, self.rate_bits, self.window)?;
         if Duration::from_millis(self.duration_ms) > cfg.max_duration {
             return Err(format!(
                 "a {:.0} s test exceeds this server's --max-duration of {:.0} s",
                 self.duration_ms as f64 / 1000.0,
                 cfg.max_duration.as_secs_f64()
             ));
-        }
-        let max_len = if self.udp { MAX_UDP_LEN } else { MAX_TCP_LEN };
-        if self.len == 0 || self.len as usize > max_len {
-            return Err(format!("length {} out of range (1 to {max_len})", self.len));
-        }
-        if self.udp && !self.rate_bits.is_some_and(|r| r.is_finite() && r > 0.0 && r <= 400e9) {
-            return Err("UDP tests need a rate between 1 b/s and 400 Gb/s".into());
-        }
-        if self.window.is_some_and(|w| w == 0 || w > MAX_WINDOW) {
-            return Err(format!("socket buffer (window) out of range (1 to {MAX_WINDOW} bytes)"));
         }
         Ok(())
     }

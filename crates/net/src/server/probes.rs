@@ -163,7 +163,7 @@ impl RemotePlan {
         let mut runner = host.runner();
         let stop = AtomicBool::new(false);
         let mut wire_sink = WireSink::new(conn, &stop, session, s, None);
-        let prepared = runner.prepare(&plan, &stop, &mut [&mut wire_sink]);
+        let prepared = guarded(|| runner.prepare(&plan, &stop, &mut [&mut wire_sink]));
         let gone = wire_sink.gone;
         if gone {
             runner.finish();
@@ -205,8 +205,16 @@ impl RemotePlan {
         let stop = AtomicBool::new(false);
         let deadline = Instant::now() + s.cfg.max_duration + OVERRUN;
         let mut wire_sink = WireSink::new(conn, &stop, session, s, Some(deadline));
-        let run = runner.run_one(index, &request, &self.plan, &stop, &mut [&mut wire_sink]);
+        let (run, panicked) =
+            match guarded(|| Ok(runner.run_one(index, &request, &self.plan, &stop, &mut [&mut wire_sink]))) {
+                Ok(run) => (run, false),
+                Err(error) => (ProbeRun { request: request.clone(), result: Err(error), started: true }, true),
+            };
         let gone = wire_sink.gone;
+        if panicked {
+            // Whatever the engine held is suspect: its test file goes, and the slot is free again.
+            self.finish();
+        }
         log_remote(s, &peer, &run, gone);
         if gone {
             // Its engines, and the test file, go with the session.
@@ -222,6 +230,20 @@ impl RemotePlan {
         };
         send(conn, &reply)
     }
+}
+
+/// Runs `f`, turning a panic into the failure the client is told about: a
+/// bug met by one request must not take the server (or its plan slot and
+/// test file, which the session's drop releases) with it.
+fn guarded<T>(f: impl FnOnce() -> Result<T, ProbeError>) -> Result<T, ProbeError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown".into());
+        Err(ProbeError::Failed(format!("the server failed on this request (a headroom bug, please report it): {what}")))
+    })
 }
 
 fn session_peer(conn: &TcpStream) -> String {

@@ -92,10 +92,68 @@ impl ThroughputSpec {
         }
     }
 
+    /// Checks every field against what any headroom server accepts (the
+    /// same rules a server applies to a test request, [`check_shape`]) and
+    /// the sample length `--sample-interval` allows: a request from the wire
+    /// (a fleet agent's plan) is held to the command line's rules.
+    pub fn check(&self) -> Result<(), String> {
+        check_shape(self.udp_rate.is_some(), self.streams, self.len, self.udp_rate, self.window)?;
+        if self.bytes == Some(0) {
+            return Err("a fixed transfer of 0 bytes moves nothing (e.g. --bytes 1G)".into());
+        }
+        if self.bytes.is_none() && !(Duration::from_millis(100)..=MAX_TEST_TIME).contains(&self.duration) {
+            return Err(format!(
+                "a {:.3} s test is out of range: 100 ms to 24 h (e.g. --time 10s)",
+                self.duration.as_secs_f64()
+            ));
+        }
+        if let Some(every) = self.sample_interval {
+            if !(Duration::from_millis(100)..=Duration::from_secs(10)).contains(&every) {
+                return Err(format!(
+                    "a sample interval of {:.3} s is out of range: 100 ms to 10 s",
+                    every.as_secs_f64()
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Bytes each sending stream moves in a fixed transfer.
     pub(crate) fn bytes_per_stream(&self) -> Option<u64> {
         self.bytes.map(|b| b.div_ceil(u64::from(self.streams)))
     }
+}
+
+/// Longest throughput test by time.
+pub const MAX_TEST_TIME: Duration = Duration::from_secs(86_400);
+
+/// The shape of a throughput test every headroom server accepts, whoever
+/// asks (a client's spec, a test request on the wire): 1 to
+/// [`crate::iperf3::MAX_STREAMS`] streams, a write or datagram length the
+/// socket layer takes, a finite UDP rate up to 400 Gb/s, a window within
+/// [`socket::MAX_WINDOW`].
+pub(crate) fn check_shape(
+    udp: bool,
+    streams: u32,
+    len: usize,
+    rate_bits: Option<f64>,
+    window: Option<u32>,
+) -> Result<(), String> {
+    let most = crate::iperf3::MAX_STREAMS;
+    if !(1..=most).contains(&streams) {
+        return Err(format!("{streams} streams asked; this server allows 1 to {most}"));
+    }
+    let max_len = if udp { socket::MAX_UDP_LEN } else { socket::MAX_TCP_LEN };
+    if len == 0 || len > max_len {
+        return Err(format!("length {len} out of range (1 to {max_len})"));
+    }
+    if udp && !rate_bits.is_some_and(|r| r.is_finite() && r > 0.0 && r <= 400e9) {
+        return Err("UDP tests need a rate between 1 b/s and 400 Gb/s".into());
+    }
+    if window.is_some_and(|w| w == 0 || w > socket::MAX_WINDOW) {
+        return Err(format!("socket buffer (window) out of range (1 to {} bytes)", socket::MAX_WINDOW));
+    }
+    Ok(())
 }
 
 /// What one throughput test measured (either protocol).
