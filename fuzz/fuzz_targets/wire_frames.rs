@@ -13,8 +13,10 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(Some(opening)) = wire::read_opening(&mut r) {
         match opening.hello {
             Hello::Control { .. } => {}
-            Hello::Stream { session, .. } | Hello::Rr { session, .. } => {
+            Hello::Stream { session, proof, .. } | Hello::Rr { session, proof, .. } => {
                 let _ = wire::key_from_hex(&session);
+                let keys = wire::SessionKeys::derived("fuzz-token", &[7; wire::NONCE_LEN], &[8; wire::NONCE_LEN]);
+                assert!(!wire::SessionKeys::proves(&keys.stream_proof(1, 0), &proof) || proof.len() == 32);
             }
         }
         if let Ok(answer) = wire::read_frame::<AuthAnswer>(&mut r, wire::MAX_HELLO) {

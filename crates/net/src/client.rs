@@ -53,8 +53,9 @@ pub struct EchoResult {
 /// An authenticated control connection to a headroom server.
 pub struct Session {
     pub(crate) control: TcpStream,
-    /// The session key, hex, as the server sent it.
-    pub(crate) key: String,
+    /// The session's secret: derived from the authentication, or as a
+    /// server without a token sent it.
+    pub(crate) keys: wire::SessionKeys,
     /// The server address that answered.
     pub peer: SocketAddr,
     /// Where the session was opened, as the user named it.
@@ -156,12 +157,19 @@ impl Session {
         let mut reader = std::io::Read::chain(&first[..], &mut control);
         let mut reply: Reply =
             wire::read_frame(&mut reader, wire::MAX_FRAME).map_err(|e| NetError::Protocol(e.to_string()))?;
+        let mut derived = None;
         if let Reply::Challenge { nonce } = &reply {
-            reply = answer_challenge(&mut control, target, nonce)?;
+            let (answer, keys) = answer_challenge(&mut control, target, nonce)?;
+            (reply, derived) = (answer, Some(keys));
         }
         match reply {
             Reply::Welcome { session, server_version, probes, .. } => {
-                Ok(Session { control, key: session, peer, target: target.clone(), server_version, runs_probes: probes })
+                let keys = match derived {
+                    Some(keys) => keys,
+                    None => wire::SessionKeys::from_hex(&session)
+                        .ok_or_else(|| NetError::Protocol("the server's Welcome holds no session key".into()))?,
+                };
+                Ok(Session { control, keys, peer, target: target.clone(), server_version, runs_probes: probes })
             }
             Reply::Refused { reason } => Err(NetError::Refused(format!("{}: {reason}", target.display())).into()),
             other => Err(NetError::Protocol(format!("unexpected {other:?}")).into()),
@@ -185,9 +193,9 @@ impl Session {
         })
     }
 
-    /// The session key as bytes (UDP datagrams carry it).
-    pub(crate) fn key_bytes(&self) -> Result<[u8; wire::KEY_LEN], NetError> {
-        wire::key_from_hex(&self.key).ok_or_else(|| NetError::Protocol("bad session key".into()))
+    /// The session's public id (UDP datagrams carry it).
+    pub(crate) fn id(&self) -> [u8; wire::KEY_LEN] {
+        self.keys.id()
     }
 
     /// Request/response round trips of `size` bytes for `duration`.
@@ -198,7 +206,7 @@ impl Session {
         stop: &AtomicBool,
         on_sample: &mut dyn FnMut(&Sample),
     ) -> Result<RrResult, NetError> {
-        rr_loop(&self.reach(), &self.key, size, duration, stop, on_sample)
+        rr_loop(&self.reach(), &self.keys, size, duration, stop, on_sample)
     }
 
     /// UDP echo round trips: `count` datagrams of `size` bytes, one every
@@ -211,7 +219,7 @@ impl Session {
         stop: &AtomicBool,
         on_each: &mut dyn FnMut(u64, Option<Duration>),
     ) -> Result<EchoResult, NetError> {
-        let key = self.key_bytes()?;
+        let key = self.id();
         let plan = EchoPlan { count, interval, size, wait: self.target.timeout.min(Duration::from_secs(1)) };
         udp_echo(&self.reach(), &key, plan, stop, on_each)
     }
@@ -273,8 +281,13 @@ fn flush_refusal(reply: Reply) -> NetError {
     }
 }
 
-/// Proves we hold the token without sending it (see [`wire`]); returns the server's verdict.
-fn answer_challenge(control: &mut TcpStream, target: &Endpoint, nonce: &str) -> Result<Reply, NetError> {
+/// Proves we hold the token without sending it (see [`wire`]); returns the
+/// server's verdict and the session secret both ends derive from the exchange.
+fn answer_challenge(
+    control: &mut TcpStream,
+    target: &Endpoint,
+    nonce: &str,
+) -> Result<(Reply, wire::SessionKeys), NetError> {
     let Some(token) = &target.token else {
         return Err(NetError::Refused(format!(
             "{} requires a token: pass --token (the one given to `headroom serve --token`)",
@@ -287,7 +300,9 @@ fn answer_challenge(control: &mut TcpStream, target: &Endpoint, nonce: &str) -> 
     let answer =
         wire::AuthAnswer { nonce: wire::to_hex(&ours), proof: wire::to_hex(&wire::auth_proof(token, &theirs, &ours)) };
     wire::write_frame(control, &answer)?;
-    wire::read_frame(control, wire::MAX_FRAME).map_err(|e| NetError::Protocol(format!("after the challenge: {e}")))
+    let reply = wire::read_frame(control, wire::MAX_FRAME)
+        .map_err(|e| NetError::Protocol(format!("after the challenge: {e}")))?;
+    Ok((reply, wire::SessionKeys::derived(token, &theirs, &ours)))
 }
 
 /// Opens a UDP stream: a connected socket whose hello the server answered.
@@ -334,14 +349,16 @@ pub struct EchoPlan {
 
 pub(crate) fn rr_loop(
     reach: &Reach,
-    key: &str,
+    keys: &wire::SessionKeys,
     size: usize,
     duration: Duration,
     stop: &AtomicBool,
     on_sample: &mut dyn FnMut(&Sample),
 ) -> Result<RrResult, NetError> {
     let size = size.clamp(1, wire::MAX_RR_SIZE as usize);
-    let hello = Hello::Rr { session: key.into(), size: size as u32 };
+    let size32 = size as u32;
+    let hello =
+        Hello::Rr { session: wire::to_hex(&keys.id()), size: size32, proof: wire::to_hex(&keys.rr_proof(size32)) };
     let mut s = open_stream(reach.addr, reach.timeout, &SocketSetup::from(&reach.source), &hello)?;
     s.set_nodelay(true)?;
     s.set_read_timeout(Some(reach.timeout))?;

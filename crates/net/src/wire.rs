@@ -11,9 +11,15 @@
 //! refused before any allocation, so a hostile length prefix costs nothing.
 //!
 //! A connection is a control connection (authenticates, then asks for
-//! tests), a data stream of a test, or a request/response echo stream; data
-//! and echo streams prove membership with the session key the control
-//! connection received. UDP datagrams carry the session key too.
+//! tests), a data stream of a test, or a request/response echo stream.
+//! Every session has a secret ([`SessionKeys`]): with a token, both ends
+//! derive it from the challenge-response and it never crosses the wire;
+//! without one (a loopback or `--no-auth` server, where there is nothing to
+//! keep secret) the server sends it in the Welcome. Data and echo streams
+//! name their session by its public id and prove membership with a proof
+//! made from the secret for that one stream; the server also takes them only
+//! from the control connection's address. UDP datagrams carry the public id
+//! (and are taken only from that address too).
 //!
 //! Authentication is a challenge-response, so the token never crosses the
 //! wire: a server with a token answers the control hello with
@@ -27,8 +33,10 @@ use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 
-/// Protocol version spoken by this build (2: challenge-response authentication).
-pub const VERSION: u16 = 2;
+/// Protocol version spoken by this build (2: challenge-response
+/// authentication; 3: no session secret on the wire with a token, per-stream
+/// proofs).
+pub const VERSION: u16 = 3;
 /// The first bytes of every headroom connection.
 pub const MAGIC: &[u8; 8] = b"HEADROOM";
 /// Magic plus version plus two reserved zero bytes.
@@ -116,6 +124,85 @@ pub fn auth_verify(token: &str, server_nonce: &[u8; NONCE_LEN], client_nonce: &[
     auth_mac(token, server_nonce, client_nonce).verify_slice(proof).is_ok()
 }
 
+/// Bound into the session secret's derivation, apart from [`AUTH_CONTEXT`].
+pub const SESSION_CONTEXT: &[u8] = b"headroom-session-v3\0";
+
+/// A session's secret and what is made from it. The secret itself never
+/// crosses the wire once a token is set; what streams and datagrams carry
+/// (the public id, a proof for one stream) does not reveal it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct SessionKeys {
+    secret: [u8; KEY_LEN],
+}
+
+impl std::fmt::Debug for SessionKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionKeys").field("id", &to_hex(&self.id())).finish_non_exhaustive()
+    }
+}
+
+impl SessionKeys {
+    /// A fresh random secret (a server without a token sends it in the Welcome).
+    pub fn random() -> Self {
+        SessionKeys { secret: random_key() }
+    }
+
+    /// The secret both ends of an authenticated session derive:
+    /// HMAC-SHA256(token, [`SESSION_CONTEXT`] || server nonce || client nonce),
+    /// its first 16 bytes.
+    pub fn derived(token: &str, server_nonce: &[u8; NONCE_LEN], client_nonce: &[u8; NONCE_LEN]) -> Self {
+        let mut mac = Hmac::<sha2::Sha256>::new_from_slice(token.as_bytes()).expect("HMAC takes keys of any length");
+        mac.update(SESSION_CONTEXT);
+        mac.update(server_nonce);
+        mac.update(client_nonce);
+        SessionKeys { secret: first_key_bytes(&mac.finalize().into_bytes()) }
+    }
+
+    /// The secret a Welcome carried (servers without a token).
+    pub fn from_hex(text: &str) -> Option<Self> {
+        key_from_hex(text).map(|secret| SessionKeys { secret })
+    }
+
+    /// The secret as hex, for a Welcome (only without a token).
+    pub fn secret_hex(&self) -> String {
+        to_hex(&self.secret)
+    }
+
+    fn made(&self, label: &[u8], parts: &[&[u8]]) -> [u8; KEY_LEN] {
+        let mut mac = Hmac::<sha2::Sha256>::new_from_slice(&self.secret).expect("HMAC takes keys of any length");
+        mac.update(label);
+        for p in parts {
+            mac.update(p);
+        }
+        first_key_bytes(&mac.finalize().into_bytes())
+    }
+
+    /// The session's public name: stream hellos and UDP datagrams carry it.
+    pub fn id(&self) -> [u8; KEY_LEN] {
+        self.made(b"id", &[])
+    }
+
+    /// The proof that data stream `index` of test `test` belongs to the session.
+    pub fn stream_proof(&self, test: u32, index: u32) -> [u8; KEY_LEN] {
+        self.made(b"stream", &[&test.to_be_bytes(), &index.to_be_bytes()])
+    }
+
+    /// The proof that an echo stream of `size` bytes belongs to the session.
+    pub fn rr_proof(&self, size: u32) -> [u8; KEY_LEN] {
+        self.made(b"rr", &[&size.to_be_bytes()])
+    }
+
+    /// Whether `proof` (hex) is `expected`, in constant time.
+    pub fn proves(expected: &[u8; KEY_LEN], proof: &str) -> bool {
+        let Some(given) = key_from_hex(proof) else { return false };
+        expected.iter().zip(given).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+    }
+}
+
+fn first_key_bytes(digest: &[u8]) -> [u8; KEY_LEN] {
+    digest[..KEY_LEN].try_into().expect("SHA-256 gives 32 bytes")
+}
+
 /// Lower-case hex of any bytes.
 pub fn to_hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -154,19 +241,23 @@ pub enum Hello {
     },
     /// Data stream `index` of test `test` of session `session`.
     Stream {
-        /// Session key, hex.
+        /// The session's public id ([`SessionKeys::id`]), hex.
         session: String,
         /// The test's number within the session.
         test: u32,
         /// The stream's index within the test.
         index: u32,
+        /// [`SessionKeys::stream_proof`] of this test and index, hex.
+        proof: String,
     },
     /// A request/response echo stream with fixed message size.
     Rr {
-        /// Session key, hex.
+        /// The session's public id ([`SessionKeys::id`]), hex.
         session: String,
         /// Message size, bytes each way.
         size: u32,
+        /// [`SessionKeys::rr_proof`] of this size, hex.
+        proof: String,
     },
 }
 
@@ -361,7 +452,8 @@ pub enum Reply {
     },
     /// Authenticated: the session and the server's limits.
     Welcome {
-        /// Session key, hex: data and echo streams carry it.
+        /// The session secret, hex, from a server without a token; empty
+        /// when a token was proven (both ends derive it: [`SessionKeys::derived`]).
         session: String,
         /// The server's headroom version.
         server_version: String,

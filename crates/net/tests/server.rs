@@ -488,9 +488,15 @@ fn a_client_silent_behind_a_dead_link_frees_its_slot_at_the_idle_timeout() {
     let ready: serde_json::Value = wire::read_frame(&mut a, wire::MAX_FRAME).unwrap();
     let mut data = TcpStream::connect(h.addr).unwrap();
     let mut msg = wire::greeting().to_vec();
-    let body =
-        serde_json::to_vec(&wire::Hello::Stream { session, test: ready["test"].as_u64().unwrap() as u32, index: 0 })
-            .unwrap();
+    let keys = wire::SessionKeys::from_hex(&session).expect("a server without a token sends the secret");
+    let test = ready["test"].as_u64().unwrap() as u32;
+    let hello = wire::Hello::Stream {
+        session: wire::to_hex(&keys.id()),
+        test,
+        index: 0,
+        proof: wire::to_hex(&keys.stream_proof(test, 0)),
+    };
+    let body = serde_json::to_vec(&hello).unwrap();
     msg.extend_from_slice(&(body.len() as u32).to_be_bytes());
     msg.extend_from_slice(&body);
     data.write_all(&msg).unwrap();
@@ -520,4 +526,88 @@ fn a_client_silent_behind_a_dead_link_frees_its_slot_at_the_idle_timeout() {
         }
     }
     drop((a, data));
+}
+
+/// Writes the greeting and `hello` on `c`.
+fn send_hello(c: &mut TcpStream, hello: &wire::Hello) {
+    let mut msg = wire::greeting().to_vec();
+    let body = serde_json::to_vec(hello).unwrap();
+    msg.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    msg.extend_from_slice(&body);
+    c.write_all(&msg).unwrap();
+}
+
+/// Issue 27.3: the Welcome of a token server carried the session key in
+/// clear, and a data stream presenting it joined from any address (an
+/// observer took a client's whole download). Now the secret is derived on
+/// both ends, a stream proves itself for its own test and index, and only
+/// the session's address may join.
+#[test]
+fn data_streams_join_only_from_the_sessions_address_with_their_own_proof() {
+    let token = "a-token-of-some-length-27";
+    let (h, log) = start(|c| {
+        c.token = Some(token.into());
+        c.idle_timeout = Duration::from_secs(3);
+    });
+    let mut control = connect_from([127, 0, 0, 1], h.addr);
+    send_hello(&mut control, &wire::Hello::Control { client_version: "test".into() });
+    let challenge: serde_json::Value = wire::read_frame(&mut control, wire::MAX_FRAME).unwrap();
+    let theirs = wire::from_hex::<{ wire::NONCE_LEN }>(challenge["nonce"].as_str().unwrap()).unwrap();
+    let ours = [42u8; wire::NONCE_LEN];
+    let proof = wire::to_hex(&wire::auth_proof(token, &theirs, &ours));
+    wire::write_frame(&mut control, &wire::AuthAnswer { nonce: wire::to_hex(&ours), proof }).unwrap();
+    let welcome: serde_json::Value = wire::read_frame(&mut control, wire::MAX_FRAME).unwrap();
+    assert_eq!(welcome["msg"], "welcome", "{welcome}");
+    assert_eq!(welcome["session"], "", "the session secret crossed the wire: {welcome}");
+    let keys = wire::SessionKeys::derived(token, &theirs, &ours);
+
+    let ask = wire::Request::Test {
+        udp: false,
+        direction: TrafficDirection::Download,
+        streams: 1,
+        duration_ms: 1500,
+        bytes: None,
+        len: 65536,
+        rate_bits: None,
+        window: None,
+    };
+    wire::write_frame(&mut control, &ask).unwrap();
+    let ready: serde_json::Value = wire::read_frame(&mut control, wire::MAX_FRAME).unwrap();
+    let test = ready["test"].as_u64().expect("test ready") as u32;
+    let stream_hello = |index_proved: u32| wire::Hello::Stream {
+        session: wire::to_hex(&keys.id()),
+        test,
+        index: 0,
+        proof: wire::to_hex(&keys.stream_proof(test, index_proved)),
+    };
+    // An observer replaying the very hello the client sends, from another address.
+    let mut observer = connect_from([127, 0, 0, 2], h.addr);
+    send_hello(&mut observer, &stream_hello(0));
+    // The right address with a proof made for another stream.
+    let mut replayed = connect_from([127, 0, 0, 1], h.addr);
+    send_hello(&mut replayed, &stream_hello(1));
+    std::thread::sleep(Duration::from_millis(200));
+    let mut own = connect_from([127, 0, 0, 1], h.addr);
+    send_hello(&mut own, &stream_hello(0));
+    let started: serde_json::Value = wire::read_frame(&mut control, wire::MAX_FRAME).unwrap();
+    assert_eq!(started["msg"], "started", "{started}");
+    let drained = |mut c: TcpStream| {
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut buf = vec![0u8; 1 << 16];
+        let mut got = 0usize;
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_millis(700) {
+            match c.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got += n,
+            }
+        }
+        got
+    };
+    assert_eq!(drained(observer), 0, "the observer's stream got data");
+    assert_eq!(drained(replayed), 0, "a stream with another stream's proof got data");
+    assert!(drained(own) > 0, "the client's own stream got nothing");
+    let lines = log.lock().unwrap().clone();
+    assert!(lines.iter().any(|l| l.contains("127.0.0.2") && l.contains("no session of this address")), "{lines:?}");
+    assert!(lines.iter().any(|l| l.contains("wrong proof")), "{lines:?}");
 }

@@ -5,7 +5,7 @@
 
 use super::admission::{DeadlineStream, PendingTicket};
 use super::probes::RemotePlan;
-use super::registry::{collect, Registration, SessionInfo, Shared};
+use super::registry::{collect, collect_indexed, Registration, SessionInfo, Shared};
 use super::test_watch::{log_test, watch_test, Ending};
 use super::ServerConfig;
 use crate::datapath::{StreamParams, StreamSet};
@@ -39,9 +39,10 @@ pub(super) fn serve_rr(mut conn: TcpStream, size: usize, session: &SessionInfo, 
     }
 }
 
-/// Challenge-response: true when the peer proved it holds the token. A
-/// throttled source is refused before it gets a challenge.
-fn authenticate(dl: &mut DeadlineStream, peer: SocketAddr, token: &str, s: &Shared) -> bool {
+/// Challenge-response: the session secret both ends derive from it when the
+/// peer proved it holds the token, None otherwise. A throttled source is
+/// refused before it gets a challenge.
+fn authenticate(dl: &mut DeadlineStream, peer: SocketAddr, token: &str, s: &Shared) -> Option<wire::SessionKeys> {
     let ip = peer.ip();
     if let Err(wait) = s.admission.may_authenticate(ip) {
         let reason = format!(
@@ -49,19 +50,21 @@ fn authenticate(dl: &mut DeadlineStream, peer: SocketAddr, token: &str, s: &Shar
             wait.as_secs_f64().ceil()
         );
         let _ = wire::write_frame(dl, &Reply::Refused { reason });
-        return false;
+        return None;
     }
     let nonce = wire::random_nonce();
     if wire::write_frame(dl, &Reply::Challenge { nonce: wire::to_hex(&nonce) }).is_err() {
-        return false;
+        return None;
     }
     // No answer (a client without a token hangs up) is not a guess.
-    let Ok(answer) = wire::read_frame::<AuthAnswer>(dl, wire::MAX_HELLO) else { return false };
+    let answer = wire::read_frame::<AuthAnswer>(dl, wire::MAX_HELLO).ok()?;
     let proven = match (wire::from_hex::<{ wire::NONCE_LEN }>(&answer.nonce), wire::from_hex::<32>(&answer.proof)) {
-        (Some(theirs), Some(proof)) => wire::auth_verify(token, &nonce, &theirs, &proof),
-        _ => false,
+        (Some(theirs), Some(proof)) if wire::auth_verify(token, &nonce, &theirs, &proof) => {
+            Some(wire::SessionKeys::derived(token, &nonce, &theirs))
+        }
+        _ => None,
     };
-    if !proven {
+    if proven.is_none() {
         let _ = wire::write_frame(dl, &Reply::Refused { reason: "wrong token (--token)".into() });
         if let Some(line) = s.admission.failed_authentication(ip) {
             (s.cfg.log)(&format!(
@@ -74,11 +77,15 @@ fn authenticate(dl: &mut DeadlineStream, peer: SocketAddr, token: &str, s: &Shar
 }
 
 pub(super) fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, s: &Arc<Shared>, ticket: &mut PendingTicket) {
-    if let Some(token) = &s.cfg.token {
-        if !authenticate(&mut DeadlineStream { conn: &conn, deadline: ticket.deadline }, peer, token, s) {
-            return;
+    let derived = match &s.cfg.token {
+        Some(token) => {
+            match authenticate(&mut DeadlineStream { conn: &conn, deadline: ticket.deadline }, peer, token, s) {
+                Some(keys) => Some(keys),
+                None => return,
+            }
         }
-    }
+        None => None,
+    };
     ticket.release();
     let Some(_slot) = s.admission.take_slot(peer.ip(), s.cfg.max_clients) else {
         let _ = wire::write_frame(
@@ -90,8 +97,17 @@ pub(super) fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, s: &Arc<Shar
         (s.cfg.log)(&format!("peer={peer} protocol=headroom refused: busy"));
         return;
     };
-    let key = wire::random_key();
-    let info = s.open_session(key, peer.ip());
+    // With a token the secret stays unsaid (both ends derived it); without
+    // one there is nothing to keep secret, and the client learns it here.
+    let (keys, said) = match derived {
+        Some(keys) => (keys, String::new()),
+        None => {
+            let keys = wire::SessionKeys::random();
+            (keys, keys.secret_hex())
+        }
+    };
+    let key = keys.id();
+    let info = s.open_session(keys, peer.ip());
     struct SessionGuard<'a>(&'a Shared, [u8; wire::KEY_LEN]);
     impl Drop for SessionGuard<'_> {
         fn drop(&mut self) {
@@ -101,7 +117,7 @@ pub(super) fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, s: &Arc<Shar
     let _session = SessionGuard(s, key);
     let _ = conn.set_nodelay(true);
     let welcome = Reply::Welcome {
-        session: wire::key_hex(&key),
+        session: said,
         server_version: env!("CARGO_PKG_VERSION").into(),
         max_duration_ms: s.cfg.max_duration.as_millis() as u64,
         max_streams: iperf3_wire::MAX_STREAMS,
@@ -248,9 +264,8 @@ fn headroom_test(
             )
         })
     } else {
-        collect(&rx, n, s.cfg.idle_timeout).map(|mut socks| {
-            socks.sort_by_key(|(i, _)| *i);
-            StreamSet::start_tcp(socks.into_iter().enumerate().map(|(i, (_, t))| (t, server_sends(i))).collect(), sp)
+        collect_indexed(&rx, n, s.cfg.idle_timeout).map(|socks| {
+            StreamSet::start_tcp(socks.into_iter().enumerate().map(|(i, t)| (t, server_sends(i))).collect(), sp)
         })
     };
     drop(registration);
@@ -381,7 +396,7 @@ mod tests {
     #[test]
     fn rr_echoes_and_a_peer_silent_mid_message_frees_its_thread() {
         let s = shared(Duration::from_millis(300));
-        let info = s.open_session(wire::random_key(), [127, 0, 0, 1].into());
+        let info = s.open_session(wire::SessionKeys::random(), [127, 0, 0, 1].into());
         let (mut client, server) = tcp_pair();
         let s2 = s.clone();
         let rr = std::thread::spawn(move || serve_rr(server, 4, &info, &s2));

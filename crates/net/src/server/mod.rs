@@ -280,21 +280,29 @@ fn handle_connection(conn: TcpStream, peer: SocketAddr, arrival: u64, s: &Arc<Sh
         };
         match hello {
             Hello::Control { .. } => headroom::serve_headroom(conn, peer, s, ticket),
-            Hello::Stream { session, test, index } => {
+            Hello::Stream { session, test, index, proof } => {
                 ticket.release();
-                let key = wire::key_from_hex(&session);
-                let tx = key.and_then(|k| {
-                    s.headroom_streams.lock().unwrap_or_else(|p| p.into_inner()).get(&(k, test)).cloned()
-                });
+                let Some(info) = s.session_of(&session, peer.ip()) else {
+                    (s.cfg.log)(&format!(
+                        "peer={peer} protocol=headroom data stream refused: no session of this address"
+                    ));
+                    return;
+                };
+                if !wire::SessionKeys::proves(&info.keys.stream_proof(test, index), &proof) {
+                    (s.cfg.log)(&format!("peer={peer} protocol=headroom data stream refused: wrong proof"));
+                    return;
+                }
+                let id = info.keys.id();
+                let tx = s.headroom_streams.lock().unwrap_or_else(|p| p.into_inner()).get(&(id, test)).cloned();
                 if let Some(tx) = tx {
                     let _ = tx.try_send((index, conn));
                 }
             }
-            Hello::Rr { session, size } => {
+            Hello::Rr { session, size, proof } => {
                 ticket.release();
-                let known = wire::key_from_hex(&session)
-                    .and_then(|k| s.sessions.lock().unwrap_or_else(|p| p.into_inner()).get(&k).cloned())
-                    .filter(|info| info.ip == peer.ip());
+                let known = s
+                    .session_of(&session, peer.ip())
+                    .filter(|info| wire::SessionKeys::proves(&info.keys.rr_proof(size), &proof));
                 if let Some(info) = known.filter(|_| (1..=wire::MAX_RR_SIZE).contains(&size)) {
                     headroom::serve_rr(conn, size as usize, &info, s);
                 }

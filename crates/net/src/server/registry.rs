@@ -28,6 +28,8 @@ pub(super) struct UdpWaiter {
 #[derive(Clone)]
 pub(super) struct SessionInfo {
     pub(super) ip: IpAddr,
+    /// The session's secret, which its streams' proofs are checked against.
+    pub(super) keys: wire::SessionKeys,
     pub(super) last_activity_ms: Arc<AtomicU64>,
 }
 
@@ -51,6 +53,7 @@ pub(super) struct Shared {
     pub(super) stop: Arc<AtomicBool>,
     pub(super) iperf3_streams: Mutex<HashMap<[u8; iperf3_wire::COOKIE_LEN], StreamInbox>>,
     pub(super) headroom_streams: Mutex<HashMap<([u8; wire::KEY_LEN], u32), IndexedStreamInbox>>,
+    /// By public id ([`wire::SessionKeys::id`]).
     pub(super) sessions: Mutex<HashMap<[u8; wire::KEY_LEN], SessionInfo>>,
     pub(super) epoch: Instant,
     pub(super) udp_waiters: Mutex<Vec<UdpWaiter>>,
@@ -78,12 +81,19 @@ impl Shared {
         }
     }
 
-    /// Starts a session for `ip` (its key must come from [`wire::random_key`]).
-    pub(super) fn open_session(&self, key: [u8; wire::KEY_LEN], ip: IpAddr) -> SessionInfo {
-        let info = SessionInfo { ip, last_activity_ms: Default::default() };
+    /// Starts a session for `ip`, known by its public id.
+    pub(super) fn open_session(&self, keys: wire::SessionKeys, ip: IpAddr) -> SessionInfo {
+        let info = SessionInfo { ip, keys, last_activity_ms: Default::default() };
         info.touch(self);
-        self.sessions.lock().unwrap_or_else(|p| p.into_inner()).insert(key, info.clone());
+        self.sessions.lock().unwrap_or_else(|p| p.into_inner()).insert(keys.id(), info.clone());
         info
+    }
+
+    /// The session `id` (hex) names, if it is `peer`'s: a stream from
+    /// another address never joins a session, whatever it presents.
+    pub(super) fn session_of(&self, id: &str, peer: IpAddr) -> Option<SessionInfo> {
+        let id = wire::key_from_hex(id)?;
+        self.sessions.lock().unwrap_or_else(|p| p.into_inner()).get(&id).filter(|info| info.ip == peer).cloned()
     }
 }
 
@@ -96,6 +106,27 @@ pub(super) fn collect<T>(rx: &Receiver<T>, n: usize, timeout: Duration) -> Optio
         out.push(rx.recv_timeout(left).ok()?);
     }
     Some(out)
+}
+
+/// Collects the `n` data streams of a headroom test, indices 0 to n-1,
+/// before the timeout, in index order. A stream whose index is out of range
+/// or already taken is closed: one connection per index, the first one wins.
+pub(super) fn collect_indexed(rx: &Receiver<(u32, TcpStream)>, n: usize, timeout: Duration) -> Option<Vec<TcpStream>> {
+    let deadline = Instant::now() + timeout;
+    let mut slots: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
+    let mut filled = 0;
+    while filled < n {
+        let left = deadline.checked_duration_since(Instant::now())?;
+        let (index, stream) = rx.recv_timeout(left).ok()?;
+        match slots.get_mut(index as usize) {
+            Some(slot @ None) => {
+                *slot = Some(stream);
+                filled += 1;
+            }
+            _ => drop(stream),
+        }
+    }
+    Some(slots.into_iter().flatten().collect())
 }
 
 /// Removes a test's stream registrations when dropped, whatever happened.

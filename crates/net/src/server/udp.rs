@@ -141,7 +141,8 @@ mod tests {
         let s2 = s.clone();
         let server = std::thread::spawn(move || udp_loop(&sock, &s2));
 
-        let key = wire::random_key();
+        let keys = wire::SessionKeys::random();
+        let key = keys.id();
         let mut echo = wire::UDP_ECHO_TAG.to_vec();
         echo.extend_from_slice(&key);
         echo.extend_from_slice(&[9; 8]);
@@ -158,9 +159,9 @@ mod tests {
             assert_eq!(answer(&client, hostile), None, "{hostile:?}");
         }
         // A session of another address: its key alone opens nothing.
-        s.open_session(key, [10, 0, 0, 1].into());
+        s.open_session(keys, [10, 0, 0, 1].into());
         assert_eq!(answer(&client, &echo), None);
-        s.open_session(key, [127, 0, 0, 1].into());
+        s.open_session(keys, [127, 0, 0, 1].into());
         assert_eq!(answer(&client, &echo).as_deref(), Some(&echo[..]), "the reply is the request itself");
 
         s.stop.store(true, Ordering::Relaxed);

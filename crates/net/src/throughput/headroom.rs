@@ -43,6 +43,33 @@ impl HeadroomTest<'_> {
     }
 }
 
+/// Whether the server's report matches the streams this client ran: each
+/// index present, and on TCP, bytes the server counted on a stream arrived
+/// here (and ours arrived there). A stream the server served to another
+/// connection, or that never joined, is an error rather than a silent 0 b/s.
+fn check_streams_are_ours(streams: &StreamSet, report: &wire::ServerReport) -> Result<(), String> {
+    let tcp = report.udp.is_none();
+    for ours in &streams.streams {
+        let i = ours.index;
+        let Some(theirs) = report.streams.iter().find(|r| r.index == i) else {
+            return Err(format!("data stream {i} never joined the test on the server"));
+        };
+        let here = ours.bytes.load(std::sync::atomic::Ordering::Relaxed);
+        if tcp && !ours.sending && theirs.bytes_sent > 0 && here == 0 {
+            return Err(format!(
+                "the server sent {} bytes on data stream {i} and none arrived here: another connection took its place",
+                theirs.bytes_sent
+            ));
+        }
+        if tcp && ours.sending && here > 0 && theirs.bytes_received == 0 && theirs.bytes_sent == 0 {
+            return Err(format!(
+                "this client sent {here} bytes on data stream {i} and the server received none: another connection took its place"
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl Protocol for HeadroomTest<'_> {
     fn name(&self) -> &'static str {
         "headroom"
@@ -82,14 +109,20 @@ impl Protocol for HeadroomTest<'_> {
         };
         let (peer, timeout) = (self.session.peer, self.session.target.timeout);
         let setup = SocketSetup::data(&self.session.target.source, spec.window);
-        let key = self.session.key_bytes()?;
+        let keys = self.session.keys;
+        let key = keys.id();
         let mut udp_socks = Vec::new();
         let mut tcp_socks = Vec::new();
         for i in 0..spec.total_streams() {
             if udp {
                 udp_socks.push((udp_hello(peer, &key, timeout, &setup)?, spec.client_sends(i)));
             } else {
-                let hello = Hello::Stream { session: self.session.key.clone(), test, index: i };
+                let hello = Hello::Stream {
+                    session: wire::to_hex(&key),
+                    test,
+                    index: i,
+                    proof: wire::to_hex(&keys.stream_proof(test, i)),
+                };
                 tcp_socks.push((open_stream(peer, timeout, &setup, &hello)?, spec.client_sends(i)));
             }
         }
@@ -115,11 +148,17 @@ impl Protocol for HeadroomTest<'_> {
     }
 
     fn start_rtt_under_load(&self, stop: Arc<AtomicBool>) -> Option<JoinHandle<Result<RrResult, NetError>>> {
-        let (reach, key) = (self.session.reach(), self.session.key.clone());
-        Some(std::thread::spawn(move || rr_loop(&reach, &key, 64, Duration::from_secs(86_400), &stop, &mut |_| {})))
+        let (reach, keys) = (self.session.reach(), self.session.keys);
+        Some(std::thread::spawn(move || rr_loop(&reach, &keys, 64, Duration::from_secs(86_400), &stop, &mut |_| {})))
     }
 
-    fn finish(&mut self, _: &StreamSet, _: f64, _: &CpuUse, server_ended: bool) -> Result<ServerFigures, NetError> {
+    fn finish(
+        &mut self,
+        streams: &StreamSet,
+        _: f64,
+        _: &CpuUse,
+        server_ended: bool,
+    ) -> Result<ServerFigures, NetError> {
         if !server_ended {
             wire::write_frame(&mut self.session.control, &Request::End)
                 .map_err(|e| NetError::Broken(format!("control connection: {e}")))?;
@@ -128,6 +167,7 @@ impl Protocol for HeadroomTest<'_> {
             Reply::Result(report) => report,
             other => return Err(NetError::Broken(format!("unexpected server reply {other:?}"))),
         };
+        check_streams_are_ours(streams, &report).map_err(|e| NetError::Broken(format!("{}: {e}", self.peer())))?;
         Ok(ServerFigures {
             upload_bytes: report.streams.iter().map(|s| s.bytes_received).sum(),
             // The server counted from its streams' start to the end request
@@ -148,5 +188,51 @@ impl Protocol for HeadroomTest<'_> {
 
     fn drain(&self) -> Duration {
         Duration::from_secs(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::net::TcpListener;
+    use std::time::Instant;
+
+    fn report(bytes_sent: u64) -> wire::ServerReport {
+        wire::ServerReport {
+            duration_s: 1.0,
+            streams: vec![wire::StreamReport { index: 0, bytes_sent, ..Default::default() }],
+            cpu: CpuUse::default(),
+            error: None,
+            udp: None,
+            cpu_load: None,
+        }
+    }
+
+    /// One receiving stream; `feed` bytes written by its far end.
+    fn receiving(feed: usize) -> (StreamSet, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let ours = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut theirs, _) = l.accept().unwrap();
+        theirs.write_all(&vec![1u8; feed]).unwrap();
+        let params =
+            StreamParams { len: 1024, limit: None, stall: Duration::from_secs(5), udp_rate: 0.0, window: None };
+        let set = StreamSet::start_tcp(vec![(ours, false)], params);
+        let t0 = Instant::now();
+        while feed > 0 && set.total_bytes() < feed as u64 && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        (set, theirs)
+    }
+
+    #[test]
+    fn a_stream_the_server_fed_that_never_reached_us_is_an_error() {
+        let (set, _far) = receiving(0);
+        let e = check_streams_are_ours(&set, &report(6_700_000)).unwrap_err();
+        assert!(e.contains("another connection took its place"), "{e}");
+        let e = check_streams_are_ours(&set, &wire::ServerReport { streams: vec![], ..report(0) }).unwrap_err();
+        assert!(e.contains("never joined"), "{e}");
+        let (set, _far) = receiving(4096);
+        assert_eq!(check_streams_are_ours(&set, &report(4096)), Ok(()));
     }
 }
