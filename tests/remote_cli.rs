@@ -214,3 +214,33 @@ fn the_clients_disk_probes_record_the_servers_cpu_meanwhile() {
         assert!(disk_leftovers(dir).is_empty());
     }
 }
+
+/// Issue 27.4: the docs' own example token (`s3cret`) was taken without a
+/// word; a short or repetitive token is now warned about at start-up.
+#[test]
+fn serve_warns_at_start_up_when_the_token_is_easy_to_guess() {
+    let stderr_of = |token: &str| {
+        let port = free_port();
+        let log = tempfile::NamedTempFile::new().unwrap();
+        let mut child = Command::new(bin())
+            .args(["serve", "--port", &port.to_string(), "--token", token])
+            .stdout(Stdio::null())
+            .stderr(log.reopen().unwrap())
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        while std::fs::read_to_string(log.path()).unwrap().is_empty() && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        std::fs::read_to_string(log.path()).unwrap()
+    };
+    let short = stderr_of("s3cret");
+    assert!(short.contains("warning: the token is only 6 characters") && short.contains("openssl rand"), "{short}");
+    let repetitive = stderr_of("aaaaaaaaaaaaaaaaaaaa");
+    assert!(repetitive.contains("warning: the token uses only 1 different"), "{repetitive}");
+    let good = stderr_of("9f2c4e1a7b3d8f60c5e2a9b4d7f1c3e8");
+    assert!(!good.contains("warning"), "{good}");
+}

@@ -116,6 +116,26 @@ fn read_token_file(path: &Path) -> anyhow::Result<String> {
     Ok(token.to_string())
 }
 
+/// Shortest token the server takes without a warning: 16 characters of
+/// even a lower-case alphabet hold ~75 bits, out of reach of the guess
+/// throttles (a few guesses a second server-wide).
+const GOOD_TOKEN_LEN: usize = 16;
+
+/// Why a token is easy to guess, if it is.
+fn token_weakness(token: &str) -> Option<String> {
+    let distinct = token.chars().collect::<std::collections::BTreeSet<_>>().len();
+    if token.chars().count() < GOOD_TOKEN_LEN {
+        Some(format!(
+            "the token is only {} characters: anyone who can reach this port may guess it; use at least {GOOD_TOKEN_LEN}",
+            token.chars().count()
+        ))
+    } else if distinct < 6 {
+        Some(format!("the token uses only {distinct} different characters: it is easy to guess"))
+    } else {
+        None
+    }
+}
+
 pub fn run(args: &ServeArgs, out: &Output) -> anyhow::Result<Outcome> {
     if let Some(t) = &args.token {
         if t.is_empty() || t.len() > 1024 {
@@ -142,6 +162,9 @@ pub fn run(args: &ServeArgs, out: &Output) -> anyhow::Result<Outcome> {
         bail!("--max-duration must be above zero (example: --max-duration 10m)");
     }
     check_bind_policy(args.bind, token.as_deref(), args.no_auth).map_err(anyhow::Error::msg)?;
+    if let Some(weak) = token.as_deref().and_then(token_weakness) {
+        eprintln!("headroom serve: warning: {weak}; make one with `openssl rand -hex 16`");
+    }
     let flush = match &args.flushcheck_dir {
         Some(dir) => Some(headroom_flushcheck::SqliteLedger::open(dir).map_err(anyhow::Error::msg)?),
         None => None,

@@ -2,8 +2,10 @@
 //! anything: the one deadline of the pre-auth phase ([`DeadlineStream`]), the
 //! bounded table of connections that have not finished it (per source and
 //! overall; the oldest gives way), the test slots of `--max-clients` and the
-//! peers holding them, and the per-source throttle on failed authentications
-//! with its aggregate log lines.
+//! peers holding them, and the throttles on failed authentications (per
+//! source, an IPv6 source being its /64, and one budget for the whole
+//! server, which sources that proved the token before are spared) with their
+//! aggregate log lines.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Read, Write};
@@ -24,6 +26,82 @@ pub const AUTH_REFILL: Duration = Duration::from_secs(2);
 pub const FAILURE_LOG_EVERY: Duration = Duration::from_secs(10);
 /// Sources whose failures are remembered at once (the table's memory bound).
 const MAX_FAILURE_SOURCES: usize = 4096;
+/// Failed authentications all sources together may make in a burst...
+pub const GLOBAL_AUTH_BURST: f64 = 20.0;
+/// ...after which the whole server checks one more per this interval: many
+/// addresses (an IPv6 /48 holds 65,536 /64s) guess no faster than one.
+pub const GLOBAL_AUTH_REFILL: Duration = Duration::from_millis(500);
+/// Addresses that proved the token and are spared the server-wide throttle.
+const MAX_PROVEN_SOURCES: usize = 4096;
+/// Beyond this many sources with failures to log, one line sums them all.
+const MAX_SOURCE_LINES: usize = 3;
+
+/// Where failed guesses are counted: an IPv4 address, or the /64 of an IPv6
+/// one (one host usually holds a whole /64).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct SourceKey(IpAddr);
+
+impl SourceKey {
+    pub fn of(ip: IpAddr) -> Self {
+        match ip {
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => SourceKey(IpAddr::V4(v4)),
+                None => {
+                    let prefix = u128::from(v6) & !((1u128 << 64) - 1);
+                    SourceKey(IpAddr::V6(prefix.into()))
+                }
+            },
+            v4 => SourceKey(v4),
+        }
+    }
+}
+
+impl std::fmt::Display for SourceKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            IpAddr::V6(p) => write!(f, "{p}/64"),
+            v4 => write!(f, "{v4}"),
+        }
+    }
+}
+
+/// Why a source may not try to authenticate now.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Throttled {
+    /// How long until it may.
+    pub wait: Duration,
+    /// The server-wide budget ran out (many sources guessing), not this source's.
+    pub server_wide: bool,
+}
+
+/// A token bucket of attempts.
+struct Bucket {
+    allowance: f64,
+    at: Instant,
+}
+
+impl Bucket {
+    fn full(burst: f64, now: Instant) -> Self {
+        Bucket { allowance: burst, at: now }
+    }
+
+    fn refill(&mut self, now: Instant, burst: f64, every: Duration) {
+        let gained = now.duration_since(self.at).as_secs_f64() / every.as_secs_f64();
+        self.allowance = (self.allowance + gained).min(burst);
+        self.at = now;
+    }
+
+    fn wait(&self, every: Duration) -> Duration {
+        every.mul_f64((1.0 - self.allowance).max(0.0))
+    }
+}
+
+/// The server-wide budget and what it refused since the last log line.
+struct Global {
+    bucket: Bucket,
+    throttled: u64,
+    logged: Instant,
+}
 
 /// Reads that all end at one deadline: each read waits at most for the time
 /// left, so a peer trickling a byte at a time gains nothing.
@@ -97,33 +175,46 @@ struct Failures {
 
 impl Failures {
     fn refill(&mut self, now: Instant) {
-        let gained = now.duration_since(self.at).as_secs_f64() / AUTH_REFILL.as_secs_f64();
-        self.allowance = (self.allowance + gained).min(AUTH_BURST);
-        self.at = now;
+        let mut b = Bucket { allowance: self.allowance, at: self.at };
+        b.refill(now, AUTH_BURST, AUTH_REFILL);
+        (self.allowance, self.at) = (b.allowance, b.at);
     }
 
-    fn line(&mut self, ip: IpAddr, now: Instant) -> String {
-        let line = format!(
-            "peer={ip} protocol=headroom refused: {} wrong token{} and {} attempt{} throttled in the last {:.0}s",
-            self.wrong,
-            if self.wrong == 1 { "" } else { "s" },
-            self.throttled,
-            if self.throttled == 1 { "" } else { "s" },
-            now.duration_since(self.logged).as_secs_f64()
-        );
+    /// Takes what is to log, and starts counting again.
+    fn take(&mut self, now: Instant) -> (u64, u64, Duration) {
+        let counts = (self.wrong, self.throttled, now.duration_since(self.logged));
         self.wrong = 0;
         self.throttled = 0;
         self.logged = now;
-        line
+        counts
     }
 }
 
+fn plural(n: u64, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+}
+
 /// The server's admission state (one per server).
-#[derive(Default)]
 pub(crate) struct Admission {
     pending: Mutex<PendingTable>,
     slots: Mutex<Slots>,
-    failures: Mutex<HashMap<IpAddr, Failures>>,
+    failures: Mutex<HashMap<SourceKey, Failures>>,
+    global: Mutex<Global>,
+    /// Addresses that proved the token, and when they last did.
+    proven: Mutex<HashMap<IpAddr, Instant>>,
+}
+
+impl Default for Admission {
+    fn default() -> Self {
+        let now = Instant::now();
+        Admission {
+            pending: Default::default(),
+            slots: Default::default(),
+            failures: Default::default(),
+            global: Mutex::new(Global { bucket: Bucket::full(GLOBAL_AUTH_BURST, now), throttled: 0, logged: now }),
+            proven: Default::default(),
+        }
+    }
 }
 
 /// A connection's place in the pre-auth table; leaving it (release or drop) frees the place.
@@ -218,61 +309,133 @@ impl Admission {
         lock(&self.slots).total
     }
 
-    /// Whether `ip` may try to authenticate now; Err = how long until it may.
-    pub fn may_authenticate(&self, ip: IpAddr) -> Result<(), Duration> {
-        let mut f = lock(&self.failures);
-        let Some(e) = f.get_mut(&ip) else { return Ok(()) };
-        e.refill(Instant::now());
-        if e.allowance >= 1.0 {
+    /// Whether `ip` may try to authenticate now: its own source's budget
+    /// first, then the server's (which spares addresses that proved the
+    /// token before, so a flood of guesses does not lock them out).
+    pub fn may_authenticate(&self, ip: IpAddr) -> Result<(), Throttled> {
+        let now = Instant::now();
+        {
+            let mut f = lock(&self.failures);
+            if let Some(e) = f.get_mut(&SourceKey::of(ip)) {
+                e.refill(now);
+                if e.allowance < 1.0 {
+                    e.throttled += 1;
+                    return Err(Throttled { wait: AUTH_REFILL.mul_f64(1.0 - e.allowance), server_wide: false });
+                }
+            }
+        }
+        if lock(&self.proven).contains_key(&ip) {
             return Ok(());
         }
-        e.throttled += 1;
-        Err(AUTH_REFILL.mul_f64(1.0 - e.allowance))
+        let mut g = lock(&self.global);
+        g.bucket.refill(now, GLOBAL_AUTH_BURST, GLOBAL_AUTH_REFILL);
+        if g.bucket.allowance < 1.0 {
+            g.throttled += 1;
+            return Err(Throttled { wait: g.bucket.wait(GLOBAL_AUTH_REFILL), server_wide: true });
+        }
+        Ok(())
     }
 
-    /// Counts a failed authentication of `ip`. Returns a log line for the first
-    /// failure of a source; later ones are summed up by [`Admission::failure_log`].
+    /// `ip` proved the token: the server-wide throttle spares it from now on.
+    pub fn proved(&self, ip: IpAddr) {
+        let mut p = lock(&self.proven);
+        if p.len() >= MAX_PROVEN_SOURCES && !p.contains_key(&ip) {
+            let stalest = p.iter().min_by_key(|(_, at)| **at).map(|(ip, _)| *ip);
+            if let Some(stalest) = stalest {
+                p.remove(&stalest);
+            }
+        }
+        p.insert(ip, Instant::now());
+    }
+
+    /// Counts a failed authentication of `ip` against its source and the
+    /// server. Returns a log line for the first failure of a source; later
+    /// ones are summed up by [`Admission::failure_log`].
     pub fn failed_authentication(&self, ip: IpAddr) -> Option<String> {
         let now = Instant::now();
+        {
+            let mut g = lock(&self.global);
+            g.bucket.refill(now, GLOBAL_AUTH_BURST, GLOBAL_AUTH_REFILL);
+            g.bucket.allowance -= 1.0;
+        }
+        let key = SourceKey::of(ip);
         let mut f = lock(&self.failures);
-        if f.len() >= MAX_FAILURE_SOURCES && !f.contains_key(&ip) {
+        if f.len() >= MAX_FAILURE_SOURCES && !f.contains_key(&key) {
             prune(&mut f, now);
             if f.len() >= MAX_FAILURE_SOURCES {
-                // Forget the source idle longest: the bound on memory wins over its throttle.
-                let stalest = f.iter().min_by_key(|(_, e)| e.at).map(|(ip, _)| *ip);
+                // Forget the source idle longest: the bound on memory wins over its
+                // throttle (the server-wide budget still holds).
+                let stalest = f.iter().min_by_key(|(_, e)| e.at).map(|(k, _)| *k);
                 if let Some(stalest) = stalest {
                     f.remove(&stalest);
                 }
             }
         }
-        let fresh = !f.contains_key(&ip);
-        let e = f.entry(ip).or_insert(Failures { allowance: AUTH_BURST, at: now, wrong: 0, throttled: 0, logged: now });
+        let fresh = !f.contains_key(&key);
+        let e =
+            f.entry(key).or_insert(Failures { allowance: AUTH_BURST, at: now, wrong: 0, throttled: 0, logged: now });
         e.refill(now);
         e.allowance -= 1.0;
-        if fresh {
+        if fresh && f.len() <= MAX_SOURCE_LINES {
             return Some(format!("peer={ip} protocol=headroom refused: wrong token"));
         }
-        e.wrong += 1;
+        f.get_mut(&key).expect("inserted above").wrong += 1;
         None
     }
 
-    /// Log lines summing up the failures of each source not logged for
-    /// [`FAILURE_LOG_EVERY`]; forgets sources that are quiet and fully refilled.
+    /// Log lines summing up the failures not logged for
+    /// [`FAILURE_LOG_EVERY`]: one per source while few sources fail, one for
+    /// all of them when many do, and one for the server-wide throttle.
+    /// Forgets sources that are quiet and fully refilled.
     pub fn failure_log(&self) -> Vec<String> {
         let now = Instant::now();
         let mut f = lock(&self.failures);
-        let lines = f
+        let due: Vec<(SourceKey, (u64, u64, Duration))> = f
             .iter_mut()
             .filter(|(_, e)| e.wrong + e.throttled > 0 && now.duration_since(e.logged) >= FAILURE_LOG_EVERY)
-            .map(|(ip, e)| e.line(*ip, now))
+            .map(|(k, e)| (*k, e.take(now)))
             .collect();
         prune(&mut f, now);
+        drop(f);
+        let mut lines: Vec<String> = if due.len() <= MAX_SOURCE_LINES {
+            due.iter()
+                .map(|(k, (wrong, throttled, over))| {
+                    format!(
+                        "peer={k} protocol=headroom refused: {} and {} throttled in the last {:.0}s",
+                        plural(*wrong, "wrong token"),
+                        plural(*throttled, "attempt"),
+                        over.as_secs_f64()
+                    )
+                })
+                .collect()
+        } else {
+            let wrong: u64 = due.iter().map(|(_, (w, _, _))| w).sum();
+            let throttled: u64 = due.iter().map(|(_, (_, t, _))| t).sum();
+            let (worst, (most, _, _)) = due.iter().max_by_key(|(_, (w, t, _))| w + t).expect("more than 3");
+            vec![format!(
+                "protocol=headroom refused: {} and {} throttled from {} sources in the last {:.0}s (most from {worst}: {most})",
+                plural(wrong, "wrong token"),
+                plural(throttled, "attempt"),
+                due.len(),
+                FAILURE_LOG_EVERY.as_secs_f64()
+            )]
+        };
+        let mut g = lock(&self.global);
+        if g.throttled > 0 && now.duration_since(g.logged) >= FAILURE_LOG_EVERY {
+            lines.push(format!(
+                "protocol=headroom server-wide throttle: {} refused in the last {:.0}s (too many wrong tokens from many sources; addresses that proved the token are spared)",
+                plural(g.throttled, "attempt"),
+                now.duration_since(g.logged).as_secs_f64()
+            ));
+            g.throttled = 0;
+            g.logged = now;
+        }
         lines
     }
 }
 
 /// Drops sources with nothing to log whose allowance is full again.
-fn prune(f: &mut HashMap<IpAddr, Failures>, now: Instant) {
+fn prune(f: &mut HashMap<SourceKey, Failures>, now: Instant) {
     f.retain(|_, e| {
         e.refill(now);
         e.wrong + e.throttled > 0 || e.allowance < AUTH_BURST
@@ -324,10 +487,65 @@ mod tests {
             assert!(adm.may_authenticate(ip).is_ok());
             assert!(adm.failed_authentication(ip).is_none());
         }
-        let wait = adm.may_authenticate(ip).unwrap_err();
+        let Throttled { wait, server_wide } = adm.may_authenticate(ip).unwrap_err();
+        assert!(!server_wide);
         assert!(wait <= AUTH_REFILL && wait > AUTH_REFILL / 2, "{wait:?}");
         assert!(adm.failure_log().is_empty(), "aggregated, not one line per failure");
         // Another source is not affected.
         assert!(adm.may_authenticate([127, 0, 0, 10].into()).is_ok());
+    }
+
+    /// Issue 27.4: 1,000 addresses x 5 guesses were all checked. Now many
+    /// sources share one budget, an IPv6 /64 is one source, an address that
+    /// proved the token is spared, and the log stays a few lines.
+    #[test]
+    fn many_sources_share_one_budget_and_a_proven_address_is_spared() {
+        let adm = Admission::default();
+        let honest: IpAddr = [127, 0, 0, 1].into();
+        adm.proved(honest);
+        let mut checked = 0;
+        for i in 0..1000u32 {
+            let ip: IpAddr = std::net::Ipv4Addr::from(0x7f00_0100 + i).into();
+            for _ in 0..5 {
+                if adm.may_authenticate(ip).is_ok() {
+                    checked += 1;
+                    adm.failed_authentication(ip);
+                }
+            }
+        }
+        assert!(checked <= GLOBAL_AUTH_BURST as usize + 2, "{checked} guesses checked from 1000 addresses");
+        let throttled = adm.may_authenticate([127, 0, 9, 9].into()).unwrap_err();
+        assert!(throttled.server_wide, "{throttled:?}");
+        assert!(adm.may_authenticate(honest).is_ok(), "the address that proved the token is locked out");
+        // An IPv6 /64 is one source: its 5-guess burst is shared by all its addresses.
+        let fresh = Admission::default();
+        let in_64 = |n: u16| IpAddr::from([0x2001, 0xdb8, 0, 1, n, n, n, n]);
+        let mut ok = 0;
+        for n in 0..50 {
+            if fresh.may_authenticate(in_64(n)).is_ok() {
+                ok += 1;
+                fresh.failed_authentication(in_64(n));
+            }
+        }
+        assert_eq!(ok, AUTH_BURST as usize, "a /64 got {ok} guesses");
+        assert!(fresh.may_authenticate(IpAddr::from([0x2001, 0xdb8, 0, 2, 0, 0, 0, 1])).is_ok(), "another /64");
+        assert_eq!(SourceKey::of(in_64(7)).to_string(), "2001:db8:0:1::/64");
+    }
+
+    #[test]
+    fn failures_of_many_sources_are_one_log_line() {
+        let adm = Admission::default();
+        for i in 0..10u8 {
+            let ip: IpAddr = [10, 0, 0, i].into();
+            adm.failed_authentication(ip);
+            adm.failed_authentication(ip);
+        }
+        // Pretend the interval passed.
+        for e in lock(&adm.failures).values_mut() {
+            e.logged -= FAILURE_LOG_EVERY;
+        }
+        let lines = adm.failure_log();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].contains("from 10 sources"), "{lines:?}");
     }
 }

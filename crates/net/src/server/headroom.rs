@@ -44,11 +44,13 @@ pub(super) fn serve_rr(mut conn: TcpStream, size: usize, session: &SessionInfo, 
 /// refused before it gets a challenge.
 fn authenticate(dl: &mut DeadlineStream, peer: SocketAddr, token: &str, s: &Shared) -> Option<wire::SessionKeys> {
     let ip = peer.ip();
-    if let Err(wait) = s.admission.may_authenticate(ip) {
-        let reason = format!(
-            "too many failed authentications from {ip}: try again in {:.0} s (check --token)",
-            wait.as_secs_f64().ceil()
-        );
+    if let Err(throttled) = s.admission.may_authenticate(ip) {
+        let secs = throttled.wait.as_secs_f64().ceil();
+        let reason = if throttled.server_wide {
+            format!("too many failed authentications on this server, from many addresses: try again in {secs:.0} s")
+        } else {
+            format!("too many failed authentications from {ip}: try again in {secs:.0} s (check --token)")
+        };
         let _ = wire::write_frame(dl, &Reply::Refused { reason });
         return None;
     }
@@ -64,11 +66,13 @@ fn authenticate(dl: &mut DeadlineStream, peer: SocketAddr, token: &str, s: &Shar
         }
         _ => None,
     };
-    if proven.is_none() {
+    if proven.is_some() {
+        s.admission.proved(ip);
+    } else {
         let _ = wire::write_frame(dl, &Reply::Refused { reason: "wrong token (--token)".into() });
         if let Some(line) = s.admission.failed_authentication(ip) {
             (s.cfg.log)(&format!(
-                "{line} (failures from one address are throttled and logged every {:.0}s)",
+                "{line} (failures are throttled per address and server-wide, and logged every {:.0}s)",
                 super::admission::FAILURE_LOG_EVERY.as_secs_f64()
             ));
         }
