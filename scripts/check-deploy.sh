@@ -5,7 +5,9 @@
 #   - `kubectl kustomize` builds the base (every resource parses, the patches apply);
 #   - kubectl decodes each workload into its typed Go object (`set image
 #     --local`): a wrong type is an error, and a misspelt field is dropped by
-#     the decoding, so every field of the manifest must come back out.
+#     the decoding, so every field of the manifest must come back out;
+#   - every Localhost seccomp profile a pod names is in deploy/seccomp/ and
+#     parses (tests/deploy.rs runs the agent under it).
 # What it cannot check: anything the API server or admission decides
 # (quotas, policies, whether the image exists). Prints one line per failure.
 #   bash scripts/check-deploy.sh [K8S_DIR]     (default deploy/k8s)
@@ -22,8 +24,8 @@ kubectl kustomize "$dir" > "$built"
 # and the check below that every workload came back.
 kubectl set image --local -f "$built" '*=headroom-check' -o json 2>&1 > "$decoded" \
   | grep -v -e 'does not have a pod template' -e '^$' >&2 || true
-python3 - "$built" "$decoded" <<'PY'
-import json, sys, yaml
+python3 - "$built" "$decoded" "deploy/seccomp" <<'PY'
+import json, os, sys, yaml
 
 built = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
 text = open(sys.argv[2]).read()
@@ -49,6 +51,25 @@ def missing(src, out, path):
     return []
 
 failed = False
+def profiles(v):
+    """localhostProfile names anywhere under v."""
+    if isinstance(v, dict):
+        if v.get("type") == "Localhost":
+            yield v.get("localhostProfile", "")
+        for x in v.values():
+            yield from profiles(x)
+    elif isinstance(v, list):
+        for x in v:
+            yield from profiles(x)
+
+for obj in built:
+    for name in profiles(obj):
+        path = os.path.join(sys.argv[3], os.path.basename(name))
+        try:
+            json.load(open(path))["defaultAction"]
+        except (OSError, ValueError, KeyError) as e:
+            print(f"check-deploy: seccomp profile {name} of {obj['kind']}/{obj['metadata']['name']}: {e}", file=sys.stderr)
+            failed = True
 for obj in built:
     kind, name = obj["kind"], obj["metadata"]["name"]
     if kind not in ("DaemonSet", "Deployment", "StatefulSet", "Job", "CronJob", "Pod"):

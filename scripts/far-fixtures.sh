@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes the far-end verdict fixtures (crates/analysis/tests/fixtures/far-*.json)
 # from real runs of `headroom run --server ... --remote-path ...` on this
-# machine, each with one hop of the path made the narrow one (LAB.md):
+# machine, each with one hop of the path made the narrow one (docs/reference/lab.md):
 #
 #   far-disk-bound  the server's allowed directory on an ext4 loop device
 #                   held to 40 MB/s by a blkio throttle; loopback network
@@ -93,7 +93,7 @@ ip netns add "$NS"
 ip link add "$DEV_C" type veth peer name "$DEV_S" netns "$NS"
 ip addr add "$ADDR_C/24" dev "$DEV_C" && ip link set "$DEV_C" up
 ip -n "$NS" addr add "$ADDR_S/24" dev "$DEV_S" && ip -n "$NS" link set "$DEV_S" up && ip -n "$NS" link set lo up
-rate=984390kbit # 1e9 x 1514/1538: tbf counts no preamble or gap (LAB.md)
+rate=984390kbit # 1e9 x 1514/1538: tbf counts no preamble or gap (docs/reference/lab.md)
 tc qdisc replace dev "$DEV_C" root tbf rate $rate burst 500000 latency 20ms
 ip netns exec "$NS" tc qdisc replace dev "$DEV_S" root tbf rate $rate burst 500000 latency 20ms
 serve "$NS" "$ADDR_S" "$DIR"

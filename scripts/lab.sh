@@ -12,7 +12,7 @@
 #                                    Ctrl-C (or Enter) removes it all. RATE shapes the link (tbf).
 #
 # tbf counts frames from the MAC header on, so TCP goodput through `tbf rate R`
-# is R x (MTU-52)/(MTU+14): 956.4 Mb/s at 1gbit/MTU 1500 (LAB.md). Needs root.
+# is R x (MTU-52)/(MTU+14): 956.4 Mb/s at 1gbit/MTU 1500 (docs/reference/lab.md). Needs root.
 set -euo pipefail
 NS_A=hrlab-a NS_B=hrlab-b DEV_A=hrlab0 DEV_B=hrlab1 ADDR_A=198.18.200.1 ADDR_B=198.18.200.2
 HEADROOM=${HEADROOM:-$(dirname "$0")/../target/release/headroom}

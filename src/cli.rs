@@ -14,7 +14,11 @@ Exit codes:
   0  ok
   1  measured, but a goal (--goal) was missed
   2  usage error (bad flag, spec or value) or runtime error
-  130  stopped by Ctrl-C (what was measured is printed, test files are removed)";
+  130  stopped by Ctrl-C (what was measured is printed, test files are removed)
+  143  stopped by SIGTERM (systemd, Kubernetes, kill), with the same cleanup
+  129  stopped by SIGHUP (the terminal went away), with the same cleanup
+With --json, a failure that printed no result prints {\"error\": \"...\", \"code\": N} on stdout
+(the error line stays on stderr).";
 
 #[derive(Parser, Debug)]
 #[command(
@@ -87,10 +91,20 @@ fn parse_from(args: impl IntoIterator<Item = OsString>) -> Result<Cli, ExitCode>
             ExitCode::SUCCESS
         }
         _ => {
-            eprintln!("headroom: error: {}", one_line(&e, &cmd, &args));
+            let line = one_line(&e, &cmd, &args);
+            eprintln!("headroom: error: {line}");
+            if asks_for_json(&args) {
+                crate::output::json_error(&line, 2);
+            }
             ExitCode::from(2)
         }
     })
+}
+
+/// Whether `--json` is among the flags (before a `--`): clap failed, so
+/// the parsed flags are not there to ask.
+fn asks_for_json(args: &[OsString]) -> bool {
+    args.iter().skip(1).take_while(|a| *a != "--").any(|a| a == "--json")
 }
 
 /// Lets a flag's value start with `-` (`--size -1G`, `--time -5s`), so the

@@ -2,8 +2,9 @@
 //! physical ceiling of every hop, and name the bottleneck.
 //!
 //! Exit codes: 0 ok; 1 measured, but a goal (`--goal`) was missed; 2 usage or
-//! runtime error; 130 stopped by Ctrl-C (or SIGTERM/SIGHUP), after printing
-//! what was measured and removing the test files.
+//! runtime error; 130, 143, 129 stopped by Ctrl-C, SIGTERM, SIGHUP, after
+//! printing what was measured and removing the test files. With `--json`, a
+//! failure that printed no document prints `{"error": ..., "code": ...}`.
 
 mod cli;
 mod commands;
@@ -23,19 +24,28 @@ fn main() -> ExitCode {
         Err(code) => return code,
     };
     let out = Output::from_env(&cli.global);
-    let outcome = match dispatch(cli.command, &out) {
-        Ok(code) => code.into(),
-        Err(e) => {
-            out.error(&e);
-            Outcome::Error.into()
-        }
-    };
+    let result = dispatch(cli.command, &out);
     // Commands report a stop as they see fit (figures so far, an error);
-    // the exit code says it was Ctrl-C, whatever they returned.
-    if signals::interrupted() {
-        return ExitCode::from(signals::INTERRUPTED_EXIT);
+    // the exit code says which signal it was, whatever they returned.
+    let code = match (signals::interrupted_exit(), &result) {
+        (Some(code), _) => code,
+        (None, Ok(outcome)) => outcome.code(),
+        (None, Err(_)) => Outcome::Error.code(),
+    };
+    match result {
+        Err(e) => out.error(&e, code),
+        // A stop before any result, or a failure the command reported on
+        // stderr itself: a script reading --json still gets an object.
+        Ok(_) if out.json && code >= 2 => {
+            let why = match signals::interrupted_exit() {
+                Some(_) => "stopped by a signal before a result was printed",
+                None => "failed before a result was printed; stderr says why",
+            };
+            output::json_error(why, code);
+        }
+        Ok(_) => {}
     }
-    outcome
+    ExitCode::from(code)
 }
 
 /// Runs one subcommand; errors are printed by `main` and exit 2.

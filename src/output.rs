@@ -2,10 +2,9 @@
 //! errors on stderr, and the exit code. Presenters decide layout; this decides
 //! the channel.
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 use std::io::IsTerminal;
 use std::path::Path;
-use std::process::ExitCode;
 
 /// How a command ended; maps to the documented exit codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,17 +17,46 @@ pub enum Outcome {
     Error,
 }
 
-impl From<Outcome> for ExitCode {
-    fn from(o: Outcome) -> Self {
-        ExitCode::from(match o {
+impl Outcome {
+    /// The exit code.
+    pub fn code(self) -> u8 {
+        match self {
             Outcome::Ok => 0,
             Outcome::GoalMissed => 1,
             Outcome::Error => 2,
-        })
+        }
     }
 }
 
-/// Output settings resolved from flags, NO_COLOR and whether stdout/stderr are terminals.
+/// `--color WHEN`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum ColorChoice {
+    /// Colour when stdout is a terminal, unless NO_COLOR says no or CLICOLOR_FORCE says yes.
+    #[default]
+    Auto,
+    /// Colour even into a pipe or file (`| less -R`).
+    Always,
+    /// No colour.
+    Never,
+}
+
+/// Whether stdout gets colour. A flag beats the environment; in the
+/// environment NO_COLOR (no-color.org) beats CLICOLOR_FORCE, and CLICOLOR=0
+/// turns off what a terminal would get (bixense.com/clicolors): the order
+/// the anstream crate, and so cargo and clap, follow.
+fn resolve_color(choice: ColorChoice, no_color_flag: bool, env: impl Fn(&str) -> Option<String>, tty: bool) -> bool {
+    let set = |name: &str| env(name).is_some_and(|v| !v.is_empty());
+    match choice {
+        _ if no_color_flag => false,
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto if set("NO_COLOR") => false,
+        ColorChoice::Auto if set("CLICOLOR_FORCE") && env("CLICOLOR_FORCE").as_deref() != Some("0") => true,
+        ColorChoice::Auto => tty && env("CLICOLOR").as_deref() != Some("0"),
+    }
+}
+
+/// Output settings resolved from flags, the colour variables and whether stdout/stderr are terminals.
 #[derive(Debug, Clone)]
 pub struct Output {
     pub json: bool,
@@ -40,23 +68,29 @@ pub struct Output {
 
 impl Output {
     pub fn from_env(g: &GlobalArgs) -> Self {
-        let no_color_env = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let env = |name: &str| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned());
+        // The progress bars' bold labels on stderr follow the same rule.
+        console::set_colors_enabled_stderr(resolve_color(g.color, g.no_color, env, std::io::stderr().is_terminal()));
         Output {
             json: g.json,
             iec: g.iec,
-            color: !g.no_color && !no_color_env && std::io::stdout().is_terminal(),
+            color: resolve_color(g.color, g.no_color, env, std::io::stdout().is_terminal()),
             progress: !g.quiet && std::io::stderr().is_terminal(),
         }
     }
 
     /// Prints an error as one line (plus its causes) on stderr; a peer's or
-    /// a file's words in it cannot drive the terminal.
-    pub fn error(&self, e: &anyhow::Error) {
-        let mut text = format!("headroom: error: {e}");
+    /// a file's words in it cannot drive the terminal. With `--json` it also
+    /// goes to stdout as `{"error": ..., "code": ...}` (see [`json_error`]).
+    pub fn error(&self, e: &anyhow::Error, code: u8) {
+        let mut text = e.to_string();
         for cause in e.chain().skip(1) {
             text += &format!(": {cause}");
         }
-        eprintln!("{}", headroom_report::terminal_safe(&text, false));
+        eprintln!("headroom: error: {}", headroom_report::terminal_safe(&text, false));
+        if self.json {
+            json_error(&text, code);
+        }
     }
 
     /// Prints presenter text on stdout, control characters from outside
@@ -77,6 +111,26 @@ impl Output {
     }
 }
 
+/// Whether anything was written to stdout (by [`write_stdout`]).
+static STDOUT_USED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// With `--json`, a command that fails before its document is printed
+/// prints `{"error": MESSAGE, "code": EXIT_CODE}` instead, as iperf3 -J
+/// does, so a script reading stdout sees why (the stderr line stays). After
+/// a document was printed nothing is added: stdout holds one JSON value.
+pub fn json_error(message: &str, code: u8) {
+    if STDOUT_USED.load(std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
+    #[derive(serde::Serialize)]
+    struct JsonError<'a> {
+        error: &'a str,
+        code: u8,
+    }
+    let doc = serde_json::to_string_pretty(&JsonError { error: message, code }).expect("a string and a number");
+    write_stdout(&(doc + "\n"));
+}
+
 /// Writes to stdout. A reader that went away (`headroom ... | head`) is not
 /// an error: the rest of the output is dropped and the command finishes as
 /// it would have (cleanup, exit code), where `print!` would panic. SIGPIPE
@@ -89,6 +143,7 @@ pub fn write_stdout(text: &str) {
     if READER_GONE.load(std::sync::atomic::Ordering::Relaxed) {
         return;
     }
+    STDOUT_USED.store(true, std::sync::atomic::Ordering::SeqCst);
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
@@ -108,7 +163,10 @@ pub struct GlobalArgs {
     /// Also print byte rates in IEC units (MiB/s)
     #[arg(long, global = true)]
     pub iec: bool,
-    /// Never use colour (NO_COLOR in the environment does the same)
+    /// Colour on stdout: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE=1 forces it), always (e.g. `| less -R`), never
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
+    pub color: ColorChoice,
+    /// Never use colour: the same as --color never
     #[arg(long, global = true)]
     pub no_color: bool,
     /// Hide progress bars
@@ -158,4 +216,29 @@ pub fn goal_outcome(results: &[headroom_analysis::GoalResult], out: &Output) -> 
     }
     eprintln!("headroom: goal missed: {}", missed.join(", "));
     Outcome::GoalMissed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn color(choice: ColorChoice, flag: bool, vars: &[(&str, &str)], tty: bool) -> bool {
+        let env = |name: &str| vars.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string());
+        resolve_color(choice, flag, env, tty)
+    }
+
+    #[test]
+    fn colour_follows_flag_then_no_color_then_clicolor() {
+        use ColorChoice::*;
+        assert!(color(Auto, false, &[], true));
+        assert!(!color(Auto, false, &[], false));
+        assert!(color(Always, false, &[("NO_COLOR", "1")], false), "a flag beats the environment");
+        assert!(!color(Always, true, &[], true), "--no-color wins");
+        assert!(!color(Never, false, &[("CLICOLOR_FORCE", "1")], true));
+        assert!(color(Auto, false, &[("CLICOLOR_FORCE", "1")], false));
+        assert!(!color(Auto, false, &[("CLICOLOR_FORCE", "0")], false));
+        assert!(!color(Auto, false, &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")], true));
+        assert!(color(Auto, false, &[("NO_COLOR", "")], true), "an empty NO_COLOR is unset");
+        assert!(!color(Auto, false, &[("CLICOLOR", "0")], true));
+    }
 }

@@ -440,11 +440,172 @@ fn kubernetes_manifests_pass_the_offline_checks() {
     // What the issue asks of the manifests.
     let built = text(&run(Command::new("kubectl").arg("kustomize").arg(repo().join("deploy/k8s"))).stdout);
     for needle in
-        ["kind: DaemonSet", "hostNetwork: true", "hostPath:", "secretKeyRef:", "--allow-path=/bench", "kind: Job"]
+        ["kind: DaemonSet", "hostNetwork: true", "hostPath:", "--token-file=", "--allow-path=/bench", "kind: Job"]
     {
         assert!(built.contains(needle), "{needle} not in the manifests");
     }
     assert!(built.contains("- fleet\n") && built.contains("--hosts=/etc/headroom-fleet/hosts"), "{built}");
+    // A seccomp profile the pod names but the repository lacks is caught.
+    std::fs::write(&ds, good.replace("profiles/headroom.json", "profiles/nope.json")).unwrap();
+    let o = check(bad.path());
+    assert!(!o.status.success() && text(&o.stderr).contains("nope.json"), "{}", text(&o.stderr));
+}
+
+/// The built manifests as JSON objects (kustomize's YAML read by python3's yaml, as check-deploy.sh does).
+fn built_manifests() -> Vec<serde_json::Value> {
+    let built = run(Command::new("kubectl").arg("kustomize").arg(repo().join("deploy/k8s")));
+    assert!(built.status.success(), "kubectl kustomize: {}", text(&built.stderr));
+    let mut py = Command::new("python3")
+        .args(["-c", "import sys, yaml, json; print(json.dumps([d for d in yaml.safe_load_all(sys.stdin) if d]))"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    py.stdin.take().unwrap().write_all(&built.stdout).unwrap();
+    let o = py.wait_with_output().unwrap();
+    serde_json::from_slice(&o.stdout).expect("the manifests as JSON")
+}
+
+fn agent_daemonset() -> serde_json::Value {
+    built_manifests().into_iter().find(|d| d["kind"] == "DaemonSet").expect("the agent DaemonSet")
+}
+
+/// `python3 scripts/seccomp-exec.py [EXTRA...] deploy/seccomp/headroom.json -- headroom ARGS`.
+fn under_profile(extra: &[&str], args: &[String]) -> Command {
+    let mut c = Command::new("python3");
+    c.arg(repo().join("scripts/seccomp-exec.py"))
+        .args(extra)
+        .arg(repo().join("deploy/seccomp/headroom.json"))
+        .arg("--")
+        .arg(headroom_bin())
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env_remove("HEADROOM_TOKEN");
+    c
+}
+
+fn disk_engine(o: &Output) -> String {
+    assert!(o.status.success(), "headroom disk: {}", stderr(o));
+    let doc = headroom_result::ResultDoc::from_json(&text(&o.stdout)).expect("a result document");
+    match &doc.probes[0].spec {
+        headroom_result::ProbeSpec::Disk(spec) => spec.engine.clone(),
+        other => panic!("not a disk probe: {other:?}"),
+    }
+}
+
+const SHORT_DISK: [&str; 9] = ["--rw", "randread", "--size", "16M", "--time", "1s", "--ramp", "0s", "--json"];
+
+/// The DaemonSet's agent as the kubelet would start it, without a cluster:
+/// its container's own arguments and environment, as user 65534 under the
+/// seccomp profile the pod names, the token read from a Secret volume laid
+/// out as the kubelet lays it out (root:65534, mode 0440, behind `..data`),
+/// the bench directory owned as the init container leaves it. A client then
+/// runs a disk probe there: io_uring, not the psync a runtime's default
+/// profile would leave.
+#[test]
+fn the_agent_daemonset_serves_as_non_root_under_its_seccomp_profile_with_io_uring() {
+    headroom_lab::require_root!();
+    headroom_lab::require_program!("kubectl");
+    let ds = agent_daemonset();
+    let pod = &ds["spec"]["template"]["spec"];
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true, "{pod}");
+    assert_eq!(pod["securityContext"]["runAsUser"], 65534);
+    assert_eq!(pod["securityContext"]["seccompProfile"]["type"], "Localhost");
+    assert_eq!(pod["securityContext"]["seccompProfile"]["localhostProfile"], "profiles/headroom.json");
+    let serve = &pod["containers"][0];
+    let sc = &serve["securityContext"];
+    assert!(
+        sc["runAsUser"].is_null() && sc["capabilities"]["add"].is_null(),
+        "the agent gets no root, no capability: {sc}"
+    );
+    assert_eq!(sc["capabilities"]["drop"], serde_json::json!(["ALL"]));
+    assert!(!serve.to_string().contains("HEADROOM_TOKEN"), "the token comes from a file, not the environment: {serve}");
+    let token_volume =
+        pod["volumes"].as_array().unwrap().iter().find(|v| v["name"] == "token").expect("a token volume");
+    assert_eq!(token_volume["secret"]["secretName"], "headroom-token");
+    assert_eq!(token_volume["secret"]["defaultMode"], 0o440);
+    let mount = serve["volumeMounts"].as_array().unwrap().iter().find(|m| m["name"] == "token").unwrap();
+    let mount_path = mount["mountPath"].as_str().unwrap();
+
+    // The node as the kubelet and the init container leave it.
+    let base = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let creds = base.path().join("credentials");
+    let data = creds.join("..2026_01_01_00_00_00.1");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("token"), "k8s-s3cret").unwrap();
+    std::os::unix::fs::symlink("..2026_01_01_00_00_00.1", creds.join("..data")).unwrap();
+    std::os::unix::fs::symlink("..data/token", creds.join("token")).unwrap();
+    std::os::unix::fs::chown(data.join("token"), Some(0), Some(65534)).unwrap();
+    std::fs::set_permissions(data.join("token"), std::fs::Permissions::from_mode(0o440)).unwrap();
+    let bench = base.path().join("bench");
+    std::fs::create_dir(&bench).unwrap();
+    std::os::unix::fs::chown(&bench, Some(65534), Some(65534)).unwrap();
+    std::fs::set_permissions(&bench, std::fs::Permissions::from_mode(0o700)).unwrap();
+
+    let port = free_port();
+    let local = |v: &str| {
+        v.replace(mount_path, creds.to_str().unwrap())
+            .replace("--allow-path=/bench", &format!("--allow-path={}", bench.display()))
+            .replace("--port=5201", &format!("--port={port}"))
+            .replace("--bind=0.0.0.0", "--bind=127.0.0.1")
+    };
+    let args: Vec<String> = serve["args"].as_array().unwrap().iter().map(|a| local(a.as_str().unwrap())).collect();
+    assert!(args.iter().any(|a| a.starts_with("--token-file=")), "{args:?}");
+    let mut cmd = under_profile(&["--user", "65534:65534"], &args);
+    for e in serve["env"].as_array().unwrap() {
+        cmd.env(e["name"].as_str().unwrap(), local(e["value"].as_str().expect("a plain value")));
+    }
+    let mut server = Child(cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap());
+    let started = Instant::now();
+    let mut answered = ping(port, "k8s-s3cret");
+    while !answered.status.success() {
+        if let Some(status) = server.0.try_wait().unwrap() {
+            let mut err = String::new();
+            std::io::Read::read_to_string(server.0.stderr.as_mut().unwrap(), &mut err).unwrap();
+            panic!("the agent exited ({status}): {err}");
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "no answer: {}", stderr(&answered));
+        std::thread::sleep(Duration::from_millis(200));
+        answered = ping(port, "k8s-s3cret");
+    }
+    let remote = format!("127.0.0.1:{port}");
+    let o = headroom_plain()
+        .args(["disk", bench.to_str().unwrap(), "--remote", &remote, "--token", "k8s-s3cret"])
+        .args(SHORT_DISK)
+        .output()
+        .unwrap();
+    assert_eq!(disk_engine(&o), "io_uring", "the profile lets io_uring through");
+    assert_eq!(std::fs::read_dir(&bench).unwrap().count(), 0, "the agent removed its test file");
+    drop(server);
+}
+
+/// What the profile is for: the same disk probe under it plus the
+/// io_uring denial of containerd 2.0's and Docker 25's default profiles
+/// runs on psync, and the result says so; --engine io_uring then refuses.
+/// The profile is applied (a call it denies fails), and io_uring runs
+/// under the profile alone.
+#[test]
+fn without_the_profile_a_runtime_default_leaves_psync_and_the_result_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap().to_string();
+    let disk = |extra: &[&str], engine: &str| {
+        let args: Vec<String> =
+            ["disk", &d, "--engine", engine].iter().chain(SHORT_DISK.iter()).map(|s| s.to_string()).collect();
+        run(&mut under_profile(extra, &args))
+    };
+    let runtime_default = ["--deny", "io_uring_setup,io_uring_enter,io_uring_register"];
+    assert_eq!(disk_engine(&disk(&runtime_default, "auto")), "psync");
+    let o = disk(&runtime_default, "io_uring");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("io_uring is not available"), "{}", stderr(&o));
+    assert_eq!(disk_engine(&disk(&[], "auto")), "io_uring");
+    let o = run(Command::new("python3")
+        .arg(repo().join("scripts/seccomp-exec.py"))
+        .arg(repo().join("deploy/seccomp/headroom.json"))
+        .args(["--", "unshare", "--user", "true"]));
+    assert!(!o.status.success() && text(&o.stderr).contains("not permitted"), "{}", text(&o.stderr));
 }
 
 // ---------------------------------------------------------------- Prometheus and Grafana
@@ -480,7 +641,7 @@ fn promql_metric_names(expr: &str) -> BTreeSet<String> {
 fn soak_metrics_pass_promtool_and_the_dashboard_uses_only_them() {
     headroom_lab::require_program!("promtool");
     // A soak of a disk and a net probe against a server that then goes
-    // away: every family the dashboard shows gets series (throughput, IOPS,
+    // away: every family the dashboard shows gets series (bytes, operations,
     // the latency histogram, samples, a server_outage detection, the cycle).
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("soak.sqlite");
@@ -567,12 +728,32 @@ fn soak_metrics_pass_promtool_and_the_dashboard_uses_only_them() {
     }
     assert!(unknown.is_empty(), "the dashboard queries metrics the endpoint does not export: {unknown:?}");
     for wanted in [
-        "headroom_soak_throughput_bytes_per_second",
+        "headroom_soak_bytes_total",
+        "headroom_soak_operations_total",
+        "headroom_soak_measured_seconds_total",
         "headroom_soak_latency_seconds_bucket",
         "headroom_soak_detections_total",
     ] {
         assert!(exprs.iter().any(|e| e.contains(wanted)), "the dashboard shows no {wanted}");
     }
+    // A counter is only read through rate() or increase(): its raw value is
+    // a running total, not a figure.
+    for e in &exprs {
+        for name in promql_metric_names(e).iter().filter(|n| n.ends_with("_total") || n.ends_with("_bucket")) {
+            let wrapped = ["rate(", "increase("].iter().any(|f| e.contains(&format!("{f}{name}")));
+            assert!(wrapped, "{name} read without rate() or increase() in {e}");
+        }
+    }
+    // Counters for rate(), not gauges of the last sample (a 15 s scrape saw
+    // one second in fifteen), and the build's version.
+    for family in
+        ["headroom_soak_bytes_total", "headroom_soak_operations_total", "headroom_soak_measured_seconds_total"]
+    {
+        assert!(exposition.contains(&format!("# TYPE {family} counter\n")), "{family} is not a counter: {exposition}");
+    }
+    assert!(!exposition.contains("_per_second") && !exposition.contains("headroom_soak_iops"), "{exposition}");
+    let version = format!("headroom_build_info{{host=\"agent-7\",version=\"{}\"}} 1\n", env!("CARGO_PKG_VERSION"));
+    assert!(exposition.contains(&version), "{version} in {exposition}");
     let vars = dashboard["templating"]["list"].as_array().unwrap();
     assert!(vars.iter().any(|v| v["name"] == "host"), "a host variable");
 

@@ -1,6 +1,6 @@
 //! headroom and stock fio agree on the same file: QD1 4K random reads with
 //! O_DIRECT, interleaved fio/headroom five times, medians within a generous
-//! margin (other builds share this disk and CPU) (the lab's virtual disk is steady at QD1; see LAB.md). The bench
+//! margin (other builds share this disk and CPU) (the lab's virtual disk is steady at QD1; see docs/reference/lab.md). The bench
 //! benches/disk_vs_fio.sh holds the tighter performance comparison.
 
 use headroom_result::ResultDoc;

@@ -299,7 +299,7 @@ fn sigkill_loses_at_most_the_last_second_and_resume_records_the_gap() {
     wait_for_samples(&db, 2);
     let metrics = scrape(port).expect("metrics answer while the soak runs");
     // Every series also carries host= (this machine's hostname by default).
-    for family in ["headroom_soak_throughput_bytes_per_second", "headroom_soak_samples_total"] {
+    for family in ["headroom_soak_bytes_total", "headroom_soak_operations_total", "headroom_soak_samples_total"] {
         let series = format!("{family}{{host=\"");
         assert!(
             metrics.lines().any(|l| l.starts_with(&series) && l.contains(",probe=\"write\"}")),

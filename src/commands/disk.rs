@@ -308,7 +308,7 @@ pub fn run(args: &DiskArgs, out: &Output) -> anyhow::Result<Outcome> {
         bail!(e);
     }
     if stop.load(Ordering::Relaxed) {
-        eprintln!("headroom: stopped by Ctrl-C; the figures above cover what was measured");
+        eprintln!("headroom: stopped by a signal; the figures above cover what was measured");
         return Ok(Outcome::Error);
     }
     Ok(crate::output::goal_outcome(&goal_results, out))

@@ -183,7 +183,7 @@ pub fn run(args: &FleetArgs, out: &Output) -> anyhow::Result<Outcome> {
         out.print(&headroom_report::present::fleet::render(&doc, out.style()));
     }
     if stop.load(Ordering::Relaxed) {
-        eprintln!("headroom: stopped by Ctrl-C; the figures above cover what was measured");
+        eprintln!("headroom: stopped by a signal; the figures above cover what was measured");
         return Ok(Outcome::Error);
     }
     // A failed host outweighs a missed goal: the sums lack its share.

@@ -22,7 +22,7 @@ use std::time::Duration;
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
   headroom soak --duration 3h --path /mnt/nas              write, read, iops for 3 hours
-  headroom soak --duration 24h --path /mnt/nas --server nas.lan --metrics 0.0.0.0:9464
+  headroom soak --duration 24h --path /mnt/nas --server nas.lan --metrics 0.0.0.0   Prometheus on port 10120
   headroom soak --duration 24h --path /mnt/nas --server nas.lan --remote-path /tank/bench
                                                   the NAS's own disk next to the share and the network
   headroom soak --cycle write --probe-time 60s --db cache.sqlite    write only, one-minute turns
@@ -68,8 +68,8 @@ pub struct SoakArgs {
     /// Continue the interrupted soak in --db (same cycle, paths and server)
     #[arg(long, requires = "db")]
     pub resume: bool,
-    /// Serve Prometheus metrics on ADDR:PORT (e.g. 127.0.0.1:9464)
-    #[arg(long, value_name = "ADDR:PORT")]
+    /// Serve Prometheus metrics on ADDR[:PORT] (port 10120 unless given; e.g. 0.0.0.0, 127.0.0.1:9500)
+    #[arg(long, value_name = "ADDR[:PORT]")]
     pub metrics: Option<String>,
     /// A label on every metric, NAME=VALUE (repeatable) [default: host=this machine's hostname]
     #[arg(long, value_name = "NAME=VALUE", requires = "metrics")]
@@ -98,9 +98,13 @@ impl SoakArgs {
     }
 }
 
+/// `--metrics ADDR[:PORT]`; without a port, headroom_soak::DEFAULT_PORT.
 fn parse_metrics_addr(spec: &str) -> anyhow::Result<SocketAddr> {
-    spec.to_socket_addrs().ok().and_then(|mut a| a.next()).with_context(|| {
-        format!("--metrics '{spec}' is not ADDR:PORT; use e.g. --metrics 127.0.0.1:9464 or --metrics 0.0.0.0:9464")
+    let port = headroom_soak::DEFAULT_PORT;
+    let host = spec.trim_start_matches('[').trim_end_matches(']');
+    let given = spec.to_socket_addrs().ok().and_then(|mut a| a.next());
+    given.or_else(|| (host, port).to_socket_addrs().ok().and_then(|mut a| a.next())).with_context(|| {
+        format!("--metrics '{spec}' is not ADDR[:PORT]; use e.g. --metrics 127.0.0.1 or --metrics 0.0.0.0:{port}")
     })
 }
 
@@ -213,4 +217,21 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
         out.print(&present::summary(&doc, &db.display().to_string(), out.style()));
     }
     Ok(crate::output::goal_outcome(&goal_results, out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_port_defaults_off_opentelemetrys() {
+        let port = headroom_soak::DEFAULT_PORT;
+        assert_eq!(parse_metrics_addr("127.0.0.1").unwrap(), SocketAddr::from(([127, 0, 0, 1], port)));
+        assert_eq!(parse_metrics_addr("[::1]").unwrap(), format!("[::1]:{port}").parse().unwrap());
+        assert_eq!(parse_metrics_addr("::1").unwrap(), format!("[::1]:{port}").parse().unwrap());
+        assert_eq!(parse_metrics_addr("0.0.0.0:9500").unwrap(), "0.0.0.0:9500".parse().unwrap());
+        assert!(parse_metrics_addr("127.0.0.1:http").is_err());
+        // Prometheus's exporter range is full; OpenTelemetry's exporter has 9464.
+        assert!(!(9090..=9999).contains(&port));
+    }
 }

@@ -129,7 +129,7 @@ fn outcome_warnings(outcome: &TestOutcome, bus: Option<&BusCeiling>) -> Vec<Warn
     if outcome.stopped {
         w.push(Warning::new(
             headroom_result::WarningCode::StoppedEarly,
-            "stopped by Ctrl-C: figures cover the time measured until then",
+            "stopped by Ctrl-C, SIGTERM or SIGHUP: figures cover the time measured until then",
         ));
     }
     if let Some(e) = &outcome.error {

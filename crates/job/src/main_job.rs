@@ -72,7 +72,7 @@ pub struct JobSettings {
 #[derive(Debug, thiserror::Error)]
 pub enum JobError {
     /// Ctrl-C: what was measured is not a whole run, so nothing is analysed.
-    #[error("stopped by Ctrl-C before the run finished; nothing was saved")]
+    #[error("stopped (Ctrl-C, SIGTERM or SIGHUP) before the run finished; nothing was saved")]
     Stopped,
     /// One or more network probes failed (each `label: reason`).
     #[error("network probes failed: {}", .0.join("; "))]

@@ -1,5 +1,5 @@
 //! A cgroup v1 `cpu` group with a CFS quota: a CPU of known, small capacity
-//! for the processes put into it (../shared/reference/LAB.md "CPU limits").
+//! for the processes put into it (docs/reference/lab.md "CPU limits").
 //! The group's name is unique to the process; on drop whatever is still in
 //! it moves back to the root group and the group is removed.
 

@@ -1,5 +1,5 @@
 //! The test lab: real disks and real networks for headroom's tests, built from
-//! what a Linux machine offers (see ../shared/reference/LAB.md). Everything it
+//! what a Linux machine offers (see docs/reference/lab.md). Everything it
 //! creates is removed on drop, also when a test fails.
 //!
 //! Used only by tests, benches and scripts; never by the headroom binary.

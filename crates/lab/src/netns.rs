@@ -1,5 +1,5 @@
 //! Network namespaces joined by veth pairs, shaped with tbf: a real network
-//! of known speed inside one machine (../shared/reference/LAB.md).
+//! of known speed inside one machine (docs/reference/lab.md).
 //!
 //! Names carry the process id and a counter, so tests running in parallel
 //! never collide; addresses come from 198.18.0.0/15 (RFC 2544, reserved for

@@ -1,7 +1,7 @@
 //! The link catalog: every link and bus technology headroom knows, with the
 //! names users type for it.
 //!
-//! Two naming conventions meet here (LINKS.md, "the one rule"): Ethernet is
+//! Two naming conventions meet here (docs/reference/links.md, "the one rule"): Ethernet is
 //! named by its usable data rate (the line rate above it absorbs encoding and
 //! FEC), while Fibre Channel, SATA, SAS, PCIe, USB and InfiniBand SDR..FDR are
 //! named by their signalling rate, so the line encoding comes off the name.

@@ -1,6 +1,6 @@
 //! The limits model: what each link and bus can carry, and what protocols
 //! leave of it. Pure arithmetic, no I/O, so every figure is unit-tested
-//! against published numbers (../shared/reference/LINKS.md).
+//! against published numbers (docs/reference/links.md).
 //!
 //! - [`mod@catalog`]: link technologies (Ethernet, Fibre Channel, SATA, SAS, PCIe,
 //!   USB/Thunderbolt, InfiniBand) with the aliases users type, their signalling

@@ -1,5 +1,5 @@
 //! What a Linux `tbf` shaper lets through, so the test lab knows the true
-//! ceiling of a shaped veth (../shared/reference/LAB.md).
+//! ceiling of a shaped veth (docs/reference/lab.md).
 //!
 //! tbf counts each frame from the MAC header on: the 14-byte Ethernet header
 //! plus the IP packet, without FCS, preamble or inter-frame gap. So `tbf rate

@@ -1,5 +1,5 @@
 //! Every catalog entry and formula checked against the figures of
-//! ../shared/reference/LINKS.md and LAB.md.
+//! docs/reference/links.md and lab.md.
 
 use headroom_limits::*;
 
@@ -225,7 +225,7 @@ fn framing_details() {
 fn tbf_ceilings_match_lab_measurements() {
     let f = Framing::default();
     assert_close(tbf_tcp_goodput_bits(1e9, &f), 956.4e6, 1e-4);
-    // LAB.md: stock iperf3 measured 956.5 / 2391 / 992.6 / 2481 Mb/s.
+    // docs/reference/lab.md: stock iperf3 measured 956.5 / 2391 / 992.6 / 2481 Mb/s.
     assert_close(tbf_tcp_goodput_bits(2.5e9, &f), 2391e6, 2e-3);
     let jumbo = Framing { mtu: 9000, ..f };
     assert_close(tbf_tcp_goodput_bits(1e9, &jumbo), 992.6e6, 1e-3);

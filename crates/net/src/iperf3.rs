@@ -1,5 +1,5 @@
 //! The iperf3 control protocol, as stock iperf3 3.x speaks it (see
-//! ../shared/reference/IPERF3.md): the 37-byte cookie, one-byte states,
+//! docs/reference/iperf3.md): the 37-byte cookie, one-byte states,
 //! length-prefixed JSON, the parameter and results documents and the UDP
 //! hello. Shared by our iperf3 client (`client/iperf3.rs`) and the
 //! server's iperf3 side (`server/`).

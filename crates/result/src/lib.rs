@@ -1,7 +1,7 @@
 //! The result document, `headroom.result/v1`: the spine of headroom.
 //!
 //! Engines (disk, net, cpu, sys) fill it; analysis, presenters, `compare` and
-//! `report` read only it. Field names are fixed by DESIGN.md: add fields freely
+//! `report` read only it. Field names are fixed by docs/design.md: add fields freely
 //! (optional, with serde defaults so old files keep loading), never rename or
 //! drop one without bumping [`SCHEMA`]. The JSON Schema in
 //! `docs/schema/result-v1.json` is generated from these types and a test fails

@@ -1,4 +1,4 @@
-//! headroom-runner: the Runner of DESIGN.md ("Data flow").
+//! headroom-runner: the Runner of docs/design.md ("Data flow").
 //!
 //! What it owns:
 //! - the probe request ([`ProbeRequest`]): plain serde data saying which

@@ -16,7 +16,7 @@ pub fn unix_now() -> f64 {
 /// samples, never shorter than 100 ms (each sample must hold enough
 /// operations to mean something, and a progress sink gets one per sample)
 /// nor longer than a second (every probe records per-second samples at
-/// least; DESIGN.md). A 2 s test gets 100 ms samples, a 5 s one 250 ms, a
+/// least; docs/design.md). A 2 s test gets 100 ms samples, a 5 s one 250 ms, a
 /// minute-long one 1 s.
 pub fn sample_interval_for(time: Duration) -> Duration {
     (time / 20).clamp(Duration::from_millis(100), Duration::from_secs(1))

@@ -38,7 +38,7 @@ mod watch;
 
 pub use doc::{load_result, result_from_store, SampleDetail};
 pub use leftovers::{mark_removed, prepare, remove_left_test_files, LeftFile, Prepared, TestFile};
-pub use metrics::{parse_labels, LabelError, Metrics};
+pub use metrics::{parse_labels, LabelError, Metrics, DEFAULT_PORT};
 pub use run::{run_cycles, LiveSample, LoopSettings, ProbeFailure, ProbeOutcome, SoakEvent, StopReason, Turn};
 pub use setup::{default_db, discard_new, open, FlagError, Opened, Schedule, SetupError, SoakFlags, DEFAULT_SIZE};
 pub use store::{EventRow, SampleRow, SoakConfig, SoakInfo, Store, StoreError};

@@ -1,8 +1,14 @@
-//! Prometheus metrics of a running soak (`--metrics ADDR:PORT`), so it can be
-//! watched in Grafana: current throughput and IOPS per probe, a latency
-//! histogram per probe, and counters of samples and detections, every one
-//! carrying the constant labels the soak was given (`host=` at least, so one
-//! dashboard tells a fleet's agents apart).
+//! Prometheus metrics of a running soak (`--metrics ADDR[:PORT]`), so it can
+//! be watched in Grafana: counters of bytes and operations per probe (for
+//! `rate()`: a gauge of the last 1-second sample would show a 15 s scrape one
+//! second in fifteen), a latency histogram per probe, counters of samples and
+//! detections, and `headroom_build_info`, every one carrying the constant
+//! labels the soak was given (`host=` at least, so one dashboard tells a
+//! fleet's agents apart).
+//!
+//! The default port is [`DEFAULT_PORT`]: 9100-9999, Prometheus's exporter
+//! range, has been fully allocated since 2023 and 9464 (used before) is
+//! OpenTelemetry's Prometheus exporter's default, so it is one outside both.
 //!
 //! The registry and text encoding are the prometheus-client crate's. The
 //! HTTP side is a few lines on std's TcpListener (why: one GET, no TLS, no
@@ -45,6 +51,16 @@ pub struct KindLabel {
     /// analysis: periodic_dips, latency_drift, link_flaps, write_cliff, ...
     pub kind: String,
 }
+
+/// Labels of `headroom_build_info`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BuildLabel {
+    /// headroom's version.
+    pub version: String,
+}
+
+/// The port `--metrics ADDR` listens on when none is given.
+pub const DEFAULT_PORT: u16 = 10120;
 
 /// Upper bounds (seconds) of the latency histogram: 10 us .. 10 s.
 const LATENCY_BOUNDS_S: [f64; 13] =
@@ -103,8 +119,9 @@ impl EncodeMetric for MergedHistogram {
 #[derive(Clone)]
 pub struct Metrics {
     registry: Arc<Registry>,
-    throughput: Family<ProbeLabel, Gauge<f64, AtomicU64>>,
-    iops: Family<ProbeLabel, Gauge<f64, AtomicU64>>,
+    bytes: Family<ProbeLabel, Counter>,
+    operations: Family<ProbeLabel, Counter>,
+    measured: Family<ProbeLabel, Counter<f64, AtomicU64>>,
     latency: Family<ProbeLabel, MergedHistogram>,
     samples: Family<ProbeLabel, Counter>,
     detections: Family<KindLabel, Counter>,
@@ -178,35 +195,56 @@ impl Metrics {
     /// Metrics whose every series carries `labels` (checked by [`parse_labels`]).
     pub fn with_labels(labels: Vec<(String, String)>) -> Metrics {
         let labels = labels.into_iter().map(|(n, v)| (Cow::Owned(n), Cow::Owned(v)));
-        let mut registry = Registry::with_prefix_and_labels("headroom_soak", labels);
-        let throughput = Family::<ProbeLabel, Gauge<f64, AtomicU64>>::default();
-        let iops = Family::<ProbeLabel, Gauge<f64, AtomicU64>>::default();
+        // No prefix: headroom_build_info is not a soak_ metric.
+        let mut registry = Registry::with_labels(labels);
+        let bytes = Family::<ProbeLabel, Counter>::default();
+        let operations = Family::<ProbeLabel, Counter>::default();
+        let measured = Family::<ProbeLabel, Counter<f64, AtomicU64>>::default();
         let latency = Family::<ProbeLabel, MergedHistogram>::default();
         let samples = Family::<ProbeLabel, Counter>::default();
         let detections = Family::<KindLabel, Counter>::default();
         let findings = Family::<KindLabel, Gauge>::default();
         let cycle = Gauge::default();
+        let build = Family::<BuildLabel, Gauge>::default();
         registry.register(
-            "throughput_bytes_per_second",
-            "Payload bytes per second of the last sample",
-            throughput.clone(),
+            "headroom_soak_bytes",
+            "Payload bytes moved by the probe (rate() gives bytes per second)",
+            bytes.clone(),
         );
-        registry.register("iops", "Operations per second of the last sample", iops.clone());
-        registry.register("latency_seconds", "Per-operation latency, merged per cycle", latency.clone());
-        registry.register("samples", "Per-second samples recorded", samples.clone());
-        registry.register("detections", "Events as they happen: flap, server_outage, probe_error", detections.clone());
         registry.register(
-            "findings",
+            "headroom_soak_operations",
+            "I/O operations of the probe (rate() gives IOPS); probes that count none have no series",
+            operations.clone(),
+        );
+        // The probes of a cycle take turns: rate(bytes) averages a probe's
+        // idle turns in, rate(bytes) / rate(measured seconds) does not.
+        registry.register(
+            "headroom_soak_measured_seconds",
+            "Seconds the probe was measured; divide the rates of the other counters by its rate for per-second figures while it ran",
+            measured.clone(),
+        );
+        registry.register("headroom_soak_latency_seconds", "Per-operation latency, merged per cycle", latency.clone());
+        registry.register("headroom_soak_samples", "Per-second samples recorded", samples.clone());
+        registry.register(
+            "headroom_soak_detections",
+            "Events as they happen: flap, server_outage, probe_error",
+            detections.clone(),
+        );
+        registry.register(
+            "headroom_soak_findings",
             "Findings of the soak's analysis so far, redone every minute: periodic_dips, latency_drift, \
              link_flaps, write_cliff, write_decline, ...",
             findings.clone(),
         );
-        registry.register("cycle", "Number of the running cycle", cycle.clone());
+        registry.register("headroom_soak_cycle", "Number of the running cycle", cycle.clone());
+        registry.register("headroom_build_info", "headroom's version; always 1", build.clone());
+        build.get_or_create(&BuildLabel { version: env!("CARGO_PKG_VERSION").to_string() }).set(1);
         let finding_kinds = Arc::new(Mutex::new(USUAL_FINDINGS.iter().map(|k| k.to_string()).collect()));
         let metrics = Metrics {
             registry: Arc::new(registry),
-            throughput,
-            iops,
+            bytes,
+            operations,
+            measured,
             latency,
             samples,
             detections,
@@ -222,13 +260,18 @@ impl Metrics {
         ProbeLabel { probe: probe.to_string() }
     }
 
-    /// One per-second sample of a probe.
-    pub fn sample(&self, probe: &str, bytes_per_sec: f64, iops: Option<f64>) {
-        self.throughput.get_or_create(&Self::label(probe)).set(bytes_per_sec);
+    /// One sample of a probe: `interval` long, at `bytes_per_sec` and `iops`.
+    /// The counters get what the interval moved (the engines' rates are
+    /// counts over the interval, so this gives the counts back).
+    pub fn sample(&self, probe: &str, interval: Duration, bytes_per_sec: f64, iops: Option<f64>) {
+        let label = Self::label(probe);
+        let count = |rate: f64| (rate * interval.as_secs_f64()).round().max(0.0) as u64;
+        self.bytes.get_or_create(&label).inc_by(count(bytes_per_sec));
         if let Some(v) = iops {
-            self.iops.get_or_create(&Self::label(probe)).set(v);
+            self.operations.get_or_create(&label).inc_by(count(v));
         }
-        self.samples.get_or_create(&Self::label(probe)).inc();
+        self.measured.get_or_create(&label).inc_by(interval.as_secs_f64());
+        self.samples.get_or_create(&label).inc();
     }
 
     /// A probe's latency histogram: (upper edge ns, count) pairs.
@@ -369,7 +412,8 @@ mod tests {
     #[test]
     fn exposition_over_http() {
         let m = Metrics::new();
-        m.sample("write", 123.5e6, Some(30000.0));
+        m.sample("write", Duration::from_secs(1), 123.5e6, Some(30000.0));
+        m.sample("write", Duration::from_millis(250), 100e6, Some(20000.0));
         m.latency("write", &[(40_000, 10), (2_000_000, 5), (50_000_000_000, 1)]);
         m.detection("flap");
         m.detection("flap");
@@ -381,8 +425,13 @@ mod tests {
         let mut text = String::new();
         s.read_to_string(&mut text).unwrap();
         assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
-        assert!(text.contains("headroom_soak_throughput_bytes_per_second{probe=\"write\"} 123500000.0"), "{text}");
-        assert!(text.contains("headroom_soak_iops{probe=\"write\"} 30000.0"), "{text}");
+        // Counters of what both samples moved: 123.5 MB + 25 MB, 30000 + 5000 operations.
+        assert!(text.contains("headroom_soak_bytes_total{probe=\"write\"} 148500000\n"), "{text}");
+        assert!(text.contains("headroom_soak_operations_total{probe=\"write\"} 35000\n"), "{text}");
+        assert!(text.contains("# TYPE headroom_soak_bytes_total counter\n"), "{text}");
+        assert!(text.contains("headroom_soak_measured_seconds_total{probe=\"write\"} 1.25\n"), "{text}");
+        let version = format!("headroom_build_info{{version=\"{}\"}} 1\n", env!("CARGO_PKG_VERSION"));
+        assert!(text.contains(&version), "{text}");
         assert!(text.contains("headroom_soak_detections_total{kind=\"flap\"} 2"), "{text}");
         assert!(text.contains("headroom_soak_latency_seconds_count{probe=\"write\"} 16"), "{text}");
         // Cumulative buckets: 10 at <= 50 us, 15 at <= 2.5 ms, 16 at +Inf.
@@ -432,7 +481,7 @@ mod tests {
     fn constant_labels_on_every_series() {
         let labels = parse_labels(&["host=nas1".into(), "site=lab".into()]).unwrap();
         let m = Metrics::with_labels(labels);
-        m.sample("write", 1.0, Some(2.0));
+        m.sample("write", Duration::from_secs(1), 1.0, Some(2.0));
         m.latency("write", &[(40_000, 1)]);
         m.detection("flap");
         m.cycle(1);

@@ -165,10 +165,15 @@ struct TurnSink<'a> {
     /// Live samples seen: a turn of a second or less may have none (its one
     /// sample arrives only with the outcome), and the metrics must still see it.
     live_samples: usize,
+    /// Where the previous sample's interval ended: the metrics count what
+    /// each interval moved.
+    last_elapsed: Duration,
 }
 
 impl Sink for TurnSink<'_> {
     fn sample(&mut self, _index: usize, _request: &ProbeRequest, s: &LiveSample) {
+        let interval = s.elapsed.saturating_sub(self.last_elapsed);
+        self.last_elapsed = s.elapsed;
         // In a soak every second counts; a warm-up (none is planned) would not.
         if s.ramping {
             return;
@@ -177,7 +182,7 @@ impl Sink for TurnSink<'_> {
             self.write_error.get_or_insert(e);
         }
         if let Some(m) = self.metrics {
-            m.sample(self.name, s.bytes_per_sec, s.iops);
+            m.sample(self.name, interval, s.bytes_per_sec, s.iops);
         }
         self.live_samples += 1;
         (self.on_progress)(SoakEvent::Sample { cycle: self.cycle, probe: self.name, sample: s });
@@ -236,6 +241,7 @@ pub fn run_cycles(
                 on_progress: &mut *on_progress,
                 write_error: None,
                 live_samples: 0,
+                last_elapsed: Duration::ZERO,
             };
             let run =
                 stopped_after(stop_after, stop, |stop| runner.run_one(index, &request, &plan, stop, &mut [&mut sink]));
@@ -248,7 +254,12 @@ pub fn run_cycles(
             let unseen_by_metrics = if live_samples == 0 { metrics } else { None };
             record_turn(store, cycle, name, turn.uses_server, &result, metrics)?;
             if let (Some(m), Ok(outcome)) = (unseen_by_metrics, &result) {
-                outcome.probe.samples.iter().for_each(|s| m.sample(name, s.bytes_per_sec, s.iops));
+                let mut last_t = 0.0;
+                for s in &outcome.probe.samples {
+                    let interval = Duration::from_secs_f64((s.t_s - last_t).max(0.0));
+                    last_t = s.t_s;
+                    m.sample(name, interval, s.bytes_per_sec, s.iops);
+                }
             }
             on_progress(SoakEvent::TurnEnded { cycle: n, probe: name, outcome: result.as_ref() });
         }
@@ -431,7 +442,8 @@ mod tests {
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(100));
-                let s = LiveSample { t_unix: now_unix(), bytes_per_sec: level, ..Default::default() };
+                let elapsed = Duration::from_millis(100 * i as u64);
+                let s = LiveSample { t_unix: now_unix(), elapsed, bytes_per_sec: level, ..Default::default() };
                 on_sample(&s);
                 samples.push(Sample {
                     t_s: i as f64 * 0.1,
@@ -582,6 +594,12 @@ mod tests {
         assert_eq!(lat as u64, st.sample_count(Some("write")).unwrap());
         assert_eq!(lat, 15);
         assert!(metrics.render().contains("headroom_soak_detections_total{kind=\"server_outage\"} 1"));
+        // The byte counter holds what the 15 samples of 100 ms at 1 MB/s moved.
+        assert!(
+            metrics.render().contains("headroom_soak_bytes_total{probe=\"write\"} 1500000\n"),
+            "{}",
+            metrics.render()
+        );
 
         // The server comes back: the outage closes.
         turns[1] = turn("net", 5e6, None, true);

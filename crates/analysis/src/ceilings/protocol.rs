@@ -9,7 +9,7 @@ use headroom_limits::Framing;
 use headroom_result::{Ceiling, DiskSpec, Hop, ProtocolInfo};
 
 /// Bytes of headers per request for a network filesystem the model does not
-/// know (sshfs, 9p, ceph, gluster), approximately (LINKS.md: 150-250).
+/// know (sshfs, 9p, ceph, gluster), approximately (docs/reference/links.md: 150-250).
 const OTHER_PROTOCOL_HEADER_BYTES: f64 = 200.0;
 
 /// The storage protocol as the model names it: headroom's own client's
