@@ -607,3 +607,25 @@ fn a_disk_here_on_a_local_filesystem_is_off_the_path_once_the_server_measured_it
     assert!((v.figure_bytes_per_sec - 39.84e6).abs() < 0.01e6, "this machine's 5 MB/s disk is no hop of the path");
     assert_eq!(chain(&v), [("disk", Some("nas")), ("link", None)]);
 }
+
+/// Issue 29.1: nas's disk reads 39.84 MB/s on its own, the share 117.4 MB/s
+/// from nas's page cache over 1 GbE (117.7 MB/s): was "nas's disk is the
+/// bottleneck" (R3); the limit is the hop the client figure sits at, the
+/// link, and the sentence says the cache answered and what uncached reads get.
+#[test]
+fn far_a_share_read_from_the_servers_memory_is_held_at_its_link_not_the_disk() {
+    let mut doc = with_a_client(117.4e6);
+    net_probe_mut(&mut doc, "tcp_reverse").summary.bytes_per_sec = 117.7e6;
+    let a = analyse(&doc, &one_gbe()).unwrap();
+    let v = a.directions.iter().find(|v| v.direction == Direction::Read).unwrap();
+    assert_ne!(v.bottleneck, Bottleneck::Disk, "{v:#?}");
+    assert_eq!((v.bottleneck, v.rule.as_str()), (Bottleneck::Link, "R4"), "{v:#?}");
+    let e = &v.explanation;
+    assert!(e.contains("The reads outran nas's own disk (39.84 MB/s) 2.9x: nas served them from its memory"), "{e}");
+    assert!(e.contains("uncached reads get about 39.84 MB/s"), "{e}");
+    assert!(v.checks.iter().any(|c| c.contains("larger than nas's RAM") && c.contains("--size")), "{:?}", v.checks);
+    // At the server disk's own figure the disk still is the limit, without the cache sentence.
+    let v = verdict(&with_a_client(39e6), Direction::Read);
+    assert_eq!(v.rule.as_str(), "R3", "{v:#?}");
+    assert!(!v.explanation.contains("outran"), "{}", v.explanation);
+}

@@ -96,6 +96,8 @@ pub struct FarEnd {
     /// disks ([`bus_ceiling`]). Kept here, not in `PathModel::ceilings`
     /// (whose ceilings are this machine's and the wire's).
     pub bus: Option<Ceiling>,
+    /// The server's memory (its page cache's bound), from its inventory.
+    pub memory_bytes: Option<u64>,
 }
 
 impl PathModel {
@@ -196,7 +198,7 @@ fn far_end(doc: &ResultDoc) -> Option<FarEnd> {
     let inventory = doc.peers.iter().find(|peer| peer.hostname.as_deref() == Some(host.as_str()));
     let block_device = inventory.and_then(|i| device_for_path(i, &path));
     let bus = block_device.as_ref().and_then(bus_ceiling);
-    Some(FarEnd { host, block_device, bus })
+    Some(FarEnd { host, block_device, bus, memory_bytes: inventory.and_then(|i| i.memory_bytes) })
 }
 
 /// The mount (mountpoint, fstype, device) holding `path`: the longest mountpoint prefix.

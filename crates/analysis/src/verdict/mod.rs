@@ -288,7 +288,8 @@ fn hop_chain(f: &Facts, far_cpu: Option<&cpu_limits::CpuLimit>) -> Vec<HopFigure
 /// The verdict of one direction, or None when nothing measured it.
 fn direction_verdict(doc: &ResultDoc, model: &PathModel, dir: Direction) -> Option<DirectionVerdict> {
     let f = facts(doc, model, dir)?;
-    let (rule, finding) = rules::RULES.iter().find_map(|(id, rule)| rule(&f).map(|found| (*id, found)))?;
+    let (rule, mut finding) = rules::RULES.iter().find_map(|(id, rule)| rule(&f).map(|found| (*id, found)))?;
+    rules::served_from_memory(&f, &mut finding);
     let figure = f.m_client.unwrap_or_else(|| [f.m_disk, f.m_net].into_iter().flatten().fold(f64::INFINITY, f64::min));
     // The server's CPU gets a row on its side of the chain when it is the limit.
     let far_cpu = finding.cpu_limit.as_ref().filter(|l| f.far.is_some() && l.side == Side::Remote);

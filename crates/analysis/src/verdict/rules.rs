@@ -131,14 +131,29 @@ fn disk_and_network_level(f: &Facts) -> Option<Finding> {
     ))
 }
 
+/// A client figure this far above the server's own disk (115%) was not
+/// read from (or written to) that disk: the server's memory answered.
+pub(super) const OUTRAN_THE_DISK: f64 = 1.15;
+
+/// The server's own disk figure when the client's figure outran it
+/// ([`OUTRAN_THE_DISK`]): its page cache served the reads, or its write
+/// cache absorbed the writes.
+pub(super) fn outran_the_far_disk(f: &Facts) -> Option<f64> {
+    let (Some(Limiting::Client(m)), Some(_)) = (f.limiting, f.far) else { return None };
+    f.m_disk.filter(|d| m > d * OUTRAN_THE_DISK)
+}
+
 /// The disk alone's figure when the disk limits: it is the lowest figure,
 /// or (the server having measured its own disk) a client's figure reaches
-/// 85% of it while the network carries more.
+/// 85% of it, but not more than 115%, while the network carries more.
 fn limiting_disk(f: &Facts) -> Option<f64> {
     match f.limiting? {
         Limiting::Disk(d) => Some(d),
         Limiting::Client(m) => {
             let d = f.m_disk.filter(|_| f.far.is_some())?;
+            if outran_the_far_disk(f).is_some() {
+                return None;
+            }
             (m >= d * AT_CEILING && f.m_net.is_none_or(|n| d <= n)).then_some(d)
         }
         Limiting::Net(_) => None,
@@ -251,6 +266,43 @@ fn the_disk(f: &Facts) -> Option<Finding> {
     found.percent_of_ceiling = f.bus.map(|b| m / b.bytes_per_sec * 100.0);
     headroom_beyond_the_disk(f, f.m_client.unwrap_or(m), &mut found);
     Some(found)
+}
+
+/// What a client figure that outran the server's own disk means, added to
+/// whichever rule named the limit: the server's memory answered, what the
+/// disk itself gives, and how to measure without the cache.
+pub(super) fn served_from_memory(f: &Facts, found: &mut Finding) {
+    let (Some(d), Some(far), Some(m)) = (outran_the_far_disk(f), f.far, f.m_client) else { return };
+    let host = &far.host;
+    let ram = far.memory_bytes.map(|b| format!(" ({} of RAM)", headroom_units::format_size(b))).unwrap_or_default();
+    let size_hint = far
+        .memory_bytes
+        .map(|b| format!("--size {}", headroom_units::format_size(b.saturating_mul(2))))
+        .unwrap_or_else(|| "--size twice its RAM".into());
+    match f.dir {
+        headroom_result::Direction::Read => {
+            found.explanation += &format!(
+                " The reads outran {host}'s own disk ({}) {}: {host} served them from its memory (page cache), so uncached reads get about {}.",
+                format_bytes_per_sec(d),
+                factor(m / d),
+                format_bytes_per_sec(d)
+            );
+            found.checks.push(format!(
+                "uncached reads: a test file larger than {host}'s RAM{ram} ({size_hint}), or drop its page cache before the run (`sync; echo 3 > /proc/sys/vm/drop_caches` on {host})"
+            ));
+        }
+        headroom_result::Direction::Write => {
+            found.explanation += &format!(
+                " The writes outran {host}'s own disk ({}) {}: {host}'s memory absorbed them (asynchronous writes or a write-back cache), so sustained or durable writes get about {}.",
+                format_bytes_per_sec(d),
+                factor(m / d),
+                format_bytes_per_sec(d)
+            );
+            found.checks.push(format!(
+                "durable writes: --sync fsync or dsync, or more data than {host}'s RAM{ram} ({size_hint}) to pass its write cache"
+            ));
+        }
+    }
 }
 
 /// R2's and R3's headroom: a faster disk brings its own bus, so the network
