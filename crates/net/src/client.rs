@@ -114,6 +114,18 @@ impl From<std::io::Error> for Opening {
     }
 }
 
+/// Whether the server at `target` answers an iperf3 cookie as iperf3 does:
+/// PARAM_EXCHANGE (ready for the test's parameters) or ACCESS_DENIED (busy).
+/// The test is abandoned at once; a stock server logs it and listens on.
+fn answers_like_iperf3(target: &Endpoint) -> bool {
+    let Ok((mut conn, _)) = connect(target) else { return false };
+    let _ = conn.set_read_timeout(Some(target.timeout));
+    if conn.write_all(&crate::iperf3::new_cookie()).is_err() {
+        return false;
+    }
+    matches!(crate::iperf3::read_state(&mut conn), Ok(crate::iperf3::PARAM_EXCHANGE | crate::iperf3::ACCESS_DENIED))
+}
+
 /// How long to wait before greeting again a server that reset the greeting.
 const RESET_RETRY_PAUSE: Duration = Duration::from_millis(250);
 
@@ -127,7 +139,15 @@ impl Session {
             // later, iperf3 resets again and a dead server refuses.
             Err(Opening::Reset) => {
                 std::thread::sleep(RESET_RETRY_PAUSE);
-                Session::open_once(target).map_err(Opening::into_error)
+                match Session::open_once(target) {
+                    // Reset twice: ask the way iperf3 is asked, and believe what it does.
+                    Err(Opening::Reset) if answers_like_iperf3(target) => Err(NetError::IsIperf3),
+                    Err(Opening::Reset) => Err(NetError::Protocol(format!(
+                        "{} reset the connection before answering, twice, and does not answer an iperf3 cookie either: neither a headroom server nor a stock iperf3 listens there",
+                        target.display()
+                    ))),
+                    other => other.map_err(Opening::into_error),
+                }
             }
             other => other.map_err(Opening::into_error),
         }
@@ -479,9 +499,10 @@ mod reset_tests {
     use super::*;
     use std::net::TcpListener;
 
-    /// A listener that resets the first `resets` greetings (linger 0), then
-    /// closes: afterwards nothing listens on its port.
-    fn resetting_server(resets: usize) -> (u16, std::thread::JoinHandle<()>) {
+    /// A listener that resets the first `resets` greetings (linger 0), then,
+    /// when `then` is given, answers one more connection's first bytes with it,
+    /// then closes: afterwards nothing listens on its port.
+    fn resetting_server(resets: usize, then: Option<u8>) -> (u16, std::thread::JoinHandle<()>) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let handle = std::thread::spawn(move || {
@@ -489,6 +510,12 @@ mod reset_tests {
                 let (conn, _) = listener.accept().unwrap();
                 std::thread::sleep(Duration::from_millis(50)); // the greeting arrives, unread
                 socket2::SockRef::from(&conn).set_linger(Some(Duration::ZERO)).unwrap();
+            }
+            if let Some(answer) = then {
+                let (mut conn, _) = listener.accept().unwrap();
+                let mut cookie = [0u8; crate::iperf3::COOKIE_LEN];
+                conn.read_exact(&mut cookie).unwrap();
+                conn.write_all(&[answer]).unwrap();
             }
         });
         (port, handle)
@@ -500,17 +527,24 @@ mod reset_tests {
 
     #[test]
     fn a_server_that_reset_once_and_died_is_unreachable_not_iperf3() {
-        let (port, server) = resetting_server(1);
+        let (port, server) = resetting_server(1, None);
         let err = Session::open(&endpoint(port)).err().expect("no session");
         server.join().unwrap();
         assert!(matches!(err, NetError::Connect { .. }), "{err:?}");
     }
 
+    /// Issue 29.4: two resets were taken for a stock iperf3; iperf3 is now
+    /// recognised by its answer to a cookie, anything else says what it did.
     #[test]
-    fn a_server_that_resets_every_greeting_is_taken_for_iperf3() {
-        let (port, server) = resetting_server(2);
+    fn a_server_that_resets_twice_is_iperf3_only_if_it_answers_a_cookie_as_iperf3() {
+        let (port, server) = resetting_server(2, Some(crate::iperf3::PARAM_EXCHANGE as u8));
         let err = Session::open(&endpoint(port)).err().expect("no session");
         server.join().unwrap();
         assert!(matches!(err, NetError::IsIperf3), "{err:?}");
+        let (port, server) = resetting_server(3, None);
+        let err = Session::open(&endpoint(port)).err().expect("no session");
+        server.join().unwrap();
+        assert!(matches!(err, NetError::Protocol(_)), "{err:?}");
+        assert!(err.to_string().contains("reset the connection before answering, twice"), "{err}");
     }
 }

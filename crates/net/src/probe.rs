@@ -109,7 +109,7 @@ pub fn throughput_probe(r: &ThroughputResult) -> Probe {
     if let Some(merged) = TcpInfo::merge(&r.sender_tcp_info) {
         d.insert("tcp_info".into(), serde_json::to_value(&merged).unwrap_or_default());
         if r.streams == 1 {
-            if let Some(why) = tcpinfo::explain(&merged) {
+            if let Some(why) = tcpinfo::explain(&merged, r.window) {
                 d.insert("why".into(), json!(why));
                 p.warnings.push(Warning::new(headroom_result::WarningCode::SingleStreamLimited, why));
             }

@@ -161,13 +161,23 @@ pub fn read(socket: &impl AsRawFd) -> Option<TcpInfo> {
 }
 
 /// Why a single stream falls short, from the sender's TCP_INFO, as one
-/// sentence with what to do; None when nothing stands out.
-pub fn explain(info: &TcpInfo) -> Option<String> {
+/// sentence with what to do; None when nothing stands out. `window` is the
+/// socket buffer the user asked for (`--window`): then that cap, not a
+/// sysctl, is what limited the stream.
+pub fn explain(info: &TcpInfo, window: Option<u32>) -> Option<String> {
     if !info.has_limits {
         return None;
     }
     let rwnd = info.rwnd_limited_share();
     let sndbuf = info.sndbuf_limited_share();
+    if let Some(asked) = window.filter(|_| rwnd.max(sndbuf) >= 0.2) {
+        let which = if rwnd >= sndbuf { "receive window" } else { "send buffer" };
+        return Some(format!(
+            "{which} limited {:.0}% of the time by the --window {} asked for: a larger --window (or none, the kernel's autotuning) lets the stream go faster",
+            rwnd.max(sndbuf) * 100.0,
+            headroom_units::format_size(u64::from(asked))
+        ));
+    }
     if rwnd >= 0.2 && rwnd >= sndbuf {
         Some(format!(
             "receive window limited {:.0}% of the time: raise net.core.rmem_max and net.ipv4.tcp_rmem on the receiver",
@@ -207,8 +217,12 @@ mod tests {
         let info = read(&c).expect("TCP_INFO on a connected socket");
         assert!(info.snd_mss > 0);
         let limited = TcpInfo { busy_us: 1000, rwnd_limited_us: 800, has_limits: true, ..Default::default() };
-        assert!(explain(&limited).unwrap().contains("receive window limited 80%"));
+        assert!(explain(&limited, None).unwrap().contains("receive window limited 80%"));
+        // Issue 29.4: with --window 12K the cap the user set is what to change, not a sysctl.
+        let capped = explain(&limited, Some(12 * 1024)).unwrap();
+        assert!(capped.contains("--window 12.00 KiB") && capped.contains("a larger --window"), "{capped}");
+        assert!(!capped.contains("rmem_max"), "{capped}");
         let sndbuf = TcpInfo { busy_us: 1000, sndbuf_limited_us: 500, has_limits: true, ..Default::default() };
-        assert!(explain(&sndbuf).unwrap().contains("send buffer"));
+        assert!(explain(&sndbuf, None).unwrap().contains("send buffer"));
     }
 }
