@@ -27,5 +27,5 @@ pub use main_job::{
     cpu_hop_plan, disk_plan_of_preset, hold_goals, judge, main_job, net_plan_of_preset, JobError, JobSettings, Preset,
     StepSinks,
 };
-pub use path::{bus_under, link_towards, link_towards_from};
+pub use path::{bus_under, interface_towards, link_towards, link_towards_from};
 pub use post::{cpu_probe_with_link, with_write_cliff};

@@ -27,13 +27,21 @@ pub fn link_towards(host: &str, port: u16, link: Option<&LinkSpec>) -> LinkCeili
 /// As [`link_towards`], from a chosen source: the interface of `--interface`,
 /// or the one owning the `--bind` address, rather than the routing table's.
 pub fn link_towards_from(host: &str, port: u16, link: Option<&LinkSpec>, source: &headroom_net::Source) -> LinkCeiling {
+    let route = interface_towards(host, port, source);
+    let nics = if route.is_some() { headroom_sys::nics(&headroom_sys::SysRoot::live()) } else { Vec::new() };
+    LinkCeiling::of_path(link, route.as_deref().and_then(|name| choose_nic(&nics, Some(name))))
+}
+
+/// The interface a path to HOST leaves through, by the one rule every
+/// command follows: the NIC named with `--interface`, else the one owning the
+/// `--bind` address, else the one the routing table sends HOST's first
+/// address through. None when HOST does not resolve or no route is known.
+pub fn interface_towards(host: &str, port: u16, source: &headroom_net::Source) -> Option<String> {
     let chosen = source.interface.clone().or_else(|| source.bind.and_then(headroom_sys::interface_with_address));
-    let route = chosen.or_else(|| {
+    chosen.or_else(|| {
         headroom_net::resolve(host, port)
             .ok()
             .and_then(|a| a.first().copied())
             .and_then(|peer| headroom_sys::route_interface(peer.ip()))
-    });
-    let nics = if route.is_some() { headroom_sys::nics(&headroom_sys::SysRoot::live()) } else { Vec::new() };
-    LinkCeiling::of_path(link, route.as_deref().and_then(|name| choose_nic(&nics, Some(name))))
+    })
 }
