@@ -34,10 +34,14 @@ pub fn parse_hosts(spec: &str, token: Option<String>, timeout: Duration) -> Resu
     let text;
     // Each entry: where it is (a line number of the file, or None in a list) and the text.
     let (entries, source): (Vec<(Option<usize>, &str)>, String) = if is_file(spec) {
-        let bytes = headroom_result::read_input_file(Path::new(spec)).map_err(|e| {
-            HostsError(format!(
+        let bytes = headroom_result::read_input_file(Path::new(spec)).map_err(|e| match e {
+            headroom_result::LoadError::TooLarge => HostsError(format!(
+                "--hosts {spec}: larger than {} MiB, the most headroom reads from a file it is given: is it the right file? (one host[:port] per line)",
+                headroom_result::MAX_DOCUMENT_BYTES >> 20
+            )),
+            e => HostsError(format!(
                 "--hosts {spec}: the hosts file: {e} (example: --hosts hosts.txt with one host[:port] per line, or --hosts hv1,hv2)"
-            ))
+            )),
         })?;
         text = String::from_utf8(bytes).map_err(|_| {
             HostsError(format!("--hosts {spec}: the hosts file is not text (one host[:port] per line, # comments)"))
