@@ -669,7 +669,7 @@ mod hostile_tests {
         let target = Endpoint::parse(&format!("127.0.0.1:{port}"), None, Duration::from_secs(5)).unwrap();
         let err = within_a_minute(move || {
             let mut session = Session::open(&target).unwrap();
-            session.flush_list(&run.run).err().expect("the list is refused")
+            session.flush_list(&run.run).expect_err("the list is refused")
         });
         let text = err.to_string();
         assert!(text.contains("127.0.0.1") && text.contains("outside run"), "{text}");
