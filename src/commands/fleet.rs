@@ -172,6 +172,9 @@ pub fn run(args: &FleetArgs, out: &Output) -> anyhow::Result<Outcome> {
     if matches!(args.probe, FleetProbe::Run(_)) {
         headroom_fleet::judge::judge_hosts(&mut doc);
     }
+    // Every agent's figures were checked as they came; the document is held
+    // to what `report` accepts before it is printed or saved.
+    doc.validate().map_err(|e| anyhow::anyhow!("the fleet's document has an impossible figure: {e}"))?;
     let goal_results = headroom_fleet::judge::hold_goals(&mut doc, &sum_goals, &host_goals)?;
     if let Some(path) = &args.save {
         std::fs::write(path, doc.to_json() + "\n")

@@ -91,8 +91,9 @@ pub fn load_results(paths: &[PathBuf]) -> anyhow::Result<Vec<(ResultDoc, String)
                 })?;
                 doc
             } else {
-                let file = std::fs::File::open(path).with_context(|| format!("{}: cannot read", path.display()))?;
-                ResultDoc::from_reader(file).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+                headroom_result::read_input_file(path)
+                    .and_then(|bytes| ResultDoc::from_bytes(&bytes))
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
             };
             Ok((doc, display_name(path)))
         })

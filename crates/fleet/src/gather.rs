@@ -52,7 +52,9 @@ pub fn gather(plan: &Plan, outcomes: &[HostOutcome]) -> (Vec<Probe>, Fleet) {
         let starts: Vec<f64> =
             outcomes.iter().filter_map(|o| o.measured[index].as_ref().map(|m| m.started_unix - offset(o))).collect();
         let origin = starts.iter().copied().fold(f64::INFINITY, f64::min);
-        sum.samples = aggregate_samples(outcomes.iter().map(|o| host_points(o, index, offset(o))), origin);
+        // The last answer of this test on the client's clock: no second after it has samples.
+        let end = outcomes.iter().filter_map(|o| o.spans[index].map(|s| s.1)).fold(f64::NEG_INFINITY, f64::max);
+        sum.samples = aggregate_samples(outcomes.iter().map(|o| host_points(o, index, offset(o))), origin, end);
         let total = sum.summary.bytes_per_sec;
         let rates: Vec<(&str, f64)> = rows.iter().map(|(h, p)| (*h, p.summary.bytes_per_sec)).collect();
         sums.push(FleetSum {
@@ -152,11 +154,17 @@ fn host_points(o: &HostOutcome, index: usize, offset: f64) -> Vec<Point> {
     }
 }
 
+/// Most per-second samples of one test's sum: a week (the longest test
+/// `serve --max-duration` allows), whatever times the hosts reported.
+pub const MAX_SUM_SECONDS: i64 = 7 * 86_400;
+
 /// One sample per second of the client's clock from `origin` (the earliest
-/// start): each host's interval counted in the second it ends nearest to,
-/// rates and operations added, mean latency weighted by operations; a second
-/// a host missed (stalled, lost) lacks its share.
-fn aggregate_samples(hosts: impl Iterator<Item = Vec<Point>>, origin: f64) -> Vec<Sample> {
+/// start) to `end` (the last answer; infinite when unknown): each host's
+/// interval counted in the second it ends nearest to, rates and operations
+/// added, mean latency weighted by operations; a second a host missed
+/// (stalled, lost) lacks its share. Intervals outside the span are not
+/// counted, and there are at most [`MAX_SUM_SECONDS`] samples.
+fn aggregate_samples(hosts: impl Iterator<Item = Vec<Point>>, origin: f64, end: f64) -> Vec<Sample> {
     let hosts: Vec<Vec<Point>> = hosts.collect();
     // Nobody finished: count from a second before the earliest interval's end.
     let origin = if origin.is_finite() {
@@ -167,9 +175,16 @@ fn aggregate_samples(hosts: impl Iterator<Item = Vec<Point>>, origin: f64) -> Ve
     if !origin.is_finite() {
         return Vec::new();
     }
+    // The second after the last answer still takes an interval ending at it.
+    let last_second = if end.is_finite() { (end - origin).ceil() + 1.0 } else { f64::INFINITY };
+    let last_second = last_second.clamp(1.0, MAX_SUM_SECONDS as f64) as i64;
     let mut bins: BTreeMap<i64, (f64, f64, f64, bool)> = BTreeMap::new();
     for p in hosts.iter().flatten() {
-        let second = ((p.t - origin).round() as i64).max(1);
+        let second = (p.t - origin).round();
+        if !second.is_finite() || second > last_second as f64 {
+            continue;
+        }
+        let second = (second as i64).max(1);
         let bin = bins.entry(second).or_insert((0.0, 0.0, 0.0, false));
         bin.0 += p.bytes_per_sec;
         if let Some(iops) = p.iops {
@@ -205,9 +220,20 @@ mod tests {
     fn samples_meet_on_the_clients_clock_and_a_stalled_host_is_a_dip() {
         let a = vec![at(1001.0, 10e6), at(1002.0, 10e6), at(1003.0, 10e6)];
         let b = vec![at(1001.02, 20e6), at(1003.01, 20e6)]; // silent in its second second
-        let s = aggregate_samples([a, b].into_iter(), 1000.0);
+        let s = aggregate_samples([a, b].into_iter(), 1000.0, 1003.5);
         let rates: Vec<f64> = s.iter().map(|s| s.bytes_per_sec).collect();
         assert_eq!(rates, [30e6, 10e6, 30e6]);
         assert_eq!(s[0].iops, Some(30.0));
+    }
+
+    #[test]
+    fn a_time_far_from_the_test_adds_no_seconds() {
+        let honest = vec![at(1001.0, 10e6), at(1002.0, 10e6)];
+        let liar = vec![at(1e15, 1e6), at(-1e300, 1e6), at(f64::NAN, 1e6)];
+        let s = aggregate_samples([honest.clone(), liar.clone()].into_iter(), 1000.0, 1002.2);
+        assert_eq!(s.len(), 2);
+        // Even with no end known, the sum stays within a week of seconds.
+        let s = aggregate_samples([honest, liar].into_iter(), 1000.0, f64::INFINITY);
+        assert!(s.len() as i64 <= MAX_SUM_SECONDS, "{}", s.len());
     }
 }

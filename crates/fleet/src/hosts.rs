@@ -1,9 +1,11 @@
 //! The fleet's hosts: `--hosts a,b,c` or a file with one `host[:port]` per
 //! line (`#` starts a comment). Everything that can be known before the run
-//! is checked here, so a bad list costs nothing: an unreadable file, a bad
-//! port, a host named twice, a name that does not resolve.
+//! is checked here, so a bad list costs nothing: an unreadable, oversized or
+//! non-text file, a bad port, a host named twice, more than [`MAX_HOSTS`]
+//! hosts, a name that does not resolve.
 
 use headroom_net::{resolve, Endpoint};
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -19,47 +21,80 @@ impl std::fmt::Display for HostsError {
 
 impl std::error::Error for HostsError {}
 
+/// Most hosts one fleet drives: each holds a connection (and a file
+/// descriptor) for the whole run, and a list longer than this is a mistake
+/// (a wrong file) rather than a fleet.
+pub const MAX_HOSTS: usize = 65_536;
+
 /// The hosts of `--hosts SPEC` as endpoints (port 5201 unless given), in
 /// order. SPEC is a comma-separated list, or a file when it names one (or
-/// contains a `/`). Names are not resolved here: see [`resolve_all`].
+/// contains a `/`), read as `report` reads its files (at most 64 MiB, a FIFO
+/// nobody writes to is empty). Names are not resolved here: see [`resolve_all`].
 pub fn parse_hosts(spec: &str, token: Option<String>, timeout: Duration) -> Result<Vec<Endpoint>, HostsError> {
-    let (lines, source): (Vec<(String, String)>, String) = if is_file(spec) {
-        let text = std::fs::read_to_string(spec).map_err(|e| {
-            HostsError(format!(
-                "--hosts {spec}: cannot read the hosts file: {e} (example: --hosts hosts.txt with one host[:port] per line, or --hosts hv1,hv2)"
-            ))
+    let text;
+    // Each entry: where it is (a line number of the file, or None in a list) and the text.
+    let (entries, source): (Vec<(Option<usize>, &str)>, String) = if is_file(spec) {
+        let bytes = headroom_result::read_input_file(Path::new(spec)).map_err(|e| match e {
+            headroom_result::LoadError::TooLarge => HostsError(format!(
+                "--hosts {spec}: larger than {} MiB, the most headroom reads from a file it is given: is it the right file? (one host[:port] per line)",
+                headroom_result::MAX_DOCUMENT_BYTES >> 20
+            )),
+            e => HostsError(format!(
+                "--hosts {spec}: the hosts file: {e} (example: --hosts hosts.txt with one host[:port] per line, or --hosts hv1,hv2)"
+            )),
+        })?;
+        text = String::from_utf8(bytes).map_err(|_| {
+            HostsError(format!("--hosts {spec}: the hosts file is not text (one host[:port] per line, # comments)"))
         })?;
         let lines = text
             .lines()
             .enumerate()
-            .map(|(i, l)| (format!("{spec} line {}", i + 1), l.split('#').next().unwrap_or("").trim().to_string()))
+            .map(|(i, l)| (Some(i + 1), l.split('#').next().unwrap_or("").trim()))
             .filter(|(_, l)| !l.is_empty())
+            .take(MAX_HOSTS + 1)
             .collect();
         (lines, format!("--hosts {spec}"))
     } else {
-        let items = spec.split(',').map(|h| (format!("--hosts '{spec}'"), h.trim().to_string())).collect();
-        (items, format!("--hosts '{spec}'"))
+        (spec.split(',').map(|h| (None, h.trim())).take(MAX_HOSTS + 1).collect(), format!("--hosts '{spec}'"))
     };
-    if lines.is_empty() {
+    if entries.is_empty() {
         return Err(HostsError(format!(
             "{source} names no hosts (example: --hosts hv1,hv2:5202, or a file with one host[:port] per line)"
         )));
     }
-    let mut hosts: Vec<(Endpoint, String)> = Vec::with_capacity(lines.len());
-    for (at, line) in lines {
-        if line.split_whitespace().count() > 1 {
-            return Err(HostsError(format!("{at}: '{line}' is more than one host[:port] (example: hv1:5201)")));
-        }
-        let endpoint = Endpoint::parse(&line, token.clone(), timeout).map_err(|e| HostsError(format!("{at}: {e}")))?;
-        let name = endpoint.display();
-        if let Some((_, first)) = hosts.iter().find(|(h, _)| h.display() == name) {
+    if entries.len() > MAX_HOSTS {
+        return Err(HostsError(format!(
+            "{source} names more than {MAX_HOSTS} hosts, the most one fleet drives: split the list (or is it the right file?)"
+        )));
+    }
+    let at = |line: Option<usize>| match line {
+        Some(n) => format!("{spec} line {n}"),
+        None => source.clone(),
+    };
+    let mut hosts: Vec<Endpoint> = Vec::with_capacity(entries.len());
+    // Each name and where it was first seen: a host named twice is found in one pass.
+    let mut seen: HashMap<String, Option<usize>> = HashMap::with_capacity(entries.len());
+    for (line, entry) in entries {
+        if entry.split_whitespace().count() > 1 {
             return Err(HostsError(format!(
-                "{at}: {name} is named twice (first at {first}): each agent runs the probe once; remove one"
+                "{}: '{entry}' is more than one host[:port] (example: hv1:5201)",
+                at(line)
             )));
         }
-        hosts.push((endpoint, at));
+        let endpoint =
+            Endpoint::parse(entry, token.clone(), timeout).map_err(|e| HostsError(format!("{}: {e}", at(line))))?;
+        let name = endpoint.display();
+        if let Some(first) = seen.get(&name) {
+            return Err(HostsError(format!(
+                "{}: {name} is named twice (first at {}): each agent runs the probe once; remove one",
+                at(line),
+                at(*first)
+            )));
+        }
+        seen.insert(name, line);
+        hosts.push(endpoint);
     }
-    Ok(hosts.into_iter().map(|(h, _)| h).collect())
+    Ok(hosts)
 }
 
 /// A `--hosts` value naming a file rather than a list.
@@ -125,6 +160,21 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
         let e = parse_hosts(file.to_str().unwrap(), None, T).unwrap_err().0;
         assert!(e.contains("cannot read"), "{e}");
+    }
+
+    #[test]
+    fn a_long_list_is_checked_in_one_pass_and_bounded() {
+        let mut list: Vec<String> =
+            (0..20_000).map(|i| format!("10.{}.{}.{}", i >> 16, (i >> 8) & 255, i & 255)).collect();
+        assert_eq!(parse_hosts(&list.join(","), None, T).unwrap().len(), 20_000);
+        list.push("10.0.0.7".into());
+        let e = parse_hosts(&list.join(","), None, T).unwrap_err().0;
+        assert!(e.contains("10.0.0.7:5201 is named twice"), "{e}");
+        let e = parse_hosts("/dev/zero", None, T).unwrap_err().0;
+        assert!(e.contains("--hosts /dev/zero") && e.contains("64 MiB"), "{e}");
+        let many = vec!["h"; MAX_HOSTS + 1].join(",");
+        let e = parse_hosts(&many, None, T).unwrap_err().0;
+        assert!(e.contains("more than 65536 hosts"), "{e}");
     }
 
     #[test]

@@ -7,12 +7,22 @@
 //! start time, so an agent whose clock is off still starts with the others
 //! (the clock offsets are measured anyway, to put every host's samples on
 //! one time axis and to report the start skew). A host that fails (down,
-//! wrong token, another version, refused, lost mid-run, silent) is dropped
-//! from the rest of the run with its reason; the others go on.
+//! wrong token, another version, refused, lost mid-run, silent, late, or
+//! lying: a figure no measurement can produce, a time outside the test) is
+//! dropped from the rest of the run with its reason; the others go on.
+//!
+//! Every phase of an agent has a deadline, counted in whole messages, never
+//! restarted by a byte: connecting and authenticating, the clock and the
+//! inventory within the endpoint's timeout each, the preparation within
+//! [`PREPARE_LIMIT`], each test within its planned length and [`RUN_GRACE`]
+//! (untimed tests [`UNTIMED_RUN_LIMIT`]), at most [`SILENCE`] without a whole
+//! message while a test runs, and after Ctrl-C the endpoint's timeout to send
+//! what it measured. So a slow or trickling agent holds the others for a
+//! bounded time, then is reported as failed.
 
 use headroom_net::{ClockReading, Endpoint, RemoteEngine, RunStep};
-use headroom_result::{Host, Warning};
-use headroom_runner::{EngineKind, LiveSample, Measured, Plan, ProbeEngine};
+use headroom_result::{Host, Sample, Warning};
+use headroom_runner::{unix_now, EngineKind, Expected, LiveSample, Measured, Plan, ProbeEngine, ProbeRequest};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
@@ -22,8 +32,19 @@ use std::time::{Duration, Instant};
 pub const MAX_WORKERS: usize = 64;
 /// Clock exchanges per host; the one with the smallest round trip counts.
 const CLOCK_ROUNDS: u32 = 5;
-/// A running agent silent this long (no sample, no result) is given up.
-const SILENCE: Duration = Duration::from_secs(15);
+/// A running agent that sends no whole message (sample, result) this long is given up.
+pub const SILENCE: Duration = Duration::from_secs(15);
+/// Longest an agent may take to prepare the plan (lay out its test files).
+pub const PREPARE_LIMIT: Duration = Duration::from_secs(600);
+/// What a timed test may take beyond its planned length (warm-up included)
+/// before its agent is given up: starting, stopping, sending the result.
+pub const RUN_GRACE: Duration = Duration::from_secs(30);
+/// Longest a test without a planned length (a fixed transfer) may take.
+pub const UNTIMED_RUN_LIMIT: Duration = Duration::from_secs(600);
+/// How far an agent's times may stray outside the span this machine saw a
+/// test in, beyond the clock reading's round trip: its clock is read once,
+/// before the run, and drifts a little.
+const TIME_SLACK_S: f64 = 5.0;
 
 /// Files this process keeps open besides the agents' control connections
 /// (standard streams, the resolver, a saved document) and the connections
@@ -65,6 +86,10 @@ pub struct HostOutcome {
     /// Per test: the samples it streamed after its warm-up, on its own clock
     /// (a host lost mid-test keeps what it sent).
     pub live: Vec<Vec<LiveSample>>,
+    /// Per test: when this machine sent the host its `Run` and when the
+    /// host's probe (or failure) came, Unix seconds on this machine's
+    /// clock. Everything the host reports of the test lies within it.
+    pub spans: Vec<Option<(f64, f64)>>,
     /// Warnings of its plan's preparation (e.g. the test file's layout).
     pub warnings: Vec<Warning>,
     /// The agent machine's inventory, when it answered.
@@ -176,13 +201,22 @@ fn prepare(
 ) -> Agent {
     let name = host.display();
     let n = plan.len();
-    let out =
-        HostOutcome { name: name.clone(), measured: vec![None; n], live: vec![Vec::new(); n], ..Default::default() };
+    let out = HostOutcome {
+        name: name.clone(),
+        measured: vec![None; n],
+        live: vec![Vec::new(); n],
+        spans: vec![None; n],
+        ..Default::default()
+    };
     // The engine's kind only routes requests inside a Runner; the fleet
     // drives the engine itself, whatever engines the plan's requests name.
     let kind = plan.requests.first().map_or(EngineKind::Disk, |r| r.engine);
     let mut agent = Agent { engine: RemoteEngine::new(kind, host.clone()), out, alive: true };
-    let clock = match agent.engine.clock(CLOCK_ROUNDS) {
+    if stop.load(Ordering::Relaxed) {
+        agent.fail("stopped by Ctrl-C before it was prepared".into(), on_event);
+        return agent;
+    }
+    let clock = match agent.engine.clock(CLOCK_ROUNDS, stop) {
         Ok(c) => c,
         Err(e) => {
             agent.fail(e.to_string(), on_event);
@@ -202,14 +236,23 @@ fn prepare(
         return agent;
     }
     match agent.engine.inventory() {
-        Ok(inventory) => agent.out.inventory = Some(inventory),
+        Ok(inventory) => match inventory.validate("its inventory") {
+            Ok(()) => agent.out.inventory = Some(inventory),
+            Err(e) => {
+                agent.fail(format!("{name} sent an impossible inventory: {e}"), on_event);
+                return agent;
+            }
+        },
         Err(e) => {
             agent.fail(e.to_string(), on_event);
             return agent;
         }
     }
-    let requests: Vec<&headroom_runner::ProbeRequest> = plan.requests.iter().collect();
-    match agent.engine.prepare(&requests, stop, &mut |_| {}) {
+    let requests: Vec<&ProbeRequest> = plan.requests.iter().collect();
+    agent.engine.set_deadline(Some(PREPARE_LIMIT));
+    let prepared = agent.engine.prepare(&requests, stop, &mut |_| {});
+    agent.engine.set_deadline(None);
+    match prepared {
         Ok(warnings) => agent.out.warnings = warnings,
         // Every agent holds one of the server's slots for the whole run.
         Err(e) if e.to_string().contains("server busy") => agent.fail(
@@ -223,12 +266,20 @@ fn prepare(
     agent
 }
 
+/// How long test `request` may run on an agent before it is given up.
+pub fn run_limit(request: &ProbeRequest) -> Duration {
+    match request.expected {
+        Expected::About(planned) => planned + RUN_GRACE,
+        Expected::Unknown | Expected::Instant => UNTIMED_RUN_LIMIT,
+    }
+}
+
 /// Starts test `index` on every live agent of this worker, then reads them
-/// all until each has sent its probe or failed.
+/// all until each has sent its probe or failed (late, silent or lying).
 fn run_test(
     agents: &mut [Agent],
     index: usize,
-    request: &headroom_runner::ProbeRequest,
+    request: &ProbeRequest,
     stop: &AtomicBool,
     on_event: &(dyn Fn(&FleetEvent) + Sync),
 ) {
@@ -237,16 +288,19 @@ fn run_test(
         if !a.alive {
             continue;
         }
+        a.out.spans[index] = Some((unix_now(), f64::NAN));
         match a.engine.start(request) {
             Ok(()) => running.push(i),
             Err(e) => a.fail(e.to_string(), on_event),
         }
     }
+    let started = Instant::now();
+    let limit = run_limit(request);
     let mut heard: Vec<Instant> = vec![Instant::now(); agents.len()];
-    let mut ended = false;
+    let mut ended: Option<Instant> = None;
     while !running.is_empty() {
-        if stop.load(Ordering::Relaxed) && !ended {
-            ended = true;
+        if stop.load(Ordering::Relaxed) && ended.is_none() {
+            ended = Some(Instant::now());
             for &i in &running {
                 let _ = agents[i].engine.end();
             }
@@ -256,9 +310,31 @@ fn run_test(
         let mut any = false;
         running.retain(|&i| {
             let a = &mut agents[i];
-            match a.engine.poll_run(wait) {
+            let late = if started.elapsed() > limit {
+                Some(format!(
+                    "{} did not finish {} within {} s (its planned length and {} s)",
+                    a.out.name,
+                    request.label,
+                    limit.as_secs(),
+                    RUN_GRACE.as_secs()
+                ))
+            } else {
+                ended
+                    .filter(|at| at.elapsed() > AFTER_STOP)
+                    .map(|_| format!("{} sent no result within {} s of Ctrl-C", a.out.name, AFTER_STOP.as_secs()))
+            };
+            if let Some(error) = late {
+                a.fail(error, on_event);
+                return false;
+            }
+            let step = a.engine.poll_run(wait);
+            let span = a.out.spans[index].as_mut().expect("set when started");
+            span.1 = unix_now();
+            let (span, offset) = (*span, a.out.clock.as_ref().map_or((0.0, 0.0), |c| (c.offset_s, c.rtt_s)));
+            match step {
                 Ok(None) if heard[i].elapsed() > SILENCE => {
-                    let error = format!("{} sent nothing for {} s during a test", a.out.name, SILENCE.as_secs());
+                    let error =
+                        format!("{} sent no whole message for {} s during a test", a.out.name, SILENCE.as_secs());
                     a.fail(error, on_event);
                     false
                 }
@@ -266,6 +342,10 @@ fn run_test(
                 Ok(Some(RunStep::Sample(s))) => {
                     any = true;
                     heard[i] = Instant::now();
+                    if let Err(e) = check_live(&s, span, offset) {
+                        a.fail(format!("{} sent an impossible sample: {e}", a.out.name), on_event);
+                        return false;
+                    }
                     if !s.ramping {
                         a.out.live[index].push(s);
                     }
@@ -273,6 +353,10 @@ fn run_test(
                 }
                 Ok(Some(RunStep::Done(m))) => {
                     any = true;
+                    if let Err(e) = check_measured(&m, span, offset) {
+                        a.fail(format!("{} sent an impossible result: {e}", a.out.name), on_event);
+                        return false;
+                    }
                     let early = m.error.clone();
                     a.out.measured[index] = Some(*m);
                     if let Some(e) = early.filter(|_| !stop.load(Ordering::Relaxed)) {
@@ -291,6 +375,47 @@ fn run_test(
             std::thread::sleep(Duration::from_millis(10));
         }
     }
+}
+
+/// How long an agent has to send what it measured after Ctrl-C.
+const AFTER_STOP: Duration = Duration::from_secs(10);
+
+/// Whether a time the agent reported (Unix seconds on its clock) falls in
+/// `span` (on ours), give or take the clock reading's error and drift.
+fn within(t_agent: f64, span: (f64, f64), (offset, rtt): (f64, f64)) -> bool {
+    let t = t_agent - offset;
+    let slack = TIME_SLACK_S + rtt;
+    t.is_finite() && t >= span.0 - slack && t <= span.1 + slack
+}
+
+/// A live sample's figures as a result document holds them, checked alike.
+fn check_live(s: &LiveSample, span: (f64, f64), clock: (f64, f64)) -> Result<(), String> {
+    let as_sample = Sample {
+        t_s: 0.0,
+        bytes_per_sec: s.bytes_per_sec,
+        iops: s.iops,
+        latency_ns_mean: s.latency_ns_mean,
+        latency_ns_p99: s.latency_ns_p99,
+    };
+    as_sample.validate("sample").map_err(|e| e.to_string())?;
+    if !within(s.t_unix, span, clock) {
+        return Err(format!("sample.t_unix = {:e}: outside the test as this machine saw it", s.t_unix));
+    }
+    Ok(())
+}
+
+/// An agent's probe, checked as `report` checks a document, and its times
+/// held to the span this machine saw the test in: its start, and the end
+/// of every sample.
+fn check_measured(m: &Measured, span: (f64, f64), clock: (f64, f64)) -> Result<(), String> {
+    m.probe.validate("probe").map_err(|e| e.to_string())?;
+    if !within(m.started_unix, span, clock) {
+        return Err(format!("started_unix = {:e}: outside the test as this machine saw it", m.started_unix));
+    }
+    if let Some(late) = m.probe.samples.iter().find(|x| !within(m.started_unix + x.t_s, span, clock)) {
+        return Err(format!("a sample at t_s = {:e}: after the test as this machine saw it", late.t_s));
+    }
+    Ok(())
 }
 
 /// A failure as one line that names the host.

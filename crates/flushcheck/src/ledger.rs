@@ -1,7 +1,9 @@
 //! The listener's ledger: flushcheck runs and their acknowledged blocks in
 //! one SQLite file under `serve --flushcheck-dir`, each acknowledgement
 //! committed with a full sync before the writer hears back, so the list
-//! survives the listener's own crash or restart.
+//! survives the listener's own crash or restart. Its size is bounded
+//! ([`MAX_LEDGER_BYTES`], [`MAX_RUNS`]): a token holder cannot fill the
+//! listener's disk.
 
 use headroom_net::wire::{FlushAck, FlushRun};
 use headroom_net::FlushLedger;
@@ -11,14 +13,24 @@ use std::sync::Mutex;
 
 /// The ledger's file name inside `--flushcheck-dir`.
 pub const FILE_NAME: &str = "flushcheck.sqlite";
-/// Most runs one ledger keeps: a token holder cannot fill the listener's disk.
+/// Most runs one ledger keeps.
 pub const MAX_RUNS: i64 = 10_000;
+/// Most bytes the ledger's records may take: 1 GiB, some 15 million blocks
+/// (a run of the largest, 4 Mi blocks, takes about 300 MiB). Runs times
+/// blocks per run would allow terabytes, so the bytes are bounded
+/// themselves: past it, new runs and blocks at offsets not yet recorded are
+/// refused, while blocks already recorded are still updated (a writer going
+/// round its file keeps working).
+pub const MAX_LEDGER_BYTES: u64 = 1 << 30;
+/// The write-ahead log is cut back to this after each checkpoint.
+const WAL_LIMIT_BYTES: i64 = 64 << 20;
 
 /// Flushcheck runs in SQLite.
 #[derive(Debug)]
 pub struct SqliteLedger {
     db: Mutex<Connection>,
     path: PathBuf,
+    max_bytes: u64,
 }
 
 fn err(e: rusqlite::Error) -> String {
@@ -26,8 +38,14 @@ fn err(e: rusqlite::Error) -> String {
 }
 
 impl SqliteLedger {
-    /// Opens (or creates) the ledger in `dir`; the error names the directory.
+    /// Opens (or creates) the ledger in `dir`, bounded to [`MAX_LEDGER_BYTES`];
+    /// the error names the directory.
     pub fn open(dir: &Path) -> Result<SqliteLedger, String> {
+        Self::open_bounded(dir, MAX_LEDGER_BYTES)
+    }
+
+    /// [`SqliteLedger::open`] with records bounded to `max_bytes`.
+    pub fn open_bounded(dir: &Path, max_bytes: u64) -> Result<SqliteLedger, String> {
         if !dir.is_dir() {
             return Err(format!(
                 "--flushcheck-dir {}: not a directory (example: --flushcheck-dir /var/lib/headroom)",
@@ -40,6 +58,7 @@ impl SqliteLedger {
         // WAL + FULL: every commit is synced to the WAL before it returns.
         db.pragma_update(None, "journal_mode", "WAL").map_err(fail)?;
         db.pragma_update(None, "synchronous", "FULL").map_err(fail)?;
+        db.pragma_update(None, "journal_size_limit", WAL_LIMIT_BYTES).map_err(fail)?;
         db.execute_batch(
             "CREATE TABLE IF NOT EXISTS runs (
                 run TEXT PRIMARY KEY, block_size INTEGER NOT NULL, blocks INTEGER NOT NULL,
@@ -50,7 +69,7 @@ impl SqliteLedger {
                 PRIMARY KEY (run, offset));",
         )
         .map_err(fail)?;
-        Ok(SqliteLedger { db: Mutex::new(db), path })
+        Ok(SqliteLedger { db: Mutex::new(db), path, max_bytes })
     }
 
     /// The SQLite file.
@@ -60,6 +79,22 @@ impl SqliteLedger {
 
     fn db(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.db.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether the records reached `max_bytes` (pages in use, the log's included).
+    fn full(&self, db: &Connection) -> Result<bool, String> {
+        let pages: i64 = db.query_row("PRAGMA page_count", [], |r| r.get(0)).map_err(err)?;
+        let free: i64 = db.query_row("PRAGMA freelist_count", [], |r| r.get(0)).map_err(err)?;
+        let page: i64 = db.query_row("PRAGMA page_size", [], |r| r.get(0)).map_err(err)?;
+        Ok(((pages - free) * page) as u64 >= self.max_bytes)
+    }
+
+    fn full_error(&self) -> String {
+        format!(
+            "this listener's flushcheck ledger is full ({} MiB of records, its limit): its operator removes {} to start afresh",
+            self.max_bytes >> 20,
+            self.path.display()
+        )
     }
 }
 
@@ -73,6 +108,9 @@ impl FlushLedger for SqliteLedger {
             };
         }
         let db = self.db();
+        if self.full(&db)? {
+            return Err(self.full_error());
+        }
         let count: i64 = db.query_row("SELECT COUNT(*) FROM runs", [], |r| r.get(0)).map_err(err)?;
         if count >= MAX_RUNS {
             return Err(format!(
@@ -108,14 +146,25 @@ impl FlushLedger for SqliteLedger {
     fn record(&self, run: &str, ack: &FlushAck) -> Result<(), String> {
         // Sequence numbers are below 2^63 for centuries of writes; SQLite stores i64.
         let seq = i64::try_from(ack.seq).map_err(|_| "flushcheck sequence number out of range".to_string())?;
-        self.db()
-            .execute(
-                "INSERT INTO acks (run, offset, seq, checksum) VALUES (?1, ?2, ?3, ?4)
+        let db = self.db();
+        if self.full(&db)? {
+            let recorded = db
+                .query_row("SELECT 1 FROM acks WHERE run = ?1 AND offset = ?2", params![run, ack.offset as i64], |_| {
+                    Ok(())
+                })
+                .optional()
+                .map_err(err)?;
+            if recorded.is_none() {
+                return Err(self.full_error());
+            }
+        }
+        db.execute(
+            "INSERT INTO acks (run, offset, seq, checksum) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT (run, offset) DO UPDATE SET seq = excluded.seq, checksum = excluded.checksum
                  WHERE excluded.seq > acks.seq",
-                params![run, ack.offset as i64, seq, ack.checksum as i64],
-            )
-            .map_err(err)?;
+            params![run, ack.offset as i64, seq, ack.checksum as i64],
+        )
+        .map_err(err)?;
         Ok(())
     }
 
@@ -174,5 +223,35 @@ mod tests {
         );
         assert_eq!(l.page(&run.run, 4096, 10).unwrap().len(), 1);
         assert!(SqliteLedger::open(&dir.path().join("nope")).unwrap_err().contains("--flushcheck-dir"));
+    }
+
+    #[test]
+    fn one_writer_cannot_grow_the_ledger_past_its_bound() {
+        // In memory where there is a tmpfs: every record is synced.
+        let dir = tempfile::tempdir_in("/dev/shm").or_else(|_| tempfile::tempdir()).unwrap();
+        let limit = 128 << 10;
+        let l = SqliteLedger::open_bounded(dir.path(), limit).unwrap();
+        let run = FlushRun {
+            run: "00112233445566778899aabbccddeeff".into(),
+            block_size: 4096,
+            blocks: 1 << 22,
+            sync: "none".into(),
+            path: "/f".into(),
+            host: "h".into(),
+        };
+        l.begin(&run).unwrap();
+        // Every block at a new offset, as a hostile writer sends them.
+        let refused = (1..=1u64 << 22)
+            .map(|i| (i, l.record(&run.run, &FlushAck { seq: i, offset: i * 4096, checksum: i })))
+            .find_map(|(i, r)| r.err().map(|e| (i, e)));
+        let (at, e) = refused.expect("the ledger refused new blocks at its bound");
+        assert!(e.contains("full") && e.contains("flushcheck.sqlite"), "{e}");
+        let size = std::fs::metadata(l.path()).unwrap().len();
+        assert!(size <= 2 * limit, "{size} bytes on disk for a bound of {limit}");
+        // A block already recorded is still updated; another run is refused.
+        l.record(&run.run, &FlushAck { seq: at + 1, offset: 4096, checksum: 9 }).unwrap();
+        assert_eq!(l.page(&run.run, 0, 1).unwrap()[0].seq, at + 1);
+        let other = FlushRun { run: "ffeeddccbbaa99887766554433221100".into(), ..run };
+        assert!(l.begin(&other).unwrap_err().contains("full"));
     }
 }

@@ -7,7 +7,7 @@
 use crate::address::{connect, Endpoint};
 use crate::datapath;
 use crate::error::NetError;
-use crate::socket::{connect_to_server, udp_connected, SocketSetup, Source};
+use crate::socket::{connect_to_server, udp_connected, Inbox, SocketSetup, Source};
 use crate::stats::LatencyRecorder;
 use crate::wire::{self, Hello, Reply, Request};
 use headroom_result::Sample;
@@ -64,6 +64,11 @@ pub struct Session {
     pub server_version: String,
     /// Whether the server runs disk and CPU probes for clients.
     pub runs_probes: bool,
+    /// The frame being read from `control`: every read of the control
+    /// connection goes through it, so each frame has a deadline.
+    inbox: Inbox,
+    /// How long the server has to answer a request, whole ([`Endpoint::timeout`]).
+    pub(crate) answer_within: Duration,
 }
 
 pub(crate) fn open_stream(
@@ -157,6 +162,9 @@ impl Session {
         // One connection per attempt: a stock iperf3 server would take a throwaway
         // connection for a control connection and reset the next one.
         let (mut control, peer) = connect(target)?;
+        // The whole opening (greeting, challenge, welcome) has one deadline,
+        // however the server spaces its bytes.
+        let deadline = Instant::now() + target.timeout;
         let hello = Hello::Control { client_version: env!("CARGO_PKG_VERSION").into() };
         greet(&mut control, &hello)?;
         control.set_nodelay(true)?;
@@ -174,23 +182,43 @@ impl Session {
             // iperf3 answers a cookie with PARAM_EXCHANGE (9) or ACCESS_DENIED (0xFF).
             return Err(NetError::IsIperf3.into());
         }
-        let mut reader = std::io::Read::chain(&first[..], &mut control);
-        let mut reply: Reply =
-            wire::read_frame(&mut reader, wire::MAX_FRAME).map_err(|e| NetError::Protocol(e.to_string()))?;
+        let mut inbox = Inbox::holding(&first);
+        let opening = |e: std::io::Error| {
+            NetError::Protocol(format!("{}: the greeting's answer: {}", target.display(), opening_error(&e, target)))
+        };
+        let mut reply: Reply = inbox
+            .read_by(&control, wire::MAX_FRAME, "message", deadline, None)
+            .and_then(|body| wire::decode(&body))
+            .map_err(opening)?;
         let mut derived = None;
         if let Reply::Challenge { nonce } = &reply {
-            let (answer, keys) = answer_challenge(&mut control, target, nonce)?;
-            (reply, derived) = (answer, Some(keys));
+            derived = Some(answer_challenge(&mut control, target, nonce)?);
+            reply = inbox
+                .read_by(&control, wire::MAX_FRAME, "message", deadline, None)
+                .and_then(|body| wire::decode(&body))
+                .map_err(|e| {
+                    NetError::Protocol(format!(
+                        "{}: after the challenge: {}",
+                        target.display(),
+                        opening_error(&e, target)
+                    ))
+                })?;
         }
         match reply {
-            Reply::Welcome { session, server_version, probes, .. } => {
-                let keys = match derived {
+            Reply::Welcome { session, server_version, probes, .. } => Ok(Session {
+                control,
+                keys: match derived {
                     Some(keys) => keys,
                     None => wire::SessionKeys::from_hex(&session)
                         .ok_or_else(|| NetError::Protocol("the server's Welcome holds no session key".into()))?,
-                };
-                Ok(Session { control, keys, peer, target: target.clone(), server_version, runs_probes: probes })
-            }
+                },
+                peer,
+                target: target.clone(),
+                server_version,
+                runs_probes: probes,
+                inbox,
+                answer_within: target.timeout,
+            }),
             Reply::Refused { reason } => Err(NetError::Refused(format!("{}: {reason}", target.display())).into()),
             other => Err(NetError::Protocol(format!("unexpected {other:?}")).into()),
         }
@@ -201,16 +229,46 @@ impl Session {
         self.read_reply()
     }
 
+    /// The server's next message, whole within [`Session::answer_within`].
     pub(crate) fn read_reply(&mut self) -> Result<Reply, NetError> {
-        wire::read_frame(&mut self.control, wire::MAX_FRAME).map_err(|e| match e.kind() {
+        let deadline = Instant::now() + self.answer_within;
+        self.read_by(wire::MAX_FRAME, deadline, None).map_err(|e| match e.kind() {
             std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::ConnectionReset => {
-                NetError::Broken("the server closed the connection".into())
+                NetError::Broken(format!("{}: the server closed the connection", self.target.display()))
             }
-            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
-                NetError::Broken(format!("the server did not answer within {:.0} s", self.target.timeout.as_secs_f64()))
-            }
-            _ => NetError::Broken(e.to_string()),
+            std::io::ErrorKind::TimedOut => NetError::Broken(format!(
+                "{}: {} within {:.0} s",
+                self.target.display(),
+                e,
+                self.answer_within.as_secs_f64()
+            )),
+            _ => NetError::Broken(format!("{}: {e}", self.target.display())),
         })
+    }
+
+    /// The server's next message of at most `max` bytes, whole by
+    /// `deadline`; `stop` ends the wait at once.
+    pub(crate) fn read_by<T: for<'de> serde::Deserialize<'de>>(
+        &mut self,
+        max: u32,
+        deadline: Instant,
+        stop: Option<&AtomicBool>,
+    ) -> std::io::Result<T> {
+        let body = self.inbox.read_by(&self.control, max, "message", deadline, stop)?;
+        wire::decode(&body)
+    }
+
+    /// The server's next message if it is whole after waiting at most
+    /// `wait` for more of it (a partial one stays in the inbox).
+    pub(crate) fn poll<T: for<'de> serde::Deserialize<'de>>(
+        &mut self,
+        max: u32,
+        wait: Duration,
+    ) -> std::io::Result<Option<T>> {
+        match self.inbox.poll(&self.control, max, "message", wait)? {
+            Some(body) => wire::decode(&body).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// The session's public id (UDP datagrams carry it).
@@ -267,21 +325,47 @@ impl Session {
     }
 
     /// The run and every block of it the server recorded, in offset order.
+    /// A listener's list is held to the run it declares: pages of at most
+    /// [`wire::FLUSH_PAGE`] blocks, each block inside the run, offsets moving
+    /// forward, so the whole list is at most the run's block count (a list
+    /// whose pages never end is refused, not gathered for ever).
     pub fn flush_list(&mut self, run: &str) -> Result<(wire::FlushRun, Vec<wire::FlushAck>), NetError> {
         let (mut after, mut all) = (0u64, Vec::new());
+        let mut declared: Option<wire::FlushRun> = None;
+        let listener = self.target.display();
+        let wrong = |what: String| NetError::Protocol(format!("{listener}: the listener's flushcheck list {what}"));
         loop {
             match self.request(&Request::FlushList { run: run.into(), after })? {
                 Reply::FlushAcks { run: r, acks, more } => {
+                    if r.run != run || declared.as_ref().is_some_and(|d| *d != r) {
+                        return Err(wrong(format!("is of another run than {run}")));
+                    }
+                    r.validate().map_err(|e| wrong(format!("declares an impossible run: {e}")))?;
+                    if acks.len() > wire::FLUSH_PAGE {
+                        return Err(wrong(format!(
+                            "sent a page of {} blocks (at most {})",
+                            acks.len(),
+                            wire::FLUSH_PAGE
+                        )));
+                    }
+                    if let Some(e) = acks.iter().find_map(|a| r.check_ack(a).err()) {
+                        return Err(wrong(format!("holds {e}")));
+                    }
                     // A page that does not move forward would loop for ever.
                     let last = acks.last().map(|a| a.offset);
-                    if acks.windows(2).any(|w| w[0].offset >= w[1].offset) || last.is_some_and(|l| l <= after) {
-                        return Err(NetError::Protocol("the server's flushcheck list is out of order".into()));
+                    let back = acks.first().is_some_and(|a| a.offset <= after);
+                    if back || acks.windows(2).any(|w| w[0].offset >= w[1].offset) {
+                        return Err(wrong("is out of order".into()));
                     }
                     all.extend(acks);
+                    if all.len() as u64 > r.blocks {
+                        return Err(wrong(format!("holds more blocks than the run's {}", r.blocks)));
+                    }
                     match last {
                         Some(l) if more => after = l,
                         _ => return Ok((r, all)),
                     }
+                    declared = Some(r);
                 }
                 other => return Err(flush_refusal(other)),
             }
@@ -301,13 +385,10 @@ fn flush_refusal(reply: Reply) -> NetError {
     }
 }
 
-/// Proves we hold the token without sending it (see [`wire`]); returns the
-/// server's verdict and the session secret both ends derive from the exchange.
-fn answer_challenge(
-    control: &mut TcpStream,
-    target: &Endpoint,
-    nonce: &str,
-) -> Result<(Reply, wire::SessionKeys), NetError> {
+/// Proves we hold the token without sending it (see [`wire`]); the server's
+/// verdict is the next frame. Returns the session secret both ends derive
+/// from the exchange.
+fn answer_challenge(control: &mut TcpStream, target: &Endpoint, nonce: &str) -> Result<wire::SessionKeys, NetError> {
     let Some(token) = &target.token else {
         return Err(NetError::Refused(format!(
             "{} requires a token: pass --token (the one given to `headroom serve --token`)",
@@ -320,9 +401,15 @@ fn answer_challenge(
     let answer =
         wire::AuthAnswer { nonce: wire::to_hex(&ours), proof: wire::to_hex(&wire::auth_proof(token, &theirs, &ours)) };
     wire::write_frame(control, &answer)?;
-    let reply = wire::read_frame(control, wire::MAX_FRAME)
-        .map_err(|e| NetError::Protocol(format!("after the challenge: {e}")))?;
-    Ok((reply, wire::SessionKeys::derived(token, &theirs, &ours)))
+    Ok(wire::SessionKeys::derived(token, &theirs, &ours))
+}
+
+/// A failed read of the opening's answers, said with the deadline it missed.
+fn opening_error(e: &std::io::Error, target: &Endpoint) -> String {
+    match e.kind() {
+        std::io::ErrorKind::TimedOut => format!("{e} within {:.0} s", target.timeout.as_secs_f64()),
+        _ => e.to_string(),
+    }
 }
 
 /// Opens a UDP stream: a connected socket whose hello the server answered.
@@ -546,5 +633,88 @@ mod reset_tests {
         server.join().unwrap();
         assert!(matches!(err, NetError::Protocol(_)), "{err:?}");
         assert!(err.to_string().contains("reset the connection before answering, twice"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod hostile_tests {
+    use super::*;
+    use std::net::TcpListener;
+    use std::sync::mpsc;
+
+    /// A fake server on loopback: reads the opening, then hands the connection to `then`.
+    fn fake_server(then: impl FnOnce(TcpStream) + Send + 'static) -> u16 {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            wire::read_opening(&mut conn).unwrap().expect("a headroom greeting");
+            then(conn);
+        });
+        port
+    }
+
+    fn welcome() -> Reply {
+        Reply::Welcome {
+            session: wire::key_hex(&[7; wire::KEY_LEN]),
+            server_version: "x".into(),
+            max_duration_ms: 1000,
+            max_streams: 1,
+            probes: true,
+        }
+    }
+
+    /// Runs `f` on a thread; the test fails (rather than hangs) when it takes a minute.
+    fn within_a_minute<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || tx.send(f()).unwrap());
+        rx.recv_timeout(Duration::from_secs(60)).expect("the client was still reading after a minute")
+    }
+
+    #[test]
+    fn a_server_trickling_its_answer_misses_the_deadline() {
+        // A length prefix, then one byte every 100 ms: each byte would restart a silence timer.
+        let port = fake_server(|mut conn| {
+            let _ = conn.write_all(&[0, 0, 1, 0]);
+            while conn.write_all(b" ").is_ok() {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let target = Endpoint::parse(&format!("127.0.0.1:{port}"), None, Duration::from_secs(1)).unwrap();
+        let err = within_a_minute(move || Session::open(&target).err().expect("no session"));
+        assert!(err.to_string().contains("an answer that never ended within 1 s"), "{err}");
+    }
+
+    #[test]
+    fn a_flushcheck_list_that_never_ends_is_refused() {
+        let run = wire::FlushRun {
+            run: "00112233445566778899aabbccddeeff".into(),
+            block_size: 4096,
+            blocks: 1000,
+            sync: "fsync".into(),
+            path: "/f".into(),
+            host: "h".into(),
+        };
+        let declared = run.clone();
+        // Every page is full and says more follow, its offsets always further on.
+        let port = fake_server(move |mut conn| {
+            wire::write_frame(&mut conn, &welcome()).unwrap();
+            while let Ok(Request::FlushList { after, .. }) = wire::read_frame(&mut conn, wire::MAX_FRAME) {
+                let acks = (1..=wire::FLUSH_PAGE as u64)
+                    .map(|i| wire::FlushAck { seq: 1, offset: after + i * 4096, checksum: 0 })
+                    .collect();
+                let page = Reply::FlushAcks { run: declared.clone(), acks, more: true };
+                if wire::write_frame(&mut conn, &page).is_err() {
+                    break;
+                }
+            }
+        });
+        let target = Endpoint::parse(&format!("127.0.0.1:{port}"), None, Duration::from_secs(5)).unwrap();
+        let err = within_a_minute(move || {
+            let mut session = Session::open(&target).unwrap();
+            session.flush_list(&run.run).expect_err("the list is refused")
+        });
+        let text = err.to_string();
+        assert!(text.contains("127.0.0.1") && text.contains("outside run"), "{text}");
     }
 }

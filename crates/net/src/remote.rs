@@ -14,7 +14,7 @@ use crate::client::Session;
 use crate::error::NetError;
 use crate::probe_engine::probe_error;
 use crate::process_cpu::CpuMeter;
-use crate::socket::{wait_readable, POLL};
+use crate::socket::POLL;
 use crate::wire::{self, Reply, Request};
 use headroom_result::details::cpu_load_key;
 use headroom_result::{CpuLoad, Host, Side, Warning};
@@ -35,13 +35,24 @@ pub struct RemoteEngine {
     plan: Vec<ProbeRequest>,
     /// This machine's CPU since the running probe started.
     meter: Option<CpuMeter>,
+    /// When the current phase (a preparation, a run) must be over, and how
+    /// long it was given, if its caller set one ([`RemoteEngine::set_deadline`]).
+    deadline: Option<(Instant, Duration)>,
 }
 
 impl RemoteEngine {
     /// An engine for `kind` requests placed at `server` (its
     /// [`Endpoint::display`] is the requests' `at`).
     pub fn new(kind: EngineKind, server: Endpoint) -> Self {
-        RemoteEngine { kind, place: server.display(), server, session: None, plan: Vec::new(), meter: None }
+        RemoteEngine {
+            kind,
+            place: server.display(),
+            server,
+            session: None,
+            plan: Vec::new(),
+            meter: None,
+            deadline: None,
+        }
     }
 
     fn session(&mut self) -> Result<&mut Session, ProbeError> {
@@ -51,28 +62,45 @@ impl RemoteEngine {
         Ok(self.session.as_mut().expect("opened above"))
     }
 
+    /// Gives the phases that follow (preparing, running) `limit` from now:
+    /// past it, the wait for the server ends with [`ProbeError::Lost`] (a
+    /// fleet gives each agent's phase a deadline, so a server that keeps
+    /// sending without ever finishing cannot hold it). None: no deadline.
+    pub fn set_deadline(&mut self, limit: Option<Duration>) {
+        self.deadline = limit.map(|l| (Instant::now() + l, l));
+    }
+
     /// Reads the server's next reply, giving up when `stop` is set and
     /// `on_stop` has had its chance (it sends `End` once).
-    /// A server silent for [`SERVER_SILENCE`] (frozen, or behind a link that
-    /// vanished without a reset) is lost.
-    fn next_reply(&mut self, stop: &AtomicBool, ended: &mut bool) -> Result<Reply, ProbeError> {
+    /// A server that sends no whole message for [`SERVER_SILENCE`] (frozen,
+    /// behind a link that vanished without a reset, or trickling bytes that
+    /// never make a message) is lost; after `End` it has the endpoint's
+    /// timeout to answer.
+    fn next_reply(&mut self, stop: &AtomicBool, ended: &mut Option<Instant>) -> Result<Reply, ProbeError> {
         let server = self.place.clone();
         let silence = self.server.timeout.max(SERVER_SILENCE);
+        let deadline = self.deadline;
         let session = self.session()?;
         let since = Instant::now();
         loop {
-            if stop.load(Ordering::Relaxed) && !*ended {
-                *ended = true;
+            if stop.load(Ordering::Relaxed) && ended.is_none() {
+                *ended = Some(Instant::now());
                 wire::write_frame(&mut session.control, &Request::End).map_err(|e| lost(&server, e))?;
             }
-            if wait_readable(&session.control, POLL) {
-                return wire::read_frame(&mut session.control, wire::MAX_RESULT_FRAME).map_err(|e| lost(&server, e));
+            if ended.is_some_and(|at| at.elapsed() > session.answer_within) {
+                return Err(ProbeError::Stopped);
+            }
+            if let Some(reply) = session.poll(wire::MAX_RESULT_FRAME, POLL).map_err(|e| lost(&server, e))? {
+                return Ok(reply);
             }
             if since.elapsed() > silence {
                 return Err(ProbeError::Lost(format!(
-                    "lost {server}: it sent nothing for {:.0} s during a remote probe",
+                    "lost {server}: it sent no whole message for {:.0} s during a remote probe",
                     silence.as_secs_f64()
                 )));
+            }
+            if let Some(past) = past_deadline(&server, deadline) {
+                return Err(past);
             }
         }
     }
@@ -89,7 +117,7 @@ impl RemoteEngine {
         events: &mut dyn FnMut(&PrepareEvent),
     ) -> Result<Vec<Warning>, ProbeError> {
         self.send(&Request::Plan { requests: self.plan.clone() })?;
-        let mut ended = false;
+        let mut ended = None;
         loop {
             match self.next_reply(stop, &mut ended)? {
                 Reply::Event { event } => events(&event),
@@ -108,7 +136,7 @@ impl RemoteEngine {
         on_sample: &mut dyn FnMut(&LiveSample),
     ) -> Result<Measured, RunFailure> {
         self.start(request).map_err(RunFailure::BeforeStart)?;
-        let mut ended = false;
+        let mut ended = None;
         let mut answered = false;
         loop {
             let reply = self.next_reply(stop, &mut ended).map_err(|e| match answered {
@@ -134,14 +162,19 @@ impl RemoteEngine {
 
     /// The next step of the run [`RemoteEngine::start`]ed, if the server sent
     /// one within `wait`.
+    /// Never waits longer than `wait`, however the server spaces its bytes
+    /// (a message arrives over as many calls as it takes); past the
+    /// deadline ([`RemoteEngine::set_deadline`]) the run is lost.
     pub fn poll_run(&mut self, wait: Duration) -> Result<Option<RunStep>, ProbeError> {
         let server = self.place.clone();
-        let session = self.session()?;
-        if !wait_readable(&session.control, wait) {
-            return Ok(None);
+        if let Some(past) = past_deadline(&server, self.deadline) {
+            return Err(past);
         }
-        let reply = wire::read_frame(&mut session.control, wire::MAX_RESULT_FRAME).map_err(|e| lost(&server, e))?;
-        self.run_step(reply).map(Some)
+        let session = self.session()?;
+        match session.poll(wire::MAX_RESULT_FRAME, wait).map_err(|e| lost(&server, e))? {
+            Some(reply) => self.run_step(reply).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// Asks the server to stop the running probe now; it answers with what it measured.
@@ -177,18 +210,26 @@ impl RemoteEngine {
     /// connection, NTP-style: of `rounds` exchanges, the one with the
     /// smallest round trip gives the offset (its error is at most half that
     /// round trip). Also opens the session, so a refusal (token, version)
-    /// shows here.
-    pub fn clock(&mut self, rounds: u32) -> Result<ClockReading, ProbeError> {
+    /// shows here. Every round is over within the endpoint's timeout, and
+    /// `stop` (Ctrl-C) ends the wait at once. A clock more than
+    /// [`MAX_CLOCK_OFFSET_S`] away from ours is not a clock.
+    pub fn clock(&mut self, rounds: u32, stop: &AtomicBool) -> Result<ClockReading, ProbeError> {
         let server = self.place.clone();
         let session = self.session()?;
         let server_version = session.server_version.clone();
+        let deadline = Instant::now() + session.answer_within;
         let mut best: Option<(f64, f64)> = None;
         for _ in 0..rounds.max(1) {
             let sent = unix_now();
             wire::write_frame(&mut session.control, &Request::Clock).map_err(|e| lost(&server, e))?;
-            let reply: Reply = wire::read_frame(&mut session.control, wire::MAX_FRAME).map_err(|e| lost(&server, e))?;
+            let reply: Reply = session.read_by(wire::MAX_FRAME, deadline, Some(stop)).map_err(|e| lost(&server, e))?;
             let back = unix_now();
             let Reply::Clock { unix } = reply else { return Err(unexpected(&server, &reply)) };
+            if !unix.is_finite() || (unix - back).abs() > MAX_CLOCK_OFFSET_S {
+                return Err(ProbeError::Failed(format!(
+                    "protocol error: {server} answered the clock request with {unix:e} s, not a time within {MAX_CLOCK_OFFSET_S:e} s of this machine's {back:.0}"
+                )));
+            }
             let rtt = back - sent;
             if best.is_none_or(|(_, best_rtt)| rtt < best_rtt) {
                 best = Some((unix - (sent + back) / 2.0, rtt));
@@ -219,15 +260,27 @@ pub struct ClockReading {
     pub server_version: String,
 }
 
-/// How long a server may send nothing while it prepares or runs a probe
-/// (its layout reports every 64 MiB, its probes every sample interval).
+/// How long a server may send no whole message while it prepares or runs a
+/// probe (its layout reports every 64 MiB, its probes every sample interval).
 const SERVER_SILENCE: Duration = Duration::from_secs(60);
+
+/// The farthest a server's clock may be from this machine's: 10^9 s (31
+/// years, as far as a result document's times go). Beyond it an answer is no
+/// clock reading, and moving samples by it would put them nowhere.
+pub const MAX_CLOCK_OFFSET_S: f64 = 1e9;
+
+/// The error of a phase past its deadline ([`RemoteEngine::set_deadline`]), if it is.
+fn past_deadline(server: &str, deadline: Option<(Instant, Duration)>) -> Option<ProbeError> {
+    let (_, limit) = deadline.filter(|(at, _)| Instant::now() > *at)?;
+    Some(ProbeError::Lost(format!("lost {server}: it did not finish within {:.0} s", limit.as_secs_f64())))
+}
 
 fn lost(server: &str, e: std::io::Error) -> ProbeError {
     let why = match e.kind() {
         std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::ConnectionReset => {
             "the connection was closed (was headroom serve stopped or killed there?)".to_string()
         }
+        std::io::ErrorKind::Interrupted => return ProbeError::Stopped,
         _ => e.to_string(),
     };
     ProbeError::Lost(format!("lost {server} during a remote probe: {why}"))
@@ -291,10 +344,13 @@ impl FarCpuWatch {
     }
 }
 
-/// One request and its reply, the reply allowed to be as large as a result.
+/// One request and its reply, the reply allowed to be as large as a result
+/// and whole within the session's answer time.
 fn exchange(session: &mut Session, request: &Request) -> Result<Reply, NetError> {
     wire::write_frame(&mut session.control, request)?;
-    let reply = wire::read_frame(&mut session.control, wire::MAX_RESULT_FRAME)
+    let deadline = Instant::now() + session.answer_within;
+    let reply = session
+        .read_by(wire::MAX_RESULT_FRAME, deadline, None)
         .map_err(|e| NetError::Broken(format!("{}: {e}", session.target.display())))?;
     match reply {
         Reply::Refused { reason } => Err(NetError::Refused(format!("{}: {reason}", session.target.display()))),
@@ -365,7 +421,8 @@ impl ProbeEngine for RemoteEngine {
         self.plan.clear();
         if let Some(mut session) = self.session.take() {
             if wire::write_frame(&mut session.control, &Request::Finish).is_ok() {
-                let _: Result<Reply, _> = wire::read_frame(&mut session.control, wire::MAX_FRAME);
+                let deadline = Instant::now() + session.answer_within;
+                let _: Result<Reply, _> = session.read_by(wire::MAX_FRAME, deadline, None);
             }
             session.close();
         }

@@ -1,8 +1,9 @@
 //! What every socket user of the crate shares, at the bottom of its imports:
 //! the size bounds and timing of the data paths, readiness waits, the 4-byte
 //! length prefix both wire protocols frame messages with, connecting (with
-//! the retry a stock iperf3 server needs) and the one-line reasons for
-//! socket errors.
+//! the retry a stock iperf3 server needs), the [`Inbox`] a client reads
+//! a peer's frames through (each frame whole by a deadline) and the one-line
+//! reasons for socket errors.
 //!
 //! It knows no protocol: the headroom wire ([`crate::wire`]), the iperf3
 //! control protocol ([`crate::iperf3`]), the data paths ([`crate::datapath`])
@@ -15,7 +16,8 @@ use socket2::{Domain, SockRef, Socket, Type};
 use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::AsFd;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 /// How often blocked socket calls wake up to look at the stop flag.
 pub const POLL: Duration = Duration::from_millis(200);
@@ -46,14 +48,102 @@ pub(crate) fn read_length_prefixed(r: &mut impl Read, max: u32, what: &str) -> i
     r.read_exact(&mut len)?;
     let len = u32::from_be_bytes(len);
     if len > max {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("{what} of {len} bytes exceeds the limit of {max}"),
-        ));
+        return Err(too_long(what, len, max));
     }
     let mut body = vec![0u8; len as usize];
     r.read_exact(&mut body)?;
     Ok(body)
+}
+
+fn too_long(what: &str, len: u32, max: u32) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("{what} of {len} bytes exceeds the limit of {max}"))
+}
+
+/// Largest read of one [`Inbox::poll`]: the buffer grows only as bytes arrive.
+const INBOX_READ: usize = 64 * 1024;
+
+/// A peer's length-prefixed frames, gathered from whatever has arrived so
+/// that the reader decides how long a frame may take. A socket read timeout
+/// restarts on every byte, so a peer sending one byte now and then would
+/// hold a reader for ever; here a frame is whole by a deadline or it is an
+/// error, and [`Inbox::poll`] never waits longer than asked (a fleet's worker
+/// reads many agents in turn). It holds at most the frame being read.
+#[derive(Debug, Default)]
+pub(crate) struct Inbox {
+    buf: Vec<u8>,
+}
+
+impl Inbox {
+    /// An inbox that already holds `bytes` (read before it existed).
+    pub fn holding(bytes: &[u8]) -> Self {
+        Inbox { buf: bytes.to_vec() }
+    }
+
+    /// Bytes still needed for the frame being read (its length prefix first).
+    fn needed(&self, max: u32, what: &str) -> io::Result<usize> {
+        if self.buf.len() < 4 {
+            return Ok(4 - self.buf.len());
+        }
+        let len = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
+        if len > max {
+            return Err(too_long(what, len, max));
+        }
+        Ok(4 + len as usize - self.buf.len())
+    }
+
+    /// Reads what `stream` has (waiting at most `wait` for it to have
+    /// anything); the body of the frame once it is whole. Never reads past
+    /// the frame, so the next one stays in the socket.
+    pub fn poll(&mut self, stream: &TcpStream, max: u32, what: &str, wait: Duration) -> io::Result<Option<Vec<u8>>> {
+        let need = self.needed(max, what)?;
+        if need > 0 {
+            if !wait_readable(stream, wait) {
+                return Ok(None);
+            }
+            let start = self.buf.len();
+            self.buf.resize(start + need.min(INBOX_READ), 0);
+            let got = (&*stream).read(&mut self.buf[start..]);
+            self.buf.truncate(start + *got.as_ref().unwrap_or(&0));
+            match got {
+                Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the peer closed the connection")),
+                Ok(_) => {}
+                Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => return Ok(None),
+                Err(e) => return Err(e),
+            }
+            if self.needed(max, what)? > 0 {
+                return Ok(None);
+            }
+        }
+        let body = self.buf.split_off(4);
+        self.buf.clear();
+        Ok(Some(body))
+    }
+
+    /// The body of one whole frame by `deadline` (else a `TimedOut` error),
+    /// however its bytes trickle in; `stop` (Ctrl-C) ends the wait at once
+    /// (an `Interrupted` error).
+    pub fn read_by(
+        &mut self,
+        stream: &TcpStream,
+        max: u32,
+        what: &str,
+        deadline: Instant,
+        stop: Option<&AtomicBool>,
+    ) -> io::Result<Vec<u8>> {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if let Some(body) = self.poll(stream, max, what, left.min(POLL))? {
+                return Ok(body);
+            }
+            if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+                return Err(io::Error::new(io::ErrorKind::Interrupted, "stopped (Ctrl-C)"));
+            }
+            if Instant::now() >= deadline {
+                let why = if self.buf.is_empty() { "no answer" } else { "an answer that never ended" };
+                return Err(io::Error::new(io::ErrorKind::TimedOut, why));
+            }
+        }
+    }
 }
 
 /// `body` behind its 4-byte big-endian length, ready for one write (one segment).

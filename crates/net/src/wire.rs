@@ -598,8 +598,12 @@ pub const MAX_HELLO: u32 = 4096;
 
 /// Reads one framed JSON message of at most `max` bytes.
 pub fn read_frame<T: for<'de> Deserialize<'de>>(r: &mut impl Read, max: u32) -> io::Result<T> {
-    let body = crate::socket::read_length_prefixed(r, max, "message")?;
-    serde_json::from_slice(&body).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("bad message: {e}")))
+    decode(&crate::socket::read_length_prefixed(r, max, "message")?)
+}
+
+/// One frame's JSON body as a message.
+pub(crate) fn decode<T: for<'de> Deserialize<'de>>(body: &[u8]) -> io::Result<T> {
+    serde_json::from_slice(body).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("bad message: {e}")))
 }
 
 #[cfg(test)]

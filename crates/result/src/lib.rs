@@ -11,9 +11,11 @@
 //! Documents from outside are read through [`ResultDoc::from_reader`] (at
 //! most [`MAX_DOCUMENT_BYTES`]) or [`ResultDoc::from_json`], which check the
 //! schema, then the content, then every figure ([`ResultDoc::validate`]).
+//! [`read_input_file`] is the one way a file the user names as input is
+//! read (documents, a fleet's hosts file): capped, and never blocked on a FIFO.
 //!
-//! This crate does no I/O beyond (de)serialising documents and knows nothing of
-//! how figures were measured.
+//! This crate does no I/O beyond reading such files and (de)serialising
+//! documents, and knows nothing of how figures were measured.
 
 mod cpu_load;
 pub mod details;
@@ -476,6 +478,36 @@ pub struct Ceiling {
 /// larger is not a result, and reading it whole would hold all of it in memory.
 pub const MAX_DOCUMENT_BYTES: u64 = 64 << 20;
 
+/// All of `reader`, at most [`MAX_DOCUMENT_BYTES`]: more is
+/// [`LoadError::TooLarge`], found without reading further (`/dev/zero`
+/// costs 64 MiB, not all the memory there is).
+pub fn read_capped(reader: impl std::io::Read) -> Result<Vec<u8>, LoadError> {
+    let mut bytes = Vec::new();
+    reader.take(MAX_DOCUMENT_BYTES + 1).read_to_end(&mut bytes).map_err(LoadError::Io)?;
+    if bytes.len() as u64 > MAX_DOCUMENT_BYTES {
+        return Err(LoadError::TooLarge);
+    }
+    Ok(bytes)
+}
+
+/// A file the user named as input (a result document, a fleet's hosts
+/// file), read with [`read_capped`]. Opening does not wait for a writer: a
+/// FIFO nobody writes to reads as empty instead of blocking for ever (a pipe
+/// with a writer, as `<(command)` gives, is read as usual).
+pub fn read_input_file(path: &std::path::Path) -> Result<Vec<u8>, LoadError> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file =
+        std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(LoadError::Io)?;
+    // Reads wait for a writer's data as usual once opened.
+    // SAFETY: fcntl on a descriptor this function owns, with integer arguments only.
+    let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
+    if flags < 0 || unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+        return Err(LoadError::Io(std::io::Error::last_os_error()));
+    }
+    read_capped(file)
+}
+
 /// Why a document could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -568,13 +600,12 @@ impl ResultDoc {
     /// (more is [`LoadError::TooLarge`], found without reading further), then
     /// [`ResultDoc::from_json`].
     pub fn from_reader(reader: impl std::io::Read) -> Result<Self, LoadError> {
-        let mut bytes = Vec::new();
-        reader.take(MAX_DOCUMENT_BYTES + 1).read_to_end(&mut bytes).map_err(LoadError::Io)?;
-        if bytes.len() as u64 > MAX_DOCUMENT_BYTES {
-            return Err(LoadError::TooLarge);
-        }
-        let text = std::str::from_utf8(&bytes).map_err(|_| LoadError::NotUtf8)?;
-        Self::from_json(text)
+        Self::from_bytes(&read_capped(reader)?)
+    }
+
+    /// [`ResultDoc::from_json`] of bytes read with [`read_input_file`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, LoadError> {
+        Self::from_json(std::str::from_utf8(bytes).map_err(|_| LoadError::NotUtf8)?)
     }
 
     /// Pretty JSON, as `--json` prints it.

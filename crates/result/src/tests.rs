@@ -89,6 +89,22 @@ fn a_stream_past_the_cap_is_refused_without_reading_it_all() {
 }
 
 #[test]
+fn an_input_file_is_capped_and_a_fifo_without_writer_does_not_block() {
+    let err = crate::read_input_file(std::path::Path::new("/dev/zero")).unwrap_err();
+    assert!(matches!(err, LoadError::TooLarge), "{err}");
+    let fifo = std::env::temp_dir().join(format!("headroom-result-fifo-{}", std::process::id()));
+    let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo with a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0, "mkfifo");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let at = fifo.clone();
+    std::thread::spawn(move || tx.send(crate::read_input_file(&at).map(|b| b.len()).map_err(|e| e.to_string())));
+    let read = rx.recv_timeout(std::time::Duration::from_secs(20));
+    std::fs::remove_file(&fifo).unwrap();
+    assert_eq!(read.expect("opening a FIFO nobody writes to blocked"), Ok(0));
+}
+
+#[test]
 fn documents_that_are_not_objects_have_no_schema() {
     assert!(matches!(ResultDoc::from_json("[1, 2]"), Err(LoadError::NoSchema)));
     assert!(matches!(ResultDoc::from_json(r#"{"schema": 7}"#), Err(LoadError::NoSchema)));

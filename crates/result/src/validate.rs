@@ -5,7 +5,7 @@
 //! 300-digit ratio; the document is refused instead, naming the field by its
 //! path in the JSON (`probes[3].summary.bytes_per_sec`).
 
-use crate::{Host, Latency, PciLink, Probe, ProbeSpec, ResultDoc, Soak};
+use crate::{Fleet, Host, Latency, PciLink, Probe, ProbeSpec, ResultDoc, Sample, Soak};
 
 /// The largest payload rate a document may hold: 10^15 B/s (8 Pb/s), far
 /// beyond any link, bus or memory a probe can cross.
@@ -71,11 +71,7 @@ fn probe(at: &str, p: &Probe) -> Result<(), InvalidField> {
         latency(&format!("{at}.summary.latency_ns"), l)?;
     }
     for (j, x) in p.samples.iter().enumerate() {
-        check(|| format!("{at}.samples[{j}].t_s"), x.t_s, MAX_SECONDS, SECONDS)?;
-        check(|| format!("{at}.samples[{j}].bytes_per_sec"), x.bytes_per_sec, MAX_BYTES_PER_SEC, RATE)?;
-        check_opt(|| format!("{at}.samples[{j}].iops"), x.iops, MAX_OPS_PER_SEC, OPS)?;
-        check_opt(|| format!("{at}.samples[{j}].latency_ns_mean"), x.latency_ns_mean, MAX_LATENCY_NS, NS)?;
-        check_opt(|| format!("{at}.samples[{j}].latency_ns_p99"), x.latency_ns_p99, MAX_LATENCY_NS, NS)?;
+        sample(&format!("{at}.samples[{j}]"), x)?;
     }
     match &p.spec {
         ProbeSpec::Net(n) => check_opt(
@@ -89,15 +85,23 @@ fn probe(at: &str, p: &Probe) -> Result<(), InvalidField> {
     }
 }
 
+fn sample(at: &str, x: &Sample) -> Result<(), InvalidField> {
+    check(|| format!("{at}.t_s"), x.t_s, MAX_SECONDS, SECONDS)?;
+    check(|| format!("{at}.bytes_per_sec"), x.bytes_per_sec, MAX_BYTES_PER_SEC, RATE)?;
+    check_opt(|| format!("{at}.iops"), x.iops, MAX_OPS_PER_SEC, OPS)?;
+    check_opt(|| format!("{at}.latency_ns_mean"), x.latency_ns_mean, MAX_LATENCY_NS, NS)?;
+    check_opt(|| format!("{at}.latency_ns_p99"), x.latency_ns_p99, MAX_LATENCY_NS, NS)
+}
+
 fn pci(at: &str, l: &PciLink) -> Result<(), InvalidField> {
     check(|| format!("{at}.gt_per_sec"), l.gt_per_sec, 1e6, "GT/s")?;
     check_opt(|| format!("{at}.max_gt_per_sec"), l.max_gt_per_sec, 1e6, "GT/s")?;
     check(|| format!("{at}.bytes_per_sec"), l.bytes_per_sec, MAX_BYTES_PER_SEC, RATE)
 }
 
-fn host(h: &Host) -> Result<(), InvalidField> {
+fn host(at_host: &str, h: &Host) -> Result<(), InvalidField> {
     for (i, n) in h.nics.iter().enumerate() {
-        let at = format!("host.nics[{i}]");
+        let at = format!("{at_host}.nics[{i}]");
         check_opt(|| format!("{at}.ceiling_bytes_per_sec"), n.ceiling_bytes_per_sec, MAX_BYTES_PER_SEC, RATE)?;
         check_opt(|| format!("{at}.bus_ceiling_bytes_per_sec"), n.bus_ceiling_bytes_per_sec, MAX_BYTES_PER_SEC, RATE)?;
         if let Some(l) = &n.pci_link {
@@ -105,7 +109,7 @@ fn host(h: &Host) -> Result<(), InvalidField> {
         }
     }
     for (i, d) in h.block_devices.iter().enumerate() {
-        let at = format!("host.block_devices[{i}]");
+        let at = format!("{at_host}.block_devices[{i}]");
         check_opt(|| format!("{at}.ceiling_bytes_per_sec"), d.ceiling_bytes_per_sec, MAX_BYTES_PER_SEC, RATE)?;
         check_opt(|| format!("{at}.sata_link_gbps"), d.sata_link_gbps, 1e6, "Gb/s")?;
         check_opt(|| format!("{at}.sata_max_link_gbps"), d.sata_max_link_gbps, 1e6, "Gb/s")?;
@@ -132,6 +136,49 @@ fn soak(s: &Soak) -> Result<(), InvalidField> {
     Ok(())
 }
 
+fn fleet(f: &Fleet) -> Result<(), InvalidField> {
+    for (i, h) in f.hosts.iter().enumerate() {
+        let at = format!("fleet.hosts[{i}]");
+        check_opt(|| format!("{at}.clock_offset_s"), h.clock_offset_s.map(f64::abs), MAX_SECONDS, SECONDS_EITHER_WAY)?;
+        check_opt(|| format!("{at}.clock_rtt_s"), h.clock_rtt_s, MAX_SECONDS, SECONDS)?;
+        check_opt(|| format!("{at}.start_skew_s"), h.start_skew_s, MAX_SECONDS, SECONDS)?;
+        if let Some(inventory) = &h.inventory {
+            host(&format!("{at}.inventory"), inventory)?;
+        }
+    }
+    for (i, s) in f.sums.iter().enumerate() {
+        probe(&format!("fleet.sums[{i}].probe"), &s.probe)?;
+        for (j, r) in s.rows.iter().enumerate() {
+            check(|| format!("fleet.sums[{i}].rows[{j}].bytes_per_sec"), r.bytes_per_sec, MAX_BYTES_PER_SEC, RATE)?;
+            check_opt(|| format!("fleet.sums[{i}].rows[{j}].iops"), r.iops, MAX_OPS_PER_SEC, OPS)?;
+        }
+    }
+    Ok(())
+}
+
+impl Probe {
+    /// Checks every figure of this probe as [`ResultDoc::validate`] does
+    /// (e.g. one a peer sent), the error naming the field under `at`.
+    pub fn validate(&self, at: &str) -> Result<(), InvalidField> {
+        probe(at, self)
+    }
+}
+
+impl Sample {
+    /// Checks every figure of this sample as [`ResultDoc::validate`] does, the error naming the field under `at`.
+    pub fn validate(&self, at: &str) -> Result<(), InvalidField> {
+        sample(at, self)
+    }
+}
+
+impl Host {
+    /// Checks every figure of this inventory as [`ResultDoc::validate`]
+    /// does (e.g. one a peer sent), the error naming the field under `at`.
+    pub fn validate(&self, at: &str) -> Result<(), InvalidField> {
+        host(at, self)
+    }
+}
+
 impl ResultDoc {
     /// Checks every figure of the document (see the module docs); the error
     /// names the first field that fails.
@@ -142,11 +189,9 @@ impl ResultDoc {
         for (i, c) in self.ceilings.iter().enumerate() {
             check(|| format!("ceilings[{i}].bytes_per_sec"), c.bytes_per_sec, MAX_BYTES_PER_SEC, RATE)?;
         }
-        host(&self.host)?;
+        host("host", &self.host)?;
         if let Some(f) = &self.fleet {
-            for (i, s) in f.sums.iter().enumerate() {
-                probe(&format!("fleet.sums[{i}].probe"), &s.probe)?;
-            }
+            fleet(f)?;
         }
         self.soak.as_ref().map_or(Ok(()), soak)
     }

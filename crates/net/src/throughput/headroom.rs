@@ -183,7 +183,7 @@ impl Protocol for HeadroomTest<'_> {
     }
 
     fn abandon(&mut self) {
-        self.session.control.set_read_timeout(Some(Duration::from_secs(2))).ok();
+        self.session.answer_within = Duration::from_secs(2);
     }
 
     fn drain(&self) -> Duration {
