@@ -31,6 +31,8 @@ pub struct ManPageArgs {
 /// top-level page to stdout, or with `--dir` one page per command, as
 /// `man headroom-disk` expects to find them.
 pub fn man_page(args: &ManPageArgs, cli: clap::Command) -> anyhow::Result<Outcome> {
+    // No `help` subcommand: it has no page of its own, so headroom(1) must not name one.
+    let cli = cli.disable_help_subcommand(true);
     let Some(dir) = &args.dir else {
         clap_mangen::Man::new(cli).render(&mut std::io::stdout())?;
         return Ok(Outcome::Ok);
