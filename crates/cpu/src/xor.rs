@@ -33,7 +33,11 @@ pub fn xor_implementation() -> &'static str {
             return "avx2";
         }
     }
-    "baseline"
+    if cfg!(target_arch = "aarch64") {
+        "neon, the aarch64 baseline"
+    } else {
+        "baseline"
+    }
 }
 
 #[inline(always)]
