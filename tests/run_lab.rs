@@ -162,3 +162,49 @@ fn a_server_held_by_a_cpu_quota_is_named_not_the_link_or_the_buffers() {
         assert!(percent.unwrap() < 85.0, "{dir}: {percent:?}");
     }
 }
+
+/// Issue 29.3: a client with two NICs, the route to the server through one
+/// (MTU 1500), the other with MTU 9000 leading elsewhere: `run` took the
+/// second ("1GbE TCP (MTU 9000)"); it must hold the path against the NIC the
+/// route uses, as `net` and `ping` do.
+#[test]
+fn run_holds_the_path_against_the_nic_the_route_to_the_server_uses() {
+    if !lab_ready() {
+        return;
+    }
+    let exe = Path::new(env!("CARGO_BIN_EXE_headroom"));
+    let hosts = TwoHosts::new(1500).expect("namespaces");
+    hosts.shape(tbf_rate_emulating(1e9, &Framing::default()) as u64).expect("tbf");
+    let other = hosts.second_link().expect("second link");
+    hosts.a.exec("ip", &["link", "set", &other.dev_a, "mtu", "9000"]).expect("mtu 9000");
+    hosts.b.exec("ip", &["link", "set", &other.dev_b, "mtu", "9000"]).expect("mtu 9000");
+    let mut server = hosts
+        .b
+        .spawn(exe.to_str().unwrap(), &["serve", "--bind", "0.0.0.0", "--no-auth", "--quiet"])
+        .expect("serve in b");
+    std::thread::sleep(Duration::from_millis(300));
+    let tmp = tempfile::tempdir().unwrap();
+    let save = tmp.path().join("run.json");
+    let out = hosts
+        .a
+        .command(exe.to_str().unwrap())
+        .args(["run", "--server", &hosts.addr_b.to_string(), "--path", tmp.path().to_str().unwrap()])
+        .args(["--link", "1gbe", "--save", save.to_str().unwrap(), "--quiet"])
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("headroom run");
+    server.kill();
+    assert!(out.status.success(), "run failed: {}", String::from_utf8_lossy(&out.stderr));
+    let doc = ResultDoc::from_json(&std::fs::read_to_string(&save).unwrap()).unwrap();
+    let v = doc.verdict.as_ref().expect("verdict");
+    let nic_hops: Vec<&str> =
+        v.directions.iter().flat_map(|d| &d.hops).filter(|h| h.hop == "nic").map(|h| h.name.as_str()).collect();
+    eprintln!("nic hops: {nic_hops:?}");
+    assert!(!nic_hops.is_empty(), "{v:#?}");
+    for name in &nic_hops {
+        assert!(name.contains(&hosts.dev_a), "the routed NIC is {}, the verdict names {name}", hosts.dev_a);
+        assert!(!name.contains(&other.dev_a), "the verdict names the NIC off the route: {name}");
+    }
+    let ceilings = format!("{:?}", doc.ceilings);
+    assert!(!ceilings.contains("MTU 9000"), "the other NIC's MTU sets a ceiling: {ceilings}");
+}

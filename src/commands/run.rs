@@ -172,7 +172,19 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
         cpu: args.cpu,
         label: args.label.clone(),
     };
-    Ok(RunSetup { job, hints: PathHints { link: args.link.clone(), nic: None }, goals })
+    // The NIC the verdict holds the path against: the one the route to the
+    // server (or the share's host) leaves through, as `net` and `ping` choose it.
+    let towards = args
+        .server
+        .as_deref()
+        .and_then(|s| headroom_net::Endpoint::parse(s, None, Duration::from_secs(1)).ok())
+        .map(|e| (e.host, e.port))
+        .or_else(|| {
+            let url = ShareUrl::parse(args.share.as_deref()?).ok()?;
+            Some((url.server().host.clone(), url.server().port))
+        });
+    let nic = towards.and_then(|(host, port)| headroom_job::interface_towards(&host, port, &Default::default()));
+    Ok(RunSetup { job, hints: PathHints { link: args.link.clone(), nic }, goals })
 }
 
 pub fn run(args: &RunArgs, out: &Output) -> anyhow::Result<Outcome> {

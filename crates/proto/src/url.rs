@@ -120,6 +120,16 @@ const NBD_FORM: &str = "nbd://HOST[:PORT][/EXPORT]";
 const SMB_FORM: &str = "smb://[USER@]HOST[:PORT]/SHARE[/DIR]";
 
 impl ShareUrl {
+    /// The server the URL names.
+    pub fn server(&self) -> &Server {
+        match self {
+            ShareUrl::Nfs(u) => &u.server,
+            ShareUrl::Iscsi(u) => &u.server,
+            ShareUrl::Nbd(u) => &u.server,
+            ShareUrl::Smb(u) => &u.server,
+        }
+    }
+
     /// Parses and checks `text`.
     pub fn parse(text: &str) -> Result<ShareUrl, UrlError> {
         let (scheme, _) = text.split_once("://").ok_or_else(|| {
