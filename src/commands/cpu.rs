@@ -23,7 +23,7 @@ use headroom_units::{DurationArg, Size};
   headroom cpu --threads 1 --time 1s   one core only, 1 s per figure
   headroom cpu --size 1G --json        a 1 GiB buffer; the result document on stdout
   headroom cpu --kernels encryption,sha256   only AES-GCM, ChaCha20-Poly1305 and SHA-256
-  headroom cpu --remote nas.lan --token s3cret   the NAS's CPU, next to the NAS's fastest NIC
+  headroom cpu --remote nas.lan --token $TOKEN   the NAS's CPU, next to the NAS's fastest NIC
 
 Kernels: RAID-5 XOR (4+1), RAID-6 P+Q (4+2, 8+2), CRC32C, xxHash64, XXH3, Fletcher-4,
 SHA-256, BLAKE3, LZ4 and zstd -1/-3 (compress and decompress, on incompressible and

@@ -30,7 +30,7 @@ use std::sync::Arc;
   headroom disk /tmp --rw randread --bs 4k --qd 32 --time 10s --json
   headroom disk /dev/nvme0n1 --rw read --bs 1M --qd 8     read-only: no flag needed
   headroom disk /dev/sdx --rw write --destructive         overwrites /dev/sdx
-  headroom disk /tank/bench --remote nas.lan --token s3cret   on the NAS's own disk, printed here
+  headroom disk /tank/bench --remote nas.lan --token $TOKEN   on the NAS's own disk, printed here
   headroom disk nfs://nas.lan/export/bench   over NFS, by headroom's own client: no mount, no root
   headroom disk smb://alice@nas.lan/media    over SMB (password: HEADROOM_SMB_PASSWORD or --credentials)
   headroom disk iscsi://nas.lan/iqn.2005-10.org.freenas.ctl:vm/0 --rw read   a LUN, read-only

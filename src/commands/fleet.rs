@@ -23,9 +23,9 @@ const AGENT_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
-  headroom fleet --hosts hv1,hv2,hv3,hv4 --token s3cret disk /mnt/nas
+  headroom fleet --hosts hv1,hv2,hv3,hv4 --token $TOKEN disk /mnt/nas
   headroom fleet --hosts hosts.txt disk /mnt/nas --rw read --bs 1M --qd 8 --time 30s --json > fleet.json
-  headroom fleet --hosts hv1,hv2,hv3,hv4 --token s3cret net nas.lan --parallel 2 --time 20s
+  headroom fleet --hosts hv1,hv2,hv3,hv4 --token $TOKEN net nas.lan --parallel 2 --time 20s
   headroom fleet --hosts hosts.txt run --server nas.lan --path /mnt/nas --goal read=400MB/s
   headroom fleet --hosts hosts.txt --host-goal read=100MB/s disk /mnt/nas --rw read
 

@@ -20,9 +20,9 @@ const LISTENER_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
-  headroom flushcheck write /mnt/data/fc.bin --to listener:5201 --token s3cret    on the machine under test
-  headroom flushcheck verify /mnt/data/fc.bin --from listener:5201 --token s3cret  after the power cut and reboot
-  headroom serve --bind 0.0.0.0 --token s3cret --flushcheck-dir /var/lib/headroom  the listener (another machine)
+  headroom flushcheck write /mnt/data/fc.bin --to listener:5201 --token $TOKEN    on the machine under test
+  headroom flushcheck verify /mnt/data/fc.bin --from listener:5201 --token $TOKEN  after the power cut and reboot
+  headroom serve --bind 0.0.0.0 --token $TOKEN --flushcheck-dir /var/lib/headroom  the listener (another machine)
 
 Exit codes of verify: 0 every acknowledged write survived (or --sync none, where losses
 are expected), 1 the storage lost an acknowledged fsync/O_DSYNC write, 2 error.")]

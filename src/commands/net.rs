@@ -23,7 +23,7 @@ use std::time::Duration;
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
   headroom net nas.lan                          the default suite (about 30 s)
-  headroom net nas.lan --token s3cret --json    against `headroom serve --token s3cret`
+  headroom net nas.lan --token $TOKEN --json    against `headroom serve --token $TOKEN`
   headroom net esxi.lan --protocol iperf3       against a stock `iperf3 -s`
   headroom net nas.lan --tests up1,down1 --time 10s
   headroom net nas.lan --bytes 12GB             time a fixed 12 GB transfer (a VM's worth)

@@ -18,15 +18,16 @@ use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
+  TOKEN=$(openssl rand -hex 16)                   a token worth its name (a short one is warned about)
   headroom serve                                  loopback only, for a local test
-  headroom serve --bind 0.0.0.0 --token s3cret    reachable from the LAN; clients pass --token s3cret
+  headroom serve --bind 0.0.0.0 --token $TOKEN    reachable from the LAN; clients pass --token $TOKEN
   headroom serve --bind 0.0.0.0 --no-auth --iperf3   also serve stock `iperf3 -c` clients
   headroom serve --once --port 5300               exit after one test
   headroom serve --bind 0.0.0.0 --token-file /etc/headroom/token   the token from a file (mode 600)
-  headroom serve --bind 0.0.0.0 --token s3cret --allow-path /tank/bench
+  headroom serve --bind 0.0.0.0 --token $TOKEN --allow-path /tank/bench
                                                   clients may also run disk probes in /tank/bench
                                                   (`headroom disk /tank/bench --remote HOST`)
-  headroom serve --bind 0.0.0.0 --token s3cret --allow-net-to 192.168.1.10
+  headroom serve --bind 0.0.0.0 --token $TOKEN --allow-net-to 192.168.1.10
                                                   an agent of `headroom fleet ... net 192.168.1.10`
 
 One port carries TCP and UDP for both headroom and iperf3 clients. Logs one
@@ -105,13 +106,13 @@ fn read_token_file(path: &Path) -> anyhow::Result<String> {
         bail!("--token-file {shown}: mode {mode:o} lets other users read the token; run `chmod 600 {shown}`");
     }
     if !meta.is_file() || meta.len() > 4096 {
-        bail!("--token-file {shown}: not a file of at most 4 KiB holding the token (example: printf s3cret > {shown})");
+        bail!("--token-file {shown}: not a file of at most 4 KiB holding the token (example: openssl rand -hex 16 > {shown})");
     }
     let text =
         std::fs::read_to_string(path).with_context(|| format!("--token-file {shown}: cannot read it as text"))?;
     let token = text.strip_suffix('\n').map(|t| t.strip_suffix('\r').unwrap_or(t)).unwrap_or(&text);
     if token.is_empty() || token.len() > 1024 || token.contains(['\n', '\r']) {
-        bail!("--token-file {shown}: the token must be one line of 1 to 1024 characters (example: printf s3cret > {shown})");
+        bail!("--token-file {shown}: the token must be one line of 1 to 1024 characters (example: openssl rand -hex 16 > {shown})");
     }
     Ok(token.to_string())
 }
@@ -139,7 +140,7 @@ fn token_weakness(token: &str) -> Option<String> {
 pub fn run(args: &ServeArgs, out: &Output) -> anyhow::Result<Outcome> {
     if let Some(t) = &args.token {
         if t.is_empty() || t.len() > 1024 {
-            bail!("--token must be 1 to 1024 characters (example: --token s3cret)");
+            bail!("--token must be 1 to 1024 characters (example: --token $TOKEN)");
         }
     }
     let token = match &args.token_file {

@@ -11,7 +11,7 @@ use crate::output::{Outcome, Output};
   headroom sys                  CPU, memory, NICs, disks and filesystems with their ceilings
   headroom sys --json           the `host` object of the result document
   headroom sys --json | jq '.nics[] | select(.flags)'   only the NICs with a problem
-  headroom sys --remote nas.lan --token s3cret           the inventory of the machine serving there
+  headroom sys --remote nas.lan --token $TOKEN           the inventory of the machine serving there
 
 Flags (marked !) name what caps a part: a 10 GbE NIC in a PCIe 2.0 x1 slot, a
 USB NIC, an SSD on a 3 Gb/s SATA link, an NVMe drive trained down to fewer lanes,
