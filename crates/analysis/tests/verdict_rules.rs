@@ -629,3 +629,20 @@ fn far_a_share_read_from_the_servers_memory_is_held_at_its_link_not_the_disk() {
     assert_eq!(v.rule.as_str(), "R3", "{v:#?}");
     assert!(!v.explanation.contains("outran"), "{}", v.explanation);
 }
+
+/// Issue 29.4: two ends called the same ("vm's own disk" could be either):
+/// the far end is named as the user reached it.
+#[test]
+fn far_ends_sharing_this_machines_hostname_are_named_as_the_user_reached_them() {
+    let mut doc = fixture("far-disk-bound");
+    doc.host.hostname = Some("nas".into());
+    let v = verdict(&doc, Direction::Read);
+    assert!(v.explanation.starts_with("reads from nas (the server)'s own disk"), "{}", v.explanation);
+    doc.peers[0].reached_as = Some("nas.lan".into());
+    let v = verdict(&doc, Direction::Read);
+    assert!(v.explanation.starts_with("reads from nas.lan's own disk (loop1)"), "{}", v.explanation);
+    assert_eq!(v.hops[0].host.as_deref(), Some("nas.lan"));
+    // Different hostnames: the server's own name, whatever was typed.
+    doc.host.hostname = Some("client".into());
+    assert!(verdict(&doc, Direction::Read).explanation.starts_with("reads from nas's own disk"));
+}

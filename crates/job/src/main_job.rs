@@ -377,7 +377,8 @@ fn far_end_step(
 ) -> Result<(Vec<Probe>, Host), JobError> {
     let server = settings.server.as_deref().ok_or_else(|| failed("--remote-path", "needs --server HOST"))?;
     let server = endpoint(server, settings.token.clone())?;
-    let peer = headroom_net::remote_inventory(&server).map_err(|e| failed("the server's inventory", e))?;
+    let mut peer = headroom_net::remote_inventory(&server).map_err(|e| failed("the server's inventory", e))?;
+    peer.reached_as = Some(server.host.clone());
     let plan = disk_plan_of_preset(remote_path, settings.preset, None)?.placed_at(&server.display());
     let mut runner = Runner::new().with(RemoteEngine::new(EngineKind::Disk, server));
     let (probes, _) = disk_step(&mut runner, &plan, "the server's disk probes", stop, sinks, None)?;

@@ -10,6 +10,10 @@ pub struct Host {
     /// The machine's hostname (/proc/sys/kernel/hostname).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hostname: Option<String>,
+    /// A peer's inventory only: the server as the user named it (`--server
+    /// nas.lan`), which sentences use when both ends share a hostname.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reached_as: Option<String>,
     /// e.g. "Debian GNU/Linux 12 (bookworm)".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub os: Option<String>,

@@ -79,6 +79,7 @@ impl SysRoot {
 pub fn inventory(root: &SysRoot) -> Host {
     Host {
         hostname: hostname(root),
+        reached_as: None,
         os: os(root),
         kernel: kernel(root),
         cpu: cpu(root),

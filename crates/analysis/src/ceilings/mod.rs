@@ -88,7 +88,10 @@ pub struct PathModel {
 /// own disk (`Probe.host`), with what its inventory (`doc.peers`) says of it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FarEnd {
-    /// The server's hostname, as its probes and inventory carry it.
+    /// The server's name in sentences and the chain: its hostname, as its
+    /// probes and inventory carry it, unless this machine has the same
+    /// hostname (cloned VMs, two boxes called `truenas`): then the name the
+    /// user reached it by (`--server nas.lan`).
     pub host: String,
     /// The block device under the server's probes' path, from its inventory.
     pub block_device: Option<BlockDevice>,
@@ -196,6 +199,11 @@ fn far_end(doc: &ResultDoc) -> Option<FarEnd> {
         _ => None,
     })?;
     let inventory = doc.peers.iter().find(|peer| peer.hostname.as_deref() == Some(host.as_str()));
+    let host = match (doc.host.hostname.as_deref(), inventory.and_then(|i| i.reached_as.as_deref())) {
+        (Some(here), Some(typed)) if here == host => typed.to_string(),
+        (Some(here), None) if here == host => format!("{host} (the server)"),
+        _ => host,
+    };
     let block_device = inventory.and_then(|i| device_for_path(i, &path));
     let bus = block_device.as_ref().and_then(bus_ceiling);
     Some(FarEnd { host, block_device, bus, memory_bytes: inventory.and_then(|i| i.memory_bytes) })
