@@ -241,6 +241,10 @@ impl Share for NbdShare {
         self.size
     }
 
+    fn capacity(&self) -> u64 {
+        self.granted.size
+    }
+
     fn block_size(&self) -> u64 {
         self.granted.min_block.max(1)
     }

@@ -443,6 +443,10 @@ impl Share for NfsShare {
         self.size
     }
 
+    fn capacity(&self) -> u64 {
+        self.size
+    }
+
     fn block_size(&self) -> u64 {
         1
     }

@@ -211,6 +211,10 @@ impl Share for SmbShare {
         self.size
     }
 
+    fn capacity(&self) -> u64 {
+        self.size
+    }
+
     fn block_size(&self) -> u64 {
         1
     }
