@@ -16,7 +16,9 @@ if [ "${1:-}" = "--print-path" ]; then
   exit 0
 fi
 # Without the NFS and NBD clients: libnbd.a needs GnuTLS and libxml2 linked in too.
-RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --target "$target" --bin headroom --no-default-features
+# libblkid.a linked in (static-blkid): a static glibc binary cannot load libblkid.so.1.
+RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --target "$target" --bin headroom \
+  --no-default-features --features static-blkid
 strip "$bin"
 if ldd "$bin" 2>&1 | grep -q "=>"; then
   echo "build-static: $bin still needs shared libraries:" >&2

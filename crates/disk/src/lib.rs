@@ -19,6 +19,8 @@
 //! Progress reaches the caller through a callback; Ctrl-C through a
 //! `&AtomicBool` stop flag that every loop here polls.
 
+mod blkid;
+pub mod clib;
 mod data;
 mod engine;
 mod fio;

@@ -197,6 +197,7 @@ fn pump(h: &Handle, timeout: Duration) -> Result<bool, String> {
 /// server grants (size, read-only, flush, FUA, block sizes), then lets go;
 /// each worker connects on its own.
 pub fn open(url: &NbdUrl, opts: &TargetOptions) -> Result<Box<dyn Share>, DiskError> {
+    ffi::load().map_err(DiskError::Usage)?;
     let shown = display(url);
     let h = connect_handle(url).map_err(DiskError::Usage)?;
     let granted = Granted::read(&h).map_err(|e| DiskError::Usage(format!("{shown}: {e}")))?;
