@@ -12,7 +12,7 @@
 //!
 //! Why libnbd rather than a Rust crate: no maintained Rust NBD client covers
 //! the fixed-newstyle handshake, structured replies and block size
-//! negotiation; libnbd does, is LGPL-2.1+ (linked dynamically), and its
+//! negotiation; libnbd does, is LGPL-2.1+ (loaded at run time), and its
 //! asynchronous API lets headroom keep `depth` requests in flight on one
 //! socket from one thread, with its own poll(2) loop.
 
