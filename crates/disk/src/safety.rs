@@ -79,6 +79,20 @@ pub fn probe_signatures(file: &File) -> io::Result<Vec<Signature>> {
     Ok(found)
 }
 
+/// What a failed [`probe_signatures`] of `shown` means: libblkid missing
+/// refuses the write (its message names the package), never lets it through;
+/// a read error is the machine's.
+pub fn probe_failed(shown: &str, e: io::Error) -> crate::DiskError {
+    if e.kind() == io::ErrorKind::NotFound {
+        crate::DiskError::Refused {
+            path: shown.to_string(),
+            reason: format!("it cannot be checked for signatures: {e}"),
+        }
+    } else {
+        crate::DiskError::io(format!("cannot read {shown} to check for signatures"), e)
+    }
+}
+
 /// "a crypto_LUKS (crypto, version 2) signature", or a list for several.
 pub fn describe(signatures: &[Signature]) -> String {
     let names: Vec<String> = signatures.iter().map(Signature::to_string).collect();

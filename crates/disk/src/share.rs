@@ -145,8 +145,8 @@ fn export_signatures(share: &dyn Share) -> Result<String> {
         std::os::unix::fs::FileExt::write_all_at(&file, &engine.buffer_mut(0)[..len as usize], offset)
             .map_err(|e| DiskError::io("copying for signatures", e))?;
     }
-    let signatures = crate::safety::probe_signatures(&file)
-        .map_err(|e| DiskError::io(format!("probing {} for signatures", share.url()), e))?;
+    let signatures =
+        crate::safety::probe_signatures(&file).map_err(|e| crate::safety::probe_failed(&share.url(), e))?;
     Ok(if signatures.is_empty() { String::new() } else { crate::safety::describe(&signatures) })
 }
 
