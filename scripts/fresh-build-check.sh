@@ -4,7 +4,8 @@
 # gcc and libc6-dev, no -dev package, no libclang, no libnfs13 or libnbd0.
 # In it: `cargo run --release --locked --offline -- run` (the README's
 # command), a write over an image file (libblkid, loaded at run time, checks
-# it), and an nbd:// target, refused in one line naming libnbd0.
+# it), an nbd:// target, refused in one line naming libnbd0, and the same
+# write with libblkid hidden, refused in one line naming libblkid1.
 #
 # The toolchain (~/.rustup, ~/.cargo) and this checkout are bind-mounted in,
 # read-only except cargo's registry (no download: --offline). The root is
@@ -39,30 +40,43 @@ done
 home="${CARGO_HOME:-$HOME/.cargo}"
 rustup_home="${RUSTUP_HOME:-$HOME/.rustup}"
 mkdir -p "$root/src" "$root/cargo" "$root/rustup" "$root/build"
-unshare --mount --fork sh -euc '
-  root=$1 src=$2 home=$3 rustup_home=$4
-  mount --bind "$src" "$root/src" && mount -o remount,bind,ro "$root/src"
-  mount --bind "$home" "$root/cargo"
-  mount --bind "$rustup_home" "$root/rustup" && mount -o remount,bind,ro "$root/rustup"
-  mount -t proc proc "$root/proc"
-  mount --rbind /sys "$root/sys"
-  mount --rbind /dev "$root/dev"
-  exec chroot "$root" /usr/bin/env -i HOME=/root PATH=/cargo/bin:/usr/bin:/bin \
-    CARGO_HOME=/cargo RUSTUP_HOME=/rustup CARGO_TARGET_DIR=/build NO_COLOR=1 /bin/sh -euc "
-    cd /src
-    cargo run --release --locked --offline --quiet -- --version
-    echo \"fresh-build-check: built in a root without -dev packages\"
-    mkdir -p /tmp/run && cd /tmp/run
-    /build/release/headroom run --quiet
-    # An existing file is written only after libblkid found no signature in it.
-    head -c 16777216 /dev/zero > /tmp/img
-    /build/release/headroom disk /tmp/img --rw write --time 300ms --ramp 0s --destructive --quiet >/dev/null
-    set +e
-    /build/release/headroom disk nbd://127.0.0.1/x --rw read --time 300ms 2>/tmp/nbd.err
-    code=\$?
-    set -e
-    cat /tmp/nbd.err
-    [ \$code -eq 2 ] && [ \$(wc -l < /tmp/nbd.err) -eq 1 ] && grep -q libnbd0 /tmp/nbd.err
-  "
-' sh "$root" "$src" "$home" "$rustup_home"
+# in_root "MOUNTS" "SCRIPT": SCRIPT run by sh in the root, after MOUNTS (shell
+# commands, $root set) in the private mount namespace.
+in_root() {
+  unshare --mount --fork sh -euc '
+    root=$1 src=$2 home=$3 rustup_home=$4
+    mount --bind "$src" "$root/src" && mount -o remount,bind,ro "$root/src"
+    mount --bind "$home" "$root/cargo"
+    mount --bind "$rustup_home" "$root/rustup" && mount -o remount,bind,ro "$root/rustup"
+    mount -t proc proc "$root/proc"
+    mount --rbind /sys "$root/sys"
+    mount --rbind /dev "$root/dev"
+    eval "$5"
+    exec chroot "$root" /usr/bin/env -i HOME=/root PATH=/cargo/bin:/usr/bin:/bin \
+      CARGO_HOME=/cargo RUSTUP_HOME=/rustup CARGO_TARGET_DIR=/build NO_COLOR=1 /bin/sh -euc "$6"
+  ' sh "$root" "$src" "$home" "$rustup_home" "$1" "$2"
+}
+
+in_root "" '
+  cd /src
+  cargo run --release --locked --offline --quiet -- --version
+  echo "fresh-build-check: built in a root without -dev packages"
+  mkdir -p /tmp/run && cd /tmp/run
+  /build/release/headroom run --quiet
+  # An existing file is written only after libblkid found no signature in it.
+  head -c 16777216 /dev/zero > /tmp/img
+  /build/release/headroom disk /tmp/img --rw write --time 300ms --ramp 0s --destructive --quiet >/dev/null
+  # No libnbd0 here: one line naming the package, exit 2.
+  code=0
+  /build/release/headroom disk nbd://127.0.0.1/x --rw read --time 300ms 2>/tmp/err || code=$?
+  cat /tmp/err
+  [ $code -eq 2 ] && [ $(wc -l < /tmp/err) -eq 1 ] && grep -q libnbd0 /tmp/err
+'
+# libblkid hidden: the same write is refused, in one line naming libblkid1.
+in_root 'mount --bind /dev/null "$root/usr/lib/x86_64-linux-gnu/libblkid.so.1"' '
+  code=0
+  /build/release/headroom disk /tmp/img --rw write --time 300ms --ramp 0s --destructive 2>/tmp/err || code=$?
+  cat /tmp/err
+  [ $code -eq 2 ] && [ $(wc -l < /tmp/err) -eq 1 ] && grep -q libblkid1 /tmp/err
+'
 echo "fresh-build-check: passed in $(( $(date +%s) - start )) s"

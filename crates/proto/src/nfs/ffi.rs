@@ -60,7 +60,7 @@ pub type rpc_cb = unsafe extern "C" fn(rpc: *mut rpc_context, status: c_int, dat
 pub const RPC_STATUS_SUCCESS: c_int = 0;
 
 headroom_disk::c_library! {
-    library "libnfs.so.13", package "libnfs13", for "nfs:// targets";
+    library "libnfs.so.13", package "libnfs13", for "an nfs:// target";
     fn nfs_init_context() -> *mut nfs_context;
     fn nfs_destroy_context(nfs: *mut nfs_context);
     fn nfs_get_error(nfs: *mut nfs_context) -> *mut c_char;
