@@ -21,7 +21,7 @@ pub struct blkid_struct_probe {
 type blkid_probe = *mut blkid_struct_probe;
 
 crate::c_library! {
-    library "libblkid.so.1", package "libblkid1", for "checking a target for signatures before writing",
+    library "libblkid.so.1", package "libblkid1", for "the signature check",
     static feature "static-blkid", link "blkid";
     fn blkid_new_probe() -> blkid_probe;
     fn blkid_free_probe(pr: blkid_probe);
