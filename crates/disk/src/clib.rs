@@ -79,7 +79,9 @@ macro_rules! c_library {
         mod linked {
             #[allow(unused_imports)]
             use super::*;
-            #[link(name = $link, kind = "static")]
+            // Not bundled into the rlib: the final link finds lib$link.a
+            // where the system's linker looks (rustc itself searches only -L).
+            #[link(name = $link, kind = "static", modifiers = "-bundle")]
             extern "C" {
                 $( pub fn $name($($arg: $ty),*) $(-> $ret)?; )*
             }
