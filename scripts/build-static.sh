@@ -65,7 +65,15 @@ if [ "$target" = aarch64-unknown-linux-gnu ] && [ "$(uname -m)" != aarch64 ]; th
 fi
 
 # Without the NFS and NBD clients: libnbd.a needs GnuTLS and libxml2 linked in too.
-RUSTFLAGS="-C target-feature=+crt-static" "${cargo[@]}" build "${locked[@]}" --release --target "$target" --bin headroom --no-default-features
+# libblkid.a linked in (static-blkid): a static glibc binary cannot load
+# libblkid.so.1. It is left to the final link, which finds it in the target's
+# multiarch directory.
+rustflags="-C target-feature=+crt-static"
+if [ "$target" = aarch64-unknown-linux-gnu ]; then
+  rustflags="$rustflags -L native=/usr/lib/aarch64-linux-gnu"
+fi
+RUSTFLAGS="$rustflags" "${cargo[@]}" build "${locked[@]}" --release --target "$target" --bin headroom \
+  --no-default-features --features static-blkid
 "$strip" "$bin"
 # readelf works for either architecture (ldd only for the host's): a static
 # binary has no program interpreter and needs no shared library.

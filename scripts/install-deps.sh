@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Installs what headroom's build, tests and benchmarks need: libblkid's headers and
-# libclang (the libblkid-rs bindings are generated at build time), the real peers
+# Installs what headroom's tests and benchmarks need (the default build needs
+# only the Rust toolchain and gcc): libblkid.a for the static build
+# (libblkid-dev), debootstrap for scripts/fresh-build-check.sh, the real peers
 # (fio, iperf3, iperf2, sockperf, nbdkit), the lab tools (iproute2, util-linux,
 # e2fsprogs, xfsprogs, btrfs-progs, cryptsetup), headless Chromium for the HTML
-# report test, and the storage protocols: the C client libraries headroom links
-# (libnfs, libiscsi, libnbd; all LGPL-2.1+), the lab NAS's user-space servers
+# report test, and the storage protocols: the C client libraries headroom loads
+# at run time (libnfs13, libnbd0; LGPL-2.1+) and libiscsi, the lab NAS's user-space servers
 # (nfs-ganesha with its VFS backend, tgt, Samba) and the benchmark peers
 # (libiscsi-bin's iscsi-perf, libnfs-utils' nfs-cp, smbclient, nbdkit).
 # Deployment checks (tests/deploy.rs): promtool (Debian's prometheus package;
@@ -20,8 +21,8 @@ set -euo pipefail
 
 packages=(fio iperf3 iperf sockperf nbdkit iproute2 util-linux fdisk e2fsprogs xfsprogs
           btrfs-progs kmod procps chromium sqlite3 hyperfine python3 openssl zstd
-          jq time libblkid-dev libclang-dev pkg-config cryptsetup-bin
-          libnfs-dev libiscsi-dev libnbd-dev nfs-ganesha nfs-ganesha-vfs tgt samba smbclient
+          jq time libblkid-dev pkg-config debootstrap cryptsetup-bin
+          libnfs13 libiscsi-dev libnbd0 nfs-ganesha nfs-ganesha-vfs tgt samba smbclient
           libiscsi-bin libnfs-utils libnbd-bin
           rpcbind
           prometheus yamllint python3-yaml python3-pip systemd dpkg-dev man-db

@@ -108,6 +108,13 @@ fn static_binary_runs_in_an_empty_root() {
         !probes.is_empty() && probes.iter().all(|p| p["summary"]["bytes_per_sec"].as_f64().unwrap() > 1e6),
         "{doc}"
     );
+
+    // A write over an existing file needs libblkid's signature check: linked
+    // in (static-blkid), since nothing in the root could be loaded.
+    std::fs::write(root.path().join("img"), vec![0u8; 16 << 20]).unwrap();
+    let o =
+        in_empty_root(&bin, root.path(), "disk /img --rw write --size 8M --time 300ms --ramp 0s --destructive --quiet");
+    assert!(o.status.success(), "a write over an existing file in an empty root: {}", text(&o.stderr));
 }
 
 // ---------------------------------------------------------------- .deb

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 mod support;
-use support::{disk_leftovers as leftovers, headroom_process as headroom, stderr};
+use support::{blkid_type, disk_leftovers as leftovers, headroom_process as headroom, stderr};
 
 fn disk(args: &[&str]) -> Output {
     headroom().arg("disk").args(args).output().expect("run headroom")
@@ -35,13 +35,6 @@ fn write_to(target: &Path, extra: &[&str]) -> Output {
     args.extend_from_slice(WRITE);
     args.extend_from_slice(extra);
     disk(&args)
-}
-
-/// What libblkid (through the blkid program) finds on `target`: the ground
-/// truth that the signature is still there, independent of headroom.
-fn blkid_type(target: &Path) -> String {
-    let o = Command::new("blkid").args(["-p", "-o", "value", "-s", "TYPE"]).arg(target).output().unwrap();
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
 }
 
 #[test]

@@ -10,7 +10,7 @@
 
 mod support;
 
-use headroom_lab::blockdev::{BlkioThrottle, LoopDevice};
+use headroom_lab::blockdev::{write_md_superblock, BlkioThrottle, LoopDevice};
 use headroom_lab::nas::iscsi::IscsiTarget;
 use headroom_lab::nas::Nas;
 use headroom_limits::protocol::{goodput_bits, DataDirection, Negotiated, StorageProtocol};
@@ -208,6 +208,29 @@ fn wrong_names_and_passwords_are_one_line_each() {
     doc_of(&run(&t.url, &good));
     let w = headroom_in(&nas, &["disk", &t.url, "--rw", "write", "--time", "300ms", "--quiet"], &good);
     one_error_line(&w, &["--destructive"]);
+}
+
+/// An md member whose superblock sits at the LUN's end (metadata 0.90, 1.0)
+/// is refused however small the tested region: the probe reads the whole
+/// LUN's end, not the end of the first `--size` bytes.
+#[test]
+fn an_md_member_with_its_superblock_at_the_end_is_refused_whatever_the_size() {
+    if !lab_ready("iscsi md member at the end") {
+        return;
+    }
+    let _machine = headroom_lab::hold_machine();
+    for metadata in ["1.0", "0.90"] {
+        let mut nas = Nas::new().unwrap();
+        let lun = Backing::new(64 << 20);
+        write_md_superblock(&lun.0, metadata).unwrap();
+        assert_eq!(support::blkid_type(&lun.0), "linux_raid_member", "md {metadata}: the lab made no member");
+        let before = std::fs::read(&lun.0).unwrap();
+        let t = nas.serve_iscsi(&lun.0, None, None).unwrap();
+        let args = ["disk", &t.url, "--rw", "write", "--bs", "1M", "--size", "8M", "--time", "500ms", "--ramp", "0s"];
+        let out = headroom_in(&nas, &[&args[..], &["--destructive", "--quiet"]].concat(), &[]);
+        one_error_line(&out, &["linux_raid_member", "--force"]);
+        assert!(std::fs::read(&lun.0).unwrap() == before, "md {metadata}: the LUN was written");
+    }
 }
 
 #[test]

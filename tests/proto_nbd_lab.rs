@@ -6,7 +6,7 @@
 //! a server that answers garbage or nothing).
 
 mod support;
-use headroom_lab::blockdev::{BlkioThrottle, LoopDevice};
+use headroom_lab::blockdev::{write_md_superblock, BlkioThrottle, LoopDevice};
 use headroom_lab::nas::nbd::{NbdBacking, NbdOptions};
 use headroom_lab::nas::Nas;
 use headroom_limits::protocol::{goodput_bits, DataDirection, Negotiated, StorageProtocol};
@@ -225,6 +225,35 @@ fn a_wrong_export_or_a_write_to_a_read_only_one_is_one_line() {
     // Reading it is fine.
     let out = disk_in_client(&nas, &ro.url, &["--rw", "randread", "--time", "500ms", "--ramp", "0s", "--json"]);
     assert_eq!(json(&out)["probes"][0]["spec"]["protocol"]["granted"]["read_only"], 1);
+}
+
+/// An md member whose superblock sits at the export's end (metadata 0.90,
+/// 1.0) is refused however small the tested region: the probe reads the
+/// whole export's end, not the end of the first `--size` bytes.
+#[test]
+fn an_md_member_with_its_superblock_at_the_end_is_refused_whatever_the_size() {
+    headroom_lab::require_root!();
+    headroom_lab::require_program!("nbdkit");
+    headroom_lab::require_program!("blkid");
+    let _machine = headroom_lab::hold_machine();
+    let mut nas = Nas::new().unwrap();
+    for metadata in ["1.0", "0.90"] {
+        let backing = random_shm_file(64 * MIB);
+        write_md_superblock(backing.path(), metadata).unwrap();
+        assert_eq!(support::blkid_type(backing.path()), "linux_raid_member", "md {metadata}: the lab made no member");
+        let before = std::fs::read(backing.path()).unwrap();
+        let export = nas
+            .serve_nbd(
+                &format!("md{}", metadata.replace('.', "")),
+                &NbdBacking::File(backing.path().into()),
+                NbdOptions::default(),
+            )
+            .unwrap();
+        let args = ["--rw", "write", "--bs", "1M", "--size", "8M", "--time", "500ms", "--ramp", "0s", "--destructive"];
+        let out = disk_in_client(&nas, &export.url, &args);
+        one_error_line(&out, &["linux_raid_member", "--force"]);
+        assert!(std::fs::read(backing.path()).unwrap() == before, "md {metadata}: the export was written");
+    }
 }
 
 #[test]

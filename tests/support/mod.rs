@@ -84,3 +84,10 @@ pub fn scrape(port: u16) -> Option<String> {
     s.read_to_string(&mut text).ok()?;
     Some(text)
 }
+
+/// What libblkid (through the blkid program) finds on `target`: the ground
+/// truth that a signature is there, independent of headroom.
+pub fn blkid_type(target: &Path) -> String {
+    let o = std::process::Command::new("blkid").args(["-p", "-o", "value", "-s", "TYPE"]).arg(target).output().unwrap();
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}

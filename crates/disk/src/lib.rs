@@ -19,7 +19,9 @@
 //! Progress reaches the caller through a callback; Ctrl-C through a
 //! `&AtomicBool` stop flag that every loop here polls.
 
+mod blkid;
 mod bounds;
+pub mod clib;
 mod data;
 mod engine;
 mod fio;

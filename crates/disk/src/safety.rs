@@ -3,20 +3,21 @@
 //! partition table libblkid knows), and whether the kernel holds it (mounted,
 //! an md/dm member, swap, a loop device's backing file).
 //!
-//! Signatures come from libblkid, the probe blkid, wipefs, udev and mkfs use,
-//! through the maintained `libblkid-rs` bindings: a hand-kept list of magic
-//! numbers missed LUKS and md, and every list will miss the next format. The
-//! probe reads through the descriptor the caller already holds, so what is
-//! checked is exactly what is written.
+//! Signatures come from libblkid, the probe blkid, wipefs, udev and mkfs use
+//! (loaded at run time, crate::blkid): a hand-kept list of magic numbers
+//! missed LUKS and md, and every list will miss the next format. Without
+//! libblkid the probe fails, so the write is refused. The probe reads through
+//! the descriptor the caller already holds, so what is checked is exactly
+//! what is written.
 
+use std::ffi::CStr;
 use std::fmt;
 use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use libblkid_rs::{BlkidProbe, BlkidProbeRet, BlkidSublks, BlkidSublksFlags};
+use crate::blkid::{Probe, Step, SUBLKS_BADCSUM, SUBLKS_TYPE, SUBLKS_USAGE, SUBLKS_VERSION};
 
 /// Whether `path` (canonical) is one of `roots` (canonical) or below one.
 /// Compared by components, so `/tank/bench2` is not under `/tank/bench`.
@@ -49,42 +50,47 @@ impl fmt::Display for Signature {
     }
 }
 
-fn blkid_error(what: &str, e: libblkid_rs::BlkidErr) -> io::Error {
-    io::Error::other(format!("libblkid {what}: {e}"))
-}
-
 /// Every signature on the device or file open as `file`, as `wipefs` would
 /// list them: all superblock probers in turn (also ones with a bad checksum,
 /// which still mark data someone may want back), then the partition tables.
 pub fn probe_signatures(file: &File) -> io::Result<Vec<Signature>> {
-    let mut probe = BlkidProbe::new().map_err(|e| blkid_error("new probe", e))?;
-    probe.set_device(file.as_raw_fd(), 0, 0).map_err(|e| blkid_error("set device", e))?;
-    probe.enable_superblocks(true).map_err(|e| blkid_error("enable superblocks", e))?;
-    let flags = vec![BlkidSublks::Type, BlkidSublks::Usage, BlkidSublks::Version, BlkidSublks::Badcsum];
-    probe.set_superblock_flags(BlkidSublksFlags::new(flags)).map_err(|e| blkid_error("superblock flags", e))?;
-    probe.enable_partitions(true).map_err(|e| blkid_error("enable partitions", e))?;
+    let mut probe = Probe::new(file)?;
+    probe.superblocks(SUBLKS_TYPE | SUBLKS_USAGE | SUBLKS_VERSION | SUBLKS_BADCSUM)?;
+    probe.partitions()?;
     let mut found: Vec<Signature> = Vec::new();
     // Each call returns the next match of the current chain; bounded in case a
     // library bug never reports Done.
     for _ in 0..256 {
-        match probe.do_probe().map_err(|e| blkid_error("probe", e))? {
-            BlkidProbeRet::Done => break,
-            BlkidProbeRet::Success => {
-                let value = |name: &str| probe.lookup_value(name).ok().filter(|v| !v.is_empty());
-                let sig = if let Some(kind) = value("TYPE") {
-                    Signature { kind, usage: value("USAGE"), version: value("VERSION") }
-                } else if let Some(kind) = value("PTTYPE") {
-                    Signature { kind, usage: Some("partition table".into()), version: None }
-                } else {
-                    continue;
-                };
-                if !found.contains(&sig) {
-                    found.push(sig);
-                }
-            }
+        if probe.step()? == Step::Done {
+            break;
+        }
+        let value = |name: &CStr| probe.value(name).filter(|v| !v.is_empty());
+        let sig = if let Some(kind) = value(c"TYPE") {
+            Signature { kind, usage: value(c"USAGE"), version: value(c"VERSION") }
+        } else if let Some(kind) = value(c"PTTYPE") {
+            Signature { kind, usage: Some("partition table".into()), version: None }
+        } else {
+            continue;
+        };
+        if !found.contains(&sig) {
+            found.push(sig);
         }
     }
     Ok(found)
+}
+
+/// What a failed [`probe_signatures`] of `shown` means: libblkid missing
+/// refuses the write (its message names the package), never lets it through;
+/// a read error is the machine's.
+pub fn probe_failed(shown: &str, e: io::Error) -> crate::DiskError {
+    if e.kind() == io::ErrorKind::NotFound {
+        crate::DiskError::Refused {
+            path: shown.to_string(),
+            reason: format!("it cannot be checked for signatures: {e}"),
+        }
+    } else {
+        crate::DiskError::io(format!("cannot read {shown} to check for signatures"), e)
+    }
 }
 
 /// "a crypto_LUKS (crypto, version 2) signature", or a list for several.

@@ -58,6 +58,10 @@ pub trait Share: Send + Sync + fmt::Debug {
     fn kind(&self) -> ShareKind;
     /// Bytes of the test region, from offset 0.
     fn size(&self) -> u64;
+    /// Bytes of the whole target, whatever `--size` says: the export's (the
+    /// LUN's) full size, where signatures at its end live (md 0.90 and 1.0,
+    /// GPT's backup, ZFS's last labels); the test file's size for a test file.
+    fn capacity(&self) -> u64;
     /// Offsets and lengths must be multiples of this (a LUN's logical block; 1 for files).
     fn block_size(&self) -> u64;
     /// A new connection for one worker.
@@ -111,11 +115,13 @@ pub fn prepare_share(opener: &dyn ShareOpener, target: &str, opts: &TargetOption
     Ok(share)
 }
 
-/// What libblkid finds in the export's first and last 4 MiB (superblocks,
-/// partition tables and their backups, RAID members), read through the
-/// protocol into a sparse in-memory file of the export's size.
+/// What libblkid finds in the whole export's first and last 4 MiB
+/// (superblocks, partition tables and their backups, RAID members), read
+/// through the protocol into a sparse in-memory file of the export's size.
+/// The whole export, not the tested region: a write to the first 8 MiB
+/// destroys an md 1.0 member whose superblock sits at the export's end.
 fn export_signatures(share: &dyn Share) -> Result<String> {
-    let size = share.size();
+    let size = share.capacity();
     let memfd = rustix::fs::memfd_create("headroom-export-head", rustix::fs::MemfdFlags::CLOEXEC)
         .map_err(|e| DiskError::io("memfd_create", e.into()))?;
     let file = std::fs::File::from(memfd);
@@ -139,8 +145,8 @@ fn export_signatures(share: &dyn Share) -> Result<String> {
         std::os::unix::fs::FileExt::write_all_at(&file, &engine.buffer_mut(0)[..len as usize], offset)
             .map_err(|e| DiskError::io("copying for signatures", e))?;
     }
-    let signatures = crate::safety::probe_signatures(&file)
-        .map_err(|e| DiskError::io(format!("probing {} for signatures", share.url()), e))?;
+    let signatures =
+        crate::safety::probe_signatures(&file).map_err(|e| crate::safety::probe_failed(&share.url(), e))?;
     Ok(if signatures.is_empty() { String::new() } else { crate::safety::describe(&signatures) })
 }
 

@@ -363,8 +363,7 @@ impl PreparedTarget {
                 }
             }
             if !opts.force {
-                let found = safety::probe_signatures(&file)
-                    .map_err(|e| DiskError::io(format!("cannot read {shown} to check for signatures"), e))?;
+                let found = safety::probe_signatures(&file).map_err(|e| safety::probe_failed(&shown, e))?;
                 if !found.is_empty() {
                     return Err(refused(format!(
                         "it holds {}. Writing would destroy it; add --force as well as --destructive only if you \

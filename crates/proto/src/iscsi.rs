@@ -25,6 +25,7 @@ struct IscsiShare {
     shown: String,
     spec: Spec,
     size: u64,
+    capacity: u64,
     block_size: u64,
     info: Arc<Mutex<ProtocolInfo>>,
 }
@@ -114,7 +115,7 @@ pub fn open(
         granted,
     };
     drop(s);
-    Ok(Box::new(IscsiShare { shown, spec: Spec(spec), size, block_size, info: Arc::new(Mutex::new(info)) }))
+    Ok(Box::new(IscsiShare { shown, spec: Spec(spec), size, capacity, block_size, info: Arc::new(Mutex::new(info)) }))
 }
 
 /// One line saying why login failed, naming the URL.
@@ -241,6 +242,9 @@ impl Share for IscsiShare {
     }
     fn size(&self) -> u64 {
         self.size
+    }
+    fn capacity(&self) -> u64 {
+        self.capacity
     }
     fn block_size(&self) -> u64 {
         self.block_size

@@ -63,9 +63,10 @@ impl ShareOpener for Opener {
     }
 }
 
-// The NFS and NBD clients link the C libraries libnfs and libnbd (features
-// `nfs` and `nbd`, on by default); the static build leaves them out, since
-// libnbd's static archive needs GnuTLS and libxml2 linked in as well.
+// The NFS and NBD clients call the C libraries libnfs and libnbd, loaded at
+// run time (features `nfs` and `nbd`, on by default); the static build
+// leaves them out, since a static binary cannot load them and libnbd's static
+// archive needs GnuTLS and libxml2 linked in as well.
 
 #[cfg(feature = "nfs")]
 fn open_nfs(url: &NfsUrl, opts: &TargetOptions) -> Result<Box<dyn Share>, DiskError> {

@@ -12,7 +12,7 @@
 //!
 //! Why libnbd rather than a Rust crate: no maintained Rust NBD client covers
 //! the fixed-newstyle handshake, structured replies and block size
-//! negotiation; libnbd does, is LGPL-2.1+ (linked dynamically), and its
+//! negotiation; libnbd does, is LGPL-2.1+ (loaded at run time), and its
 //! asynchronous API lets headroom keep `depth` requests in flight on one
 //! socket from one thread, with its own poll(2) loop.
 
@@ -197,6 +197,7 @@ fn pump(h: &Handle, timeout: Duration) -> Result<bool, String> {
 /// server grants (size, read-only, flush, FUA, block sizes), then lets go;
 /// each worker connects on its own.
 pub fn open(url: &NbdUrl, opts: &TargetOptions) -> Result<Box<dyn Share>, DiskError> {
+    ffi::load().map_err(DiskError::Usage)?;
     let shown = display(url);
     let h = connect_handle(url).map_err(DiskError::Usage)?;
     let granted = Granted::read(&h).map_err(|e| DiskError::Usage(format!("{shown}: {e}")))?;
@@ -239,6 +240,10 @@ impl Share for NbdShare {
 
     fn size(&self) -> u64 {
         self.size
+    }
+
+    fn capacity(&self) -> u64 {
+        self.granted.size
     }
 
     fn block_size(&self) -> u64 {

@@ -46,6 +46,7 @@ pub const V4_READ_MAX: u64 = 1 << 20;
 
 /// Prepares a test file in the directory `url` names on an NFS server.
 pub fn open(url: &NfsUrl, opts: &TargetOptions) -> Result<Box<dyn Share>, DiskError> {
+    ffi::load().map_err(DiskError::Usage)?;
     let size = opts.size.unwrap_or(opts.default_size);
     if size == 0 {
         return Err(DiskError::Usage(format!("{}: --size must be more than 0 bytes, e.g. --size 1G", shown(url))));
@@ -440,6 +441,10 @@ impl Share for NfsShare {
     }
 
     fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn capacity(&self) -> u64 {
         self.size
     }
 

@@ -211,6 +211,10 @@ impl Share for SmbShare {
         self.size
     }
 
+    fn capacity(&self) -> u64 {
+        self.size
+    }
+
     fn block_size(&self) -> u64 {
         1
     }
@@ -503,7 +507,7 @@ fn random<const N: usize>() -> [u8; N] {
     let mut b = [0u8; N];
     // The client GUID, preauth salt and NTLM client challenge are nonces; a
     // failing getrandom would leave zeros, which servers still accept.
-    let _ = getrandom::getrandom(&mut b);
+    let _ = getrandom::fill(&mut b);
     b
 }
 

@@ -1,6 +1,9 @@
 //! The few functions of libnbd (the NBD project's reference client library,
-//! LGPL-2.1+, Debian's libnbd-dev 1.14) headroom calls, declared by hand from
-//! `<libnbd.h>`, and a handle that closes itself.
+//! LGPL-2.1+) headroom calls, declared by hand from `<libnbd.h>` of libnbd
+//! 1.14 (Debian 12's libnbd0), loaded at run time by its soname
+//! `libnbd.so.0` (libnbd keeps its ABI under that soname: symbols are
+//! versioned and only added), and a handle that closes itself. The parent
+//! module calls [`load`] before anything else.
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 
@@ -29,8 +32,8 @@ pub const SIZE_MINIMUM: c_int = 0;
 pub const SIZE_PREFERRED: c_int = 1;
 pub const SIZE_MAXIMUM: c_int = 2;
 
-#[link(name = "nbd")]
-extern "C" {
+headroom_disk::c_library! {
+    library "libnbd.so.0", package "libnbd0", for "an nbd:// target";
     fn nbd_create() -> *mut NbdHandle;
     fn nbd_close(h: *mut NbdHandle);
     fn nbd_get_error() -> *const c_char;
@@ -48,7 +51,7 @@ extern "C" {
     fn nbd_get_block_size(h: *mut NbdHandle, size_type: c_int) -> i64;
     fn nbd_get_structured_replies_negotiated(h: *mut NbdHandle) -> c_int;
     fn nbd_get_protocol(h: *mut NbdHandle) -> *const c_char;
-    pub fn nbd_aio_pread(
+    fn nbd_aio_pread(
         h: *mut NbdHandle,
         buf: *mut c_void,
         count: usize,
@@ -56,7 +59,7 @@ extern "C" {
         completion: CompletionCallback,
         flags: u32,
     ) -> i64;
-    pub fn nbd_aio_pwrite(
+    fn nbd_aio_pwrite(
         h: *mut NbdHandle,
         buf: *const c_void,
         count: usize,
@@ -64,7 +67,7 @@ extern "C" {
         completion: CompletionCallback,
         flags: u32,
     ) -> i64;
-    pub fn nbd_aio_flush(h: *mut NbdHandle, completion: CompletionCallback, flags: u32) -> i64;
+    fn nbd_aio_flush(h: *mut NbdHandle, completion: CompletionCallback, flags: u32) -> i64;
     fn nbd_aio_get_fd(h: *mut NbdHandle) -> c_int;
     fn nbd_aio_get_direction(h: *mut NbdHandle) -> c_uint;
     fn nbd_aio_notify_read(h: *mut NbdHandle) -> c_int;
@@ -168,7 +171,7 @@ impl Handle {
         }
     }
 
-    fn flag(&self, f: unsafe extern "C" fn(*mut NbdHandle) -> c_int) -> Result<bool, String> {
+    fn flag(&self, f: unsafe fn(*mut NbdHandle) -> c_int) -> Result<bool, String> {
         // SAFETY: valid handle; f is one of libnbd's flag getters.
         self.check(unsafe { f(self.0) }).map(|v| v == 1)
     }
@@ -255,5 +258,13 @@ impl Drop for Handle {
         // SAFETY: created by nbd_create, closed once. Frees every pending
         // command's closure (their free callbacks run here).
         unsafe { nbd_close(self.0) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn libnbd_loads_and_has_every_function_declared_here() {
+        super::load().unwrap();
     }
 }

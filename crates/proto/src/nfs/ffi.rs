@@ -1,7 +1,11 @@
-//! The few functions of libnfs (Debian's libnfs-dev 4.0, LGPL-2.1+) the NFS
-//! client calls, declared by hand from `<nfsc/libnfs.h>` and
-//! `<nfsc/libnfs-raw.h>`. Every pointer here is owned by libnfs; the safe
-//! wrappers live in the parent module.
+//! The few functions of libnfs (LGPL-2.1+) the NFS client calls, declared by
+//! hand from `<nfsc/libnfs.h>` and `<nfsc/libnfs-raw.h>` of libnfs 4.0
+//! (Debian 12's libnfs13), loaded at run time by that exact soname,
+//! `libnfs.so.13`: libnfs 6 reordered the arguments of `nfs_pread_async` and
+//! `nfs_pwrite_async` (a buffer where the offset was) under a new soname, so
+//! binding any other version would pass an offset where a pointer belongs.
+//! Every pointer here is owned by libnfs; the safe wrappers live in the
+//! parent module, which calls [`load`] before anything else.
 
 #![allow(non_camel_case_types)]
 
@@ -55,35 +59,35 @@ pub type rpc_cb = unsafe extern "C" fn(rpc: *mut rpc_context, status: c_int, dat
 /// `RPC_STATUS_SUCCESS` of libnfs-raw.h.
 pub const RPC_STATUS_SUCCESS: c_int = 0;
 
-#[link(name = "nfs")]
-extern "C" {
-    pub fn nfs_init_context() -> *mut nfs_context;
-    pub fn nfs_destroy_context(nfs: *mut nfs_context);
-    pub fn nfs_get_error(nfs: *mut nfs_context) -> *mut c_char;
-    pub fn nfs_set_version(nfs: *mut nfs_context, version: c_int) -> c_int;
-    pub fn nfs_set_timeout(nfs: *mut nfs_context, milliseconds: c_int);
-    pub fn nfs_set_tcp_syncnt(nfs: *mut nfs_context, v: c_int);
-    pub fn nfs_set_autoreconnect(nfs: *mut nfs_context, num_retries: c_int);
-    pub fn nfs_parse_url_dir(nfs: *mut nfs_context, url: *const c_char) -> *mut nfs_url;
-    pub fn nfs_destroy_url(url: *mut nfs_url);
-    pub fn nfs_mount(nfs: *mut nfs_context, server: *const c_char, exportname: *const c_char) -> c_int;
-    pub fn nfs_get_readmax(nfs: *mut nfs_context) -> u64;
-    pub fn nfs_get_writemax(nfs: *mut nfs_context) -> u64;
-    pub fn nfs_create(
+headroom_disk::c_library! {
+    library "libnfs.so.13", package "libnfs13", for "an nfs:// target";
+    fn nfs_init_context() -> *mut nfs_context;
+    fn nfs_destroy_context(nfs: *mut nfs_context);
+    fn nfs_get_error(nfs: *mut nfs_context) -> *mut c_char;
+    fn nfs_set_version(nfs: *mut nfs_context, version: c_int) -> c_int;
+    fn nfs_set_timeout(nfs: *mut nfs_context, milliseconds: c_int);
+    fn nfs_set_tcp_syncnt(nfs: *mut nfs_context, v: c_int);
+    fn nfs_set_autoreconnect(nfs: *mut nfs_context, num_retries: c_int);
+    fn nfs_parse_url_dir(nfs: *mut nfs_context, url: *const c_char) -> *mut nfs_url;
+    fn nfs_destroy_url(url: *mut nfs_url);
+    fn nfs_mount(nfs: *mut nfs_context, server: *const c_char, exportname: *const c_char) -> c_int;
+    fn nfs_get_readmax(nfs: *mut nfs_context) -> u64;
+    fn nfs_get_writemax(nfs: *mut nfs_context) -> u64;
+    fn nfs_create(
         nfs: *mut nfs_context,
         path: *const c_char,
         flags: c_int,
         mode: c_int,
         nfsfh: *mut *mut nfsfh,
     ) -> c_int;
-    pub fn nfs_open(nfs: *mut nfs_context, path: *const c_char, flags: c_int, nfsfh: *mut *mut nfsfh) -> c_int;
-    pub fn nfs_close(nfs: *mut nfs_context, nfsfh: *mut nfsfh) -> c_int;
-    pub fn nfs_unlink(nfs: *mut nfs_context, path: *const c_char) -> c_int;
-    pub fn nfs_stat64(nfs: *mut nfs_context, path: *const c_char, st: *mut nfs_stat_64) -> c_int;
-    pub fn nfs_get_fd(nfs: *mut nfs_context) -> c_int;
-    pub fn nfs_which_events(nfs: *mut nfs_context) -> c_int;
-    pub fn nfs_service(nfs: *mut nfs_context, revents: c_int) -> c_int;
-    pub fn nfs_pread_async(
+    fn nfs_open(nfs: *mut nfs_context, path: *const c_char, flags: c_int, nfsfh: *mut *mut nfsfh) -> c_int;
+    fn nfs_close(nfs: *mut nfs_context, nfsfh: *mut nfsfh) -> c_int;
+    fn nfs_unlink(nfs: *mut nfs_context, path: *const c_char) -> c_int;
+    fn nfs_stat64(nfs: *mut nfs_context, path: *const c_char, st: *mut nfs_stat_64) -> c_int;
+    fn nfs_get_fd(nfs: *mut nfs_context) -> c_int;
+    fn nfs_which_events(nfs: *mut nfs_context) -> c_int;
+    fn nfs_service(nfs: *mut nfs_context, revents: c_int) -> c_int;
+    fn nfs_pread_async(
         nfs: *mut nfs_context,
         nfsfh: *mut nfsfh,
         offset: u64,
@@ -91,7 +95,7 @@ extern "C" {
         cb: nfs_cb,
         private: *mut c_void,
     ) -> c_int;
-    pub fn nfs_pwrite_async(
+    fn nfs_pwrite_async(
         nfs: *mut nfs_context,
         nfsfh: *mut nfsfh,
         offset: u64,
@@ -100,15 +104,15 @@ extern "C" {
         cb: nfs_cb,
         private: *mut c_void,
     ) -> c_int;
-    pub fn nfs_fsync_async(nfs: *mut nfs_context, nfsfh: *mut nfsfh, cb: nfs_cb, private: *mut c_void) -> c_int;
+    fn nfs_fsync_async(nfs: *mut nfs_context, nfsfh: *mut nfsfh, cb: nfs_cb, private: *mut c_void) -> c_int;
 
-    pub fn rpc_init_context() -> *mut rpc_context;
-    pub fn rpc_destroy_context(rpc: *mut rpc_context);
-    pub fn rpc_get_fd(rpc: *mut rpc_context) -> c_int;
-    pub fn rpc_which_events(rpc: *mut rpc_context) -> c_int;
-    pub fn rpc_service(rpc: *mut rpc_context, revents: c_int) -> c_int;
-    pub fn rpc_get_error(rpc: *mut rpc_context) -> *mut c_char;
-    pub fn mount_getexports_async(
+    fn rpc_init_context() -> *mut rpc_context;
+    fn rpc_destroy_context(rpc: *mut rpc_context);
+    fn rpc_get_fd(rpc: *mut rpc_context) -> c_int;
+    fn rpc_which_events(rpc: *mut rpc_context) -> c_int;
+    fn rpc_service(rpc: *mut rpc_context, revents: c_int) -> c_int;
+    fn rpc_get_error(rpc: *mut rpc_context) -> *mut c_char;
+    fn mount_getexports_async(
         rpc: *mut rpc_context,
         server: *const c_char,
         cb: rpc_cb,
@@ -137,4 +141,12 @@ pub struct nfs_stat_64 {
     pub nfs_mtime_nsec: u64,
     pub nfs_ctime_nsec: u64,
     pub nfs_used: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn libnfs_loads_and_has_every_function_declared_here() {
+        super::load().unwrap();
+    }
 }
