@@ -18,6 +18,7 @@
 
 mod credentials;
 mod url;
+mod wait;
 
 pub mod iscsi;
 #[cfg(feature = "nbd")]
@@ -25,6 +26,17 @@ pub mod nbd;
 #[cfg(feature = "nfs")]
 pub mod nfs;
 pub mod smb;
+
+/// Entry points for the fuzz targets (feature `fuzzing`): each takes what a
+/// hostile server could send and must neither panic nor hang.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::iscsi::fuzz_target as iscsi_target;
+    #[cfg(feature = "nbd")]
+    pub use crate::nbd::fuzz_server as nbd_server;
+    pub use crate::smb::fuzz_server as smb_server;
+}
 
 pub use credentials::Credentials;
 pub use url::{IscsiUrl, NbdUrl, NfsUrl, NfsVersion, Server, ShareUrl, SmbUrl, UrlError};
