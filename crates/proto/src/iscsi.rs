@@ -344,7 +344,9 @@ mod tests {
         c[10] = 0x02;
         c[..8].copy_from_slice(&(1u64 << 60).to_be_bytes());
         assert_eq!(parse_capacity(&c), None);
-        c[..8].copy_from_slice(&((1u64 << 55) - 1).to_be_bytes());
-        assert_eq!(parse_capacity(&c), Some((1 << 55, 512)));
+        c[..8].copy_from_slice(&((1u64 << 55) - 1).to_be_bytes()); // exactly 2^64 bytes
+        assert_eq!(parse_capacity(&c), None);
+        c[..8].copy_from_slice(&((1u64 << 54) - 1).to_be_bytes());
+        assert_eq!(parse_capacity(&c), Some((1 << 54, 512)));
     }
 }

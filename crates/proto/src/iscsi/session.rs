@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 pub const SILENCE: Duration = Duration::from_secs(8);
 /// Any one command, from its sending to its status, however the target
 /// trickles its bytes: the SCSI layer's default command timeout.
-pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(if cfg!(test) { 3 } else { 30 });
 /// Bytes queued to send beyond the I/O buffers' own size: R2Ts can ask for
 /// no more than the writes hold (see [`Session::r2t`]), so only NOP-In
 /// answers to a target that stopped reading could exceed it.
@@ -1222,55 +1222,79 @@ const KNOWN_KEYS: [&str; 6] = ["IFMarker", "OFMarker", "IFMarkInt", "OFMarkInt",
 pub fn fuzz_pdus(data: &[u8]) {
     use std::os::unix::net::UnixStream;
     let Ok((_server, client)) = UnixStream::pair() else { return };
-    let mut s = Session {
-        sock: TcpStream::from(std::os::fd::OwnedFd::from(client)),
-        rx: vec![0; 2 * (OUR_MAX_RECV as usize + BHS + 1024)],
-        rx_start: 0,
-        rx_end: 0,
-        tx: Vec::new(),
-        tx_pos: 0,
-        tx_total: 0,
-        tx_limit: 2 * 4096 + TX_SLACK,
-        stop: Arc::default(),
-        cmd_sn: 1,
-        exp_stat_sn: 0,
-        exp_cmd_sn: 1,
-        max_cmd_sn: 1,
-        next_itt: 4,
-        lun: pdu::encode_lun(0),
-        params: Params::default(),
-        tasks: HashMap::new(),
-        waiting: VecDeque::new(),
-        pool: BufferPool::new(2, 4096, 4096),
-        block_size: 512,
-        fua: false,
-        last_heard: Instant::now(),
-        window_capped: None,
-        done: Vec::new(),
-        sync_done: Vec::new(),
-        dead: false,
-        eof: false,
-        direct: None,
-        skip: 0,
-    };
+    let mut s = Session::detached(TcpStream::from(std::os::fd::OwnedFd::from(client)), Arc::default());
     if let Ok(pairs) = pdu::parse_text(data) {
         let _ = s.apply(&pairs);
         let _ = answer_unoffered(&pairs, &operational_keys());
     }
-    s.tasks.insert(1, Task::new(1, IoKind::Read, Sink::Pool(0), 4096));
-    s.tasks.insert(2, Task::new(2, IoKind::Write, Sink::Pool(1), 4096));
-    s.tasks.insert(3, Task::new(0, IoKind::Read, Sink::Owned(vec![0; 32]), 32));
+    s.outstanding();
     // In two pieces, as a socket may deliver them: the direct Data-In path too.
     let half = data.len() / 2;
     for piece in [&data[..half], &data[half..]] {
-        let n = piece.len().min(s.rx.len() - s.rx_end);
-        s.rx[s.rx_end..s.rx_end + n].copy_from_slice(&piece[..n]);
-        s.rx_end += n;
+        s.received(piece);
         if s.process().is_err() {
             break;
         }
     }
     s.dead = true; // no logout
+}
+
+impl Session {
+    /// A session on a connected socket, logged in as far as it knows (the
+    /// defaults of RFC 7143), two 4 KiB buffers: for fuzzing and the
+    /// hostile-target tests.
+    #[cfg(any(test, feature = "fuzzing"))]
+    fn detached(sock: TcpStream, stop: Arc<AtomicBool>) -> Session {
+        let _ = sock.set_nonblocking(true);
+        Session {
+            sock,
+            rx: vec![0; 2 * (OUR_MAX_RECV as usize + BHS + 1024)],
+            rx_start: 0,
+            rx_end: 0,
+            tx: Vec::new(),
+            tx_pos: 0,
+            tx_total: 0,
+            tx_limit: 2 * 4096 + TX_SLACK,
+            stop,
+            cmd_sn: 1,
+            exp_stat_sn: 0,
+            exp_cmd_sn: 1,
+            max_cmd_sn: 64,
+            next_itt: 4,
+            lun: pdu::encode_lun(0),
+            params: Params::default(),
+            tasks: HashMap::new(),
+            waiting: VecDeque::new(),
+            pool: BufferPool::new(2, 4096, 4096),
+            block_size: 512,
+            fua: false,
+            last_heard: Instant::now(),
+            window_capped: None,
+            done: Vec::new(),
+            sync_done: Vec::new(),
+            dead: false,
+            eof: false,
+            direct: None,
+            skip: 0,
+        }
+    }
+
+    /// A 4 KiB READ (ITT 1) and a 4 KiB WRITE (ITT 2, nothing sent
+    /// unsolicited) into the pool, and a 32-byte set-up command (ITT 3).
+    #[cfg(any(test, feature = "fuzzing"))]
+    fn outstanding(&mut self) {
+        self.tasks.insert(1, Task::new(1, IoKind::Read, Sink::Pool(0), 4096));
+        self.tasks.insert(2, Task::new(2, IoKind::Write, Sink::Pool(1), 4096));
+        self.tasks.insert(3, Task::new(0, IoKind::Read, Sink::Owned(vec![0; 32]), 32));
+    }
+
+    /// Received bytes, as if read from the socket.
+    #[cfg(any(test, feature = "fuzzing"))]
+    fn received(&mut self, data: &[u8]) {
+        let n = data.len().min(self.rx.len() - self.rx_end);
+        self.rx[self.rx_end..self.rx_end + n].copy_from_slice(&data[..n]);
+        self.rx_end += n;
+    }
 }
 
 impl Drop for Session {
@@ -1351,6 +1375,131 @@ mod tests {
             }
         });
         (addr, handle)
+    }
+
+    fn pair() -> (TcpStream, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        (c, l.accept().unwrap().0)
+    }
+
+    fn r2t(itt: u32, offset: u32, len: u32) -> [u8; BHS] {
+        Out::new(op::R2T, false, 0x80)
+            .word(16, itt)
+            .word(20, 7)
+            .word(28, 1)
+            .word(32, 64)
+            .word(40, offset)
+            .word(44, len)
+            .bhs
+    }
+
+    #[test]
+    fn a_target_repeating_r2ts_cannot_fill_memory() {
+        let (client, _server) = pair();
+        let mut s = Session::detached(client, Arc::default());
+        s.outstanding();
+        // The whole write asked for again and again by a target that never reads.
+        for _ in 0..100 {
+            s.received(&r2t(2, 0, 4096));
+        }
+        let e = s.process().expect_err("a range asked for twice");
+        assert!(e.to_string().contains("asked for twice"), "{e}");
+        assert!(s.tx.len() <= 4096 + 4 * BHS, "{} bytes queued", s.tx.len());
+        s.dead = true;
+    }
+
+    #[test]
+    fn r2ts_beyond_max_outstanding_r2t_are_refused() {
+        let (client, _server) = pair();
+        let mut s = Session::detached(client, Arc::default());
+        s.outstanding();
+        assert_eq!(s.params.max_outstanding_r2t, 1);
+        // The second R2T comes while the first one's Data-Out has not left.
+        s.received(&r2t(2, 0, 2048));
+        s.received(&r2t(2, 2048, 2048));
+        let e = s.process().expect_err("two outstanding where one is allowed");
+        assert!(e.to_string().contains("MaxOutstandingR2T=1"), "{e}");
+        s.dead = true;
+        // Once the first one's data is written, the next is fine.
+        let (client, mut server) = pair();
+        let mut s = Session::detached(client, Arc::default());
+        s.outstanding();
+        s.received(&r2t(2, 0, 2048));
+        s.process().unwrap();
+        s.write_some().unwrap();
+        let mut got = vec![0; BHS + 2048];
+        server.read_exact(&mut got).unwrap();
+        s.received(&r2t(2, 2048, 2048));
+        s.process().unwrap();
+        s.dead = true;
+    }
+
+    #[test]
+    fn a_good_status_without_the_data_is_no_read() {
+        let (client, _server) = pair();
+        let mut s = Session::detached(client, Arc::default());
+        s.outstanding();
+        let good = Out::new(op::SCSI_RESP, false, 0x80).word(16, 1).word(24, 1).word(28, 1).word(32, 64);
+        s.received(&good.bhs);
+        let e = s.process().expect_err("GOOD with no Data-In");
+        assert!(e.to_string().contains("delivered 0 bytes"), "{e}");
+        assert!(s.done.is_empty(), "{:?}", s.done);
+        s.dead = true;
+        // A residual that says what was not sent is a short read, not an error.
+        let (client, _server) = pair();
+        let mut s = Session::detached(client, Arc::default());
+        s.outstanding();
+        let data_in = Out::new(op::DATA_IN, false, 0x83).data_len(512).word(16, 1).word(24, 1).word(44, 3584);
+        s.received(&data_in.bhs);
+        s.received(&[1; 512]);
+        s.process().unwrap();
+        assert_eq!(s.done.len(), 1);
+        assert_eq!(s.done[0].result, 512);
+        s.dead = true;
+    }
+
+    /// A target that sends a NOP-In (asking no answer) a byte every 200 ms.
+    fn trickling_target() -> TcpStream {
+        let (client, mut server) = pair();
+        let nop =
+            Out::new(op::NOP_IN, false, 0x80).word(16, RESERVED_TAG).word(20, RESERVED_TAG).word(28, 1).word(32, 64);
+        std::thread::spawn(move || {
+            for b in nop.bhs.iter().cycle() {
+                if server.write_all(&[*b]).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        });
+        client
+    }
+
+    #[test]
+    fn a_trickling_target_cannot_hold_a_command_for_ever() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut s = Session::detached(trickling_target(), Arc::default());
+            let _ = tx.send(s.command([0; 16], 0).map(|_| ()));
+        });
+        let e = rx.recv_timeout(Duration::from_secs(20)).expect("the command's deadline ends it").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+        assert!(e.to_string().contains("no status from the target within 3 s"), "{e}");
+    }
+
+    #[test]
+    fn ctrl_c_ends_a_wait_for_the_target_at_once() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let flag = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut s = Session::detached(trickling_target(), flag);
+            let _ = tx.send(s.command([0; 16], 0).map(|_| ()));
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        stop.store(true, Ordering::SeqCst);
+        let e = rx.recv_timeout(Duration::from_secs(2)).expect("Ctrl-C ends it within 2 s").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::Interrupted, "{e}");
     }
 
     #[test]
