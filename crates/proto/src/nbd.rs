@@ -42,7 +42,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const REPLY_TIMEOUT: Duration = Duration::from_secs(8);
 /// Any one request, from its issue to its reply, however the server
 /// trickles its bytes: the SCSI layer's (and Linux nbd's) default.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(if cfg!(test) { 3 } else { 30 });
 
 /// What the server granted in the handshake.
 #[derive(Debug, Clone)]
@@ -582,6 +582,102 @@ mod tests {
         assert_eq!((m["can_flush"], m["can_fua"], m["read_only"]), (1, 1, 0));
         assert_eq!(m["block_size_preferred"], 4096);
         assert!(!m.contains_key("block_size_maximum"), "not advertised: not recorded");
+    }
+
+    /// A fixed-newstyle server that grants a 1 MiB export to NBD_OPT_GO
+    /// (refusing every other option), then answers each request with its
+    /// first byte and trickles the rest, a byte every 200 ms, for ever.
+    fn trickling_server() -> NbdUrl {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            // The share's first connection only learns the export; a worker's then asks.
+            for c in l.incoming() {
+                serve(c.unwrap());
+            }
+        });
+        fn serve(mut c: std::net::TcpStream) {
+            use std::io::{Read, Write};
+            let reply = |opt: u32, kind: u32, data: &[u8]| {
+                let mut r = 0x3e88_9045_565a9u64.to_be_bytes().to_vec();
+                r.extend_from_slice(&opt.to_be_bytes());
+                r.extend_from_slice(&kind.to_be_bytes());
+                r.extend_from_slice(&(data.len() as u32).to_be_bytes());
+                r.extend_from_slice(data);
+                r
+            };
+            c.write_all(b"NBDMAGICIHAVEOPT\0\x03").unwrap();
+            let mut flags = [0u8; 4];
+            c.read_exact(&mut flags).unwrap();
+            loop {
+                let mut head = [0u8; 16];
+                if c.read_exact(&mut head).is_err() {
+                    return;
+                }
+                let opt = u32::from_be_bytes(head[8..12].try_into().unwrap());
+                let mut data = vec![0; u32::from_be_bytes(head[12..16].try_into().unwrap()) as usize];
+                c.read_exact(&mut data).unwrap();
+                if opt != 7 {
+                    c.write_all(&reply(opt, 0x8000_0001, &[])).unwrap(); // NBD_REP_ERR_UNSUP
+                    continue;
+                }
+                let mut info = vec![0, 0];
+                info.extend_from_slice(&(1u64 << 20).to_be_bytes());
+                info.extend_from_slice(&(1u16 | 4).to_be_bytes()); // HAS_FLAGS | SEND_FLUSH
+                c.write_all(&reply(7, 3, &info)).unwrap(); // NBD_REP_INFO
+                c.write_all(&reply(7, 1, &[])).unwrap(); // NBD_REP_ACK
+                break;
+            }
+            let mut req = [0u8; 28];
+            if c.read_exact(&mut req).is_err() || req[6..8] != [0, 0] {
+                return; // gone, or NBD_CMD_DISC
+            }
+            let mut answer = 0x6744_6698u32.to_be_bytes().to_vec();
+            answer.extend_from_slice(&[0; 4]);
+            answer.extend_from_slice(&req[8..16]);
+            answer.extend_from_slice(&[0; 4096]);
+            for b in answer {
+                if c.write_all(&[b]).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+        NbdUrl { server: crate::url::Server { host: "127.0.0.1".into(), port }, export: String::new() }
+    }
+
+    fn read_one(url: NbdUrl, stop: Arc<AtomicBool>) -> std::sync::mpsc::Receiver<io::Result<()>> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let opts = TargetOptions { default_size: 1 << 20, stop, ..TargetOptions::default() };
+            let share = open(&url, &opts).expect("the handshake works");
+            let mut e =
+                share.connect(ShareIo { write: false, sync: SyncMode::None, depth: 1, buf_size: 4096 }).unwrap();
+            let r = e
+                .queue(IoUnit { kind: IoKind::Read, offset: 0, len: 4096, buf_index: 0, tag: 0 })
+                .and_then(|()| e.commit())
+                .and_then(|()| e.getevents(1, &mut Vec::new()));
+            let _ = tx.send(r);
+        });
+        rx
+    }
+
+    #[test]
+    fn a_server_trickling_its_reply_cannot_hold_a_request_for_ever() {
+        let r = read_one(trickling_server(), Arc::default());
+        let e = r.recv_timeout(Duration::from_secs(20)).expect("the request's deadline ends it").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+        assert!(e.to_string().contains("did not complete a request within 3s"), "{e}");
+    }
+
+    #[test]
+    fn ctrl_c_ends_a_wait_for_a_reply_at_once() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let r = read_one(trickling_server(), Arc::clone(&stop));
+        std::thread::sleep(Duration::from_millis(500));
+        stop.store(true, Ordering::SeqCst);
+        let e = r.recv_timeout(Duration::from_secs(2)).expect("Ctrl-C ends it within 2 s").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::Interrupted, "{e}");
     }
 
     #[test]
