@@ -599,7 +599,7 @@ mod tests {
         fn serve(mut c: std::net::TcpStream) {
             use std::io::{Read, Write};
             let reply = |opt: u32, kind: u32, data: &[u8]| {
-                let mut r = 0x3e88_9045_565a9u64.to_be_bytes().to_vec();
+                let mut r = 0x0003_e889_0455_65a9_u64.to_be_bytes().to_vec();
                 r.extend_from_slice(&opt.to_be_bytes());
                 r.extend_from_slice(&kind.to_be_bytes());
                 r.extend_from_slice(&(data.len() as u32).to_be_bytes());
