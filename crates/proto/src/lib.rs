@@ -7,6 +7,8 @@
 //! - the target URLs and their validation ([`ShareUrl`]);
 //! - credentials, from the environment or a file, never the command line
 //!   ([`Credentials`]);
+//! - the deadlines and the Ctrl-C check every client's waits share (`wait`:
+//!   a login, a request, each has an end that trickled bytes cannot move);
 //! - one module per protocol, each implementing headroom-disk's
 //!   [`Share`](headroom_disk::Share) (one prepared target) and
 //!   [`IoEngine`](headroom_disk::IoEngine) (one connection per worker, the
