@@ -88,12 +88,14 @@ pub struct DiskEngine {
     confined_to: Option<Vec<PathBuf>>,
     /// Opens `nfs://`, `iscsi://`, `nbd://` and `smb://` targets (headroom-proto).
     shares: Option<Arc<dyn ShareOpener>>,
+    /// The caller's stop flag as the protocol clients see it (see [`forward_stop`]).
+    share_stop: Arc<AtomicBool>,
 }
 
 impl DiskEngine {
     /// An engine with nothing prepared yet.
     pub fn new() -> Self {
-        DiskEngine { prepared: None, confined_to: None, shares: None }
+        DiskEngine { prepared: None, confined_to: None, shares: None, share_stop: Arc::default() }
     }
 
     /// This engine also tests the URLs `opener` handles.
@@ -106,7 +108,7 @@ impl DiskEngine {
     /// (canonical paths) or below: the far end's engine, for requests that
     /// come from the network.
     pub fn confined_to(roots: Vec<PathBuf>) -> Self {
-        DiskEngine { prepared: None, confined_to: Some(roots), shares: None }
+        DiskEngine { prepared: None, confined_to: Some(roots), shares: None, share_stop: Arc::default() }
     }
 
     /// Refuses a prepared target outside the confinement, judged on the
@@ -170,8 +172,9 @@ impl DiskEngine {
             destructive: target.destructive,
             force: target.force,
             keep: target.keep,
+            stop: Arc::clone(&self.share_stop),
         };
-        let prepared = self.open_target(target, &options)?;
+        let prepared = forward_stop(stop, &self.share_stop, || self.open_target(target, &options))?;
         let shown = prepared.display();
         // Announced before the (long) layout, so a kill during it leaves a record.
         if shown.ends_with(&test_file_name()) {
@@ -197,7 +200,9 @@ impl DiskEngine {
             };
             let laid = match &prepared {
                 Storage::Local(local) => local.layout(stop, progress),
-                Storage::Share(share) => layout_share(share.as_ref(), stop, &mut progress).map(|()| Vec::new()),
+                Storage::Share(share) => forward_stop(stop, &self.share_stop, || {
+                    layout_share(share.as_ref(), stop, &mut progress).map(|()| Vec::new())
+                }),
             };
             if stop.load(Ordering::Relaxed) {
                 return Err(ProbeError::Stopped);
@@ -207,6 +212,32 @@ impl DiskEngine {
         self.prepared = Some((target.clone(), prepared));
         Ok(warnings)
     }
+}
+
+/// Runs `f` while a helper thread copies the caller's `stop` into `shared`
+/// every 20 ms: the protocol clients wait in their own loops (and threads)
+/// and cannot borrow the caller's flag, yet Ctrl-C must end their waits at once.
+fn forward_stop<R>(stop: &AtomicBool, shared: &Arc<AtomicBool>, f: impl FnOnce() -> R) -> R {
+    /// Ends the helper also when `f` panics (the scope would wait for it for ever).
+    struct Finished<'a>(&'a AtomicBool);
+    impl Drop for Finished<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let finished = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !finished.load(Ordering::SeqCst) {
+                if stop.load(Ordering::Relaxed) {
+                    shared.store(true, Ordering::SeqCst);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        });
+        let _finished = Finished(&finished);
+        f()
+    })
 }
 
 /// A disk error as the Runner sees it: the user's mistake, or the machine's.
@@ -260,7 +291,13 @@ impl ProbeEngine for DiskEngine {
             })
         };
         let cpu_before = headroom_sys::CpuSnapshot::take();
-        let outcome = run_test(target, &req.test, req.settings, stop, &mut on_tick).map_err(disk_error)?;
+        let outcome = match target {
+            Storage::Share(_) => {
+                forward_stop(stop, &self.share_stop, || run_test(target, &req.test, req.settings, stop, &mut on_tick))
+            }
+            Storage::Local(_) => run_test(target, &req.test, req.settings, stop, &mut on_tick),
+        }
+        .map_err(disk_error)?;
         let cpu_load = cpu_before.and_then(|before| Some(headroom_sys::CpuSnapshot::take()?.load_since(&before)));
         let warnings = honesty_warnings(&outcome, target, req.bus.as_ref());
         let mut probe = to_probe(&outcome, target, req.settings, warnings);

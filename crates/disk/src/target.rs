@@ -58,6 +58,10 @@ pub struct TargetOptions {
     pub force: bool,
     /// `--keep`: leave the test file in place after the run.
     pub keep: bool,
+    /// Set on Ctrl-C: a protocol client (headroom-proto) gives up whatever
+    /// it waits for (login, a request) at once. Shared, not borrowed, since
+    /// its connections live in the run's worker threads.
+    pub stop: std::sync::Arc<AtomicBool>,
 }
 
 /// A filesystem as statfs names it.

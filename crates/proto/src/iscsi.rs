@@ -57,7 +57,13 @@ pub fn open(
             )))
         }
     };
-    let spec = LoginSpec { addr: url.server.addr(), target: url.target.clone(), chap, lun: url.lun };
+    let spec = LoginSpec {
+        addr: url.server.addr(),
+        target: url.target.clone(),
+        chap,
+        lun: url.lun,
+        stop: Arc::clone(&opts.stop),
+    };
     let mut s = Session::login(&spec, 1, 4096).map_err(|e| DiskError::Usage(login_error(&shown, &spec, e)))?;
     let fail = |what: &str, e: io::Error| DiskError::Usage(format!("{shown}: {what}: {e}"));
     let luns = report_luns(&mut s).map_err(|e| fail("REPORT LUNS", e))?;
@@ -196,10 +202,12 @@ fn read_capacity(s: &mut Session) -> io::Result<(u64, u64)> {
 fn parse_capacity(d: &[u8]) -> Option<(u64, u64)> {
     let last = u64::from_be_bytes(d.get(0..8)?.try_into().ok()?);
     let bs = u64::from(u32::from_be_bytes(d.get(8..12)?.try_into().ok()?));
-    if !(512..=1 << 20).contains(&bs) || !bs.is_power_of_two() || last == u64::MAX {
+    // The capacity in bytes must fit in 64 bits: a huge last block would wrap.
+    let blocks = last.checked_add(1)?;
+    if !(512..=1 << 20).contains(&bs) || !bs.is_power_of_two() || blocks.checked_mul(bs).is_none() {
         return None;
     }
-    Some((last + 1, bs))
+    Some((blocks, bs))
 }
 
 fn device_type_name(t: u8) -> &'static str {
@@ -306,6 +314,16 @@ impl Drop for IscsiEngine {
     }
 }
 
+/// Fuzzing: `data` as a target's answers: set-up command data (REPORT
+/// LUNS, READ CAPACITY, sense) and then as PDUs to a session
+/// ([`session::fuzz_pdus`]).
+#[cfg(feature = "fuzzing")]
+pub fn fuzz_target(data: &[u8]) {
+    let _ = (parse_report_luns(data), parse_capacity(data), pdu::parse_sense(data));
+    let _ = pdu::describe_status(data.first().copied().unwrap_or(2), data);
+    session::fuzz_pdus(data);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,5 +344,13 @@ mod tests {
         c[10] = 0x03; // 768: not a power of two
         assert_eq!(parse_capacity(&c), None);
         assert_eq!(parse_capacity(&c[..6]), None);
+        // A last block whose capacity in bytes would wrap around 2^64.
+        c[10] = 0x02;
+        c[..8].copy_from_slice(&(1u64 << 60).to_be_bytes());
+        assert_eq!(parse_capacity(&c), None);
+        c[..8].copy_from_slice(&((1u64 << 55) - 1).to_be_bytes()); // exactly 2^64 bytes
+        assert_eq!(parse_capacity(&c), None);
+        c[..8].copy_from_slice(&((1u64 << 54) - 1).to_be_bytes());
+        assert_eq!(parse_capacity(&c), Some((1 << 54, 512)));
     }
 }

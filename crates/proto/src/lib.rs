@@ -7,6 +7,8 @@
 //! - the target URLs and their validation ([`ShareUrl`]);
 //! - credentials, from the environment or a file, never the command line
 //!   ([`Credentials`]);
+//! - the deadlines and the Ctrl-C check every client's waits share (`wait`:
+//!   a login, a request, each has an end that trickled bytes cannot move);
 //! - one module per protocol, each implementing headroom-disk's
 //!   [`Share`](headroom_disk::Share) (one prepared target) and
 //!   [`IoEngine`](headroom_disk::IoEngine) (one connection per worker, the
@@ -18,6 +20,7 @@
 
 mod credentials;
 mod url;
+mod wait;
 
 pub mod iscsi;
 #[cfg(feature = "nbd")]
@@ -25,6 +28,17 @@ pub mod nbd;
 #[cfg(feature = "nfs")]
 pub mod nfs;
 pub mod smb;
+
+/// Entry points for the fuzz targets (feature `fuzzing`): each takes what a
+/// hostile server could send and must neither panic nor hang.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::iscsi::fuzz_target as iscsi_target;
+    #[cfg(feature = "nbd")]
+    pub use crate::nbd::fuzz_server as nbd_server;
+    pub use crate::smb::fuzz_server as smb_server;
+}
 
 pub use credentials::Credentials;
 pub use url::{IscsiUrl, NbdUrl, NfsUrl, NfsVersion, Server, ShareUrl, SmbUrl, UrlError};

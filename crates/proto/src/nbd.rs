@@ -19,17 +19,20 @@
 mod ffi;
 
 use crate::url::NbdUrl;
+use crate::wait;
 use ffi::{CompletionCallback, Handle};
 use headroom_disk::{
     BufferPool, Completion, DiskError, IoEngine, IoKind, IoUnit, Share, ShareIo, ShareKind, SyncMode, TargetOptions,
 };
 use headroom_result::ProtocolInfo;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::{c_int, c_void, CString};
 use std::io;
 use std::mem::ManuallyDrop;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::fd::IntoRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long a TCP connect and the NBD handshake may take.
@@ -37,6 +40,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long requests may be outstanding with nothing at all coming back
 /// before the server counts as gone (a cut link, a hung server).
 const REPLY_TIMEOUT: Duration = Duration::from_secs(8);
+/// Any one request, from its issue to its reply, however the server
+/// trickles its bytes: the SCSI layer's (and Linux nbd's) default.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(if cfg!(test) { 3 } else { 30 });
 
 /// What the server granted in the handshake.
 #[derive(Debug, Clone)]
@@ -94,9 +100,9 @@ fn display(url: &NbdUrl) -> String {
     format!("nbd://{}/{}", url.server.addr(), url.export)
 }
 
-/// Connects and finishes the handshake within [`CONNECT_TIMEOUT`]; the
-/// error is one line naming the server or the export.
-fn connect_handle(url: &NbdUrl) -> Result<Handle, String> {
+/// Connects and finishes the handshake within [`CONNECT_TIMEOUT`] (or until
+/// `stop`); the error is one line naming the server or the export.
+fn connect_handle(url: &NbdUrl, stop: &AtomicBool) -> Result<Handle, String> {
     let shown = display(url);
     let addrs: Vec<_> = url
         .server
@@ -123,15 +129,24 @@ fn connect_handle(url: &NbdUrl) -> Result<Handle, String> {
     // request behind the previous one's unacknowledged segment.
     stream.set_nodelay(true).map_err(|e| format!("{shown}: {e}"))?;
     stream.set_nonblocking(true).map_err(|e| format!("{shown}: {e}"))?;
+    handshake(url, stream.into(), stop)
+}
+
+/// The NBD handshake on a connected, non-blocking socket (libnbd owns it from here).
+fn handshake(url: &NbdUrl, sock: std::os::fd::OwnedFd, stop: &AtomicBool) -> Result<Handle, String> {
+    let shown = display(url);
     let h = Handle::new().map_err(|e| format!("{shown}: {e}"))?;
     let name = CString::new(url.export.as_bytes()).map_err(|_| format!("{shown}: the export name holds a NUL byte"))?;
     h.set_export_name(&name).map_err(|e| format!("{shown}: {e}"))?;
     h.set_pread_initialize(false).map_err(|e| format!("{shown}: {e}"))?;
-    h.aio_connect_socket(stream.into_raw_fd()).map_err(|e| handshake_error(url, &e))?;
+    h.aio_connect_socket(sock.into_raw_fd()).map_err(|e| handshake_error(url, &e))?;
     let deadline = Instant::now() + CONNECT_TIMEOUT;
     while !h.is_ready() {
         if h.is_dead() {
             return Err(handshake_error(url, &ffi::last_error()));
+        }
+        if stop.load(Ordering::Relaxed) {
+            return Err(format!("{shown}: {}", wait::stopped("the NBD handshake")));
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -141,7 +156,7 @@ fn connect_handle(url: &NbdUrl) -> Result<Handle, String> {
                 CONNECT_TIMEOUT.as_secs()
             ));
         }
-        pump(&h, left).map_err(|e| handshake_error(url, &e))?;
+        pump(&h, left.min(wait::SLICE)).map_err(|e| handshake_error(url, &e))?;
     }
     Ok(h)
 }
@@ -199,7 +214,7 @@ fn pump(h: &Handle, timeout: Duration) -> Result<bool, String> {
 pub fn open(url: &NbdUrl, opts: &TargetOptions) -> Result<Box<dyn Share>, DiskError> {
     ffi::load().map_err(DiskError::Usage)?;
     let shown = display(url);
-    let h = connect_handle(url).map_err(DiskError::Usage)?;
+    let h = connect_handle(url, &opts.stop).map_err(DiskError::Usage)?;
     let granted = Granted::read(&h).map_err(|e| DiskError::Usage(format!("{shown}: {e}")))?;
     h.disconnect();
     drop(h);
@@ -218,7 +233,7 @@ pub fn open(url: &NbdUrl, opts: &TargetOptions) -> Result<Box<dyn Share>, DiskEr
     if size == 0 {
         return Err(DiskError::Usage(format!("{shown}: --size is smaller than one block ({block} bytes)")));
     }
-    Ok(Box::new(NbdShare { url: url.clone(), size, granted }))
+    Ok(Box::new(NbdShare { url: url.clone(), size, granted, stop: Arc::clone(&opts.stop) }))
 }
 
 /// One NBD export on a server.
@@ -227,6 +242,8 @@ struct NbdShare {
     url: NbdUrl,
     size: u64,
     granted: Granted,
+    /// Ctrl-C: every wait ends at once.
+    stop: Arc<AtomicBool>,
 }
 
 impl Share for NbdShare {
@@ -271,7 +288,8 @@ impl Share for NbdShare {
                 g.max_block
             ));
         }
-        let handle = connect_handle(&self.url).map_err(|e| io::Error::new(io::ErrorKind::ConnectionRefused, e))?;
+        let handle =
+            connect_handle(&self.url, &self.stop).map_err(|e| io::Error::new(io::ErrorKind::ConnectionRefused, e))?;
         Ok(Box::new(NbdEngine {
             handle: ManuallyDrop::new(handle),
             done: Box::into_raw(Box::default()),
@@ -280,6 +298,8 @@ impl Share for NbdShare {
             fua: io.sync == SyncMode::Dsync,
             can_flush: g.can_flush,
             shown,
+            issued: HashMap::with_capacity(io.depth),
+            stop: Arc::clone(&self.stop),
         }))
     }
 
@@ -334,6 +354,9 @@ struct NbdEngine {
     fua: bool,
     can_flush: bool,
     shown: String,
+    /// When each request in flight was issued, by tag.
+    issued: HashMap<u64, Instant>,
+    stop: Arc<AtomicBool>,
 }
 
 // SAFETY: the handle and the completion list are used only by the thread
@@ -376,6 +399,9 @@ impl NbdEngine {
                 IoKind::Fsync => ffi::nbd_aio_flush(h, cb, 0),
             }
         };
+        if cookie >= 0 {
+            self.issued.insert(io.tag, Instant::now());
+        }
         if cookie < 0 {
             let why = ffi::last_error();
             if self.handle.is_dead() {
@@ -428,6 +454,9 @@ impl IoEngine for NbdEngine {
                 return Err(self.dead(&ffi::last_error()));
             }
             got += done.len();
+            for c in done.iter() {
+                self.issued.remove(&c.tag);
+            }
             out.append(done);
             if got >= min {
                 return Ok(());
@@ -437,6 +466,19 @@ impl IoEngine for NbdEngine {
             }
             if self.handle.in_flight() == 0 {
                 return Err(io::Error::other(format!("{}: waiting for replies with no request in flight", self.shown)));
+            }
+            if self.stop.load(Ordering::Relaxed) {
+                return Err(wait::stopped("an NBD request"));
+            }
+            if self.issued.values().min().is_some_and(|t| t.elapsed() >= REQUEST_TIMEOUT) {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "{}: the NBD server did not complete a request within {}s",
+                        self.shown,
+                        REQUEST_TIMEOUT.as_secs()
+                    ),
+                ));
             }
             let left = REPLY_TIMEOUT.saturating_sub(last_progress.elapsed());
             if left.is_zero() {
@@ -450,7 +492,7 @@ impl IoEngine for NbdEngine {
                     ),
                 ));
             }
-            match pump(&self.handle, left) {
+            match pump(&self.handle, left.min(wait::SLICE)) {
                 Ok(true) => last_progress = Instant::now(),
                 Ok(false) => {}
                 Err(e) => return Err(self.dead(&e)),
@@ -470,6 +512,42 @@ impl Drop for NbdEngine {
         unsafe { ManuallyDrop::drop(&mut self.handle) };
         // SAFETY: allocated in connect with Box::into_raw, freed once, after the handle.
         drop(unsafe { Box::from_raw(self.done) });
+    }
+}
+
+/// Fuzzing: `data` is everything a server says on one connection (fixed
+/// newstyle negotiation, then replies), served to libnbd over a socketpair;
+/// headroom's handshake, what-was-granted reading and one engine's read and
+/// write are driven as for a real server. Never panics nor hangs.
+#[cfg(feature = "fuzzing")]
+pub fn fuzz_server(data: &[u8]) {
+    use std::io::Write;
+    use std::os::unix::net::UnixStream;
+    let Ok((mut server, client)) = UnixStream::pair() else { return };
+    let _ = server.write_all(data);
+    let _ = server.shutdown(std::net::Shutdown::Write);
+    let _ = client.set_nonblocking(true);
+    let url = NbdUrl { server: crate::url::Server { host: "fuzz".into(), port: 10809 }, export: String::new() };
+    let stop = AtomicBool::new(false);
+    let Ok(h) = handshake(&url, client.into(), &stop) else { return };
+    let Ok(granted) = Granted::read(&h) else { return };
+    let _ = granted.as_map();
+    let mut engine = NbdEngine {
+        handle: ManuallyDrop::new(h),
+        done: Box::into_raw(Box::default()),
+        pool: BufferPool::new(2, 4096, 4096),
+        queued: Vec::new(),
+        fua: false,
+        can_flush: granted.can_flush,
+        shown: display(&url),
+        issued: HashMap::new(),
+        stop: Arc::default(),
+    };
+    let _ = engine.queue(IoUnit { kind: IoKind::Read, offset: 0, len: 4096, buf_index: 0, tag: 0 });
+    let _ = engine.queue(IoUnit { kind: IoKind::Write, offset: 4096, len: 512, buf_index: 1, tag: 1 });
+    if engine.commit().is_ok() {
+        let mut out = Vec::new();
+        let _ = engine.getevents(2, &mut out);
     }
 }
 
@@ -511,10 +589,106 @@ mod tests {
         assert!(!m.contains_key("block_size_maximum"), "not advertised: not recorded");
     }
 
+    /// A fixed-newstyle server that grants a 1 MiB export to NBD_OPT_GO
+    /// (refusing every other option), then answers each request with its
+    /// first byte and trickles the rest, a byte every 200 ms, for ever.
+    fn trickling_server() -> NbdUrl {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            // The share's first connection only learns the export; a worker's then asks.
+            for c in l.incoming() {
+                serve(c.unwrap());
+            }
+        });
+        fn serve(mut c: std::net::TcpStream) {
+            use std::io::{Read, Write};
+            let reply = |opt: u32, kind: u32, data: &[u8]| {
+                let mut r = 0x0003_e889_0455_65a9_u64.to_be_bytes().to_vec();
+                r.extend_from_slice(&opt.to_be_bytes());
+                r.extend_from_slice(&kind.to_be_bytes());
+                r.extend_from_slice(&(data.len() as u32).to_be_bytes());
+                r.extend_from_slice(data);
+                r
+            };
+            c.write_all(b"NBDMAGICIHAVEOPT\0\x03").unwrap();
+            let mut flags = [0u8; 4];
+            c.read_exact(&mut flags).unwrap();
+            loop {
+                let mut head = [0u8; 16];
+                if c.read_exact(&mut head).is_err() {
+                    return;
+                }
+                let opt = u32::from_be_bytes(head[8..12].try_into().unwrap());
+                let mut data = vec![0; u32::from_be_bytes(head[12..16].try_into().unwrap()) as usize];
+                c.read_exact(&mut data).unwrap();
+                if opt != 7 {
+                    c.write_all(&reply(opt, 0x8000_0001, &[])).unwrap(); // NBD_REP_ERR_UNSUP
+                    continue;
+                }
+                let mut info = vec![0, 0];
+                info.extend_from_slice(&(1u64 << 20).to_be_bytes());
+                info.extend_from_slice(&(1u16 | 4).to_be_bytes()); // HAS_FLAGS | SEND_FLUSH
+                c.write_all(&reply(7, 3, &info)).unwrap(); // NBD_REP_INFO
+                c.write_all(&reply(7, 1, &[])).unwrap(); // NBD_REP_ACK
+                break;
+            }
+            let mut req = [0u8; 28];
+            if c.read_exact(&mut req).is_err() || req[6..8] != [0, 0] {
+                return; // gone, or NBD_CMD_DISC
+            }
+            let mut answer = 0x6744_6698u32.to_be_bytes().to_vec();
+            answer.extend_from_slice(&[0; 4]);
+            answer.extend_from_slice(&req[8..16]);
+            answer.extend_from_slice(&[0; 4096]);
+            for b in answer {
+                if c.write_all(&[b]).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+        NbdUrl { server: crate::url::Server { host: "127.0.0.1".into(), port }, export: String::new() }
+    }
+
+    fn read_one(url: NbdUrl, stop: Arc<AtomicBool>) -> std::sync::mpsc::Receiver<io::Result<()>> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let opts = TargetOptions { default_size: 1 << 20, stop, ..TargetOptions::default() };
+            let share = open(&url, &opts).expect("the handshake works");
+            let mut e =
+                share.connect(ShareIo { write: false, sync: SyncMode::None, depth: 1, buf_size: 4096 }).unwrap();
+            let r = e
+                .queue(IoUnit { kind: IoKind::Read, offset: 0, len: 4096, buf_index: 0, tag: 0 })
+                .and_then(|()| e.commit())
+                .and_then(|()| e.getevents(1, &mut Vec::new()));
+            let _ = tx.send(r);
+        });
+        rx
+    }
+
+    #[test]
+    fn a_server_trickling_its_reply_cannot_hold_a_request_for_ever() {
+        let r = read_one(trickling_server(), Arc::default());
+        let e = r.recv_timeout(Duration::from_secs(20)).expect("the request's deadline ends it").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+        assert!(e.to_string().contains("did not complete a request within 3s"), "{e}");
+    }
+
+    #[test]
+    fn ctrl_c_ends_a_wait_for_a_reply_at_once() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let r = read_one(trickling_server(), Arc::clone(&stop));
+        std::thread::sleep(Duration::from_millis(500));
+        stop.store(true, Ordering::SeqCst);
+        let e = r.recv_timeout(Duration::from_secs(2)).expect("Ctrl-C ends it within 2 s").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::Interrupted, "{e}");
+    }
+
     #[test]
     fn nothing_listening_is_one_line_naming_the_server() {
         // Port 1 on loopback: refused at once.
-        let e = connect_handle(&url("x")).err().expect("no server on port 1");
+        let e = connect_handle(&url("x"), &AtomicBool::new(false)).err().expect("no server on port 1");
         assert!(e.contains("cannot connect to the NBD server 127.0.0.1:1") && !e.contains('\n'), "{e}");
     }
 }

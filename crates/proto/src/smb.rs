@@ -29,6 +29,7 @@ mod sign;
 mod wire;
 
 use crate::url::SmbUrl;
+use crate::wait::{self, Deadline};
 use headroom_disk::{BufferPool, Completion, DiskError, IoEngine, IoKind, IoUnit, Share, ShareIo, ShareKind};
 use headroom_disk::{SyncMode, TargetOptions};
 use headroom_result::ProtocolInfo;
@@ -43,6 +44,12 @@ use wire::{status, Command, FileId, NtStatus, RequestHeader, HEADER};
 
 /// A server that answers nothing for this long is taken for dead.
 const TIMEOUT: Duration = Duration::from_secs(8);
+/// Connecting, NEGOTIATE, SESSION_SETUP, TREE_CONNECT and the credit ECHOs
+/// together: a server that trickles bytes cannot hold a login open longer.
+const LOGIN_TIMEOUT: Duration = Duration::from_secs(if cfg!(test) { 3 } else { 15 });
+/// Any one request, from its sending to its final answer (interim answers
+/// included): the SCSI layer's default command timeout.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(if cfg!(test) { 3 } else { 30 });
 /// Credits asked for on top of what a request consumes, until the window is full.
 const CREDIT_ASK: u16 = 256;
 
@@ -60,7 +67,14 @@ pub fn open(url: &SmbUrl, opts: &TargetOptions, credentials: &crate::Credentials
         url.share,
         path.replace('\\', "/")
     );
-    let target = Target { addr, server: url.server.clone(), share: url.share.clone(), login, shown: shown.clone() };
+    let target = Target {
+        addr,
+        server: url.server.clone(),
+        share: url.share.clone(),
+        login,
+        shown: shown.clone(),
+        stop: Arc::clone(&opts.stop),
+    };
     let mut session = Session::connect(&target, 1).map_err(|e| DiskError::Usage(e.to_string()))?;
     let options = wire::FILE_NON_DIRECTORY_FILE | if opts.keep { 0 } else { wire::FILE_DELETE_ON_CLOSE };
     let rw = wire::access::READ_DATA
@@ -149,6 +163,8 @@ struct Target {
     login: Login,
     /// The test file's URL, for messages.
     shown: String,
+    /// Ctrl-C: every wait ends at once.
+    stop: Arc<AtomicBool>,
 }
 
 /// What the server granted, as recorded in the probe's spec.protocol.
@@ -291,6 +307,8 @@ impl Share for SmbShare {
 impl Drop for SmbShare {
     fn drop(&mut self) {
         let Some((mut session, file)) = self.owner.lock().map(|mut o| o.take()).unwrap_or(None) else { return };
+        // Removing the test file is what Ctrl-C is waiting for: not stopped by it.
+        session.stop = Arc::default();
         let result = session.call(Command::Close, &wire::close(&file));
         let failed = match result {
             Ok((h, _)) if h.status.0 == status::SUCCESS => None,
@@ -319,6 +337,10 @@ struct Session {
     signing: Option<sign::SigningKey>,
     /// For messages.
     server: String,
+    /// Ctrl-C: every wait ends at once.
+    stop: Arc<AtomicBool>,
+    /// The login's end, while logging in: each request's deadline is no later.
+    login_ends: Option<Deadline>,
 }
 
 impl Session {
@@ -326,6 +348,7 @@ impl Session {
     /// `want` credits with ECHOs (Samba grants at most 32 more per answer).
     fn connect(t: &Target, want: u32) -> io::Result<Session> {
         let server = t.server.to_string();
+        let login_ends = Deadline::after(LOGIN_TIMEOUT, "the SMB login");
         let sock = TcpStream::connect_timeout(&t.addr, Duration::from_secs(5))
             .map_err(|e| io::Error::new(e.kind(), format!("connecting to the SMB server {server}: {e}")))?;
         sock.set_nodelay(true)?;
@@ -340,8 +363,11 @@ impl Session {
             neg: wire::Negotiated { dialect: 0, signing_required: false, max_transact: 0, max_read: 0, max_write: 0 },
             signing: None,
             server,
+            stop: Arc::clone(&t.stop),
+            login_ends: Some(login_ends),
         };
-        let (h, body) = s.call(Command::Negotiate, &wire::negotiate(&wire::DIALECTS, random(), random()))?;
+        let (guid, salt) = (random(&s.server)?, random(&s.server)?);
+        let (h, body) = s.call(Command::Negotiate, &wire::negotiate(&wire::DIALECTS, guid, salt))?;
         s.expect(&h, status::SUCCESS, "NEGOTIATE")?;
         s.neg = wire::parse_negotiate(&body).map_err(|e| s.protocol_error(e))?;
         if s.neg.dialect < 0x0210 || !wire::DIALECTS.contains(&s.neg.dialect) {
@@ -382,17 +408,21 @@ impl Session {
             }
             rounds += 1;
         }
+        s.login_ends = None;
         Ok(s)
     }
 
     fn authenticate(&mut self, login: &Login) -> io::Result<()> {
-        let (h, body) = self.call(Command::SessionSetup, &wire::session_setup(&ntlm::negotiate()))?;
+        let negotiate = ntlm::negotiate();
+        let (h, body) = self.call(Command::SessionSetup, &wire::session_setup(&negotiate))?;
         self.expect(&h, status::MORE_PROCESSING_REQUIRED, "SESSION_SETUP (NTLMSSP negotiate)")?;
         self.session_id = h.session_id;
         let (_, token) = wire::parse_session_setup(&body).map_err(|e| self.protocol_error(e))?;
         let challenge = ntlm::parse_challenge(token).map_err(|e| self.protocol_error(e))?;
         let id = ntlm::Identity { user: &login.user, password: &login.password, domain: &login.domain };
-        let (auth, session_key) = ntlm::authenticate(&id, &challenge, random(), ntlm::filetime_now());
+        let client_challenge = random(&self.server)?;
+        let (auth, session_key) =
+            ntlm::authenticate(&id, &negotiate, &challenge, client_challenge, ntlm::filetime_now());
         let (h, body) = self.call(Command::SessionSetup, &wire::session_setup(&auth))?;
         match h.status.0 {
             status::SUCCESS => {
@@ -465,15 +495,19 @@ impl Session {
             let (header, body) = frame[4..].split_at_mut(HEADER);
             key.sign_in_place(header, &[body]);
         }
-        self.sock.write_all(&frame).map_err(|e| self.io_error(e))?;
+        let mut ends = Deadline::after(REQUEST_TIMEOUT, "an SMB request");
+        if let Some(login) = self.login_ends {
+            ends = ends.min(login);
+        }
+        self.transfer(Some(&frame), &mut [], ends)?;
         loop {
             let mut prefix = [0u8; 4];
-            self.sock.read_exact(&mut prefix).map_err(|e| self.io_error(e))?;
+            self.transfer(None, &mut prefix, ends)?;
             let len = wire::frame_len(prefix).map_err(|e| self.protocol_error(e))?;
             let mut msg = vec![0u8; len];
-            self.sock.read_exact(&mut msg).map_err(|e| self.io_error(e))?;
+            self.transfer(None, &mut msg, ends)?;
             let r = wire::parse_header(&msg).map_err(|e| self.protocol_error(e))?;
-            self.credits += u32::from(r.credits);
+            self.credits = self.credits.saturating_add(u32::from(r.credits));
             if r.message_id == u64::MAX || r.status.0 == status::PENDING {
                 continue; // an oplock break, or an interim answer before the final one
             }
@@ -483,9 +517,41 @@ impl Session {
                     r.message_id, h.message_id
                 )));
             }
+            if r.command != command as u16 {
+                return Err(self
+                    .protocol_error(format!("command {} answered request {} ({command:?})", r.command, h.message_id)));
+            }
             msg.drain(..HEADER);
             return Ok((r, msg));
         }
+    }
+
+    /// Sends `out` whole, or fills `into`, by `ends` (and within the silence
+    /// timeout between bytes); Ctrl-C ends it at once.
+    fn transfer(&mut self, out: Option<&[u8]>, into: &mut [u8], ends: Deadline) -> io::Result<()> {
+        let total = out.map_or(into.len(), <[u8]>::len);
+        let (mut done, mut heard) = (0, Instant::now());
+        while done < total {
+            let slice = ends.left(&self.stop).map_err(|e| self.io_error(e))?;
+            if heard.elapsed() >= TIMEOUT {
+                return Err(self.io_error(io::ErrorKind::TimedOut.into()));
+            }
+            let r = match out {
+                Some(out) => self.sock.set_write_timeout(Some(slice)).and_then(|()| self.sock.write(&out[done..])),
+                None => self.sock.set_read_timeout(Some(slice)).and_then(|()| self.sock.read(&mut into[done..])),
+            };
+            match r {
+                Ok(0) => return Err(self.io_error(io::ErrorKind::UnexpectedEof.into())),
+                Ok(n) => (done, heard) = (done + n, Instant::now()),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+                    ) => {}
+                Err(e) => return Err(self.io_error(e)),
+            }
+        }
+        Ok(())
     }
 
     fn io_error(&self, e: io::Error) -> io::Error {
@@ -494,6 +560,9 @@ impl Session {
                 io::ErrorKind::ConnectionAborted,
                 format!("the SMB server {} closed the connection", self.server),
             ),
+            io::ErrorKind::TimedOut if e.get_ref().is_some() => {
+                io::Error::new(e.kind(), format!("the SMB server {}: {e}", self.server))
+            }
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => io::Error::new(
                 io::ErrorKind::TimedOut,
                 format!("the SMB server {} did not answer within {} s", self.server, TIMEOUT.as_secs()),
@@ -503,12 +572,25 @@ impl Session {
     }
 }
 
-fn random<const N: usize>() -> [u8; N] {
+/// The client GUID, preauth salt and NTLM client challenge: nonces, so a
+/// failing getrandom ends the login (zeros would be accepted by servers and
+/// make the NTLMv2 response replayable).
+fn random<const N: usize>(server: &str) -> io::Result<[u8; N]> {
+    random_from(server, getrandom::fill)
+}
+
+fn random_from<const N: usize>(
+    server: &str,
+    fill: impl FnOnce(&mut [u8]) -> Result<(), getrandom::Error>,
+) -> io::Result<[u8; N]> {
     let mut b = [0u8; N];
-    // The client GUID, preauth salt and NTLM client challenge are nonces; a
-    // failing getrandom would leave zeros, which servers still accept.
-    let _ = getrandom::fill(&mut b);
-    b
+    fill(&mut b).map_err(|e| {
+        io::Error::other(format!(
+            "no random numbers for the login to the SMB server {server} (getrandom: {e}); check /dev/urandom and \
+             the seccomp policy"
+        ))
+    })?;
+    Ok(b)
 }
 
 /// A request being sent: its header and body, then maybe a buffer's data.
@@ -568,8 +650,8 @@ struct SmbEngine {
     queued: Vec<IoUnit>,
     /// Committed, waiting for credits.
     waiting: VecDeque<IoUnit>,
-    /// Sent, by message id.
-    inflight: HashMap<u64, IoUnit>,
+    /// Sent, by message id, with when it was issued.
+    inflight: HashMap<u64, (IoUnit, Instant)>,
     out: VecDeque<Outgoing>,
     rx: Rx,
     done: Vec<Completion>,
@@ -610,7 +692,7 @@ impl SmbEngine {
                 let (header, body) = head[4..].split_at_mut(HEADER);
                 key.sign_in_place(header, &[body, payload]);
             }
-            self.inflight.insert(h.message_id, io);
+            self.inflight.insert(h.message_id, (io, Instant::now()));
             self.out.push_back(Outgoing { head, data, sent: 0 });
         }
     }
@@ -748,7 +830,7 @@ impl SmbEngine {
 
     fn read_buffer(&self) -> io::Result<u16> {
         let h = wire::parse_header(&self.rx.head[4..]).map_err(|e| self.session.protocol_error(e))?;
-        Ok(self.inflight.get(&h.message_id).expect("checked in after_head").buf_index)
+        Ok(self.inflight.get(&h.message_id).expect("checked in after_head").0.buf_index)
     }
 
     /// Where the rest of a frame goes, once its head is in: a successful
@@ -757,7 +839,9 @@ impl SmbEngine {
         let frame = self.rx.frame;
         let h = wire::parse_header(&self.rx.head[4..]).map_err(|e| self.session.protocol_error(e))?;
         if h.command == Command::Read as u16 && h.status.0 == status::SUCCESS && frame >= RX_HEAD {
-            if let Some(io) = self.inflight.get(&h.message_id) {
+            // Only a READ's answer goes into its buffer; a READ answer to
+            // anything else is refused whole by `result`.
+            if let Some((io, _)) = self.inflight.get(&h.message_id).filter(|(io, _)| io.kind == IoKind::Read) {
                 let (offset, len) =
                     wire::parse_read(&self.rx.head[4 + HEADER..]).map_err(|e| self.session.protocol_error(e))?;
                 if offset < RX_HEAD || offset + len > frame || len > io.len as usize {
@@ -785,12 +869,12 @@ impl SmbEngine {
         if wire::le32(&rx.head[4..], 20) != 0 {
             return Err(self.session.protocol_error("a compounded answer to a request that was not compounded"));
         }
-        self.session.credits += u32::from(h.credits);
+        self.session.credits = self.session.credits.saturating_add(u32::from(h.credits));
         self.peak_credits = self.peak_credits.max(self.session.credits);
         if h.message_id == u64::MAX || h.status.0 == status::PENDING {
             return Ok(()); // an oplock break, or an interim answer (credits only)
         }
-        let Some(io) = self.inflight.remove(&h.message_id) else {
+        let Some((io, _)) = self.inflight.remove(&h.message_id) else {
             return Err(self
                 .session
                 .protocol_error(format!("an answer to message {} that was never sent", h.message_id)));
@@ -821,8 +905,22 @@ impl SmbEngine {
         }
         Ok(match (io.kind, h.status.0) {
             (IoKind::Read, status::END_OF_FILE) => 0,
+            (IoKind::Read, status::SUCCESS) => {
+                return Err(self.session.protocol_error(format!(
+                    "a READ answer of {} bytes, too short to hold its data (request {})",
+                    body.len() + HEADER,
+                    h.message_id
+                )))
+            }
             (IoKind::Write, status::SUCCESS) => {
-                i64::from(wire::parse_write(body).map_err(|e| self.session.protocol_error(e))?)
+                let count = wire::parse_write(body).map_err(|e| self.session.protocol_error(e))?;
+                if count > io.len {
+                    return Err(self.session.protocol_error(format!(
+                        "a WRITE of {} bytes answered as {count} bytes written (request {})",
+                        io.len, h.message_id
+                    )));
+                }
+                i64::from(count)
             }
             (IoKind::Fsync, status::SUCCESS) => 0,
             (_, s) => -i64::from(NtStatus(s).errno()),
@@ -887,6 +985,22 @@ impl IoEngine for SmbEngine {
                     .session
                     .protocol_error(format!("it granted {} credits, too few for one request", self.session.credits)));
             }
+            if self.session.stop.load(Ordering::Relaxed) {
+                return Err(wait::stopped("an SMB request"));
+            }
+            let oldest = self.inflight.values().map(|(_, at)| *at).min().unwrap_or_else(Instant::now);
+            if oldest.elapsed() >= REQUEST_TIMEOUT {
+                self.server_gone.store(true, Ordering::Relaxed);
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "the SMB server {} did not complete a request within {} s; {} may be left on it",
+                        self.session.server,
+                        REQUEST_TIMEOUT.as_secs(),
+                        self.shown
+                    ),
+                ));
+            }
             let left = TIMEOUT.saturating_sub(last.elapsed());
             if left.is_zero() {
                 self.server_gone.store(true, Ordering::Relaxed);
@@ -903,7 +1017,7 @@ impl IoEngine for SmbEngine {
             let events = libc::POLLIN | if self.out.is_empty() { 0 } else { libc::POLLOUT };
             let mut pfd = libc::pollfd { fd: self.session.sock.as_raw_fd(), events, revents: 0 };
             // SAFETY: one valid pollfd for the duration of the call.
-            let r = unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(1000) as i32) };
+            let r = unsafe { libc::poll(&mut pfd, 1, left.min(wait::SLICE).as_millis().max(1) as i32) };
             if r < 0 {
                 let e = io::Error::last_os_error();
                 if e.kind() != io::ErrorKind::Interrupted {
@@ -916,6 +1030,90 @@ impl IoEngine for SmbEngine {
     }
 }
 
+/// Fuzzing: `data` is what an SMB server says, direct-TCP frames. The
+/// response parsers (and NTLM's challenge and answer) read each; then a worker's
+/// engine, with a READ, a WRITE and a FLUSH in flight (message ids 1, 2, 3),
+/// receives it over a socketpair as a stream of frames.
+#[cfg(feature = "fuzzing")]
+pub fn fuzz_server(data: &[u8]) {
+    use std::os::unix::net::UnixStream;
+    let mut rest = data;
+    while let Some(prefix) = rest.get(..4) {
+        let Ok(len) = wire::frame_len(prefix.try_into().expect("4 bytes")) else { break };
+        let Some(frame) = rest.get(4..4 + len) else { break };
+        rest = &rest[4 + len..];
+        let Ok(h) = wire::parse_header(frame) else { continue };
+        let body = &frame[HEADER..];
+        let _ = (h.status.errno(), wire::parse_negotiate(body), wire::parse_create(body), wire::parse_read(body));
+        let _ = wire::parse_write(body);
+        if let Ok((_, token)) = wire::parse_session_setup(body) {
+            if let Ok(c) = ntlm::parse_challenge(token) {
+                let id = ntlm::Identity { user: "u", password: "p", domain: "d" };
+                let _ = ntlm::authenticate(&id, &ntlm::negotiate(), &c, [1; 8], 0);
+            }
+        }
+    }
+    let Ok((mut server, client)) = UnixStream::pair() else { return };
+    let _ = server.write_all(data);
+    let _ = server.shutdown(std::net::Shutdown::Write);
+    let _ = client.set_nonblocking(true);
+    let mut engine = SmbEngine::detached(TcpStream::from(std::os::fd::OwnedFd::from(client)), Arc::default());
+    let _ = engine.receive();
+    // Dropped before `server`: its CLOSE must not meet a closed peer (SIGPIPE).
+    drop(engine);
+    drop(server);
+}
+
+impl SmbEngine {
+    /// An engine on a connected socket, logged in as far as it knows, with
+    /// a 4 KiB READ (message id 1), a 512-byte WRITE (2) and a FLUSH (3)
+    /// in flight: for fuzzing and the hostile-server tests.
+    #[cfg(any(test, feature = "fuzzing"))]
+    fn detached(sock: TcpStream, stop: Arc<AtomicBool>) -> SmbEngine {
+        let _ = sock.set_nonblocking(true);
+        let session = Session {
+            sock,
+            next_id: 4,
+            credits: 1,
+            session_id: 1,
+            tree_id: 1,
+            neg: wire::Negotiated {
+                dialect: 0x0300,
+                signing_required: false,
+                max_transact: 1 << 20,
+                max_read: 1 << 20,
+                max_write: 1 << 20,
+            },
+            signing: None,
+            server: "fuzz".into(),
+            stop,
+            login_ends: None,
+        };
+        let now = Instant::now();
+        let io = |kind, len, buf_index, tag| (IoUnit { kind, offset: 0, len, buf_index, tag }, now);
+        SmbEngine {
+            bufs: BufferPool::new(2, 4096, 4096),
+            session,
+            file: [0; 16],
+            write_through: false,
+            waiting: VecDeque::new(),
+            queued: Vec::new(),
+            inflight: HashMap::from([
+                (1, io(IoKind::Read, 4096, 0, 1)),
+                (2, io(IoKind::Write, 512, 1, 2)),
+                (3, io(IoKind::Fsync, 0, 0, 3)),
+            ]),
+            out: VecDeque::new(),
+            rx: Rx::default(),
+            done: Vec::new(),
+            granted: Arc::default(),
+            peak_credits: 0,
+            server_gone: Arc::default(),
+            shown: "smb://fuzz/share/file".into(),
+        }
+    }
+}
+
 impl Drop for SmbEngine {
     fn drop(&mut self) {
         if let Ok(mut g) = self.granted.lock() {
@@ -925,5 +1123,174 @@ impl Drop for SmbEngine {
         if self.inflight.is_empty() && self.out.is_empty() && self.session.sock.set_nonblocking(false).is_ok() {
             let _ = self.session.call(Command::Close, &wire::close(&self.file));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+    use std::sync::mpsc;
+
+    /// One SMB2 response frame (prefix included).
+    fn frame(command: Command, status: u32, message_id: u64, body: &[u8]) -> Vec<u8> {
+        let mut h = vec![0u8; HEADER];
+        h[..4].copy_from_slice(b"\xfeSMB");
+        h[4..6].copy_from_slice(&64u16.to_le_bytes());
+        h[8..12].copy_from_slice(&status.to_le_bytes());
+        h[12..14].copy_from_slice(&(command as u16).to_le_bytes());
+        h[14..16].copy_from_slice(&1u16.to_le_bytes());
+        h[16..20].copy_from_slice(&wire::FLAG_RESPONSE.to_le_bytes());
+        h[24..32].copy_from_slice(&message_id.to_le_bytes());
+        h.extend_from_slice(body);
+        let mut f = (h.len() as u32).to_be_bytes().to_vec();
+        f.extend_from_slice(&h);
+        f
+    }
+
+    fn pair() -> (TcpStream, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        (c, l.accept().unwrap().0)
+    }
+
+    /// Runs `f` on a thread; None when it has not returned within `limit`.
+    fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(limit).ok()
+    }
+
+    /// Sends `bytes` one every 200 ms, for as long as the peer listens.
+    fn trickle(mut sock: TcpStream, bytes: Vec<u8>) {
+        std::thread::spawn(move || {
+            for b in bytes.iter().cycle() {
+                if sock.write_all(&[*b]).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        });
+    }
+
+    #[test]
+    fn a_write_answered_by_a_read_response_is_refused() {
+        let (client, mut server) = pair();
+        let mut engine = SmbEngine::detached(client, Arc::default());
+        let mut body = vec![17u8, 0, 80, 0];
+        body.extend_from_slice(&512u32.to_le_bytes());
+        body.extend_from_slice(&[0; 8]);
+        body.extend_from_slice(&[7; 512]);
+        server.write_all(&frame(Command::Read, status::SUCCESS, 2, &body)).unwrap();
+        let mut out = Vec::new();
+        let e = engine.getevents(1, &mut out).expect_err("a READ answer to a WRITE");
+        assert!(e.to_string().contains("answered request 2 (Write)"), "{e}");
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_write_answered_with_more_bytes_than_sent_is_refused() {
+        let (client, mut server) = pair();
+        let mut engine = SmbEngine::detached(client, Arc::default());
+        let mut body = vec![17u8, 0, 0, 0];
+        body.extend_from_slice(&4096u32.to_le_bytes()); // 512 were sent
+        body.extend_from_slice(&[0; 8]);
+        server.write_all(&frame(Command::Write, status::SUCCESS, 2, &body)).unwrap();
+        let e = engine.getevents(1, &mut Vec::new()).expect_err("more written than sent");
+        assert!(e.to_string().contains("answered as 4096 bytes written"), "{e}");
+    }
+
+    #[test]
+    fn a_server_trickling_bytes_cannot_hold_a_request_for_ever() {
+        let (client, server) = pair();
+        // An interim answer, one byte at a time: bytes keep coming, no answer does.
+        trickle(server, frame(Command::Read, status::PENDING, 1, &[9, 0, 0, 0, 0, 0, 0, 0, 0]));
+        let r = within(Duration::from_secs(20), move || {
+            let mut engine = SmbEngine::detached(client, Arc::default());
+            engine.getevents(1, &mut Vec::new())
+        });
+        let e = r.expect("the request's deadline ends the wait").expect_err("no answer came");
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+        assert!(e.to_string().contains("did not complete a request within 3 s"), "{e}");
+    }
+
+    #[test]
+    fn ctrl_c_ends_a_wait_for_an_answer_at_once() {
+        let (client, server) = pair();
+        trickle(server, vec![0]);
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            flag.store(true, Ordering::SeqCst);
+        });
+        let r = within(Duration::from_secs(2), move || {
+            let mut engine = SmbEngine::detached(client, stop);
+            engine.getevents(1, &mut Vec::new())
+        });
+        let e = r.expect("Ctrl-C ends the wait within 2 s").expect_err("stopped");
+        assert_eq!(e.kind(), io::ErrorKind::Interrupted, "{e}");
+    }
+
+    fn target(addr: SocketAddr, stop: Arc<AtomicBool>) -> Target {
+        Target {
+            addr,
+            server: crate::url::Server { host: "127.0.0.1".into(), port: addr.port() },
+            share: "s".into(),
+            login: Login { user: String::new(), password: String::new(), domain: String::new() },
+            shown: "smb://127.0.0.1/s/f".into(),
+            stop,
+        }
+    }
+
+    /// A server that answers NEGOTIATE with interim answers for ever, a
+    /// byte at a time (the login loop that once outlived Ctrl-C).
+    fn pending_server() -> SocketAddr {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (sock, _) = l.accept().unwrap();
+            trickle(sock, frame(Command::Negotiate, status::PENDING, 0, &[9, 0, 0, 0, 0, 0, 0, 0, 0]));
+        });
+        addr
+    }
+
+    #[test]
+    fn a_login_has_a_deadline_however_the_server_trickles() {
+        let addr = pending_server();
+        let r = within(Duration::from_secs(20), move || Session::connect(&target(addr, Arc::default()), 1).map(|_| ()));
+        let e = r.expect("the login's deadline ends it").expect_err("never logged in");
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+        assert!(e.to_string().contains("the SMB login took more than 3 s"), "{e}");
+    }
+
+    #[test]
+    fn ctrl_c_ends_a_login_at_once() {
+        let addr = pending_server();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            flag.store(true, Ordering::SeqCst);
+        });
+        let r = within(Duration::from_secs(2), move || Session::connect(&target(addr, stop), 1).map(|_| ()));
+        let e = r.expect("Ctrl-C ends the login within 2 s").expect_err("stopped");
+        assert_eq!(e.kind(), io::ErrorKind::Interrupted, "{e}");
+    }
+
+    #[test]
+    fn no_random_numbers_no_login() {
+        let e = random_from::<8>("nas", |_| Err(getrandom::Error::UNSUPPORTED)).expect_err("getrandom failed");
+        assert!(e.to_string().contains("no random numbers for the login to the SMB server nas"), "{e}");
+        assert_eq!(
+            random_from::<4>("nas", |b| {
+                b.fill(5);
+                Ok(())
+            })
+            .unwrap(),
+            [5; 4]
+        );
     }
 }

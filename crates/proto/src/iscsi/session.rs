@@ -5,15 +5,25 @@
 //! poll(2) with a deadline, so a silent target is an error, never a hang.
 
 use super::pdu::{self, op, Header, Out, WireError, BHS, RESERVED_TAG};
+use crate::wait;
 use headroom_disk::{BufferPool, Completion, IoKind, IoUnit};
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How long a target may stay silent while commands are outstanding.
+/// How long a target may stay silent while commands are outstanding; also
+/// the whole login's limit.
 pub const SILENCE: Duration = Duration::from_secs(8);
+/// Any one command, from its sending to its status, however the target
+/// trickles its bytes: the SCSI layer's default command timeout.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(if cfg!(test) { 3 } else { 30 });
+/// Bytes queued to send beyond the I/O buffers' own size: R2Ts can ask for
+/// no more than the writes hold (see [`Session::r2t`]), so only NOP-In
+/// answers to a target that stopped reading could exceed it.
+const TX_SLACK: usize = 4 << 20;
 /// Connecting and logging in.
 const LOGIN_TIMEOUT: Duration = Duration::from_secs(5);
 /// What headroom declares it receives per PDU.
@@ -82,6 +92,8 @@ pub struct LoginSpec {
     pub chap: Option<(String, String)>,
     /// LUN every command addresses.
     pub lun: u16,
+    /// Ctrl-C: every wait ends at once.
+    pub stop: Arc<AtomicBool>,
 }
 
 /// Why login failed, to be told apart by the caller.
@@ -130,7 +142,16 @@ struct Task {
     kind: IoKind,
     sink: Sink,
     len: u32,
+    /// Data-In bytes received, in order (DataPDUInOrder is Yes).
     received: u32,
+    /// Write data sent unsolicited or asked for by R2Ts so far, in order
+    /// (DataSequenceInOrder is Yes): the next R2T must start here.
+    requested: u32,
+    /// Where in the output stream the Data-Out of each R2T not yet fully
+    /// sent ends ([`Session::tx_total`]): at most MaxOutstandingR2T of them.
+    r2t_ends: VecDeque<u64>,
+    /// When the command was sent.
+    issued: Instant,
     outcome: Option<Outcome>,
 }
 
@@ -142,6 +163,10 @@ pub struct Session {
     rx_end: usize,
     tx: Vec<u8>,
     tx_pos: usize,
+    /// Bytes ever queued to send, and the most that may wait unsent.
+    tx_total: u64,
+    tx_limit: usize,
+    stop: Arc<AtomicBool>,
     cmd_sn: u32,
     exp_stat_sn: u32,
     exp_cmd_sn: u32,
@@ -177,6 +202,22 @@ struct Direct {
     buf: u16,
     at: usize,
     end: usize,
+}
+
+impl Task {
+    fn new(tag: u64, kind: IoKind, sink: Sink, len: u32) -> Task {
+        Task {
+            tag,
+            kind,
+            sink,
+            len,
+            received: 0,
+            requested: 0,
+            r2t_ends: VecDeque::new(),
+            issued: Instant::now(),
+            outcome: None,
+        }
+    }
 }
 
 fn other(msg: impl Into<String>) -> io::Error {
@@ -219,6 +260,9 @@ impl Session {
             rx_end: 0,
             tx: Vec::with_capacity(1 << 20),
             tx_pos: 0,
+            tx_total: 0,
+            tx_limit: depth.max(1).saturating_mul(buf_size.max(1)).saturating_add(TX_SLACK),
+            stop: Arc::clone(&spec.stop),
             cmd_sn: 1,
             exp_stat_sn: 0,
             exp_cmd_sn: 1,
@@ -492,8 +536,7 @@ impl Session {
             cdb[2..10].copy_from_slice(&lba.to_be_bytes());
             cdb[10..14].copy_from_slice(&(blocks as u32).to_be_bytes());
         }
-        let task =
-            Task { tag: io.tag, kind: io.kind, sink: Sink::Pool(io.buf_index), len: edtl, received: 0, outcome: None };
+        let task = Task::new(io.tag, io.kind, Sink::Pool(io.buf_index), edtl);
         self.send_command(itt, flags, edtl, &cdb, task);
     }
 
@@ -536,6 +579,8 @@ impl Session {
             }
             _ => self.push(&bhs, &[]),
         }
+        let mut task = task;
+        task.requested = unsolicited;
         self.tasks.insert(itt, task);
         if let Some(i) = buf {
             if unsolicited > immediate {
@@ -582,6 +627,12 @@ impl Session {
             n += d.len();
         }
         self.tx.resize(self.tx.len() + (pdu::pad4(n) - n), 0);
+        self.tx_total += (BHS + pdu::pad4(n)) as u64;
+    }
+
+    /// Bytes of the output stream written to the socket so far.
+    fn tx_sent(&self) -> u64 {
+        self.tx_total - (self.tx.len() - self.tx_pos) as u64
     }
 
     /// Writes what the socket takes now.
@@ -724,6 +775,10 @@ impl Session {
         use std::os::fd::AsRawFd;
         self.write_some()?;
         if block {
+            if self.stop.load(Ordering::Relaxed) {
+                self.dead = true;
+                return Err(wait::stopped("an iSCSI exchange"));
+            }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 self.dead = true;
@@ -737,7 +792,7 @@ impl Session {
                 events |= libc::POLLOUT;
             }
             let mut fd = libc::pollfd { fd: self.sock.as_raw_fd(), events, revents: 0 };
-            let ms = left.as_millis().clamp(1, 1000) as libc::c_int;
+            let ms = left.min(wait::SLICE).as_millis().max(1) as libc::c_int;
             // SAFETY: one valid pollfd for the duration of the call.
             if unsafe { libc::poll(&mut fd, 1, ms) } < 0 {
                 let e = io::Error::last_os_error();
@@ -748,6 +803,20 @@ impl Session {
             self.write_some()?;
         }
         self.read_some()?;
+        Ok(())
+    }
+
+    /// Fails the session once a command has waited [`COMMAND_TIMEOUT`] for
+    /// its status, however many bytes trickled in meanwhile.
+    fn check_command_deadline(&mut self) -> io::Result<()> {
+        let oldest = self.tasks.values().map(|t| t.issued).min();
+        if oldest.is_some_and(|t| t.elapsed() >= COMMAND_TIMEOUT) {
+            self.dead = true;
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("a command got no status from the target within {} s", COMMAND_TIMEOUT.as_secs()),
+            ));
+        }
         Ok(())
     }
 
@@ -766,6 +835,7 @@ impl Session {
                 out.append(&mut self.done);
                 return Ok(());
             }
+            self.check_command_deadline()?;
             self.wait(self.last_heard + SILENCE, true)?;
         }
     }
@@ -781,14 +851,7 @@ impl Session {
     pub fn command_at(&mut self, lun: [u8; 8], cdb: [u8; 16], data_in: u32) -> io::Result<Outcome> {
         let itt = self.take_itt();
         let flags = 0x80 | if data_in > 0 { 0x40 } else { 0 } | 0x01;
-        let task = Task {
-            tag: 0,
-            kind: IoKind::Read,
-            sink: Sink::Owned(vec![0; data_in as usize]),
-            len: data_in,
-            received: 0,
-            outcome: None,
-        };
+        let task = Task::new(0, IoKind::Read, Sink::Owned(vec![0; data_in as usize]), data_in);
         self.last_heard = Instant::now();
         let own = std::mem::replace(&mut self.lun, lun);
         self.send_command(itt, flags, data_in, &cdb, task);
@@ -798,6 +861,7 @@ impl Session {
             if let Some(i) = self.sync_done.iter().position(|(t, _)| *t == itt) {
                 return Ok(self.sync_done.swap_remove(i).1);
             }
+            self.check_command_deadline()?;
             self.wait(self.last_heard + SILENCE, true)?;
         }
     }
@@ -858,6 +922,13 @@ impl Session {
             })?;
             let Some((h, range)) = parsed else { return Ok(()) };
             self.handle(h, range).inspect_err(|_| self.dead = true)?;
+            if self.tx.len() - self.tx_pos > self.tx_limit {
+                self.dead = true;
+                return Err(other(format!(
+                    "the target stopped reading while asking for more: {} bytes wait to be sent",
+                    self.tx.len() - self.tx_pos
+                )));
+            }
             self.issue_waiting();
         }
     }
@@ -883,7 +954,7 @@ impl Session {
         let Some(task) = self.tasks.get(&h.itt) else { return false };
         let (off, n) = (h.word40 as usize, h.data_len);
         let Sink::Pool(buf) = task.sink else { return false };
-        if task.kind != IoKind::Read || off + n > task.len as usize {
+        if task.kind != IoKind::Read || off + n > task.len as usize || off != task.received as usize {
             return false;
         }
         self.rx_start += BHS;
@@ -914,7 +985,7 @@ impl Session {
     /// the PDU carried its status.
     fn data_in_done(&mut self, h: &Header) -> io::Result<()> {
         if let Some(task) = self.tasks.get_mut(&h.itt) {
-            task.received = task.received.max(h.word40.saturating_add(h.data_len as u32));
+            task.received += h.data_len as u32;
         }
         if h.flags & 0x01 != 0 {
             self.exp_stat_sn = h.stat_sn.wrapping_add(1);
@@ -936,6 +1007,12 @@ impl Session {
                     return Err(other(format!(
                         "garbage from the target: Data-In of {n} bytes at offset {off} for a {}-byte command",
                         task.len
+                    )));
+                }
+                if off != task.received as usize {
+                    return Err(other(format!(
+                        "garbage from the target: Data-In at offset {off} where byte {} comes next (DataPDUInOrder=Yes)",
+                        task.received
                     )));
                 }
                 let src = &self.rx[range];
@@ -979,7 +1056,12 @@ impl Session {
                         task.len
                     )));
                 }
+                self.r2t(h.itt, off, len)?;
                 self.data_out(h.itt, h.ttt, buf, off, len);
+                let end = self.tx_total;
+                if let Some(task) = self.tasks.get_mut(&h.itt) {
+                    task.r2t_ends.push_back(end);
+                }
             }
             op::NOP_IN => {
                 if h.ttt != RESERVED_TAG {
@@ -1012,6 +1094,35 @@ impl Session {
         Ok(())
     }
 
+    /// Admits an R2T for `len` bytes at `off` of task `itt`: the range must
+    /// be the next not yet requested (in order, never twice: error recovery
+    /// level 0 has no recovery R2T) and no more than MaxOutstandingR2T may
+    /// wait for their Data-Out to leave. So R2Ts queue at most the write's
+    /// own data, whatever the target repeats.
+    fn r2t(&mut self, itt: u32, off: u32, len: u32) -> io::Result<()> {
+        let sent = self.tx_sent();
+        let max = self.params.max_outstanding_r2t.max(1) as usize;
+        let task = self.tasks.get_mut(&itt).expect("checked by the caller");
+        while task.r2t_ends.front().is_some_and(|&end| end <= sent) {
+            task.r2t_ends.pop_front();
+        }
+        if off != task.requested {
+            return Err(other(format!(
+                "garbage from the target: R2T for bytes {off}..{} of a write whose next unrequested byte is {} \
+                 (a range asked for twice, or out of order)",
+                u64::from(off) + u64::from(len),
+                task.requested
+            )));
+        }
+        if task.r2t_ends.len() >= max {
+            return Err(other(format!(
+                "garbage from the target: more R2Ts outstanding for one command than MaxOutstandingR2T={max}"
+            )));
+        }
+        task.requested = off + len;
+        Ok(())
+    }
+
     fn finish(&mut self, itt: u32, status: u8, sense: Vec<u8>, residual: u32) -> io::Result<()> {
         let Some(mut task) = self.tasks.remove(&itt) else {
             return Err(other(format!("garbage from the target: status for unknown task {itt:#x}")));
@@ -1039,6 +1150,13 @@ impl Session {
                     IoKind::Fsync => 0,
                     _ => i64::from(task.len.saturating_sub(residual)),
                 };
+                if task.kind == IoKind::Read && i64::from(task.received) != moved {
+                    return Err(other(format!(
+                        "garbage from the target: GOOD status for a read of {moved} bytes (of {}, residual {residual}) \
+                         that delivered {} bytes",
+                        task.len, task.received
+                    )));
+                }
                 self.done.push(Completion { tag: task.tag, result: moved });
             }
         }
@@ -1094,6 +1212,90 @@ fn answer_unoffered(got: &[(String, String)], offered: &[(&'static str, String)]
 }
 
 const KNOWN_KEYS: [&str; 6] = ["IFMarker", "OFMarker", "IFMarkInt", "OFMarkInt", "TaskReporting", "iSCSIProtocolLevel"];
+
+/// Fuzzing: `data` is what a target sends. Its key=value text is applied as
+/// a login answer would be; then, as PDUs received by a session with a
+/// 4 KiB READ (ITT 1), a 4 KiB WRITE (ITT 2) and a 32-byte set-up command
+/// (ITT 3) outstanding, it is processed as the session would (R2T, Data-In,
+/// SCSI response, NOP-In, reject, async...).
+#[cfg(feature = "fuzzing")]
+pub fn fuzz_pdus(data: &[u8]) {
+    use std::os::unix::net::UnixStream;
+    let Ok((_server, client)) = UnixStream::pair() else { return };
+    let mut s = Session::detached(TcpStream::from(std::os::fd::OwnedFd::from(client)), Arc::default());
+    if let Ok(pairs) = pdu::parse_text(data) {
+        let _ = s.apply(&pairs);
+        let _ = answer_unoffered(&pairs, &operational_keys());
+    }
+    s.outstanding();
+    // In two pieces, as a socket may deliver them: the direct Data-In path too.
+    let half = data.len() / 2;
+    for piece in [&data[..half], &data[half..]] {
+        s.received(piece);
+        if s.process().is_err() {
+            break;
+        }
+    }
+    s.dead = true; // no logout
+}
+
+impl Session {
+    /// A session on a connected socket, logged in as far as it knows (the
+    /// defaults of RFC 7143), two 4 KiB buffers: for fuzzing and the
+    /// hostile-target tests.
+    #[cfg(any(test, feature = "fuzzing"))]
+    fn detached(sock: TcpStream, stop: Arc<AtomicBool>) -> Session {
+        let _ = sock.set_nonblocking(true);
+        Session {
+            sock,
+            rx: vec![0; 2 * (OUR_MAX_RECV as usize + BHS + 1024)],
+            rx_start: 0,
+            rx_end: 0,
+            tx: Vec::new(),
+            tx_pos: 0,
+            tx_total: 0,
+            tx_limit: 2 * 4096 + TX_SLACK,
+            stop,
+            cmd_sn: 1,
+            exp_stat_sn: 0,
+            exp_cmd_sn: 1,
+            max_cmd_sn: 64,
+            next_itt: 4,
+            lun: pdu::encode_lun(0),
+            params: Params::default(),
+            tasks: HashMap::new(),
+            waiting: VecDeque::new(),
+            pool: BufferPool::new(2, 4096, 4096),
+            block_size: 512,
+            fua: false,
+            last_heard: Instant::now(),
+            window_capped: None,
+            done: Vec::new(),
+            sync_done: Vec::new(),
+            dead: false,
+            eof: false,
+            direct: None,
+            skip: 0,
+        }
+    }
+
+    /// A 4 KiB READ (ITT 1) and a 4 KiB WRITE (ITT 2, nothing sent
+    /// unsolicited) into the pool, and a 32-byte set-up command (ITT 3).
+    #[cfg(any(test, feature = "fuzzing"))]
+    fn outstanding(&mut self) {
+        self.tasks.insert(1, Task::new(1, IoKind::Read, Sink::Pool(0), 4096));
+        self.tasks.insert(2, Task::new(2, IoKind::Write, Sink::Pool(1), 4096));
+        self.tasks.insert(3, Task::new(0, IoKind::Read, Sink::Owned(vec![0; 32]), 32));
+    }
+
+    /// Received bytes, as if read from the socket.
+    #[cfg(any(test, feature = "fuzzing"))]
+    fn received(&mut self, data: &[u8]) {
+        let n = data.len().min(self.rx.len() - self.rx_end);
+        self.rx[self.rx_end..self.rx_end + n].copy_from_slice(&data[..n]);
+        self.rx_end += n;
+    }
+}
 
 impl Drop for Session {
     fn drop(&mut self) {
@@ -1175,10 +1377,141 @@ mod tests {
         (addr, handle)
     }
 
+    fn pair() -> (TcpStream, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        (c, l.accept().unwrap().0)
+    }
+
+    fn r2t(itt: u32, offset: u32, len: u32) -> [u8; BHS] {
+        Out::new(op::R2T, false, 0x80)
+            .word(16, itt)
+            .word(20, 7)
+            .word(28, 1)
+            .word(32, 64)
+            .word(40, offset)
+            .word(44, len)
+            .bhs
+    }
+
+    #[test]
+    fn a_target_repeating_r2ts_cannot_fill_memory() {
+        let (client, _server) = pair();
+        let mut s = Session::detached(client, Arc::default());
+        s.outstanding();
+        // The whole write asked for again and again by a target that never reads.
+        for _ in 0..100 {
+            s.received(&r2t(2, 0, 4096));
+        }
+        let e = s.process().expect_err("a range asked for twice");
+        assert!(e.to_string().contains("asked for twice"), "{e}");
+        assert!(s.tx.len() <= 4096 + 4 * BHS, "{} bytes queued", s.tx.len());
+        s.dead = true;
+    }
+
+    #[test]
+    fn r2ts_beyond_max_outstanding_r2t_are_refused() {
+        let (client, _server) = pair();
+        let mut s = Session::detached(client, Arc::default());
+        s.outstanding();
+        assert_eq!(s.params.max_outstanding_r2t, 1);
+        // The second R2T comes while the first one's Data-Out has not left.
+        s.received(&r2t(2, 0, 2048));
+        s.received(&r2t(2, 2048, 2048));
+        let e = s.process().expect_err("two outstanding where one is allowed");
+        assert!(e.to_string().contains("MaxOutstandingR2T=1"), "{e}");
+        s.dead = true;
+        // Once the first one's data is written, the next is fine.
+        let (client, mut server) = pair();
+        let mut s = Session::detached(client, Arc::default());
+        s.outstanding();
+        s.received(&r2t(2, 0, 2048));
+        s.process().unwrap();
+        s.write_some().unwrap();
+        let mut got = vec![0; BHS + 2048];
+        server.read_exact(&mut got).unwrap();
+        s.received(&r2t(2, 2048, 2048));
+        s.process().unwrap();
+        s.dead = true;
+    }
+
+    #[test]
+    fn a_good_status_without_the_data_is_no_read() {
+        let (client, _server) = pair();
+        let mut s = Session::detached(client, Arc::default());
+        s.outstanding();
+        let good = Out::new(op::SCSI_RESP, false, 0x80).word(16, 1).word(24, 1).word(28, 1).word(32, 64);
+        s.received(&good.bhs);
+        let e = s.process().expect_err("GOOD with no Data-In");
+        assert!(e.to_string().contains("delivered 0 bytes"), "{e}");
+        assert!(s.done.is_empty(), "{:?}", s.done);
+        s.dead = true;
+        // A residual that says what was not sent is a short read, not an error.
+        let (client, _server) = pair();
+        let mut s = Session::detached(client, Arc::default());
+        s.outstanding();
+        let data_in = Out::new(op::DATA_IN, false, 0x83).data_len(512).word(16, 1).word(24, 1).word(44, 3584);
+        s.received(&data_in.bhs);
+        s.received(&[1; 512]);
+        s.process().unwrap();
+        assert_eq!(s.done.len(), 1);
+        assert_eq!(s.done[0].result, 512);
+        s.dead = true;
+    }
+
+    /// A target that sends a NOP-In (asking no answer) a byte every 200 ms.
+    fn trickling_target() -> TcpStream {
+        let (client, mut server) = pair();
+        let nop =
+            Out::new(op::NOP_IN, false, 0x80).word(16, RESERVED_TAG).word(20, RESERVED_TAG).word(28, 1).word(32, 64);
+        std::thread::spawn(move || {
+            for b in nop.bhs.iter().cycle() {
+                if server.write_all(&[*b]).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        });
+        client
+    }
+
+    #[test]
+    fn a_trickling_target_cannot_hold_a_command_for_ever() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut s = Session::detached(trickling_target(), Arc::default());
+            let _ = tx.send(s.command([0; 16], 0).map(|_| ()));
+        });
+        let e = rx.recv_timeout(Duration::from_secs(20)).expect("the command's deadline ends it").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+        assert!(e.to_string().contains("no status from the target within 3 s"), "{e}");
+    }
+
+    #[test]
+    fn ctrl_c_ends_a_wait_for_the_target_at_once() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let flag = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut s = Session::detached(trickling_target(), flag);
+            let _ = tx.send(s.command([0; 16], 0).map(|_| ()));
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        stop.store(true, Ordering::SeqCst);
+        let e = rx.recv_timeout(Duration::from_secs(2)).expect("Ctrl-C ends it within 2 s").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::Interrupted, "{e}");
+    }
+
     #[test]
     fn commands_stay_within_the_cmdsn_window_and_the_cap_is_recorded() {
         let (addr, target) = narrow_target();
-        let spec = LoginSpec { addr, target: "iqn.2026-11.dev.headroom:test".into(), chap: None, lun: 1 };
+        let spec = LoginSpec {
+            addr,
+            target: "iqn.2026-11.dev.headroom:test".into(),
+            chap: None,
+            lun: 1,
+            stop: Arc::default(),
+        };
         let mut s = Session::login(&spec, 8, 4096).unwrap();
         assert_eq!(s.params.cmdsn_window, 2);
         s.set_io(512, false);

@@ -37,6 +37,8 @@ pub struct Challenge {
     pub target_info: Vec<u8>,
     /// MsvAvTimestamp, when the server sent one.
     pub timestamp: Option<u64>,
+    /// The whole token as received: the MIC covers it.
+    pub raw: Vec<u8>,
 }
 
 /// Parses the server's CHALLENGE token.
@@ -63,7 +65,7 @@ pub fn parse_challenge(token: &[u8]) -> Result<Challenge, String> {
         }
         at += 4 + n;
     }
-    Ok(Challenge { server_challenge, target_info, timestamp })
+    Ok(Challenge { server_challenge, target_info, timestamp, raw: token.to_vec() })
 }
 
 /// Who authenticates. An empty user is an anonymous session.
@@ -89,14 +91,46 @@ pub fn ntlmv2_responses(
     blob.extend_from_slice(&challenge.timestamp.unwrap_or(now_filetime).to_le_bytes());
     blob.extend_from_slice(&client_challenge);
     blob.extend_from_slice(&[0u8; 4]);
-    blob.extend_from_slice(&challenge.target_info);
+    match challenge.timestamp {
+        Some(_) => blob.extend_from_slice(&with_mic_flag(&challenge.target_info)),
+        None => blob.extend_from_slice(&challenge.target_info),
+    }
     blob.extend_from_slice(&[0u8; 4]);
     let proof = hmac_md5(&key, &[&challenge.server_challenge, &blob]);
     let mut nt = proof.to_vec();
     nt.extend_from_slice(&blob);
-    let mut lm = hmac_md5(&key, &[&challenge.server_challenge, &client_challenge]).to_vec();
-    lm.extend_from_slice(&client_challenge);
+    // MS-NLMP 3.1.5.1.2: where the server sent a timestamp, LMv2 is all zeros.
+    let lm = if challenge.timestamp.is_some() {
+        vec![0u8; 24]
+    } else {
+        let mut lm = hmac_md5(&key, &[&challenge.server_challenge, &client_challenge]).to_vec();
+        lm.extend_from_slice(&client_challenge);
+        lm
+    };
     (nt, lm)
+}
+
+/// The server's AV pairs with MsvAvFlags (6) saying a MIC is sent (0x2),
+/// before MsvAvEOL; parse_challenge has checked the pairs' lengths.
+fn with_mic_flag(target_info: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(target_info.len() + 8);
+    let mut flags = 0x2u32;
+    let mut at = 0;
+    while at + 4 <= target_info.len() {
+        let (id, n) = (le16(target_info, at), le16(target_info, at + 2) as usize);
+        let Some(pair) = target_info.get(at..at + 4 + n) else { break };
+        match id {
+            0 => break,
+            6 if n == 4 => flags |= le32(pair, 4),
+            _ => out.extend_from_slice(pair),
+        }
+        at += 4 + n;
+    }
+    out.extend_from_slice(&6u16.to_le_bytes());
+    out.extend_from_slice(&4u16.to_le_bytes());
+    out.extend_from_slice(&flags.to_le_bytes());
+    out.extend_from_slice(&[0u8; 4]); // MsvAvEOL
+    out
 }
 
 /// NTOWFv2: the key both NTLMv2 responses and the session key come from.
@@ -119,10 +153,17 @@ fn hmac_md5(key: &[u8], parts: &[&[u8]]) -> [u8; 16] {
     mac.finalize().into_bytes().into()
 }
 
-/// The AUTHENTICATE token answering `challenge` (anonymous when the user is
-/// empty), and the session key (none for an anonymous session).
+/// Where the MIC sits in an AUTHENTICATE message: after the 64-byte header
+/// and the 8-byte Version.
+const MIC_AT: usize = 72;
+
+/// The AUTHENTICATE token answering `challenge` to our `negotiate` token
+/// (anonymous when the user is empty), and the session key (none for an
+/// anonymous session). With a server timestamp it carries the MIC over all
+/// three messages (MS-NLMP 3.1.5.1.2).
 pub fn authenticate(
     id: &Identity<'_>,
+    negotiate: &[u8],
     challenge: &Challenge,
     client_challenge: [u8; 8],
     now: u64,
@@ -134,7 +175,7 @@ pub fn authenticate(
     };
     let session_key = (!nt.is_empty()).then(|| session_base_key(id, &nt));
     let fields: [Vec<u8>; 6] = [lm, nt, utf16(id.domain), utf16(id.user), utf16("HEADROOM"), Vec::new()];
-    let header = 64;
+    let header = MIC_AT + 16;
     let mut m = Vec::with_capacity(header + fields.iter().map(Vec::len).sum::<usize>());
     m.extend_from_slice(SIGNATURE);
     m.extend_from_slice(&3u32.to_le_bytes());
@@ -147,8 +188,14 @@ pub fn authenticate(
     }
     let flags = if id.user.is_empty() { FLAGS | 0x800 } else { FLAGS }; // NTLMSSP_NEGOTIATE_ANONYMOUS
     m.extend_from_slice(&flags.to_le_bytes());
+    m.extend_from_slice(&[0u8; 8 + 16]); // Version (not negotiated), MIC
     for f in &fields {
         m.extend_from_slice(f);
+    }
+    if let (Some(key), Some(_)) = (session_key, challenge.timestamp) {
+        // With no key exchange the exported session key is the session base key.
+        let mic = hmac_md5(&key, &[negotiate, &challenge.raw, &m]);
+        m[MIC_AT..MIC_AT + 16].copy_from_slice(&mic);
     }
     (m, session_key)
 }
@@ -173,8 +220,12 @@ mod tests {
     fn ntlmv2_matches_the_specs_example() {
         let pair = |id: u16, v: &str| [&id.to_le_bytes()[..], &(v.len() as u16 * 2).to_le_bytes(), &utf16(v)].concat();
         let target_info = [pair(2, "Domain"), pair(1, "Server"), vec![0; 4]].concat();
-        let challenge =
-            Challenge { server_challenge: hex("0123456789abcdef").try_into().unwrap(), target_info, timestamp: None };
+        let challenge = Challenge {
+            server_challenge: hex("0123456789abcdef").try_into().unwrap(),
+            target_info,
+            timestamp: None,
+            raw: Vec::new(),
+        };
         let id = Identity { user: "User", password: "Password", domain: "Domain" };
         let (nt, lm) = ntlmv2_responses(&id, &challenge, [0xaa; 8], 0);
         assert_eq!(nt[..16], hex("68cd0ab851e51c96aabc927bebef6a1c")[..]);
@@ -212,18 +263,43 @@ mod tests {
     }
 
     #[test]
-    fn authenticate_lays_out_its_fields_after_a_64_byte_header() {
-        let c = Challenge { server_challenge: [1; 8], target_info: vec![0, 0, 0, 0], timestamp: None };
-        let (m, key) = authenticate(&Identity { user: "bob", password: "pw", domain: "" }, &c, [2; 8], 5);
+    fn authenticate_lays_out_its_fields_after_the_header_version_and_mic() {
+        let c = Challenge { server_challenge: [1; 8], target_info: vec![0, 0, 0, 0], timestamp: None, raw: vec![] };
+        let (m, key) = authenticate(&Identity { user: "bob", password: "pw", domain: "" }, &[], &c, [2; 8], 5);
         assert!(key.is_some());
         assert_eq!(le32(&m, 8), 3);
         let (nt_len, nt_off) = (le16(&m, 20) as usize, le32(&m, 24) as usize);
         assert_eq!(nt_len, 16 + 28 + 4 + 4, "NTProofStr, blob head, target info, trailer");
-        assert_eq!(nt_off, 64 + 24);
+        assert_eq!(nt_off, 88 + 24);
+        assert_eq!(&m[MIC_AT..MIC_AT + 16], &[0; 16], "no timestamp, no MIC");
         let (user_len, user_off) = (le16(&m, 36) as usize, le32(&m, 40) as usize);
         assert_eq!(&m[user_off..user_off + user_len], &utf16("bob")[..]);
-        let (anon, no_key) = authenticate(&Identity { user: "", password: "", domain: "" }, &c, [2; 8], 5);
+        let (anon, no_key) = authenticate(&Identity { user: "", password: "", domain: "" }, &[], &c, [2; 8], 5);
         assert!(no_key.is_none());
         assert_eq!((le16(&anon, 12), le16(&anon, 20)), (0, 0));
+    }
+
+    /// MS-NLMP 3.1.5.1.2: a server timestamp brings MsvAvFlags with the MIC
+    /// bit into the blob, an all-zero LMv2, and a MIC that is the HMAC-MD5
+    /// of the three messages (MIC field zeroed) under the session key.
+    #[test]
+    fn a_server_timestamp_brings_the_mic_and_zero_lmv2() {
+        let pair = |id: u16, v: &[u8]| [&id.to_le_bytes()[..], &(v.len() as u16).to_le_bytes(), v].concat();
+        let target_info =
+            [pair(2, &utf16("D")), pair(7, &42u64.to_le_bytes()), pair(6, &1u32.to_le_bytes()), vec![0; 4]].concat();
+        let c = Challenge { server_challenge: [1; 8], target_info, timestamp: Some(42), raw: b"challenge".to_vec() };
+        let id = Identity { user: "bob", password: "pw", domain: "D" };
+        let (m, key) = authenticate(&id, b"negotiate", &c, [2; 8], 5);
+        let (lm_len, lm_off) = (le16(&m, 12) as usize, le32(&m, 16) as usize);
+        assert_eq!(&m[lm_off..lm_off + lm_len], &[0; 24]);
+        let (nt_len, nt_off) = (le16(&m, 20) as usize, le32(&m, 24) as usize);
+        let blob_info = &m[nt_off + 16 + 28..nt_off + nt_len - 4];
+        let flags_pair = [&6u16.to_le_bytes()[..], &4u16.to_le_bytes(), &3u32.to_le_bytes()].concat();
+        assert!(blob_info.windows(8).any(|w| w == flags_pair), "MsvAvFlags 0x1|0x2 in the blob: {blob_info:02x?}");
+        assert!(blob_info.ends_with(&[0; 4]), "MsvAvEOL last");
+        let mut zeroed = m.clone();
+        zeroed[MIC_AT..MIC_AT + 16].fill(0);
+        let mic = hmac_md5(&key.unwrap(), &[b"negotiate", b"challenge", &zeroed]);
+        assert_eq!(&m[MIC_AT..MIC_AT + 16], &mic);
     }
 }
