@@ -18,7 +18,6 @@ use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
-  TOKEN=$(openssl rand -hex 16)                   a token worth its name (a short one is warned about)
   headroom serve                                  loopback only, for a local test
   headroom serve --bind 0.0.0.0 --token $TOKEN    reachable from the LAN; clients pass --token $TOKEN
   headroom serve --bind 0.0.0.0 --no-auth --iperf3   also serve stock `iperf3 -c` clients
@@ -30,7 +29,8 @@ use std::time::Duration;
   headroom serve --bind 0.0.0.0 --token $TOKEN --allow-net-to 192.168.1.10
                                                   an agent of `headroom fleet ... net 192.168.1.10`
 
-One port carries TCP and UDP for both headroom and iperf3 clients. Logs one
+Make a token with `TOKEN=$(openssl rand -hex 16)`: a short one is warned about
+at start-up. One port carries TCP and UDP for both headroom and iperf3 clients. Logs one
 line per test on stdout: peer, protocol, test, streams, duration, bytes.
 
 Clients with the token may also run CPU kernels here (`headroom cpu --remote`),
