@@ -279,30 +279,26 @@ pub(super) fn served_from_memory(f: &Facts, found: &mut Finding) {
         .memory_bytes
         .map(|b| format!("--size {}", headroom_units::format_size(b.saturating_mul(2))))
         .unwrap_or_else(|| "--size twice its RAM".into());
-    match f.dir {
-        headroom_result::Direction::Read => {
-            found.explanation += &format!(
-                " The reads outran {host}'s own disk ({}) {}: {host} served them from its memory (page cache), so uncached reads get about {}.",
-                format_bytes_per_sec(d),
-                factor(m / d),
-                format_bytes_per_sec(d)
-            );
-            found.checks.push(format!(
-                "uncached reads: a test file larger than {host}'s RAM{ram} ({size_hint}), or drop its page cache before the run (`sync; echo 3 > /proc/sys/vm/drop_caches` on {host})"
-            ));
-        }
-        headroom_result::Direction::Write => {
-            found.explanation += &format!(
-                " The writes outran {host}'s own disk ({}) {}: {host}'s memory absorbed them (asynchronous writes or a write-back cache), so sustained or durable writes get about {}.",
-                format_bytes_per_sec(d),
-                factor(m / d),
-                format_bytes_per_sec(d)
-            );
-            found.checks.push(format!(
-                "durable writes: --sync fsync or dsync, or more data than {host}'s RAM{ram} ({size_hint}) to pass its write cache"
-            ));
-        }
-    }
+    let (what_happened, gets, check) = match f.dir {
+        headroom_result::Direction::Read => (
+            format!("{host} served them from its memory (page cache)"),
+            "uncached reads",
+            format!("uncached reads: a test file larger than {host}'s RAM{ram} ({size_hint}), or drop its page cache before the run (`sync; echo 3 > /proc/sys/vm/drop_caches` on {host})"),
+        ),
+        headroom_result::Direction::Write => (
+            format!("{host}'s memory absorbed them (asynchronous writes or a write-back cache)"),
+            "sustained or durable writes",
+            format!("durable writes: --sync fsync or dsync, or more data than {host}'s RAM{ram} ({size_hint}) to pass its write cache"),
+        ),
+    };
+    found.explanation += &format!(
+        " The {} outran {host}'s own disk ({}) {}: {what_happened}, so {gets} get about {}.",
+        f.what(),
+        format_bytes_per_sec(d),
+        factor(m / d),
+        format_bytes_per_sec(d)
+    );
+    found.checks.push(check);
 }
 
 /// R2's and R3's headroom: a faster disk brings its own bus, so the network

@@ -252,38 +252,7 @@ impl Session {
         })?;
         sock.set_nodelay(true)?;
         sock.set_nonblocking(true)?;
-        let rx_cap = 2 * (OUR_MAX_RECV as usize + BHS + 1024).max(LOGIN_TEXT_MAX + BHS + 1024);
-        let mut s = Session {
-            sock,
-            rx: vec![0; rx_cap],
-            rx_start: 0,
-            rx_end: 0,
-            tx: Vec::with_capacity(1 << 20),
-            tx_pos: 0,
-            tx_total: 0,
-            tx_limit: depth.max(1).saturating_mul(buf_size.max(1)).saturating_add(TX_SLACK),
-            stop: Arc::clone(&spec.stop),
-            cmd_sn: 1,
-            exp_stat_sn: 0,
-            exp_cmd_sn: 1,
-            max_cmd_sn: 1,
-            next_itt: 1,
-            lun: pdu::encode_lun(spec.lun),
-            params: Params::default(),
-            tasks: HashMap::new(),
-            waiting: VecDeque::new(),
-            pool: BufferPool::new(depth.max(1), buf_size.max(1), 4096),
-            block_size: 512,
-            fua: false,
-            last_heard: Instant::now(),
-            window_capped: None,
-            done: Vec::new(),
-            sync_done: Vec::new(),
-            dead: false,
-            eof: false,
-            direct: None,
-            skip: 0,
-        };
+        let mut s = Session::fresh(sock, Arc::clone(&spec.stop), spec.lun, depth, buf_size);
         s.negotiate(spec)?;
         Ok(s)
     }
@@ -1240,32 +1209,29 @@ pub fn fuzz_pdus(data: &[u8]) {
 }
 
 impl Session {
-    /// A session on a connected socket, logged in as far as it knows (the
-    /// defaults of RFC 7143), two 4 KiB buffers: for fuzzing and the
-    /// hostile-target tests.
-    #[cfg(any(test, feature = "fuzzing"))]
-    fn detached(sock: TcpStream, stop: Arc<AtomicBool>) -> Session {
-        let _ = sock.set_nonblocking(true);
+    /// A session on a connected socket before login: buffers for `depth`
+    /// I/Os of `buf_size` bytes, nothing outstanding, RFC 7143's defaults.
+    fn fresh(sock: TcpStream, stop: Arc<AtomicBool>, lun: u16, depth: usize, buf_size: usize) -> Session {
         Session {
             sock,
-            rx: vec![0; 2 * (OUR_MAX_RECV as usize + BHS + 1024)],
+            rx: vec![0; 2 * (OUR_MAX_RECV as usize + BHS + 1024).max(LOGIN_TEXT_MAX + BHS + 1024)],
             rx_start: 0,
             rx_end: 0,
-            tx: Vec::new(),
+            tx: Vec::with_capacity(1 << 20),
             tx_pos: 0,
             tx_total: 0,
-            tx_limit: 2 * 4096 + TX_SLACK,
+            tx_limit: depth.max(1).saturating_mul(buf_size.max(1)).saturating_add(TX_SLACK),
             stop,
             cmd_sn: 1,
             exp_stat_sn: 0,
             exp_cmd_sn: 1,
-            max_cmd_sn: 64,
-            next_itt: 4,
-            lun: pdu::encode_lun(0),
+            max_cmd_sn: 1,
+            next_itt: 1,
+            lun: pdu::encode_lun(lun),
             params: Params::default(),
             tasks: HashMap::new(),
             waiting: VecDeque::new(),
-            pool: BufferPool::new(2, 4096, 4096),
+            pool: BufferPool::new(depth.max(1), buf_size.max(1), 4096),
             block_size: 512,
             fua: false,
             last_heard: Instant::now(),
@@ -1277,6 +1243,18 @@ impl Session {
             direct: None,
             skip: 0,
         }
+    }
+
+    /// A session on a connected socket, logged in as far as it knows (the
+    /// defaults of RFC 7143), two 4 KiB buffers: for fuzzing and the
+    /// hostile-target tests.
+    #[cfg(any(test, feature = "fuzzing"))]
+    fn detached(sock: TcpStream, stop: Arc<AtomicBool>) -> Session {
+        let _ = sock.set_nonblocking(true);
+        let mut s = Session::fresh(sock, stop, 0, 2, 4096);
+        s.max_cmd_sn = 64;
+        s.next_itt = 4;
+        s
     }
 
     /// A 4 KiB READ (ITT 1) and a 4 KiB WRITE (ITT 2, nothing sent
