@@ -10,7 +10,7 @@
 //! gets no buffer advice at all. Thresholds are documented in docs/verdict.md.
 
 pub use headroom_result::Side;
-use headroom_result::{details, CpuLoad, Probe, ProbeSpec, Warning};
+use headroom_result::{details, CgroupCpu, CpuLoad, Probe, ProbeSpec, ServingLoad, Warning};
 use serde::{Deserialize, Serialize};
 
 /// A cgroup that throttled in this share of its periods or more was held by its quota.
@@ -114,15 +114,82 @@ pub fn is_machine_limit(limit: &CpuLimit) -> bool {
     matches!(limit.kind, CpuLimitKind::Quota | CpuLimitKind::Steal)
 }
 
-fn limit_of_load(load: &CpuLoad, side: Side, whose: &str, streams: u32, disk: bool) -> Option<CpuLimit> {
-    if let Some(cg) =
-        load.cgroup.as_ref().filter(|c| c.periods >= MIN_PERIODS && c.throttled_share() >= THROTTLED_SHARE)
+/// A cgroup whose quota held its processes back during the window.
+fn held_by_quota(cgroup: Option<&CgroupCpu>) -> Option<&CgroupCpu> {
+    cgroup.filter(|c| c.periods >= MIN_PERIODS && c.throttled_share() >= THROTTLED_SHARE)
+}
+
+/// The quota as it is set: `cpu.max 5000 100000` (v2) or the v1 pair.
+fn quota_setting(cg: &CgroupCpu) -> String {
+    if cg.version == 1 {
+        format!("cpu.cfs_quota_us {} per cpu.cfs_period_us {}", cg.quota_us, cg.period_us)
+    } else {
+        format!("cpu.max {} {}", cg.quota_us, cg.period_us)
+    }
+}
+
+/// The strongest limit on the processes that served the share (smbd,
+/// ganesha.nfsd, ...): their cgroup's quota, one thread at a full core, or
+/// every CPU their affinity allows. Judged per process, so one
+/// single-threaded daemon at a full core of eight is not read as 12.5%.
+fn limit_of_serving(load: &CpuLoad, side: Side, whose: &str) -> Option<CpuLimit> {
+    let named = |s: &ServingLoad| format!("{} (pid {})", s.name, s.pid);
+    if let Some((s, cg)) = load.serving.iter().find_map(|s| Some((s, held_by_quota(s.cgroup.as_ref())?))) {
+        return Some(CpuLimit {
+            side,
+            kind: CpuLimitKind::Quota,
+            evidence: format!(
+                "{whose} CPU: {} was throttled in {:.0}% of its cgroup's {} periods (quota {} of one core: cgroup {}, {}; {:.2} s stopped)",
+                named(s),
+                cg.throttled_share() * 100.0,
+                cg.periods,
+                cores_text(cg.quota_cores()),
+                cg.path,
+                quota_setting(cg),
+                cg.throttled_s
+            ),
+        });
+    }
+    if let Some((s, t)) = load
+        .serving
+        .iter()
+        .find_map(|s| Some((s, s.busiest_thread.as_ref().filter(|t| t.percent >= CPU_BUSY_PERCENT)?)))
     {
-        let setting = if cg.version == 1 {
-            format!("cpu.cfs_quota_us {} per cpu.cfs_period_us {}", cg.quota_us, cg.period_us)
-        } else {
-            format!("cpu.max {} {}", cg.quota_us, cg.period_us)
-        };
+        let thread = if s.threads <= 1 { "its one thread".to_string() } else { format!("its thread {}", t.name) };
+        return Some(CpuLimit {
+            side,
+            kind: CpuLimitKind::Thread,
+            evidence: format!(
+                "{whose} CPU: {} kept one core {:.0}% busy with {thread} (one of {} cores; the daemon used {:.0}% of one core in all)",
+                named(s),
+                t.percent.min(100.0),
+                load.cores,
+                s.percent
+            ),
+        });
+    }
+    let affinity = |s: &&ServingLoad| {
+        s.cpus_allowed.filter(|&n| n < load.cores && s.percent >= CPU_BUSY_PERCENT * f64::from(n)).is_some()
+    };
+    load.serving.iter().find(affinity).map(|s| CpuLimit {
+        side,
+        kind: CpuLimitKind::Cores,
+        evidence: format!(
+            "{whose} CPU: {} kept busy the {} of {} cores its CPU affinity allows ({:.0}% of one core)",
+            named(s),
+            s.cpus_allowed.unwrap_or(0),
+            load.cores,
+            s.percent
+        ),
+    })
+}
+
+fn limit_of_load(load: &CpuLoad, side: Side, whose: &str, streams: u32, disk: bool) -> Option<CpuLimit> {
+    if let Some(limit) = limit_of_serving(load, side, whose) {
+        return Some(limit);
+    }
+    if let Some(cg) = held_by_quota(load.cgroup.as_ref()) {
+        let setting = quota_setting(cg);
         return Some(CpuLimit {
             side,
             kind: CpuLimitKind::Quota,
@@ -243,7 +310,7 @@ pub fn settle_diagnosis(probe: &mut Probe, at_link_ceiling: bool) -> Option<CpuL
 #[cfg(test)]
 mod tests {
     use super::*;
-    use headroom_result::{CgroupCpu, CoreLoad, NetSpec, Summary, ThreadLoad};
+    use headroom_result::{CgroupCpu, CoreLoad, NetSpec, ServingLoad, Summary, ThreadLoad};
     use serde_json::json;
 
     fn net_probe(streams: u32) -> Probe {
@@ -339,6 +406,69 @@ mod tests {
         server.steal_percent = 30.0;
         p.details.insert("cpu_load_remote".into(), serde_json::to_value(&server).unwrap());
         assert_eq!(cpu_limit(&p).unwrap().kind, CpuLimitKind::Steal);
+    }
+
+    fn smbd(percent: f64, thread_percent: f64, threads: u32) -> ServingLoad {
+        ServingLoad {
+            name: "smbd".into(),
+            pid: 4242,
+            found_by: "port 445".into(),
+            percent,
+            busiest_thread: Some(ThreadLoad { name: "smbd".into(), tid: 4242, percent: thread_percent }),
+            threads,
+            cpus_allowed: Some(8),
+            cgroup: None,
+        }
+    }
+
+    #[test]
+    fn the_daemon_serving_the_share_is_named_by_its_own_cgroup_and_threads() {
+        // The server's own process (headroom serve) idles: only smbd's figures show the limit.
+        let mut p = net_probe(1);
+        let mut server = idle_load(8);
+        server.process_percent = 1.0;
+        server.threads.clear();
+        let mut starved = smbd(5.0, 5.0, 1);
+        starved.cgroup = Some(CgroupCpu {
+            version: 2,
+            path: "/nas/smbd".into(),
+            quota_us: 5000,
+            period_us: 100_000,
+            periods: 302,
+            throttled_periods: 296,
+            throttled_s: 27.1,
+        });
+        server.serving = vec![starved];
+        p.details.insert("cpu_load_remote".into(), serde_json::to_value(&server).unwrap());
+        let l = cpu_limit_named(&p, Some("nas")).expect("smbd's quota");
+        assert_eq!((l.side, l.kind), (Side::Remote, CpuLimitKind::Quota));
+        assert!(
+            l.evidence.starts_with("nas's CPU: smbd (pid 4242) was throttled in 98% of its cgroup's 302 periods (quota 5% of one core")
+                && l.evidence.contains("cpu.max 5000 100000"),
+            "{}",
+            l.evidence
+        );
+
+        // A single-threaded daemon at a full core of eight: 12.5% of the machine, and the limit.
+        server.serving = vec![smbd(99.0, 99.0, 1)];
+        p.details.insert("cpu_load_remote".into(), serde_json::to_value(&server).unwrap());
+        let l = cpu_limit_named(&p, Some("nas")).expect("one core");
+        assert_eq!(l.kind, CpuLimitKind::Thread);
+        assert!(l.evidence.contains("smbd (pid 4242) kept one core 99% busy with its one thread (one of 8 cores"), "{}", l.evidence);
+
+        // Busy but spread over threads, below a core each: no limit.
+        server.serving = vec![smbd(150.0, 40.0, 4)];
+        p.details.insert("cpu_load_remote".into(), serde_json::to_value(&server).unwrap());
+        assert!(cpu_limit(&p).is_none());
+
+        // Pinned to 2 of 8 cores and using both.
+        let mut pinned = smbd(190.0, 60.0, 4);
+        pinned.cpus_allowed = Some(2);
+        server.serving = vec![pinned];
+        p.details.insert("cpu_load_remote".into(), serde_json::to_value(&server).unwrap());
+        let l = cpu_limit(&p).expect("its affinity");
+        assert_eq!(l.kind, CpuLimitKind::Cores);
+        assert!(l.evidence.contains("the 2 of 8 cores its CPU affinity allows"), "{}", l.evidence);
     }
 
     #[test]

@@ -14,7 +14,8 @@ use headroom_net::{
     Endpoint, FarCpuWatch, NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, RemoteEngine, ThroughputSpec,
     TrafficDirection,
 };
-use headroom_proto::{Credentials, Opener, ShareUrl};
+use headroom_proto::{Credentials, Opener, ShareUrl, FILE_SERVER_DAEMONS};
+use headroom_sys::ServingQuery;
 use headroom_result::details::cpu_load_key;
 use headroom_result::{CpuLoad, Side};
 use headroom_result::{Host, Probe, ResultDoc, Warning, WarningCode};
@@ -280,13 +281,14 @@ fn run_step_watched(
 /// leaves the probes without the far end's CPU.
 struct FarCpuSink {
     server: Endpoint,
+    serving: ServingQuery,
     watching: Option<FarCpuWatch>,
     loads: HashMap<usize, CpuLoad>,
 }
 
 impl Sink for FarCpuSink {
     fn probe_started(&mut self, _index: usize, _request: &ProbeRequest) {
-        self.watching = FarCpuWatch::start(&self.server).ok();
+        self.watching = FarCpuWatch::start(&self.server, Some(self.serving.clone())).ok();
     }
 
     fn probe_finished(&mut self, index: usize, _run: &ProbeRun) {
@@ -344,9 +346,10 @@ fn disk_step(
     what: &str,
     stop: &AtomicBool,
     sinks: &mut StepSinks<'_>,
-    far_end: Option<Endpoint>,
+    far_end: Option<(Endpoint, ServingQuery)>,
 ) -> Result<(Vec<Probe>, Vec<Warning>), JobError> {
-    let mut watch = far_end.map(|server| FarCpuSink { server, watching: None, loads: HashMap::new() });
+    let mut watch =
+        far_end.map(|(server, serving)| FarCpuSink { server, serving, watching: None, loads: HashMap::new() });
     let runs = run_step_watched(runner, plan, stop, sinks, true, watch.as_mut().map(|w| w as &mut dyn Sink));
     let warnings: Vec<Warning> = runner.warnings().to_vec();
     runner.finish(); // removes the test file
@@ -386,12 +389,19 @@ fn far_end_step(
 }
 
 /// Over a share of the server: the server whose CPU to watch while this
-/// machine reads and writes there (when it measures its own disk too).
-fn far_end_cpu(settings: &JobSettings) -> Result<Option<Endpoint>, JobError> {
-    match (&settings.remote_path, &settings.server) {
-        (Some(_), Some(server)) => Ok(Some(endpoint(server, settings.token.clone())?)),
-        _ => Ok(None),
-    }
+/// machine reads and writes there (when it measures its own disk too), and
+/// how it finds the processes serving the share: the URL's port and its
+/// protocol's daemons, or any file server's daemons for a mounted share.
+fn far_end_cpu(settings: &JobSettings, share: Option<&ShareUrl>) -> Result<Option<(Endpoint, ServingQuery)>, JobError> {
+    let (Some(_), Some(server)) = (&settings.remote_path, &settings.server) else { return Ok(None) };
+    let serving = match share {
+        Some(url) => ServingQuery {
+            port: Some(url.server().port),
+            names: url.server_daemons().iter().map(|n| n.to_string()).collect(),
+        },
+        None => ServingQuery { port: None, names: FILE_SERVER_DAEMONS.iter().map(|n| n.to_string()).collect() },
+    };
+    Ok(Some((endpoint(server, settings.token.clone())?, serving)))
 }
 
 /// Runs the main job: the CPU hop (when asked), the network, the server's
@@ -421,9 +431,10 @@ pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks
         let credentials = Credentials::load(settings.credentials.as_deref()).map_err(|e| failed("--credentials", e))?;
         let mut runner = Runner::new().with(DiskEngine::new().with_shares(Arc::new(Opener::new(credentials))));
         // A whole export holds someone's data: run reads only there.
-        let export = ShareUrl::parse(share).is_ok_and(|u| u.is_whole_export());
+        let url = ShareUrl::parse(share).ok();
+        let export = url.as_ref().is_some_and(|u| u.is_whole_export());
         let plan = disk_plan(Path::new(share), settings.preset, None, export, settings.custom_test.as_ref())?;
-        let far_end = far_end_cpu(settings)?;
+        let far_end = far_end_cpu(settings, url.as_ref())?;
         let (here, step_warnings) = disk_step(&mut runner, &plan, share, stop, sinks, far_end)?;
         probes.extend(here);
         warnings.extend(step_warnings);
@@ -431,7 +442,7 @@ pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks
     if let Some(path) = &settings.path {
         let bus = bus_under(path);
         let plan = disk_plan(path, settings.preset, bus.as_ref(), false, settings.custom_test.as_ref())?;
-        let far_end = far_end_cpu(settings)?;
+        let far_end = far_end_cpu(settings, None)?;
         let (here, step_warnings) = disk_step(&mut runner, &plan, "disk probes", stop, sinks, far_end)?;
         probes.extend(here);
         warnings.extend(step_warnings);

@@ -47,6 +47,14 @@ impl CpuQuota {
         c
     }
 
+    /// (quota_us, period_us) as the kernel holds them.
+    pub fn limit(&self) -> io::Result<(u64, u64)> {
+        let read = |f: &str| -> io::Result<u64> {
+            std::fs::read_to_string(self.dir.join(f))?.trim().parse().map_err(io::Error::other)
+        };
+        Ok((read("cpu.cfs_quota_us")?, read("cpu.cfs_period_us")?))
+    }
+
     /// (nr_periods, nr_throttled) from the group's cpu.stat: the kernel's own count.
     pub fn throttle_counts(&self) -> io::Result<(u64, u64)> {
         let text = std::fs::read_to_string(self.dir.join("cpu.stat"))?;

@@ -16,6 +16,7 @@ use crate::probe_engine::probe_error;
 use crate::process_cpu::CpuMeter;
 use crate::socket::POLL;
 use crate::wire::{self, Reply, Request};
+use headroom_sys::ServingQuery;
 use headroom_result::details::cpu_load_key;
 use headroom_result::{CpuLoad, Host, Side, Warning};
 use headroom_runner::{
@@ -324,10 +325,11 @@ pub struct FarCpuWatch {
 }
 
 impl FarCpuWatch {
-    /// Starts watching the CPU of the machine `server` runs on.
-    pub fn start(server: &Endpoint) -> Result<FarCpuWatch, NetError> {
+    /// Starts watching the CPU of the machine `server` runs on, and of the
+    /// processes there that `serving` finds serving the share.
+    pub fn start(server: &Endpoint, serving: Option<ServingQuery>) -> Result<FarCpuWatch, NetError> {
         let mut session = open_for_probes(server)?;
-        match exchange(&mut session, &Request::CpuWatch)? {
+        match exchange(&mut session, &Request::CpuWatch { serving })? {
             Reply::Watching => Ok(FarCpuWatch { session }),
             other => Err(NetError::Protocol(format!("unexpected {other:?}"))),
         }

@@ -28,6 +28,7 @@
 //! [`AUTH_CONTEXT`], the server nonce and the client nonce ([`auth_proof`]).
 
 use headroom_result::{Host, Warning};
+use headroom_sys::ServingQuery;
 use headroom_runner::{LiveSample, Measured, PrepareEvent, ProbeError, ProbeRequest};
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
@@ -336,7 +337,12 @@ pub enum Request {
     /// Start watching this machine's CPU (while the client measures
     /// something that loads the server, e.g. a disk probe on its share).
     /// Answered by `Watching`.
-    CpuWatch,
+    CpuWatch {
+        /// Also follow the processes serving this share here (their threads
+        /// and cgroup), found by its port or their names.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        serving: Option<ServingQuery>,
+    },
     /// The CPU since `CpuWatch`. Answered by `CpuLoad`.
     CpuWatchEnd,
     /// What time is it on the server? Answered by `Clock` (a fleet compares

@@ -41,7 +41,7 @@ pub mod fuzzing {
 }
 
 pub use credentials::Credentials;
-pub use url::{IscsiUrl, NbdUrl, NfsUrl, NfsVersion, Server, ShareUrl, SmbUrl, UrlError};
+pub use url::{IscsiUrl, NbdUrl, NfsUrl, NfsVersion, Server, ShareUrl, SmbUrl, UrlError, FILE_SERVER_DAEMONS};
 
 use headroom_disk::{DiskError, Share, ShareOpener, TargetOptions};
 

@@ -114,6 +114,10 @@ pub enum ShareUrl {
     Smb(SmbUrl),
 }
 
+/// nfsd: the kernel server's threads; the rest user-space servers.
+const NFS_DAEMONS: &[&str] = &["nfsd", "ganesha.nfsd", "unfsd"];
+/// Every file server's daemons, for a mounted share whose protocol is unknown.
+pub const FILE_SERVER_DAEMONS: &[&str] = &["nfsd", "ganesha.nfsd", "unfsd", "smbd", "tgtd", "nbdkit"];
 const NFS_FORM: &str = "nfs://HOST[:PORT]/EXPORT[/DIR]";
 const ISCSI_FORM: &str = "iscsi://HOST[:PORT]/IQN/LUN, e.g. iscsi://nas/iqn.2005-10.org.freenas.ctl:vm/0";
 const NBD_FORM: &str = "nbd://HOST[:PORT][/EXPORT]";
@@ -127,6 +131,17 @@ impl ShareUrl {
             ShareUrl::Iscsi(u) => &u.server,
             ShareUrl::Nbd(u) => &u.server,
             ShareUrl::Smb(u) => &u.server,
+        }
+    }
+
+    /// The names (comm) of the processes that usually serve this protocol on
+    /// a server: user-space daemons and kernel threads.
+    pub fn server_daemons(&self) -> &'static [&'static str] {
+        match self {
+            ShareUrl::Nfs(_) => NFS_DAEMONS,
+            ShareUrl::Iscsi(_) => &["tgtd", "iscsi_trx", "iscsi_ttx", "istgt"],
+            ShareUrl::Nbd(_) => &["nbdkit", "qemu-nbd", "nbd-server"],
+            ShareUrl::Smb(_) => &["smbd"],
         }
     }
 

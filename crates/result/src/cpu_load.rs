@@ -36,6 +36,36 @@ pub struct CpuLoad {
     /// first (the one serving the data, e.g. `smbd`, `nfsd`, `tgtd`, shows here).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub processes: Vec<ProcessLoad>,
+    /// The processes that served the share the client measured (found by the
+    /// share's port, else by a file-server daemon's name), busiest first:
+    /// each with its busiest thread, the CPUs it may use and its own cgroup
+    /// limit, which the measuring process's figures above do not show.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub serving: Vec<ServingLoad>,
+}
+
+/// A process that served the client's share during the window.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ServingLoad {
+    /// The process's name (comm): `smbd`, `ganesha.nfsd`, `tgtd`, `nbdkit`, `nfsd`.
+    pub name: String,
+    /// Process id.
+    pub pid: u32,
+    /// How it was found: `port 445` (it held a socket on the share's port) or `name`.
+    pub found_by: String,
+    /// All its threads, percent of one core.
+    pub percent: f64,
+    /// Its busiest thread (a single-threaded daemon at a full core shows here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busiest_thread: Option<ThreadLoad>,
+    /// Threads it has.
+    pub threads: u32,
+    /// CPUs it may run on (its CPU affinity / cpuset), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus_allowed: Option<u32>,
+    /// The CPU limit of its cgroup, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<CgroupCpu>,
 }
 
 /// One process of the machine, any owner.

@@ -5,12 +5,18 @@
 //! [`CpuSnapshot::load_since`] turns two snapshots into a
 //! [`headroom_result::CpuLoad`].
 //!
+//! With a [`ServingQuery`] ([`CpuSnapshot::take_serving`]) it also follows
+//! the processes that serve a share here (smbd, ganesha.nfsd, tgtd, ...):
+//! their threads, CPU affinity and their own cgroup's limit and throttling.
+//!
 //! The cgroup filesystem is looked up in this process's mounts, else in the
-//! mounts of its nearest ancestor that has it (through /proc/PID/root): a
-//! process started by `ip netns exec` gets a fresh /sys without the cgroup
-//! mounts, yet its cgroup still limits it.
+//! mounts of its nearest ancestor that has it (through /proc/PID/root), else
+//! in kthreadd's or any process's: a process started by `ip netns exec` gets
+//! a fresh /sys without the cgroup mounts, yet its cgroup still limits it,
+//! and one whose parent exited is PID 1's child, whose root may be closed.
 
-use headroom_result::{CgroupCpu, CoreLoad, CpuLoad, ProcessLoad, ThreadLoad};
+use crate::serving::{cpus_allowed, thread_ticks, ServingQuery};
+use headroom_result::{CgroupCpu, CoreLoad, CpuLoad, ProcessLoad, ServingLoad, ThreadLoad};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -33,6 +39,22 @@ pub struct CpuSnapshot {
     /// Every process of the machine: pid -> (name, user+system ticks).
     processes: BTreeMap<u32, (String, u64)>,
     cgroup: Option<CgroupCounters>,
+    /// The processes serving a share, when asked to follow them.
+    serving: Vec<ServingSnapshot>,
+    /// Their cgroups' counters by path: a process that starts serving during
+    /// the test (a forked smbd) is measured against its group's earlier counters.
+    serving_cgroups: BTreeMap<String, CgroupCounters>,
+}
+
+#[derive(Debug, Clone)]
+struct ServingSnapshot {
+    pid: u32,
+    name: String,
+    found_by: String,
+    ticks: u64,
+    threads: BTreeMap<u32, (String, u64)>,
+    cpus_allowed: Option<u32>,
+    cgroup: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -64,7 +86,34 @@ impl CpuSnapshot {
             std::fs::read_to_string("/proc/self/stat").ok().and_then(|s| stat_ticks(&s)).map_or(0, |(_, t)| t);
         let threads = ticks_under(Path::new("/proc/self/task"));
         let processes = ticks_under(Path::new("/proc"));
-        Some(CpuSnapshot { at, cores, process_ticks, threads, processes, cgroup: cgroup_counters() })
+        let cgroup = cgroup_counters(Path::new("/proc/self"));
+        let (serving, serving_cgroups) = (Vec::new(), BTreeMap::new());
+        Some(CpuSnapshot { at, cores, process_ticks, threads, processes, cgroup, serving, serving_cgroups })
+    }
+
+    /// [`CpuSnapshot::take`], also following the processes `query` finds
+    /// serving a share now. Take the later snapshot with the same query: a
+    /// process found only then counts from zero.
+    pub fn take_serving(query: &ServingQuery) -> Option<CpuSnapshot> {
+        let mut snapshot = CpuSnapshot::take()?;
+        for found in query.find() {
+            let Some((name, ticks)) = snapshot.processes.get(&found.pid).cloned() else { continue };
+            let cgroup = cgroup_counters(&Path::new("/proc").join(found.pid.to_string()));
+            let path = cgroup.as_ref().map(|c| c.path.clone());
+            if let Some(c) = cgroup {
+                snapshot.serving_cgroups.entry(c.path.clone()).or_insert(c);
+            }
+            snapshot.serving.push(ServingSnapshot {
+                pid: found.pid,
+                name,
+                found_by: found.found_by,
+                ticks,
+                threads: thread_ticks(found.pid),
+                cpus_allowed: cpus_allowed(found.pid),
+                cgroup: path,
+            });
+        }
+        Some(snapshot)
     }
 
     /// What happened between `earlier` and this snapshot.
@@ -102,28 +151,34 @@ impl CpuSnapshot {
         let processes = busiest(&self.processes, &earlier.processes, PROCESSES_SHOWN)
             .map(|(pid, name, ticks)| ProcessLoad { name, pid, percent: percent_of_core(ticks) })
             .collect();
-        let cgroup = match (&self.cgroup, &earlier.cgroup) {
-            (Some(now), Some(then)) if now.path == then.path => Some(CgroupCpu {
-                version: now.version,
-                path: now.path.clone(),
-                quota_us: now.quota_us,
-                period_us: now.period_us,
-                periods: now.periods.saturating_sub(then.periods),
-                throttled_periods: now.throttled_periods.saturating_sub(then.throttled_periods),
-                throttled_s: now.throttled_ns.saturating_sub(then.throttled_ns) as f64 / 1e9,
-            }),
-            // Moved into a limited group during the test: its counters are the group's own.
-            (Some(now), _) => Some(CgroupCpu {
-                version: now.version,
-                path: now.path.clone(),
-                quota_us: now.quota_us,
-                period_us: now.period_us,
-                periods: 0,
-                throttled_periods: 0,
-                throttled_s: 0.0,
-            }),
-            _ => None,
-        };
+        let cgroup = self.cgroup.as_ref().map(|now| now.since(earlier.cgroup.as_ref()));
+        let mut serving: Vec<ServingLoad> = self
+            .serving
+            .iter()
+            .map(|now| {
+                let then = earlier.serving.iter().find(|t| t.pid == now.pid);
+                let ticks = now.ticks.saturating_sub(then.map_or(0, |t| t.ticks));
+                let no_threads = BTreeMap::new();
+                let busiest_thread = busiest(&now.threads, then.map_or(&no_threads, |t| &t.threads), 1)
+                    .next()
+                    .map(|(tid, name, ticks)| ThreadLoad { name, tid, percent: percent_of_core(ticks) });
+                let cgroup = now.cgroup.as_ref().and_then(|path| {
+                    let counters = self.serving_cgroups.get(path)?;
+                    Some(counters.since(earlier.serving_cgroups.get(path)))
+                });
+                ServingLoad {
+                    name: now.name.clone(),
+                    pid: now.pid,
+                    found_by: now.found_by.clone(),
+                    percent: percent_of_core(ticks),
+                    busiest_thread,
+                    threads: now.threads.len() as u32,
+                    cpus_allowed: now.cpus_allowed,
+                    cgroup,
+                }
+            })
+            .collect();
+        serving.sort_by(|a, b| b.percent.total_cmp(&a.percent));
         CpuLoad {
             wall_s: wall,
             cores: self.cores.len() as u32,
@@ -134,13 +189,32 @@ impl CpuSnapshot {
             per_core,
             cgroup,
             processes,
+            serving,
+        }
+    }
+}
+
+impl CgroupCounters {
+    /// The group's limit and what it throttled since `earlier` (the same
+    /// group's counters then); a group joined during the test has none.
+    fn since(&self, earlier: Option<&CgroupCounters>) -> CgroupCpu {
+        let then = earlier.filter(|t| t.path == self.path);
+        let delta = |now: u64, then_of: fn(&CgroupCounters) -> u64| then.map_or(0, |t| now.saturating_sub(then_of(t)));
+        CgroupCpu {
+            version: self.version,
+            path: self.path.clone(),
+            quota_us: self.quota_us,
+            period_us: self.period_us,
+            periods: delta(self.periods, |t| t.periods),
+            throttled_periods: delta(self.throttled_periods, |t| t.throttled_periods),
+            throttled_s: delta(self.throttled_ns, |t| t.throttled_ns) as f64 / 1e9,
         }
     }
 }
 
 /// id -> (name, user+system ticks) of every `ID/stat` under `dir` (the
 /// processes of /proc, the threads of /proc/self/task).
-fn ticks_under(dir: &Path) -> BTreeMap<u32, (String, u64)> {
+pub(crate) fn ticks_under(dir: &Path) -> BTreeMap<u32, (String, u64)> {
     let mut found = BTreeMap::new();
     let Ok(entries) = std::fs::read_dir(dir) else { return found };
     for entry in entries.flatten() {
@@ -236,18 +310,25 @@ fn locate_mount(version: u8) -> Option<CgroupMount> {
     }
     let mut pid = parent_of(std::process::id());
     for _ in 0..16 {
-        let p = pid.filter(|p| *p > 0)?;
-        let root = PathBuf::from(format!("/proc/{p}/root"));
-        if let Some(m) = std::fs::read_to_string(format!("/proc/{p}/mountinfo"))
-            .ok()
-            .and_then(|t| find_mount(&t, version, &root))
-            .filter(|m| m.dir.is_dir())
-        {
+        let Some(p) = pid.filter(|p| *p > 0) else { break };
+        if let Some(m) = mount_seen_by(p, version) {
             return Some(m);
         }
         pid = parent_of(p);
     }
-    None
+    // Re-parented to PID 1 (whose root may be closed even to root): the
+    // machine's own mounts are kthreadd's (PID 2), else any process's.
+    let others = std::fs::read_dir("/proc").ok()?.flatten().filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok());
+    std::iter::once(2).chain(others).find_map(|p| mount_seen_by(p, version))
+}
+
+/// The hierarchy's mount as process `pid` sees it, reachable through its root.
+fn mount_seen_by(pid: u32, version: u8) -> Option<CgroupMount> {
+    let root = PathBuf::from(format!("/proc/{pid}/root"));
+    std::fs::read_to_string(format!("/proc/{pid}/mountinfo"))
+        .ok()
+        .and_then(|t| find_mount(&t, version, &root))
+        .filter(|m| m.dir.is_dir())
 }
 
 /// The process's cpu cgroup (version, path) from /proc/self/cgroup: a v1
@@ -304,9 +385,10 @@ fn throttle_counters(dir: &Path) -> (u64, u64, u64) {
     (periods, throttled, ns)
 }
 
-/// The tightest limit between the process's cgroup and its hierarchy's root.
-fn cgroup_counters() -> Option<CgroupCounters> {
-    let (version, path) = own_cgroup(&std::fs::read_to_string("/proc/self/cgroup").ok()?)?;
+/// The tightest limit between a process's cgroup (`proc_dir`: /proc/self,
+/// /proc/PID) and its hierarchy's root.
+fn cgroup_counters(proc_dir: &Path) -> Option<CgroupCounters> {
+    let (version, path) = own_cgroup(&std::fs::read_to_string(proc_dir.join("cgroup")).ok()?)?;
     let mount = locate_mount(version)?;
     let relative = path.strip_prefix(mount.root.trim_end_matches('/')).unwrap_or(&path);
     let mut rel = PathBuf::from(relative.trim_start_matches('/'));

@@ -21,6 +21,7 @@ mod cpu_load;
 mod mounts;
 mod net;
 mod route;
+mod serving;
 mod sysfs;
 
 pub use block::{block_device_holding, block_devices};
@@ -29,6 +30,7 @@ pub use cpu_load::CpuSnapshot;
 pub use mounts::filesystems;
 pub use net::{effective_ceiling, nics};
 pub use route::{interface_with_address, route_interface, route_interface_in};
+pub use serving::{ServingProcess, ServingQuery};
 
 use headroom_result::Host;
 use std::path::{Path, PathBuf};

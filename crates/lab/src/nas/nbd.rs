@@ -22,6 +22,10 @@ pub enum NbdBacking {
     Memory(u64),
     /// A file or block device (e.g. a loop device), read through `cache=none`.
     File(PathBuf),
+    /// An xz image (`xz --block-size=...`) decompressed block by block on
+    /// the server's CPU for every read (nbdkit's xz filter): a server whose
+    /// CPU, not its disk or network, sets the pace.
+    Xz(PathBuf),
 }
 
 /// How to serve it.
@@ -40,6 +44,8 @@ pub struct NbdOptions<'a> {
     /// Block size constraints to advertise, (minimum, preferred, maximum),
     /// enforced (nbdkit's blocksize-policy filter, error policy).
     pub block_sizes: Option<(u32, u32, u32)>,
+    /// nbdkit's `--threads`: worker threads per connection (1: one request at a time).
+    pub threads: Option<u32>,
 }
 
 /// A running export.
@@ -91,6 +97,12 @@ impl Nas {
         if opts.read_only {
             args.push("--readonly".into());
         }
+        if let Some(n) = opts.threads {
+            args.extend(["--threads".into(), n.to_string()]);
+        }
+        if matches!(backing, NbdBacking::Xz(_)) {
+            args.push("--filter=xz".into());
+        }
         match backing {
             NbdBacking::Memory(bytes) => args.extend(["memory".into(), format!("size={bytes}")]),
             NbdBacking::File(path) => args.extend([
@@ -99,6 +111,7 @@ impl Nas {
                 "cache=none".into(),
                 "fadvise=random".into(),
             ]),
+            NbdBacking::Xz(path) => args.extend(["file".into(), format!("file={}", path.display())]),
         }
         args.extend([
             format!("exportname={name}"),

@@ -174,7 +174,7 @@ pub(super) fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, s: &Arc<Shar
             | Request::Plan { .. }
             | Request::Run { .. }
             | Request::Finish
-            | Request::CpuWatch
+            | Request::CpuWatch { .. }
             | Request::CpuWatchEnd) => {
                 if remote.answer(&mut conn, probe, &info, s).is_err() {
                     return;

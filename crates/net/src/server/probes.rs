@@ -52,7 +52,7 @@ pub(super) struct RemotePlan {
     plan: Plan,
     turn: Option<Turn>,
     /// The CPU counters when the client asked to watch them.
-    cpu_watch: Option<headroom_sys::CpuSnapshot>,
+    cpu_watch: Option<(headroom_sys::CpuSnapshot, headroom_sys::ServingQuery)>,
 }
 
 /// The server's one remote-plan slot, held from a plan's preparation to its end.
@@ -101,12 +101,19 @@ impl RemotePlan {
                 self.finish();
                 send(conn, &Reply::Finished)
             }
-            Request::CpuWatch => {
-                self.cpu_watch = headroom_sys::CpuSnapshot::take();
+            Request::CpuWatch { serving } => {
+                let serving = serving.unwrap_or_default();
+                if let Err(reason) = serving.check() {
+                    return send(conn, &Reply::Refused { reason });
+                }
+                self.cpu_watch = headroom_sys::CpuSnapshot::take_serving(&serving).map(|s| (s, serving));
                 send(conn, &Reply::Watching)
             }
             Request::CpuWatchEnd => {
-                let load = self.cpu_watch.take().zip(headroom_sys::CpuSnapshot::take());
+                let load = self
+                    .cpu_watch
+                    .take()
+                    .and_then(|(then, serving)| Some((then, headroom_sys::CpuSnapshot::take_serving(&serving)?)));
                 match load {
                     Some((then, now)) => send(conn, &Reply::CpuLoad(Box::new(now.load_since(&then)))),
                     None => send(conn, &Reply::Refused { reason: "no CPU watch was started".into() }),

@@ -1,0 +1,158 @@
+//! The file-server daemon starved of CPU, in the lab: the NAS namespace
+//! serves a share (Samba's smbd, nfs-ganesha) whose daemon a cgroup v1 cpu
+//! quota holds to a few percent of one core, while the share's disk and the
+//! gigabit link could both carry 100+ MB/s. `headroom run --server NAS
+//! --remote-path DIR --share URL` must name the NAS's CPU and the daemon,
+//! from the daemon's own cgroup counters (the serve process beside it is not
+//! limited): the kernel's own throttle count is the ground truth.
+
+use headroom_lab::cpu::CpuQuota;
+use headroom_lab::nas::nbd::{NbdBacking, NbdOptions};
+use headroom_lab::nas::smb::{SmbOptions, SMB_PASSWORD};
+use headroom_lab::nas::Nas;
+use headroom_lab::netns::ChildGuard;
+use headroom_limits::{tbf_rate_emulating, Framing};
+use headroom_result::{Bottleneck, Direction, Hop, ResultDoc, Side};
+use std::process::Stdio;
+use std::time::Duration;
+
+fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_headroom")
+}
+
+/// A NAS with `headroom serve --allow-path DIR` on it, its link shaped like
+/// gigabit Ethernet when `gigabit`.
+fn nas_with_serve(gigabit: bool) -> (Nas, std::path::PathBuf, ChildGuard) {
+    let nas = Nas::new().expect("lab NAS");
+    if gigabit {
+        nas.shape(tbf_rate_emulating(1e9, &Framing::default()) as u64).expect("tbf");
+    }
+    let dir = nas.subdir("export").expect("export dir");
+    let addr = nas.addr().to_string();
+    let serve = nas
+        .server()
+        .command(exe())
+        .args(["serve", "--bind", &addr, "--no-auth", "--quiet", "--allow-path", dir.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("headroom serve on the NAS");
+    nas.wait_for_port(5201, Duration::from_secs(10)).expect("serve listens");
+    (nas, dir, ChildGuard(Some(serve)))
+}
+
+/// `run --server NAS --remote-path DIR --share URL --json` from the client, `extra` added.
+fn run_over_share(nas: &Nas, dir: &std::path::Path, url: &str, extra: &[&str]) -> ResultDoc {
+    let out = nas
+        .client()
+        .command(exe())
+        .args(["run", "--server", &nas.addr().to_string(), "--remote-path", dir.to_str().unwrap()])
+        .args(["--share", url, "--json"])
+        .args(extra)
+        .env("HEADROOM_SMB_PASSWORD", SMB_PASSWORD)
+        .stdin(Stdio::null())
+        .output()
+        .expect("headroom run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    ResultDoc::from_json(&String::from_utf8_lossy(&out.stdout)).expect("a result document")
+}
+
+/// Every direction blames the NAS's CPU and names `daemon` with its
+/// throttled cgroup. A forking server (smbd) serves each client from a child
+/// of the process the lab started: any process of that name may be named.
+fn assert_daemon_named(doc: &ResultDoc, daemon: &str, quota: &CpuQuota) {
+    let (periods, throttled) = quota.throttle_counts().expect("cpu.stat");
+    assert!(throttled * 2 > periods, "ground truth: the quota held {daemon} ({throttled} of {periods} periods)");
+    let verdict = doc.verdict.as_ref().expect("a verdict");
+    for dir in &verdict.directions {
+        let text = &dir.explanation;
+        assert_eq!(dir.bottleneck, Bottleneck::Cpu, "{:?}: {text}", dir.direction);
+        assert_eq!(dir.limiting_hop, Some(Hop::Cpu), "{:?}: {text}", dir.direction);
+        assert_eq!(dir.side, Some(Side::Remote), "{text}");
+        assert!(
+            text.contains(&format!("{daemon} (pid ")) && text.contains("was throttled in") && text.contains("of its cgroup's"),
+            "{:?}: {text}",
+            dir.direction
+        );
+    }
+    // The share probes carry the daemon's own figures.
+    let share_probe = doc
+        .probes
+        .iter()
+        .find(|p| p.host.is_none() && matches!(&p.spec, headroom_result::ProbeSpec::Disk(d) if d.protocol.is_some()))
+        .expect("a probe over the share");
+    let load = share_probe.cpu_load(Side::Remote).expect("the NAS's CPU during the share probe");
+    let served = load.serving.iter().find(|s| s.name == daemon).expect("the daemon was followed");
+    let cg = served.cgroup.as_ref().expect("its cgroup");
+    assert_eq!((cg.quota_us, cg.period_us), quota.limit().expect("the group's quota"), "{cg:?}");
+}
+
+#[test]
+fn a_starved_smbd_is_named_as_the_nas_cpu() {
+    headroom_lab::require_root!();
+    headroom_lab::require_program!("smbd");
+    if !CpuQuota::available() {
+        println!("SKIPPED: no cgroup v1 cpu bandwidth control here");
+        return;
+    }
+    let _machine = headroom_lab::hold_machine();
+    let (mut nas, dir, _serve) = nas_with_serve(true);
+    let export = nas.serve_smb(&dir, SmbOptions::default()).expect("smbd");
+    let quota = CpuQuota::new(1000, 100_000).expect("a 1% cpu group");
+    quota.add_pid(export.pid).expect("smbd into the group");
+    let doc = run_over_share(&nas, &dir, &export.url_with_user(), &["--link", "1gbe"]);
+    assert_daemon_named(&doc, "smbd", &quota);
+}
+
+#[test]
+fn a_starved_ganesha_is_named_as_the_nas_cpu() {
+    headroom_lab::require_root!();
+    for program in ["ganesha.nfsd", "rpcbind", "unshare"] {
+        headroom_lab::require_program!(program);
+    }
+    if !CpuQuota::available() {
+        println!("SKIPPED: no cgroup v1 cpu bandwidth control here");
+        return;
+    }
+    let _machine = headroom_lab::hold_machine();
+    let (mut nas, dir, _serve) = nas_with_serve(true);
+    let export = nas.serve_nfs(&dir, None).expect("ganesha");
+    let quota = CpuQuota::new(5000, 100_000).expect("a 5% cpu group");
+    quota.add_pid(export.pid).expect("ganesha into the group");
+    let doc = run_over_share(&nas, &dir, &export.url, &["--link", "1gbe"]);
+    assert_daemon_named(&doc, "ganesha.nfsd", &quota);
+}
+
+/// nbdkit with one worker thread decompressing an xz image for every read:
+/// no quota, the link unshaped, the NAS's disk fast; the one thread at a
+/// full core (of two here, of eight on a NAS) is the limit and is named.
+#[test]
+fn a_single_threaded_daemon_at_a_full_core_is_named_as_the_nas_cpu() {
+    headroom_lab::require_root!();
+    for program in ["nbdkit", "xz", "base64"] {
+        headroom_lab::require_program!(program);
+    }
+    let _machine = headroom_lab::hold_machine();
+    let (mut nas, dir, _serve) = nas_with_serve(false);
+    // Text-like data: xz works for it on decompression (random data would be stored as is).
+    let image = dir.join("image.xz");
+    let made = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("head -c 48M /dev/urandom | base64 -w 0 | head -c 64M | xz -T1 -1 --block-size=1MiB > \"$0\"")
+        .arg(&image)
+        .status()
+        .expect("sh");
+    assert!(made.success(), "making the xz image");
+    let opts = NbdOptions { read_only: true, threads: Some(1), ..NbdOptions::default() };
+    let export = nas.serve_nbd("packed", &NbdBacking::Xz(image), opts).expect("nbdkit with the xz filter");
+    let doc = run_over_share(&nas, &dir, &export.url, &[]);
+    let verdict = doc.verdict.as_ref().expect("a verdict");
+    let read = verdict.directions.iter().find(|d| d.direction == Direction::Read).expect("reads");
+    let text = &read.explanation;
+    assert_eq!((read.bottleneck, read.side), (Bottleneck::Cpu, Some(Side::Remote)), "{text}");
+    assert!(text.contains(&format!("nbdkit (pid {})", export.pid)) && text.contains("kept one core"), "{text}");
+    // Ground truth beside the verdict: the share ran far below the NAS's own disk and the network.
+    let over_nbd = read.hops.iter().find(|h| h.hop == Hop::Client).and_then(|h| h.measured_bytes_per_sec).unwrap();
+    let net = read.hops.iter().find(|h| h.hop == Hop::Link || h.hop == Hop::Nic).and_then(|h| h.measured_bytes_per_sec);
+    assert!(net.is_some_and(|n| n > over_nbd * 3.0), "{text}");
+}
