@@ -443,8 +443,9 @@ mod tests {
         let l = cpu_limit_named(&p, Some("nas")).expect("smbd's quota");
         assert_eq!((l.side, l.kind), (Side::Remote, CpuLimitKind::Quota));
         assert!(
-            l.evidence.starts_with("nas's CPU: smbd (pid 4242) was throttled in 98% of its cgroup's 302 periods (quota 5% of one core")
-                && l.evidence.contains("cpu.max 5000 100000"),
+            l.evidence.starts_with(
+                "nas's CPU: smbd (pid 4242) was throttled in 98% of its cgroup's 302 periods (quota 5% of one core"
+            ) && l.evidence.contains("cpu.max 5000 100000"),
             "{}",
             l.evidence
         );
@@ -454,7 +455,11 @@ mod tests {
         p.details.insert("cpu_load_remote".into(), serde_json::to_value(&server).unwrap());
         let l = cpu_limit_named(&p, Some("nas")).expect("one core");
         assert_eq!(l.kind, CpuLimitKind::Thread);
-        assert!(l.evidence.contains("smbd (pid 4242) kept one core 99% busy with its one thread (one of 8 cores"), "{}", l.evidence);
+        assert!(
+            l.evidence.contains("smbd (pid 4242) kept one core 99% busy with its one thread (one of 8 cores"),
+            "{}",
+            l.evidence
+        );
 
         // Busy but spread over threads, below a core each: no limit.
         server.serving = vec![smbd(150.0, 40.0, 4)];

@@ -15,11 +15,11 @@ use headroom_net::{
     TrafficDirection,
 };
 use headroom_proto::{Credentials, Opener, ShareUrl, FILE_SERVER_DAEMONS};
-use headroom_sys::ServingQuery;
 use headroom_result::details::cpu_load_key;
 use headroom_result::{CpuLoad, Side};
 use headroom_result::{Host, Probe, ResultDoc, Warning, WarningCode};
 use headroom_runner::{EngineKind, Plan, ProbeError, ProbeRequest, ProbeRun, Runner, Sink};
+use headroom_sys::ServingQuery;
 use headroom_units::{DurationArg, Size};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

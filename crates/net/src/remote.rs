@@ -16,12 +16,12 @@ use crate::probe_engine::probe_error;
 use crate::process_cpu::CpuMeter;
 use crate::socket::POLL;
 use crate::wire::{self, Reply, Request};
-use headroom_sys::ServingQuery;
 use headroom_result::details::cpu_load_key;
 use headroom_result::{CpuLoad, Host, Side, Warning};
 use headroom_runner::{
     unix_now, EngineKind, LiveSample, Measured, PrepareEvent, ProbeEngine, ProbeError, ProbeRequest,
 };
+use headroom_sys::ServingQuery;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 

@@ -28,8 +28,8 @@
 //! [`AUTH_CONTEXT`], the server nonce and the client nonce ([`auth_proof`]).
 
 use headroom_result::{Host, Warning};
-use headroom_sys::ServingQuery;
 use headroom_runner::{LiveSample, Measured, PrepareEvent, ProbeError, ProbeRequest};
+use headroom_sys::ServingQuery;
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};

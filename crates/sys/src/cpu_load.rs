@@ -5,18 +5,13 @@
 //! [`CpuSnapshot::load_since`] turns two snapshots into a
 //! [`headroom_result::CpuLoad`].
 //!
-//! With a [`ServingQuery`] ([`CpuSnapshot::take_serving`]) it also follows
-//! the processes that serve a share here (smbd, ganesha.nfsd, tgtd, ...):
-//! their threads, CPU affinity and their own cgroup's limit and throttling.
-//!
 //! The cgroup filesystem is looked up in this process's mounts, else in the
 //! mounts of its nearest ancestor that has it (through /proc/PID/root), else
 //! in kthreadd's or any process's: a process started by `ip netns exec` gets
 //! a fresh /sys without the cgroup mounts, yet its cgroup still limits it,
 //! and one whose parent exited is PID 1's child, whose root may be closed.
 
-use crate::serving::{cpus_allowed, thread_ticks, ServingQuery};
-use headroom_result::{CgroupCpu, CoreLoad, CpuLoad, ProcessLoad, ServingLoad, ThreadLoad};
+use headroom_result::{CgroupCpu, CoreLoad, CpuLoad, ProcessLoad, ThreadLoad};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -39,28 +34,12 @@ pub struct CpuSnapshot {
     /// Every process of the machine: pid -> (name, user+system ticks).
     processes: BTreeMap<u32, (String, u64)>,
     cgroup: Option<CgroupCounters>,
-    /// The processes serving a share, when asked to follow them.
-    serving: Vec<ServingSnapshot>,
-    /// Their cgroups' counters by path: a process that starts serving during
-    /// the test (a forked smbd) is measured against its group's earlier counters.
-    serving_cgroups: BTreeMap<String, CgroupCounters>,
 }
 
 #[derive(Debug, Clone)]
-struct ServingSnapshot {
-    pid: u32,
-    name: String,
-    found_by: String,
-    ticks: u64,
-    threads: BTreeMap<u32, (String, u64)>,
-    cpus_allowed: Option<u32>,
-    cgroup: Option<String>,
-}
-
-#[derive(Debug, Clone)]
-struct CgroupCounters {
+pub(crate) struct CgroupCounters {
     version: u8,
-    path: String,
+    pub(crate) path: String,
     quota_us: u64,
     period_us: u64,
     periods: u64,
@@ -68,7 +47,7 @@ struct CgroupCounters {
     throttled_ns: u64,
 }
 
-fn clock_ticks_per_sec() -> f64 {
+pub(crate) fn clock_ticks_per_sec() -> f64 {
     let t = rustix::param::clock_ticks_per_second();
     if t > 0 {
         t as f64
@@ -87,33 +66,7 @@ impl CpuSnapshot {
         let threads = ticks_under(Path::new("/proc/self/task"));
         let processes = ticks_under(Path::new("/proc"));
         let cgroup = cgroup_counters(Path::new("/proc/self"));
-        let (serving, serving_cgroups) = (Vec::new(), BTreeMap::new());
-        Some(CpuSnapshot { at, cores, process_ticks, threads, processes, cgroup, serving, serving_cgroups })
-    }
-
-    /// [`CpuSnapshot::take`], also following the processes `query` finds
-    /// serving a share now. Take the later snapshot with the same query: a
-    /// process found only then counts from zero.
-    pub fn take_serving(query: &ServingQuery) -> Option<CpuSnapshot> {
-        let mut snapshot = CpuSnapshot::take()?;
-        for found in query.find() {
-            let Some((name, ticks)) = snapshot.processes.get(&found.pid).cloned() else { continue };
-            let cgroup = cgroup_counters(&Path::new("/proc").join(found.pid.to_string()));
-            let path = cgroup.as_ref().map(|c| c.path.clone());
-            if let Some(c) = cgroup {
-                snapshot.serving_cgroups.entry(c.path.clone()).or_insert(c);
-            }
-            snapshot.serving.push(ServingSnapshot {
-                pid: found.pid,
-                name,
-                found_by: found.found_by,
-                ticks,
-                threads: thread_ticks(found.pid),
-                cpus_allowed: cpus_allowed(found.pid),
-                cgroup: path,
-            });
-        }
-        Some(snapshot)
+        Some(CpuSnapshot { at, cores, process_ticks, threads, processes, cgroup })
     }
 
     /// What happened between `earlier` and this snapshot.
@@ -152,33 +105,6 @@ impl CpuSnapshot {
             .map(|(pid, name, ticks)| ProcessLoad { name, pid, percent: percent_of_core(ticks) })
             .collect();
         let cgroup = self.cgroup.as_ref().map(|now| now.since(earlier.cgroup.as_ref()));
-        let mut serving: Vec<ServingLoad> = self
-            .serving
-            .iter()
-            .map(|now| {
-                let then = earlier.serving.iter().find(|t| t.pid == now.pid);
-                let ticks = now.ticks.saturating_sub(then.map_or(0, |t| t.ticks));
-                let no_threads = BTreeMap::new();
-                let busiest_thread = busiest(&now.threads, then.map_or(&no_threads, |t| &t.threads), 1)
-                    .next()
-                    .map(|(tid, name, ticks)| ThreadLoad { name, tid, percent: percent_of_core(ticks) });
-                let cgroup = now.cgroup.as_ref().and_then(|path| {
-                    let counters = self.serving_cgroups.get(path)?;
-                    Some(counters.since(earlier.serving_cgroups.get(path)))
-                });
-                ServingLoad {
-                    name: now.name.clone(),
-                    pid: now.pid,
-                    found_by: now.found_by.clone(),
-                    percent: percent_of_core(ticks),
-                    busiest_thread,
-                    threads: now.threads.len() as u32,
-                    cpus_allowed: now.cpus_allowed,
-                    cgroup,
-                }
-            })
-            .collect();
-        serving.sort_by(|a, b| b.percent.total_cmp(&a.percent));
         CpuLoad {
             wall_s: wall,
             cores: self.cores.len() as u32,
@@ -189,7 +115,7 @@ impl CpuSnapshot {
             per_core,
             cgroup,
             processes,
-            serving,
+            serving: Vec::new(),
         }
     }
 }
@@ -197,7 +123,7 @@ impl CpuSnapshot {
 impl CgroupCounters {
     /// The group's limit and what it throttled since `earlier` (the same
     /// group's counters then); a group joined during the test has none.
-    fn since(&self, earlier: Option<&CgroupCounters>) -> CgroupCpu {
+    pub(crate) fn since(&self, earlier: Option<&CgroupCounters>) -> CgroupCpu {
         let then = earlier.filter(|t| t.path == self.path);
         let delta = |now: u64, then_of: fn(&CgroupCounters) -> u64| then.map_or(0, |t| now.saturating_sub(then_of(t)));
         CgroupCpu {
@@ -228,7 +154,7 @@ pub(crate) fn ticks_under(dir: &Path) -> BTreeMap<u32, (String, u64)> {
 
 /// The `shown` ids that used the most ticks between the two readings, busiest
 /// first, as (id, name, ticks); one that started in between counts from zero.
-fn busiest(
+pub(crate) fn busiest(
     now: &BTreeMap<u32, (String, u64)>,
     then: &BTreeMap<u32, (String, u64)>,
     shown: usize,
@@ -259,7 +185,7 @@ fn parse_proc_stat(text: &str) -> Vec<(u32, [u64; 8])> {
 }
 
 /// (comm, utime + stime) from a /proc/PID/stat or /proc/PID/task/TID/stat line.
-fn stat_ticks(text: &str) -> Option<(String, u64)> {
+pub(crate) fn stat_ticks(text: &str) -> Option<(String, u64)> {
     // comm may hold spaces and parentheses: it ends at the last ')'.
     let open = text.find('(')?;
     let close = text.rfind(')')?;
@@ -387,7 +313,7 @@ fn throttle_counters(dir: &Path) -> (u64, u64, u64) {
 
 /// The tightest limit between a process's cgroup (`proc_dir`: /proc/self,
 /// /proc/PID) and its hierarchy's root.
-fn cgroup_counters(proc_dir: &Path) -> Option<CgroupCounters> {
+pub(crate) fn cgroup_counters(proc_dir: &Path) -> Option<CgroupCounters> {
     let (version, path) = own_cgroup(&std::fs::read_to_string(proc_dir.join("cgroup")).ok()?)?;
     let mount = locate_mount(version)?;
     let relative = path.strip_prefix(mount.root.trim_end_matches('/')).unwrap_or(&path);

@@ -30,7 +30,7 @@ pub use cpu_load::CpuSnapshot;
 pub use mounts::filesystems;
 pub use net::{effective_ceiling, nics};
 pub use route::{interface_with_address, route_interface, route_interface_in};
-pub use serving::{ServingProcess, ServingQuery};
+pub use serving::{ServingProcess, ServingQuery, ServingWatch};
 
 use headroom_result::Host;
 use std::path::{Path, PathBuf};

@@ -2,15 +2,28 @@
 //! on the share's port (the listener and the connections it accepted, found
 //! through /proc/net/tcp{,6} and each process's open descriptors), else
 //! those with a file-server daemon's name (kernel `nfsd` threads hold no
-//! descriptor). [`CpuSnapshot::take_serving`](crate::CpuSnapshot::take_serving)
-//! follows them through a test.
+//! descriptor). A [`ServingWatch`] follows them through a test.
+//!
+//! The watch samples them a few times a second rather than twice: a server
+//! gives each connection a thread or a process (nbdkit, smbd) that may end
+//! with the client's connection, before the end of the window, and the
+//! last sample still holds its time.
 //!
 //! Reads /proc only; sockets are looked up in this process's network
 //! namespace, where the client's connections arrive.
 
+use crate::cpu_load::{busiest, cgroup_counters, clock_ticks_per_sec, stat_ticks, CgroupCounters};
+use headroom_result::{ServingLoad, ThreadLoad};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How often the watch looks at the serving processes.
+const SAMPLE_EVERY: Duration = Duration::from_millis(200);
 
 /// How to find the processes serving a share here.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -107,7 +120,10 @@ fn pids_holding(proc_root: &Path, inodes: &BTreeSet<u64>) -> Vec<u32> {
         .filter(|pid| {
             let Ok(fds) = std::fs::read_dir(proc_root.join(pid.to_string()).join("fd")) else { return false };
             fds.flatten().any(|fd| {
-                std::fs::read_link(fd.path()).ok().and_then(|l| socket_inode(&l.to_string_lossy())).is_some_and(|i| inodes.contains(&i))
+                std::fs::read_link(fd.path())
+                    .ok()
+                    .and_then(|l| socket_inode(&l.to_string_lossy()))
+                    .is_some_and(|i| inodes.contains(&i))
             })
         })
         .collect()
@@ -162,8 +178,134 @@ fn count_cpu_list(list: &str) -> Option<u32> {
 }
 
 /// tid -> (name, user+system ticks) of one process's threads.
-pub(crate) fn thread_ticks(pid: u32) -> BTreeMap<u32, (String, u64)> {
+fn thread_ticks(pid: u32) -> BTreeMap<u32, (String, u64)> {
     crate::cpu_load::ticks_under(&Path::new("/proc").join(pid.to_string()).join("task"))
+}
+
+/// One serving process as first and last seen.
+#[derive(Debug, Clone)]
+struct Followed {
+    name: String,
+    found_by: String,
+    /// Process ticks when first seen: zero when it started serving after the
+    /// first sample (a child forked for the client's connection).
+    first_ticks: u64,
+    last_ticks: u64,
+    first_threads: BTreeMap<u32, (String, u64)>,
+    last_threads: BTreeMap<u32, (String, u64)>,
+    cpus_allowed: Option<u32>,
+    cgroup: Option<String>,
+}
+
+/// What the sampler gathered.
+#[derive(Debug, Default)]
+struct Seen {
+    processes: BTreeMap<u32, Followed>,
+    /// Each cgroup's counters when first and last seen, by path: a process
+    /// that joins during the test is measured against its group's earlier counters.
+    cgroups: BTreeMap<String, (CgroupCounters, CgroupCounters)>,
+}
+
+impl Seen {
+    fn sample(&mut self, query: &ServingQuery, first: bool) {
+        for found in query.find() {
+            let Some((name, ticks)) =
+                std::fs::read_to_string(format!("/proc/{}/stat", found.pid)).ok().and_then(|s| stat_ticks(&s))
+            else {
+                continue;
+            };
+            let threads = thread_ticks(found.pid);
+            let counters = cgroup_counters(&Path::new("/proc").join(found.pid.to_string()));
+            let path = counters.as_ref().map(|c| c.path.clone());
+            if let Some(c) = counters {
+                self.cgroups.entry(c.path.clone()).and_modify(|(_, last)| *last = c.clone()).or_insert((c.clone(), c));
+            }
+            let start_ticks = if first { ticks } else { 0 };
+            let followed = self.processes.entry(found.pid).or_insert_with(|| Followed {
+                name: name.clone(),
+                found_by: found.found_by.clone(),
+                first_ticks: start_ticks,
+                last_ticks: ticks,
+                first_threads: if first { threads.clone() } else { BTreeMap::new() },
+                last_threads: threads.clone(),
+                cpus_allowed: cpus_allowed(found.pid),
+                cgroup: path.clone(),
+            });
+            followed.last_ticks = ticks;
+            // A thread that ended keeps its last sample: its time counts.
+            followed.last_threads.extend(threads);
+            followed.cgroup = path.or(followed.cgroup.take());
+        }
+    }
+
+    fn loads(&self, wall_s: f64) -> Vec<ServingLoad> {
+        let percent = |ticks: u64| ticks as f64 / clock_ticks_per_sec() / wall_s.max(1e-9) * 100.0;
+        let mut loads: Vec<ServingLoad> = self
+            .processes
+            .iter()
+            .map(|(pid, p)| ServingLoad {
+                name: p.name.clone(),
+                pid: *pid,
+                found_by: p.found_by.clone(),
+                percent: percent(p.last_ticks.saturating_sub(p.first_ticks)),
+                busiest_thread: busiest(&p.last_threads, &p.first_threads, 1)
+                    .next()
+                    .map(|(tid, name, ticks)| ThreadLoad { name, tid, percent: percent(ticks) }),
+                threads: p.last_threads.len() as u32,
+                cpus_allowed: p.cpus_allowed,
+                cgroup: p.cgroup.as_ref().and_then(|path| {
+                    let (first, last) = self.cgroups.get(path)?;
+                    Some(last.since(Some(first)))
+                }),
+            })
+            .filter(|l| l.percent > 0.0 || l.cgroup.is_some())
+            .collect();
+        loads.sort_by(|a, b| b.percent.total_cmp(&a.percent));
+        loads
+    }
+}
+
+/// The processes serving a share, followed from [`ServingWatch::start`] to
+/// [`ServingWatch::finish`] by a sampling thread.
+pub struct ServingWatch {
+    started: Instant,
+    stop: Arc<AtomicBool>,
+    sampler: Option<JoinHandle<Seen>>,
+}
+
+impl ServingWatch {
+    /// Finds the processes `query` names and starts following them.
+    pub fn start(query: ServingQuery) -> ServingWatch {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut seen = Seen::default();
+        seen.sample(&query, true);
+        let stopping = stop.clone();
+        let sampler = std::thread::Builder::new()
+            .name("hr-serving".into())
+            .spawn(move || {
+                while !stopping.load(Ordering::Relaxed) {
+                    std::thread::sleep(SAMPLE_EVERY);
+                    seen.sample(&query, false);
+                }
+                seen
+            })
+            .ok();
+        ServingWatch { started: Instant::now(), stop, sampler }
+    }
+
+    /// What each process used since the start, busiest first.
+    pub fn finish(mut self) -> Vec<ServingLoad> {
+        let wall = self.started.elapsed().as_secs_f64();
+        self.stop.store(true, Ordering::Relaxed);
+        let seen = self.sampler.take().and_then(|h| h.join().ok()).unwrap_or_default();
+        seen.loads(wall)
+    }
+}
+
+impl Drop for ServingWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
 }
 
 #[cfg(test)]
@@ -200,5 +342,32 @@ mod tests {
         let by_name = ServingQuery { port: Some(port), names: vec!["no-such-daemon".into()] }.find();
         assert!(by_name.is_empty(), "{by_name:?}");
         assert!(cpus_allowed(std::process::id()).is_some_and(|n| n >= 1));
+    }
+
+    #[test]
+    fn a_process_that_serves_for_part_of_the_window_is_measured_by_its_samples() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let watch = ServingWatch::start(ServingQuery { port: Some(port), names: vec![] });
+        // This process holds the port; a busy thread of it ends before the watch does.
+        let spinner = std::thread::Builder::new()
+            .name("hr-spin".into())
+            .spawn(|| {
+                let until = Instant::now() + Duration::from_millis(700);
+                let mut x = 0u64;
+                while Instant::now() < until {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+                x
+            })
+            .unwrap();
+        spinner.join().unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let loads = watch.finish();
+        let me = loads.iter().find(|l| l.pid == std::process::id()).expect("this process was followed");
+        let busiest = me.busiest_thread.as_ref().expect("its busiest thread");
+        assert_eq!(busiest.name, "hr-spin", "the thread that ended still counts: {loads:?}");
+        assert!(busiest.percent > 20.0, "{loads:?}");
+        drop(listener);
     }
 }

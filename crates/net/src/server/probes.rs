@@ -52,7 +52,7 @@ pub(super) struct RemotePlan {
     plan: Plan,
     turn: Option<Turn>,
     /// The CPU counters when the client asked to watch them.
-    cpu_watch: Option<(headroom_sys::CpuSnapshot, headroom_sys::ServingQuery)>,
+    cpu_watch: Option<(headroom_sys::CpuSnapshot, headroom_sys::ServingWatch)>,
 }
 
 /// The server's one remote-plan slot, held from a plan's preparation to its end.
@@ -106,16 +106,18 @@ impl RemotePlan {
                 if let Err(reason) = serving.check() {
                     return send(conn, &Reply::Refused { reason });
                 }
-                self.cpu_watch = headroom_sys::CpuSnapshot::take_serving(&serving).map(|s| (s, serving));
+                self.cpu_watch =
+                    headroom_sys::CpuSnapshot::take().map(|s| (s, headroom_sys::ServingWatch::start(serving)));
                 send(conn, &Reply::Watching)
             }
             Request::CpuWatchEnd => {
-                let load = self
-                    .cpu_watch
-                    .take()
-                    .and_then(|(then, serving)| Some((then, headroom_sys::CpuSnapshot::take_serving(&serving)?)));
+                let load = self.cpu_watch.take().and_then(|(then, serving)| {
+                    let mut load = headroom_sys::CpuSnapshot::take()?.load_since(&then);
+                    load.serving = serving.finish();
+                    Some(load)
+                });
                 match load {
-                    Some((then, now)) => send(conn, &Reply::CpuLoad(Box::new(now.load_since(&then)))),
+                    Some(load) => send(conn, &Reply::CpuLoad(Box::new(load))),
                     None => send(conn, &Reply::Refused { reason: "no CPU watch was started".into() }),
                 }
             }
