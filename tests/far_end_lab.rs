@@ -194,3 +194,62 @@ fn the_same_disk_measured_here_and_through_the_server_agrees() {
     }
     assert!((there / here - 1.0).abs() < 0.05, "here {here:.0}, there {there:.0}");
 }
+
+/// `cpu --remote` against a server whose parent has exited (re-parented; it
+/// runs in a namespace whose /sys has no cgroup mounts, and PID 1's root may
+/// be closed) held by a 5% quota: the figures name the quota, from the
+/// server's own /proc/self/cgroup and the machine's cgroup filesystem.
+#[test]
+fn cpu_remote_names_the_quota_of_a_server_whose_parent_exited() {
+    if !lab_ready("cpu --remote under a quota") {
+        return;
+    }
+    if !CpuQuota::available() {
+        eprintln!(
+            "SKIPPED cpu --remote under a quota: cgroup v1 cpu is not mounted at {}",
+            headroom_lab::cpu::CPU_ROOT
+        );
+        return;
+    }
+    let _machine = headroom_lab::hold_machine();
+    let hosts = TwoHosts::new(1500).expect("namespaces");
+    let addr_b = hosts.addr_b.to_string();
+    // The shell starts serve in the background and exits: serve's parent is gone.
+    let started = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &hosts.b.name,
+            "sh",
+            "-c",
+            "\"$0\" serve --bind \"$1\" --no-auth --quiet >/dev/null 2>&1 & echo $!",
+        ])
+        .args([exe(), &addr_b])
+        .output()
+        .expect("serve in b");
+    let pid: u32 = String::from_utf8_lossy(&started.stdout).trim().parse().expect("serve's pid");
+    struct Killed(u32);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = Command::new("kill").arg(self.0.to_string()).status();
+        }
+    }
+    let _serve = Killed(pid);
+    std::thread::sleep(Duration::from_millis(300));
+    let parent = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let ppid: u32 = parent[parent.rfind(')').unwrap() + 1..].split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert_ne!(ppid, std::process::id(), "serve was re-parented");
+    let quota = CpuQuota::new(5000, 100_000).expect("cpu group");
+    quota.add_pid(pid).expect("serve into the cpu group");
+    let out = Command::new("ip")
+        .args(["netns", "exec", &hosts.a.name, exe(), "cpu", "--remote", &addr_b, "--kernels", "sha256"])
+        .args(["--threads", "1", "--time", "2s"])
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("headroom cpu --remote");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    let (periods, throttled) = quota.throttle_counts().unwrap();
+    assert!(throttled * 2 > periods, "ground truth: the quota held serve ({throttled} of {periods})");
+    assert!(text.contains("* a CPU quota held the workers") && text.contains("may use 5% of one core"), "{text}");
+}

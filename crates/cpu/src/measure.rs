@@ -6,7 +6,7 @@
 use crate::data::{fill, DataKind};
 use crate::kernels::{worker, Kernel};
 use crate::{verify, CpuError, MIN_BUFFER};
-use headroom_result::{CpuSpec, Probe, ProbeSpec, Sample, Summary};
+use headroom_result::{details, CgroupCpu, CpuSpec, Probe, ProbeSpec, Sample, Summary};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
@@ -107,7 +107,14 @@ pub struct Measurement {
     /// Bytes per second of CPU time the workers got, summed: what the
     /// kernel does when it has the CPUs to itself.
     pub bytes_per_cpu_sec: f64,
+    /// The CPU quota of the measuring process's cgroup and what it throttled
+    /// during the measurement, when it has one (set by the engine).
+    pub quota: Option<CgroupCpu>,
 }
+
+/// A quota that throttled in this share of its periods held the workers
+/// (the same threshold as the verdict's CPU rules).
+const QUOTA_HELD_SHARE: f64 = 0.20;
 
 /// Below this CPU share, a figure says more about the machine's load than the kernel.
 pub const CONTENDED_SHARE: f64 = 0.9;
@@ -117,6 +124,11 @@ impl Measurement {
     /// (the figure is low; the probe carries a `cpu_contended` warning).
     pub fn contended(&self) -> bool {
         self.cpu_share < CONTENDED_SHARE
+    }
+
+    /// The cgroup quota that held the workers back, when one throttled.
+    pub fn held_by_quota(&self) -> Option<&CgroupCpu> {
+        self.quota.as_ref().filter(|q| q.periods > 0 && q.throttled_share() >= QUOTA_HELD_SHARE)
     }
 
     /// `cpu-zstd-3-compress-compressible-2to1-t1-memory`: unique in a run.
@@ -136,11 +148,24 @@ impl Measurement {
         details.insert("cpu_share".into(), serde_json::json!(self.cpu_share));
         details.insert("bytes_per_cpu_sec".into(), serde_json::json!(self.bytes_per_cpu_sec));
         let mut warnings = Vec::new();
+        if let Some(q) = &self.quota {
+            details.insert(details::CGROUP.into(), serde_json::to_value(q).expect("plain data"));
+        }
         if self.contended() {
+            let why = match self.held_by_quota() {
+                Some(q) => format!(
+                    "its cgroup {}'s CPU quota of {:.0}% of one core throttled it in {:.0}% of {} periods",
+                    q.path,
+                    q.quota_cores() * 100.0,
+                    q.throttled_share() * 100.0,
+                    q.periods
+                ),
+                None => "other processes ran too".into(),
+            };
             warnings.push(headroom_result::Warning::new(
                 headroom_result::WarningCode::CpuContended,
                 format!(
-                    "the workers got {:.0}% of their CPUs' time (other processes ran too): the figure is low; \
+                    "the workers got {:.0}% of their CPUs' time ({why}): the figure is low; \
                      per CPU-second the kernel did {:.0} MB/s",
                     100.0 * self.cpu_share,
                     self.bytes_per_cpu_sec / 1e6
@@ -386,6 +411,7 @@ fn measure(
         samples,
         cpu_share: shares.iter().sum::<f64>() / shares.len().max(1) as f64,
         bytes_per_cpu_sec: cpu_rate,
+        quota: None,
     })
 }
 

@@ -4,7 +4,7 @@
 //! and probes; the timing itself stays in `measure`.
 
 use crate::{all_kernels, BufferSpec, Kernel, KernelBench, Measurement};
-use headroom_result::{Probe, ProbeSpec, Warning};
+use headroom_result::{details, Probe, ProbeSpec, Warning};
 use headroom_runner::{unix_now, EngineKind, Expected, Measured, ProbeEngine, ProbeError, ProbeRequest};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::AtomicBool;
@@ -149,6 +149,7 @@ pub fn measurement_of(probe: &Probe) -> Option<Measurement> {
         samples: probe.samples.iter().map(|s| (s.t_s, s.bytes_per_sec)).collect(),
         cpu_share: number("cpu_share").unwrap_or(1.0),
         bytes_per_cpu_sec: number("bytes_per_cpu_sec").unwrap_or(0.0),
+        quota: probe.details.get(details::CGROUP).and_then(|v| serde_json::from_value(v.clone()).ok()),
     })
 }
 
@@ -198,10 +199,12 @@ impl ProbeEngine for CpuEngine {
         let req: CpuRequest = request.params()?;
         let kernel = req.resolve()?;
         let started_unix = unix_now();
-        let m = self
+        let before = headroom_sys::CpuSnapshot::take();
+        let mut m = self
             .bench()
             .measure(kernel, req.threads, req.buffer(), req.time, req.warmup, stop)
             .map_err(|e| ProbeError::Failed(e.to_string()))?;
+        m.quota = before.and_then(|b| headroom_sys::CpuSnapshot::take()?.load_since(&b).cgroup);
         // The workers count bytes without a clock of their own; the series
         // reaches sinks when the figure is final.
         for (t, rate) in &m.samples {

@@ -92,7 +92,23 @@ pub fn render(run: &CpuRun, style: Style) -> String {
     }
 
     let shared: Vec<&Measurement> = results.iter().filter(|m| m.contended()).collect();
-    if !shared.is_empty() {
+    let quota = shared
+        .iter()
+        .filter_map(|m| m.held_by_quota())
+        .max_by(|a, b| a.throttled_share().total_cmp(&b.throttled_share()));
+    if let Some(q) = quota {
+        text += &format!(
+            "* a CPU quota held the workers during {} of {} figures: the measuring process's cgroup {} may use {:.0}% of one core \
+             ({}) and was throttled in up to {:.0}% of its periods; those figures are the quota's, not the CPU's \
+             (--json has each one per CPU-second, details.bytes_per_cpu_sec)\n",
+            shared.len(),
+            results.len(),
+            q.path,
+            q.quota_cores() * 100.0,
+            if q.version == 1 { "cpu.cfs_quota_us" } else { "cpu.max" },
+            q.throttled_share() * 100.0
+        );
+    } else if !shared.is_empty() {
         let least = shared.iter().map(|m| m.cpu_share).fold(1.0, f64::min);
         text += &format!(
             "* other processes shared the CPU during {} of {} figures (down to {:.0}% of a core per worker): \
@@ -234,6 +250,7 @@ mod tests {
             samples: vec![],
             cpu_share: 1.0,
             bytes_per_cpu_sec: bytes_per_sec,
+            quota: None,
         }
     }
 
