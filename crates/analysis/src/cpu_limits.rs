@@ -109,6 +109,25 @@ pub fn cpu_limit_named(probe: &Probe, server: Option<&str>) -> Option<CpuLimit> 
     found.into_iter().min_by_key(|l| l.kind)
 }
 
+/// A quota that throttled in this share of its periods was at its limit the
+/// whole test: a hop at its ceiling beside it does not hide it.
+pub const FULLY_THROTTLED_SHARE: f64 = 0.90;
+
+/// The CPU limit of a probe when it was a quota at its limit all along
+/// (throttled in [`FULLY_THROTTLED_SHARE`] of its periods or more), on
+/// either end: what a verdict names beside a hop at its own ceiling.
+pub fn fully_held_quota(probe: &Probe, server: Option<&str>) -> Option<CpuLimit> {
+    let full = |c: Option<&CgroupCpu>| {
+        c.is_some_and(|c| c.periods >= MIN_PERIODS && c.throttled_share() >= FULLY_THROTTLED_SHARE)
+    };
+    let held = [Side::Remote, Side::Local].into_iter().any(|side| {
+        probe
+            .cpu_load(side)
+            .is_some_and(|l| full(l.cgroup.as_ref()) || l.serving.iter().any(|s| full(s.cgroup.as_ref())))
+    });
+    cpu_limit_named(probe, server).filter(|l| held && l.kind == CpuLimitKind::Quota)
+}
+
 /// Only the limits a loopback test can meet besides copying memory: a quota or steal.
 pub fn is_machine_limit(limit: &CpuLimit) -> bool {
     matches!(limit.kind, CpuLimitKind::Quota | CpuLimitKind::Steal)

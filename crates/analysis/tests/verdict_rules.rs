@@ -646,3 +646,44 @@ fn far_ends_sharing_this_machines_hostname_are_named_as_the_user_reached_them() 
     doc.host.hostname = Some("client".into());
     assert!(verdict(&doc, Direction::Read).explanation.starts_with("reads from nas's own disk"));
 }
+
+#[test]
+fn far_r4_a_full_link_and_a_quota_throttled_all_along_are_both_said() {
+    // far-link-bound (tbf at 1 GbE) with the server's cgroup throttled in
+    // `throttled` of 300 periods during the reads' network probe.
+    let with_quota = |throttled: u64| {
+        let mut doc = fixture("far-link-bound");
+        let load = headroom_result::CpuLoad {
+            wall_s: 3.0,
+            cores: 2,
+            process_percent: 30.0,
+            cgroup: Some(headroom_result::CgroupCpu {
+                version: 2,
+                path: "/nas.slice".into(),
+                quota_us: 30_000,
+                period_us: 100_000,
+                periods: 300,
+                throttled_periods: throttled,
+                throttled_s: 1.5,
+            }),
+            ..Default::default()
+        };
+        for p in doc.probes.iter_mut().filter(|p| !p.ran_remotely()) {
+            p.details.insert("cpu_load_remote".into(), serde_json::to_value(&load).unwrap());
+        }
+        let a = analyse(&doc, &one_gbe()).unwrap();
+        a.directions.into_iter().find(|d| d.direction == Direction::Read).unwrap()
+    };
+    let v = with_quota(300);
+    assert_eq!((v.bottleneck, v.rule.as_str()), (Bottleneck::Link, "R4"), "the link is at its ceiling: {v:#?}");
+    assert!(
+        v.explanation.contains("At the same time nas's CPU quota: its cgroup /nas.slice is held to 30% of one core")
+            && v.explanation.contains("both are at their limit"),
+        "{}",
+        v.explanation
+    );
+    // Throttled in a third of the periods only: the link alone, as before.
+    let v = with_quota(100);
+    assert_eq!(v.rule.as_str(), "R4");
+    assert!(!v.explanation.contains("At the same time"), "{}", v.explanation);
+}

@@ -360,6 +360,7 @@ fn link_or_slot_full(f: &Facts) -> Option<Finding> {
             let mut found = slot_or_link(slot, explanation);
             found.percent_of_ceiling = Some(m / b.bytes_per_sec * 100.0);
             headroom_beyond_the_network(f, m, slot, net.framing, &mut found);
+            also_a_full_quota(f, f.net_probe, &mut found);
             Some(found)
         }
         Limiting::Client(m) => {
@@ -381,10 +382,25 @@ fn link_or_slot_full(f: &Facts) -> Option<Finding> {
             };
             let mut found = slot_or_link(b.hop == Hop::Nic, explanation);
             found.percent_of_ceiling = Some(m / b.bytes_per_sec * 100.0);
+            also_a_full_quota(f, f.client, &mut found);
             Some(found)
         }
         Limiting::Disk(_) => None,
     }
+}
+
+/// Two hops at their limit: a link (or slot) at its ceiling wins over a CPU
+/// quota, but a quota that throttled the whole test is said beside it, as
+/// the level rule says disk and network both: lifting one alone gains nothing.
+fn also_a_full_quota(f: &Facts, probe: Option<&Probe>, found: &mut Finding) {
+    let server = f.far.map(|far| far.host.as_str());
+    let Some(limit) = probe.and_then(|p| cpu_limits::fully_held_quota(p, server)) else { return };
+    found.explanation = format!(
+        "{} At the same time {}: both are at their limit, so a faster link alone would not lift the figure.",
+        found.explanation, limit.evidence
+    );
+    found.checks.extend(cpu_checks(Some(&limit), server));
+    found.cpu_limit = Some(limit);
 }
 
 /// The NIC's slot (a `bus` bottleneck on this machine's NIC) or the link.
