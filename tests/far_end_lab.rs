@@ -117,6 +117,8 @@ fn the_servers_narrow_disk_is_named() {
         assert_eq!(side, "remote", "{dir}: the server's disk: {explanation}");
         // The blkio throttle is what the server's disk figure shows.
         assert!((figure / (20 * MB) as f64 - 1.0).abs() < 0.1, "{dir}: {figure} B/s against a 20 MB/s throttle");
+        // ... and the server found it: the ceiling it ran at is named.
+        assert!(explanation.contains("of the cgroup I/O limit (blkio.throttle."), "{dir}: {explanation}");
     }
 }
 

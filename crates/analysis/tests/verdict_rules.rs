@@ -687,3 +687,49 @@ fn far_r4_a_full_link_and_a_quota_throttled_all_along_are_both_said() {
     assert_eq!(v.rule.as_str(), "R4");
     assert!(!v.explanation.contains("At the same time"), "{}", v.explanation);
 }
+
+#[test]
+fn far_r3_a_disk_at_its_cgroup_io_limit_wins_over_a_cpu_quota_merely_throttled_beside_it() {
+    // far-disk-bound: nas's disk throttled to 40 MB/s. Its serve also sat in a
+    // CPU quota that throttled in 40% of the periods of each disk probe.
+    let mut doc = fixture("far-disk-bound");
+    let quota = headroom_result::CgroupCpu {
+        version: 1,
+        path: "/hr-cpu".into(),
+        quota_us: 20_000,
+        period_us: 100_000,
+        periods: 100,
+        throttled_periods: 40,
+        throttled_s: 0.4,
+    };
+    for p in doc.probes.iter_mut().filter(|p| p.ran_remotely()) {
+        let mut load: headroom_result::CpuLoad = serde_json::from_value(p.details["cpu_load_remote"].clone()).unwrap();
+        load.cgroup = Some(quota.clone());
+        p.details.insert("cpu_load_remote".into(), serde_json::to_value(&load).unwrap());
+    }
+    // Without the limit on record, the throttled quota is all the verdict can see.
+    assert_eq!(verdict(&doc, Direction::Read).bottleneck, Bottleneck::Cpu);
+    let limit = headroom_result::IoLimit {
+        version: 1,
+        cgroup: "/hr-blkio".into(),
+        device: "7:3".into(),
+        read_bytes_per_sec: Some(40_000_000),
+        write_bytes_per_sec: Some(40_000_000),
+        ..Default::default()
+    };
+    for p in doc.probes.iter_mut().filter(|p| p.ran_remotely()) {
+        p.details.insert("io_limit".into(), serde_json::to_value(&limit).unwrap());
+    }
+    let v = verdict(&doc, Direction::Read);
+    assert_eq!((v.bottleneck, v.rule.as_str()), (Bottleneck::Disk, "R3"), "{v:#?}");
+    assert!(
+        v.explanation.contains(
+            "of the cgroup I/O limit (blkio.throttle.read_bps_device 7:3) (40.00 MB/s), set by cgroup /hr-blkio"
+        ),
+        "{}",
+        v.explanation
+    );
+    let disk = v.hops.iter().find(|h| h.hop == "disk").unwrap();
+    assert_eq!(disk.ceiling_bytes_per_sec, Some(40e6), "{disk:?}");
+    assert!(!v.explanation.contains("At the same time"), "40% throttled is not a full quota: {}", v.explanation);
+}

@@ -12,7 +12,7 @@ use crate::share::{layout_share, looks_like_url, prepare_share, ShareOpener};
 use crate::storage::Storage;
 use crate::target::{test_file_name, PreparedTarget, TargetKind, TargetOptions};
 use crate::{DirectMode, DiskError, Rw, TestDef};
-use headroom_result::Warning;
+use headroom_result::{details, Warning};
 use headroom_runner::{
     unix_now, EngineKind, Expected, LiveSample, Measured, Plan, PrepareEvent, ProbeEngine, ProbeError, ProbeRequest,
 };
@@ -301,6 +301,9 @@ impl ProbeEngine for DiskEngine {
         let cpu_load = cpu_before.and_then(|before| Some(headroom_sys::CpuSnapshot::take()?.load_since(&before)));
         let warnings = honesty_warnings(&outcome, target, req.bus.as_ref());
         let mut probe = to_probe(&outcome, target, req.settings, warnings);
+        if let Some(limit) = target.local().and_then(|t| headroom_sys::io_limit(&t.path)) {
+            probe.details.insert(details::IO_LIMIT.into(), serde_json::to_value(limit).expect("plain data"));
+        }
         if let Some(load) = cpu_load {
             // This machine's cores over the test (its I/O threads have ended:
             // they count in the process total, not per thread).

@@ -103,6 +103,70 @@ pub struct CoreLoad {
     pub steal_percent: f64,
 }
 
+/// The block I/O limit of the measuring process's cgroup (or an ancestor)
+/// on the tested device: a ceiling the disk figure cannot pass.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct IoLimit {
+    /// 1 (blkio.throttle.*) or 2 (io.max).
+    pub version: u8,
+    /// The cgroup that sets the limit, relative to its hierarchy's root.
+    pub cgroup: String,
+    /// The device the limit names, "MAJOR:MINOR".
+    pub device: String,
+    /// Read bytes per second allowed, when limited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_bytes_per_sec: Option<u64>,
+    /// Write bytes per second allowed, when limited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_bytes_per_sec: Option<u64>,
+    /// Read operations per second allowed, when limited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_iops: Option<u64>,
+    /// Write operations per second allowed, when limited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_iops: Option<u64>,
+}
+
+impl IoLimit {
+    /// Each limit the tighter of the two; the group and device named are
+    /// those of the tighter byte rate.
+    pub fn tightest(self, other: IoLimit) -> IoLimit {
+        let min = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        };
+        let bytes =
+            |l: &IoLimit| l.read_bytes_per_sec.into_iter().chain(l.write_bytes_per_sec).min().unwrap_or(u64::MAX);
+        let (named, rest) = if bytes(&other) < bytes(&self) { (other, self) } else { (self, other) };
+        IoLimit {
+            read_bytes_per_sec: min(named.read_bytes_per_sec, rest.read_bytes_per_sec),
+            write_bytes_per_sec: min(named.write_bytes_per_sec, rest.write_bytes_per_sec),
+            read_iops: min(named.read_iops, rest.read_iops),
+            write_iops: min(named.write_iops, rest.write_iops),
+            ..named
+        }
+    }
+
+    /// The byte rate allowed in one direction (`read` or `write`).
+    pub fn bytes_per_sec(&self, read: bool) -> Option<u64> {
+        if read {
+            self.read_bytes_per_sec
+        } else {
+            self.write_bytes_per_sec
+        }
+    }
+
+    /// Where the limit is set, as its file names it.
+    pub fn setting(&self, read: bool) -> String {
+        match (self.version, read) {
+            (1, true) => format!("blkio.throttle.read_bps_device {}", self.device),
+            (1, false) => format!("blkio.throttle.write_bps_device {}", self.device),
+            (_, true) => format!("io.max {} rbps", self.device),
+            (_, false) => format!("io.max {} wbps", self.device),
+        }
+    }
+}
+
 /// The tightest CFS bandwidth limit on the process's cgroup or its ancestors.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct CgroupCpu {

@@ -8,6 +8,8 @@ use crate::{CpuLoad, Probe, Side};
 
 /// `details.why`: the net engine's one-line diagnosis of a stream.
 pub const WHY: &str = "why";
+/// A local disk probe's `IoLimit`: the cgroup's I/O limit on the tested device.
+pub const IO_LIMIT: &str = "io_limit";
 /// A cpu probe's `CgroupCpu`: the measuring process's CPU quota and what it throttled.
 pub const CGROUP: &str = "cgroup";
 /// `details.cpu_limit`: the CPU limit analysis found (`side`, `kind`, `evidence`).

@@ -5,12 +5,9 @@
 //! [`CpuSnapshot::load_since`] turns two snapshots into a
 //! [`headroom_result::CpuLoad`].
 //!
-//! The cgroup filesystem is looked up in this process's mounts, else in the
-//! mounts of its nearest ancestor that has it (through /proc/PID/root), else
-//! in kthreadd's or any process's: a process started by `ip netns exec` gets
-//! a fresh /sys without the cgroup mounts, yet its cgroup still limits it,
-//! and one whose parent exited is PID 1's child, whose root may be closed.
+//! Where the cgroup lives is [`crate::cgroup`]'s to find.
 
+use crate::cgroup::{Cgroup, Controller};
 use headroom_result::{CgroupCpu, CoreLoad, CpuLoad, ProcessLoad, ThreadLoad};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -197,83 +194,6 @@ pub(crate) fn stat_ticks(text: &str) -> Option<(String, u64)> {
     Some((name, utime + stime))
 }
 
-fn parent_of(pid: u32) -> Option<u32> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &text[text.rfind(')')? + 1..];
-    rest.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// A cgroup mount: (mount root within the hierarchy, where it is reachable).
-#[derive(Debug, Clone, PartialEq)]
-struct CgroupMount {
-    root: String,
-    dir: PathBuf,
-}
-
-/// The cpu hierarchy's mount in `mountinfo`: v1 `cgroup` with the `cpu`
-/// option, or `cgroup2`; `prefix` is prepended to the mount point.
-fn find_mount(mountinfo: &str, version: u8, prefix: &Path) -> Option<CgroupMount> {
-    mountinfo.lines().find_map(|line| {
-        let (left, right) = line.split_once(" - ")?;
-        let l: Vec<&str> = left.split_whitespace().collect();
-        let r: Vec<&str> = right.split_whitespace().collect();
-        let (root, mountpoint) = (*l.get(3)?, *l.get(4)?);
-        let (fstype, options) = (*r.first()?, r.get(2).copied().unwrap_or(""));
-        let matches = match version {
-            1 => fstype == "cgroup" && options.split(',').any(|o| o == "cpu"),
-            _ => fstype == "cgroup2",
-        };
-        matches.then(|| CgroupMount { root: root.to_string(), dir: prefix.join(mountpoint.trim_start_matches('/')) })
-    })
-}
-
-/// The mount of the cpu hierarchy: this process's, else its nearest ancestor's.
-fn locate_mount(version: u8) -> Option<CgroupMount> {
-    if let Some(m) =
-        std::fs::read_to_string("/proc/self/mountinfo").ok().and_then(|t| find_mount(&t, version, Path::new("/")))
-    {
-        return Some(m);
-    }
-    let mut pid = parent_of(std::process::id());
-    for _ in 0..16 {
-        let Some(p) = pid.filter(|p| *p > 0) else { break };
-        if let Some(m) = mount_seen_by(p, version) {
-            return Some(m);
-        }
-        pid = parent_of(p);
-    }
-    // Re-parented to PID 1 (whose root may be closed even to root): the
-    // machine's own mounts are kthreadd's (PID 2), else any process's.
-    let others = std::fs::read_dir("/proc").ok()?.flatten().filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok());
-    std::iter::once(2).chain(others).find_map(|p| mount_seen_by(p, version))
-}
-
-/// The hierarchy's mount as process `pid` sees it, reachable through its root.
-fn mount_seen_by(pid: u32, version: u8) -> Option<CgroupMount> {
-    let root = PathBuf::from(format!("/proc/{pid}/root"));
-    std::fs::read_to_string(format!("/proc/{pid}/mountinfo"))
-        .ok()
-        .and_then(|t| find_mount(&t, version, &root))
-        .filter(|m| m.dir.is_dir())
-}
-
-/// The process's cpu cgroup (version, path) from /proc/self/cgroup: a v1
-/// hierarchy with the cpu controller, else the v2 unified one.
-fn own_cgroup(text: &str) -> Option<(u8, String)> {
-    let mut v2 = None;
-    for line in text.lines() {
-        let mut f = line.splitn(3, ':');
-        let (_, controllers, path) = (f.next()?, f.next()?, f.next()?);
-        if controllers.split(',').any(|c| c == "cpu") {
-            return Some((1, path.to_string()));
-        }
-        if controllers.is_empty() {
-            v2 = Some((2, path.to_string()));
-        }
-    }
-    v2
-}
-
 fn read_trim(path: &Path) -> Option<String> {
     std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
 }
@@ -314,33 +234,20 @@ fn throttle_counters(dir: &Path) -> (u64, u64, u64) {
 /// The tightest limit between a process's cgroup (`proc_dir`: /proc/self,
 /// /proc/PID) and its hierarchy's root.
 pub(crate) fn cgroup_counters(proc_dir: &Path) -> Option<CgroupCounters> {
-    let (version, path) = own_cgroup(&std::fs::read_to_string(proc_dir.join("cgroup")).ok()?)?;
-    let mount = locate_mount(version)?;
-    let relative = path.strip_prefix(mount.root.trim_end_matches('/')).unwrap_or(&path);
-    let mut rel = PathBuf::from(relative.trim_start_matches('/'));
-    let mut best: Option<(f64, PathBuf, u64, u64)> = None;
-    loop {
-        if let Some((quota, period)) = quota_of(&mount.dir.join(&rel), version) {
+    let group = Cgroup::of(proc_dir, Controller::Cpu)?;
+    let version = group.version;
+    let mut best: Option<(f64, String, PathBuf, u64, u64)> = None;
+    for (path, dir) in group.up_to_root() {
+        if let Some((quota, period)) = quota_of(&dir, version) {
             let cores = quota as f64 / period as f64;
             if best.as_ref().is_none_or(|b| cores < b.0) {
-                best = Some((cores, rel.clone(), quota, period));
+                best = Some((cores, path, dir, quota, period));
             }
         }
-        if !rel.pop() {
-            break;
-        }
     }
-    let (_, rel, quota_us, period_us) = best?;
-    let (periods, throttled_periods, throttled_ns) = throttle_counters(&mount.dir.join(&rel));
-    Some(CgroupCounters {
-        version,
-        path: format!("/{}", rel.display()),
-        quota_us,
-        period_us,
-        periods,
-        throttled_periods,
-        throttled_ns,
-    })
+    let (_, path, dir, quota_us, period_us) = best?;
+    let (periods, throttled_periods, throttled_ns) = throttle_counters(&dir);
+    Some(CgroupCounters { version, path, quota_us, period_us, periods, throttled_periods, throttled_ns })
 }
 
 #[cfg(test)]
@@ -372,18 +279,5 @@ mod tests {
         assert_eq!(cores[0], (0, [4, 0, 2, 50, 0, 0, 1, 3]));
         let task = "1234 (hr tx (0)) R 1 2 3 4 5 6 7 8 9 10 250 40 0 0 20 0 3 0";
         assert_eq!(stat_ticks(task), Some(("hr tx (0)".into(), 290)));
-    }
-
-    #[test]
-    fn cgroup_lines_and_mounts() {
-        let v1 = "9:name=systemd:/\n2:cpuacct:/\n1:cpu:/hr-cpu-1\n0::/\n";
-        assert_eq!(own_cgroup(v1), Some((1, "/hr-cpu-1".into())));
-        assert_eq!(own_cgroup("0::/user.slice/a.scope\n"), Some((2, "/user.slice/a.scope".into())));
-        let mi = "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n\
-                  33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct\n\
-                  40 31 0:40 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n";
-        let m = find_mount(mi, 1, Path::new("/proc/7/root")).unwrap();
-        assert_eq!(m.dir, PathBuf::from("/proc/7/root/sys/fs/cgroup/cpu"));
-        assert_eq!(find_mount(mi, 2, Path::new("/")).unwrap().dir, PathBuf::from("/sys/fs/cgroup/unified"));
     }
 }

@@ -16,8 +16,10 @@
 //! of output.
 
 mod block;
+mod cgroup;
 mod cpu;
 mod cpu_load;
+mod io_limit;
 mod mounts;
 mod net;
 mod route;
@@ -27,6 +29,7 @@ mod sysfs;
 pub use block::{block_device_holding, block_devices};
 pub use cpu::{cpu, hostname, kernel, memory_bytes, os};
 pub use cpu_load::CpuSnapshot;
+pub use io_limit::io_limit;
 pub use mounts::filesystems;
 pub use net::{effective_ceiling, nics};
 pub use route::{interface_with_address, route_interface, route_interface_in};

@@ -345,11 +345,12 @@ mod tests {
     }
 
     #[test]
-    fn a_process_that_serves_for_part_of_the_window_is_measured_by_its_samples() {
+    fn a_thread_that_ends_before_the_watch_still_counts() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let watch = ServingWatch::start(ServingQuery { port: Some(port), names: vec![] });
-        // This process holds the port; a busy thread of it ends before the watch does.
+        let query = ServingQuery { port: Some(listener.local_addr().unwrap().port()), names: vec![] };
+        let mut seen = Seen::default();
+        seen.sample(&query, true);
+        // This process holds the port; a busy thread of it ends before the last sample.
         let spinner = std::thread::Builder::new()
             .name("hr-spin".into())
             .spawn(|| {
@@ -361,13 +362,16 @@ mod tests {
                 x
             })
             .unwrap();
+        for _ in 0..5 {
+            std::thread::sleep(SAMPLE_EVERY);
+            seen.sample(&query, false);
+        }
         spinner.join().unwrap();
-        std::thread::sleep(Duration::from_millis(300));
-        let loads = watch.finish();
-        let me = loads.iter().find(|l| l.pid == std::process::id()).expect("this process was followed");
-        let busiest = me.busiest_thread.as_ref().expect("its busiest thread");
-        assert_eq!(busiest.name, "hr-spin", "the thread that ended still counts: {loads:?}");
-        assert!(busiest.percent > 20.0, "{loads:?}");
+        let me = &seen.processes[&std::process::id()];
+        let spun = me.last_threads.values().find(|(name, _)| name == "hr-spin");
+        assert!(spun.is_some_and(|(_, ticks)| *ticks > 0), "the ended thread kept its last sample: {me:?}");
+        let loads = seen.loads(1.0);
+        assert!(loads.iter().any(|l| l.pid == std::process::id() && l.percent > 0.0), "{loads:?}");
         drop(listener);
     }
 }

@@ -16,7 +16,9 @@ mod rules;
 use crate::ceilings::{self, FarEnd, NetworkPath, PathHints, PathModel};
 use crate::cpu_limits;
 use crate::per_second::per_second;
-use headroom_result::{BlockDevice, Ceiling, Hop, HopFigure, Probe, ProbeSpec, ResultDoc, Side, Verdict};
+use headroom_result::{
+    details, BlockDevice, Ceiling, Hop, HopFigure, IoLimit, Probe, ProbeSpec, ResultDoc, Side, Verdict,
+};
 pub use headroom_result::{Bottleneck, Direction, DirectionVerdict};
 
 /// A measured figure at or above this share of a ceiling runs *at* the ceiling
@@ -132,6 +134,9 @@ struct Facts<'a> {
     client: Option<&'a Probe>,
     net_probe: Option<&'a Probe>,
     bus: Option<&'a Ceiling>,
+    /// The cgroup I/O limit on the disk alone's device in this direction:
+    /// a ceiling its figure provably cannot pass.
+    disk_limit: Option<Ceiling>,
     link: Option<&'a Ceiling>,
     cpu: Option<&'a Ceiling>,
     /// The lowest physical ceiling of the network part (NIC slot, link).
@@ -171,6 +176,18 @@ impl Facts<'_> {
     fn far_whose(&self) -> Option<String> {
         self.far.map(|f| format!("{}'s", f.host))
     }
+}
+
+/// The cgroup I/O limit a disk probe recorded, as the disk's ceiling in `dir`.
+fn io_limit_ceiling(probe: &Probe, dir: Direction) -> Option<Ceiling> {
+    let limit: IoLimit = serde_json::from_value(probe.details.get(details::IO_LIMIT)?.clone()).ok()?;
+    let read = dir == Direction::Read;
+    Some(Ceiling {
+        hop: Hop::Disk,
+        name: format!("cgroup I/O limit ({})", limit.setting(read)),
+        bytes_per_sec: limit.bytes_per_sec(read)? as f64,
+        source: Some(format!("cgroup {}", limit.cgroup)),
+    })
 }
 
 fn lowest<'a>(ceilings: impl IntoIterator<Item = Option<&'a Ceiling>>) -> Option<&'a Ceiling> {
@@ -220,6 +237,7 @@ fn facts<'a>(doc: &'a ResultDoc, model: &'a PathModel, dir: Direction) -> Option
             Some(far) => far.bus.as_ref(),
             None => model.ceiling(Hop::Bus),
         },
+        disk_limit: disk_alone.and_then(|p| io_limit_ceiling(p, dir)),
         link,
         cpu: model.ceiling(Hop::Cpu),
         net_bound,
@@ -253,7 +271,9 @@ fn hop_chain(f: &Facts, far_cpu: Option<&cpu_limits::CpuLimit>) -> Vec<HopFigure
         let far = f.far.is_some();
         let device = f.disk_device().map(|d| d.name.clone());
         if f.disk_alone.is_some() || device.is_some() {
-            push(Hop::Disk, device.unwrap_or_else(|| "disk".into()), None, f.disk_alone, far);
+            let name = device.unwrap_or_else(|| "disk".into());
+            let limited = f.disk_limit.as_ref().map(|c| Ceiling { name: format!("{name}, {}", c.name), ..c.clone() });
+            push(Hop::Disk, name, limited.as_ref(), f.disk_alone, far);
         }
         if f.bus.is_some() {
             push(Hop::Bus, String::new(), f.bus, None, far);

@@ -264,7 +264,20 @@ fn the_disk(f: &Facts) -> Option<Finding> {
     };
     let mut found = Finding::new(Bottleneck::Disk, Some(Hop::Disk), Some(f.disk_side()), explanation);
     found.percent_of_ceiling = f.bus.map(|b| m / b.bytes_per_sec * 100.0);
+    if let Some(limit) = at_ceiling(m, f.disk_limit.as_ref()) {
+        found.explanation = format!(
+            "{} The disk runs at {} of the {} ({}), set by {}: the limit, not the device, is what was measured.",
+            found.explanation,
+            pct(m / limit.bytes_per_sec),
+            limit.name,
+            format_bytes_per_sec(limit.bytes_per_sec),
+            limit.source.as_deref().unwrap_or("a cgroup")
+        );
+        found.percent_of_ceiling = Some(m / limit.bytes_per_sec * 100.0);
+        found.checks.push(format!("the cgroup I/O limit ({}): raise or remove it to measure the device", limit.name));
+    }
     headroom_beyond_the_disk(f, f.m_client.unwrap_or(m), &mut found);
+    also_a_full_quota(f, f.disk_alone, "disk", &mut found);
     Some(found)
 }
 
@@ -360,7 +373,7 @@ fn link_or_slot_full(f: &Facts) -> Option<Finding> {
             let mut found = slot_or_link(slot, explanation);
             found.percent_of_ceiling = Some(m / b.bytes_per_sec * 100.0);
             headroom_beyond_the_network(f, m, slot, net.framing, &mut found);
-            also_a_full_quota(f, f.net_probe, &mut found);
+            also_a_full_quota(f, f.net_probe, "link", &mut found);
             Some(found)
         }
         Limiting::Client(m) => {
@@ -382,21 +395,22 @@ fn link_or_slot_full(f: &Facts) -> Option<Finding> {
             };
             let mut found = slot_or_link(b.hop == Hop::Nic, explanation);
             found.percent_of_ceiling = Some(m / b.bytes_per_sec * 100.0);
-            also_a_full_quota(f, f.client, &mut found);
+            also_a_full_quota(f, f.client, "link", &mut found);
             Some(found)
         }
         Limiting::Disk(_) => None,
     }
 }
 
-/// Two hops at their limit: a link (or slot) at its ceiling wins over a CPU
-/// quota, but a quota that throttled the whole test is said beside it, as
-/// the level rule says disk and network both: lifting one alone gains nothing.
-fn also_a_full_quota(f: &Facts, probe: Option<&Probe>, found: &mut Finding) {
+/// Two hops at their limit: a link (or slot, or a disk at its I/O limit) at
+/// its ceiling wins over a CPU quota, but a quota that throttled the whole
+/// test is said beside it, as the level rule says disk and network both:
+/// lifting one alone gains nothing. `hop` names the one at its ceiling.
+fn also_a_full_quota(f: &Facts, probe: Option<&Probe>, hop: &str, found: &mut Finding) {
     let server = f.far.map(|far| far.host.as_str());
     let Some(limit) = probe.and_then(|p| cpu_limits::fully_held_quota(p, server)) else { return };
     found.explanation = format!(
-        "{} At the same time {}: both are at their limit, so a faster link alone would not lift the figure.",
+        "{} At the same time {}: both are at their limit, so a faster {hop} alone would not lift the figure.",
         found.explanation, limit.evidence
     );
     found.checks.extend(cpu_checks(Some(&limit), server));
@@ -599,8 +613,9 @@ fn the_far_ends_cpu(f: &Facts) -> Option<Finding> {
     }
     let (limit, explanation) = match f.limiting? {
         Limiting::Disk(d) => {
-            // A disk that fills its bus is the bus's (R2), however busy the CPU.
-            if at_ceiling(d, f.bus).is_some() {
+            // A disk that fills its bus is the bus's (R2), one at its cgroup
+            // I/O limit the limit's (R3), however throttled the CPU was.
+            if at_ceiling(d, f.bus).is_some() || at_ceiling(d, f.disk_limit.as_ref()).is_some() {
                 return None;
             }
             let limit = f.disk_alone.and_then(|p| cpu_limits::cpu_limit_named(p, Some(&far.host)))?;
