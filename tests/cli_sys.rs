@@ -10,7 +10,7 @@ fn sys_json_is_the_host_object_of_the_result_document() {
     assert!(output.status.success());
     let host: headroom_result::Host = serde_json::from_slice(&output.stdout).expect("stdout is one Host document");
     assert!(host.cpu.is_some_and(|c| c.logical_cpus >= 1));
-    assert!(host.nics.iter().any(|n| n.name == "lo" && n.kind == "loopback"));
+    assert!(host.nics.iter().any(|n| n.name == "lo" && n.kind == headroom_result::NicKind::Loopback));
     assert!(host.filesystems.iter().any(|f| f.mountpoint == "/"));
 }
 

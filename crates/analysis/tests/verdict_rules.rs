@@ -243,7 +243,7 @@ fn r9_disk_and_network_within_the_noise_are_level() {
 #[test]
 fn r8_a_virtual_link_without_link_asks_for_one_instead_of_the_cable_checklist() {
     let mut doc = fixture("unexplained");
-    doc.host.nics[0].kind = "virtual".into();
+    doc.host.nics[0].kind = headroom_result::NicKind::Virtual;
     doc.host.nics[0].name = "veth0".into();
     let v = verdict(&doc, Direction::Read);
     assert_eq!((v.bottleneck, v.rule.as_str()), (Bottleneck::Unexplained, "R8"), "{v:#?}");

@@ -69,6 +69,49 @@ pub struct PciLink {
     pub bytes_per_sec: f64,
 }
 
+/// What kind of interface a NIC is, as `sys` classifies it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum NicKind {
+    /// A NIC on a bus (PCIe, platform): its link speed is real.
+    #[default]
+    Physical,
+    /// Software (veth, bridge, tun, a VLAN): no wire of its own.
+    Virtual,
+    /// A USB adapter: its bus may be narrower than its link.
+    Usb,
+    /// The loopback interface.
+    Loopback,
+}
+
+impl NicKind {
+    /// The word the documents use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NicKind::Physical => "physical",
+            NicKind::Virtual => "virtual",
+            NicKind::Usb => "usb",
+            NicKind::Loopback => "loopback",
+        }
+    }
+}
+
+impl std::str::FromStr for NicKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        [NicKind::Physical, NicKind::Virtual, NicKind::Usb, NicKind::Loopback]
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| format!("'{s}' is not a NIC kind (physical, virtual, usb, loopback)"))
+    }
+}
+
+impl std::fmt::Display for NicKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A network interface.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Nic {
@@ -78,7 +121,7 @@ pub struct Nic {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver: Option<String>,
     /// physical, virtual, usb or loopback.
-    pub kind: String,
+    pub kind: NicKind,
     /// Reported link speed in Mb/s (sysfs `speed`), when the driver reports one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speed_mbps: Option<u64>,

@@ -8,7 +8,7 @@ use crate::sysfs::{
 };
 use crate::{trim_float, SysRoot};
 use headroom_limits::{ethernet_by_speed_mbps, Framing};
-use headroom_result::Nic;
+use headroom_result::{Nic, NicKind};
 use std::collections::BTreeMap;
 
 /// Drivers of paravirtual or software NICs: their reported speed is not a
@@ -103,7 +103,7 @@ fn nic(root: &SysRoot, name: &str) -> Nic {
 
     let pci_link = device.as_deref().and_then(|d| pci_link_above(d, &devices_root));
     let usb_speed_mbps =
-        if kind == "usb" { device.as_deref().and_then(|d| usb_speed_above(d, &devices_root)) } else { None };
+        if kind == NicKind::Usb { device.as_deref().and_then(|d| usb_speed_above(d, &devices_root)) } else { None };
 
     let ethernet = speed_mbps.and_then(ethernet_by_speed_mbps);
     let ceiling_bytes_per_sec = match (speed_mbps, tcp_payload_framing(mtu)) {
@@ -114,7 +114,7 @@ fn nic(root: &SysRoot, name: &str) -> Nic {
     let mut nic = Nic {
         name: name.to_string(),
         driver,
-        kind: kind.to_string(),
+        kind,
         speed_mbps,
         duplex,
         mtu,
@@ -141,14 +141,14 @@ fn tcp_payload_framing(mtu: u32) -> Option<Framing> {
     (mtu >= 576).then(|| Framing { mtu, ..Framing::default() })
 }
 
-fn classify(root: &SysRoot, name: &str, device: Option<&std::path::Path>, driver: Option<&str>) -> &'static str {
+fn classify(root: &SysRoot, name: &str, device: Option<&std::path::Path>, driver: Option<&str>) -> NicKind {
     let dir = root.sys().join("class/net").join(name);
     if read_u64(dir.join("type")) == Some(ARPHRD_LOOPBACK) || name == "lo" {
-        return "loopback";
+        return NicKind::Loopback;
     }
     let on_usb_bus = device.is_some_and(|d| d.components().any(|c| c.as_os_str().to_string_lossy().starts_with("usb")));
     if on_usb_bus || driver.is_some_and(|d| USB_DRIVERS.contains(&d)) {
-        return "usb";
+        return NicKind::Usb;
     }
     let devtype = uevent(&dir, "DEVTYPE");
     let software = device.is_none()
@@ -156,9 +156,9 @@ fn classify(root: &SysRoot, name: &str, device: Option<&std::path::Path>, driver
         || devtype.as_deref().is_some_and(|t| VIRTUAL_DEVTYPES.contains(&t))
         || driver.is_some_and(|d| VIRTUAL_DRIVERS.contains(&d));
     if software {
-        "virtual"
+        NicKind::Virtual
     } else {
-        "physical"
+        NicKind::Physical
     }
 }
 
@@ -187,7 +187,7 @@ fn judge(nic: &mut Nic) {
         }
     }
 
-    if nic.kind == "usb" {
+    if nic.kind == NicKind::Usb {
         let driver = nic.driver.clone().unwrap_or_else(|| "unknown driver".into());
         nic.flags.push(format!("USB NIC ({driver}): USB NICs are a known source of drops and link resets"));
         if let Some(usb) = nic.usb_speed_mbps.and_then(usb_link) {
@@ -205,18 +205,18 @@ fn judge(nic: &mut Nic) {
     if nic.duplex.as_deref() == Some("half") {
         nic.flags.push("half duplex: a duplex mismatch with the switch costs most of the throughput".into());
     }
-    if let Some(changes) = nic.carrier_changes.filter(|c| *c > CARRIER_FLAP_THRESHOLD && nic.kind != "virtual") {
+    if let Some(changes) = nic.carrier_changes.filter(|c| *c > CARRIER_FLAP_THRESHOLD && nic.kind != NicKind::Virtual) {
         nic.flags.push(format!(
             "carrier changed {changes} times since boot: the link flaps (cable, switch port, USB power)"
         ));
     }
-    if nic.kind == "virtual" {
+    if nic.kind == NicKind::Virtual {
         nic.notes.push(match nic.speed_mbps {
             Some(_) => "virtual NIC: the reported speed is a label, not a physical limit".into(),
             None => "virtual NIC: no physical speed; the host's NIC and CPU set the ceiling".into(),
         });
     }
-    if nic.kind == "physical" && nic.speed_mbps.is_some() && nic.link.is_none() {
+    if nic.kind == NicKind::Physical && nic.speed_mbps.is_some() && nic.link.is_none() {
         nic.notes.push("speed not in the Ethernet catalog".into());
     }
 }

@@ -151,7 +151,7 @@ mod tests {
         assert_eq!(super::route_interface("127.0.0.1".parse().unwrap()).as_deref(), Some("lo"));
         let nics = crate::nics(&crate::SysRoot::live());
         let nic = nics.iter().find(|n| n.name == "lo").expect("lo in the inventory");
-        assert_eq!(nic.kind, "loopback");
+        assert_eq!(nic.kind, headroom_result::NicKind::Loopback);
         assert!(nic.mtu > 0);
     }
 }

@@ -43,7 +43,7 @@ fn cpu_memory_and_names() {
 fn ten_gbe_nic_in_a_pcie2_x1_slot_is_flagged() {
     let h = host();
     let n = nic(&h, "enp2s0");
-    assert_eq!(n.kind, "physical");
+    assert_eq!(n.kind.as_str(), "physical");
     assert_eq!(n.driver.as_deref(), Some("ixgbe"));
     assert_eq!(n.link.as_deref(), Some("10GbE"));
     assert_eq!(n.mtu, 9000);
@@ -62,7 +62,7 @@ fn ten_gbe_nic_in_a_pcie2_x1_slot_is_flagged() {
 fn usb_nic_on_a_usb2_port_is_flagged_with_its_port_ceiling_and_flaps() {
     let h = host();
     let n = nic(&h, "enx00e04c680001");
-    assert_eq!(n.kind, "usb");
+    assert_eq!(n.kind.as_str(), "usb");
     assert_eq!(n.driver.as_deref(), Some("r8152"));
     assert_eq!(n.usb_speed_mbps, Some(480));
     assert!(close(n.ceiling_bytes_per_sec.unwrap(), 117_685_305.59), "1 GbE TCP at MTU 1500 is 117.69 MB/s");
@@ -76,11 +76,11 @@ fn usb_nic_on_a_usb2_port_is_flagged_with_its_port_ceiling_and_flaps() {
 fn software_interfaces_are_virtual_or_loopback_with_no_ceiling() {
     let h = host();
     let br = nic(&h, "br0");
-    assert_eq!(br.kind, "virtual");
+    assert_eq!(br.kind.as_str(), "virtual");
     assert_eq!(br.ceiling_bytes_per_sec, None);
     assert!(br.flags.is_empty());
     let lo = nic(&h, "lo");
-    assert_eq!(lo.kind, "loopback");
+    assert_eq!(lo.kind.as_str(), "loopback");
     assert_eq!(lo.mtu, 65536);
 }
 

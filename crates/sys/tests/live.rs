@@ -15,7 +15,7 @@ fn this_machine_has_a_cpu_memory_loopback_and_a_root_filesystem() {
     assert!(cpu.logical_cpus as usize >= usable, "{} logical < {usable} usable", cpu.logical_cpus);
     assert!(h.memory_bytes.unwrap() > 64 << 20);
     let lo = h.nics.iter().find(|n| n.name == "lo").expect("lo exists");
-    assert_eq!(lo.kind, "loopback");
+    assert_eq!(lo.kind, headroom_result::NicKind::Loopback);
     assert!(lo.addresses.iter().any(|a| a.starts_with("127.0.0.1/")), "{:?}", lo.addresses);
     assert!(h.filesystems.iter().any(|f| f.mountpoint == "/"), "{:?}", h.filesystems);
     assert!(!h.filesystems.iter().any(|f| f.fstype == "proc"));
@@ -41,7 +41,7 @@ fn loopback_and_own_addresses_route_over_lo() {
     let own: Option<IpAddr> = h
         .nics
         .iter()
-        .filter(|n| n.kind != "loopback")
+        .filter(|n| n.kind != headroom_result::NicKind::Loopback)
         .flat_map(|n| n.addresses.iter())
         .find_map(|a| a.split('/').next()?.parse().ok());
     if let Some(addr) = own {

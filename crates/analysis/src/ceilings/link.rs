@@ -113,7 +113,7 @@ pub(crate) fn path_link(spec: Option<&LinkSpec>, nic: Option<&Nic>) -> Option<(S
     if let Some(spec) = spec {
         return Some((tcp_name(&spec.name, &framing, None), spec.tcp_bytes_per_sec(&framing), "--link".into()));
     }
-    let n = nic.filter(|n| !is_virtual(n) && n.kind != "loopback")?;
+    let n = nic.filter(|n| !is_virtual(n) && n.kind != headroom_result::NicKind::Loopback)?;
     let l = n.speed_mbps.and_then(ethernet_by_speed_mbps)?;
     let bytes = framing.tcp_goodput_bits(l.usable_bits_per_sec) / 8.0;
     Some((tcp_name(&l.name, &framing, None), bytes, format!("/sys/class/net/{}/speed", n.name)))
@@ -164,7 +164,7 @@ impl LinkCeiling {
                 note: Some("give --link SPEC to compare against a ceiling".into()),
             };
         };
-        if i.kind == "loopback" {
+        if i.kind == headroom_result::NicKind::Loopback {
             return LinkCeiling {
                 name: "loopback".into(),
                 tcp_bytes_per_sec: None,
@@ -302,7 +302,7 @@ mod tests {
     fn net_names_the_interface_and_takes_a_rate_at_its_mtu() {
         let eth = Nic {
             name: "eth0".into(),
-            kind: "physical".into(),
+            kind: headroom_result::NicKind::Physical,
             speed_mbps: Some(1000),
             mtu: 9000,
             ..Default::default()

@@ -349,14 +349,14 @@ mod tests {
         let mut doc = ResultDoc::new("2026-11-21T00:00:00Z");
         doc.host.nics.push(Nic {
             name: "eth0".into(),
-            kind: "physical".into(),
+            kind: headroom_result::NicKind::Physical,
             speed_mbps: Some(1000),
             mtu: 1500,
             ..Default::default()
         });
         let m = derive(&doc, &PathHints { link: Some("1gbe".parse().unwrap()), nic: None }).unwrap();
         assert!((m.ceiling(Hop::Link).unwrap().bytes_per_sec - 117.685e6).abs() < 0.01e6);
-        doc.host.nics[0].kind = "virtual".into();
+        doc.host.nics[0].kind = headroom_result::NicKind::Virtual;
         doc.probes.push(disk_probe("/"));
         doc.probes[0].spec = ProbeSpec::Net(headroom_result::NetSpec {
             test: "tcp".into(),

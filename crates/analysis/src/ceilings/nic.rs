@@ -17,9 +17,13 @@ pub fn choose_nic<'a>(nics: &'a [Nic], named: Option<&str>) -> Option<&'a Nic> {
         return nics.iter().find(|n| n.name == name);
     }
     let rank = |n: &Nic| {
-        (n.kind == "physical" || n.kind == "usb", n.effective_ceiling().unwrap_or(0.0), n.speed_mbps.unwrap_or(0))
+        (
+            n.kind == headroom_result::NicKind::Physical || n.kind == headroom_result::NicKind::Usb,
+            n.effective_ceiling().unwrap_or(0.0),
+            n.speed_mbps.unwrap_or(0),
+        )
     };
-    nics.iter().filter(|n| n.kind != "loopback" && n.carrier != Some(false)).max_by(|a, b| {
+    nics.iter().filter(|n| n.kind != headroom_result::NicKind::Loopback && n.carrier != Some(false)).max_by(|a, b| {
         let (a, b) = (rank(a), rank(b));
         a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2))
     })
@@ -27,7 +31,7 @@ pub fn choose_nic<'a>(nics: &'a [Nic], named: Option<&str>) -> Option<&'a Nic> {
 
 /// A paravirtual or software NIC: its reported speed is a label, not a limit.
 pub(crate) fn is_virtual(nic: &Nic) -> bool {
-    nic.kind == "virtual"
+    nic.kind == headroom_result::NicKind::Virtual
 }
 
 /// The framing of a path through `nic`: its MTU when it is one Ethernet
@@ -66,7 +70,7 @@ mod tests {
     fn nic(name: &str, kind: &str, speed: u64, ceiling: Option<f64>) -> Nic {
         Nic {
             name: name.into(),
-            kind: kind.into(),
+            kind: kind.parse().unwrap(),
             speed_mbps: Some(speed),
             ceiling_bytes_per_sec: ceiling,
             ..Default::default()

@@ -332,7 +332,7 @@ fn direction_verdict(doc: &ResultDoc, model: &PathModel, dir: Direction) -> Opti
 /// The NIC hop's words: its name, and for a virtual one without a ceiling
 /// (veth, bridge, tun) why none is shown, so no reader waits for one.
 fn nic_hop_name(nic: &headroom_result::Nic, has_ceiling: bool) -> String {
-    if nic.kind != "virtual" || has_ceiling {
+    if nic.kind != headroom_result::NicKind::Virtual || has_ceiling {
         return nic.name.clone();
     }
     match &nic.driver {
@@ -409,11 +409,15 @@ mod tests {
 
     #[test]
     fn a_virtual_nic_without_a_ceiling_says_why_it_has_none() {
-        let veth =
-            Nic { name: "hv1a".into(), kind: "virtual".into(), driver: Some("veth".into()), ..Default::default() };
+        let veth = Nic {
+            name: "hv1a".into(),
+            kind: headroom_result::NicKind::Virtual,
+            driver: Some("veth".into()),
+            ..Default::default()
+        };
         assert_eq!(nic_hop_name(&veth, false), "hv1a (veth: virtual, no line rate)");
         assert_eq!(nic_hop_name(&veth, true), "hv1a", "a ceiling (the host's, a --link) needs no excuse");
-        let eth = Nic { name: "eno1".into(), kind: "physical".into(), ..Default::default() };
+        let eth = Nic { name: "eno1".into(), kind: headroom_result::NicKind::Physical, ..Default::default() };
         assert_eq!(nic_hop_name(&eth, false), "eno1");
     }
 }

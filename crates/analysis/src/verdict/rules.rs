@@ -713,7 +713,7 @@ fn unexplained(f: &Facts) -> Option<Finding> {
         "the server side: is its disk or its CPU busy?".into(),
     ];
     if let (Limiting::Net(_), Some(net)) = (f.limiting?, f.net) {
-        if bound.is_none() && net.nic.as_ref().is_none_or(|n| n.kind == "virtual") {
+        if bound.is_none() && net.nic.as_ref().is_none_or(|n| n.kind == headroom_result::NicKind::Virtual) {
             virtual_link(&mut found, what, m, net.nic.as_ref().map(|n| n.name.as_str()));
         }
         if let Some(why) = f.net_probe.and_then(Probe::why) {

@@ -105,7 +105,10 @@ fn machine(host: &Host) -> String {
     let nics: Vec<String> = host
         .nics
         .iter()
-        .filter(|n| n.kind != "loopback" && (n.carrier == Some(true) || n.operstate.as_deref() == Some("up")))
+        .filter(|n| {
+            n.kind != headroom_result::NicKind::Loopback
+                && (n.carrier == Some(true) || n.operstate.as_deref() == Some("up"))
+        })
         .map(|n| match n.speed_mbps {
             Some(speed) => format!("{} {speed} Mb/s", n.name),
             None => n.name.clone(),

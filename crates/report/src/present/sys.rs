@@ -101,7 +101,7 @@ fn nic_row(nic: &Nic, style: Style) -> String {
     };
     let mut text = nic_line([
         &nic.name,
-        &nic.kind,
+        nic.kind.as_str(),
         nic.driver.as_deref().unwrap_or("-"),
         &link,
         &nic.mtu.to_string(),
