@@ -139,14 +139,14 @@ fn run_against_a_throttled_nas(share: Share, daemon_memory: Option<u64>) -> Resu
     let mut nas = Nas::new().expect("lab NAS");
     nas.shape(tbf_rate_emulating(1e9, &Framing::default()) as u64).expect("tbf");
     let dir = mount.path().to_str().unwrap().to_string();
-    let mut _ganesha_memory = None;
+    let mut ganesha_memory = None;
     let (url, daemon) = match share {
         Share::Nfs => {
             let export = nas.serve_nfs(mount.path(), Some(&throttle)).expect("ganesha");
             if let Some(limit) = daemon_memory {
                 let group = MemoryLimit::new("ganesha", limit).expect("memory group");
                 group.add_pid(export.pid).expect("ganesha into the memory group");
-                _ganesha_memory = Some(group);
+                ganesha_memory = Some(group);
             }
             (export.url, None)
         }
@@ -180,7 +180,7 @@ fn run_against_a_throttled_nas(share: Share, daemon_memory: Option<u64>) -> Resu
     if let Some(export) = &daemon {
         eprintln!("smbd's page cache after the run: {:?} bytes", export.cached_bytes());
     }
-    if let Some(group) = &_ganesha_memory {
+    if let Some(group) = &ganesha_memory {
         eprintln!("ganesha's page cache after the run: {:?} bytes", group.cached_bytes());
     }
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
