@@ -630,6 +630,100 @@ fn far_a_share_read_from_the_servers_memory_is_held_at_its_link_not_the_disk() {
     assert!(!v.explanation.contains("outran"), "{}", v.explanation);
 }
 
+/// far-disk-bound (nas's disk at 39.84 MB/s each way, O_DIRECT) with a
+/// probe through headroom's own `protocol` client (`run --share`) in
+/// direction `rw` at `client` bytes/s, the network edited to 117.7 MB/s each
+/// way, as over 1 GbE.
+fn with_a_share_client(protocol: &str, rw: &str, client: f64) -> ResultDoc {
+    let mut doc = fixture("far-disk-bound");
+    let mut p = doc.probes.iter().find(|p| p.id == format!("seq1m-q8t1-{rw}@nas")).unwrap().clone();
+    p.id = format!("seq1m-q8t1-{rw}");
+    p.host = None;
+    p.details.clear();
+    if let headroom_result::ProbeSpec::Disk(d) = &mut p.spec {
+        d.path = format!("{protocol}://nas/tank/headroom-disk-1.tmp");
+        d.filesystem = None;
+        d.protocol =
+            Some(headroom_result::ProtocolInfo { name: protocol.into(), server: "nas:0".into(), ..Default::default() });
+    }
+    p.summary.bytes_per_sec = client;
+    doc.probes.push(p);
+    for test in ["tcp", "tcp_reverse"] {
+        net_probe_mut(&mut doc, test).summary.bytes_per_sec = 117.7e6;
+    }
+    doc
+}
+
+fn verdict_at_1gbe(doc: &ResultDoc, dir: Direction) -> DirectionVerdict {
+    analyse(doc, &one_gbe()).unwrap().directions.into_iter().find(|v| v.direction == dir).expect("direction")
+}
+
+/// Issue 29.1, reviewed for every protocol and both directions: a share
+/// write at the link from a server whose own disk writes 39.84 MB/s was
+/// absorbed by its memory (an unstable NFS write, an SMB write to its page
+/// cache), as a read at the link came from its page cache. Whole exports
+/// (iSCSI, NBD) are only read by `run`. The link is named, never nas's disk.
+#[test]
+fn far_share_figures_that_outran_the_servers_disk_are_held_at_the_link_for_each_protocol_and_direction() {
+    for (protocol, rw) in
+        [("nfs", "read"), ("nfs", "write"), ("smb", "read"), ("smb", "write"), ("iscsi", "read"), ("nbd", "read")]
+    {
+        let dir = if rw == "read" { Direction::Read } else { Direction::Write };
+        let v = verdict_at_1gbe(&with_a_share_client(protocol, rw, 117.0e6), dir);
+        let e = &v.explanation;
+        assert_eq!((v.bottleneck, v.rule.as_str()), (Bottleneck::Link, "R4"), "{protocol} {rw}: {e}");
+        assert!(e.starts_with(&format!("{rw}s run at 117.0 MB/s over {protocol}; nas's own disk")), "{e}");
+        let (happened, check) = match dir {
+            Direction::Read => ("nas served them from its memory (page cache)", "uncached reads"),
+            Direction::Write => ("nas's memory absorbed them", "durable writes"),
+        };
+        assert!(e.contains(&format!("The {rw}s outran nas's own disk (39.84 MB/s) 2.9x: {happened}")), "{e}");
+        assert!(v.checks.iter().any(|c| c.starts_with(check)), "{protocol} {rw}: {:?}", v.checks);
+        // At the disk's own figure the disk is the limit, and no cache is claimed.
+        let v = verdict_at_1gbe(&with_a_share_client(protocol, rw, 39.0e6), dir);
+        assert_eq!((v.bottleneck, v.rule.as_str()), (Bottleneck::Disk, "R3"), "{protocol} {rw}: {}", v.explanation);
+        assert!(!v.explanation.contains("outran"), "{}", v.explanation);
+    }
+}
+
+/// R2 (the server's bus full) reads the same comparison as R3: a client that
+/// outran nas's disk did not cross nas's bus either.
+#[test]
+fn far_r2_is_not_named_for_a_share_that_outran_the_servers_disk() {
+    // Edited: a bus of 42 MB/s under nas's loop device, as in far_r2_... above.
+    let mut doc = with_a_share_client("nfs", "read", 117.0e6);
+    let loop1 = doc.peers[0].block_devices.iter_mut().find(|d| d.name == "loop1").unwrap();
+    loop1.ceiling_bytes_per_sec = Some(42e6);
+    let v = verdict_at_1gbe(&doc, Direction::Read);
+    assert_eq!((v.bottleneck, v.rule.as_str()), (Bottleneck::Link, "R4"), "{v:#?}");
+    assert!(v.explanation.contains("served them from its memory"), "{}", v.explanation);
+    // At nas's disk figure, its full bus is named as before.
+    let mut doc = with_a_share_client("nfs", "read", 39.0e6);
+    let loop1 = doc.peers[0].block_devices.iter_mut().find(|d| d.name == "loop1").unwrap();
+    loop1.ceiling_bytes_per_sec = Some(42e6);
+    assert_eq!(verdict_at_1gbe(&doc, Direction::Read).rule.as_str(), "R2");
+}
+
+/// R7 with a client between nas's disk and the network (reads from nas's
+/// cache at 60 MB/s over a network that carries 117.7 MB/s): the protocol is
+/// the limit of these reads, and the sentence says the cache answered; it
+/// does not hold the client against the disk as if it had read from it
+/// (was "151% of what nas's disk does, so the storage protocol").
+#[test]
+fn far_r7_a_share_between_the_servers_disk_and_the_network_says_the_cache_answered() {
+    for (rw, dir) in [("read", Direction::Read), ("write", Direction::Write)] {
+        let v = verdict_at_1gbe(&with_a_share_client("smb", rw, 60.0e6), dir);
+        let e = &v.explanation;
+        assert_eq!((v.bottleneck, v.rule.as_str()), (Bottleneck::Protocol, "R7"), "{e}");
+        assert!(!e.contains("of what nas's disk does"), "{e}");
+        assert!(e.contains("the client gets 51% of what the network carries, so the storage protocol (smb)"), "{e}");
+        assert!(e.contains(&format!("The {rw}s outran nas's own disk (39.84 MB/s) 1.5x")), "{e}");
+    }
+    // Below nas's disk the disk's share is still said.
+    let v = verdict_at_1gbe(&with_a_share_client("smb", "read", 20.0e6), Direction::Read);
+    assert!(v.explanation.contains("and 50% of what nas's disk does"), "{}", v.explanation);
+}
+
 /// Issue 29.4: two ends called the same ("vm's own disk" could be either):
 /// the far end is named as the user reached it.
 #[test]

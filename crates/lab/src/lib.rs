@@ -7,6 +7,7 @@
 pub mod blockdev;
 pub mod chromium;
 pub mod cpu;
+pub mod memory;
 pub mod nas;
 pub mod netns;
 

@@ -492,6 +492,12 @@ fn the_storage_protocol(f: &Facts) -> Option<Finding> {
     let protocol = f.model.storage_protocol.clone().unwrap_or_default();
     let explanation = match (far_preamble(f), f.far) {
         // The server's own disk was measured and is not it (else R2/R3 spoke).
+        // A client that outran it was served by the server's memory, not
+        // that disk: no share of it to state (`served_from_memory` says why).
+        (Some(pre), Some(_)) if outran_the_far_disk(f).is_some() => format!(
+            "{pre}: the client gets {} of what the network carries, so the storage protocol ({protocol}) is the limit.",
+            pct(m / n),
+        ),
         (Some(pre), Some(far)) => format!(
             "{pre}: the client gets {} of what the network carries and {} of what {}'s disk does, so the storage protocol ({protocol}) is the limit.",
             pct(m / n),

@@ -11,7 +11,8 @@
 //! (and its blkio throttle) for all but the last few MiB written.
 
 use super::Nas;
-use crate::blockdev::{unique_name, BlkioThrottle};
+use crate::blockdev::BlkioThrottle;
+use crate::memory::MemoryLimit;
 use std::io;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -53,7 +54,7 @@ pub struct SmbExport {
     /// smbd's pid (the parent; killed with the NAS).
     pub pid: u32,
     /// The memory group smbd runs in, if any.
-    memory: Option<MemoryGroup>,
+    memory: Option<MemoryLimit>,
 }
 
 impl SmbExport {
@@ -83,9 +84,7 @@ impl SmbExport {
 
     /// Bytes of page cache charged to smbd's memory group (None without one).
     pub fn cached_bytes(&self) -> Option<u64> {
-        let m = self.memory.as_ref()?;
-        let stat = std::fs::read_to_string(m.dir.join("memory.stat")).ok()?;
-        stat.lines().find_map(|l| l.strip_prefix("cache ")).and_then(|v| v.trim().parse().ok())
+        self.memory.as_ref()?.cached_bytes().ok()
     }
 }
 
@@ -101,45 +100,6 @@ fn children(pid: u32) -> Vec<u32> {
             }) == Some(pid)
         })
         .collect()
-}
-
-/// A cgroup v1 memory group; its processes are killed and it is removed on drop.
-#[derive(Debug)]
-struct MemoryGroup {
-    dir: PathBuf,
-}
-
-impl MemoryGroup {
-    fn new(limit: u64) -> io::Result<MemoryGroup> {
-        let dir = Path::new("/sys/fs/cgroup/memory").join(unique_name("smbd-mem"));
-        std::fs::create_dir(&dir)?;
-        let group = MemoryGroup { dir };
-        std::fs::write(group.dir.join("memory.limit_in_bytes"), limit.to_string())?;
-        Ok(group)
-    }
-
-    fn add(&self, pid: u32) -> io::Result<()> {
-        std::fs::write(self.dir.join("cgroup.procs"), pid.to_string())
-    }
-}
-
-impl Drop for MemoryGroup {
-    fn drop(&mut self) {
-        // Only the smbd this module started (and its forks) are inside.
-        if let Ok(pids) = std::fs::read_to_string(self.dir.join("cgroup.procs")) {
-            for pid in pids.split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
-                if let Some(pid) = rustix::process::Pid::from_raw(pid) {
-                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-                }
-            }
-        }
-        for _ in 0..50 {
-            if std::fs::remove_dir(&self.dir).is_ok() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
 }
 
 impl Nas {
@@ -213,7 +173,7 @@ impl Nas {
         if !out.status.success() {
             return Err(io::Error::other(format!("pdbedit: {}", String::from_utf8_lossy(&out.stderr).trim())));
         }
-        let memory = opts.cache_limit.map(MemoryGroup::new).transpose()?;
+        let memory = opts.cache_limit.map(|limit| MemoryLimit::new("smbd", limit)).transpose()?;
         let server = self.server().spawn("smbd", &["--foreground", "--no-process-group", "-s", &conf_s])?;
         let pid = server.id();
         self.keep(server);
@@ -222,7 +182,7 @@ impl Nas {
             std::fs::write(t.dir.join("cgroup.procs"), pid.to_string())?;
         }
         if let Some(m) = &memory {
-            m.add(pid)?;
+            m.add_pid(pid)?;
         }
         if let Err(e) = self.wait_for_port(445, Duration::from_secs(15)) {
             let log = std::fs::read_to_string(base.join("log.smbd")).unwrap_or_default();
