@@ -336,7 +336,7 @@ fn sigkill_loses_at_most_the_last_second_and_resume_records_the_gap() {
     assert!(gap.reason.contains("interrupted"), "{}", gap.reason);
     assert!(gap.duration_s >= 0.4 && gap.duration_s < 15.0, "{gap:?}");
     assert!(s.samples > stored, "resume added samples ({} -> {})", stored, s.samples);
-    assert!(s.events.iter().any(|e| e.kind == "gap"));
+    assert!(s.events.iter().any(|e| e.kind.as_str() == "gap"));
     assert!(d.warnings.iter().any(|w| w.code == "soak_gap"));
     assert!(!left.exists(), "--resume removed the killed session's test file");
     assert_eq!(test_files(dir.path()), Vec::<String>::new(), "and its own");
@@ -373,14 +373,15 @@ fn vmkernel_log_reconnects_are_flaps() {
     ]);
     let d = doc(&o);
     let s = d.soak.unwrap();
-    let flaps: Vec<_> = s.events.iter().filter(|e| e.kind == "flap").collect();
+    let flaps: Vec<_> = s.events.iter().filter(|e| e.kind.as_str() == "flap").collect();
     assert_eq!(flaps.len(), 3, "{flaps:#?}");
     assert!(flaps
         .iter()
         .all(|f| f.source == "vmkernel_log" && f.device.as_deref() == Some("vusb1") && f.end_s.is_some()));
     // The fixture's reconnects are days before this soak: said apart, not counted as its own.
-    assert!(s.detections.iter().all(|x| x.kind != "link_flaps"), "{:#?}", s.detections);
-    let det = s.detections.iter().find(|x| x.kind == "link_flaps_outside_soak").expect("the log's older flaps");
+    assert!(s.detections.iter().all(|x| x.kind.as_str() != "link_flaps"), "{:#?}", s.detections);
+    let det =
+        s.detections.iter().find(|x| x.kind.as_str() == "link_flaps_outside_soak").expect("the log's older flaps");
     assert!(
         det.message.starts_with(
             "3 link flap(s) in the imported log outside this soak (before it started; not counted as the soak's): \
@@ -416,12 +417,12 @@ fn unreachable_server_at_start_keeps_the_disk_probes_going() {
     ]);
     let d = doc(&o);
     let s = d.soak.unwrap();
-    let outages: Vec<_> = s.events.iter().filter(|e| e.kind == "server_outage").collect();
+    let outages: Vec<_> = s.events.iter().filter(|e| e.kind.as_str() == "server_outage").collect();
     assert_eq!(outages.len(), 1, "{:#?}", s.events);
     assert!(outages[0].message.contains("connection refused"), "{}", outages[0].message);
     assert!(d.probes.iter().any(|p| p.id == "soak-write" && p.summary.bytes_per_sec > 0.0));
     assert!(!d.probes.iter().any(|p| p.id == "soak-net"), "no net figures without a server");
-    assert!(s.detections.iter().any(|x| x.kind == "server_outage"));
+    assert!(s.detections.iter().any(|x| x.kind.as_str() == "server_outage"));
 }
 
 #[test]
@@ -451,7 +452,7 @@ fn server_lost_mid_soak_is_an_outage_and_the_disk_goes_on() {
     let s = d.soak.unwrap();
     let net = d.probes.iter().find(|p| p.id == "soak-net").expect("net measured before the loss");
     assert!(net.summary.bytes_per_sec > 0.0);
-    let outages: Vec<_> = s.events.iter().filter(|e| e.kind == "server_outage").collect();
+    let outages: Vec<_> = s.events.iter().filter(|e| e.kind.as_str() == "server_outage").collect();
     assert_eq!(outages.len(), 1, "{:#?}", s.events);
     assert!(outages[0].end_s.is_none(), "the server never came back");
     // Disk samples after the loss.

@@ -67,7 +67,11 @@ fn the_servers_disk_soaks_next_to_the_clients_and_resume_keeps_it() {
     }
     let cycles = store.cycles().unwrap();
     assert!(cycles.iter().all(|c| c.error.is_none()), "{cycles:?}");
-    assert!(store.events().unwrap().iter().all(|e| e.kind != "probe_error" && e.kind != "server_outage"));
+    assert!(store
+        .events()
+        .unwrap()
+        .iter()
+        .all(|e| e.kind.as_str() != "probe_error" && e.kind.as_str() != "server_outage"));
     drop(store);
     assert!(disk_leftovers(srv.path()).is_empty() && disk_leftovers(cli.path()).is_empty(), "test files left");
 
@@ -153,10 +157,10 @@ fn a_server_killed_mid_soak_is_an_outage_and_the_soak_goes_on() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let store = Store::open(&db).unwrap();
     let events = store.events().unwrap();
-    let outages: Vec<_> = events.iter().filter(|e| e.kind == "server_outage").collect();
+    let outages: Vec<_> = events.iter().filter(|e| e.kind.as_str() == "server_outage").collect();
     assert_eq!(outages.len(), 1, "{events:?}");
     let (down, up) = (outages[0].t_unix, outages[0].end_unix.expect("closed when the server came back"));
-    assert!(events.iter().all(|e| e.kind != "probe_error"), "outages are not errors: {events:?}");
+    assert!(events.iter().all(|e| e.kind.as_str() != "probe_error"), "outages are not errors: {events:?}");
 
     let cycles = store.cycles().unwrap();
     let remote: Vec<_> = cycles.iter().filter(|c| c.probe == "remote-write").collect();

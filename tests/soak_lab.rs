@@ -88,7 +88,7 @@ fn blkio_throttle_dropping_every_6_s_is_one_6_s_period_across_the_default_cycle(
             .unwrap();
     }
     eprintln!("MB/s per second (time mod 1000 s: value):{series}");
-    let found: Vec<_> = s.detections.iter().filter(|x| x.kind == "periodic_dips").collect();
+    let found: Vec<_> = s.detections.iter().filter(|x| x.kind.as_str() == "periodic_dips").collect();
     assert_eq!(found.len(), 1, "one finding for the path: {found:#?}\n{series}");
     let dips = found[0];
     let period = dips.details["period_s"].as_f64().unwrap();
@@ -137,7 +137,7 @@ fn veth_down_and_up_twice_is_exactly_two_flaps() {
     let o = child.wait_with_output().unwrap();
     let d = doc(&o);
     let s = d.soak.unwrap();
-    let flaps: Vec<_> = s.events.iter().filter(|e| e.kind == "flap").collect();
+    let flaps: Vec<_> = s.events.iter().filter(|e| e.kind.as_str() == "flap").collect();
     assert_eq!(flaps.len(), 2, "{flaps:#?}");
     for f in &flaps {
         assert_eq!(f.device.as_deref(), Some(hosts.dev_a.as_str()));
@@ -149,7 +149,7 @@ fn veth_down_and_up_twice_is_exactly_two_flaps() {
     // 3 s apart, as the link was cut.
     let apart = flaps[1].t_s - flaps[0].t_s;
     assert!((apart - (downs[1] - downs[0])).abs() < 0.3, "flaps {apart:.2} s apart, cuts {:.2}", downs[1] - downs[0]);
-    let det = s.detections.iter().find(|x| x.kind == "link_flaps").expect("link_flaps detection");
+    let det = s.detections.iter().find(|x| x.kind.as_str() == "link_flaps").expect("link_flaps detection");
     assert!(det.message.starts_with("2 link flap(s)"), "{}", det.message);
     // The flap has the throughput around it.
     assert!(det.details[0]["throughput_bytes_per_sec"]["before"].as_f64().unwrap_or(0.0) > 0.0, "{}", det.details);

@@ -157,7 +157,7 @@ impl WriteCliff {
     /// Soak's finding over its whole write series.
     pub fn detection(&self, probe: &str) -> Detection {
         Detection {
-            kind: WRITE_CLIFF.into(),
+            kind: headroom_result::DetectionKind::WriteCliff,
             probe: Some(probe.into()),
             message: format!(
                 "{probe}: the rate fell from {} to {} at +{:.0} s and stayed there",

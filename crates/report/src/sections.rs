@@ -7,7 +7,7 @@ use crate::table::{Cell, Table, Tone};
 use crate::Style;
 use headroom_analysis::{Bottleneck, DirectionVerdict};
 use headroom_analysis::{Comparison, Figure, Significance};
-use headroom_result::{Hop, HopFigure, Probe, ProbeSpec, ResultDoc, Side};
+use headroom_result::{DetectionKind, Hop, HopFigure, Probe, ProbeSpec, ResultDoc, Side, SoakEventKind};
 use headroom_units::{format_duration, format_rate};
 use std::time::Duration;
 
@@ -446,13 +446,13 @@ pub fn soak_marks(doc: &ResultDoc, probe: &Probe) -> Marks {
         mine.then_some(span)
     };
     for det in &soak.detections {
-        match det.kind.as_str() {
-            "periodic_dips" if det.probe.as_deref().is_none_or(|p| p == name) => {
+        match det.kind {
+            DetectionKind::PeriodicDips if det.probe.as_deref().is_none_or(|p| p == name) => {
                 let dips = det.details.get("dips").and_then(|d| d.as_array());
                 m.dips.extend(dips.into_iter().flatten().filter_map(dip_of));
             }
             // Older documents name no probe: their cliff was the client's writes.
-            "write_cliff" if det.probe.as_deref().map_or(name == "write", |p| p == name) => {
+            DetectionKind::WriteCliff if det.probe.as_deref().map_or(name == "write", |p| p == name) => {
                 m.cliff = det.write_cliff().map(|c| (c.at_s, c.bytes_per_sec_after));
             }
             _ => {}
@@ -461,10 +461,10 @@ pub fn soak_marks(doc: &ResultDoc, probe: &Probe) -> Marks {
     // Dips that recur at no period are listed on the probe itself.
     m.dips.extend(probe.details.get("dips").and_then(|d| d.as_array()).into_iter().flatten().filter_map(dip_of));
     for e in &soak.events {
-        match e.kind.as_str() {
-            "flap" => m.flaps.push((e.t_s, e.end_s)),
-            "server_outage" => m.outages.push((e.t_s, e.end_s.unwrap_or(end))),
-            _ => {}
+        match e.kind {
+            SoakEventKind::Flap => m.flaps.push((e.t_s, e.end_s)),
+            SoakEventKind::ServerOutage => m.outages.push((e.t_s, e.end_s.unwrap_or(end))),
+            SoakEventKind::ProbeError | SoakEventKind::Gap => {}
         }
     }
     m.gaps = soak.gaps.iter().map(|g| (g.from_s, g.to_s)).collect();

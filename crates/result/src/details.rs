@@ -104,7 +104,9 @@ impl Probe {
 impl crate::Detection {
     /// The cliff of a `write_cliff` detection.
     pub fn write_cliff(&self) -> Option<WriteCliffDetails> {
-        (self.kind == WRITE_CLIFF).then(|| serde_json::from_value(self.details.clone()).ok()).flatten()
+        (self.kind == crate::DetectionKind::WriteCliff)
+            .then(|| serde_json::from_value(self.details.clone()).ok())
+            .flatten()
     }
 }
 

@@ -48,6 +48,78 @@ pub struct SoakGap {
     pub reason: String,
 }
 
+/// Declares a string-valued enum: its serde words, `as_str`, `FromStr` and
+/// `Display` from one list, so the words stored in documents and in the soak
+/// database have one owner.
+macro_rules! words_enum {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $word:literal,)+ }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+        pub enum $name {
+            $($(#[$vdoc])* #[serde(rename = $word)] $variant,)+
+        }
+
+        impl $name {
+            /// The word documents and the soak database use.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $word,)+
+                }
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s {
+                    $($word => Ok($name::$variant),)+
+                    other => Err(format!("'{other}' is not a {}", stringify!($name))),
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+words_enum! {
+    /// What kind of event a soak recorded.
+    SoakEventKind {
+        /// A link went down (and up again).
+        Flap = "flap",
+        /// The far end stopped answering (and came back).
+        ServerOutage = "server_outage",
+        /// A probe failed.
+        ProbeError = "probe_error",
+        /// The soak did not run for a while (interrupted, resumed).
+        Gap = "gap",
+    }
+}
+
+words_enum! {
+    /// What a soak detector found.
+    DetectionKind {
+        /// Throughput dips that come back at a steady period.
+        PeriodicDips = "periodic_dips",
+        /// Latency that grew over the soak.
+        LatencyDrift = "latency_drift",
+        /// Link flaps during the soak.
+        LinkFlaps = "link_flaps",
+        /// Link flaps the kernel counted before the soak began.
+        LinkFlapsOutsideSoak = "link_flaps_outside_soak",
+        /// The far end stopped answering.
+        ServerOutage = "server_outage",
+        /// Writes fell to a lower rate after a while (a cache filled).
+        WriteCliff = "write_cliff",
+        /// Writes slowed steadily over the soak.
+        WriteDecline = "write_decline",
+    }
+}
+
 /// Something that happened during a soak.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SoakEvent {
@@ -57,7 +129,7 @@ pub struct SoakEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_s: Option<f64>,
     /// flap, server_outage, probe_error, gap.
-    pub kind: String,
+    pub kind: SoakEventKind,
     /// sysfs, kernel_log, vmkernel_log or soak.
     pub source: String,
     /// The interface or disk concerned, e.g. `eth0`, when the event names one.
@@ -70,8 +142,8 @@ pub struct SoakEvent {
 /// A detector's finding.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Detection {
-    /// periodic_dips, latency_drift, link_flaps, write_cliff.
-    pub kind: String,
+    /// periodic_dips, latency_drift, link_flaps, write_cliff, ...
+    pub kind: DetectionKind,
     /// The probe (soak probe name, e.g. write) the finding is about.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<String>,

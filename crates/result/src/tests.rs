@@ -118,7 +118,7 @@ fn soak_events_may_precede_the_start() {
     let event = |t_s: f64| SoakEvent {
         t_s,
         end_s: Some(t_s + 5.0),
-        kind: "flap".into(),
+        kind: crate::SoakEventKind::Flap,
         source: "vmkernel_log".into(),
         device: None,
         message: "vusb0 down".into(),

@@ -18,7 +18,8 @@ use headroom_analysis::detect::{
     FlapSource, LatencyPoint, Point,
 };
 use headroom_result::{
-    Detection, Histogram, Latency, Probe, ResultDoc, Sample, Soak, SoakEvent, SoakGap, Summary, Warning,
+    Detection, DetectionKind, Histogram, Latency, Probe, ResultDoc, Sample, Soak, SoakEvent, SoakEventKind, SoakGap,
+    Summary, Warning,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -84,7 +85,7 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
         if let Some(drift) = latency_drift(&latency, &drift_config) {
             if drift.drifting {
                 detections.push(Detection {
-                    kind: "latency_drift".into(),
+                    kind: DetectionKind::LatencyDrift,
                     probe: Some(name.clone()),
                     message: format!("{name}: {}", drift.describe(span)),
                     details: serde_json::to_value(&drift).unwrap_or_default(),
@@ -106,7 +107,7 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
     let dip_config = DipConfig::default();
     if let Some(found) = periodic_dips_across(&series, &dip_config) {
         detections.push(Detection {
-            kind: "periodic_dips".into(),
+            kind: DetectionKind::PeriodicDips,
             probe: match found.probes.as_slice() {
                 [(only, _)] => Some(only.clone()),
                 _ => None,
@@ -140,7 +141,7 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
         duration_s: e.end_unix.map(|end| end - e.t_unix),
         detail: e.message.clone(),
     };
-    let flap_events = events.iter().filter(|e| e.kind == "flap");
+    let flap_events = events.iter().filter(|e| e.kind == SoakEventKind::Flap);
     let (sysfs, logs): (Vec<Flap>, Vec<Flap>) = flap_events.map(as_flap).partition(|f| f.source == FlapSource::Sysfs);
     let flaps = merge_flaps(sysfs, logs, 5.0);
     // A vmkernel.log covers days: flaps outside the soak's own span are said
@@ -156,7 +157,7 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
             .map(|f| serde_json::json!({"flap": f, "throughput_bytes_per_sec": around_flap(f, &series, 10.0)}))
             .collect();
         detections.push(Detection {
-            kind: "link_flaps".into(),
+            kind: DetectionKind::LinkFlaps,
             probe: None,
             message: format!("{} link flap(s): {}", inside.len(), list_flaps(&inside, origin)),
             details: serde_json::Value::Array(with_context),
@@ -170,7 +171,7 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
             (b, a) => format!("{b} before it started, {a} after it ended"),
         };
         detections.push(Detection {
-            kind: "link_flaps_outside_soak".into(),
+            kind: DetectionKind::LinkFlapsOutsideSoak,
             probe: None,
             message: format!(
                 "{} link flap(s) in the imported log outside this soak ({when}; not counted as the soak's): {}",
@@ -180,7 +181,7 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
             details: serde_json::to_value(&outside).unwrap_or_default(),
         });
     }
-    let outages: Vec<&EventRow> = events.iter().filter(|e| e.kind == "server_outage").collect();
+    let outages: Vec<&EventRow> = events.iter().filter(|e| e.kind == SoakEventKind::ServerOutage).collect();
     if !outages.is_empty() {
         // An outage still open counts until the soak's last recorded moment.
         let soak_end = store.sessions()?.iter().filter_map(|s| s.ended_unix).fold(0.0, f64::max);
@@ -190,7 +191,7 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
         let remote = cycle.iter().find(|p| p.starts_with(crate::setup::REMOTE));
         let named = if cycle.iter().any(|p| p == "net") { None } else { remote };
         detections.push(Detection {
-            kind: "server_outage".into(),
+            kind: DetectionKind::ServerOutage,
             probe: Some(named.map_or("net", |p| p.as_str()).into()),
             message: format!(
                 "server unreachable {} time(s), {:.0} s in total{}",
@@ -224,7 +225,7 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
         ));
     }
     for d in &detections {
-        doc.warnings.push(Warning::new(d.kind.clone(), d.message.clone()));
+        doc.warnings.push(Warning::new(d.kind.as_str(), d.message.clone()));
     }
     doc.soak = Some(Soak {
         database: Some(store.path().display().to_string()),
@@ -239,7 +240,7 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
             .map(|e| SoakEvent {
                 t_s: rel(e.t_unix),
                 end_s: e.end_unix.map(rel),
-                kind: e.kind.clone(),
+                kind: e.kind,
                 source: e.source.clone(),
                 device: e.device.clone(),
                 message: e.message.clone(),
@@ -265,7 +266,7 @@ fn write_cliff(name: &str, points: &[Point]) -> Option<Detection> {
         .collect();
     if let Some(d) = headroom_analysis::detect_write_decline(&thinned) {
         return Some(Detection {
-            kind: "write_decline".into(),
+            kind: DetectionKind::WriteDecline,
             probe: Some(name.into()),
             message: format!("{name}: {}", d.describe()),
             details: serde_json::json!({
@@ -493,7 +494,7 @@ mod tests {
                     id: 0,
                     t_unix: t0 + t,
                     end_unix: Some(t0 + t + 2.0),
-                    kind: "flap".into(),
+                    kind: SoakEventKind::Flap,
                     source: source.into(),
                     device: Some("eth0".into()),
                     message: "eth0 down".into(),
@@ -514,13 +515,13 @@ mod tests {
         assert!(kinds.contains(&"periodic_dips"), "{kinds:?}");
         assert!(kinds.contains(&"latency_drift"), "{kinds:?}");
         assert!(!kinds.contains(&"write_cliff"), "dips that recover are no cliff: {kinds:?}");
-        let flaps = soak.detections.iter().find(|d| d.kind == "link_flaps").unwrap();
+        let flaps = soak.detections.iter().find(|d| d.kind == DetectionKind::LinkFlaps).unwrap();
         assert!(
             flaps.message.starts_with("2 link flap(s): eth0 down 2.0 s at +300.0 s, eth0 down 2.0 s at +900.0 s"),
             "the soak's own flaps only: {}",
             flaps.message
         );
-        let old = soak.detections.iter().find(|d| d.kind == "link_flaps_outside_soak").unwrap();
+        let old = soak.detections.iter().find(|d| d.kind == DetectionKind::LinkFlapsOutsideSoak).unwrap();
         assert_eq!(
             old.message,
             format!(
@@ -529,7 +530,7 @@ mod tests {
                 crate::rfc3339(t0 - 259_200.0)
             )
         );
-        let dips = soak.detections.iter().find(|d| d.kind == "periodic_dips").unwrap();
+        let dips = soak.detections.iter().find(|d| d.kind == DetectionKind::PeriodicDips).unwrap();
         assert!((dips.details["period_s"].as_f64().unwrap() - 60.0).abs() < 1.0, "{}", dips.message);
         let probe = &doc.probes[0];
         assert_eq!(probe.id, "soak-write");
@@ -575,7 +576,8 @@ mod tests {
             store.add_sample(cycle, name, &row).unwrap();
         }
         let doc = result_from_store(&store, SampleDetail::None).unwrap();
-        let cliff = doc.soak.unwrap().detections.into_iter().find(|d| d.kind == "write_cliff").expect("a cliff");
+        let cliff =
+            doc.soak.unwrap().detections.into_iter().find(|d| d.kind == DetectionKind::WriteCliff).expect("a cliff");
         assert!(cliff.message.contains("from 270.0 MB/s to 32."), "{}", cliff.message);
         assert_eq!(cliff.probe.as_deref(), Some(name));
         assert!((cliff.details["at_s"].as_f64().unwrap() - 700.0).abs() <= 3.0, "{}", cliff.details);
@@ -663,7 +665,7 @@ mod cross_probe_tests {
 
     fn dips_of(store: &Store) -> Vec<Detection> {
         let doc = result_from_store(store, SampleDetail::None).unwrap();
-        doc.soak.unwrap().detections.into_iter().filter(|d| d.kind == "periodic_dips").collect()
+        doc.soak.unwrap().detections.into_iter().filter(|d| d.kind == DetectionKind::PeriodicDips).collect()
     }
 
     #[test]

@@ -13,6 +13,7 @@
 use crate::store::{EventRow, SampleRow, Store, StoreError};
 use crate::{now_unix, Metrics};
 use headroom_result::Probe;
+use headroom_result::SoakEventKind;
 pub use headroom_runner::LiveSample;
 use headroom_runner::{Plan, ProbeError, ProbeRequest, ProbeRun, Runner, Sink};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -293,7 +294,7 @@ fn publish_findings(store: &Store, metrics: &Metrics) {
     let Ok(doc) = crate::doc::result_from_store(store, crate::doc::SampleDetail::None) else { return };
     let mut counts = std::collections::BTreeMap::new();
     for d in doc.soak.iter().flat_map(|s| &s.detections) {
-        *counts.entry(d.kind.clone()).or_insert(0) += 1;
+        *counts.entry(d.kind.as_str().to_string()).or_insert(0) += 1;
     }
     metrics.findings(&counts);
 }
@@ -355,19 +356,19 @@ fn record_turn(
             let value = serde_json::to_value(&stored).expect("probes serialise");
             store.end_cycle(cycle, now_unix(), Some(&value), None)?;
             if uses_server {
-                if let Some(id) = store.open_event("server_outage", None)? {
+                if let Some(id) = store.open_event(SoakEventKind::ServerOutage, None)? {
                     store.end_event(id, now_unix(), None)?;
                 }
             }
         }
         Err(ProbeFailure::Unreachable(why)) => {
             store.end_cycle(cycle, now_unix(), None, Some(why))?;
-            if store.open_event("server_outage", None)?.is_none() {
+            if store.open_event(SoakEventKind::ServerOutage, None)?.is_none() {
                 store.add_event(&EventRow {
                     id: 0,
                     t_unix: now_unix(),
                     end_unix: None,
-                    kind: "server_outage".into(),
+                    kind: SoakEventKind::ServerOutage,
                     source: "soak".into(),
                     device: None,
                     message: format!("server unreachable: {why}; the other probes go on"),
@@ -384,7 +385,7 @@ fn record_turn(
                 id: 0,
                 t_unix: now_unix(),
                 end_unix: None,
-                kind: "probe_error".into(),
+                kind: SoakEventKind::ProbeError,
                 source: "soak".into(),
                 device: None,
                 message: format!("{name}: {why}"),
@@ -586,7 +587,7 @@ mod tests {
         assert_eq!(writes, 3, "{cycles:?}");
         // One outage event however many turns failed, still open.
         let events = st.events().unwrap();
-        assert_eq!(events.iter().filter(|e| e.kind == "server_outage").count(), 1);
+        assert_eq!(events.iter().filter(|e| e.kind == SoakEventKind::ServerOutage).count(), 1);
         assert!(events[0].end_unix.is_none());
         // Final samples (with latency) replaced the live ones.
         let mut lat = 0;
@@ -605,7 +606,7 @@ mod tests {
         turns[1] = turn("net", 5e6, None, true);
         let settings = LoopSettings { remaining: Some(Duration::from_millis(1300)), ..settings };
         run_cycles(&mut st, session, &mut runner, &turns, settings, &stop, None, &mut |_| {}).unwrap();
-        let outage = st.events().unwrap().into_iter().find(|e| e.kind == "server_outage").unwrap();
+        let outage = st.events().unwrap().into_iter().find(|e| e.kind == SoakEventKind::ServerOutage).unwrap();
         assert!(outage.end_unix.is_some());
     }
 

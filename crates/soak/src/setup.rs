@@ -7,6 +7,7 @@
 //! binary's job. Every refusal names the flag and gives an example that works.
 
 use crate::{now_unix, rfc3339, EventRow, SoakConfig, SoakInfo, Store, StoreError};
+use headroom_result::SoakEventKind;
 use headroom_units::{format_duration, format_size};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -385,7 +386,7 @@ fn resume(store: Store, planned: Option<Duration>) -> Result<Opened, StoreError>
             id: 0,
             t_unix: since,
             end_unix: Some(now),
-            kind: "gap".into(),
+            kind: SoakEventKind::Gap,
             source: "soak".into(),
             device: None,
             message: format!("no samples for {gap:.1} s: the soak was not running; resumed"),

@@ -19,6 +19,7 @@
 //! migrations and every query of the store stay together so a schema change
 //! is made in one file.
 
+use headroom_result::SoakEventKind;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -221,8 +222,8 @@ pub struct EventRow {
     pub t_unix: f64,
     /// When it ended, Unix seconds; None while open or for an instant.
     pub end_unix: Option<f64>,
-    /// flap, server_outage, gap, probe_error, stop.
-    pub kind: String,
+    /// flap, server_outage, gap, probe_error.
+    pub kind: SoakEventKind,
     /// sysfs, kernel_log, vmkernel_log, soak.
     pub source: String,
     /// The interface or disk concerned, when the event names one.
@@ -638,7 +639,7 @@ impl Store {
                 params![
                     e.t_unix,
                     e.end_unix,
-                    e.kind,
+                    e.kind.as_str(),
                     e.source,
                     e.device,
                     e.message,
@@ -681,7 +682,9 @@ impl Store {
                     id: r.get(0)?,
                     t_unix: r.get(1)?,
                     end_unix: r.get(2)?,
-                    kind: r.get(3)?,
+                    kind: r.get::<_, String>(3)?.parse().map_err(|e: String| {
+                        rusqlite::Error::FromSqlConversionFailure(3, rusqlite::types::Type::Text, e.into())
+                    })?,
                     source: r.get(4)?,
                     device: r.get(5)?,
                     message: r.get(6)?,
@@ -762,11 +765,11 @@ impl Store {
     }
 
     /// The open (unfinished) event of a kind and device, if any.
-    pub fn open_event(&self, kind: &str, device: Option<&str>) -> Result<Option<i64>, StoreError> {
+    pub fn open_event(&self, kind: SoakEventKind, device: Option<&str>) -> Result<Option<i64>, StoreError> {
         self.conn
             .query_row(
                 "SELECT id FROM events WHERE kind = ?1 AND end_unix IS NULL AND device IS ?2 ORDER BY id DESC LIMIT 1",
-                params![kind, device],
+                params![kind.as_str(), device],
                 |r| r.get(0),
             )
             .optional()
@@ -821,16 +824,16 @@ mod tests {
                 id: 0,
                 t_unix: 1002.0,
                 end_unix: None,
-                kind: "flap".into(),
+                kind: SoakEventKind::Flap,
                 source: "sysfs".into(),
                 device: Some("eth0".into()),
                 message: "eth0 down".into(),
                 details: None,
             })
             .unwrap();
-        assert_eq!(store.open_event("flap", Some("eth0")).unwrap(), Some(ev));
+        assert_eq!(store.open_event(SoakEventKind::Flap, Some("eth0")).unwrap(), Some(ev));
         store.end_event(ev, 1003.5, None).unwrap();
-        assert_eq!(store.open_event("flap", Some("eth0")).unwrap(), None);
+        assert_eq!(store.open_event(SoakEventKind::Flap, Some("eth0")).unwrap(), None);
         store.end_session(session, 1005.0, "duration").unwrap();
         drop(store);
 

@@ -13,6 +13,7 @@ use headroom_analysis::detect::{
     parse_kernel_log_line, parse_vmkernel_line, FlapSource, FlapUpdate, LinkEvent, LinkObservation, LinkTracker,
     LogFlapTracker,
 };
+use headroom_result::SoakEventKind;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, Read, Seek, SeekFrom};
@@ -63,7 +64,7 @@ impl FlapWriter<'_> {
                     id: 0,
                     t_unix: down_s,
                     end_unix: None,
-                    kind: "flap".into(),
+                    kind: SoakEventKind::Flap,
                     source: source_name(source).into(),
                     device: Some(device.clone()),
                     message: format!("{device} went down: {detail}"),
@@ -84,7 +85,7 @@ impl FlapWriter<'_> {
                             id: 0,
                             t_unix: flap.down_s,
                             end_unix: flap.up_s,
-                            kind: "flap".into(),
+                            kind: SoakEventKind::Flap,
                             source: source_name(flap.source).into(),
                             device: Some(flap.device.clone()),
                             message,

@@ -98,7 +98,7 @@ pub fn summary(doc: &ResultDoc, db: &str, style: Style) -> String {
         s += "  no dips, drift, flaps or outages detected\n";
     }
     for d in &soak.detections {
-        s += &format!("  {}: {}\n", style.bold(&d.kind), d.message);
+        s += &format!("  {}: {}\n", style.bold(d.kind.as_str()), d.message);
     }
     s
 }

@@ -69,7 +69,7 @@ pub fn soak_doc(dir: &Path) -> (ResultDoc, String) {
                 id: 0,
                 t_unix: T0 + at,
                 end_unix: end.map(|e| T0 + e),
-                kind: kind.into(),
+                kind: kind.parse().unwrap(),
                 source: source.into(),
                 device: (kind == "flap").then(|| "eth0".into()),
                 message: msg.into(),
