@@ -242,7 +242,7 @@ pub fn run(args: &DiskArgs, out: &Output) -> anyhow::Result<Outcome> {
                     );
                     fallback_warned = true;
                 }
-                let stopped = probe.details.contains_key("stopped_early");
+                let stopped = probe.stopped_early();
                 probes.push(headroom_job::with_write_cliff(probe));
                 // Keep the figures measured so far; report the error after them.
                 if let Some(e) = measured.error {

@@ -237,7 +237,7 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
         match run.result {
             Ok(measured) => {
                 let p = net_probe_against_link(measured.probe, &ceiling);
-                if let Some(e) = p.details.get("error").and_then(|v| v.as_str()) {
+                if let Some(e) = p.error() {
                     failures.push(format!("{}: {e}", p.name));
                 }
                 if !out.json {

@@ -168,7 +168,7 @@ pub fn to_probe(outcome: &TestOutcome, target: &Storage, settings: RunSettings, 
         details.insert("dio_align_source".into(), serde_json::json!(local.dio_align_source));
     }
     if outcome.stopped {
-        details.insert("stopped_early".into(), serde_json::json!(true));
+        details.insert(headroom_result::details::STOPPED_EARLY.into(), serde_json::json!(true));
     }
     if !outcome.warmup_samples.is_empty() {
         details.insert("warmup_samples".into(), serde_json::json!(outcome.warmup_samples));

@@ -224,7 +224,7 @@ fn net_probes(runs: Vec<ProbeRun>, server: &NetServer) -> Result<Vec<Probe>, Job
             Err(e) => failures.push(format!("{}: {e}", run.request.label)),
             Ok(m) => {
                 let p = headroom_analysis::net_probe_against_link(m.probe, &ceiling);
-                if let Some(e) = p.details.get("error").and_then(|v| v.as_str()) {
+                if let Some(e) = p.error() {
                     failures.push(format!("{}: {e}", p.name));
                 }
                 probes.push(p);

@@ -126,7 +126,7 @@ pub fn throughput_probe(r: &ThroughputResult) -> Probe {
         d.insert("rtt_under_load_ns".into(), serde_json::to_value(l).unwrap_or_default());
     }
     if let Some(e) = &r.error {
-        d.insert("error".into(), json!(e));
+        d.insert(headroom_result::details::ERROR.into(), json!(e));
         p.warnings.push(Warning::new(headroom_result::WarningCode::TestAborted, format!("the test ended early: {e}")));
     }
     p

@@ -304,11 +304,7 @@ impl ProbeEngine for NetEngine {
         }
         match result {
             Ok(probe) => {
-                let error = probe
-                    .details
-                    .get("error")
-                    .and_then(|v| v.as_str())
-                    .map(|e| ProbeError::Lost(format!("lost the server mid-test: {e}")));
+                let error = probe.error().map(|e| ProbeError::Lost(format!("lost the server mid-test: {e}")));
                 if error.is_some() {
                     // The server's report may still be on its way: a late reply
                     // would answer the next test's request.

@@ -448,7 +448,7 @@ pub fn soak_marks(doc: &ResultDoc, probe: &Probe) -> Marks {
     for det in &soak.detections {
         match det.kind {
             DetectionKind::PeriodicDips if det.probe.as_deref().is_none_or(|p| p == name) => {
-                let dips = det.details.get("dips").and_then(|d| d.as_array());
+                let dips = det.details.get(headroom_result::details::DIPS).and_then(|d| d.as_array());
                 m.dips.extend(dips.into_iter().flatten().filter_map(dip_of));
             }
             // Older documents name no probe: their cliff was the client's writes.
@@ -459,7 +459,15 @@ pub fn soak_marks(doc: &ResultDoc, probe: &Probe) -> Marks {
         }
     }
     // Dips that recur at no period are listed on the probe itself.
-    m.dips.extend(probe.details.get("dips").and_then(|d| d.as_array()).into_iter().flatten().filter_map(dip_of));
+    m.dips.extend(
+        probe
+            .details
+            .get(headroom_result::details::DIPS)
+            .and_then(|d| d.as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(dip_of),
+    );
     for e in &soak.events {
         match e.kind {
             SoakEventKind::Flap => m.flaps.push((e.t_s, e.end_s)),

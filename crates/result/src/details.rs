@@ -15,6 +15,16 @@ pub const CGROUP: &str = "cgroup";
 /// `details.cpu_limit`: the CPU limit analysis found (`side`, `kind`, `evidence`).
 pub const CPU_LIMIT: &str = "cpu_limit";
 
+/// `details.error`: why a net probe ended before its time (the figures
+/// are what it measured until then).
+pub const ERROR: &str = "error";
+/// `details.stopped_early`: the disk test was stopped (Ctrl-C, a deadline)
+/// before its time; its figures cover what ran.
+pub const STOPPED_EARLY: &str = "stopped_early";
+/// `details.dips` of a soak probe (and of a `periodic_dips` detection): the
+/// dips found, each with `start_s` and `end_s` (and `probe` on a detection).
+pub const DIPS: &str = "dips";
+
 /// `details.cpu_load_local` / `cpu_load_remote`: the CPU of one end over the probe.
 pub fn cpu_load_key(side: Side) -> &'static str {
     match side {
@@ -43,6 +53,16 @@ impl Probe {
     /// caller falls back to [`Probe::cpu_percent`], as for older documents.
     pub fn cpu_load(&self, side: Side) -> Option<CpuLoad> {
         serde_json::from_value(self.details.get(cpu_load_key(side))?.clone()).ok()
+    }
+
+    /// Why the probe ended early (`details.error`), when it did.
+    pub fn error(&self) -> Option<&str> {
+        self.details.get(ERROR).and_then(|e| e.as_str())
+    }
+
+    /// Whether the test was stopped before its time (`details.stopped_early`).
+    pub fn stopped_early(&self) -> bool {
+        self.details.contains_key(STOPPED_EARLY)
     }
 
     /// The percent of one core one end was busy (`details.cpu_*_percent`).

@@ -120,7 +120,10 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
             let Some(probe) = doc.probes.iter_mut().find(|p| d.probe.as_deref() == p.id.strip_prefix("soak-")) else {
                 continue;
             };
-            let list = probe.details.entry("dips".to_string()).or_insert_with(|| serde_json::json!([]));
+            let list = probe
+                .details
+                .entry(headroom_result::details::DIPS.to_string())
+                .or_insert_with(|| serde_json::json!([]));
             if let Some(list) = list.as_array_mut() {
                 list.push(serde_json::to_value(&d).unwrap_or_default());
             }
