@@ -219,8 +219,9 @@ impl Source {
         Ok(())
     }
 
-    /// Binds `sock` (of `peer`'s family) to this source, before it connects.
-    fn apply(&self, sock: &Socket, peer: &SocketAddr) -> io::Result<()> {
+    /// Binds `sock` (of `peer`'s family) to this source, before it connects
+    /// (headroom-proto's connections use it too, so both follow one rule).
+    pub fn apply(&self, sock: &Socket, peer: &SocketAddr) -> io::Result<()> {
         if let Some(nic) = &self.interface {
             sock.bind_device(Some(nic.as_bytes())).map_err(|e| {
                 let why = match e.raw_os_error() {

@@ -244,6 +244,14 @@ pub struct ProtocolInfo {
     /// MaxOutstandingR2T, max_read_size, credits).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub granted: BTreeMap<String, u64>,
+    /// This machine's address of the connection to the server (the
+    /// `--bind` address when given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_address: Option<String>,
+    /// The interface the connection left through: `--interface` when given,
+    /// else the one holding `source_address`; the verdict's NIC hop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
 }
 
 /// A network probe's resolved parameters.
