@@ -79,6 +79,24 @@ impl Netns {
         c
     }
 
+    /// Bytes sent plus received by interface `dev` of this namespace, from
+    /// its counters as /proc/net/dev shows them to a process inside (the
+    /// same counters as /sys/class/net/DEV/statistics, which `ip netns exec`
+    /// cannot remount in every container).
+    pub fn traffic_bytes(&self, dev: &str) -> io::Result<u64> {
+        let table = self.exec("cat", &["/proc/net/dev"])?;
+        let row = table
+            .lines()
+            .find_map(|l| l.trim_start().strip_prefix(dev)?.strip_prefix(':'))
+            .ok_or_else(|| io::Error::other(format!("no interface {dev} in {}'s /proc/net/dev", self.name)))?;
+        let fields: Vec<u64> = row.split_whitespace().filter_map(|f| f.parse().ok()).collect();
+        // rx_bytes is the first column, tx_bytes the ninth.
+        match (fields.first(), fields.get(8)) {
+            (Some(rx), Some(tx)) => Ok(rx + tx),
+            _ => Err(io::Error::other(format!("{dev}: unreadable counters '{row}'"))),
+        }
+    }
+
     /// Starts a background process inside the namespace; it is killed when the guard drops.
     pub fn spawn(&self, program: &str, args: &[&str]) -> io::Result<ChildGuard> {
         let child = self
@@ -243,6 +261,18 @@ impl TwoHosts {
             ns.exec("ip", &["link", "set", dev, "up"])?;
         }
         Ok(SecondLink { dev_a, dev_b, addr_a, addr_b })
+    }
+
+    /// A route in `b` to `a`'s first-link subnet through `link`, behind the
+    /// first link's (a higher metric): the routing table still sends `addr_a`
+    /// through the first link, and a socket held to `link.dev_b`
+    /// (SO_BINDTODEVICE) reaches it through the second: a NAS (`a`)
+    /// reachable through either NIC of a client (`b`).
+    pub fn route_behind(&self, link: &SecondLink) -> io::Result<()> {
+        let [x, y, z, _] = self.addr_a.octets();
+        let subnet = format!("{x}.{y}.{z}.0/24");
+        let via = link.addr_a.to_string();
+        self.b.exec("ip", &["route", "add", &subnet, "via", &via, "dev", &link.dev_b, "metric", "100"]).map(|_| ())
     }
 
     /// Shapes the second link both ways, as [`TwoHosts::shape`] the first.

@@ -265,7 +265,15 @@ fn network_path(doc: &ResultDoc, hints: &PathHints, link_spec: Option<&LinkSpec>
         .chain(share)
         .collect();
     let loopback = !peers.is_empty() && peers.iter().all(|p| is_loopback_peer(p)) && link_spec.is_none();
-    let nic = if loopback { None } else { choose_nic(&doc.host.nics, hints.nic.as_deref()).cloned() };
+    // A share's connection records the NIC it left through (its --interface
+    // or --bind, else the route's): the NIC to hold it against when the
+    // caller named none.
+    let recorded = doc.probes.iter().find_map(|p| match &p.spec {
+        ProbeSpec::Disk(d) => d.protocol.as_ref()?.interface.as_deref(),
+        _ => None,
+    });
+    let named = hints.nic.as_deref().or(recorded);
+    let nic = if loopback { None } else { choose_nic(&doc.host.nics, named).cloned() };
     let framing = framing_of(nic.as_ref());
     let (link, link_source) = match link::path_link(link_spec, nic.as_ref()) {
         Some((name, bytes, source)) => (Some((name, bytes)), Some(source)),
