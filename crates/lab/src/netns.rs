@@ -375,3 +375,71 @@ impl Star {
         Ok(())
     }
 }
+
+/// One veth pair of a [`Mesh`]: between hosts `i` and `j` (`i < j`).
+pub struct MeshLink {
+    /// The lower host's index and its device and address on this pair.
+    pub i: usize,
+    /// The higher host's index.
+    pub j: usize,
+    /// Host `i`'s device.
+    pub dev_i: String,
+    /// Host `j`'s device.
+    pub dev_j: String,
+    /// Host `i`'s address (198.18.K.(i+1), K one subnet per pair).
+    pub addr_i: Ipv4Addr,
+    /// Host `j`'s address.
+    pub addr_j: Ipv4Addr,
+}
+
+/// A switchless mesh: `n` namespaces, every pair joined by its own veth pair
+/// on its own /24, so each host has one NIC per peer and the routing table
+/// sends each peer's address through the NIC towards it.
+pub struct Mesh {
+    /// The hosts, in order.
+    pub hosts: Vec<Netns>,
+    /// Every pair's link.
+    pub links: Vec<MeshLink>,
+}
+
+impl Mesh {
+    /// `n` hosts (at most 9), fully meshed, MTU 1500.
+    pub fn new(n: usize) -> io::Result<Mesh> {
+        let hosts = (0..n).map(|i| Netns::new(&format!("m{i}"))).collect::<io::Result<Vec<_>>>()?;
+        let tag = format!("{}{}", std::process::id() % 100_000, COUNTER.fetch_add(1, Ordering::SeqCst));
+        let mut links = Vec::new();
+        for i in 0..n {
+            for j in i + 1..n {
+                let k = links.len() as u8 + 1;
+                let (dev_i, dev_j) = (format!("hm{tag}{i}{j}"), format!("hm{tag}{j}{i}"));
+                ip(&[
+                    "link",
+                    "add",
+                    &dev_i,
+                    "netns",
+                    &hosts[i].name,
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    &dev_j,
+                    "netns",
+                    &hosts[j].name,
+                ])?;
+                let (addr_i, addr_j) = (Ipv4Addr::new(198, 18, k, i as u8 + 1), Ipv4Addr::new(198, 18, k, j as u8 + 1));
+                for (ns, dev, addr) in [(&hosts[i], &dev_i, addr_i), (&hosts[j], &dev_j, addr_j)] {
+                    ns.exec("ip", &["addr", "add", &format!("{addr}/24"), "dev", dev])?;
+                    ns.exec("ip", &["link", "set", dev, "up"])?;
+                }
+                links.push(MeshLink { i, j, dev_i, dev_j, addr_i, addr_j });
+            }
+        }
+        Ok(Mesh { hosts, links })
+    }
+
+    /// The link between hosts `i` and `j`.
+    pub fn link(&self, i: usize, j: usize) -> &MeshLink {
+        let (i, j) = (i.min(j), i.max(j));
+        self.links.iter().find(|l| l.i == i && l.j == j).expect("every pair has a link")
+    }
+}

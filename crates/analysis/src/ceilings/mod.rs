@@ -269,10 +269,15 @@ fn network_path(
         .chain(share.map(|s| s.server.as_str()))
         .collect();
     let loopback = !peers.is_empty() && peers.iter().all(|p| is_loopback_peer(p)) && link_spec.is_none();
-    // A share's connection records the NIC it left through (its --interface
-    // or --bind, else the route's): the NIC to hold it against when the
+    // A share's connection and a network test record the NIC they left
+    // through (--interface or --bind, else the route's, on the machine that
+    // ran them: a fleet's agent too): the NIC to hold them against when the
     // caller named none.
-    let named = hints.nic.as_deref().or(share.and_then(|s| s.interface.as_deref()));
+    let net_recorded = doc.probes.iter().find_map(|p| match &p.spec {
+        ProbeSpec::Net(n) if !p.ran_remotely() => n.interface.as_deref(),
+        _ => None,
+    });
+    let named = hints.nic.as_deref().or(share.and_then(|s| s.interface.as_deref())).or(net_recorded);
     let nic = if loopback { None } else { choose_nic(&doc.host.nics, named).cloned() };
     let framing = framing_of(nic.as_ref());
     let (link, link_source) = match link::path_link(link_spec, nic.as_ref()) {
@@ -407,5 +412,15 @@ mod tests {
         // A NIC the caller named still wins.
         let m = derive(&doc, &PathHints { link: None, nic: Some("eth1".into()) }).unwrap();
         assert_eq!(m.network.as_ref().and_then(|n| n.nic.as_ref()).map(|n| n.name.as_str()), Some("eth1"));
+        // A network test records its NIC the same way (a fleet agent's own).
+        doc.probes[0].spec = ProbeSpec::Net(headroom_result::NetSpec {
+            test: "tcp".into(),
+            streams: 1,
+            peer: "192.0.2.2:5201".into(),
+            interface: Some("eth0".into()),
+            ..Default::default()
+        });
+        let m = derive(&doc, &PathHints::default()).unwrap();
+        assert_eq!(m.network.as_ref().and_then(|n| n.nic.as_ref()).map(|n| n.name.as_str()), Some("eth0"));
     }
 }
