@@ -2,11 +2,13 @@
 //! by the client's interface counters: the lab NAS is reachable through two
 //! links, the routing table prefers the first, and the bytes of a read must
 //! cross the link named (and, without the flag, the routed one). NBD
-//! (nbdkit), iSCSI (tgt) and NFS (Ganesha, libnfs's nfs_set_interface).
+//! (nbdkit), iSCSI (tgt), SMB (Samba) and NFS (Ganesha, libnfs's
+//! nfs_set_interface).
 
 mod support;
 
 use headroom_lab::nas::nbd::{NbdBacking, NbdOptions};
+use headroom_lab::nas::smb::{SmbOptions, SMB_PASSWORD};
 use headroom_lab::nas::Nas;
 use headroom_lab::netns::SecondLink;
 use headroom_result::{ProbeSpec, ProtocolInfo, ResultDoc};
@@ -23,10 +25,11 @@ fn two_link_nas() -> (Nas, SecondLink) {
     (nas, second)
 }
 
-fn headroom_in(nas: &Nas, args: &[&str]) -> Output {
+fn headroom_in(nas: &Nas, args: &[&str], env: &[(&str, &str)]) -> Output {
     nas.client()
         .command(headroom_bin().to_str().unwrap())
         .args(args)
+        .envs(env.iter().copied())
         .env("NO_COLOR", "1")
         .stdin(Stdio::null())
         .output()
@@ -44,11 +47,11 @@ fn protocol_of(out: &Output) -> (ProtocolInfo, u64) {
 
 /// Bytes each client interface (first link, second link) carried while
 /// `args` ran, and what headroom recorded.
-fn traffic(nas: &Nas, second: &SecondLink, args: &[&str]) -> (u64, u64, ProtocolInfo, u64) {
+fn traffic(nas: &Nas, second: &SecondLink, args: &[&str], env: &[(&str, &str)]) -> (u64, u64, ProtocolInfo, u64) {
     let client = nas.client();
     let (first0, second0) =
         (client.traffic_bytes(&nas.hosts.dev_b).unwrap(), client.traffic_bytes(&second.dev_b).unwrap());
-    let out = headroom_in(nas, args);
+    let out = headroom_in(nas, args, env);
     let (first1, second1) =
         (client.traffic_bytes(&nas.hosts.dev_b).unwrap(), client.traffic_bytes(&second.dev_b).unwrap());
     let (info, read) = protocol_of(&out);
@@ -94,7 +97,7 @@ fn nbd_reads_cross_the_interface_named_and_otherwise_the_routed_one() {
 
     let mut args = read_args(&url);
     args.extend(["--interface", &second.dev_b, "--json"]);
-    let (first, through, info, read) = traffic(&nas, &second, &args);
+    let (first, through, info, read) = traffic(&nas, &second, &args, &[]);
     assert_through("nbd --interface SECOND", through, first, read);
     assert_eq!(info.interface.as_deref(), Some(second.dev_b.as_str()), "{info:?}");
     assert_eq!(info.source_address, Some(second.addr_b.to_string()), "{info:?}");
@@ -102,7 +105,7 @@ fn nbd_reads_cross_the_interface_named_and_otherwise_the_routed_one() {
     // Without the flag the routing table chooses: the first link.
     let mut args = read_args(&url);
     args.push("--json");
-    let (first, through, info, read) = traffic(&nas, &second, &args);
+    let (first, through, info, read) = traffic(&nas, &second, &args, &[]);
     assert_through("nbd, routed", first, through, read);
     assert_eq!(info.interface.as_deref(), Some(nas.hosts.dev_b.as_str()), "{info:?}");
 
@@ -111,7 +114,7 @@ fn nbd_reads_cross_the_interface_named_and_otherwise_the_routed_one() {
     let addr = second.addr_b.to_string();
     let mut args = read_args(&url);
     args.extend(["--bind", &addr, "--json"]);
-    let (_, _, info, _) = traffic(&nas, &second, &args);
+    let (_, _, info, _) = traffic(&nas, &second, &args, &[]);
     assert_eq!(info.source_address, Some(addr), "{info:?}");
 }
 
@@ -128,7 +131,7 @@ fn iscsi_reads_cross_the_interface_named() {
     let t = nas.serve_iscsi(lun.path(), None, None).unwrap();
     let mut args = read_args(&t.url);
     args.extend(["--interface", &second.dev_b, "--json"]);
-    let (first, through, info, read) = traffic(&nas, &second, &args);
+    let (first, through, info, read) = traffic(&nas, &second, &args, &[]);
     assert_through("iscsi --interface SECOND", through, first, read);
     assert_eq!(info.interface.as_deref(), Some(second.dev_b.as_str()), "{info:?}");
 }
@@ -145,10 +148,28 @@ fn nfs_reads_cross_the_interface_named() {
     let mut args = read_args(&export.url);
     args.extend(["--interface", &second.dev_b, "--json"]);
     // The test file is written first (laid out), then read: both through the NIC.
-    let (first, through, info, read) = traffic(&nas, &second, &args);
+    let (first, through, info, read) = traffic(&nas, &second, &args, &[]);
     assert_through("nfs --interface SECOND", through, first, read);
     assert_eq!(info.interface.as_deref(), Some(second.dev_b.as_str()), "{info:?}");
     assert_eq!(info.source_address, Some(second.addr_b.to_string()), "{info:?}");
+}
+
+#[test]
+fn smb_reads_cross_the_interface_named() {
+    if !needs("smb --interface", &["ip", "smbd", "pdbedit"]) {
+        return;
+    }
+    let _machine = headroom_lab::hold_machine();
+    let (mut nas, second) = two_link_nas();
+    let dir = nas.subdir("share").expect("share dir");
+    let export = nas.serve_smb(&dir, SmbOptions::default()).expect("smbd");
+    let url = export.url_with_user();
+    let mut args = read_args(&url);
+    args.extend(["--interface", &second.dev_b, "--json"]);
+    let env = [("HEADROOM_SMB_PASSWORD", SMB_PASSWORD)];
+    let (first, through, info, read) = traffic(&nas, &second, &args, &env);
+    assert_through("smb --interface SECOND", through, first, read);
+    assert_eq!(info.interface.as_deref(), Some(second.dev_b.as_str()), "{info:?}");
 }
 
 #[test]
@@ -157,7 +178,10 @@ fn a_missing_interface_or_a_foreign_address_is_one_line_and_exit_2() {
         ("--interface", "nosuch0", "--interface nosuch0: this machine has no such interface"),
         ("--bind", "192.0.2.9", "--bind 192.0.2.9: not an address of this machine"),
     ] {
-        let out = std::process::Command::new(headroom_bin()).args(["disk", "nbd://127.0.0.1/x", flag, value]).output().unwrap();
+        let out = std::process::Command::new(headroom_bin())
+            .args(["disk", "nbd://127.0.0.1/x", flag, value])
+            .output()
+            .unwrap();
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert_eq!(err.trim().lines().count(), 1, "{err}");

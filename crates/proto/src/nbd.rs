@@ -654,7 +654,7 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let opts = TargetOptions { default_size: 1 << 20, stop, ..TargetOptions::default() };
-            let share = open(&url, &opts).expect("the handshake works");
+            let share = open(&url, &opts, &Default::default()).expect("the handshake works");
             let mut e =
                 share.connect(ShareIo { write: false, sync: SyncMode::None, depth: 1, buf_size: 4096 }).unwrap();
             let r = e
@@ -687,7 +687,8 @@ mod tests {
     #[test]
     fn nothing_listening_is_one_line_naming_the_server() {
         // Port 1 on loopback: refused at once.
-        let e = connect_handle(&url("x"), &Default::default(), &AtomicBool::new(false)).err().expect("no server on port 1");
+        let e =
+            connect_handle(&url("x"), &Default::default(), &AtomicBool::new(false)).err().expect("no server on port 1");
         assert!(e.contains("cannot connect to the NBD server 127.0.0.1:1") && !e.contains('\n'), "{e}");
     }
 }

@@ -335,7 +335,12 @@ impl Ctx {
         }
         let host = CString::new(server.host.as_str()).map_err(|_| "NUL byte in the host".to_string())?;
         let export_c = CString::new(export).map_err(|_| "NUL byte in the export".to_string())?;
-        let nic = peer.interface.as_deref().map(CString::new).transpose().map_err(|_| "NUL byte in --interface".to_string())?;
+        let nic = peer
+            .interface
+            .as_deref()
+            .map(CString::new)
+            .transpose()
+            .map_err(|_| "NUL byte in --interface".to_string())?;
         // SAFETY: ctx.0 is valid; the strings live across the calls.
         unsafe {
             if let Some(nic) = &nic {
@@ -569,8 +574,7 @@ impl Drop for NfsShare {
         // one fresh connection tries again.
         let timeout = if gone { CLEANUP_TIMEOUT } else { SERVER_TIMEOUT };
         let result = first.or_else(|_| {
-            Ctx::connect_within(&self.peer, self.version, &self.export, timeout)
-                .and_then(|ctx| ctx.unlink(&self.file))
+            Ctx::connect_within(&self.peer, self.version, &self.export, timeout).and_then(|ctx| ctx.unlink(&self.file))
         });
         if let Err(e) = result {
             if !gone {

@@ -63,8 +63,8 @@ pub fn open(
     source: &crate::Source,
 ) -> Result<Box<dyn Share>, DiskError> {
     let login = Login::from(url, credentials)?;
-    let addrs = transport::resolve(&url.server.addr())
-        .map_err(|e| DiskError::Usage(format!("smb://{}: {e}", url.server)))?;
+    let addrs =
+        transport::resolve(&url.server.addr()).map_err(|e| DiskError::Usage(format!("smb://{}: {e}", url.server)))?;
     let name = headroom_disk::test_file_name();
     let path = if url.dir.is_empty() { name.clone() } else { format!("{}\\{name}", url.dir.replace('/', "\\")) };
     let shown = format!(

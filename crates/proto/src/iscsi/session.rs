@@ -5,11 +5,11 @@
 //! poll(2) with a deadline, so a silent target is an error, never a hang.
 
 use super::pdu::{self, op, Header, Out, WireError, BHS, RESERVED_TAG};
+use crate::transport::{self, Origin};
 use crate::wait;
 use headroom_disk::{BufferPool, Completion, IoKind, IoUnit};
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
-use crate::transport::{self, Origin};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
