@@ -50,6 +50,14 @@ pub struct DiskArgs {
     /// read from the environment. Never put a password in the URL
     #[arg(long, value_name = "FILE")]
     pub credentials: Option<PathBuf>,
+    /// With a URL: every connection to the server leaves from this address of this machine
+    /// (NFS: through the interface holding it), to compare the NICs of one host
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<std::net::IpAddr>,
+    /// With a URL: every connection leaves through this interface whatever the routing table
+    /// says (SO_BINDTODEVICE: needs root)
+    #[arg(long, value_name = "NIC")]
+    pub interface: Option<String>,
     #[command(flatten)]
     pub test: DiskTestArgs,
     /// Keep the test file afterwards
@@ -161,8 +169,15 @@ impl DiskTestArgs {
 fn share_opener(args: &DiskArgs, remote: bool) -> anyhow::Result<Option<Arc<dyn ShareOpener>>> {
     let text = args.path.to_string_lossy();
     if !looks_like_url(&text) {
-        if args.credentials.is_some() {
-            bail!("--credentials is for nfs://, smb://, iscsi:// and nbd:// targets, and PATH {text} is a path");
+        let flag = if args.credentials.is_some() {
+            Some("--credentials")
+        } else if args.bind.is_some() {
+            Some("--bind")
+        } else {
+            args.interface.as_ref().map(|_| "--interface")
+        };
+        if let Some(flag) = flag {
+            bail!("{flag} is for nfs://, smb://, iscsi:// and nbd:// targets, and PATH {text} is a path");
         }
         return Ok(None);
     }
@@ -171,7 +186,8 @@ fn share_opener(args: &DiskArgs, remote: bool) -> anyhow::Result<Option<Arc<dyn 
         bail!("PATH {text} is a URL: headroom's protocol clients run here, without --remote (the server's own disk is /its/path --remote HOST)");
     }
     let credentials = Credentials::load(args.credentials.as_deref()).map_err(|e| user_error(DiskError::Usage(e)))?;
-    Ok(Some(Arc::new(Opener::new(credentials))))
+    let source = crate::commands::net::SourceArgs { bind: args.bind, interface: args.interface.clone() }.source()?;
+    Ok(Some(Arc::new(Opener::new(credentials).from_source(source))))
 }
 
 /// What the disk engine said about the target, for the heading.

@@ -37,11 +37,8 @@ pub fn link_towards_from(host: &str, port: u16, link: Option<&LinkSpec>, source:
 /// `--bind` address, else the one the routing table sends HOST's first
 /// address through. None when HOST does not resolve or no route is known.
 pub fn interface_towards(host: &str, port: u16, source: &headroom_net::Source) -> Option<String> {
-    let chosen = source.interface.clone().or_else(|| source.bind.and_then(headroom_sys::interface_with_address));
-    chosen.or_else(|| {
-        headroom_net::resolve(host, port)
-            .ok()
-            .and_then(|a| a.first().copied())
-            .and_then(|peer| headroom_sys::route_interface(peer.ip()))
-    })
+    match headroom_net::resolve(host, port).ok().and_then(|a| a.first().copied()) {
+        Some(peer) => source.interface_towards(peer.ip()),
+        None => source.chosen_interface(),
+    }
 }

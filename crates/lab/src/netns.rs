@@ -79,6 +79,24 @@ impl Netns {
         c
     }
 
+    /// Bytes sent plus received by interface `dev` of this namespace, from
+    /// its counters as /proc/net/dev shows them to a process inside (the
+    /// same counters as /sys/class/net/DEV/statistics, which `ip netns exec`
+    /// cannot remount in every container).
+    pub fn traffic_bytes(&self, dev: &str) -> io::Result<u64> {
+        let table = self.exec("cat", &["/proc/net/dev"])?;
+        let row = table
+            .lines()
+            .find_map(|l| l.trim_start().strip_prefix(dev)?.strip_prefix(':'))
+            .ok_or_else(|| io::Error::other(format!("no interface {dev} in {}'s /proc/net/dev", self.name)))?;
+        let fields: Vec<u64> = row.split_whitespace().filter_map(|f| f.parse().ok()).collect();
+        // rx_bytes is the first column, tx_bytes the ninth.
+        match (fields.first(), fields.get(8)) {
+            (Some(rx), Some(tx)) => Ok(rx + tx),
+            _ => Err(io::Error::other(format!("{dev}: unreadable counters '{row}'"))),
+        }
+    }
+
     /// Starts a background process inside the namespace; it is killed when the guard drops.
     pub fn spawn(&self, program: &str, args: &[&str]) -> io::Result<ChildGuard> {
         let child = self
@@ -245,6 +263,18 @@ impl TwoHosts {
         Ok(SecondLink { dev_a, dev_b, addr_a, addr_b })
     }
 
+    /// A route in `b` to `a`'s first-link subnet through `link`, behind the
+    /// first link's (a higher metric): the routing table still sends `addr_a`
+    /// through the first link, and a socket held to `link.dev_b`
+    /// (SO_BINDTODEVICE) reaches it through the second: a NAS (`a`)
+    /// reachable through either NIC of a client (`b`).
+    pub fn route_behind(&self, link: &SecondLink) -> io::Result<()> {
+        let [x, y, z, _] = self.addr_a.octets();
+        let subnet = format!("{x}.{y}.{z}.0/24");
+        let via = link.addr_a.to_string();
+        self.b.exec("ip", &["route", "add", &subnet, "via", &via, "dev", &link.dev_b, "metric", "100"]).map(|_| ())
+    }
+
     /// Shapes the second link both ways, as [`TwoHosts::shape`] the first.
     pub fn shape_second(&self, link: &SecondLink, rate_bits: u64) -> io::Result<()> {
         shape_ends(&[(&self.a, &link.dev_a), (&self.b, &link.dev_b)], rate_bits)
@@ -343,5 +373,73 @@ impl Star {
             ns.exec("tc", &args)?;
         }
         Ok(())
+    }
+}
+
+/// One veth pair of a [`Mesh`]: between hosts `i` and `j` (`i < j`).
+pub struct MeshLink {
+    /// The lower host's index and its device and address on this pair.
+    pub i: usize,
+    /// The higher host's index.
+    pub j: usize,
+    /// Host `i`'s device.
+    pub dev_i: String,
+    /// Host `j`'s device.
+    pub dev_j: String,
+    /// Host `i`'s address (198.18.K.(i+1), K one subnet per pair).
+    pub addr_i: Ipv4Addr,
+    /// Host `j`'s address.
+    pub addr_j: Ipv4Addr,
+}
+
+/// A switchless mesh: `n` namespaces, every pair joined by its own veth pair
+/// on its own /24, so each host has one NIC per peer and the routing table
+/// sends each peer's address through the NIC towards it.
+pub struct Mesh {
+    /// The hosts, in order.
+    pub hosts: Vec<Netns>,
+    /// Every pair's link.
+    pub links: Vec<MeshLink>,
+}
+
+impl Mesh {
+    /// `n` hosts (at most 9), fully meshed, MTU 1500.
+    pub fn new(n: usize) -> io::Result<Mesh> {
+        let hosts = (0..n).map(|i| Netns::new(&format!("m{i}"))).collect::<io::Result<Vec<_>>>()?;
+        let tag = format!("{}{}", std::process::id() % 100_000, COUNTER.fetch_add(1, Ordering::SeqCst));
+        let mut links = Vec::new();
+        for i in 0..n {
+            for j in i + 1..n {
+                let k = links.len() as u8 + 1;
+                let (dev_i, dev_j) = (format!("hm{tag}{i}{j}"), format!("hm{tag}{j}{i}"));
+                ip(&[
+                    "link",
+                    "add",
+                    &dev_i,
+                    "netns",
+                    &hosts[i].name,
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    &dev_j,
+                    "netns",
+                    &hosts[j].name,
+                ])?;
+                let (addr_i, addr_j) = (Ipv4Addr::new(198, 18, k, i as u8 + 1), Ipv4Addr::new(198, 18, k, j as u8 + 1));
+                for (ns, dev, addr) in [(&hosts[i], &dev_i, addr_i), (&hosts[j], &dev_j, addr_j)] {
+                    ns.exec("ip", &["addr", "add", &format!("{addr}/24"), "dev", dev])?;
+                    ns.exec("ip", &["link", "set", dev, "up"])?;
+                }
+                links.push(MeshLink { i, j, dev_i, dev_j, addr_i, addr_j });
+            }
+        }
+        Ok(Mesh { hosts, links })
+    }
+
+    /// The link between hosts `i` and `j`.
+    pub fn link(&self, i: usize, j: usize) -> &MeshLink {
+        let (i, j) = (i.min(j), i.max(j));
+        self.links.iter().find(|l| l.i == i && l.j == j).expect("every pair has a link")
     }
 }

@@ -66,6 +66,7 @@ pub fn throughput_probe(r: &ThroughputResult) -> Probe {
             rate_bits_per_sec: r.rate_bits,
             bytes: r.fixed_bytes,
             source: r.source.clone(),
+            interface: None,
             socket_buffers: r.window.map(|asked| SocketBuffers {
                 asked: u64::from(asked),
                 local: r.buffers_local,

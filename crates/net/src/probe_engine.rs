@@ -9,7 +9,7 @@ use crate::{
     connect_probe, echo_probe, iperf3_throughput, rr_probe, tcp_connect_series, throughput_probe, Endpoint, NetError,
     Session, Source, ThroughputSpec,
 };
-use headroom_result::{Probe, Sample, Warning};
+use headroom_result::{Probe, ProbeSpec, Sample, Warning};
 use headroom_runner::{
     unix_now, EngineKind, Expected, LiveSample, Measured, PrepareEvent, ProbeEngine, ProbeError, ProbeRequest,
 };
@@ -303,7 +303,13 @@ impl ProbeEngine for NetEngine {
             self.close();
         }
         match result {
-            Ok(probe) => {
+            Ok(mut probe) => {
+                // Recorded where the test ran (an agent of a fleet, a far
+                // end): only this machine knows its routes.
+                if let ProbeSpec::Net(spec) = &mut probe.spec {
+                    let peer = crate::resolve(&req.server.host, req.server.port).ok().and_then(|a| a.first().copied());
+                    spec.interface = peer.and_then(|p| req.server.source.interface_towards(p.ip()));
+                }
                 let error = probe.error().map(|e| ProbeError::Lost(format!("lost the server mid-test: {e}")));
                 if error.is_some() {
                     // The server's report may still be on its way: a late reply

@@ -200,6 +200,19 @@ impl Source {
         }
     }
 
+    /// The interface this source names: `--interface`, else the one holding
+    /// the `--bind` address; None when the routing table chooses.
+    pub fn chosen_interface(&self) -> Option<String> {
+        self.interface.clone().or_else(|| self.bind.and_then(headroom_sys::interface_with_address))
+    }
+
+    /// The interface a connection to `peer` leaves through, by the one rule
+    /// every command follows: the chosen one ([`Source::chosen_interface`]),
+    /// else the one the routing table sends `peer` through.
+    pub fn interface_towards(&self, peer: IpAddr) -> Option<String> {
+        self.chosen_interface().or_else(|| headroom_sys::route_interface(peer))
+    }
+
     /// Checks the source before anything runs: the interface exists, the
     /// address belongs to this machine. The error names the flag.
     pub fn check(&self) -> Result<(), String> {
@@ -219,8 +232,9 @@ impl Source {
         Ok(())
     }
 
-    /// Binds `sock` (of `peer`'s family) to this source, before it connects.
-    fn apply(&self, sock: &Socket, peer: &SocketAddr) -> io::Result<()> {
+    /// Binds `sock` (of `peer`'s family) to this source, before it connects
+    /// (headroom-proto's connections use it too, so both follow one rule).
+    pub fn apply(&self, sock: &Socket, peer: &SocketAddr) -> io::Result<()> {
         if let Some(nic) = &self.interface {
             sock.bind_device(Some(nic.as_bytes())).map_err(|e| {
                 let why = match e.raw_os_error() {

@@ -45,6 +45,7 @@ pub fn open(
     url: &crate::url::IscsiUrl,
     opts: &TargetOptions,
     credentials: &crate::Credentials,
+    source: &crate::Source,
 ) -> Result<Box<dyn Share>, DiskError> {
     let shown = format!("iscsi://{}/{}/{}", url.server, url.target, url.lun);
     let chap = match (credentials.get("HEADROOM_ISCSI_USER"), credentials.get("HEADROOM_ISCSI_PASSWORD")) {
@@ -63,6 +64,7 @@ pub fn open(
         chap,
         lun: url.lun,
         stop: Arc::clone(&opts.stop),
+        source: source.clone(),
     };
     let mut s = Session::login(&spec, 1, 4096).map_err(|e| DiskError::Usage(login_error(&shown, &spec, e)))?;
     let fail = |what: &str, e: io::Error| DiskError::Usage(format!("{shown}: {what}: {e}"));
@@ -113,13 +115,15 @@ pub fn open(
     granted.insert("cmdsn_window".into(), u64::from(s.window()));
     granted.insert("block_size".into(), block_size);
     granted.insert("capacity_bytes".into(), capacity);
-    let info = ProtocolInfo {
+    let mut info = ProtocolInfo {
         name: "iscsi".into(),
         version: None,
         server: url.server.addr(),
         queue_depth_granted: None,
         granted,
+        ..ProtocolInfo::default()
     };
+    s.origin(source).record(&mut info);
     drop(s);
     Ok(Box::new(IscsiShare { shown, spec: Spec(spec), size, capacity, block_size, info: Arc::new(Mutex::new(info)) }))
 }

@@ -9,6 +9,8 @@
 //!   ([`Credentials`]);
 //! - the deadlines and the Ctrl-C check every client's waits share (`wait`:
 //!   a login, a request, each has an end that trickled bytes cannot move);
+//! - every TCP connection's resolving, source (`--bind`, `--interface`),
+//!   deadline and Ctrl-C (`transport`), and the NFS client's interface;
 //! - one module per protocol, each implementing headroom-disk's
 //!   [`Share`](headroom_disk::Share) (one prepared target) and
 //!   [`IoEngine`](headroom_disk::IoEngine) (one connection per worker, the
@@ -19,6 +21,7 @@
 //! command lines.
 
 mod credentials;
+mod transport;
 mod url;
 mod wait;
 
@@ -41,6 +44,7 @@ pub mod fuzzing {
 }
 
 pub use credentials::Credentials;
+pub use headroom_net::Source;
 pub use url::{IscsiUrl, NbdUrl, NfsUrl, NfsVersion, Server, ShareUrl, SmbUrl, UrlError, FILE_SERVER_DAEMONS};
 
 use headroom_disk::{DiskError, Share, ShareOpener, TargetOptions};
@@ -52,12 +56,20 @@ pub const SCHEMES: [&str; 4] = ["nfs", "iscsi", "nbd", "smb"];
 #[derive(Debug, Clone, Default)]
 pub struct Opener {
     credentials: Credentials,
+    source: Source,
 }
 
 impl Opener {
     /// An opener that authenticates with `credentials`.
     pub fn new(credentials: Credentials) -> Self {
-        Opener { credentials }
+        Opener { credentials, source: Source::default() }
+    }
+
+    /// Every connection leaves from `source` (`--bind`, `--interface`;
+    /// checked by the caller with [`Source::check`]).
+    pub fn from_source(mut self, source: Source) -> Self {
+        self.source = source;
+        self
     }
 }
 
@@ -69,10 +81,10 @@ impl ShareOpener for Opener {
     fn open(&self, target: &str, opts: &TargetOptions) -> Result<Box<dyn Share>, DiskError> {
         let url = ShareUrl::parse(target).map_err(|e| DiskError::Usage(e.to_string()))?;
         match url {
-            ShareUrl::Nfs(u) => open_nfs(&u, opts),
-            ShareUrl::Iscsi(u) => iscsi::open(&u, opts, &self.credentials),
-            ShareUrl::Nbd(u) => open_nbd(&u, opts),
-            ShareUrl::Smb(u) => smb::open(&u, opts, &self.credentials),
+            ShareUrl::Nfs(u) => open_nfs(&u, opts, &self.source),
+            ShareUrl::Iscsi(u) => iscsi::open(&u, opts, &self.credentials, &self.source),
+            ShareUrl::Nbd(u) => open_nbd(&u, opts, &self.source),
+            ShareUrl::Smb(u) => smb::open(&u, opts, &self.credentials, &self.source),
         }
     }
 }
@@ -83,22 +95,22 @@ impl ShareOpener for Opener {
 // archive needs GnuTLS and libxml2 linked in as well.
 
 #[cfg(feature = "nfs")]
-fn open_nfs(url: &NfsUrl, opts: &TargetOptions) -> Result<Box<dyn Share>, DiskError> {
-    nfs::open(url, opts)
+fn open_nfs(url: &NfsUrl, opts: &TargetOptions, source: &Source) -> Result<Box<dyn Share>, DiskError> {
+    nfs::open(url, opts, source)
 }
 
 #[cfg(not(feature = "nfs"))]
-fn open_nfs(_: &NfsUrl, _: &TargetOptions) -> Result<Box<dyn Share>, DiskError> {
+fn open_nfs(_: &NfsUrl, _: &TargetOptions, _: &Source) -> Result<Box<dyn Share>, DiskError> {
     Err(not_built("NFS", "libnfs"))
 }
 
 #[cfg(feature = "nbd")]
-fn open_nbd(url: &NbdUrl, opts: &TargetOptions) -> Result<Box<dyn Share>, DiskError> {
-    nbd::open(url, opts)
+fn open_nbd(url: &NbdUrl, opts: &TargetOptions, source: &Source) -> Result<Box<dyn Share>, DiskError> {
+    nbd::open(url, opts, source)
 }
 
 #[cfg(not(feature = "nbd"))]
-fn open_nbd(_: &NbdUrl, _: &TargetOptions) -> Result<Box<dyn Share>, DiskError> {
+fn open_nbd(_: &NbdUrl, _: &TargetOptions, _: &Source) -> Result<Box<dyn Share>, DiskError> {
     Err(not_built("NBD", "libnbd"))
 }
 

@@ -18,6 +18,7 @@
 
 mod ffi;
 
+use crate::transport::{self, Origin};
 use crate::url::NbdUrl;
 use crate::wait;
 use ffi::{CompletionCallback, Handle};
@@ -29,7 +30,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::ffi::{c_int, c_void, CString};
 use std::io;
 use std::mem::ManuallyDrop;
-use std::net::{TcpStream, ToSocketAddrs};
 use std::os::fd::IntoRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -100,36 +100,21 @@ fn display(url: &NbdUrl) -> String {
     format!("nbd://{}/{}", url.server.addr(), url.export)
 }
 
-/// Connects and finishes the handshake within [`CONNECT_TIMEOUT`] (or until
-/// `stop`); the error is one line naming the server or the export.
-fn connect_handle(url: &NbdUrl, stop: &AtomicBool) -> Result<Handle, String> {
+/// Connects (from `source`) and finishes the handshake within
+/// [`CONNECT_TIMEOUT`] (or until `stop`); the error is one line naming the
+/// server or the export.
+fn connect_handle(url: &NbdUrl, source: &crate::Source, stop: &AtomicBool) -> Result<(Handle, Origin), String> {
     let shown = display(url);
-    let addrs: Vec<_> = url
-        .server
-        .addr()
-        .to_socket_addrs()
-        .map_err(|e| format!("{shown}: cannot resolve {}: {e}", url.server.host))?
-        .collect();
-    let mut last = None;
-    let mut stream = None;
-    for addr in &addrs {
-        match TcpStream::connect_timeout(addr, CONNECT_TIMEOUT) {
-            Ok(s) => {
-                stream = Some(s);
-                break;
-            }
-            Err(e) => last = Some(e),
-        }
-    }
-    let stream = stream.ok_or_else(|| {
-        let why = last.map_or_else(|| "no address".to_string(), |e| e.to_string());
-        format!("{shown}: cannot connect to the NBD server {}: {why}", url.server)
-    })?;
+    let addrs = transport::resolve(&url.server.addr())
+        .map_err(|e| format!("{shown}: cannot resolve {}: {e}", url.server.host))?;
+    let stream = transport::connect(&addrs, source, CONNECT_TIMEOUT, stop)
+        .map_err(|e| format!("{shown}: cannot connect to the NBD server {}: {e}", url.server))?;
+    let origin = Origin::of(&stream, source);
     // Requests are small and latency-bound; Nagle would hold a 28-byte read
     // request behind the previous one's unacknowledged segment.
     stream.set_nodelay(true).map_err(|e| format!("{shown}: {e}"))?;
     stream.set_nonblocking(true).map_err(|e| format!("{shown}: {e}"))?;
-    handshake(url, stream.into(), stop)
+    Ok((handshake(url, stream.into(), stop)?, origin))
 }
 
 /// The NBD handshake on a connected, non-blocking socket (libnbd owns it from here).
@@ -211,10 +196,10 @@ fn pump(h: &Handle, timeout: Duration) -> Result<bool, String> {
 /// Prepares `nbd://HOST[:PORT][/EXPORT]`: connects once to learn what the
 /// server grants (size, read-only, flush, FUA, block sizes), then lets go;
 /// each worker connects on its own.
-pub fn open(url: &NbdUrl, opts: &TargetOptions) -> Result<Box<dyn Share>, DiskError> {
+pub fn open(url: &NbdUrl, opts: &TargetOptions, source: &crate::Source) -> Result<Box<dyn Share>, DiskError> {
     ffi::load().map_err(DiskError::Usage)?;
     let shown = display(url);
-    let h = connect_handle(url, &opts.stop).map_err(DiskError::Usage)?;
+    let (h, origin) = connect_handle(url, source, &opts.stop).map_err(DiskError::Usage)?;
     let granted = Granted::read(&h).map_err(|e| DiskError::Usage(format!("{shown}: {e}")))?;
     h.disconnect();
     drop(h);
@@ -233,7 +218,14 @@ pub fn open(url: &NbdUrl, opts: &TargetOptions) -> Result<Box<dyn Share>, DiskEr
     if size == 0 {
         return Err(DiskError::Usage(format!("{shown}: --size is smaller than one block ({block} bytes)")));
     }
-    Ok(Box::new(NbdShare { url: url.clone(), size, granted, stop: Arc::clone(&opts.stop) }))
+    Ok(Box::new(NbdShare {
+        url: url.clone(),
+        size,
+        granted,
+        source: source.clone(),
+        origin,
+        stop: Arc::clone(&opts.stop),
+    }))
 }
 
 /// One NBD export on a server.
@@ -242,6 +234,10 @@ struct NbdShare {
     url: NbdUrl,
     size: u64,
     granted: Granted,
+    /// Where every connection leaves from (`--bind`, `--interface`).
+    source: crate::Source,
+    /// Where the first connection left from.
+    origin: Origin,
     /// Ctrl-C: every wait ends at once.
     stop: Arc<AtomicBool>,
 }
@@ -288,8 +284,8 @@ impl Share for NbdShare {
                 g.max_block
             ));
         }
-        let handle =
-            connect_handle(&self.url, &self.stop).map_err(|e| io::Error::new(io::ErrorKind::ConnectionRefused, e))?;
+        let (handle, _) = connect_handle(&self.url, &self.source, &self.stop)
+            .map_err(|e| io::Error::new(io::ErrorKind::ConnectionRefused, e))?;
         Ok(Box::new(NbdEngine {
             handle: ManuallyDrop::new(handle),
             done: Box::into_raw(Box::default()),
@@ -304,14 +300,17 @@ impl Share for NbdShare {
     }
 
     fn info(&self) -> ProtocolInfo {
-        ProtocolInfo {
+        let mut info = ProtocolInfo {
             name: "nbd".into(),
             version: self.granted.protocol.clone(),
             server: self.url.server.addr(),
             // NBD announces no limit on requests in flight.
             queue_depth_granted: None,
             granted: self.granted.as_map(),
-        }
+            ..ProtocolInfo::default()
+        };
+        self.origin.record(&mut info);
+        info
     }
 }
 
@@ -655,7 +654,7 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let opts = TargetOptions { default_size: 1 << 20, stop, ..TargetOptions::default() };
-            let share = open(&url, &opts).expect("the handshake works");
+            let share = open(&url, &opts, &Default::default()).expect("the handshake works");
             let mut e =
                 share.connect(ShareIo { write: false, sync: SyncMode::None, depth: 1, buf_size: 4096 }).unwrap();
             let r = e
@@ -688,7 +687,8 @@ mod tests {
     #[test]
     fn nothing_listening_is_one_line_naming_the_server() {
         // Port 1 on loopback: refused at once.
-        let e = connect_handle(&url("x"), &AtomicBool::new(false)).err().expect("no server on port 1");
+        let e =
+            connect_handle(&url("x"), &Default::default(), &AtomicBool::new(false)).err().expect("no server on port 1");
         assert!(e.contains("cannot connect to the NBD server 127.0.0.1:1") && !e.contains('\n'), "{e}");
     }
 }

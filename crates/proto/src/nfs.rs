@@ -45,14 +45,15 @@ pub const V4_WRITE_MAX: u64 = 3072;
 pub const V4_READ_MAX: u64 = 1 << 20;
 
 /// Prepares a test file in the directory `url` names on an NFS server.
-pub fn open(url: &NfsUrl, opts: &TargetOptions) -> Result<Box<dyn Share>, DiskError> {
+pub fn open(url: &NfsUrl, opts: &TargetOptions, source: &crate::Source) -> Result<Box<dyn Share>, DiskError> {
     ffi::load().map_err(DiskError::Usage)?;
     let size = opts.size.unwrap_or(opts.default_size);
     if size == 0 {
         return Err(DiskError::Usage(format!("{}: --size must be more than 0 bytes, e.g. --size 1G", shown(url))));
     }
-    let (version, export, dir, no_v3) = resolve_export(url)?;
-    let ctx = Ctx::connect(&url.server, version, &export).map_err(|e| match &no_v3 {
+    let peer = Peer { server: url.server.clone(), interface: interface_of(url, source)? };
+    let (version, export, dir, no_v3) = resolve_export(url, &peer)?;
+    let ctx = Ctx::connect(&peer, version, &export).map_err(|e| match &no_v3 {
         Some(v3) => DiskError::Usage(format!(
             "{}: the server answered neither NFSv3 (its export list: {v3}) nor NFSv4 ({e})",
             shown(url)
@@ -87,23 +88,26 @@ pub fn open(url: &NfsUrl, opts: &TargetOptions) -> Result<Box<dyn Share>, DiskEr
         ))
     })?;
     ctx.close(fh);
-    let info = ProtocolInfo {
+    let mut info = ProtocolInfo {
         name: "nfs".into(),
         version: Some(version.number().into()),
         server: url.server.addr(),
         queue_depth_granted: None,
         granted: ctx.granted(version, None),
+        ..ProtocolInfo::default()
     };
+    ctx.origin(&peer).record(&mut info);
     // A second Ctrl-C exits at once, without this share's Drop: the file
     // is then removed over a fresh connection (headroom_disk::remove_test_files_now).
     let at_exit = (!opts.keep).then(|| {
-        let (server, export, file) = (url.server.clone(), export.clone(), file.clone());
+        let (peer, export, file) = (peer.clone(), export.clone(), file.clone());
         headroom_disk::register_remote_test_file(Box::new(move || {
-            let _ = Ctx::connect_within(&server, version, &export, CLEANUP_TIMEOUT).and_then(|c| c.unlink(&file));
+            let _ = Ctx::connect_within(&peer, version, &export, CLEANUP_TIMEOUT).and_then(|c| c.unlink(&file));
         }))
     });
     Ok(Box::new(NfsShare {
         server: url.server.clone(),
+        peer,
         version,
         export,
         file,
@@ -115,6 +119,30 @@ pub fn open(url: &NfsUrl, opts: &TargetOptions) -> Result<Box<dyn Share>, DiskEr
         gone: Arc::new(AtomicBool::new(false)),
         at_exit,
     }))
+}
+
+/// The interface libnfs's sockets are held to: `--interface`, or for
+/// `--bind` the interface holding that address (libnfs binds no source
+/// address of its own; the kernel then picks that interface's address).
+fn interface_of(url: &NfsUrl, source: &crate::Source) -> Result<Option<String>, DiskError> {
+    if let Some(nic) = &source.interface {
+        return Ok(Some(nic.clone()));
+    }
+    let Some(addr) = source.bind else { return Ok(None) };
+    headroom_sys::interface_with_address(addr).map(Some).ok_or_else(|| {
+        DiskError::Usage(format!(
+            "{}: --bind {addr}: libnfs cannot bind a source address and no interface holds {addr}; \
+             use --interface NIC",
+            shown(url)
+        ))
+    })
+}
+
+/// A server and the interface every connection to it leaves through.
+#[derive(Debug, Clone)]
+struct Peer {
+    server: Server,
+    interface: Option<String>,
 }
 
 fn shown(url: &NfsUrl) -> String {
@@ -135,12 +163,12 @@ impl NfsVersion {
 /// URL left the choice to headroom and the server has no MOUNT service.
 type Resolved = (NfsVersion, String, String, Option<String>);
 
-fn resolve_export(url: &NfsUrl) -> Result<Resolved, DiskError> {
+fn resolve_export(url: &NfsUrl, peer: &Peer) -> Result<Resolved, DiskError> {
     if url.version == Some(NfsVersion::V4) {
         // NFSv4 has one namespace: mount the whole path, create the file at its root.
         return Ok((NfsVersion::V4, url.path.clone(), String::new(), None));
     }
-    let exports = match export_list(&url.server.host, SERVER_TIMEOUT) {
+    let exports = match export_list(&url.server.host, peer.interface.as_deref(), SERVER_TIMEOUT) {
         Ok(list) => list,
         // No MOUNT service: an NFSv4-only server, unless v3 was asked for.
         Err(e) if url.version.is_none() => return Ok((NfsVersion::V4, url.path.clone(), String::new(), Some(e))),
@@ -189,7 +217,7 @@ fn mount_error(url: &NfsUrl, version: NfsVersion, export: &str, e: &str) -> Disk
 }
 
 /// The server's export list (MOUNTPROC3_EXPORT), waiting at most `timeout`.
-fn export_list(host: &str, timeout: Duration) -> Result<Vec<String>, String> {
+fn export_list(host: &str, interface: Option<&str>, timeout: Duration) -> Result<Vec<String>, String> {
     struct Answer {
         done: bool,
         result: Result<Vec<String>, String>,
@@ -219,10 +247,15 @@ fn export_list(host: &str, timeout: Duration) -> Result<Vec<String>, String> {
         };
     }
     let host_c = CString::new(host).map_err(|_| "the host name holds a NUL byte".to_string())?;
+    let nic = interface.map(CString::new).transpose().map_err(|_| "NUL byte in --interface".to_string())?;
     // SAFETY: a fresh context, destroyed below on every path.
     let rpc = unsafe { ffi::rpc_init_context() };
     if rpc.is_null() {
         return Err("libnfs could not create an RPC context".into());
+    }
+    if let Some(nic) = &nic {
+        // SAFETY: rpc is valid; libnfs copies the name (and `nic` outlives the context anyway).
+        unsafe { ffi::rpc_set_interface(rpc, nic.as_ptr()) };
     }
     let mut answer = Answer { done: false, result: Err("no answer".into()) };
     // SAFETY: rpc is valid; the callback's private data outlives the loop,
@@ -287,13 +320,14 @@ struct Ctx(*mut ffi::nfs_context);
 unsafe impl Send for Ctx {}
 
 impl Ctx {
-    /// Connects to `server` and mounts `export`.
-    fn connect(server: &Server, version: NfsVersion, export: &str) -> Result<Ctx, String> {
-        Self::connect_within(server, version, export, SERVER_TIMEOUT)
+    /// Connects to `peer` and mounts `export`.
+    fn connect(peer: &Peer, version: NfsVersion, export: &str) -> Result<Ctx, String> {
+        Self::connect_within(peer, version, export, SERVER_TIMEOUT)
     }
 
     /// [`Ctx::connect`], each RPC (then each sync call) given up after `timeout`.
-    fn connect_within(server: &Server, version: NfsVersion, export: &str, timeout: Duration) -> Result<Ctx, String> {
+    fn connect_within(peer: &Peer, version: NfsVersion, export: &str, timeout: Duration) -> Result<Ctx, String> {
+        let server = &peer.server;
         // SAFETY: a fresh context, owned by the returned Ctx.
         let ctx = Ctx(unsafe { ffi::nfs_init_context() });
         if ctx.0.is_null() {
@@ -301,8 +335,18 @@ impl Ctx {
         }
         let host = CString::new(server.host.as_str()).map_err(|_| "NUL byte in the host".to_string())?;
         let export_c = CString::new(export).map_err(|_| "NUL byte in the export".to_string())?;
+        let nic = peer
+            .interface
+            .as_deref()
+            .map(CString::new)
+            .transpose()
+            .map_err(|_| "NUL byte in --interface".to_string())?;
         // SAFETY: ctx.0 is valid; the strings live across the calls.
         unsafe {
+            if let Some(nic) = &nic {
+                // SO_BINDTODEVICE on every socket the context opens (portmapper, MOUNT, NFS).
+                ffi::nfs_set_interface(ctx.0, nic.as_ptr());
+            }
             ffi::nfs_set_version(ctx.0, if version == NfsVersion::V4 { 4 } else { 3 });
             // The sync calls below (mount, create, stat, unlink) give up after this.
             ffi::nfs_set_timeout(ctx.0, timeout.as_millis() as c_int);
@@ -324,6 +368,18 @@ impl Ctx {
             }
         }
         Ok(ctx)
+    }
+
+    /// Where this context's connection left from.
+    fn origin(&self, peer: &Peer) -> crate::transport::Origin {
+        // SAFETY: the context is valid; the descriptor is borrowed for the call only.
+        let fd = unsafe { ffi::nfs_get_fd(self.0) };
+        let source = crate::Source { bind: None, interface: peer.interface.clone() };
+        if fd < 0 {
+            return crate::transport::Origin { address: None, interface: source.interface };
+        }
+        // SAFETY: fd is the context's open socket, alive while self is.
+        crate::transport::Origin::of(&unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }, &source)
     }
 
     fn error(&self) -> String {
@@ -409,6 +465,8 @@ impl Drop for Ctx {
 /// A test file on an NFS server; removed when dropped unless `--keep`.
 struct NfsShare {
     server: Server,
+    /// The server and the interface every connection leaves through.
+    peer: Peer,
     version: NfsVersion,
     export: String,
     /// The test file, from the export's root.
@@ -456,7 +514,7 @@ impl Share for NfsShare {
         let fail = |what: &str, e: String| {
             io::Error::other(format!("NFS server {}: {what} {}: {e}", self.server.addr(), self.file_url))
         };
-        let ctx = Ctx::connect(&self.server, self.version, &self.export).map_err(|e| fail("cannot connect for", e))?;
+        let ctx = Ctx::connect(&self.peer, self.version, &self.export).map_err(|e| fail("cannot connect for", e))?;
         let mut flags = if io.write { libc::O_RDWR } else { libc::O_RDONLY };
         if io.write && io.sync == SyncMode::Dsync {
             // libnfs then sends each WRITE stable: FILE_SYNC (v3), DATA_SYNC4 (v4).
@@ -516,8 +574,7 @@ impl Drop for NfsShare {
         // one fresh connection tries again.
         let timeout = if gone { CLEANUP_TIMEOUT } else { SERVER_TIMEOUT };
         let result = first.or_else(|_| {
-            Ctx::connect_within(&self.server, self.version, &self.export, timeout)
-                .and_then(|ctx| ctx.unlink(&self.file))
+            Ctx::connect_within(&self.peer, self.version, &self.export, timeout).and_then(|ctx| ctx.unlink(&self.file))
         });
         if let Err(e) = result {
             if !gone {

@@ -28,6 +28,7 @@ mod ntlm;
 mod sign;
 mod wire;
 
+use crate::transport::{self, Origin};
 use crate::url::SmbUrl;
 use crate::wait::{self, Deadline};
 use headroom_disk::{BufferPool, Completion, DiskError, IoEngine, IoKind, IoUnit, Share, ShareIo, ShareKind};
@@ -35,7 +36,7 @@ use headroom_disk::{SyncMode, TargetOptions};
 use headroom_result::ProtocolInfo;
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, IoSlice, Read, Write};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -55,9 +56,15 @@ const CREDIT_ASK: u16 = 256;
 
 /// Prepares a target on an SMB server: connects, authenticates, and creates
 /// the test file in the URL's directory.
-pub fn open(url: &SmbUrl, opts: &TargetOptions, credentials: &crate::Credentials) -> Result<Box<dyn Share>, DiskError> {
+pub fn open(
+    url: &SmbUrl,
+    opts: &TargetOptions,
+    credentials: &crate::Credentials,
+    source: &crate::Source,
+) -> Result<Box<dyn Share>, DiskError> {
     let login = Login::from(url, credentials)?;
-    let addr = resolve(&url.server.addr()).map_err(|e| DiskError::Usage(format!("smb://{}: {e}", url.server)))?;
+    let addrs =
+        transport::resolve(&url.server.addr()).map_err(|e| DiskError::Usage(format!("smb://{}: {e}", url.server)))?;
     let name = headroom_disk::test_file_name();
     let path = if url.dir.is_empty() { name.clone() } else { format!("{}\\{name}", url.dir.replace('/', "\\")) };
     let shown = format!(
@@ -68,7 +75,8 @@ pub fn open(url: &SmbUrl, opts: &TargetOptions, credentials: &crate::Credentials
         path.replace('\\', "/")
     );
     let target = Target {
-        addr,
+        addrs,
+        source: source.clone(),
         server: url.server.clone(),
         share: url.share.clone(),
         login,
@@ -106,7 +114,7 @@ pub fn open(url: &SmbUrl, opts: &TargetOptions, credentials: &crate::Credentials
         }
         _ => return Err(DiskError::Usage(format!("creating {shown}: the server answered {}", h.status))),
     };
-    let granted = Granted::from_session(&session);
+    let granted = Granted::from_session(&session, &target.source);
     Ok(Box::new(SmbShare {
         target,
         path,
@@ -115,12 +123,6 @@ pub fn open(url: &SmbUrl, opts: &TargetOptions, credentials: &crate::Credentials
         granted: Arc::new(Mutex::new(granted)),
         server_gone: Arc::new(AtomicBool::new(false)),
     }))
-}
-
-fn resolve(addr: &str) -> io::Result<SocketAddr> {
-    addr.to_socket_addrs()?
-        .next()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{addr} resolves to no address")))
 }
 
 /// Who authenticates; `Debug` hides the password.
@@ -157,7 +159,10 @@ impl Login {
 /// Where and as whom every connection of one share goes.
 #[derive(Debug, Clone)]
 struct Target {
-    addr: SocketAddr,
+    /// The server's addresses, tried in turn.
+    addrs: Vec<SocketAddr>,
+    /// Where every connection leaves from (`--bind`, `--interface`).
+    source: crate::Source,
     server: crate::url::Server,
     share: String,
     login: Login,
@@ -179,10 +184,12 @@ struct Granted {
     credits: u32,
     /// Requests in flight the credits allowed, when fewer than asked.
     depth_capped: Option<u32>,
+    /// Where the first connection left from (all leave from the same source).
+    origin: Origin,
 }
 
 impl Granted {
-    fn from_session(s: &Session) -> Granted {
+    fn from_session(s: &Session, source: &crate::Source) -> Granted {
         Granted {
             dialect: s.neg.dialect,
             signing: s.signing.is_some(),
@@ -191,6 +198,7 @@ impl Granted {
             max_transact: s.neg.max_transact,
             credits: s.credits,
             depth_capped: None,
+            origin: Origin::of(&s.sock, source),
         }
     }
 }
@@ -300,6 +308,8 @@ impl Share for SmbShare {
             server: self.target.server.addr(),
             queue_depth_granted: g.depth_capped,
             granted,
+            source_address: g.origin.address.map(|a| a.to_string()),
+            interface: g.origin.interface,
         }
     }
 }
@@ -349,7 +359,7 @@ impl Session {
     fn connect(t: &Target, want: u32) -> io::Result<Session> {
         let server = t.server.to_string();
         let login_ends = Deadline::after(LOGIN_TIMEOUT, "the SMB login");
-        let sock = TcpStream::connect_timeout(&t.addr, Duration::from_secs(5))
+        let sock = transport::connect(&t.addrs, &t.source, Duration::from_secs(5), &t.stop)
             .map_err(|e| io::Error::new(e.kind(), format!("connecting to the SMB server {server}: {e}")))?;
         sock.set_nodelay(true)?;
         sock.set_read_timeout(Some(TIMEOUT))?;
@@ -1236,7 +1246,8 @@ mod tests {
 
     fn target(addr: SocketAddr, stop: Arc<AtomicBool>) -> Target {
         Target {
-            addr,
+            addrs: vec![addr],
+            source: Default::default(),
             server: crate::url::Server { host: "127.0.0.1".into(), port: addr.port() },
             share: "s".into(),
             login: Login { user: String::new(), password: String::new(), domain: String::new() },

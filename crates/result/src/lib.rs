@@ -244,6 +244,14 @@ pub struct ProtocolInfo {
     /// MaxOutstandingR2T, max_read_size, credits).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub granted: BTreeMap<String, u64>,
+    /// This machine's address of the connection to the server (the
+    /// `--bind` address when given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_address: Option<String>,
+    /// The interface the connection left through: `--interface` when given,
+    /// else the one holding `source_address`; the verdict's NIC hop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
 }
 
 /// A network probe's resolved parameters.
@@ -267,6 +275,10 @@ pub struct NetSpec {
     /// `via eth1` or `from 192.0.2.7`; absent when the routing table chose.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// The interface the test's connections left through, on the machine
+    /// that ran it (the chosen one, else the route's): the verdict's NIC hop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
     /// The socket buffers asked (`--window`) and what each end's kernel
     /// granted; absent when none was asked (TCP autotunes them).
     #[serde(default, skip_serializing_if = "Option::is_none")]

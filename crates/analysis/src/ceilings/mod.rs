@@ -152,8 +152,7 @@ pub fn derive(doc: &ResultDoc, hints: &PathHints) -> Result<PathModel, BadLinkSp
 
     let has_network_probe = doc.probes.iter().any(|p| matches!(p.spec, ProbeSpec::Net(_)));
     let network = if has_network_probe || storage_protocol.is_some() || link_spec.is_some() {
-        let share_server = share_spec.and_then(|d| d.protocol.as_ref()).map(|p| p.server.as_str());
-        Some(network_path(doc, hints, link_spec, share_server))
+        Some(network_path(doc, hints, link_spec, share_spec.and_then(|d| d.protocol.as_ref())))
     } else {
         None
     };
@@ -253,7 +252,12 @@ fn is_loopback_peer(peer: &str) -> bool {
 }
 
 /// Chooses the interface and link of the network probes.
-fn network_path(doc: &ResultDoc, hints: &PathHints, link_spec: Option<&LinkSpec>, share: Option<&str>) -> NetworkPath {
+fn network_path(
+    doc: &ResultDoc,
+    hints: &PathHints,
+    link_spec: Option<&LinkSpec>,
+    share: Option<&headroom_result::ProtocolInfo>,
+) -> NetworkPath {
     let peers: Vec<&str> = doc
         .probes
         .iter()
@@ -262,10 +266,19 @@ fn network_path(doc: &ResultDoc, hints: &PathHints, link_spec: Option<&LinkSpec>
             ProbeSpec::Ping(n) => Some(n.peer.as_str()),
             _ => None,
         })
-        .chain(share)
+        .chain(share.map(|s| s.server.as_str()))
         .collect();
     let loopback = !peers.is_empty() && peers.iter().all(|p| is_loopback_peer(p)) && link_spec.is_none();
-    let nic = if loopback { None } else { choose_nic(&doc.host.nics, hints.nic.as_deref()).cloned() };
+    // A share's connection and a network test record the NIC they left
+    // through (--interface or --bind, else the route's, on the machine that
+    // ran them: a fleet's agent too): the NIC to hold them against when the
+    // caller named none.
+    let net_recorded = doc.probes.iter().find_map(|p| match &p.spec {
+        ProbeSpec::Net(n) if !p.ran_remotely() => n.interface.as_deref(),
+        _ => None,
+    });
+    let named = hints.nic.as_deref().or(share.and_then(|s| s.interface.as_deref())).or(net_recorded);
+    let nic = if loopback { None } else { choose_nic(&doc.host.nics, named).cloned() };
     let framing = framing_of(nic.as_ref());
     let (link, link_source) = match link::path_link(link_spec, nic.as_ref()) {
         Some((name, bytes, source)) => (Some((name, bytes)), Some(source)),
@@ -369,5 +382,45 @@ mod tests {
         });
         let m = derive(&doc, &PathHints::default()).unwrap();
         assert!(m.ceiling(Hop::Link).is_none(), "a virtual NIC's reported speed is no ceiling");
+    }
+
+    #[test]
+    fn a_share_is_held_against_the_nic_its_connection_left_through() {
+        let mut doc = ResultDoc::new("2026-11-26T00:00:00Z");
+        for (name, speed, mtu) in [("eth0", 1000, 1500), ("eth1", 10_000, 9000)] {
+            doc.host.nics.push(Nic {
+                name: name.into(),
+                kind: headroom_result::NicKind::Physical,
+                speed_mbps: Some(speed),
+                mtu,
+                ..Default::default()
+            });
+        }
+        let mut probe = disk_probe("nbd://192.0.2.2:10809/disk");
+        let ProbeSpec::Disk(spec) = &mut probe.spec else { unreachable!() };
+        spec.protocol = Some(headroom_result::ProtocolInfo {
+            name: "nbd".into(),
+            server: "192.0.2.2:10809".into(),
+            source_address: Some("192.0.2.1".into()),
+            interface: Some("eth0".into()),
+            ..Default::default()
+        });
+        doc.probes.push(probe);
+        let m = derive(&doc, &PathHints::default()).unwrap();
+        // Not the fastest NIC (eth1, which choose_nic ranks first): the one recorded.
+        assert_eq!(m.network.as_ref().and_then(|n| n.nic.as_ref()).map(|n| n.name.as_str()), Some("eth0"));
+        // A NIC the caller named still wins.
+        let m = derive(&doc, &PathHints { link: None, nic: Some("eth1".into()) }).unwrap();
+        assert_eq!(m.network.as_ref().and_then(|n| n.nic.as_ref()).map(|n| n.name.as_str()), Some("eth1"));
+        // A network test records its NIC the same way (a fleet agent's own).
+        doc.probes[0].spec = ProbeSpec::Net(headroom_result::NetSpec {
+            test: "tcp".into(),
+            streams: 1,
+            peer: "192.0.2.2:5201".into(),
+            interface: Some("eth0".into()),
+            ..Default::default()
+        });
+        let m = derive(&doc, &PathHints::default()).unwrap();
+        assert_eq!(m.network.as_ref().and_then(|n| n.nic.as_ref()).map(|n| n.name.as_str()), Some("eth0"));
     }
 }

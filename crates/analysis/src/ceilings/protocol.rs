@@ -117,6 +117,7 @@ mod tests {
                 server: "nas:2049".into(),
                 queue_depth_granted: None,
                 granted: granted.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+                ..Default::default()
             }),
         };
         let f = Framing::default();

@@ -5,11 +5,12 @@
 //! poll(2) with a deadline, so a silent target is an error, never a hang.
 
 use super::pdu::{self, op, Header, Out, WireError, BHS, RESERVED_TAG};
+use crate::transport::{self, Origin};
 use crate::wait;
 use headroom_disk::{BufferPool, Completion, IoKind, IoUnit};
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -94,6 +95,8 @@ pub struct LoginSpec {
     pub lun: u16,
     /// Ctrl-C: every wait ends at once.
     pub stop: Arc<AtomicBool>,
+    /// Where the connection leaves from (`--bind`, `--interface`).
+    pub source: headroom_net::Source,
 }
 
 /// Why login failed, to be told apart by the caller.
@@ -227,29 +230,10 @@ fn other(msg: impl Into<String>) -> io::Error {
 impl Session {
     /// Connects and logs in; `depth` buffers of `buf_size` bytes for I/O.
     pub fn login(spec: &LoginSpec, depth: usize, buf_size: usize) -> Result<Session, LoginError> {
-        let addrs: Vec<_> = spec
-            .addr
-            .to_socket_addrs()
-            .map_err(|e| LoginError::Other(format!("cannot resolve {}: {e}", spec.addr)))?
-            .collect();
-        let mut last = None;
-        let mut sock = None;
-        for a in addrs {
-            match TcpStream::connect_timeout(&a, LOGIN_TIMEOUT) {
-                Ok(s) => {
-                    sock = Some(s);
-                    break;
-                }
-                Err(e) => last = Some(e),
-            }
-        }
-        let sock = sock.ok_or_else(|| {
-            LoginError::Other(format!(
-                "cannot connect to {}: {}",
-                spec.addr,
-                last.map_or("no address".into(), |e| e.to_string())
-            ))
-        })?;
+        let addrs = transport::resolve(&spec.addr)
+            .map_err(|e| LoginError::Other(format!("cannot resolve {}: {e}", spec.addr)))?;
+        let sock = transport::connect(&addrs, &spec.source, LOGIN_TIMEOUT, &spec.stop)
+            .map_err(|e| LoginError::Other(format!("cannot connect to {}: {e}", spec.addr)))?;
         sock.set_nodelay(true)?;
         sock.set_nonblocking(true)?;
         let mut s = Session::fresh(sock, Arc::clone(&spec.stop), spec.lun, depth, buf_size);
@@ -425,6 +409,11 @@ impl Session {
     /// Buffer `i` of the pool.
     pub fn buffer_mut(&mut self, i: u16) -> &mut [u8] {
         self.pool.slice_mut(usize::from(i))
+    }
+
+    /// Where this session's connection left from.
+    pub fn origin(&self, source: &headroom_net::Source) -> Origin {
+        Origin::of(&self.sock, source)
     }
 
     /// MaxCmdSN - ExpCmdSN + 1 as the target last announced it.
@@ -1489,6 +1478,7 @@ mod tests {
             chap: None,
             lun: 1,
             stop: Arc::default(),
+            source: Default::default(),
         };
         let mut s = Session::login(&spec, 8, 4096).unwrap();
         assert_eq!(s.params.cmdsn_window, 2);

@@ -68,6 +68,7 @@ headroom_disk::c_library! {
     fn nfs_set_timeout(nfs: *mut nfs_context, milliseconds: c_int);
     fn nfs_set_tcp_syncnt(nfs: *mut nfs_context, v: c_int);
     fn nfs_set_autoreconnect(nfs: *mut nfs_context, num_retries: c_int);
+    fn nfs_set_interface(nfs: *mut nfs_context, ifname: *const c_char);
     fn nfs_parse_url_dir(nfs: *mut nfs_context, url: *const c_char) -> *mut nfs_url;
     fn nfs_destroy_url(url: *mut nfs_url);
     fn nfs_mount(nfs: *mut nfs_context, server: *const c_char, exportname: *const c_char) -> c_int;
@@ -108,6 +109,7 @@ headroom_disk::c_library! {
 
     fn rpc_init_context() -> *mut rpc_context;
     fn rpc_destroy_context(rpc: *mut rpc_context);
+    fn rpc_set_interface(rpc: *mut rpc_context, ifname: *const c_char);
     fn rpc_get_fd(rpc: *mut rpc_context) -> c_int;
     fn rpc_which_events(rpc: *mut rpc_context) -> c_int;
     fn rpc_service(rpc: *mut rpc_context, revents: c_int) -> c_int;

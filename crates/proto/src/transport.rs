@@ -1,0 +1,160 @@
+//! The TCP connections of the clients headroom speaks itself (iSCSI, SMB,
+//! NBD's socket before libnbd takes it): a name resolved to all its
+//! addresses, each tried in turn from the chosen source (`--bind`,
+//! `--interface`, applied as `net` applies them), each connect bounded by a
+//! deadline and ended by Ctrl-C within `wait::SLICE`.
+//!
+//! What it owns: resolving, the source, the connect and its deadline, and
+//! saying where a connection left from ([`Origin`]). What it must not do:
+//! send or read protocol bytes, or set socket options the protocols choose
+//! (Nagle, blocking mode, timeouts): each client sets those on the stream.
+
+use crate::wait::Deadline;
+use headroom_net::Source;
+use socket2::{Domain, Protocol, SockRef, Socket, Type};
+use std::io;
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::os::fd::{AsFd, AsRawFd};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+/// Every address HOST:PORT resolves to, in the resolver's order.
+pub fn resolve(addr: &str) -> io::Result<Vec<SocketAddr>> {
+    let addrs: Vec<SocketAddr> = addr.to_socket_addrs()?.collect();
+    if addrs.is_empty() {
+        return Err(io::Error::new(io::ErrorKind::NotFound, format!("{addr} resolves to no address")));
+    }
+    Ok(addrs)
+}
+
+/// Connects to the first of `addrs` that answers, each within `limit`, from
+/// `source`. The error is the last address's (Ctrl-C's at once); the stream
+/// is blocking, with no option set.
+pub fn connect(addrs: &[SocketAddr], source: &Source, limit: Duration, stop: &AtomicBool) -> io::Result<TcpStream> {
+    let mut last = None;
+    for addr in addrs {
+        match connect_one(addr, source, limit, stop) {
+            Ok(s) => return Ok(s),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Err(e),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no address")))
+}
+
+fn connect_one(addr: &SocketAddr, source: &Source, limit: Duration, stop: &AtomicBool) -> io::Result<TcpStream> {
+    let sock = Socket::new(Domain::for_address(*addr), Type::STREAM, Some(Protocol::TCP))?;
+    source.apply(&sock, addr)?;
+    sock.set_nonblocking(true)?;
+    // Non-blocking, so the wait below looks at the stop flag every slice
+    // (connect_timeout would hold Ctrl-C for the whole limit).
+    match sock.connect(&(*addr).into()) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {
+            let deadline = Deadline::after(limit, "the TCP connect");
+            loop {
+                let left = deadline.left(stop)?;
+                let mut pfd = libc::pollfd { fd: sock.as_raw_fd(), events: libc::POLLOUT, revents: 0 };
+                // SAFETY: one valid pollfd for the duration of the call.
+                let n = unsafe { libc::poll(&mut pfd, 1, left.as_millis().max(1) as i32) };
+                if n < 0 {
+                    let e = io::Error::last_os_error();
+                    if e.kind() == io::ErrorKind::Interrupted {
+                        continue;
+                    }
+                    return Err(e);
+                }
+                if n > 0 {
+                    break;
+                }
+            }
+            if let Some(e) = sock.take_error()? {
+                return Err(e);
+            }
+        }
+        Err(e) => return Err(e),
+    }
+    sock.set_nonblocking(false)?;
+    Ok(sock.into())
+}
+
+/// Where a connection left from: recorded with the probe, and the NIC the
+/// verdict holds the path against.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Origin {
+    /// This end's address of the connection.
+    pub address: Option<IpAddr>,
+    /// The interface it left through: `--interface` when given, else the one
+    /// holding the connection's source address.
+    pub interface: Option<String>,
+}
+
+impl Origin {
+    /// The origin of the connected socket `sock`, connected from `source`.
+    pub fn of(sock: &impl AsFd, source: &Source) -> Origin {
+        let address = SockRef::from(sock).local_addr().ok().and_then(|a| a.as_socket()).map(|a| a.ip());
+        let interface = source.interface.clone().or_else(|| address.and_then(headroom_sys::interface_with_address));
+        Origin { address, interface }
+    }
+
+    /// Fills the probe's record.
+    pub fn record(&self, info: &mut headroom_result::ProtocolInfo) {
+        info.source_address = self.address.map(|a| a.to_string());
+        info.interface = self.interface.clone();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wait;
+    use std::net::TcpListener;
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    #[test]
+    fn connects_to_the_first_address_that_answers() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let closed = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let open = l.local_addr().unwrap();
+        let s = connect(&[closed, open], &Source::default(), Duration::from_secs(2), &AtomicBool::new(false)).unwrap();
+        assert_eq!(s.peer_addr().unwrap(), open);
+        let origin = Origin::of(&s, &Source::default());
+        assert_eq!(origin.address, Some("127.0.0.1".parse().unwrap()));
+        assert_eq!(origin.interface.as_deref(), Some("lo"));
+    }
+
+    #[test]
+    fn a_refused_connect_is_the_error_and_a_bind_is_applied_first() {
+        let closed = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let e = connect(&[closed], &Source::default(), Duration::from_secs(2), &AtomicBool::new(false)).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused);
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let from = Source { bind: Some("127.0.0.2".parse().unwrap()), interface: None };
+        let s = connect(&[l.local_addr().unwrap()], &from, Duration::from_secs(2), &AtomicBool::new(false)).unwrap();
+        assert_eq!(s.local_addr().unwrap().ip(), "127.0.0.2".parse::<IpAddr>().unwrap());
+        let v6 = Source { bind: Some("::1".parse().unwrap()), interface: None };
+        let e = connect(&[l.local_addr().unwrap()], &v6, Duration::from_secs(2), &AtomicBool::new(false)).unwrap_err();
+        assert!(e.to_string().contains("different IP families"), "{e}");
+    }
+
+    #[test]
+    fn ctrl_c_ends_a_connect_that_hangs() {
+        // 192.0.2.1 (TEST-NET-1) is never routed on a lab machine: either no
+        // route (an error at once) or a SYN nobody answers (the wait).
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            flag.store(true, Ordering::SeqCst);
+        });
+        let started = Instant::now();
+        let addr: SocketAddr = "192.0.2.1:9".parse().unwrap();
+        let e = connect(&[addr], &Source::default(), Duration::from_secs(30), &stop).unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(10), "Ctrl-C must end the connect");
+        if e.kind() == io::ErrorKind::Interrupted {
+            assert_eq!(e.to_string(), wait::stopped("the TCP connect").to_string());
+        }
+    }
+}
