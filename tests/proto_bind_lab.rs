@@ -192,3 +192,42 @@ fn a_missing_interface_or_a_foreign_address_is_one_line_and_exit_2() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("--interface is for nfs://, smb://, iscsi:// and nbd:// targets"), "{err}");
 }
+
+/// `run --server NAS --share nbd://NAS/... --interface SECOND`: the network
+/// probes and the share's reads both leave through the NIC named, and the
+/// verdict holds the path against it, not against the routed one.
+#[test]
+fn run_with_an_interface_measures_and_holds_the_path_through_it() {
+    let _machine = headroom_lab::hold_machine();
+    if !needs("run --interface", &["nbdkit"]) {
+        return;
+    }
+    let (mut nas, second) = two_link_nas();
+    let export = nas.serve_nbd("disk0", &NbdBacking::Memory(128 * MIB), NbdOptions::default()).unwrap();
+    let addr = nas.addr().to_string();
+    let serve = nas
+        .server()
+        .command(headroom_bin().to_str().unwrap())
+        .args(["serve", "--bind", &addr, "--no-auth", "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("headroom serve on the NAS");
+    let _serve = headroom_lab::netns::ChildGuard(Some(serve));
+    nas.wait_for_port(5201, std::time::Duration::from_secs(10)).expect("serve listens");
+    let client = nas.client();
+    let before = (client.traffic_bytes(&nas.hosts.dev_b).unwrap(), client.traffic_bytes(&second.dev_b).unwrap());
+    let args = ["run", "--server", &addr, "--share", &export.url, "--interface", &second.dev_b, "--json", "--quiet"];
+    let out = headroom_in(&nas, &args, &[]);
+    let after = (client.traffic_bytes(&nas.hosts.dev_b).unwrap(), client.traffic_bytes(&second.dev_b).unwrap());
+    assert!(out.status.success(), "run failed: {}", stderr(&out));
+    let (first, through) = (after.0 - before.0, after.1 - before.1);
+    eprintln!("run --interface SECOND: chosen link {} MiB, routed link {} KiB", through / MIB, first >> 10);
+    assert!(through > 64 * MIB, "the chosen link carried only {through} bytes");
+    assert!(first < MIB, "the routed link carried {first} bytes");
+    let doc = ResultDoc::from_json(&String::from_utf8_lossy(&out.stdout)).expect("a result document");
+    let verdict = doc.verdict.as_ref().expect("a verdict");
+    let nics: Vec<&str> =
+        verdict.directions.iter().flat_map(|d| &d.hops).filter(|h| h.hop == "nic").map(|h| h.name.as_str()).collect();
+    assert!(!nics.is_empty() && nics.iter().all(|n| n.contains(&second.dev_b)), "NIC hops {nics:?}");
+}

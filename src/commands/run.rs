@@ -79,6 +79,10 @@ pub struct RunArgs {
     /// A name for this run, used as its column by `compare`
     #[arg(long, value_name = "NAME")]
     pub label: Option<String>,
+    /// Where this machine's connections (to --server and to --share) leave from: a NIC
+    /// named here is the one the verdict holds the path against
+    #[command(flatten)]
+    pub source: crate::commands::net::SourceArgs,
     /// Also write the whole result document to FILE
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
@@ -159,6 +163,13 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
         }
         None => None,
     };
+    let source = args.source.source()?;
+    if source != headroom_net::Source::default() && args.server.is_none() && args.share.is_none() {
+        anyhow::bail!(
+            "--bind and --interface choose where connections to --server or --share leave from; \
+             give one of them (a loopback run has no NIC to choose)"
+        );
+    }
     let job = JobSettings {
         server: args.server.clone(),
         token: args.token.clone(),
@@ -171,6 +182,7 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
         preset,
         cpu: args.cpu,
         label: args.label.clone(),
+        source: source.clone(),
     };
     // The NIC the verdict holds the path against: the one the route to the
     // server (or the share's host) leaves through, as `net` and `ping` choose it.
@@ -183,7 +195,7 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
             let url = ShareUrl::parse(args.share.as_deref()?).ok()?;
             Some((url.server().host.clone(), url.server().port))
         });
-    let nic = towards.and_then(|(host, port)| headroom_job::interface_towards(&host, port, &Default::default()));
+    let nic = towards.and_then(|(host, port)| headroom_job::interface_towards(&host, port, &source));
     Ok(RunSetup { job, hints: PathHints { link: args.link.clone(), nic }, goals })
 }
 

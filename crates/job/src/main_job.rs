@@ -40,6 +40,9 @@ pub enum Preset {
 /// What the main job measures, validated by the caller.
 #[derive(Debug, Clone)]
 pub struct JobSettings {
+    /// Where this machine's connections leave from (`--bind`, `--interface`):
+    /// to the server and to the share.
+    pub source: headroom_net::Source,
     /// A `headroom serve` or iperf3 server, HOST or HOST:PORT; None: a
     /// loopback headroom server in this process.
     pub server: Option<String>,
@@ -322,7 +325,7 @@ fn network_step(
         ),
     };
     let server = settings.server.clone().unwrap_or_else(|| loopback.as_ref().expect("started above").addr.to_string());
-    let Endpoint { host, port, token, timeout, source } = endpoint(&server, settings.token.clone())?;
+    let Endpoint { host, port, token, timeout, source } = endpoint(settings, &server)?;
     let server =
         NetServer { host, port, token, timeout, source, protocol: ProtocolChoice::Auto, session_per_test: false };
     let runs = run_step(runner, &net_plan_of_preset(&server, settings.preset), stop, sinks, false);
@@ -332,8 +335,11 @@ fn network_step(
 }
 
 /// `HOST[:PORT]` with the default port and the connect timeout of `run`.
-fn endpoint(server: &str, token: Option<String>) -> Result<Endpoint, JobError> {
-    Endpoint::parse(server, token, Duration::from_secs(5)).map_err(|e| failed("--server", e))
+fn endpoint(settings: &JobSettings, server: &str) -> Result<Endpoint, JobError> {
+    let mut endpoint =
+        Endpoint::parse(server, settings.token.clone(), Duration::from_secs(5)).map_err(|e| failed("--server", e))?;
+    endpoint.source = settings.source.clone();
+    Ok(endpoint)
 }
 
 /// A disk step: `plan` on `runner`, the test files removed after it; the
@@ -379,7 +385,7 @@ fn far_end_step(
     sinks: &mut StepSinks<'_>,
 ) -> Result<(Vec<Probe>, Host), JobError> {
     let server = settings.server.as_deref().ok_or_else(|| failed("--remote-path", "needs --server HOST"))?;
-    let server = endpoint(server, settings.token.clone())?;
+    let server = endpoint(settings, server)?;
     let mut peer = headroom_net::remote_inventory(&server).map_err(|e| failed("the server's inventory", e))?;
     peer.reached_as = Some(server.host.clone());
     let plan = disk_plan_of_preset(remote_path, settings.preset, None)?.placed_at(&server.display());
@@ -401,7 +407,7 @@ fn far_end_cpu(settings: &JobSettings, share: Option<&ShareUrl>) -> Result<Optio
         },
         None => ServingQuery { port: None, names: FILE_SERVER_DAEMONS.iter().map(|n| n.to_string()).collect() },
     };
-    Ok(Some((endpoint(server, settings.token.clone())?, serving)))
+    Ok(Some((endpoint(settings, server)?, serving)))
 }
 
 /// Runs the main job: the CPU hop (when asked), the network, the server's
@@ -429,7 +435,8 @@ pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks
     }
     if let Some(share) = &settings.share {
         let credentials = Credentials::load(settings.credentials.as_deref()).map_err(|e| failed("--credentials", e))?;
-        let mut runner = Runner::new().with(DiskEngine::new().with_shares(Arc::new(Opener::new(credentials))));
+        let opener = Opener::new(credentials).from_source(settings.source.clone());
+        let mut runner = Runner::new().with(DiskEngine::new().with_shares(Arc::new(opener)));
         // A whole export holds someone's data: run reads only there.
         let url = ShareUrl::parse(share).ok();
         let export = url.as_ref().is_some_and(|u| u.is_whole_export());
