@@ -205,16 +205,7 @@ fn run_with_an_interface_measures_and_holds_the_path_through_it() {
     let (mut nas, second) = two_link_nas();
     let export = nas.serve_nbd("disk0", &NbdBacking::Memory(128 * MIB), NbdOptions::default()).unwrap();
     let addr = nas.addr().to_string();
-    let serve = nas
-        .server()
-        .command(headroom_bin().to_str().unwrap())
-        .args(["serve", "--bind", &addr, "--no-auth", "--quiet"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("headroom serve on the NAS");
-    let _serve = headroom_lab::netns::ChildGuard(Some(serve));
-    nas.wait_for_port(5201, std::time::Duration::from_secs(10)).expect("serve listens");
+    nas.serve_headroom(headroom_bin(), &[]).expect("headroom serve on the NAS");
     let client = nas.client();
     let before = (client.traffic_bytes(&nas.hosts.dev_b).unwrap(), client.traffic_bytes(&second.dev_b).unwrap());
     let args = ["run", "--server", &addr, "--share", &export.url, "--interface", &second.dev_b, "--json", "--quiet"];

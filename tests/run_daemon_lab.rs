@@ -10,11 +10,9 @@ use headroom_lab::cpu::CpuQuota;
 use headroom_lab::nas::nbd::{NbdBacking, NbdOptions};
 use headroom_lab::nas::smb::{SmbOptions, SMB_PASSWORD};
 use headroom_lab::nas::Nas;
-use headroom_lab::netns::ChildGuard;
 use headroom_limits::{tbf_rate_emulating, Framing};
 use headroom_result::{Bottleneck, Direction, Hop, ResultDoc, Side};
 use std::process::Stdio;
-use std::time::Duration;
 
 fn exe() -> &'static str {
     env!("CARGO_BIN_EXE_headroom")
@@ -22,23 +20,14 @@ fn exe() -> &'static str {
 
 /// A NAS with `headroom serve --allow-path DIR` on it, its link shaped like
 /// gigabit Ethernet when `gigabit`.
-fn nas_with_serve(gigabit: bool) -> (Nas, std::path::PathBuf, ChildGuard) {
-    let nas = Nas::new().expect("lab NAS");
+fn nas_with_serve(gigabit: bool) -> (Nas, std::path::PathBuf) {
+    let mut nas = Nas::new().expect("lab NAS");
     if gigabit {
         nas.shape(tbf_rate_emulating(1e9, &Framing::default()) as u64).expect("tbf");
     }
     let dir = nas.subdir("export").expect("export dir");
-    let addr = nas.addr().to_string();
-    let serve = nas
-        .server()
-        .command(exe())
-        .args(["serve", "--bind", &addr, "--no-auth", "--quiet", "--allow-path", dir.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("headroom serve on the NAS");
-    nas.wait_for_port(5201, Duration::from_secs(10)).expect("serve listens");
-    (nas, dir, ChildGuard(Some(serve)))
+    nas.serve_headroom(std::path::Path::new(exe()), &[&dir]).expect("headroom serve on the NAS");
+    (nas, dir)
 }
 
 /// `run --server NAS --remote-path DIR --share URL --json` from the client, `extra` added.
@@ -98,7 +87,7 @@ fn a_starved_smbd_is_named_as_the_nas_cpu() {
         return;
     }
     let _machine = headroom_lab::hold_machine();
-    let (mut nas, dir, _serve) = nas_with_serve(true);
+    let (mut nas, dir) = nas_with_serve(true);
     let export = nas.serve_smb(&dir, SmbOptions::default()).expect("smbd");
     let quota = CpuQuota::new(1000, 100_000).expect("a 1% cpu group");
     quota.add_pid(export.pid).expect("smbd into the group");
@@ -117,7 +106,7 @@ fn a_starved_ganesha_is_named_as_the_nas_cpu() {
         return;
     }
     let _machine = headroom_lab::hold_machine();
-    let (mut nas, dir, _serve) = nas_with_serve(true);
+    let (mut nas, dir) = nas_with_serve(true);
     let export = nas.serve_nfs(&dir, None).expect("ganesha");
     let quota = CpuQuota::new(5000, 100_000).expect("a 5% cpu group");
     quota.add_pid(export.pid).expect("ganesha into the group");
@@ -135,7 +124,7 @@ fn a_single_threaded_daemon_at_a_full_core_is_named_as_the_nas_cpu() {
         headroom_lab::require_program!(program);
     }
     let _machine = headroom_lab::hold_machine();
-    let (mut nas, dir, _serve) = nas_with_serve(false);
+    let (mut nas, dir) = nas_with_serve(false);
     // Text-like data: xz works for it on decompression (random data would be stored as is).
     let image = dir.join("image.xz");
     let made = std::process::Command::new("sh")

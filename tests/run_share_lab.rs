@@ -43,16 +43,7 @@ fn one_run_holds_the_servers_disk_nfs_and_the_link_in_one_verdict() {
     let dir = nas.subdir("export").expect("export dir");
     let export = nas.serve_nfs(&dir, None).expect("ganesha");
     let addr = nas.addr().to_string();
-    let serve = nas
-        .server()
-        .command(exe())
-        .args(["serve", "--bind", &addr, "--no-auth", "--quiet", "--allow-path", dir.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("headroom serve on the NAS");
-    let _serve = ChildGuard(Some(serve));
-    nas.wait_for_port(5201, Duration::from_secs(10)).expect("serve listens");
+    nas.serve_headroom(Path::new(exe()), &[&dir]).expect("headroom serve on the NAS");
 
     let out = nas
         .client()

@@ -76,6 +76,21 @@ impl Nas {
         self.servers.push(server);
     }
 
+    /// Starts `headroom serve` (the binary `exe`) on the NAS's address, no
+    /// token, `--allow-path` each of `allowed`; returns once it listens on
+    /// 5201. Killed when the NAS drops.
+    pub fn serve_headroom(&mut self, exe: &Path, allowed: &[&Path]) -> io::Result<()> {
+        let addr = self.addr().to_string();
+        let mut command = self.server().command(&exe.to_string_lossy());
+        command.args(["serve", "--bind", &addr, "--no-auth", "--quiet"]);
+        for dir in allowed {
+            command.arg("--allow-path").arg(dir);
+        }
+        let serve = command.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn()?;
+        self.keep(ChildGuard(Some(serve)));
+        self.wait_for_port(5201, Duration::from_secs(10))
+    }
+
     /// Waits until something listens on `port` of the NAS, as seen from the
     /// client namespace; fails after `timeout` with what the server printed.
     pub fn wait_for_port(&self, port: u16, timeout: Duration) -> io::Result<()> {
