@@ -96,6 +96,20 @@ fn find_mount(mountinfo: &str, controller: Controller, version: u8, prefix: &Pat
 /// The mount of the controller's hierarchy: this process's, else its
 /// nearest ancestor's, else kthreadd's or any process's.
 fn locate_mount(controller: Controller, version: u8) -> Option<CgroupMount> {
+    // Found once per process: the fallbacks read every process's mountinfo,
+    // and the serving watch asks five times a second.
+    type Found = Vec<((Controller, u8), Option<CgroupMount>)>;
+    static FOUND: std::sync::Mutex<Found> = std::sync::Mutex::new(Vec::new());
+    let mut found = FOUND.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, m)) = found.iter().find(|(k, _)| *k == (controller, version)) {
+        return m.clone();
+    }
+    let m = search_mount(controller, version);
+    found.push(((controller, version), m.clone()));
+    m
+}
+
+fn search_mount(controller: Controller, version: u8) -> Option<CgroupMount> {
     if let Some(m) = std::fs::read_to_string("/proc/self/mountinfo")
         .ok()
         .and_then(|t| find_mount(&t, controller, version, Path::new("/")))
