@@ -68,8 +68,13 @@ pub fn select_kernels(names: &[String]) -> Result<Vec<Kernel>, BadChoice> {
             None => all.iter().filter(|k| k.id() == name).copied().collect(),
         };
         if matched.is_empty() {
-            let mut ids: Vec<String> = all.iter().map(|k| k.id()).collect();
-            ids.dedup();
+            // A kernel runs on several kinds of data: name each id once, in the catalog's order.
+            let mut ids: Vec<String> = Vec::new();
+            for id in all.iter().map(|k| k.id()) {
+                if !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
             refuse!(
                 "--kernels: unknown kernel '{name}'; accepted: parity, checksum, compression, encryption or one of {}",
                 ids.join(", ")
@@ -153,6 +158,7 @@ mod tests {
         assert_eq!(names(&[]).unwrap().len(), all_kernels().len());
         let err = names(&["md5"]).unwrap_err().to_string();
         assert!(err.contains("unknown kernel 'md5'") && err.contains("aes-256-gcm"), "{err}");
+        assert_eq!(err.matches("lz4-compress").count(), 1, "each kernel named once: {err}");
     }
 
     #[test]
