@@ -146,7 +146,7 @@ pub fn udp_send(
                     return Err("the peer's UDP port is closed (ICMP port unreachable)".into());
                 }
             }
-            Err(e) if is_timeout(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {}
+            Err(e) if is_timeout(&e) || crate::os::is_no_buffer_space(&e) => {}
             Err(e) => return Err(describe(&e)),
         }
     }
