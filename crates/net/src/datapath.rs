@@ -215,7 +215,7 @@ impl Sampler {
 
 /// Applies the asked socket buffer and reads what the kernel granted; None
 /// when none was asked (TCP autotunes its buffers during the test then).
-fn granted_buffers(sock: &impl std::os::fd::AsFd, window: Option<u32>) -> Option<headroom_result::BufferPair> {
+fn granted_buffers(sock: &impl crate::os::AsSocket, window: Option<u32>) -> Option<headroom_result::BufferPair> {
     window?;
     let _ = crate::socket::set_window(sock, window);
     crate::socket::buffers_of(sock)

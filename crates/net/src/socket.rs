@@ -14,7 +14,6 @@ use headroom_result::BufferPair;
 use socket2::{Domain, SockRef, Socket, Type};
 use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
-use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -256,7 +255,7 @@ impl Source {
 }
 
 /// The socket buffers `fd` has now, as getsockopt reports them.
-pub(crate) fn buffers_of(fd: &impl AsFd) -> Option<BufferPair> {
+pub(crate) fn buffers_of(fd: &impl crate::os::AsSocket) -> Option<BufferPair> {
     let sock = SockRef::from(fd);
     Some(BufferPair { send: sock.send_buffer_size().ok()? as u64, recv: sock.recv_buffer_size().ok()? as u64 })
 }
@@ -264,7 +263,7 @@ pub(crate) fn buffers_of(fd: &impl AsFd) -> Option<BufferPair> {
 /// Asks for `window` bytes of send and receive buffer (iperf3's -w): set
 /// before connect, so the window scale the handshake agrees on fits it. The
 /// kernel stops autotuning a buffer set this way.
-pub(crate) fn set_window(fd: &impl AsFd, window: Option<u32>) -> io::Result<()> {
+pub(crate) fn set_window(fd: &impl crate::os::AsSocket, window: Option<u32>) -> io::Result<()> {
     if let Some(w) = window {
         let sock = SockRef::from(fd);
         sock.set_send_buffer_size(w as usize)?;

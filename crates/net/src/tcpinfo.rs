@@ -6,7 +6,6 @@
 //! they are read is the platform seam's (`crate::os::tcp_info`).
 
 use serde::{Deserialize, Serialize};
-use std::os::fd::AsRawFd;
 
 /// The TCP_INFO figures headroom reports.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -77,7 +76,7 @@ fn share(part: u64, whole: u64) -> f64 {
 }
 
 /// Reads TCP_INFO of a connected TCP socket.
-pub fn read(socket: &impl AsRawFd) -> Option<TcpInfo> {
+pub fn read(socket: &impl crate::os::AsSocket) -> Option<TcpInfo> {
     crate::os::tcp_info(socket)
 }
 

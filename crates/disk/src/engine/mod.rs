@@ -9,9 +9,9 @@
 
 pub use crate::os::{force_async, psync_threads, PsyncEngine, UringEngine, PSYNC_MAX_THREADS};
 
+use crate::os::RawFile;
 use crate::{EngineChoice, EngineKind};
 use std::io;
-use std::os::fd::RawFd;
 
 /// What one I/O does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,7 +65,7 @@ pub trait IoEngine {
 #[derive(Debug, Clone, Copy)]
 pub struct EngineConfig {
     /// The open file or device every I/O goes to.
-    pub fd: RawFd,
+    pub fd: RawFile,
     /// I/Os in flight at most; also the number of buffers.
     pub depth: usize,
     /// Bytes per buffer (the block size).

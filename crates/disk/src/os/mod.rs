@@ -6,6 +6,7 @@
 //! `cfg` line appears elsewhere. See docs/platform.md.
 //!
 //! What a platform provides:
+//! - `RawFile`: an open file as its engines take it ([`crate::engine::EngineConfig`]);
 //! - a synchronous engine: `PsyncEngine`, `psync_threads`, `PSYNC_MAX_THREADS`;
 //! - an asynchronous engine: `UringEngine`, `force_async`,
 //!   and `uring_available` (whether `Auto` may pick it).

@@ -10,11 +10,14 @@ use nix::sys::socket::{
 };
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsRawFd;
+
+/// What a socket is to this platform's system calls (socket2 and std take it too).
+pub(crate) use std::os::fd::AsFd as AsSocket;
 use std::time::Duration;
 
 /// Waits until `fd` is readable (or at end of stream) or `timeout` passes.
-pub(crate) fn wait_readable(fd: &impl AsFd, timeout: Duration) -> bool {
+pub(crate) fn wait_readable(fd: &impl AsSocket, timeout: Duration) -> bool {
     let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
     let timeout = PollTimeout::try_from(timeout).unwrap_or(PollTimeout::MAX);
     poll(&mut fds, timeout).is_ok_and(|ready| ready > 0)
@@ -105,13 +108,13 @@ struct RawTcpInfo {
 }
 
 /// TCP_INFO of a connected TCP socket; None when the kernel refuses.
-pub(crate) fn tcp_info(socket: &impl AsRawFd) -> Option<TcpInfo> {
+pub(crate) fn tcp_info(socket: &impl AsSocket) -> Option<TcpInfo> {
     let mut raw = RawTcpInfo::default();
     let mut len = std::mem::size_of::<RawTcpInfo>() as libc::socklen_t;
     // SAFETY: the kernel writes at most `len` bytes into `raw`, a plain-data struct.
     let rc = unsafe {
         libc::getsockopt(
-            socket.as_raw_fd(),
+            socket.as_fd().as_raw_fd(),
             libc::IPPROTO_TCP,
             libc::TCP_INFO,
             (&mut raw as *mut RawTcpInfo).cast(),

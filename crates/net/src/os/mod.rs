@@ -5,6 +5,7 @@
 //! `windows.rs` with the same functions and no `cfg` line appears elsewhere.
 //!
 //! The concerns (docs/platform.md has the table):
+//! - sockets: `AsSocket`, the trait a socket handle is passed as;
 //! - poll: `wait_readable`;
 //! - nic: `is_interface_name`, `interface_exists`, `bind_device_refusal`
 //!   (what binding to an interface refused, in the crate's words);

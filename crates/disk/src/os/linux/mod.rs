@@ -9,6 +9,9 @@ mod uring;
 pub use psync::{psync_threads, PsyncEngine, PSYNC_MAX_THREADS};
 pub use uring::{force_async, UringEngine};
 
+/// An open file as the engines' system calls take it.
+pub use std::os::fd::RawFd as RawFile;
+
 /// Whether this kernel lets this process set up an io_uring (it may lack it,
 /// or refuse it: seccomp, the io_uring_disabled sysctl).
 pub fn uring_available() -> io::Result<()> {
