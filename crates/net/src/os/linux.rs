@@ -208,3 +208,14 @@ pub(crate) fn send_from(sock: &UdpSocket, msg: &[u8], to: SocketAddr, from: Opti
     };
     Ok(sent?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn struct_matches_kernel_layout() {
+        // busy_time sits at byte 168 of struct tcp_info; sndbuf_limited ends at 192.
+        assert_eq!(std::mem::size_of::<RawTcpInfo>(), 192);
+    }
+}
