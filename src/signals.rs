@@ -7,80 +7,42 @@
 //! SIGHUP (the terminal went away). Owns only the stop flag and which signal
 //! set it; what is cleaned up is the engines' business.
 //!
-//! No thread runs a signal handler: the thread that installs this blocks the
-//! three signals, every thread spawned later inherits the mask, and one
-//! thread takes them with sigwait(2). A signal landing in a worker would
-//! interrupt its system calls, and some C clients take that for a dead
-//! connection: libnfs's synchronous calls turn EINTR from poll(2) into a
-//! socket error and then crash when their context is destroyed. Child
-//! processes start with an empty mask (std resets it).
+//! How the requests reach the process is the platform's (`crate::os`); this
+//! file holds what is the same everywhere: the flag, the first request and
+//! the two messages.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use crate::os::{self, StopSignal};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 static STOP: AtomicBool = AtomicBool::new(false);
-/// The first signal that arrived (0: none).
-static FIRST: AtomicI32 = AtomicI32::new(0);
+/// The exit code of the first signal that arrived (NO_SIGNAL: none).
+static FIRST: AtomicU8 = AtomicU8::new(NO_SIGNAL);
 static INSTALLED: OnceLock<()> = OnceLock::new();
 
-/// The signals that stop headroom.
-const TERMINATING: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+/// What FIRST holds before a signal came; also the code of a stop set
+/// through the flag without one (128 plus signal number 0, as before).
+const NO_SIGNAL: u8 = 128;
 
 /// The process-wide stop flag, with the signal thread started on first use.
 pub fn stop_flag() -> &'static AtomicBool {
-    INSTALLED.get_or_init(|| {
-        let set = terminating_set();
-        // SAFETY: pthread_sigmask changes only this thread's mask; `set` is
-        // initialised.
-        unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
-        // The thread inherits the blocked mask, which is what sigwait needs.
-        let spawned = std::thread::Builder::new().name("signals".into()).spawn(move || loop {
-            let mut signal: libc::c_int = 0;
-            // SAFETY: `set` and `signal` are valid for the call.
-            if unsafe { libc::sigwait(&set, &mut signal) } == 0 {
-                on_signal(signal);
-            }
-        });
-        if spawned.is_err() {
-            // No thread to take them: leave the default action (the process
-            // dies with the signal) rather than ignore Ctrl-C.
-            // SAFETY: as above.
-            unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
-        }
-    });
+    INSTALLED.get_or_init(|| os::watch_stop_signals(on_signal));
     &STOP
 }
 
-fn terminating_set() -> libc::sigset_t {
-    // SAFETY: a local sigset_t, emptied before use.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for signal in TERMINATING {
-            libc::sigaddset(&mut set, signal);
-        }
-        set
-    }
-}
-
-fn on_signal(signal: libc::c_int) {
-    let _ = FIRST.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
+fn on_signal(signal: StopSignal) {
+    let _ = FIRST.compare_exchange(NO_SIGNAL, os::exit_code(signal), Ordering::SeqCst, Ordering::SeqCst);
     if STOP.swap(true, Ordering::SeqCst) {
         eprintln!("\nheadroom: removing the test files and quitting");
         headroom_disk::remove_test_files_now();
-        std::process::exit(i32::from(exit_code_for(FIRST.load(Ordering::SeqCst))));
+        std::process::exit(i32::from(FIRST.load(Ordering::SeqCst)));
     }
     let name = match signal {
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGHUP => "SIGHUP",
-        _ => "Ctrl-C",
+        StopSignal::Terminate => "SIGTERM",
+        StopSignal::HangUp => "SIGHUP",
+        StopSignal::Interrupt => "Ctrl-C",
     };
     eprintln!("\nheadroom: {name}: stopping (Ctrl-C again to quit sooner)");
-}
-
-/// 128 + the signal's number, as shells report it.
-fn exit_code_for(signal: libc::c_int) -> u8 {
-    u8::try_from(128 + signal).unwrap_or(130)
 }
 
 /// The exit code after a stop by signal (130, 143 or 129), or None when
@@ -89,5 +51,5 @@ pub fn interrupted_exit() -> Option<u8> {
     if !STOP.load(Ordering::SeqCst) {
         return None;
     }
-    Some(exit_code_for(FIRST.load(Ordering::SeqCst)))
+    Some(FIRST.load(Ordering::SeqCst))
 }

@@ -20,6 +20,7 @@ mod features;
 mod fletcher;
 mod kernels;
 mod measure;
+mod os;
 mod probe_engine;
 mod verify;
 mod xor;
@@ -72,13 +73,9 @@ pub fn default_memory_buffer() -> u64 {
     (64 << 20).max(2 * llc)
 }
 
-/// Size of the largest cache sysfs lists for CPU 0, bytes.
+/// Size of the largest cache this platform lists for CPU 0, bytes.
 pub fn last_level_cache_bytes() -> Option<u64> {
-    let dir = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
-    dir.flatten()
-        .filter_map(|e| std::fs::read_to_string(e.path().join("size")).ok())
-        .filter_map(|s| parse_cache_size(s.trim()))
-        .max()
+    os::cache_sizes().iter().filter_map(|s| parse_cache_size(s.trim())).max()
 }
 
 /// "32768K" -> 33554432; "2M" -> 2097152.

@@ -248,7 +248,7 @@ pub struct KernelBench {
 impl KernelBench {
     /// A bench on the CPUs this process may run on (its affinity mask).
     pub fn new() -> Self {
-        KernelBench { cpus: allowed_cpus(), buffers: HashMap::new(), verified: Vec::new() }
+        KernelBench { cpus: crate::os::allowed_cpus(), buffers: HashMap::new(), verified: Vec::new() }
     }
 
     /// Checks `kernel`'s answer, once per bench.
@@ -292,12 +292,6 @@ struct Timing {
 /// Bytes, wall time, CPU time, compression ratio of one worker.
 type WorkerOutcome = Result<(u64, Duration, Duration, Option<f64>), String>;
 
-/// CPU time the calling thread has used.
-fn thread_cpu_time() -> Duration {
-    use nix::time::{clock_gettime, ClockId};
-    clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).map(Duration::from).unwrap_or_default()
-}
-
 fn measure(
     kernel: Kernel,
     threads: usize,
@@ -324,7 +318,7 @@ fn measure(
             let handle =
                 std::thread::Builder::new().name(format!("cpu-{i}")).spawn_scoped(scope, move || -> WorkerOutcome {
                     if let Some(cpu) = cpu {
-                        pin_to(cpu);
+                        crate::os::pin_to(cpu);
                     }
                     let mut w = worker(kernel, slice);
                     barrier.wait(); // everyone set up
@@ -340,7 +334,7 @@ fn measure(
                     barrier.wait(); // everyone warm: the clock starts
                     let mut w = w?;
                     let start = Instant::now();
-                    let cpu_start = thread_cpu_time();
+                    let cpu_start = crate::os::thread_cpu_time();
                     let mut bytes = 0u64;
                     loop {
                         let n = w.step();
@@ -350,7 +344,7 @@ fn measure(
                             break;
                         }
                     }
-                    Ok((bytes, start.elapsed(), thread_cpu_time().saturating_sub(cpu_start), w.ratio()))
+                    Ok((bytes, start.elapsed(), crate::os::thread_cpu_time().saturating_sub(cpu_start), w.ratio()))
                 });
             match handle {
                 Ok(h) => handles.push(h),
@@ -413,26 +407,4 @@ fn measure(
         bytes_per_cpu_sec: cpu_rate,
         quota: None,
     })
-}
-
-/// The CPUs this process may run on.
-fn allowed_cpus() -> Vec<usize> {
-    use nix::sched::{sched_getaffinity, CpuSet};
-    use nix::unistd::Pid;
-    match sched_getaffinity(Pid::from_raw(0)) {
-        Ok(set) => (0..CpuSet::count()).filter(|i| set.is_set(*i).unwrap_or(false)).collect(),
-        Err(_) => Vec::new(),
-    }
-}
-
-/// Pins the calling thread to one CPU, so a worker neither migrates mid-run
-/// nor shares a core with another worker. Best effort: a refusal (a
-/// container's cpuset) leaves the thread where the scheduler put it.
-fn pin_to(cpu: usize) {
-    use nix::sched::{sched_setaffinity, CpuSet};
-    use nix::unistd::Pid;
-    let mut set = CpuSet::new();
-    if set.set(cpu).is_ok() {
-        let _ = sched_setaffinity(Pid::from_raw(0), &set);
-    }
 }

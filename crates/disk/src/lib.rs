@@ -25,6 +25,7 @@ pub mod clib;
 mod data;
 mod engine;
 mod fio;
+mod os;
 mod preset;
 mod probe;
 mod probe_engine;

@@ -146,7 +146,7 @@ pub fn udp_send(
                     return Err("the peer's UDP port is closed (ICMP port unreachable)".into());
                 }
             }
-            Err(e) if is_timeout(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {}
+            Err(e) if is_timeout(&e) || crate::os::is_no_buffer_space(&e) => {}
             Err(e) => return Err(describe(&e)),
         }
     }
@@ -215,7 +215,7 @@ impl Sampler {
 
 /// Applies the asked socket buffer and reads what the kernel granted; None
 /// when none was asked (TCP autotunes its buffers during the test then).
-fn granted_buffers(sock: &impl std::os::fd::AsFd, window: Option<u32>) -> Option<headroom_result::BufferPair> {
+fn granted_buffers(sock: &impl crate::os::AsSocket, window: Option<u32>) -> Option<headroom_result::BufferPair> {
     window?;
     let _ = crate::socket::set_window(sock, window);
     crate::socket::buffers_of(sock)

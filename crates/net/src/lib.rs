@@ -33,6 +33,7 @@ mod client;
 mod datapath;
 mod error;
 pub mod iperf3;
+mod os;
 mod ping;
 mod probe;
 mod probe_engine;

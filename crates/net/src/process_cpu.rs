@@ -52,17 +52,9 @@ pub struct CpuMeter {
     counters: Option<headroom_sys::CpuSnapshot>,
 }
 
-fn rusage() -> (Duration, Duration) {
-    use nix::sys::resource::{getrusage, UsageWho};
-    // getrusage(RUSAGE_SELF) fails only for a bad `who`: zero then reads as "no CPU used".
-    let Ok(usage) = getrusage(UsageWho::RUSAGE_SELF) else { return (Duration::ZERO, Duration::ZERO) };
-    let duration = |t: nix::sys::time::TimeVal| Duration::new(t.tv_sec() as u64, (t.tv_usec() as u32) * 1000);
-    (duration(usage.user_time()), duration(usage.system_time()))
-}
-
 impl CpuMeter {
     pub fn start() -> Self {
-        let (user, system) = rusage();
+        let (user, system) = crate::os::process_times();
         CpuMeter { start: Instant::now(), user, system, counters: headroom_sys::CpuSnapshot::take() }
     }
 
@@ -75,7 +67,7 @@ impl CpuMeter {
     }
 
     pub fn stop(&self) -> CpuUse {
-        let (user, system) = rusage();
+        let (user, system) = crate::os::process_times();
         CpuUse {
             user_s: user.saturating_sub(self.user).as_secs_f64(),
             system_s: system.saturating_sub(self.system).as_secs_f64(),

@@ -11,11 +11,9 @@
 
 use crate::error::NetError;
 use headroom_result::BufferPair;
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use socket2::{Domain, SockRef, Socket, Type};
 use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
-use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -33,12 +31,7 @@ pub const MAX_UDP_LEN: usize = 65_507;
 /// kernel caps it further at net.core.wmem_max / rmem_max.
 pub const MAX_WINDOW: u32 = 1 << 30;
 
-/// Waits until `fd` is readable (or at end of stream) or `timeout` passes.
-pub(crate) fn wait_readable(fd: &impl AsFd, timeout: Duration) -> bool {
-    let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
-    let timeout = PollTimeout::try_from(timeout).unwrap_or(PollTimeout::MAX);
-    poll(&mut fds, timeout).is_ok_and(|ready| ready > 0)
-}
+pub(crate) use crate::os::wait_readable;
 
 /// Reads a 4-byte big-endian length and that many bytes, refusing more than
 /// `max` before allocating, so a hostile length prefix costs nothing (both
@@ -217,10 +210,10 @@ impl Source {
     /// address belongs to this machine. The error names the flag.
     pub fn check(&self) -> Result<(), String> {
         if let Some(nic) = &self.interface {
-            if nic.is_empty() || nic.len() >= libc::IFNAMSIZ || nic.contains('/') {
+            if !crate::os::is_interface_name(nic) {
                 return Err(format!("--interface '{nic}' is not an interface name (example: --interface eth1)"));
             }
-            if !std::path::Path::new("/sys/class/net").join(nic).exists() {
+            if !crate::os::interface_exists(nic) {
                 return Err(format!("--interface {nic}: this machine has no such interface (see `ip link`)"));
             }
         }
@@ -237,12 +230,12 @@ impl Source {
     pub fn apply(&self, sock: &Socket, peer: &SocketAddr) -> io::Result<()> {
         if let Some(nic) = &self.interface {
             sock.bind_device(Some(nic.as_bytes())).map_err(|e| {
-                let why = match e.raw_os_error() {
-                    Some(libc::EPERM) => {
+                let why = match crate::os::bind_device_refusal(&e) {
+                    Some(crate::os::BindDeviceRefusal::NotPermitted) => {
                         "leaving through a chosen interface needs root (CAP_NET_RAW); --bind ADDR does not".to_string()
                     }
-                    Some(libc::ENODEV) => "no such interface".to_string(),
-                    _ => e.to_string(),
+                    Some(crate::os::BindDeviceRefusal::NoSuchInterface) => "no such interface".to_string(),
+                    None => e.to_string(),
                 };
                 io::Error::new(e.kind(), format!("--interface {nic}: {why}"))
             })?;
@@ -262,7 +255,7 @@ impl Source {
 }
 
 /// The socket buffers `fd` has now, as getsockopt reports them.
-pub(crate) fn buffers_of(fd: &impl AsFd) -> Option<BufferPair> {
+pub(crate) fn buffers_of(fd: &impl crate::os::AsSocket) -> Option<BufferPair> {
     let sock = SockRef::from(fd);
     Some(BufferPair { send: sock.send_buffer_size().ok()? as u64, recv: sock.recv_buffer_size().ok()? as u64 })
 }
@@ -270,7 +263,7 @@ pub(crate) fn buffers_of(fd: &impl AsFd) -> Option<BufferPair> {
 /// Asks for `window` bytes of send and receive buffer (iperf3's -w): set
 /// before connect, so the window scale the handshake agrees on fits it. The
 /// kernel stops autotuning a buffer set this way.
-pub(crate) fn set_window(fd: &impl AsFd, window: Option<u32>) -> io::Result<()> {
+pub(crate) fn set_window(fd: &impl crate::os::AsSocket, window: Option<u32>) -> io::Result<()> {
     if let Some(w) = window {
         let sock = SockRef::from(fd);
         sock.set_send_buffer_size(w as usize)?;
@@ -355,9 +348,7 @@ fn connect_reason(e: &io::Error) -> String {
         io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => {
             "timed out (host unreachable or a firewall drops the packets)".into()
         }
-        _ if e.raw_os_error() == Some(libc::EHOSTUNREACH) || e.raw_os_error() == Some(libc::ENETUNREACH) => {
-            "no route to host (unreachable)".into()
-        }
+        _ if crate::os::is_unreachable(e) => "no route to host (unreachable)".into(),
         _ => e.to_string(),
     }
 }

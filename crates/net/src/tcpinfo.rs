@@ -2,63 +2,10 @@
 //! congestion window and the share of time the flow was limited by the
 //! receiver's window, by the send buffer, or busy on the network.
 //!
-//! Hand-written because neither libc nor socket2 exposes the newer fields
-//! (tcpi_busy_time, tcpi_rwnd_limited, tcpi_sndbuf_limited; Linux 4.10+):
-//! the struct below mirrors `struct tcp_info` of linux/tcp.h up to them.
+//! The figures and what they explain are the same on every platform; how
+//! they are read is the platform seam's (`crate::os::tcp_info`).
 
 use serde::{Deserialize, Serialize};
-use std::os::fd::AsRawFd;
-
-#[repr(C)]
-#[derive(Default)]
-struct RawTcpInfo {
-    state: u8,
-    ca_state: u8,
-    retransmits: u8,
-    probes: u8,
-    backoff: u8,
-    options: u8,
-    wscale: u8,
-    flags: u8,
-    rto: u32,
-    ato: u32,
-    snd_mss: u32,
-    rcv_mss: u32,
-    unacked: u32,
-    sacked: u32,
-    lost: u32,
-    retrans: u32,
-    fackets: u32,
-    last_data_sent: u32,
-    last_ack_sent: u32,
-    last_data_recv: u32,
-    last_ack_recv: u32,
-    pmtu: u32,
-    rcv_ssthresh: u32,
-    rtt: u32,
-    rttvar: u32,
-    snd_ssthresh: u32,
-    snd_cwnd: u32,
-    advmss: u32,
-    reordering: u32,
-    rcv_rtt: u32,
-    rcv_space: u32,
-    total_retrans: u32,
-    pacing_rate: u64,
-    max_pacing_rate: u64,
-    bytes_acked: u64,
-    bytes_received: u64,
-    segs_out: u32,
-    segs_in: u32,
-    notsent_bytes: u32,
-    min_rtt: u32,
-    data_segs_in: u32,
-    data_segs_out: u32,
-    delivery_rate: u64,
-    busy_time: u64,
-    rwnd_limited: u64,
-    sndbuf_limited: u64,
-}
 
 /// The TCP_INFO figures headroom reports.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -129,35 +76,8 @@ fn share(part: u64, whole: u64) -> f64 {
 }
 
 /// Reads TCP_INFO of a connected TCP socket.
-pub fn read(socket: &impl AsRawFd) -> Option<TcpInfo> {
-    let mut raw = RawTcpInfo::default();
-    let mut len = std::mem::size_of::<RawTcpInfo>() as libc::socklen_t;
-    // SAFETY: the kernel writes at most `len` bytes into `raw`, a plain-data struct.
-    let rc = unsafe {
-        libc::getsockopt(
-            socket.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            (&mut raw as *mut RawTcpInfo).cast(),
-            &mut len,
-        )
-    };
-    if rc != 0 {
-        return None;
-    }
-    let has_limits = len as usize >= std::mem::size_of::<RawTcpInfo>();
-    Some(TcpInfo {
-        retransmits: u64::from(raw.total_retrans),
-        srtt_us: u64::from(raw.rtt),
-        rttvar_us: u64::from(raw.rttvar),
-        cwnd_bytes: u64::from(raw.snd_cwnd) * u64::from(raw.snd_mss),
-        snd_mss: raw.snd_mss,
-        pmtu: raw.pmtu,
-        busy_us: raw.busy_time,
-        rwnd_limited_us: raw.rwnd_limited,
-        sndbuf_limited_us: raw.sndbuf_limited,
-        has_limits,
-    })
+pub fn read(socket: &impl crate::os::AsSocket) -> Option<TcpInfo> {
+    crate::os::tcp_info(socket)
 }
 
 /// Why a single stream falls short, from the sender's TCP_INFO, as one
@@ -203,12 +123,6 @@ pub fn explain(info: &TcpInfo, window: Option<u32>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn struct_matches_kernel_layout() {
-        // busy_time sits at byte 168 of struct tcp_info; sndbuf_limited ends at 192.
-        assert_eq!(std::mem::size_of::<RawTcpInfo>(), 192);
-    }
 
     #[test]
     fn reads_a_live_socket_and_explains_limits() {

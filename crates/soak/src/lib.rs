@@ -29,6 +29,7 @@
 mod doc;
 mod leftovers;
 mod metrics;
+mod os;
 mod remote;
 mod run;
 mod setup;

@@ -1,6 +1,6 @@
 //! The link watcher: a background thread that polls the interfaces on the
-//! path (`operstate`, `carrier_changes` under /sys/class/net) every 100 ms and
-//! reads new kernel log records from /dev/kmsg, feeds them to the flap
+//! path (their state and carrier changes) every 100 ms and reads new kernel
+//! log records (both through `crate::os`: sysfs and /dev/kmsg on Linux), feeds them to the flap
 //! trackers of `headroom_analysis::detect` and writes each flap to the store
 //! as it opens and closes. It keeps no history: only the trackers' state.
 //!
@@ -16,8 +16,7 @@ use headroom_analysis::detect::{
 use headroom_result::SoakEventKind;
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufRead, Read, Seek, SeekFrom};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io::{BufRead, Read};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -27,17 +26,10 @@ use std::time::Duration;
 /// How often interfaces are polled.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(100);
 
-/// One poll of an interface from sysfs, or `None` when it does not exist.
+/// One poll of an interface, or `None` when it does not exist.
 pub fn observe(iface: &str, t_s: f64) -> Option<LinkObservation> {
-    let dir = Path::new("/sys/class/net").join(iface);
-    let operstate = std::fs::read_to_string(dir.join("operstate")).ok()?;
-    let carrier_changes = std::fs::read_to_string(dir.join("carrier_changes")).ok().and_then(|s| s.trim().parse().ok());
-    Some(LinkObservation {
-        t_s,
-        iface: iface.to_string(),
-        up: matches!(operstate.trim(), "up" | "unknown"),
-        carrier_changes,
-    })
+    let state = crate::os::link_state(iface)?;
+    Some(LinkObservation { t_s, iface: iface.to_string(), up: state.up, carrier_changes: state.carrier_changes })
 }
 
 /// Writes tracker updates to the store: an event row when a flap opens,
@@ -102,36 +94,6 @@ impl FlapWriter<'_> {
     }
 }
 
-/// Opens /dev/kmsg positioned after the newest record, non-blocking.
-fn open_kmsg() -> Option<File> {
-    const O_NONBLOCK: i32 = 0o4000; // Linux, all architectures headroom builds for
-    let mut f = std::fs::OpenOptions::new().read(true).custom_flags(O_NONBLOCK).open("/dev/kmsg").ok()?;
-    f.seek(SeekFrom::End(0)).ok()?;
-    Some(f)
-}
-
-/// New kernel log messages (text after the `prio,seq,ts,flags;` header).
-fn read_kmsg(f: &mut File) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut buf = vec![0u8; 8192];
-    loop {
-        match f.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                let record = String::from_utf8_lossy(&buf[..n]);
-                let first = record.lines().next().unwrap_or_default();
-                if let Some((_, message)) = first.split_once(';') {
-                    out.push(message.to_string());
-                }
-            }
-            // EPIPE: records were overwritten before we read them; go on.
-            Err(e) if e.raw_os_error() == Some(32) => continue,
-            Err(_) => break, // WouldBlock: nothing new
-        }
-    }
-    out
-}
-
 /// A running link watcher; stops and closes still-open flaps' trackers on drop.
 pub struct Watcher {
     stop: Arc<AtomicBool>,
@@ -151,7 +113,7 @@ impl Watcher {
                 let mut writer = FlapWriter { store: &store, metrics: metrics.as_ref(), open_rows: BTreeMap::new() };
                 let mut sysfs = LinkTracker::new();
                 let mut logs = LogFlapTracker::new();
-                let mut kmsg = open_kmsg();
+                let mut kmsg = crate::os::KernelLog::open();
                 while !flag.load(Ordering::Relaxed) {
                     let now = now_unix();
                     for iface in &interfaces {
@@ -162,7 +124,7 @@ impl Watcher {
                         }
                     }
                     if let Some(f) = kmsg.as_mut() {
-                        for message in read_kmsg(f) {
+                        for message in f.read_new() {
                             let Some((device, kind)) = parse_kernel_log_line(&message) else { continue };
                             if !(interfaces.contains(&device) || device.starts_with("usb ")) {
                                 continue;

@@ -12,28 +12,22 @@
 //! cgroup's quota and throttling) whose difference over a test shows a CPU
 //! limit on either end of a network test.
 //!
+//! What it asks of the operating system goes through `os/` (one module per
+//! concern, `os/linux/` implements them); this file only assembles.
+//!
 //! Reads only; never writes sysfs, never drives a test itself, knows nothing
 //! of output.
 
-mod block;
-mod cgroup;
-mod cpu;
-mod cpu_load;
-mod io_limit;
-mod mounts;
-mod net;
-mod route;
-mod serving;
-mod sysfs;
+mod os;
 
-pub use block::{block_device_holding, block_devices};
-pub use cpu::{cpu, hostname, kernel, memory_bytes, os};
-pub use cpu_load::CpuSnapshot;
-pub use io_limit::io_limit;
-pub use mounts::filesystems;
-pub use net::{effective_ceiling, nics};
-pub use route::{interface_with_address, route_interface, route_interface_in};
-pub use serving::{ServingProcess, ServingQuery, ServingWatch};
+pub use os::block::{block_device_holding, block_devices};
+pub use os::cpu::{cpu, hostname, kernel, memory_bytes, os};
+pub use os::cpu_load::CpuSnapshot;
+pub use os::io_limit::io_limit;
+pub use os::mounts::filesystems;
+pub use os::nic::{effective_ceiling, nics};
+pub use os::route::{interface_with_address, route_interface, route_interface_in};
+pub use os::serving::{ServingProcess, ServingQuery, ServingWatch};
 
 use headroom_result::Host;
 use std::path::{Path, PathBuf};

@@ -4,17 +4,14 @@
 //! An engine moves bytes between its own aligned buffers and one open file.
 //! It knows nothing of tests, timing or statistics: the runner ([`crate::run`])
 //! decides what to queue and when, and timestamps completions. Later engines
-//! (user-space NFS, iSCSI, NBD clients) implement the same trait.
+//! (user-space NFS, iSCSI, NBD clients) implement the same trait. The
+//! engines that use this platform's system calls live behind `crate::os`.
 
-mod psync;
-mod uring;
+pub use crate::os::{force_async, psync_threads, PsyncEngine, UringEngine, PSYNC_MAX_THREADS};
 
-pub use psync::{psync_threads, PsyncEngine, PSYNC_MAX_THREADS};
-pub use uring::{force_async, UringEngine};
-
+use crate::os::RawFile;
 use crate::{EngineChoice, EngineKind};
 use std::io;
-use std::os::fd::RawFd;
 
 /// What one I/O does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,7 +65,7 @@ pub trait IoEngine {
 #[derive(Debug, Clone, Copy)]
 pub struct EngineConfig {
     /// The open file or device every I/O goes to.
-    pub fd: RawFd,
+    pub fd: RawFile,
     /// I/Os in flight at most; also the number of buffers.
     pub depth: usize,
     /// Bytes per buffer (the block size).
@@ -78,7 +75,7 @@ pub struct EngineConfig {
     /// io_uring only: registered buffers (fio's `--fixedbufs`).
     pub fixedbufs: bool,
     /// io_uring only: reads and writes skip the non-blocking first attempt
-    /// (IOSQE_ASYNC, fio's `--force_async=1`); see [`uring::FORCE_ASYNC_ABOVE`].
+    /// (IOSQE_ASYNC, fio's `--force_async=1`); see `FORCE_ASYNC_ABOVE` (os/linux/uring.rs).
     pub force_async: bool,
 }
 
@@ -100,9 +97,9 @@ pub fn open_engine(choice: EngineChoice, config: EngineConfig) -> io::Result<Box
 pub fn resolve_engine(choice: EngineChoice) -> Result<EngineKind, io::Error> {
     match choice {
         EngineChoice::Psync => Ok(EngineKind::Psync),
-        EngineChoice::IoUring => io_uring::IoUring::new(2).map(|_| EngineKind::IoUring),
+        EngineChoice::IoUring => crate::os::uring_available().map(|_| EngineKind::IoUring),
         EngineChoice::Auto => {
-            Ok(if io_uring::IoUring::new(2).is_ok() { EngineKind::IoUring } else { EngineKind::Psync })
+            Ok(if crate::os::uring_available().is_ok() { EngineKind::IoUring } else { EngineKind::Psync })
         }
     }
 }

@@ -11,13 +11,9 @@
 use super::registry::Shared;
 use super::reuse_udp;
 use crate::iperf3 as iperf3_wire;
+use crate::os::{recv_with_destination, send_from, want_destination};
 use crate::wire;
-use nix::sys::socket::{
-    recvmsg, sendmsg, setsockopt, sockopt, ControlMessage, ControlMessageOwned, MsgFlags, SockaddrStorage,
-};
-use std::io;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
+use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::Ordering;
 
 /// The UDP side of the port: echo for authenticated sessions, hellos of UDP test streams.
@@ -57,64 +53,6 @@ pub(super) fn udp_loop(sock: &UdpSocket, s: &Shared) {
             }
         }
     }
-}
-
-/// Asks the kernel to say, with every datagram, the address it was sent to.
-fn want_destination(sock: &UdpSocket) -> nix::Result<()> {
-    if sock.local_addr().is_ok_and(|a| a.is_ipv4()) {
-        setsockopt(sock, sockopt::Ipv4PacketInfo, &true)
-    } else {
-        setsockopt(sock, sockopt::Ipv6RecvPacketInfo, &true)
-    }
-}
-
-/// One datagram: its length, its sender, and the local address it was sent
-/// to (None when the kernel did not say).
-fn recv_with_destination(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, Option<IpAddr>)> {
-    let mut space = nix::cmsg_space!(libc::in_pktinfo, libc::in6_pktinfo);
-    let mut iov = [std::io::IoSliceMut::new(buf)];
-    let msg = recvmsg::<SockaddrStorage>(sock.as_raw_fd(), &mut iov, Some(&mut space), MsgFlags::empty())?;
-    let from = msg
-        .address
-        .and_then(|a| {
-            a.as_sockaddr_in()
-                .map(|v4| SocketAddr::from((v4.ip(), v4.port())))
-                .or_else(|| a.as_sockaddr_in6().map(|v6| SocketAddr::from((v6.ip(), v6.port()))))
-        })
-        .ok_or_else(|| io::Error::other("a datagram without a sender"))?;
-    let mut to = None;
-    for c in msg.cmsgs()? {
-        match c {
-            ControlMessageOwned::Ipv4PacketInfo(i) => {
-                to = Some(IpAddr::V4(Ipv4Addr::from(u32::from_be(i.ipi_addr.s_addr))));
-            }
-            ControlMessageOwned::Ipv6PacketInfo(i) => to = Some(IpAddr::V6(Ipv6Addr::from(i.ipi6_addr.s6_addr))),
-            _ => {}
-        }
-    }
-    Ok((msg.bytes, from, to))
-}
-
-/// Sends `msg` to `to`, from the local address `from` when known.
-fn send_from(sock: &UdpSocket, msg: &[u8], to: SocketAddr, from: Option<IpAddr>) -> io::Result<usize> {
-    let iov = [std::io::IoSlice::new(msg)];
-    let dest = SockaddrStorage::from(to);
-    let sent = match from {
-        Some(IpAddr::V4(src)) if to.is_ipv4() => {
-            let info = libc::in_pktinfo {
-                ipi_ifindex: 0,
-                ipi_spec_dst: libc::in_addr { s_addr: u32::from(src).to_be() },
-                ipi_addr: libc::in_addr { s_addr: 0 },
-            };
-            sendmsg(sock.as_raw_fd(), &iov, &[ControlMessage::Ipv4PacketInfo(&info)], MsgFlags::empty(), Some(&dest))
-        }
-        Some(IpAddr::V6(src)) if to.is_ipv6() => {
-            let info = libc::in6_pktinfo { ipi6_addr: libc::in6_addr { s6_addr: src.octets() }, ipi6_ifindex: 0 };
-            sendmsg(sock.as_raw_fd(), &iov, &[ControlMessage::Ipv6PacketInfo(&info)], MsgFlags::empty(), Some(&dest))
-        }
-        _ => sendmsg(sock.as_raw_fd(), &iov, &[], MsgFlags::empty(), Some(&dest)),
-    };
-    Ok(sent?)
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The processor, memory and the machine's names, from /proc and /etc.
 
-use crate::sysfs::read;
+use super::sysfs::read;
 use crate::SysRoot;
 use headroom_result::CpuInfo;
 use std::collections::BTreeSet;

@@ -3,7 +3,7 @@
 //! SATA link speed, and the bus ceiling with flags for a link running below
 //! what the drive or port can do.
 
-use crate::sysfs::{canonical, parse_gbps, pci_link_above, pcie_name, read, read_u64, usb_link, usb_speed_above};
+use super::sysfs::{canonical, parse_gbps, pci_link_above, pcie_name, read, read_u64, usb_link, usb_speed_above};
 use crate::{trim_float, SysRoot};
 use headroom_result::BlockDevice;
 use std::path::Path;

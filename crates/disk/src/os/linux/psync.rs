@@ -2,7 +2,7 @@
 //! thread (fio's `psync`). The runner gives it queue depth by running one
 //! worker thread per outstanding I/O ([`psync_threads`]).
 
-use super::{BufferPool, Completion, EngineConfig, IoEngine, IoKind, IoUnit};
+use crate::engine::{BufferPool, Completion, EngineConfig, IoEngine, IoKind, IoUnit};
 use std::io;
 use std::os::fd::RawFd;
 

@@ -13,7 +13,7 @@
 //! for any block size, so every I/O past the split limits pays twice;
 //! [`FORCE_ASYNC_ABOVE`] avoids the failed attempt in both modes.
 
-use super::{BufferPool, Completion, EngineConfig, IoEngine, IoKind, IoUnit};
+use crate::engine::{BufferPool, Completion, EngineConfig, IoEngine, IoKind, IoUnit};
 use io_uring::{opcode, squeue, types, IoUring};
 use std::io;
 

@@ -12,7 +12,7 @@
 //! Reads /proc only; sockets are looked up in this process's network
 //! namespace, where the client's connections arrive.
 
-use crate::cpu_load::{busiest, cgroup_counters, clock_ticks_per_sec, stat_ticks, CgroupCounters};
+use super::cpu_load::{busiest, cgroup_counters, clock_ticks_per_sec, stat_ticks, CgroupCounters};
 use headroom_result::{ServingLoad, ThreadLoad};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -179,7 +179,7 @@ fn count_cpu_list(list: &str) -> Option<u32> {
 
 /// tid -> (name, user+system ticks) of one process's threads.
 fn thread_ticks(pid: u32) -> BTreeMap<u32, (String, u64)> {
-    crate::cpu_load::ticks_under(&Path::new("/proc").join(pid.to_string()).join("task"))
+    super::cpu_load::ticks_under(&Path::new("/proc").join(pid.to_string()).join("task"))
 }
 
 /// One serving process as first and last seen.

@@ -3,7 +3,7 @@
 //! under the NIC, the TCP ceiling at its speed and MTU, and flags for what
 //! caps it.
 
-use crate::sysfs::{
+use super::sysfs::{
     canonical, link_target_name, pci_link_above, pcie_name, read, read_i64, read_u64, uevent, usb_link, usb_speed_above,
 };
 use crate::{trim_float, SysRoot};

@@ -6,7 +6,7 @@
 //!
 //! Reads the cgroup filesystem only; never sets a limit.
 
-use crate::cgroup::{Cgroup, Controller};
+use super::cgroup::{Cgroup, Controller};
 use headroom_result::IoLimit;
 use std::path::Path;
 

@@ -5,9 +5,9 @@
 //! [`CpuSnapshot::load_since`] turns two snapshots into a
 //! [`headroom_result::CpuLoad`].
 //!
-//! Where the cgroup lives is [`crate::cgroup`]'s to find.
+//! Where the cgroup lives is [`super::cgroup`]'s to find.
 
-use crate::cgroup::{Cgroup, Controller};
+use super::cgroup::{Cgroup, Controller};
 use headroom_result::{CgroupCpu, CoreLoad, CpuLoad, ProcessLoad, ThreadLoad};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

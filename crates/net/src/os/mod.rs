@@ -1,0 +1,33 @@
+//! The platform seam of headroom-net: everything the crate asks of the
+//! operating system beyond `std::net` and socket2, behind one name per
+//! concern, implemented once per platform beside this file (`linux.rs`
+//! today). The rest of the crate calls only `crate::os::...`, so a port adds
+//! `windows.rs` with the same functions and no `cfg` line appears elsewhere.
+//!
+//! The concerns (docs/platform.md has the table):
+//! - sockets: `AsSocket`, the trait a socket handle is passed as;
+//! - poll: `wait_readable`;
+//! - nic: `is_interface_name`, `interface_exists`, `bind_device_refusal`
+//!   (what binding to an interface refused, in the crate's words);
+//! - socket errors: `is_unreachable`, `is_no_buffer_space`;
+//! - tcp_info: `tcp_info` (the sender's TCP_INFO as [`crate::TcpInfo`]);
+//! - packet info: `want_destination`, `recv_with_destination`, `send_from`
+//!   (a UDP server answers from the address it was reached at);
+//! - process CPU: `process_times` (user and system time of this process).
+//!
+//! Holds no protocol and no policy: those are the same on every platform.
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "linux")]
+pub(crate) use linux::*;
+
+/// Why the kernel refused to bind a socket to a named interface, for the
+/// reasons the user is told in words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BindDeviceRefusal {
+    /// Binding to an interface needs a privilege this process lacks.
+    NotPermitted,
+    /// No interface has that name.
+    NoSuchInterface,
+}

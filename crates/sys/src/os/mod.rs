@@ -1,0 +1,26 @@
+//! The platform seam of headroom-sys: one module per thing this crate asks
+//! of the operating system, each implemented once per platform beside this
+//! file (`linux/` today). The rest of the crate (lib.rs) reaches the machine
+//! only through these names, so a port adds `windows/` exporting the same
+//! modules with the same functions and types, and no `cfg` line appears
+//! elsewhere. See docs/platform.md for the table of concerns.
+//!
+//! The concerns and what each must provide:
+//! - `cpu`: `cpu`, `memory_bytes`, `hostname`, `kernel`, `os` (the inventory's
+//!   processor and names);
+//! - `cpu_load`: `CpuSnapshot` (per core, per thread, the cgroup's quota);
+//! - `cgroup`: where this process's limits live (used by `cpu_load`, `io_limit`);
+//! - `io_limit`: the block I/O limit on this process for a path;
+//! - `nic`: `nics`, `effective_ceiling`;
+//! - `block`: `block_devices`, `block_device_holding`;
+//! - `mounts`: `filesystems`;
+//! - `route`: `route_interface`, `route_interface_in`, `interface_with_address`;
+//! - `serving`: `ServingProcess`, `ServingQuery`, `ServingWatch`.
+//!
+//! Must not hold logic that is the same on every platform: that stays in
+//! lib.rs or in headroom-limits.
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "linux")]
+pub use linux::{block, cpu, cpu_load, io_limit, mounts, nic, route, serving};
