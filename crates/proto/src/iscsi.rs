@@ -13,7 +13,8 @@
 mod pdu;
 mod session;
 
-use headroom_disk::{Completion, DiskError, IoEngine, IoUnit, Share, ShareIo, ShareKind, SyncMode, TargetOptions};
+use crate::ProtoError;
+use headroom_disk::{Completion, IoEngine, IoUnit, Share, ShareIo, ShareKind, SyncMode, TargetOptions};
 use headroom_result::ProtocolInfo;
 use session::{LoginError, LoginSpec, Session};
 use std::io;
@@ -46,13 +47,13 @@ pub fn open(
     opts: &TargetOptions,
     credentials: &crate::Credentials,
     source: &crate::Source,
-) -> Result<Box<dyn Share>, DiskError> {
+) -> Result<Box<dyn Share>, ProtoError> {
     let shown = format!("iscsi://{}/{}/{}", url.server, url.target, url.lun);
     let chap = match (credentials.get("HEADROOM_ISCSI_USER"), credentials.get("HEADROOM_ISCSI_PASSWORD")) {
         (Some(u), Some(p)) => Some((u.to_string(), p.to_string())),
         (None, None) => None,
         _ => {
-            return Err(DiskError::Usage(format!(
+            return Err(ProtoError::Usage(format!(
                 "{shown}: CHAP needs both HEADROOM_ISCSI_USER and HEADROOM_ISCSI_PASSWORD (one is set), \
                  e.g. HEADROOM_ISCSI_USER=alice HEADROOM_ISCSI_PASSWORD=... headroom disk {shown}"
             )))
@@ -66,12 +67,12 @@ pub fn open(
         stop: Arc::clone(&opts.stop),
         source: source.clone(),
     };
-    let mut s = Session::login(&spec, 1, 4096).map_err(|e| DiskError::Usage(login_error(&shown, &spec, e)))?;
-    let fail = |what: &str, e: io::Error| DiskError::Usage(format!("{shown}: {what}: {e}"));
+    let mut s = Session::login(&spec, 1, 4096).map_err(|e| login_error(&shown, &spec, e))?;
+    let fail = |what: &str, e: io::Error| ProtoError::of_kind(e.kind(), format!("{shown}: {what}: {e}"));
     let luns = report_luns(&mut s).map_err(|e| fail("REPORT LUNS", e))?;
     if !luns.is_empty() && !luns.contains(&url.lun) {
         let list: Vec<String> = luns.iter().map(u16::to_string).collect();
-        return Err(DiskError::Usage(format!(
+        return Err(ProtoError::Usage(format!(
             "{shown}: target {} has no LUN {}; its LUNs are {} (e.g. iscsi://{}/{}/{})",
             url.target,
             url.lun,
@@ -89,7 +90,7 @@ pub fn open(
     let device_type = inquiry.data[0] & 0x1f;
     if device_type != 0 {
         let hint = luns.iter().find(|&&l| l != url.lun).map(|l| format!("; try LUN {l}")).unwrap_or_default();
-        return Err(DiskError::Usage(format!(
+        return Err(ProtoError::Usage(format!(
             "{shown}: LUN {} is a {} (SCSI peripheral type 0x{device_type:02x}), not a disk{hint}",
             url.lun,
             device_type_name(device_type)
@@ -99,7 +100,7 @@ pub fn open(
     let capacity = blocks * block_size;
     let size = match opts.size {
         Some(asked) if asked > capacity => {
-            return Err(DiskError::Usage(format!(
+            return Err(ProtoError::Usage(format!(
                 "--size {asked}: LUN {} of {} holds only {capacity} bytes; use --size {}M or less",
                 url.lun,
                 url.target,
@@ -129,26 +130,30 @@ pub fn open(
 }
 
 /// One line saying why login failed, naming the URL.
-fn login_error(shown: &str, spec: &LoginSpec, e: LoginError) -> String {
+fn login_error(shown: &str, spec: &LoginSpec, e: LoginError) -> ProtoError {
     let msg = match e {
-        LoginError::Status(2, 1) if spec.chap.is_some() => format!(
+        LoginError::Status(2, 1) if spec.chap.is_some() => ProtoError::Auth(format!(
             "CHAP authentication failed for user '{}': check HEADROOM_ISCSI_USER and HEADROOM_ISCSI_PASSWORD",
             spec.chap.as_ref().map_or("", |c| c.0.as_str())
-        ),
-        LoginError::Status(2, 1) => {
+        )),
+        LoginError::Status(2, 1) => ProtoError::Auth(
             "the target requires CHAP: set HEADROOM_ISCSI_USER and HEADROOM_ISCSI_PASSWORD (environment or --credentials FILE)"
-                .to_string()
+                .to_string(),
+        ),
+        LoginError::Status(2, 3) => {
+            ProtoError::Usage(format!("the portal has no target named '{}' (login status 0x0203)", spec.target))
         }
-        LoginError::Status(2, 3) => format!("the portal has no target named '{}' (login status 0x0203)", spec.target),
-        LoginError::Status(2, 2) => format!(
+        LoginError::Status(2, 2) => ProtoError::Auth(format!(
             "the target '{}' does not allow this initiator ({}) from this address (its ACL)",
             spec.target,
             session::INITIATOR_NAME
-        ),
-        LoginError::Status(c, d) => format!("login refused: {} (status 0x{c:02x}{d:02x})", pdu::login_status(c, d)),
-        LoginError::Other(m) => format!("login failed: {m}"),
+        )),
+        LoginError::Status(c, d) => {
+            ProtoError::Usage(format!("login refused: {} (status 0x{c:02x}{d:02x})", pdu::login_status(c, d)))
+        }
+        LoginError::Other(e) => e.context("login failed"),
     };
-    format!("{shown}: {msg}")
+    msg.context(shown)
 }
 
 fn cdb(head: &[u8]) -> [u8; 16] {
@@ -263,7 +268,7 @@ impl Share for IscsiShare {
     }
     fn connect(&self, io: ShareIo) -> io::Result<Box<dyn IoEngine + Send>> {
         let mut s = Session::login(&self.spec.0, io.depth, io.buf_size)
-            .map_err(|e| io::Error::other(login_error(&self.shown, &self.spec.0, e)))?;
+            .map_err(|e| io::Error::other(login_error(&self.shown, &self.spec.0, e).to_string()))?;
         s.set_io(self.block_size as u32, io.sync == SyncMode::Dsync);
         ready(&mut s).map_err(|e| io::Error::new(e.kind(), format!("{}: TEST UNIT READY: {e}", self.shown)))?;
         {

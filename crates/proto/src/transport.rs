@@ -18,24 +18,31 @@ use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-/// Every address HOST:PORT resolves to, in the resolver's order.
+/// Every address HOST:PORT resolves to, in the resolver's order. A name
+/// that does not resolve is `HostUnreachable` (the network's fault, not a
+/// missing file), its message the resolver's.
 pub fn resolve(addr: &str) -> io::Result<Vec<SocketAddr>> {
-    let addrs: Vec<SocketAddr> = addr.to_socket_addrs()?.collect();
+    let unreachable = |e: io::Error| io::Error::new(io::ErrorKind::HostUnreachable, e);
+    let addrs: Vec<SocketAddr> = addr.to_socket_addrs().map_err(unreachable)?.collect();
     if addrs.is_empty() {
-        return Err(io::Error::new(io::ErrorKind::NotFound, format!("{addr} resolves to no address")));
+        return Err(io::Error::new(io::ErrorKind::HostUnreachable, format!("{addr} resolves to no address")));
     }
     Ok(addrs)
 }
 
 /// Connects to the first of `addrs` that answers, each within `limit`, from
 /// `source`. The error is the last address's (Ctrl-C's at once); the stream
-/// is blocking, with no option set.
+/// is blocking, with no option set. A connect nobody answered within
+/// `limit` is `HostUnreachable`: a timeout here is no lost connection.
 pub fn connect(addrs: &[SocketAddr], source: &Source, limit: Duration, stop: &AtomicBool) -> io::Result<TcpStream> {
     let mut last = None;
     for addr in addrs {
         match connect_one(addr, source, limit, stop) {
             Ok(s) => return Ok(s),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => return Err(e),
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                last = Some(io::Error::new(io::ErrorKind::HostUnreachable, e));
+            }
             Err(e) => last = Some(e),
         }
     }

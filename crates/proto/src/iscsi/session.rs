@@ -7,6 +7,7 @@
 use super::pdu::{self, op, Header, Out, WireError, BHS, RESERVED_TAG};
 use crate::transport::{self, Origin};
 use crate::wait;
+use crate::ProtoError;
 use headroom_disk::{BufferPool, Completion, IoKind, IoUnit};
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
@@ -104,19 +105,19 @@ pub struct LoginSpec {
 pub enum LoginError {
     /// The target answered with a status (class, detail).
     Status(u8, u8),
-    /// Anything else; the message says what.
-    Other(String),
+    /// Anything else; the message says what, the variant whose fault.
+    Other(ProtoError),
 }
 
 impl From<io::Error> for LoginError {
     fn from(e: io::Error) -> Self {
-        LoginError::Other(e.to_string())
+        LoginError::Other(ProtoError::io(&e))
     }
 }
 
 impl From<WireError> for LoginError {
     fn from(e: WireError) -> Self {
-        LoginError::Other(format!("garbage from the target: {e}"))
+        LoginError::Other(ProtoError::Protocol(format!("garbage from the target: {e}")))
     }
 }
 
@@ -227,13 +228,24 @@ fn other(msg: impl Into<String>) -> io::Error {
     io::Error::other(msg.into())
 }
 
+/// The connection ended under a session: the kind says lost, not the user's.
+fn gone(msg: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::ConnectionAborted, msg.into())
+}
+
+/// The target broke the protocol.
+fn garbage(msg: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg.into())
+}
+
 impl Session {
     /// Connects and logs in; `depth` buffers of `buf_size` bytes for I/O.
     pub fn login(spec: &LoginSpec, depth: usize, buf_size: usize) -> Result<Session, LoginError> {
         let addrs = transport::resolve(&spec.addr)
-            .map_err(|e| LoginError::Other(format!("cannot resolve {}: {e}", spec.addr)))?;
-        let sock = transport::connect(&addrs, &spec.source, LOGIN_TIMEOUT, &spec.stop)
-            .map_err(|e| LoginError::Other(format!("cannot connect to {}: {e}", spec.addr)))?;
+            .map_err(|e| LoginError::Other(ProtoError::Unreachable(format!("cannot resolve {}: {e}", spec.addr))))?;
+        let sock = transport::connect(&addrs, &spec.source, LOGIN_TIMEOUT, &spec.stop).map_err(|e| {
+            LoginError::Other(ProtoError::of_kind(e.kind(), format!("cannot connect to {}: {e}", spec.addr)))
+        })?;
         sock.set_nodelay(true)?;
         sock.set_nonblocking(true)?;
         let mut s = Session::fresh(sock, Arc::clone(&spec.stop), spec.lun, depth, buf_size);
@@ -304,7 +316,9 @@ impl Session {
                 match find("AuthMethod").as_deref() {
                     Some("CHAP") if !chap_sent => {
                         if let (Some(id), Some(challenge)) = (find("CHAP_I"), find("CHAP_C")) {
-                            let id: u8 = id.parse().map_err(|_| LoginError::Other(format!("bad CHAP_I '{id}'")))?;
+                            let id: u8 = id
+                                .parse()
+                                .map_err(|_| LoginError::Other(ProtoError::Protocol(format!("bad CHAP_I '{id}'"))))?;
                             let challenge = pdu::hex_value(&challenge)?;
                             let (user, secret) = spec.chap.clone().unwrap_or_default();
                             keys = vec![
@@ -327,7 +341,9 @@ impl Session {
                         transit = true;
                     }
                     Some(other) => {
-                        return Err(LoginError::Other(format!("the target wants authentication '{other}'")));
+                        return Err(LoginError::Other(ProtoError::Auth(format!(
+                            "the target wants authentication '{other}'"
+                        ))));
                     }
                     None => {
                         keys.clear();
@@ -348,7 +364,7 @@ impl Session {
             keys = answer_unoffered(&got, &operational);
             transit = true;
         }
-        Err(LoginError::Other("login did not finish after 16 exchanges".into()))
+        Err(LoginError::Other(ProtoError::Protocol("login did not finish after 16 exchanges".into())))
     }
 
     fn apply(&mut self, got: &[(String, String)]) -> Result<(), LoginError> {
@@ -366,7 +382,9 @@ impl Session {
                 "DataPDUInOrder" => p.data_pdu_in_order = yes,
                 "DataSequenceInOrder" => p.data_sequence_in_order = yes,
                 "HeaderDigest" | "DataDigest" if v != "None" => {
-                    return Err(LoginError::Other(format!("the target insists on {k}={v}; headroom sends none")))
+                    return Err(LoginError::Other(ProtoError::Usage(format!(
+                        "the target insists on {k}={v}; headroom sends none"
+                    ))))
                 }
                 _ => {}
             }
@@ -384,15 +402,15 @@ impl Session {
                         return Ok((h, self.rx[range].to_vec()));
                     }
                     op::REJECT => {
-                        return Err(LoginError::Other(format!(
+                        return Err(LoginError::Other(ProtoError::Usage(format!(
                             "the target rejected the login (reason 0x{:02x})",
                             h.byte2
-                        )))
+                        ))))
                     }
                     other => {
-                        return Err(LoginError::Other(format!(
+                        return Err(LoginError::Other(ProtoError::Protocol(format!(
                             "garbage from the target: opcode 0x{other:02x} during login"
-                        )))
+                        ))))
                     }
                 }
             }
@@ -597,7 +615,7 @@ impl Session {
     fn write_some(&mut self) -> io::Result<()> {
         while self.tx_pos < self.tx.len() {
             match self.sock.write(&self.tx[self.tx_pos..]) {
-                Ok(0) => return Err(other("the target closed the connection")),
+                Ok(0) => return Err(gone("the target closed the connection")),
                 Ok(n) => self.tx_pos += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -618,7 +636,7 @@ impl Session {
         self.dead = true;
         match e.kind() {
             io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionAborted => {
-                other(format!("the target dropped the connection ({e})"))
+                gone(format!("the target dropped the connection ({e})"))
             }
             _ => e,
         }
@@ -637,7 +655,7 @@ impl Session {
         let mut any = false;
         if self.eof {
             self.dead = true;
-            return Err(other("the target closed the connection"));
+            return Err(gone("the target closed the connection"));
         }
         loop {
             if let Some(d) = self.direct.as_mut() {
@@ -648,7 +666,7 @@ impl Session {
                     match self.sock.read(dst) {
                         Ok(0) => {
                             self.dead = true;
-                            return Err(other("the target closed the connection"));
+                            return Err(gone("the target closed the connection"));
                         }
                         Ok(n) => {
                             d.at += n;
@@ -673,7 +691,7 @@ impl Session {
                         return Ok(true);
                     }
                     self.dead = true;
-                    return Err(other("the target closed the connection"));
+                    return Err(gone("the target closed the connection"));
                 }
                 Ok(n) => {
                     self.rx_end += n;
@@ -782,7 +800,7 @@ impl Session {
     /// `min` runner I/Os completed.
     pub fn getevents(&mut self, min: usize, out: &mut Vec<Completion>) -> io::Result<()> {
         if self.dead {
-            return Err(other("the connection to the target is gone"));
+            return Err(gone("the connection to the target is gone"));
         }
         self.write_some()?;
         self.read_some()?;
@@ -849,7 +867,7 @@ impl Session {
     /// Starts sending what is queued, without waiting.
     pub fn commit(&mut self) -> io::Result<()> {
         if self.dead {
-            return Err(other("the connection to the target is gone"));
+            return Err(gone("the connection to the target is gone"));
         }
         self.issue_waiting();
         self.write_some()?;
@@ -876,7 +894,7 @@ impl Session {
             }
             let parsed = self.parse_one(self.params.initiator_max_recv as usize).map_err(|e| {
                 self.dead = true;
-                other(format!("garbage from the target: {e}"))
+                garbage(format!("garbage from the target: {e}"))
             })?;
             let Some((h, range)) = parsed else { return Ok(()) };
             self.handle(h, range).inspect_err(|_| self.dead = true)?;
@@ -956,19 +974,18 @@ impl Session {
     fn handle(&mut self, h: Header, range: std::ops::Range<usize>) -> io::Result<()> {
         match h.opcode {
             op::DATA_IN => {
-                let task = self
-                    .tasks
-                    .get_mut(&h.itt)
-                    .ok_or_else(|| other(format!("garbage from the target: Data-In for unknown task {:#x}", h.itt)))?;
+                let task = self.tasks.get_mut(&h.itt).ok_or_else(|| {
+                    garbage(format!("garbage from the target: Data-In for unknown task {:#x}", h.itt))
+                })?;
                 let (off, n) = (h.word40 as usize, h.data_len);
                 if off + n > task.len as usize || task.kind != IoKind::Read && !matches!(task.sink, Sink::Owned(_)) {
-                    return Err(other(format!(
+                    return Err(garbage(format!(
                         "garbage from the target: Data-In of {n} bytes at offset {off} for a {}-byte command",
                         task.len
                     )));
                 }
                 if off != task.received as usize {
-                    return Err(other(format!(
+                    return Err(garbage(format!(
                         "garbage from the target: Data-In at offset {off} where byte {} comes next (DataPDUInOrder=Yes)",
                         task.received
                     )));
@@ -1003,13 +1020,13 @@ impl Session {
                 let task = self
                     .tasks
                     .get(&h.itt)
-                    .ok_or_else(|| other(format!("garbage from the target: R2T for unknown task {:#x}", h.itt)))?;
+                    .ok_or_else(|| garbage(format!("garbage from the target: R2T for unknown task {:#x}", h.itt)))?;
                 let (off, len) = (h.word40, h.word44);
                 let Sink::Pool(buf) = task.sink else {
-                    return Err(other("garbage from the target: R2T for a command without data"));
+                    return Err(garbage("garbage from the target: R2T for a command without data"));
                 };
                 if task.kind != IoKind::Write || u64::from(off) + u64::from(len) > u64::from(task.len) || len == 0 {
-                    return Err(other(format!(
+                    return Err(garbage(format!(
                         "garbage from the target: R2T for {len} bytes at {off} of a {}-byte command",
                         task.len
                     )));
@@ -1046,7 +1063,7 @@ impl Session {
             }
             op::LOGOUT_RESP => return Err(other("the target logged the session out")),
             other_op => {
-                return Err(other(format!("garbage from the target: unexpected opcode 0x{other_op:02x}")));
+                return Err(garbage(format!("garbage from the target: unexpected opcode 0x{other_op:02x}")));
             }
         }
         Ok(())
@@ -1065,7 +1082,7 @@ impl Session {
             task.r2t_ends.pop_front();
         }
         if off != task.requested {
-            return Err(other(format!(
+            return Err(garbage(format!(
                 "garbage from the target: R2T for bytes {off}..{} of a write whose next unrequested byte is {} \
                  (a range asked for twice, or out of order)",
                 u64::from(off) + u64::from(len),
@@ -1073,7 +1090,7 @@ impl Session {
             )));
         }
         if task.r2t_ends.len() >= max {
-            return Err(other(format!(
+            return Err(garbage(format!(
                 "garbage from the target: more R2Ts outstanding for one command than MaxOutstandingR2T={max}"
             )));
         }
@@ -1083,7 +1100,7 @@ impl Session {
 
     fn finish(&mut self, itt: u32, status: u8, sense: Vec<u8>, residual: u32) -> io::Result<()> {
         let Some(mut task) = self.tasks.remove(&itt) else {
-            return Err(other(format!("garbage from the target: status for unknown task {itt:#x}")));
+            return Err(garbage(format!("garbage from the target: status for unknown task {itt:#x}")));
         };
         match task.sink {
             Sink::Owned(ref mut data) => {
@@ -1109,7 +1126,7 @@ impl Session {
                     _ => i64::from(task.len.saturating_sub(residual)),
                 };
                 if task.kind == IoKind::Read && i64::from(task.received) != moved {
-                    return Err(other(format!(
+                    return Err(garbage(format!(
                         "garbage from the target: GOOD status for a read of {moved} bytes (of {}, residual {residual}) \
                          that delivered {} bytes",
                         task.len, task.received
