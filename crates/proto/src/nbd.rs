@@ -178,22 +178,15 @@ fn pump(h: &Handle, timeout: Duration) -> Result<bool, String> {
     if dir & ffi::AIO_DIRECTION_WRITE != 0 {
         events |= libc::POLLOUT;
     }
-    let mut pfd = libc::pollfd { fd: h.fd(), events, revents: 0 };
-    let ms = timeout.as_millis().min(c_int::MAX as u128) as c_int;
-    // SAFETY: one valid pollfd.
-    let n = unsafe { libc::poll(&mut pfd, 1, ms) };
-    if n < 0 {
-        let e = io::Error::last_os_error();
-        return if e.kind() == io::ErrorKind::Interrupted { Ok(false) } else { Err(format!("poll: {e}")) };
-    }
-    if n == 0 {
+    let revents = transport::poll(h.fd(), events, timeout).map_err(|e| format!("poll: {e}"))?;
+    if revents == 0 {
         return Ok(false);
     }
     // A hang-up or error is seen by reading: libnbd then reports why.
-    if pfd.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+    if revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
         h.notify_read()?;
     }
-    if pfd.revents & libc::POLLOUT != 0 && !h.is_dead() {
+    if revents & libc::POLLOUT != 0 && !h.is_dead() {
         h.notify_write()?;
     }
     Ok(true)

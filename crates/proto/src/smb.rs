@@ -1026,15 +1026,7 @@ impl IoEngine for SmbEngine {
                 ));
             }
             let events = libc::POLLIN | if self.out.is_empty() { 0 } else { libc::POLLOUT };
-            let mut pfd = libc::pollfd { fd: self.session.sock.as_raw_fd(), events, revents: 0 };
-            // SAFETY: one valid pollfd for the duration of the call.
-            let r = unsafe { libc::poll(&mut pfd, 1, left.min(wait::SLICE).as_millis().max(1) as i32) };
-            if r < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() != io::ErrorKind::Interrupted {
-                    return Err(e);
-                }
-            }
+            transport::poll(self.session.sock.as_raw_fd(), events, left.min(wait::SLICE))?;
         }
         out.append(&mut self.done);
         Ok(())
