@@ -11,11 +11,13 @@
 //! queue depth.
 
 mod pdu;
+mod scsi;
 mod session;
 
 use crate::ProtoError;
 use headroom_disk::{Completion, IoEngine, IoUnit, Share, ShareIo, ShareKind, SyncMode, TargetOptions};
 use headroom_result::ProtocolInfo;
+use scsi::{cdb, describe_status, device_type_name, opcode, read_capacity, ready, report_luns, status};
 use session::{LoginError, LoginSpec, Session};
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -83,12 +85,12 @@ pub fn open(
         )));
     }
     ready(&mut s).map_err(|e| fail("TEST UNIT READY", e))?;
-    let inquiry = s.command(cdb(&[0x12, 0, 0, 0, 96, 0]), 96).map_err(|e| fail("INQUIRY", e))?;
-    if inquiry.status != 0 || inquiry.data.is_empty() {
-        return Err(fail("INQUIRY", io::Error::other(pdu::describe_status(inquiry.status, &inquiry.sense))));
+    let inquiry = s.command(cdb(&[opcode::INQUIRY, 0, 0, 0, 96, 0]), 96).map_err(|e| fail("INQUIRY", e))?;
+    if inquiry.status != status::GOOD || inquiry.data.is_empty() {
+        return Err(fail("INQUIRY", io::Error::other(describe_status(inquiry.status, &inquiry.sense))));
     }
-    let device_type = inquiry.data[0] & 0x1f;
-    if device_type != 0 {
+    let device_type = inquiry.data[0] & scsi::PERIPHERAL_TYPE_MASK;
+    if device_type != scsi::DIRECT_ACCESS {
         let hint = luns.iter().find(|&&l| l != url.lun).map(|l| format!("; try LUN {l}")).unwrap_or_default();
         return Err(ProtoError::Usage(format!(
             "{shown}: LUN {} is a {} (SCSI peripheral type 0x{device_type:02x}), not a disk{hint}",
@@ -154,80 +156,6 @@ fn login_error(shown: &str, spec: &LoginSpec, e: LoginError) -> ProtoError {
         LoginError::Other(e) => e.context("login failed"),
     };
     msg.context(shown)
-}
-
-fn cdb(head: &[u8]) -> [u8; 16] {
-    let mut c = [0u8; 16];
-    c[..head.len()].copy_from_slice(head);
-    c
-}
-
-fn check(o: &session::Outcome) -> io::Result<()> {
-    if o.status == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::other(pdu::describe_status(o.status, &o.sense)))
-    }
-}
-
-/// TEST UNIT READY until it passes: a new I_T nexus may first see UNIT ATTENTION.
-fn ready(s: &mut Session) -> io::Result<()> {
-    let mut last = Ok(());
-    for _ in 0..3 {
-        let o = s.command(cdb(&[0x00]), 0)?;
-        last = check(&o);
-        if last.is_ok() || pdu::parse_sense(&o.sense).is_none_or(|k| k.key != 6) {
-            return last;
-        }
-    }
-    last
-}
-
-fn report_luns(s: &mut Session) -> io::Result<Vec<u16>> {
-    let len: u32 = 8 + 8 * 256;
-    let mut c = cdb(&[0xa0]);
-    c[6..10].copy_from_slice(&len.to_be_bytes());
-    let o = s.command_at(pdu::encode_lun(0), c, len)?;
-    check(&o)?;
-    Ok(parse_report_luns(&o.data))
-}
-
-/// LUN numbers in REPORT LUNS parameter data (SPC-4 6.33).
-fn parse_report_luns(d: &[u8]) -> Vec<u16> {
-    let Some(head) = d.get(..4) else { return Vec::new() };
-    let listed = u32::from_be_bytes([head[0], head[1], head[2], head[3]]) as usize;
-    d.get(8..).unwrap_or(&[]).chunks_exact(8).take(listed / 8).filter_map(pdu::decode_lun).collect()
-}
-
-fn read_capacity(s: &mut Session) -> io::Result<(u64, u64)> {
-    let mut c = cdb(&[0x9e, 0x10]);
-    c[13] = 32;
-    let o = s.command(c, 32)?;
-    check(&o)?;
-    parse_capacity(&o.data).ok_or_else(|| io::Error::other("the target's READ CAPACITY(16) answer is malformed"))
-}
-
-/// (blocks, block size) from READ CAPACITY(16) data (SBC-4 5.16.2).
-fn parse_capacity(d: &[u8]) -> Option<(u64, u64)> {
-    let last = u64::from_be_bytes(d.get(0..8)?.try_into().ok()?);
-    let bs = u64::from(u32::from_be_bytes(d.get(8..12)?.try_into().ok()?));
-    // The capacity in bytes must fit in 64 bits: a huge last block would wrap.
-    let blocks = last.checked_add(1)?;
-    if !(512..=1 << 20).contains(&bs) || !bs.is_power_of_two() || blocks.checked_mul(bs).is_none() {
-        return None;
-    }
-    Some((blocks, bs))
-}
-
-fn device_type_name(t: u8) -> &'static str {
-    match t {
-        0x01 => "tape",
-        0x05 => "CD/DVD drive",
-        0x0c => "storage controller",
-        0x0d => "enclosure",
-        0x1f => "unknown or absent device",
-        _ => "non-disk device",
-    }
 }
 
 /// The negotiated keys as numbers, by their RFC 7143 names.
@@ -328,14 +256,14 @@ impl Drop for IscsiEngine {
 /// ([`session::fuzz_pdus`]).
 #[cfg(feature = "fuzzing")]
 pub fn fuzz_target(data: &[u8]) {
-    let _ = (parse_report_luns(data), parse_capacity(data), pdu::parse_sense(data));
-    let _ = pdu::describe_status(data.first().copied().unwrap_or(2), data);
+    let _ = (scsi::parse_report_luns(data), scsi::parse_capacity(data), scsi::parse_sense(data));
+    let _ = describe_status(data.first().copied().unwrap_or(2), data);
     session::fuzz_pdus(data);
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::scsi::{parse_capacity, parse_report_luns};
 
     #[test]
     fn report_luns_and_capacity_parse_and_refuse_garbage() {

@@ -13,6 +13,7 @@ mod login;
 pub use login::{LoginError, LoginSpec, Params, INITIATOR_NAME};
 
 use super::pdu::{self, op, Header, Out, WireError, BHS, RESERVED_TAG};
+use super::scsi::{self, opcode};
 use crate::transport::{self, Origin};
 use crate::wait;
 use headroom_disk::{BufferPool, Completion, IoKind, IoUnit};
@@ -232,18 +233,18 @@ impl Session {
         let mut cdb = [0u8; 16];
         let (flags, edtl) = match io.kind {
             IoKind::Read => {
-                cdb[0] = 0x88;
+                cdb[0] = opcode::READ_16;
                 (0x80 | 0x40 | 0x01, io.len)
             }
             IoKind::Write => {
-                cdb[0] = 0x8a;
+                cdb[0] = opcode::WRITE_16;
                 if self.fua {
-                    cdb[1] = 0x08;
+                    cdb[1] = scsi::FUA;
                 }
                 (0x20 | 0x01, io.len)
             }
             IoKind::Fsync => {
-                cdb[0] = 0x35;
+                cdb[0] = opcode::SYNCHRONIZE_CACHE_10;
                 (0x80 | 0x01, 0)
             }
         };
@@ -849,7 +850,7 @@ impl Session {
                             IoKind::Write => "a write failed",
                             IoKind::Fsync => "SYNCHRONIZE CACHE failed",
                         },
-                        pdu::describe_status(status, &sense)
+                        scsi::describe_status(status, &sense)
                     )));
                 }
                 let moved = match task.kind {
