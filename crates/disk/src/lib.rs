@@ -262,6 +262,16 @@ pub enum DiskError {
         #[source]
         source: std::io::Error,
     },
+    /// The server or the network failed, not the user: a share's name that
+    /// resolves to nothing, nobody listening, a server lost or speaking
+    /// outside its protocol.
+    #[error("{message}")]
+    Peer {
+        /// Whose fault, as the runner reports it.
+        fault: PeerFault,
+        /// The one line the user sees, naming the target.
+        message: String,
+    },
     /// A safety check refused to write to the target (it holds data headroom did not create).
     #[error("refusing to write to {path}: {reason}")]
     Refused {
@@ -270,6 +280,19 @@ pub enum DiskError {
         /// What was found there, e.g. an ext4 superblock.
         reason: String,
     },
+}
+
+/// How the far end of a network target failed ([`DiskError::Peer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerFault {
+    /// No address, no route, or no answer to the connect.
+    Unreachable,
+    /// Nobody listens on the port.
+    Refused,
+    /// The connection was lost after it was made.
+    Lost,
+    /// The server broke its protocol.
+    Protocol,
 }
 
 impl DiskError {

@@ -11,7 +11,7 @@ use crate::run::{check_test, run_test, RunSettings, Tick};
 use crate::share::{layout_share, looks_like_url, prepare_share, ShareOpener};
 use crate::storage::Storage;
 use crate::target::{test_file_name, PreparedTarget, TargetKind, TargetOptions};
-use crate::{DirectMode, DiskError, Rw, TestDef};
+use crate::{DirectMode, DiskError, PeerFault, Rw, TestDef};
 use headroom_result::{details, Warning};
 use headroom_runner::{
     unix_now, EngineKind, Expected, LiveSample, Measured, Plan, PrepareEvent, ProbeEngine, ProbeError, ProbeRequest,
@@ -242,6 +242,13 @@ fn forward_stop<R>(stop: &AtomicBool, shared: &Arc<AtomicBool>, f: impl FnOnce()
 
 /// A disk error as the Runner sees it: the user's mistake, or the machine's.
 fn disk_error(e: DiskError) -> ProbeError {
+    if let DiskError::Peer { fault, message } = e {
+        return match fault {
+            PeerFault::Unreachable | PeerFault::Refused => ProbeError::Unreachable(message),
+            PeerFault::Lost => ProbeError::Lost(message),
+            PeerFault::Protocol => ProbeError::Failed(message),
+        };
+    }
     if e.is_usage() {
         ProbeError::Usage(e.to_string())
     } else {

@@ -11,10 +11,13 @@
 //! queue depth.
 
 mod pdu;
+mod scsi;
 mod session;
 
-use headroom_disk::{Completion, DiskError, IoEngine, IoUnit, Share, ShareIo, ShareKind, SyncMode, TargetOptions};
+use crate::ProtoError;
+use headroom_disk::{Completion, IoEngine, IoUnit, Share, ShareIo, ShareKind, SyncMode, TargetOptions};
 use headroom_result::ProtocolInfo;
+use scsi::{cdb, describe_status, device_type_name, opcode, read_capacity, ready, report_luns, status};
 use session::{LoginError, LoginSpec, Session};
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -46,13 +49,13 @@ pub fn open(
     opts: &TargetOptions,
     credentials: &crate::Credentials,
     source: &crate::Source,
-) -> Result<Box<dyn Share>, DiskError> {
+) -> Result<Box<dyn Share>, ProtoError> {
     let shown = format!("iscsi://{}/{}/{}", url.server, url.target, url.lun);
     let chap = match (credentials.get("HEADROOM_ISCSI_USER"), credentials.get("HEADROOM_ISCSI_PASSWORD")) {
         (Some(u), Some(p)) => Some((u.to_string(), p.to_string())),
         (None, None) => None,
         _ => {
-            return Err(DiskError::Usage(format!(
+            return Err(ProtoError::Usage(format!(
                 "{shown}: CHAP needs both HEADROOM_ISCSI_USER and HEADROOM_ISCSI_PASSWORD (one is set), \
                  e.g. HEADROOM_ISCSI_USER=alice HEADROOM_ISCSI_PASSWORD=... headroom disk {shown}"
             )))
@@ -66,12 +69,12 @@ pub fn open(
         stop: Arc::clone(&opts.stop),
         source: source.clone(),
     };
-    let mut s = Session::login(&spec, 1, 4096).map_err(|e| DiskError::Usage(login_error(&shown, &spec, e)))?;
-    let fail = |what: &str, e: io::Error| DiskError::Usage(format!("{shown}: {what}: {e}"));
+    let mut s = Session::login(&spec, 1, 4096).map_err(|e| login_error(&shown, &spec, e))?;
+    let fail = |what: &str, e: io::Error| ProtoError::of_kind(e.kind(), format!("{shown}: {what}: {e}"));
     let luns = report_luns(&mut s).map_err(|e| fail("REPORT LUNS", e))?;
     if !luns.is_empty() && !luns.contains(&url.lun) {
         let list: Vec<String> = luns.iter().map(u16::to_string).collect();
-        return Err(DiskError::Usage(format!(
+        return Err(ProtoError::Usage(format!(
             "{shown}: target {} has no LUN {}; its LUNs are {} (e.g. iscsi://{}/{}/{})",
             url.target,
             url.lun,
@@ -82,14 +85,14 @@ pub fn open(
         )));
     }
     ready(&mut s).map_err(|e| fail("TEST UNIT READY", e))?;
-    let inquiry = s.command(cdb(&[0x12, 0, 0, 0, 96, 0]), 96).map_err(|e| fail("INQUIRY", e))?;
-    if inquiry.status != 0 || inquiry.data.is_empty() {
-        return Err(fail("INQUIRY", io::Error::other(pdu::describe_status(inquiry.status, &inquiry.sense))));
+    let inquiry = s.command(cdb(&[opcode::INQUIRY, 0, 0, 0, 96, 0]), 96).map_err(|e| fail("INQUIRY", e))?;
+    if inquiry.status != status::GOOD || inquiry.data.is_empty() {
+        return Err(fail("INQUIRY", io::Error::other(describe_status(inquiry.status, &inquiry.sense))));
     }
-    let device_type = inquiry.data[0] & 0x1f;
-    if device_type != 0 {
+    let device_type = inquiry.data[0] & scsi::PERIPHERAL_TYPE_MASK;
+    if device_type != scsi::DIRECT_ACCESS {
         let hint = luns.iter().find(|&&l| l != url.lun).map(|l| format!("; try LUN {l}")).unwrap_or_default();
-        return Err(DiskError::Usage(format!(
+        return Err(ProtoError::Usage(format!(
             "{shown}: LUN {} is a {} (SCSI peripheral type 0x{device_type:02x}), not a disk{hint}",
             url.lun,
             device_type_name(device_type)
@@ -99,7 +102,7 @@ pub fn open(
     let capacity = blocks * block_size;
     let size = match opts.size {
         Some(asked) if asked > capacity => {
-            return Err(DiskError::Usage(format!(
+            return Err(ProtoError::Usage(format!(
                 "--size {asked}: LUN {} of {} holds only {capacity} bytes; use --size {}M or less",
                 url.lun,
                 url.target,
@@ -129,100 +132,30 @@ pub fn open(
 }
 
 /// One line saying why login failed, naming the URL.
-fn login_error(shown: &str, spec: &LoginSpec, e: LoginError) -> String {
+fn login_error(shown: &str, spec: &LoginSpec, e: LoginError) -> ProtoError {
     let msg = match e {
-        LoginError::Status(2, 1) if spec.chap.is_some() => format!(
+        LoginError::Status(2, 1) if spec.chap.is_some() => ProtoError::Auth(format!(
             "CHAP authentication failed for user '{}': check HEADROOM_ISCSI_USER and HEADROOM_ISCSI_PASSWORD",
             spec.chap.as_ref().map_or("", |c| c.0.as_str())
-        ),
-        LoginError::Status(2, 1) => {
+        )),
+        LoginError::Status(2, 1) => ProtoError::Auth(
             "the target requires CHAP: set HEADROOM_ISCSI_USER and HEADROOM_ISCSI_PASSWORD (environment or --credentials FILE)"
-                .to_string()
+                .to_string(),
+        ),
+        LoginError::Status(2, 3) => {
+            ProtoError::Usage(format!("the portal has no target named '{}' (login status 0x0203)", spec.target))
         }
-        LoginError::Status(2, 3) => format!("the portal has no target named '{}' (login status 0x0203)", spec.target),
-        LoginError::Status(2, 2) => format!(
+        LoginError::Status(2, 2) => ProtoError::Auth(format!(
             "the target '{}' does not allow this initiator ({}) from this address (its ACL)",
             spec.target,
             session::INITIATOR_NAME
-        ),
-        LoginError::Status(c, d) => format!("login refused: {} (status 0x{c:02x}{d:02x})", pdu::login_status(c, d)),
-        LoginError::Other(m) => format!("login failed: {m}"),
-    };
-    format!("{shown}: {msg}")
-}
-
-fn cdb(head: &[u8]) -> [u8; 16] {
-    let mut c = [0u8; 16];
-    c[..head.len()].copy_from_slice(head);
-    c
-}
-
-fn check(o: &session::Outcome) -> io::Result<()> {
-    if o.status == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::other(pdu::describe_status(o.status, &o.sense)))
-    }
-}
-
-/// TEST UNIT READY until it passes: a new I_T nexus may first see UNIT ATTENTION.
-fn ready(s: &mut Session) -> io::Result<()> {
-    let mut last = Ok(());
-    for _ in 0..3 {
-        let o = s.command(cdb(&[0x00]), 0)?;
-        last = check(&o);
-        if last.is_ok() || pdu::parse_sense(&o.sense).is_none_or(|k| k.key != 6) {
-            return last;
+        )),
+        LoginError::Status(c, d) => {
+            ProtoError::Usage(format!("login refused: {} (status 0x{c:02x}{d:02x})", pdu::login_status(c, d)))
         }
-    }
-    last
-}
-
-fn report_luns(s: &mut Session) -> io::Result<Vec<u16>> {
-    let len: u32 = 8 + 8 * 256;
-    let mut c = cdb(&[0xa0]);
-    c[6..10].copy_from_slice(&len.to_be_bytes());
-    let o = s.command_at(pdu::encode_lun(0), c, len)?;
-    check(&o)?;
-    Ok(parse_report_luns(&o.data))
-}
-
-/// LUN numbers in REPORT LUNS parameter data (SPC-4 6.33).
-fn parse_report_luns(d: &[u8]) -> Vec<u16> {
-    let Some(head) = d.get(..4) else { return Vec::new() };
-    let listed = u32::from_be_bytes([head[0], head[1], head[2], head[3]]) as usize;
-    d.get(8..).unwrap_or(&[]).chunks_exact(8).take(listed / 8).filter_map(pdu::decode_lun).collect()
-}
-
-fn read_capacity(s: &mut Session) -> io::Result<(u64, u64)> {
-    let mut c = cdb(&[0x9e, 0x10]);
-    c[13] = 32;
-    let o = s.command(c, 32)?;
-    check(&o)?;
-    parse_capacity(&o.data).ok_or_else(|| io::Error::other("the target's READ CAPACITY(16) answer is malformed"))
-}
-
-/// (blocks, block size) from READ CAPACITY(16) data (SBC-4 5.16.2).
-fn parse_capacity(d: &[u8]) -> Option<(u64, u64)> {
-    let last = u64::from_be_bytes(d.get(0..8)?.try_into().ok()?);
-    let bs = u64::from(u32::from_be_bytes(d.get(8..12)?.try_into().ok()?));
-    // The capacity in bytes must fit in 64 bits: a huge last block would wrap.
-    let blocks = last.checked_add(1)?;
-    if !(512..=1 << 20).contains(&bs) || !bs.is_power_of_two() || blocks.checked_mul(bs).is_none() {
-        return None;
-    }
-    Some((blocks, bs))
-}
-
-fn device_type_name(t: u8) -> &'static str {
-    match t {
-        0x01 => "tape",
-        0x05 => "CD/DVD drive",
-        0x0c => "storage controller",
-        0x0d => "enclosure",
-        0x1f => "unknown or absent device",
-        _ => "non-disk device",
-    }
+        LoginError::Other(e) => e.context("login failed"),
+    };
+    msg.context(shown)
 }
 
 /// The negotiated keys as numbers, by their RFC 7143 names.
@@ -263,7 +196,7 @@ impl Share for IscsiShare {
     }
     fn connect(&self, io: ShareIo) -> io::Result<Box<dyn IoEngine + Send>> {
         let mut s = Session::login(&self.spec.0, io.depth, io.buf_size)
-            .map_err(|e| io::Error::other(login_error(&self.shown, &self.spec.0, e)))?;
+            .map_err(|e| io::Error::other(login_error(&self.shown, &self.spec.0, e).to_string()))?;
         s.set_io(self.block_size as u32, io.sync == SyncMode::Dsync);
         ready(&mut s).map_err(|e| io::Error::new(e.kind(), format!("{}: TEST UNIT READY: {e}", self.shown)))?;
         {
@@ -323,14 +256,14 @@ impl Drop for IscsiEngine {
 /// ([`session::fuzz_pdus`]).
 #[cfg(feature = "fuzzing")]
 pub fn fuzz_target(data: &[u8]) {
-    let _ = (parse_report_luns(data), parse_capacity(data), pdu::parse_sense(data));
-    let _ = pdu::describe_status(data.first().copied().unwrap_or(2), data);
+    let _ = (scsi::parse_report_luns(data), scsi::parse_capacity(data), scsi::parse_sense(data));
+    let _ = describe_status(data.first().copied().unwrap_or(2), data);
     session::fuzz_pdus(data);
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::scsi::{parse_capacity, parse_report_luns};
 
     #[test]
     fn report_luns_and_capacity_parse_and_refuse_garbage() {

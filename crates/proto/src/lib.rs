@@ -9,6 +9,7 @@
 //!   ([`Credentials`]);
 //! - the deadlines and the Ctrl-C check every client's waits share (`wait`:
 //!   a login, a request, each has an end that trickled bytes cannot move);
+//! - why a client failed, typed by whose fault it is ([`ProtoError`]);
 //! - every TCP connection's resolving, source (`--bind`, `--interface`),
 //!   deadline and Ctrl-C (`transport`), and the NFS client's interface;
 //! - one module per protocol, each implementing headroom-disk's
@@ -21,6 +22,7 @@
 //! command lines.
 
 mod credentials;
+mod error;
 mod transport;
 mod url;
 mod wait;
@@ -44,6 +46,7 @@ pub mod fuzzing {
 }
 
 pub use credentials::Credentials;
+pub use error::ProtoError;
 pub use headroom_net::Source;
 pub use url::{IscsiUrl, NbdUrl, NfsUrl, NfsVersion, Server, ShareUrl, SmbUrl, UrlError, FILE_SERVER_DAEMONS};
 
@@ -82,9 +85,9 @@ impl ShareOpener for Opener {
         let url = ShareUrl::parse(target).map_err(|e| DiskError::Usage(e.to_string()))?;
         match url {
             ShareUrl::Nfs(u) => open_nfs(&u, opts, &self.source),
-            ShareUrl::Iscsi(u) => iscsi::open(&u, opts, &self.credentials, &self.source),
+            ShareUrl::Iscsi(u) => Ok(iscsi::open(&u, opts, &self.credentials, &self.source)?),
             ShareUrl::Nbd(u) => open_nbd(&u, opts, &self.source),
-            ShareUrl::Smb(u) => smb::open(&u, opts, &self.credentials, &self.source),
+            ShareUrl::Smb(u) => Ok(smb::open(&u, opts, &self.credentials, &self.source)?),
         }
     }
 }
@@ -106,7 +109,7 @@ fn open_nfs(_: &NfsUrl, _: &TargetOptions, _: &Source) -> Result<Box<dyn Share>,
 
 #[cfg(feature = "nbd")]
 fn open_nbd(url: &NbdUrl, opts: &TargetOptions, source: &Source) -> Result<Box<dyn Share>, DiskError> {
-    nbd::open(url, opts, source)
+    Ok(nbd::open(url, opts, source)?)
 }
 
 #[cfg(not(feature = "nbd"))]
@@ -120,4 +123,66 @@ fn not_built(protocol: &str, library: &str) -> DiskError {
         "this headroom was built without its {protocol} client (a static build leaves out {library}); \
          use a build from `cargo build --release` or the distribution package"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use headroom_disk::PeerFault;
+    use std::net::TcpListener;
+
+    fn open(target: &str) -> DiskError {
+        let opts = TargetOptions { default_size: 1 << 20, ..TargetOptions::default() };
+        Opener::default().open(target, &opts).expect_err("no server to open")
+    }
+
+    fn fault(e: &DiskError) -> Option<PeerFault> {
+        match e {
+            DiskError::Peer { fault, .. } => Some(*fault),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn nobody_listening_is_the_servers_fault_not_a_usage_error() {
+        let closed = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        for target in [format!("iscsi://{closed}/iqn.2024-01.x:t/1"), format!("smb://{closed}/share")] {
+            let e = open(&target);
+            assert_eq!(fault(&e), Some(PeerFault::Refused), "{target}: {e:?}");
+            assert!(!e.is_usage() && e.to_string().contains(&closed.to_string()), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_name_that_does_not_resolve_is_unreachable() {
+        // .invalid never resolves (RFC 6761).
+        let e = open("smb://no-such-host.invalid/share");
+        assert_eq!(fault(&e), Some(PeerFault::Unreachable), "{e:?}");
+        assert!(e.to_string().starts_with("smb://no-such-host.invalid"), "{e}");
+    }
+
+    #[test]
+    fn a_server_that_hangs_up_during_login_is_lost() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            for _ in 0..2 {
+                let (s, _) = l.accept().unwrap();
+                drop(s); // before a byte of the protocol
+            }
+        });
+        for target in [format!("iscsi://{addr}/iqn.2024-01.x:t/1"), format!("smb://{addr}/share")] {
+            let e = open(&target);
+            assert_eq!(fault(&e), Some(PeerFault::Lost), "{target}: {e:?}");
+        }
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn a_missing_password_stays_the_users_mistake() {
+        let e = Opener::new(Credentials::default())
+            .open("smb://alice@127.0.0.1:1/share", &TargetOptions::default())
+            .expect_err("no password");
+        assert!(matches!(e, DiskError::Usage(_)), "{e:?}");
+    }
 }

@@ -21,9 +21,10 @@ mod ffi;
 use crate::transport::{self, Origin};
 use crate::url::NbdUrl;
 use crate::wait;
+use crate::ProtoError;
 use ffi::{CompletionCallback, Handle};
 use headroom_disk::{
-    BufferPool, Completion, DiskError, IoEngine, IoKind, IoUnit, Share, ShareIo, ShareKind, SyncMode, TargetOptions,
+    BufferPool, Completion, IoEngine, IoKind, IoUnit, Share, ShareIo, ShareKind, SyncMode, TargetOptions,
 };
 use headroom_result::ProtocolInfo;
 use std::collections::{BTreeMap, HashMap};
@@ -103,27 +104,31 @@ fn display(url: &NbdUrl) -> String {
 /// Connects (from `source`) and finishes the handshake within
 /// [`CONNECT_TIMEOUT`] (or until `stop`); the error is one line naming the
 /// server or the export.
-fn connect_handle(url: &NbdUrl, source: &crate::Source, stop: &AtomicBool) -> Result<(Handle, Origin), String> {
+fn connect_handle(url: &NbdUrl, source: &crate::Source, stop: &AtomicBool) -> Result<(Handle, Origin), ProtoError> {
     let shown = display(url);
     let addrs = transport::resolve(&url.server.addr())
-        .map_err(|e| format!("{shown}: cannot resolve {}: {e}", url.server.host))?;
-    let stream = transport::connect(&addrs, source, CONNECT_TIMEOUT, stop)
-        .map_err(|e| format!("{shown}: cannot connect to the NBD server {}: {e}", url.server))?;
+        .map_err(|e| ProtoError::Unreachable(format!("{shown}: cannot resolve {}: {e}", url.server.host)))?;
+    let stream = transport::connect(&addrs, source, CONNECT_TIMEOUT, stop).map_err(|e| {
+        ProtoError::of_kind(e.kind(), format!("{shown}: cannot connect to the NBD server {}: {e}", url.server))
+    })?;
     let origin = Origin::of(&stream, source);
+    let socket_error = |e: io::Error| ProtoError::of_kind(e.kind(), format!("{shown}: {e}"));
     // Requests are small and latency-bound; Nagle would hold a 28-byte read
     // request behind the previous one's unacknowledged segment.
-    stream.set_nodelay(true).map_err(|e| format!("{shown}: {e}"))?;
-    stream.set_nonblocking(true).map_err(|e| format!("{shown}: {e}"))?;
+    stream.set_nodelay(true).map_err(socket_error)?;
+    stream.set_nonblocking(true).map_err(socket_error)?;
     Ok((handshake(url, stream.into(), stop)?, origin))
 }
 
 /// The NBD handshake on a connected, non-blocking socket (libnbd owns it from here).
-fn handshake(url: &NbdUrl, sock: std::os::fd::OwnedFd, stop: &AtomicBool) -> Result<Handle, String> {
+fn handshake(url: &NbdUrl, sock: std::os::fd::OwnedFd, stop: &AtomicBool) -> Result<Handle, ProtoError> {
     let shown = display(url);
-    let h = Handle::new().map_err(|e| format!("{shown}: {e}"))?;
-    let name = CString::new(url.export.as_bytes()).map_err(|_| format!("{shown}: the export name holds a NUL byte"))?;
-    h.set_export_name(&name).map_err(|e| format!("{shown}: {e}"))?;
-    h.set_pread_initialize(false).map_err(|e| format!("{shown}: {e}"))?;
+    let libnbd = |e: String| ProtoError::Usage(format!("{shown}: {e}"));
+    let h = Handle::new().map_err(libnbd)?;
+    let name = CString::new(url.export.as_bytes())
+        .map_err(|_| ProtoError::Usage(format!("{shown}: the export name holds a NUL byte")))?;
+    h.set_export_name(&name).map_err(libnbd)?;
+    h.set_pread_initialize(false).map_err(libnbd)?;
     h.aio_connect_socket(sock.into_raw_fd()).map_err(|e| handshake_error(url, &e))?;
     let deadline = Instant::now() + CONNECT_TIMEOUT;
     while !h.is_ready() {
@@ -131,33 +136,34 @@ fn handshake(url: &NbdUrl, sock: std::os::fd::OwnedFd, stop: &AtomicBool) -> Res
             return Err(handshake_error(url, &ffi::last_error()));
         }
         if stop.load(Ordering::Relaxed) {
-            return Err(format!("{shown}: {}", wait::stopped("the NBD handshake")));
+            return Err(ProtoError::Stopped(format!("{shown}: {}", wait::stopped("the NBD handshake"))));
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(format!(
+            return Err(ProtoError::Protocol(format!(
                 "{shown}: no NBD handshake from {} within {}s (is it an NBD server?)",
                 url.server,
                 CONNECT_TIMEOUT.as_secs()
-            ));
+            )));
         }
         pump(&h, left.min(wait::SLICE)).map_err(|e| handshake_error(url, &e))?;
     }
     Ok(h)
 }
 
-/// One line for a failed handshake: a refused export is named as such.
-fn handshake_error(url: &NbdUrl, libnbd: &str) -> String {
+/// One line for a failed handshake: a refused export is named as such (the
+/// user's to fix); anything else is the server's.
+fn handshake_error(url: &NbdUrl, libnbd: &str) -> ProtoError {
     let shown = display(url);
     // libnbd reports NBD_REP_ERR_UNKNOWN and friends as the server's reply to NBD_OPT_GO.
     if libnbd.contains("opt_go") || libnbd.contains("export") {
         let export = if url.export.is_empty() { "the default export".to_string() } else { format!("'{}'", url.export) };
-        format!(
+        ProtoError::Usage(format!(
             "{shown}: the server refused {export} ({libnbd}); check the name after the host, e.g. nbd://{}/disk0",
             url.server
-        )
+        ))
     } else {
-        format!("{shown}: NBD handshake with {} failed: {libnbd}", url.server)
+        ProtoError::Protocol(format!("{shown}: NBD handshake with {} failed: {libnbd}", url.server))
     }
 }
 
@@ -172,22 +178,15 @@ fn pump(h: &Handle, timeout: Duration) -> Result<bool, String> {
     if dir & ffi::AIO_DIRECTION_WRITE != 0 {
         events |= libc::POLLOUT;
     }
-    let mut pfd = libc::pollfd { fd: h.fd(), events, revents: 0 };
-    let ms = timeout.as_millis().min(c_int::MAX as u128) as c_int;
-    // SAFETY: one valid pollfd.
-    let n = unsafe { libc::poll(&mut pfd, 1, ms) };
-    if n < 0 {
-        let e = io::Error::last_os_error();
-        return if e.kind() == io::ErrorKind::Interrupted { Ok(false) } else { Err(format!("poll: {e}")) };
-    }
-    if n == 0 {
+    let revents = transport::poll(h.fd(), events, timeout).map_err(|e| format!("poll: {e}"))?;
+    if revents == 0 {
         return Ok(false);
     }
     // A hang-up or error is seen by reading: libnbd then reports why.
-    if pfd.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+    if revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
         h.notify_read()?;
     }
-    if pfd.revents & libc::POLLOUT != 0 && !h.is_dead() {
+    if revents & libc::POLLOUT != 0 && !h.is_dead() {
         h.notify_write()?;
     }
     Ok(true)
@@ -196,18 +195,18 @@ fn pump(h: &Handle, timeout: Duration) -> Result<bool, String> {
 /// Prepares `nbd://HOST[:PORT][/EXPORT]`: connects once to learn what the
 /// server grants (size, read-only, flush, FUA, block sizes), then lets go;
 /// each worker connects on its own.
-pub fn open(url: &NbdUrl, opts: &TargetOptions, source: &crate::Source) -> Result<Box<dyn Share>, DiskError> {
-    ffi::load().map_err(DiskError::Usage)?;
+pub fn open(url: &NbdUrl, opts: &TargetOptions, source: &crate::Source) -> Result<Box<dyn Share>, ProtoError> {
+    ffi::load().map_err(ProtoError::Usage)?;
     let shown = display(url);
-    let (h, origin) = connect_handle(url, source, &opts.stop).map_err(DiskError::Usage)?;
-    let granted = Granted::read(&h).map_err(|e| DiskError::Usage(format!("{shown}: {e}")))?;
+    let (h, origin) = connect_handle(url, source, &opts.stop)?;
+    let granted = Granted::read(&h).map_err(|e| ProtoError::Protocol(format!("{shown}: {e}")))?;
     h.disconnect();
     drop(h);
     if granted.size == 0 {
-        return Err(DiskError::Usage(format!("{shown}: the export is empty (0 bytes); nothing to test")));
+        return Err(ProtoError::Usage(format!("{shown}: the export is empty (0 bytes); nothing to test")));
     }
     if opts.writes && granted.read_only {
-        return Err(DiskError::Usage(format!(
+        return Err(ProtoError::Usage(format!(
             "{shown}: the server exports it read-only and this run writes; run read tests only, \
              e.g. --rw read or --rw randread"
         )));
@@ -216,7 +215,7 @@ pub fn open(url: &NbdUrl, opts: &TargetOptions, source: &crate::Source) -> Resul
     let block = granted.min_block.max(1);
     let size = size - size % block;
     if size == 0 {
-        return Err(DiskError::Usage(format!("{shown}: --size is smaller than one block ({block} bytes)")));
+        return Err(ProtoError::Usage(format!("{shown}: --size is smaller than one block ({block} bytes)")));
     }
     Ok(Box::new(NbdShare {
         url: url.clone(),
@@ -285,7 +284,7 @@ impl Share for NbdShare {
             ));
         }
         let (handle, _) = connect_handle(&self.url, &self.source, &self.stop)
-            .map_err(|e| io::Error::new(io::ErrorKind::ConnectionRefused, e))?;
+            .map_err(|e| io::Error::new(io::ErrorKind::ConnectionRefused, e.to_string()))?;
         Ok(Box::new(NbdEngine {
             handle: ManuallyDrop::new(handle),
             done: Box::into_raw(Box::default()),
@@ -561,10 +560,14 @@ mod tests {
     #[test]
     fn a_refused_export_is_named() {
         let e = handshake_error(&url("disk9"), "handshake: server replied with error to opt_go request");
+        assert!(matches!(e, ProtoError::Usage(_)), "a wrong export is the user's: {e:?}");
+        let e = e.to_string();
         assert!(e.contains("refused 'disk9'") && e.contains("nbd://127.0.0.1:1/disk9"), "{e}");
-        let e = handshake_error(&url(""), "handshake: server replied with error to opt_go request");
+        let e = handshake_error(&url(""), "handshake: server replied with error to opt_go request").to_string();
         assert!(e.contains("the default export"), "{e}");
         let e = handshake_error(&url("x"), "handshake: server did not send expected NBD magic");
+        assert!(matches!(e, ProtoError::Protocol(_)), "{e:?}");
+        let e = e.to_string();
         assert!(e.contains("handshake with 127.0.0.1:1 failed") && !e.contains("refused"), "{e}");
     }
 
@@ -689,6 +692,8 @@ mod tests {
         // Port 1 on loopback: refused at once.
         let e =
             connect_handle(&url("x"), &Default::default(), &AtomicBool::new(false)).err().expect("no server on port 1");
+        assert!(matches!(e, ProtoError::Refused(_)), "{e:?}");
+        let e = e.to_string();
         assert!(e.contains("cannot connect to the NBD server 127.0.0.1:1") && !e.contains('\n'), "{e}");
     }
 }

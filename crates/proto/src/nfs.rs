@@ -14,6 +14,7 @@
 
 mod ffi;
 
+use crate::transport;
 use crate::url::{NfsUrl, NfsVersion, Server};
 use headroom_disk::{
     BufferPool, Completion, DiskError, IoEngine, IoKind, IoUnit, Share, ShareIo, ShareKind, SyncMode, TargetOptions,
@@ -31,6 +32,10 @@ pub const SERVER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long removing the test file may take once the server was lost.
 const CLEANUP_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The longest wait on libnfs's socket between two looks at a deadline or
+/// the stop flag.
+const SERVICE_SLICE: Duration = Duration::from_millis(100);
 
 /// Largest NFSv4 WRITE libnfs 4.0 can send: it encodes an NFSv4 COMPOUND
 /// into a fixed 4 KiB buffer (ZDR_ENCODEBUF_MINSIZE; NFSv3 WRITEs get a
@@ -272,10 +277,9 @@ fn export_list(host: &str, interface: Option<&str>, timeout: Duration) -> Result
                     failed = Some(format!("no answer from {host} within {} s", timeout.as_secs()));
                     break;
                 }
-                let mut pfd =
-                    libc::pollfd { fd: ffi::rpc_get_fd(rpc), events: ffi::rpc_which_events(rpc) as i16, revents: 0 };
-                let n = libc::poll(&mut pfd, 1, 100);
-                let revents = if n > 0 { c_int::from(pfd.revents) } else { 0 };
+                let (fd, events) = (ffi::rpc_get_fd(rpc), ffi::rpc_which_events(rpc) as i16);
+                // A failed poll services nothing, as a timeout would; the deadline ends the loop.
+                let revents = c_int::from(transport::poll(fd, events, SERVICE_SLICE).unwrap_or(0));
                 if ffi::rpc_service(rpc, revents) < 0 && !answer.done {
                     failed = Some(rpc_error(rpc));
                 }
@@ -689,23 +693,13 @@ impl NfsEngine {
         }
     }
 
-    /// One poll(2) on the socket (at most `wait_ms`) and one libnfs service
+    /// One poll(2) on the socket (at most `wait`) and one libnfs service
     /// pass: sends what is queued, reads replies, runs callbacks.
-    fn pump(&mut self, wait_ms: c_int) -> io::Result<()> {
+    fn pump(&mut self, wait: Duration) -> io::Result<()> {
         let ctx = self.ctx();
         // SAFETY: the context is valid while self.ctx is Some (always until drop).
         let (fd, events) = unsafe { (ffi::nfs_get_fd(ctx), ffi::nfs_which_events(ctx)) };
-        let mut pfd = libc::pollfd { fd, events: events as i16, revents: 0 };
-        // SAFETY: one valid pollfd.
-        let n = unsafe { libc::poll(&mut pfd, 1, wait_ms) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                return Ok(());
-            }
-            return Err(e);
-        }
-        let revents = if n > 0 { c_int::from(pfd.revents) } else { 0 };
+        let revents = c_int::from(transport::poll(fd, events as i16, wait)?);
         // SAFETY: valid context; callbacks write into self.inner only.
         if unsafe { ffi::nfs_service(ctx, revents) } < 0 {
             let why = Ctx(ctx).error_borrowed();
@@ -790,7 +784,7 @@ impl IoEngine for NfsEngine {
             self.inflight += 1;
         }
         // Put the requests on the wire now rather than at the next wait.
-        self.pump(0)
+        self.pump(Duration::ZERO)
     }
 
     fn getevents(&mut self, min: usize, out: &mut Vec<Completion>) -> io::Result<()> {
@@ -811,7 +805,7 @@ impl IoEngine for NfsEngine {
                 return Err(self.fail(format!("did not answer for {} s", SERVER_TIMEOUT.as_secs())));
             }
             // 100 ms at most, so the timeout above is checked while blocked.
-            self.pump(100)?;
+            self.pump(SERVICE_SLICE)?;
             if min == 0 {
                 self.inflight = self.inflight.saturating_sub(self.inner.done.len());
                 out.append(&mut self.inner.done);

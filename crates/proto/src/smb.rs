@@ -31,7 +31,8 @@ mod wire;
 use crate::transport::{self, Origin};
 use crate::url::SmbUrl;
 use crate::wait::{self, Deadline};
-use headroom_disk::{BufferPool, Completion, DiskError, IoEngine, IoKind, IoUnit, Share, ShareIo, ShareKind};
+use crate::ProtoError;
+use headroom_disk::{BufferPool, Completion, IoEngine, IoKind, IoUnit, Share, ShareIo, ShareKind};
 use headroom_disk::{SyncMode, TargetOptions};
 use headroom_result::ProtocolInfo;
 use std::collections::{HashMap, VecDeque};
@@ -61,10 +62,10 @@ pub fn open(
     opts: &TargetOptions,
     credentials: &crate::Credentials,
     source: &crate::Source,
-) -> Result<Box<dyn Share>, DiskError> {
+) -> Result<Box<dyn Share>, ProtoError> {
     let login = Login::from(url, credentials)?;
-    let addrs =
-        transport::resolve(&url.server.addr()).map_err(|e| DiskError::Usage(format!("smb://{}: {e}", url.server)))?;
+    let addrs = transport::resolve(&url.server.addr())
+        .map_err(|e| ProtoError::Unreachable(format!("smb://{}: {e}", url.server)))?;
     let name = headroom_disk::test_file_name();
     let path = if url.dir.is_empty() { name.clone() } else { format!("{}\\{name}", url.dir.replace('/', "\\")) };
     let shown = format!(
@@ -83,7 +84,7 @@ pub fn open(
         shown: shown.clone(),
         stop: Arc::clone(&opts.stop),
     };
-    let mut session = Session::connect(&target, 1).map_err(|e| DiskError::Usage(e.to_string()))?;
+    let mut session = Session::connect(&target, 1).map_err(|e| ProtoError::io(&e))?;
     let options = wire::FILE_NON_DIRECTORY_FILE | if opts.keep { 0 } else { wire::FILE_DELETE_ON_CLOSE };
     let rw = wire::access::READ_DATA
         | wire::access::WRITE_DATA
@@ -92,27 +93,27 @@ pub fn open(
         | wire::access::DELETE;
     let (h, body) = session
         .call(Command::Create, &wire::create(&path, rw, wire::FILE_CREATE, options))
-        .map_err(|e| DiskError::Usage(format!("creating {shown}: {e}")))?;
+        .map_err(|e| ProtoError::io(&e).context(format_args!("creating {shown}")))?;
     let file = match h.status.0 {
-        status::SUCCESS => wire::parse_create(&body).map_err(|e| DiskError::Usage(format!("{shown}: {e}")))?.0,
+        status::SUCCESS => wire::parse_create(&body).map_err(|e| ProtoError::Protocol(format!("{shown}: {e}")))?.0,
         status::OBJECT_PATH_NOT_FOUND | status::OBJECT_NAME_NOT_FOUND | status::NOT_A_DIRECTORY => {
-            return Err(DiskError::Usage(format!(
+            return Err(ProtoError::Usage(format!(
                 "no directory '{}' in share '{}' on {} ({}); give an existing directory, e.g. smb://{}/{}",
                 url.dir, url.share, url.server, h.status, url.server, url.share
             )))
         }
         status::OBJECT_NAME_COLLISION => {
-            return Err(DiskError::Usage(format!(
+            return Err(ProtoError::Usage(format!(
                 "{shown} exists already and headroom only writes files it creates: remove it if it is a leftover"
             )))
         }
         status::ACCESS_DENIED => {
-            return Err(DiskError::Usage(format!(
+            return Err(ProtoError::Usage(format!(
                 "creating {shown}: access denied ({}); the user needs write access to the directory",
                 h.status
             )))
         }
-        _ => return Err(DiskError::Usage(format!("creating {shown}: the server answered {}", h.status))),
+        _ => return Err(ProtoError::Usage(format!("creating {shown}: the server answered {}", h.status))),
     };
     let granted = Granted::from_session(&session, &target.source);
     Ok(Box::new(SmbShare {
@@ -140,13 +141,13 @@ impl std::fmt::Debug for Login {
 }
 
 impl Login {
-    fn from(url: &SmbUrl, c: &crate::Credentials) -> Result<Login, DiskError> {
+    fn from(url: &SmbUrl, c: &crate::Credentials) -> Result<Login, ProtoError> {
         let user = url.user.clone().or_else(|| c.get("HEADROOM_SMB_USER").map(str::to_string)).unwrap_or_default();
         let domain =
             url.domain.clone().or_else(|| c.get("HEADROOM_SMB_DOMAIN").map(str::to_string)).unwrap_or_default();
         let password = c.get("HEADROOM_SMB_PASSWORD").map(str::to_string);
         if !user.is_empty() && password.is_none() {
-            return Err(DiskError::Usage(format!(
+            return Err(ProtoError::Usage(format!(
                 "smb://{user}@{}/{}: no password for '{user}'; set HEADROOM_SMB_PASSWORD or give --credentials FILE \
                  with HEADROOM_SMB_PASSWORD=... (leave the user out for a guest session)",
                 url.server, url.share
@@ -1025,15 +1026,7 @@ impl IoEngine for SmbEngine {
                 ));
             }
             let events = libc::POLLIN | if self.out.is_empty() { 0 } else { libc::POLLOUT };
-            let mut pfd = libc::pollfd { fd: self.session.sock.as_raw_fd(), events, revents: 0 };
-            // SAFETY: one valid pollfd for the duration of the call.
-            let r = unsafe { libc::poll(&mut pfd, 1, left.min(wait::SLICE).as_millis().max(1) as i32) };
-            if r < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() != io::ErrorKind::Interrupted {
-                    return Err(e);
-                }
-            }
+            transport::poll(self.session.sock.as_raw_fd(), events, left.min(wait::SLICE))?;
         }
         out.append(&mut self.done);
         Ok(())

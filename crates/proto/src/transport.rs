@@ -4,8 +4,10 @@
 //! `--interface`, applied as `net` applies them), each connect bounded by a
 //! deadline and ended by Ctrl-C within `wait::SLICE`.
 //!
-//! What it owns: resolving, the source, the connect and its deadline, and
-//! saying where a connection left from ([`Origin`]). What it must not do:
+//! What it owns: resolving, the source, the connect and its deadline,
+//! saying where a connection left from ([`Origin`]), and the one poll(2)
+//! every client waits on a socket with ([`poll`], also for the sockets
+//! libnbd and libnfs hold). What it must not do:
 //! send or read protocol bytes, or set socket options the protocols choose
 //! (Nagle, blocking mode, timeouts): each client sets those on the stream.
 
@@ -14,28 +16,35 @@ use headroom_net::Source;
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-/// Every address HOST:PORT resolves to, in the resolver's order.
+/// Every address HOST:PORT resolves to, in the resolver's order. A name
+/// that does not resolve is `HostUnreachable` (the network's fault, not a
+/// missing file), its message the resolver's.
 pub fn resolve(addr: &str) -> io::Result<Vec<SocketAddr>> {
-    let addrs: Vec<SocketAddr> = addr.to_socket_addrs()?.collect();
+    let unreachable = |e: io::Error| io::Error::new(io::ErrorKind::HostUnreachable, e);
+    let addrs: Vec<SocketAddr> = addr.to_socket_addrs().map_err(unreachable)?.collect();
     if addrs.is_empty() {
-        return Err(io::Error::new(io::ErrorKind::NotFound, format!("{addr} resolves to no address")));
+        return Err(io::Error::new(io::ErrorKind::HostUnreachable, format!("{addr} resolves to no address")));
     }
     Ok(addrs)
 }
 
 /// Connects to the first of `addrs` that answers, each within `limit`, from
 /// `source`. The error is the last address's (Ctrl-C's at once); the stream
-/// is blocking, with no option set.
+/// is blocking, with no option set. A connect nobody answered within
+/// `limit` is `HostUnreachable`: a timeout here is no lost connection.
 pub fn connect(addrs: &[SocketAddr], source: &Source, limit: Duration, stop: &AtomicBool) -> io::Result<TcpStream> {
     let mut last = None;
     for addr in addrs {
         match connect_one(addr, source, limit, stop) {
             Ok(s) => return Ok(s),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => return Err(e),
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                last = Some(io::Error::new(io::ErrorKind::HostUnreachable, e));
+            }
             Err(e) => last = Some(e),
         }
     }
@@ -52,22 +61,7 @@ fn connect_one(addr: &SocketAddr, source: &Source, limit: Duration, stop: &Atomi
         Ok(()) => {}
         Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {
             let deadline = Deadline::after(limit, "the TCP connect");
-            loop {
-                let left = deadline.left(stop)?;
-                let mut pfd = libc::pollfd { fd: sock.as_raw_fd(), events: libc::POLLOUT, revents: 0 };
-                // SAFETY: one valid pollfd for the duration of the call.
-                let n = unsafe { libc::poll(&mut pfd, 1, left.as_millis().max(1) as i32) };
-                if n < 0 {
-                    let e = io::Error::last_os_error();
-                    if e.kind() == io::ErrorKind::Interrupted {
-                        continue;
-                    }
-                    return Err(e);
-                }
-                if n > 0 {
-                    break;
-                }
-            }
+            while poll(sock.as_raw_fd(), libc::POLLOUT, deadline.left(stop)?)? == 0 {}
             if let Some(e) = sock.take_error()? {
                 return Err(e);
             }
@@ -76,6 +70,24 @@ fn connect_one(addr: &SocketAddr, source: &Source, limit: Duration, stop: &Atomi
     }
     sock.set_nonblocking(false)?;
     Ok(sock.into())
+}
+
+/// Waits up to `timeout` for `events` (`libc::POLLIN`, `POLLOUT`) on `fd`
+/// and returns the events that came: none after the timeout or a signal
+/// (EINTR), so the caller's loop looks at its deadline and Ctrl-C again. A
+/// part of a millisecond rounds up, so a short wait never spins; zero polls
+/// once without waiting.
+pub fn poll(fd: RawFd, events: i16, timeout: Duration) -> io::Result<i16> {
+    let ms = timeout.as_nanos().div_ceil(1_000_000).min(libc::c_int::MAX as u128) as libc::c_int;
+    let mut pfd = libc::pollfd { fd, events, revents: 0 };
+    // SAFETY: one pollfd, valid for the duration of the call; a stale fd is
+    // no memory error (poll answers POLLNVAL).
+    let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        return if e.kind() == io::ErrorKind::Interrupted { Ok(0) } else { Err(e) };
+    }
+    Ok(if n == 0 { 0 } else { pfd.revents })
 }
 
 /// Where a connection left from: recorded with the probe, and the NIC the

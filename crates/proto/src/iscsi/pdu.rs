@@ -277,90 +277,6 @@ pub fn login_status(class: u8, detail: u8) -> &'static str {
     }
 }
 
-/// SCSI status and sense data as one readable phrase.
-pub fn describe_status(status: u8, sense: &[u8]) -> String {
-    let status_name = match status {
-        0x02 => "CHECK CONDITION",
-        0x08 => "BUSY",
-        0x18 => "RESERVATION CONFLICT",
-        0x28 => "TASK SET FULL",
-        0x30 => "ACA ACTIVE",
-        0x40 => "TASK ABORTED",
-        _ => "",
-    };
-    let head = if status_name.is_empty() {
-        format!("SCSI status 0x{status:02x}")
-    } else {
-        format!("SCSI status {status_name}")
-    };
-    match parse_sense(sense) {
-        Some(s) => format!("{head}: {s}"),
-        None => head,
-    }
-}
-
-/// Decoded sense data (fixed or descriptor format).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Sense {
-    /// Sense key.
-    pub key: u8,
-    /// Additional sense code.
-    pub asc: u8,
-    /// Its qualifier.
-    pub ascq: u8,
-}
-
-/// Sense data, or None when too short or of an unknown format.
-pub fn parse_sense(s: &[u8]) -> Option<Sense> {
-    match s.first()? & 0x7f {
-        0x70 | 0x71 if s.len() >= 14 => Some(Sense { key: s[2] & 0x0f, asc: s[12], ascq: s[13] }),
-        0x72 | 0x73 if s.len() >= 4 => Some(Sense { key: s[1] & 0x0f, asc: s[2], ascq: s[3] }),
-        _ => None,
-    }
-}
-
-impl fmt::Display for Sense {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let key = [
-            "NO SENSE",
-            "RECOVERED ERROR",
-            "NOT READY",
-            "MEDIUM ERROR",
-            "HARDWARE ERROR",
-            "ILLEGAL REQUEST",
-            "UNIT ATTENTION",
-            "DATA PROTECT",
-            "BLANK CHECK",
-            "VENDOR SPECIFIC",
-            "COPY ABORTED",
-            "ABORTED COMMAND",
-            "RESERVED",
-            "VOLUME OVERFLOW",
-            "MISCOMPARE",
-            "COMPLETED",
-        ][usize::from(self.key & 0x0f)];
-        let what = match (self.asc, self.ascq) {
-            (0x04, _) => "logical unit not ready",
-            (0x11, _) => "unrecovered read error",
-            (0x20, 0) => "invalid command operation code",
-            (0x21, 0) => "logical block address out of range",
-            (0x24, 0) => "invalid field in CDB",
-            (0x25, 0) => "logical unit not supported",
-            (0x27, _) => "write protected",
-            (0x28, 0) => "medium may have changed",
-            (0x29, _) => "power on, reset or bus device reset occurred",
-            (0x2a, _) => "parameters changed",
-            (0x3a, _) => "medium not present",
-            _ => "",
-        };
-        if what.is_empty() {
-            write!(f, "{key}, ASC/ASCQ 0x{:02x}/0x{:02x}", self.asc, self.ascq)
-        } else {
-            write!(f, "{key}, {what} (ASC/ASCQ 0x{:02x}/0x{:02x})", self.asc, self.ascq)
-        }
-    }
-}
-
 /// The CHAP response MD5(id || secret || challenge) (RFC 1994 4.1), as `0x` hex.
 pub fn chap_response(id: u8, secret: &[u8], challenge: &[u8]) -> String {
     use md5::{Digest, Md5};
@@ -379,6 +295,7 @@ pub fn chap_response(id: u8, secret: &[u8], challenge: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::iscsi::scsi::{describe_status, parse_sense, Sense};
 
     #[test]
     fn a_header_is_parsed() {

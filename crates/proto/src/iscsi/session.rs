@@ -1,17 +1,29 @@
 //! One iSCSI session of one connection (RFC 7143, error recovery level 0):
-//! login with CHAP or none, operational negotiation, then SCSI commands
-//! pipelined within the target's CmdSN window, Data-In, R2T and Data-Out,
-//! NOP-In answers, and logout. The socket is non-blocking; waiting is
-//! poll(2) with a deadline, so a silent target is an error, never a hang.
+//! after the login (`login`), SCSI commands pipelined within the target's
+//! CmdSN window, Data-In, R2T and Data-Out, NOP-In answers, and logout. The
+//! socket is non-blocking; waiting is `transport::poll` with a deadline, so
+//! a silent target is an error, never a hang.
+//!
+//! Over 500 lines because the pipeline's state (send and receive buffers,
+//! tasks by ITT, the window, R2T bookkeeping) is one struct whose methods
+//! share it; a third of the file is the tests against hostile targets.
+
+mod login;
+
+pub use login::{LoginError, LoginSpec, Params, INITIATOR_NAME};
 
 use super::pdu::{self, op, Header, Out, WireError, BHS, RESERVED_TAG};
+use super::scsi::{self, opcode};
 use crate::transport::{self, Origin};
 use crate::wait;
 use headroom_disk::{BufferPool, Completion, IoKind, IoUnit};
+use login::LOGIN_TEXT_MAX;
+#[cfg(feature = "fuzzing")]
+use login::{answer_unoffered, operational_keys};
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,100 +37,8 @@ pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(if cfg!(test) { 3 } el
 /// no more than the writes hold (see [`Session::r2t`]), so only NOP-In
 /// answers to a target that stopped reading could exceed it.
 const TX_SLACK: usize = 4 << 20;
-/// Connecting and logging in.
-const LOGIN_TIMEOUT: Duration = Duration::from_secs(5);
 /// What headroom declares it receives per PDU.
 pub const OUR_MAX_RECV: u32 = 262_144;
-/// The largest burst the protocol allows (2^24 - 1, rounded down to 1 KiB as initiators offer it).
-const OUR_MAX_BURST: u32 = 16_776_192;
-/// Login PDUs carry at most this much text (RFC 7143 6.1: 8192 during login).
-const LOGIN_TEXT_MAX: usize = 65_536;
-
-/// This initiator's name.
-pub const INITIATOR_NAME: &str = "iqn.2026-11.dev.headroom:initiator";
-
-static SESSIONS: AtomicU32 = AtomicU32::new(0);
-
-/// What login settled (RFC 7143 13: the keys headroom uses).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Params {
-    /// The target's MaxRecvDataSegmentLength: the most data per PDU headroom sends.
-    pub target_max_recv: u32,
-    /// Headroom's MaxRecvDataSegmentLength: the most data per PDU the target sends.
-    pub initiator_max_recv: u32,
-    /// MaxBurstLength.
-    pub max_burst: u32,
-    /// FirstBurstLength: unsolicited data per write.
-    pub first_burst: u32,
-    /// ImmediateData.
-    pub immediate_data: bool,
-    /// InitialR2T.
-    pub initial_r2t: bool,
-    /// MaxOutstandingR2T.
-    pub max_outstanding_r2t: u32,
-    /// DataPDUInOrder.
-    pub data_pdu_in_order: bool,
-    /// DataSequenceInOrder.
-    pub data_sequence_in_order: bool,
-    /// MaxCmdSN - ExpCmdSN + 1 at the end of login.
-    pub cmdsn_window: u32,
-}
-
-impl Default for Params {
-    /// RFC 7143's defaults, for keys a target leaves out.
-    fn default() -> Self {
-        Params {
-            target_max_recv: 8192,
-            initiator_max_recv: OUR_MAX_RECV,
-            max_burst: 262_144,
-            first_burst: 65_536,
-            immediate_data: true,
-            initial_r2t: true,
-            max_outstanding_r2t: 1,
-            data_pdu_in_order: true,
-            data_sequence_in_order: true,
-            cmdsn_window: 1,
-        }
-    }
-}
-
-/// Who to log in to and as whom.
-#[derive(Clone)]
-pub struct LoginSpec {
-    /// HOST:PORT.
-    pub addr: String,
-    /// Target name.
-    pub target: String,
-    /// CHAP user and secret.
-    pub chap: Option<(String, String)>,
-    /// LUN every command addresses.
-    pub lun: u16,
-    /// Ctrl-C: every wait ends at once.
-    pub stop: Arc<AtomicBool>,
-    /// Where the connection leaves from (`--bind`, `--interface`).
-    pub source: headroom_net::Source,
-}
-
-/// Why login failed, to be told apart by the caller.
-#[derive(Debug)]
-pub enum LoginError {
-    /// The target answered with a status (class, detail).
-    Status(u8, u8),
-    /// Anything else; the message says what.
-    Other(String),
-}
-
-impl From<io::Error> for LoginError {
-    fn from(e: io::Error) -> Self {
-        LoginError::Other(e.to_string())
-    }
-}
-
-impl From<WireError> for LoginError {
-    fn from(e: WireError) -> Self {
-        LoginError::Other(format!("garbage from the target: {e}"))
-    }
-}
 
 /// The outcome of a command run to completion by [`Session::command`].
 #[derive(Debug, Clone, Default)]
@@ -227,179 +147,17 @@ fn other(msg: impl Into<String>) -> io::Error {
     io::Error::other(msg.into())
 }
 
+/// The connection ended under a session: the kind says lost, not the user's.
+fn gone(msg: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::ConnectionAborted, msg.into())
+}
+
+/// The target broke the protocol.
+fn garbage(msg: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg.into())
+}
+
 impl Session {
-    /// Connects and logs in; `depth` buffers of `buf_size` bytes for I/O.
-    pub fn login(spec: &LoginSpec, depth: usize, buf_size: usize) -> Result<Session, LoginError> {
-        let addrs = transport::resolve(&spec.addr)
-            .map_err(|e| LoginError::Other(format!("cannot resolve {}: {e}", spec.addr)))?;
-        let sock = transport::connect(&addrs, &spec.source, LOGIN_TIMEOUT, &spec.stop)
-            .map_err(|e| LoginError::Other(format!("cannot connect to {}: {e}", spec.addr)))?;
-        sock.set_nodelay(true)?;
-        sock.set_nonblocking(true)?;
-        let mut s = Session::fresh(sock, Arc::clone(&spec.stop), spec.lun, depth, buf_size);
-        s.negotiate(spec)?;
-        Ok(s)
-    }
-
-    /// Login phases: security (CHAP) when credentials are given, then operational.
-    fn negotiate(&mut self, spec: &LoginSpec) -> Result<(), LoginError> {
-        let n = SESSIONS.fetch_add(1, Ordering::Relaxed);
-        // ISID of the "random" type (RFC 7143 10.12.5): unique per session of this process.
-        let pid = std::process::id();
-        let isid: [u8; 6] = [0x80, (pid >> 16) as u8, (pid >> 8) as u8, pid as u8, (n >> 8) as u8, n as u8];
-        let itt = 0u32;
-        let mut stage: u8 = if spec.chap.is_some() { 0 } else { 1 };
-        let mut keys: Vec<(&str, String)> = vec![
-            ("InitiatorName", INITIATOR_NAME.into()),
-            ("SessionType", "Normal".into()),
-            ("TargetName", spec.target.clone()),
-        ];
-        let operational = operational_keys();
-        if stage == 0 {
-            keys.push(("AuthMethod", "CHAP,None".into()));
-        } else {
-            keys.extend(operational.iter().cloned());
-        }
-        let mut transit = stage == 1;
-        let mut chap_sent = false;
-        let mut got: Vec<(String, String)> = Vec::new();
-        let deadline = Instant::now() + SILENCE;
-        for _round in 0..16 {
-            let next = if stage == 0 { 1 } else { 3 };
-            let flags = if transit { 0x80 } else { 0 } | (stage << 2) | next;
-            let text = pdu::build_text(&keys);
-            let out = Out::new(op::LOGIN, true, flags)
-                .data_len(text.len())
-                .word(16, itt)
-                .word(24, self.cmd_sn)
-                .word(28, self.exp_stat_sn);
-            let mut bhs = out.bhs;
-            bhs[8..14].copy_from_slice(&isid);
-            self.push(&bhs, &[&text]);
-            let (h, data) = self.recv_login(deadline)?;
-            let (class, detail) = ((h.word36 >> 24) as u8, (h.word36 >> 16) as u8);
-            if class != 0 {
-                return Err(LoginError::Status(class, detail));
-            }
-            let pairs = pdu::parse_text(&data)?;
-            let continued = h.flags & 0x40 != 0;
-            got.extend(pairs.iter().cloned());
-            if continued {
-                // The target has more text: ask for it with an empty request.
-                keys.clear();
-                transit = false;
-                continue;
-            }
-            let target_transit = h.flags & 0x80 != 0;
-            let target_next = h.flags & 0x03;
-            if stage == 0 {
-                let find = |k: &str| got.iter().rev().find(|(key, _)| key == k).map(|(_, v)| v.clone());
-                if target_transit && target_next == 1 {
-                    stage = 1;
-                    keys = operational.clone();
-                    transit = true;
-                    got.clear();
-                    continue;
-                }
-                match find("AuthMethod").as_deref() {
-                    Some("CHAP") if !chap_sent => {
-                        if let (Some(id), Some(challenge)) = (find("CHAP_I"), find("CHAP_C")) {
-                            let id: u8 = id.parse().map_err(|_| LoginError::Other(format!("bad CHAP_I '{id}'")))?;
-                            let challenge = pdu::hex_value(&challenge)?;
-                            let (user, secret) = spec.chap.clone().unwrap_or_default();
-                            keys = vec![
-                                ("CHAP_N", user),
-                                ("CHAP_R", pdu::chap_response(id, secret.as_bytes(), &challenge)),
-                            ];
-                            transit = true;
-                            chap_sent = true;
-                        } else {
-                            keys = vec![("CHAP_A", "5".into())];
-                            transit = false;
-                        }
-                    }
-                    Some("CHAP") => {
-                        keys.clear();
-                        transit = true;
-                    }
-                    Some("None") => {
-                        keys.clear();
-                        transit = true;
-                    }
-                    Some(other) => {
-                        return Err(LoginError::Other(format!("the target wants authentication '{other}'")));
-                    }
-                    None => {
-                        keys.clear();
-                        transit = true;
-                    }
-                }
-                continue;
-            }
-            if target_transit && target_next == 3 {
-                self.apply(&got)?;
-                self.exp_cmd_sn = h.exp_cmd_sn;
-                self.max_cmd_sn = h.max_cmd_sn;
-                self.cmd_sn = h.exp_cmd_sn;
-                self.params.cmdsn_window = self.window();
-                return Ok(());
-            }
-            // The target negotiates further: accept what it proposed and ask to move on.
-            keys = answer_unoffered(&got, &operational);
-            transit = true;
-        }
-        Err(LoginError::Other("login did not finish after 16 exchanges".into()))
-    }
-
-    fn apply(&mut self, got: &[(String, String)]) -> Result<(), LoginError> {
-        let p = &mut self.params;
-        for (k, v) in got {
-            let num = || pdu::number(v).filter(|&n| n > 0 && n < 1 << 24).map(|n| n as u32);
-            let yes = v == "Yes";
-            match k.as_str() {
-                "MaxRecvDataSegmentLength" => p.target_max_recv = num().unwrap_or(p.target_max_recv).max(512),
-                "MaxBurstLength" => p.max_burst = num().unwrap_or(p.max_burst).max(512),
-                "FirstBurstLength" => p.first_burst = num().unwrap_or(p.first_burst).max(512),
-                "MaxOutstandingR2T" => p.max_outstanding_r2t = num().unwrap_or(p.max_outstanding_r2t),
-                "ImmediateData" => p.immediate_data = yes,
-                "InitialR2T" => p.initial_r2t = yes,
-                "DataPDUInOrder" => p.data_pdu_in_order = yes,
-                "DataSequenceInOrder" => p.data_sequence_in_order = yes,
-                "HeaderDigest" | "DataDigest" if v != "None" => {
-                    return Err(LoginError::Other(format!("the target insists on {k}={v}; headroom sends none")))
-                }
-                _ => {}
-            }
-        }
-        p.first_burst = p.first_burst.min(p.max_burst);
-        Ok(())
-    }
-
-    fn recv_login(&mut self, deadline: Instant) -> Result<(Header, Vec<u8>), LoginError> {
-        loop {
-            if let Some((h, range)) = self.parse_one(LOGIN_TEXT_MAX)? {
-                match h.opcode {
-                    op::LOGIN_RESP => {
-                        self.exp_stat_sn = h.stat_sn.wrapping_add(1);
-                        return Ok((h, self.rx[range].to_vec()));
-                    }
-                    op::REJECT => {
-                        return Err(LoginError::Other(format!(
-                            "the target rejected the login (reason 0x{:02x})",
-                            h.byte2
-                        )))
-                    }
-                    other => {
-                        return Err(LoginError::Other(format!(
-                            "garbage from the target: opcode 0x{other:02x} during login"
-                        )))
-                    }
-                }
-            }
-            self.wait(deadline, true)?;
-        }
-    }
-
     /// Sets the logical block size and whether writes carry FUA (dsync).
     pub fn set_io(&mut self, block_size: u32, fua: bool) {
         self.block_size = block_size.max(1);
@@ -475,18 +233,18 @@ impl Session {
         let mut cdb = [0u8; 16];
         let (flags, edtl) = match io.kind {
             IoKind::Read => {
-                cdb[0] = 0x88;
+                cdb[0] = opcode::READ_16;
                 (0x80 | 0x40 | 0x01, io.len)
             }
             IoKind::Write => {
-                cdb[0] = 0x8a;
+                cdb[0] = opcode::WRITE_16;
                 if self.fua {
-                    cdb[1] = 0x08;
+                    cdb[1] = scsi::FUA;
                 }
                 (0x20 | 0x01, io.len)
             }
             IoKind::Fsync => {
-                cdb[0] = 0x35;
+                cdb[0] = opcode::SYNCHRONIZE_CACHE_10;
                 (0x80 | 0x01, 0)
             }
         };
@@ -597,7 +355,7 @@ impl Session {
     fn write_some(&mut self) -> io::Result<()> {
         while self.tx_pos < self.tx.len() {
             match self.sock.write(&self.tx[self.tx_pos..]) {
-                Ok(0) => return Err(other("the target closed the connection")),
+                Ok(0) => return Err(gone("the target closed the connection")),
                 Ok(n) => self.tx_pos += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -618,7 +376,7 @@ impl Session {
         self.dead = true;
         match e.kind() {
             io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionAborted => {
-                other(format!("the target dropped the connection ({e})"))
+                gone(format!("the target dropped the connection ({e})"))
             }
             _ => e,
         }
@@ -637,7 +395,7 @@ impl Session {
         let mut any = false;
         if self.eof {
             self.dead = true;
-            return Err(other("the target closed the connection"));
+            return Err(gone("the target closed the connection"));
         }
         loop {
             if let Some(d) = self.direct.as_mut() {
@@ -648,7 +406,7 @@ impl Session {
                     match self.sock.read(dst) {
                         Ok(0) => {
                             self.dead = true;
-                            return Err(other("the target closed the connection"));
+                            return Err(gone("the target closed the connection"));
                         }
                         Ok(n) => {
                             d.at += n;
@@ -673,7 +431,7 @@ impl Session {
                         return Ok(true);
                     }
                     self.dead = true;
-                    return Err(other("the target closed the connection"));
+                    return Err(gone("the target closed the connection"));
                 }
                 Ok(n) => {
                     self.rx_end += n;
@@ -749,15 +507,7 @@ impl Session {
             if self.tx_pos < self.tx.len() {
                 events |= libc::POLLOUT;
             }
-            let mut fd = libc::pollfd { fd: self.sock.as_raw_fd(), events, revents: 0 };
-            let ms = left.min(wait::SLICE).as_millis().max(1) as libc::c_int;
-            // SAFETY: one valid pollfd for the duration of the call.
-            if unsafe { libc::poll(&mut fd, 1, ms) } < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() != io::ErrorKind::Interrupted {
-                    return Err(e);
-                }
-            }
+            transport::poll(self.sock.as_raw_fd(), events, left.min(wait::SLICE))?;
             self.write_some()?;
         }
         self.read_some()?;
@@ -782,7 +532,7 @@ impl Session {
     /// `min` runner I/Os completed.
     pub fn getevents(&mut self, min: usize, out: &mut Vec<Completion>) -> io::Result<()> {
         if self.dead {
-            return Err(other("the connection to the target is gone"));
+            return Err(gone("the connection to the target is gone"));
         }
         self.write_some()?;
         self.read_some()?;
@@ -849,7 +599,7 @@ impl Session {
     /// Starts sending what is queued, without waiting.
     pub fn commit(&mut self) -> io::Result<()> {
         if self.dead {
-            return Err(other("the connection to the target is gone"));
+            return Err(gone("the connection to the target is gone"));
         }
         self.issue_waiting();
         self.write_some()?;
@@ -876,7 +626,7 @@ impl Session {
             }
             let parsed = self.parse_one(self.params.initiator_max_recv as usize).map_err(|e| {
                 self.dead = true;
-                other(format!("garbage from the target: {e}"))
+                garbage(format!("garbage from the target: {e}"))
             })?;
             let Some((h, range)) = parsed else { return Ok(()) };
             self.handle(h, range).inspect_err(|_| self.dead = true)?;
@@ -956,19 +706,18 @@ impl Session {
     fn handle(&mut self, h: Header, range: std::ops::Range<usize>) -> io::Result<()> {
         match h.opcode {
             op::DATA_IN => {
-                let task = self
-                    .tasks
-                    .get_mut(&h.itt)
-                    .ok_or_else(|| other(format!("garbage from the target: Data-In for unknown task {:#x}", h.itt)))?;
+                let task = self.tasks.get_mut(&h.itt).ok_or_else(|| {
+                    garbage(format!("garbage from the target: Data-In for unknown task {:#x}", h.itt))
+                })?;
                 let (off, n) = (h.word40 as usize, h.data_len);
                 if off + n > task.len as usize || task.kind != IoKind::Read && !matches!(task.sink, Sink::Owned(_)) {
-                    return Err(other(format!(
+                    return Err(garbage(format!(
                         "garbage from the target: Data-In of {n} bytes at offset {off} for a {}-byte command",
                         task.len
                     )));
                 }
                 if off != task.received as usize {
-                    return Err(other(format!(
+                    return Err(garbage(format!(
                         "garbage from the target: Data-In at offset {off} where byte {} comes next (DataPDUInOrder=Yes)",
                         task.received
                     )));
@@ -1003,13 +752,13 @@ impl Session {
                 let task = self
                     .tasks
                     .get(&h.itt)
-                    .ok_or_else(|| other(format!("garbage from the target: R2T for unknown task {:#x}", h.itt)))?;
+                    .ok_or_else(|| garbage(format!("garbage from the target: R2T for unknown task {:#x}", h.itt)))?;
                 let (off, len) = (h.word40, h.word44);
                 let Sink::Pool(buf) = task.sink else {
-                    return Err(other("garbage from the target: R2T for a command without data"));
+                    return Err(garbage("garbage from the target: R2T for a command without data"));
                 };
                 if task.kind != IoKind::Write || u64::from(off) + u64::from(len) > u64::from(task.len) || len == 0 {
-                    return Err(other(format!(
+                    return Err(garbage(format!(
                         "garbage from the target: R2T for {len} bytes at {off} of a {}-byte command",
                         task.len
                     )));
@@ -1046,7 +795,7 @@ impl Session {
             }
             op::LOGOUT_RESP => return Err(other("the target logged the session out")),
             other_op => {
-                return Err(other(format!("garbage from the target: unexpected opcode 0x{other_op:02x}")));
+                return Err(garbage(format!("garbage from the target: unexpected opcode 0x{other_op:02x}")));
             }
         }
         Ok(())
@@ -1065,7 +814,7 @@ impl Session {
             task.r2t_ends.pop_front();
         }
         if off != task.requested {
-            return Err(other(format!(
+            return Err(garbage(format!(
                 "garbage from the target: R2T for bytes {off}..{} of a write whose next unrequested byte is {} \
                  (a range asked for twice, or out of order)",
                 u64::from(off) + u64::from(len),
@@ -1073,7 +822,7 @@ impl Session {
             )));
         }
         if task.r2t_ends.len() >= max {
-            return Err(other(format!(
+            return Err(garbage(format!(
                 "garbage from the target: more R2Ts outstanding for one command than MaxOutstandingR2T={max}"
             )));
         }
@@ -1083,7 +832,7 @@ impl Session {
 
     fn finish(&mut self, itt: u32, status: u8, sense: Vec<u8>, residual: u32) -> io::Result<()> {
         let Some(mut task) = self.tasks.remove(&itt) else {
-            return Err(other(format!("garbage from the target: status for unknown task {itt:#x}")));
+            return Err(garbage(format!("garbage from the target: status for unknown task {itt:#x}")));
         };
         match task.sink {
             Sink::Owned(ref mut data) => {
@@ -1101,7 +850,7 @@ impl Session {
                             IoKind::Write => "a write failed",
                             IoKind::Fsync => "SYNCHRONIZE CACHE failed",
                         },
-                        pdu::describe_status(status, &sense)
+                        scsi::describe_status(status, &sense)
                     )));
                 }
                 let moved = match task.kind {
@@ -1109,7 +858,7 @@ impl Session {
                     _ => i64::from(task.len.saturating_sub(residual)),
                 };
                 if task.kind == IoKind::Read && i64::from(task.received) != moved {
-                    return Err(other(format!(
+                    return Err(garbage(format!(
                         "garbage from the target: GOOD status for a read of {moved} bytes (of {}, residual {residual}) \
                          that delivered {} bytes",
                         task.len, task.received
@@ -1133,43 +882,6 @@ fn pool_slice_mut(pool: &BufferPool, i: u16) -> &mut [u8] {
     // reference into it while the session copies received data there.
     unsafe { std::slice::from_raw_parts_mut(pool.ptr(usize::from(i)), pool.buf_len()) }
 }
-
-fn operational_keys() -> Vec<(&'static str, String)> {
-    vec![
-        ("HeaderDigest", "None".into()),
-        ("DataDigest", "None".into()),
-        ("MaxConnections", "1".into()),
-        ("InitialR2T", "No".into()),
-        ("ImmediateData", "Yes".into()),
-        ("MaxRecvDataSegmentLength", OUR_MAX_RECV.to_string()),
-        ("MaxBurstLength", OUR_MAX_BURST.to_string()),
-        ("FirstBurstLength", OUR_MAX_RECV.to_string()),
-        ("DefaultTime2Wait", "0".into()),
-        ("DefaultTime2Retain", "0".into()),
-        ("MaxOutstandingR2T", "8".into()),
-        ("DataPDUInOrder", "Yes".into()),
-        ("DataSequenceInOrder", "Yes".into()),
-        ("ErrorRecoveryLevel", "0".into()),
-    ]
-}
-
-/// Keys the target proposed that headroom did not offer, accepted as proposed
-/// (RFC 7143 6.2: every key offered needs an answer).
-fn answer_unoffered(got: &[(String, String)], offered: &[(&'static str, String)]) -> Vec<(&'static str, String)> {
-    let mut out = Vec::new();
-    for (k, v) in got {
-        if offered.iter().any(|(o, _)| o == k) || k == "TargetPortalGroupTag" || k == "TargetAlias" {
-            continue;
-        }
-        // Leak-free: answer only the keys RFC 7143 defines, by their static names.
-        if let Some(name) = KNOWN_KEYS.iter().find(|n| **n == k.as_str()) {
-            out.push((*name, v.clone()));
-        }
-    }
-    out
-}
-
-const KNOWN_KEYS: [&str; 6] = ["IFMarker", "OFMarker", "IFMarkInt", "OFMarkInt", "TaskReporting", "iSCSIProtocolLevel"];
 
 /// Fuzzing: `data` is what a target sends. Its key=value text is applied as
 /// a login answer would be; then, as PDUs received by a session with a
