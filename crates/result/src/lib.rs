@@ -20,6 +20,7 @@
 mod cpu_load;
 pub mod details;
 mod fleet;
+pub mod flushcheck;
 mod host;
 mod soak;
 mod validate;
