@@ -22,6 +22,7 @@ pub mod details;
 mod fleet;
 pub mod flushcheck;
 mod host;
+pub mod kernels;
 mod soak;
 mod validate;
 mod verdict;
