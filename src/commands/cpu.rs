@@ -71,7 +71,7 @@ pub fn run(args: &CpuArgs, out: &Output) -> anyhow::Result<Outcome> {
     let link = LinkTarget::choose(args.link.as_ref(), &host.nics);
 
     let stop = crate::signals::stop_flag();
-    let mut runner_plan = Plan::new(plan.requests().iter().map(CpuRequest::to_request).collect());
+    let mut runner_plan = Plan::new(headroom_cpu::requests(&plan).iter().map(CpuRequest::to_request).collect());
     let mut runner = match &server {
         Some(server) => {
             runner_plan = runner_plan.placed_at(&server.display());

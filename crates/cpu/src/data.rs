@@ -1,25 +1,6 @@
 //! Test data: incompressible (PRNG) and 2:1 compressible, generated fast and
 //! deterministically so runs are comparable.
-
-/// What the buffer holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DataKind {
-    /// Pseudo-random bytes: what encrypted or already-compressed data looks like.
-    Incompressible,
-    /// Half random, half zero in every 256-byte run: compresses about 2:1
-    /// with LZ4 and zstd alike (fio's `buffer_compress_percentage=50` idea).
-    Compressible2to1,
-}
-
-impl DataKind {
-    /// As written in the probe spec: `incompressible`, `compressible-2to1`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DataKind::Incompressible => "incompressible",
-            DataKind::Compressible2to1 => "compressible-2to1",
-        }
-    }
-}
+use headroom_result::kernels::DataKind;
 
 /// SplitMix64: a tiny, fast PRNG; hand-written because filling a buffer is
 /// all we need from it and it keeps the data identical across runs and

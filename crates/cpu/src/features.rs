@@ -1,16 +1,7 @@
 //! The instruction-set features that decide these kernels' speed, detected at
 //! run time (what this CPU and kernel expose, not what the binary was built for).
 
-/// One CPU feature and what it speeds up.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Feature {
-    /// As the vendor names it: AES-NI, VAES, AVX2, AVX-512F, SHA-NI, ...
-    pub name: &'static str,
-    /// Whether this CPU has it (/proc/cpuinfo flags).
-    pub present: bool,
-    /// Which kernels use it here, and caveats.
-    pub used_for: &'static str,
-}
+use headroom_result::kernels::Feature;
 
 /// The storage-relevant features of this CPU.
 pub fn features() -> Vec<Feature> {

@@ -6,103 +6,10 @@
 //! Long because each kernel's worker is small and they read best side by side
 //! (a dozen kernels, one `Worker` each).
 
-use crate::data::DataKind;
 use crate::fletcher::fletcher4;
 use crate::xor::xor_parity;
+use headroom_result::kernels::{Direction, Kernel};
 use std::hint::black_box;
-
-/// What a kernel is for, which decides what "fills the link" means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Group {
-    /// RAID parity: measured against the disks' throughput.
-    Parity,
-    /// Checksums, as filesystems and protocols compute them per block.
-    Checksum,
-    /// Compression, as filesystems (ZFS, btrfs) and protocols apply it.
-    Compression,
-    /// Encryption, as SMB3, SSH and TLS apply it: measured against the link.
-    Encryption,
-}
-
-/// Compress or decompress.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Direction {
-    Compress,
-    Decompress,
-}
-
-/// One measurable kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kernel {
-    /// RAID-5: XOR parity over `data` blocks per stripe.
-    Raid5Xor {
-        /// Data blocks per stripe (4 for a 4+1 array).
-        data: usize,
-    },
-    /// RAID-6: two Reed-Solomon recovery shards over `data` blocks per stripe.
-    Raid6Pq {
-        /// Data blocks per stripe (8 for an 8+2 array).
-        data: usize,
-    },
-    /// CRC-32C (Castagnoli), the iSCSI, ext4 and btrfs checksum.
-    Crc32c,
-    /// xxHash64.
-    Xxh64,
-    /// XXH3 (64-bit).
-    Xxh3,
-    /// SHA-256, as ZFS and btrfs offer for dedup and integrity.
-    Sha256,
-    /// BLAKE3.
-    Blake3,
-    /// Fletcher-4, ZFS's default checksum.
-    Fletcher4,
-    /// LZ4 block compression (lz4_flex), as ZFS and btrfs use it.
-    Lz4 {
-        /// Compress or decompress.
-        direction: Direction,
-        /// What the buffer holds.
-        data: DataKind,
-    },
-    /// Zstandard at `level`.
-    Zstd {
-        /// Zstandard level (1 fastest; negative levels faster still).
-        level: i32,
-        /// Compress or decompress.
-        direction: Direction,
-        /// What the buffer holds.
-        data: DataKind,
-    },
-    /// AES-128-GCM, authenticated encryption.
-    Aes128Gcm,
-    /// AES-256-GCM, SMB 3.1.1's strongest cipher.
-    Aes256Gcm,
-    /// ChaCha20-Poly1305, SSH's and WireGuard's cipher on CPUs without AES-NI.
-    ChaCha20Poly1305,
-}
-
-/// Every kernel, in the order they are shown.
-pub fn all_kernels() -> Vec<Kernel> {
-    let mut kernels = vec![
-        Kernel::Raid5Xor { data: 4 },
-        Kernel::Raid6Pq { data: 4 },
-        Kernel::Raid6Pq { data: 8 },
-        Kernel::Crc32c,
-        Kernel::Xxh64,
-        Kernel::Xxh3,
-        Kernel::Fletcher4,
-        Kernel::Sha256,
-        Kernel::Blake3,
-    ];
-    for data in [DataKind::Incompressible, DataKind::Compressible2to1] {
-        for direction in [Direction::Compress, Direction::Decompress] {
-            kernels.push(Kernel::Lz4 { direction, data });
-            kernels.push(Kernel::Zstd { level: 1, direction, data });
-            kernels.push(Kernel::Zstd { level: 3, direction, data });
-        }
-    }
-    kernels.extend([Kernel::Aes128Gcm, Kernel::Aes256Gcm, Kernel::ChaCha20Poly1305]);
-    kernels
-}
 
 /// Bytes a checksum or compression kernel handles per call: ZFS's default
 /// recordsize.
@@ -115,152 +22,80 @@ const PARITY_BLOCK: usize = 64 * 1024;
 /// a bulk stream does.
 const AEAD_MESSAGE: usize = 64 * 1024;
 
-impl Kernel {
-    /// Stable identifier, as in the probe spec: `raid6-pq-8+2`, `zstd-3-compress`.
-    pub fn id(&self) -> String {
-        match self {
-            Kernel::Raid5Xor { data } => format!("raid5-xor-{data}+1"),
-            Kernel::Raid6Pq { data } => format!("raid6-pq-{data}+2"),
-            Kernel::Crc32c => "crc32c".into(),
-            Kernel::Xxh64 => "xxh64".into(),
-            Kernel::Xxh3 => "xxh3-64".into(),
-            Kernel::Sha256 => "sha256".into(),
-            Kernel::Blake3 => "blake3".into(),
-            Kernel::Fletcher4 => "fletcher4".into(),
-            Kernel::Lz4 { direction, .. } => format!("lz4-{}", direction_str(*direction)),
-            Kernel::Zstd { level, direction, .. } => format!("zstd-{level}-{}", direction_str(*direction)),
-            Kernel::Aes128Gcm => "aes-128-gcm".into(),
-            Kernel::Aes256Gcm => "aes-256-gcm".into(),
-            Kernel::ChaCha20Poly1305 => "chacha20-poly1305".into(),
+/// Which crate (or code) computes it, for the record.
+#[cfg(not(target_arch = "aarch64"))]
+pub fn implementation(kernel: &Kernel) -> String {
+    match kernel {
+        Kernel::Raid5Xor { .. } => format!("hand-written XOR ({})", crate::xor::xor_implementation()),
+        Kernel::Raid6Pq { .. } => "reed-solomon-simd 3 (Leopard RS over GF(2^16), runtime SIMD dispatch)".into(),
+        Kernel::Crc32c => "crc32c 0.6 (SSE4.2 crc32 instruction when present)".into(),
+        Kernel::Xxh64 => "xxhash-rust 0.8 xxh64".into(),
+        Kernel::Xxh3 => "xxhash-rust 0.8 xxh3 (SSE2 build; AVX2 only with target-cpu flags)".into(),
+        Kernel::Sha256 => "sha2 0.10 (SHA-NI when present)".into(),
+        Kernel::Blake3 => "blake3 1 (SSE4.1/AVX2/AVX-512 runtime dispatch, one thread)".into(),
+        Kernel::Fletcher4 => "hand-written ZFS scalar fletcher_4 (no crate has ZFS's variant)".into(),
+        Kernel::Lz4 { .. } => "lz4_flex 0.11 block format (unsafe fast paths, checked decode)".into(),
+        Kernel::Zstd { .. } => "zstd 0.13 (libzstd)".into(),
+        Kernel::Aes128Gcm | Kernel::Aes256Gcm => {
+            "ring 0.17 (BoringSSL/OpenSSL assembly: AES-NI + PCLMULQDQ, stitched AVX/VAES paths)".into()
         }
-    }
-
-    /// Human name: `RAID-6 P+Q 8+2`, `zstd -3 compress`.
-    pub fn name(&self) -> String {
-        match self {
-            Kernel::Raid5Xor { data } => format!("RAID-5 XOR {data}+1"),
-            Kernel::Raid6Pq { data } => format!("RAID-6 P+Q {data}+2"),
-            Kernel::Crc32c => "CRC32C".into(),
-            Kernel::Xxh64 => "xxHash64".into(),
-            Kernel::Xxh3 => "XXH3-64".into(),
-            Kernel::Sha256 => "SHA-256".into(),
-            Kernel::Blake3 => "BLAKE3".into(),
-            Kernel::Fletcher4 => "Fletcher-4".into(),
-            Kernel::Lz4 { direction, .. } => format!("LZ4 {}", direction_str(*direction)),
-            Kernel::Zstd { level, direction, .. } => format!("zstd -{level} {}", direction_str(*direction)),
-            Kernel::Aes128Gcm => "AES-128-GCM".into(),
-            Kernel::Aes256Gcm => "AES-256-GCM".into(),
-            Kernel::ChaCha20Poly1305 => "ChaCha20-Poly1305".into(),
-        }
-    }
-
-    /// What the kernel is for.
-    pub fn group(&self) -> Group {
-        match self {
-            Kernel::Raid5Xor { .. } | Kernel::Raid6Pq { .. } => Group::Parity,
-            Kernel::Crc32c | Kernel::Xxh64 | Kernel::Xxh3 | Kernel::Sha256 | Kernel::Blake3 | Kernel::Fletcher4 => {
-                Group::Checksum
-            }
-            Kernel::Lz4 { .. } | Kernel::Zstd { .. } => Group::Compression,
-            Kernel::Aes128Gcm | Kernel::Aes256Gcm | Kernel::ChaCha20Poly1305 => Group::Encryption,
-        }
-    }
-
-    /// The data the kernel runs on.
-    pub fn data(&self) -> DataKind {
-        match self {
-            Kernel::Lz4 { data, .. } | Kernel::Zstd { data, .. } => *data,
-            _ => DataKind::Incompressible,
-        }
-    }
-
-    /// Whether the data kind is part of what the kernel means (compression only).
-    pub fn data_matters(&self) -> bool {
-        self.group() == Group::Compression
-    }
-
-    /// Which crate (or code) computes it, for the record.
-    #[cfg(not(target_arch = "aarch64"))]
-    pub fn implementation(&self) -> String {
-        match self {
-            Kernel::Raid5Xor { .. } => format!("hand-written XOR ({})", crate::xor::xor_implementation()),
-            Kernel::Raid6Pq { .. } => "reed-solomon-simd 3 (Leopard RS over GF(2^16), runtime SIMD dispatch)".into(),
-            Kernel::Crc32c => "crc32c 0.6 (SSE4.2 crc32 instruction when present)".into(),
-            Kernel::Xxh64 => "xxhash-rust 0.8 xxh64".into(),
-            Kernel::Xxh3 => "xxhash-rust 0.8 xxh3 (SSE2 build; AVX2 only with target-cpu flags)".into(),
-            Kernel::Sha256 => "sha2 0.10 (SHA-NI when present)".into(),
-            Kernel::Blake3 => "blake3 1 (SSE4.1/AVX2/AVX-512 runtime dispatch, one thread)".into(),
-            Kernel::Fletcher4 => "hand-written ZFS scalar fletcher_4 (no crate has ZFS's variant)".into(),
-            Kernel::Lz4 { .. } => "lz4_flex 0.11 block format (unsafe fast paths, checked decode)".into(),
-            Kernel::Zstd { .. } => "zstd 0.13 (libzstd)".into(),
-            Kernel::Aes128Gcm | Kernel::Aes256Gcm => {
-                "ring 0.17 (BoringSSL/OpenSSL assembly: AES-NI + PCLMULQDQ, stitched AVX/VAES paths)".into()
-            }
-            Kernel::ChaCha20Poly1305 => "ring 0.17 (BoringSSL/OpenSSL assembly, SSSE3/AVX2)".into(),
-        }
-    }
-
-    /// Which crate (or code) computes it and, where the crate picks a path
-    /// at run time, the one this CPU takes (read from the same feature bits
-    /// the crates test), for the record.
-    #[cfg(target_arch = "aarch64")]
-    pub fn implementation(&self) -> String {
-        use std::arch::is_aarch64_feature_detected as has;
-        let pick = |feature: bool, with: &str, without: &str| if feature { with } else { without }.to_string();
-        match self {
-            Kernel::Raid5Xor { .. } => format!("hand-written XOR ({})", crate::xor::xor_implementation()),
-            Kernel::Raid6Pq { .. } => pick(
-                has!("neon"),
-                "reed-solomon-simd 3 (Leopard RS over GF(2^16), NEON engine)",
-                "reed-solomon-simd 3 (Leopard RS over GF(2^16), scalar engine: no NEON)",
-            ),
-            Kernel::Crc32c => pick(
-                has!("crc"),
-                "crc32c 0.6 (ARMv8 CRC32C instructions)",
-                "crc32c 0.6 (table-driven: this CPU has no CRC32 extension)",
-            ),
-            Kernel::Xxh64 => "xxhash-rust 0.8 xxh64 (scalar)".into(),
-            Kernel::Xxh3 => "xxhash-rust 0.8 xxh3 (NEON build)".into(),
-            Kernel::Sha256 => pick(
-                has!("sha2"),
-                "sha2 0.10 (ARMv8 SHA-256 instructions)",
-                "sha2 0.10 (portable code: this CPU has no SHA2 extension)",
-            ),
-            Kernel::Blake3 => "blake3 1 (NEON, one thread)".into(),
-            Kernel::Fletcher4 => "hand-written ZFS scalar fletcher_4 (no crate has ZFS's variant)".into(),
-            Kernel::Lz4 { .. } => "lz4_flex 0.11 block format (scalar, checked decode)".into(),
-            Kernel::Zstd { .. } => {
-                "zstd 0.13 (libzstd: NEON in its copy loops; levels 1-3 match finders are scalar)".into()
-            }
-            Kernel::Aes128Gcm | Kernel::Aes256Gcm => pick(
-                has!("aes") && has!("pmull"),
-                "ring 0.17 (ARMv8 AES + PMULL assembly)",
-                "ring 0.17 (NEON vector-permute AES and NEON GHASH: no ARMv8 crypto extensions)",
-            ),
-            Kernel::ChaCha20Poly1305 => "ring 0.17 (ChaCha20 NEON assembly, Poly1305 portable C)".into(),
-        }
-    }
-
-    /// Bytes of one step on a slice of `len` bytes: the kernel's natural
-    /// unit, shrunk to fit small buffers.
-    fn chunk(&self, len: usize) -> usize {
-        let chunk = match self {
-            Kernel::Raid5Xor { data } | Kernel::Raid6Pq { data } => {
-                let block = (len / data).min(PARITY_BLOCK) / 64 * 64;
-                return block.max(64) * data;
-            }
-            Kernel::Aes128Gcm | Kernel::Aes256Gcm | Kernel::ChaCha20Poly1305 => AEAD_MESSAGE,
-            _ => RECORD,
-        };
-        chunk.min(len) / 64 * 64
+        Kernel::ChaCha20Poly1305 => "ring 0.17 (BoringSSL/OpenSSL assembly, SSSE3/AVX2)".into(),
     }
 }
 
-fn direction_str(d: Direction) -> &'static str {
-    match d {
-        Direction::Compress => "compress",
-        Direction::Decompress => "decompress",
+/// Which crate (or code) computes it and, where the crate picks a path
+/// at run time, the one this CPU takes (read from the same feature bits
+/// the crates test), for the record.
+#[cfg(target_arch = "aarch64")]
+pub fn implementation(kernel: &Kernel) -> String {
+    use std::arch::is_aarch64_feature_detected as has;
+    let pick = |feature: bool, with: &str, without: &str| if feature { with } else { without }.to_string();
+    match kernel {
+        Kernel::Raid5Xor { .. } => format!("hand-written XOR ({})", crate::xor::xor_implementation()),
+        Kernel::Raid6Pq { .. } => pick(
+            has!("neon"),
+            "reed-solomon-simd 3 (Leopard RS over GF(2^16), NEON engine)",
+            "reed-solomon-simd 3 (Leopard RS over GF(2^16), scalar engine: no NEON)",
+        ),
+        Kernel::Crc32c => pick(
+            has!("crc"),
+            "crc32c 0.6 (ARMv8 CRC32C instructions)",
+            "crc32c 0.6 (table-driven: this CPU has no CRC32 extension)",
+        ),
+        Kernel::Xxh64 => "xxhash-rust 0.8 xxh64 (scalar)".into(),
+        Kernel::Xxh3 => "xxhash-rust 0.8 xxh3 (NEON build)".into(),
+        Kernel::Sha256 => pick(
+            has!("sha2"),
+            "sha2 0.10 (ARMv8 SHA-256 instructions)",
+            "sha2 0.10 (portable code: this CPU has no SHA2 extension)",
+        ),
+        Kernel::Blake3 => "blake3 1 (NEON, one thread)".into(),
+        Kernel::Fletcher4 => "hand-written ZFS scalar fletcher_4 (no crate has ZFS's variant)".into(),
+        Kernel::Lz4 { .. } => "lz4_flex 0.11 block format (scalar, checked decode)".into(),
+        Kernel::Zstd { .. } => {
+            "zstd 0.13 (libzstd: NEON in its copy loops; levels 1-3 match finders are scalar)".into()
+        }
+        Kernel::Aes128Gcm | Kernel::Aes256Gcm => pick(
+            has!("aes") && has!("pmull"),
+            "ring 0.17 (ARMv8 AES + PMULL assembly)",
+            "ring 0.17 (NEON vector-permute AES and NEON GHASH: no ARMv8 crypto extensions)",
+        ),
+        Kernel::ChaCha20Poly1305 => "ring 0.17 (ChaCha20 NEON assembly, Poly1305 portable C)".into(),
     }
+}
+
+/// Bytes of one step on a slice of `len` bytes: the kernel's natural
+/// unit, shrunk to fit small buffers.
+fn chunk(kernel: &Kernel, len: usize) -> usize {
+    let chunk = match kernel {
+        Kernel::Raid5Xor { data } | Kernel::Raid6Pq { data } => {
+            let block = (len / data).min(PARITY_BLOCK) / 64 * 64;
+            return block.max(64) * data;
+        }
+        Kernel::Aes128Gcm | Kernel::Aes256Gcm | Kernel::ChaCha20Poly1305 => AEAD_MESSAGE,
+        _ => RECORD,
+    };
+    chunk.min(len) / 64 * 64
 }
 
 /// One thread's share of a run.
@@ -299,7 +134,7 @@ impl Cursor {
 /// encoders, the compressed records a decompressor reads) happens here,
 /// before the clock starts.
 pub(crate) fn worker<'a>(kernel: Kernel, slice: &'a mut [u8]) -> Result<Box<dyn Worker + 'a>, String> {
-    let chunk = kernel.chunk(slice.len());
+    let chunk = chunk(&kernel, slice.len());
     if chunk == 0 || chunk > slice.len() {
         return Err(format!("a {} byte buffer is too small", slice.len()));
     }

@@ -26,12 +26,16 @@ mod verify;
 mod xor;
 
 pub use choice::{select_kernels, BadChoice, CpuChoice};
-pub use data::DataKind;
-pub use features::{features, Feature};
+pub use features::features;
 pub use fletcher::fletcher4;
-pub use kernels::{all_kernels, Group, Kernel};
-pub use measure::{run, BufferSpec, KernelBench, KernelMatrix, Measurement, ProgressEvent, CONTENDED_SHARE};
-pub use probe_engine::{measurement_of, CpuEngine, CpuRequest};
+/// The kernel catalog and the measurement documents live in headroom-result
+/// (presenters read them there); this crate measures them.
+pub use headroom_result::kernels::{
+    all_kernels, BufferSpec, DataKind, Direction, Feature, Group, Kernel, KernelMatrix, Measurement, CONTENDED_SHARE,
+};
+pub use kernels::implementation;
+pub use measure::{run, KernelBench, ProgressEvent};
+pub use probe_engine::{measurement_of, requests, CpuEngine, CpuRequest};
 pub use verify::{verify, verify_all};
 
 /// Why a CPU run could not produce figures.

@@ -109,20 +109,18 @@ impl CpuRequest {
     }
 }
 
-impl crate::KernelMatrix {
-    /// The matrix as requests, in the order `measure::run` measures it:
-    /// buffer, then thread count, then kernel.
-    pub fn requests(&self) -> Vec<CpuRequest> {
-        let mut requests = Vec::with_capacity(self.len());
-        for buffer in &self.buffers {
-            for &threads in &self.threads {
-                for kernel in &self.kernels {
-                    requests.push(CpuRequest::new(*kernel, threads, *buffer, self.time, self.warmup));
-                }
+/// The matrix as requests, in the order `measure::run` measures it:
+/// buffer, then thread count, then kernel.
+pub fn requests(plan: &crate::KernelMatrix) -> Vec<CpuRequest> {
+    let mut requests = Vec::with_capacity(plan.len());
+    for buffer in &plan.buffers {
+        for &threads in &plan.threads {
+            for kernel in &plan.kernels {
+                requests.push(CpuRequest::new(*kernel, threads, *buffer, plan.time, plan.warmup));
             }
         }
-        requests
     }
+    requests
 }
 
 /// The kernel with `id` (and data kind, for kernels where the data matters).
@@ -150,6 +148,7 @@ pub fn measurement_of(probe: &Probe) -> Option<Measurement> {
         cpu_share: number("cpu_share").unwrap_or(1.0),
         bytes_per_cpu_sec: number("bytes_per_cpu_sec").unwrap_or(0.0),
         quota: probe.details.get(details::CGROUP).and_then(|v| serde_json::from_value(v.clone()).ok()),
+        implementation: probe.details.get("implementation").and_then(|v| v.as_str()).unwrap_or_default().to_string(),
     })
 }
 

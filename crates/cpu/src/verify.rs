@@ -3,15 +3,15 @@
 //! match published vectors, compression round-trips, AEAD decrypts (and
 //! rejects a tampered message).
 
-use crate::data::{fill, DataKind};
+use crate::data::fill;
 use crate::fletcher::fletcher4;
-use crate::kernels::Kernel;
 use crate::xor::xor_parity;
 use crate::CpuError;
+use crate::{DataKind, Kernel};
 
 /// Checks every kernel.
 pub fn verify_all() -> Result<(), CpuError> {
-    crate::kernels::all_kernels().iter().try_for_each(verify)
+    crate::all_kernels().iter().try_for_each(verify)
 }
 
 /// Checks one kernel computes the right answer.

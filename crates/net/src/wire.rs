@@ -27,6 +27,11 @@
 //! [`AuthAnswer`]: its own nonce and HMAC-SHA256 keyed with the token over
 //! [`AUTH_CONTEXT`], the server nonce and the client nonce ([`auth_proof`]).
 
+/// The flushcheck run and acknowledgement are documents as well as messages:
+/// they live in headroom-result so presenters read them without this crate.
+pub use headroom_result::flushcheck::{
+    from_hex, FlushAck, FlushRun, FLUSH_BLOCK_RANGE, FLUSH_MAX_BLOCKS, FLUSH_MAX_TEXT, FLUSH_RUN_LEN,
+};
 use headroom_result::{Host, Warning};
 use headroom_runner::{LiveSample, Measured, PrepareEvent, ProbeError, ProbeRequest};
 use headroom_sys::ServingQuery;
@@ -209,18 +214,6 @@ pub fn to_hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Exactly `N` bytes from hex, or None.
-pub fn from_hex<const N: usize>(text: &str) -> Option<[u8; N]> {
-    if text.len() != N * 2 || !text.is_ascii() {
-        return None;
-    }
-    let mut out = [0u8; N];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(&text[i * 2..i * 2 + 2], 16).ok()?;
-    }
-    Some(out)
-}
-
 /// The client's answer to [`Reply::Challenge`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AuthAnswer {
@@ -372,81 +365,8 @@ pub enum Request {
     },
 }
 
-/// Length of a flushcheck run id, bytes (sent as hex).
-pub const FLUSH_RUN_LEN: usize = 16;
-/// Most blocks one flushcheck run may have: bounds what one run costs the
-/// listener's disk (a row per block).
-pub const FLUSH_MAX_BLOCKS: u64 = 1 << 22;
-/// Smallest and largest flushcheck block (O_DIRECT reads need 4 KiB alignment).
-pub const FLUSH_BLOCK_RANGE: std::ops::RangeInclusive<u32> = 4096..=(1 << 20);
 /// Acknowledged blocks per `FlushAcks` page: a page stays far below [`MAX_FRAME`].
 pub const FLUSH_PAGE: usize = 512;
-/// Longest path or host name a flushcheck run records.
-pub const FLUSH_MAX_TEXT: usize = 1024;
-
-/// A flushcheck run: one file written by one `headroom flushcheck write`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FlushRun {
-    /// Run id, hex ([`FLUSH_RUN_LEN`] random bytes).
-    pub run: String,
-    /// Block size, bytes.
-    pub block_size: u32,
-    /// Data blocks in the file (the header block not counted).
-    pub blocks: u64,
-    /// How each write was made durable: `fsync`, `dsync` or `none`.
-    pub sync: String,
-    /// The file, as the writer named it.
-    pub path: String,
-    /// The writer's host name.
-    pub host: String,
-}
-
-impl FlushRun {
-    /// Refuses what no writer of this build sends, with the reason the peer reads.
-    pub fn validate(&self) -> Result<(), String> {
-        if from_hex::<FLUSH_RUN_LEN>(&self.run).is_none() {
-            return Err(format!("a flushcheck run id is {} hex digits", FLUSH_RUN_LEN * 2));
-        }
-        if !FLUSH_BLOCK_RANGE.contains(&self.block_size) || !self.block_size.is_power_of_two() {
-            return Err(format!("flushcheck block size {} is not a power of two from 4 KiB to 1 MiB", self.block_size));
-        }
-        if !(1..=FLUSH_MAX_BLOCKS).contains(&self.blocks) {
-            return Err(format!("a flushcheck run has 1 to {FLUSH_MAX_BLOCKS} blocks, not {}", self.blocks));
-        }
-        if !matches!(self.sync.as_str(), "fsync" | "dsync" | "none") {
-            return Err("flushcheck sync is fsync, dsync or none".into());
-        }
-        if self.path.len() > FLUSH_MAX_TEXT || self.host.len() > FLUSH_MAX_TEXT {
-            return Err(format!("flushcheck path and host are at most {FLUSH_MAX_TEXT} bytes"));
-        }
-        Ok(())
-    }
-
-    /// Refuses an acknowledgement that cannot belong to this run.
-    pub fn check_ack(&self, ack: &FlushAck) -> Result<(), String> {
-        let bs = u64::from(self.block_size);
-        let index = ack.offset / bs;
-        if ack.seq == 0 || !ack.offset.is_multiple_of(bs) || index == 0 || index > self.blocks {
-            return Err(format!(
-                "block seq {} at offset {} is outside run {} ({} blocks of {bs} bytes after the header)",
-                ack.seq, ack.offset, self.run, self.blocks
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// One block the storage acknowledged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FlushAck {
-    /// Sequence number (from 1; the file wraps around, so later blocks reuse offsets).
-    pub seq: u64,
-    /// Byte offset of the block in the file.
-    pub offset: u64,
-    /// Checksum of the block's content, as written.
-    pub checksum: u64,
-}
-
 /// Server messages on a control connection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "msg", rename_all = "snake_case")]

@@ -5,8 +5,10 @@
 //! Every format lives in its own file under `export/` behind the one small
 //! [`Presenter`] trait (in the spirit of hyperfine's `export/` folder). The
 //! tables all formats share are built once in `sections.rs`. Presenters read
-//! only result documents and the analysis of them; they do no I/O — callers
-//! write the returned text wherever it goes.
+//! only result documents (`headroom-result`, which also holds what `cpu` and
+//! `flushcheck` show) and the analysis of them, and name links from
+//! `headroom-limits`, a table of facts; they import no engine and do no I/O —
+//! callers write the returned text wherever it goes.
 
 mod bars;
 mod charts;

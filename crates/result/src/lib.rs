@@ -17,10 +17,15 @@
 //! This crate does no I/O beyond reading such files and (de)serialising
 //! documents, and knows nothing of how figures were measured.
 
+#[macro_use]
+mod words;
+
 mod cpu_load;
 pub mod details;
 mod fleet;
+pub mod flushcheck;
 mod host;
+pub mod kernels;
 mod soak;
 mod validate;
 mod verdict;

@@ -48,44 +48,6 @@ pub struct SoakGap {
     pub reason: String,
 }
 
-/// Declares a string-valued enum: its serde words, `as_str`, `FromStr` and
-/// `Display` from one list, so the words stored in documents and in the soak
-/// database have one owner.
-macro_rules! words_enum {
-    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $word:literal,)+ }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
-        pub enum $name {
-            $($(#[$vdoc])* #[serde(rename = $word)] $variant,)+
-        }
-
-        impl $name {
-            /// The word documents and the soak database use.
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $word,)+
-                }
-            }
-        }
-
-        impl std::str::FromStr for $name {
-            type Err = String;
-            fn from_str(s: &str) -> Result<Self, String> {
-                match s {
-                    $($word => Ok($name::$variant),)+
-                    other => Err(format!("'{other}' is not a {}", stringify!($name))),
-                }
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    };
-}
-
 words_enum! {
     /// What kind of event a soak recorded.
     SoakEventKind {

@@ -6,100 +6,64 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::fmt;
 
-/// Declares the known codes once: the variant, its word, and the conversions.
-macro_rules! codes {
-    ($($(#[$doc:meta])* $variant:ident => $word:literal,)+) => {
-        /// A warning's stable code.
-        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum WarningCode {
-            $($(#[$doc])* $variant,)+
-            /// A code this version does not know, kept as written.
-            Other(String),
-        }
-
-        impl WarningCode {
-            /// The word written in documents.
-            pub fn as_str(&self) -> &str {
-                match self {
-                    $(WarningCode::$variant => $word,)+
-                    WarningCode::Other(word) => word,
-                }
-            }
-        }
-
-        impl From<&str> for WarningCode {
-            fn from(word: &str) -> Self {
-                match word {
-                    $($word => WarningCode::$variant,)+
-                    other => WarningCode::Other(other.to_string()),
-                }
-            }
-        }
-    };
-}
-
-codes! {
-    /// Buffered I/O, or a test file that fits in RAM: the page cache may have answered.
-    PageCachePossible => "page_cache_possible",
-    /// Faster than the ceiling of the hop: a cache, compression or a wrong ceiling.
-    FasterThanCeiling => "faster_than_ceiling",
-    /// The write rate fell when a cache filled up.
-    WriteCliff => "write_cliff",
-    /// Sustained writes slowed to under half in several steps (no single cliff).
-    WriteDecline => "write_decline",
-    /// The filesystem cannot do what the test asked as asked (O_DIRECT, fallocate, ...).
-    FilesystemCaveat => "filesystem_caveat",
-    /// The queue depth asked for was more than the device takes.
-    QueueDepthCapped => "queue_depth_capped",
-    /// A kernel granted smaller socket buffers than `--window` asked.
-    SocketBufferCapped => "socket_buffer_capped",
-    /// The test file's blocks were not allocated before reading.
-    LayoutNotAllocated => "layout_not_allocated",
-    /// A test completed no I/O at all.
-    NoIoCompleted => "no_io_completed",
-    /// An I/O failed.
-    IoError => "io_error",
-    /// Ctrl-C or a limit stopped the test before its time.
-    StoppedEarly => "stopped_early",
-    /// A test was aborted.
-    TestAborted => "test_aborted",
-    /// A test failed; the others ran.
-    TestFailed => "test_failed",
-    /// One TCP stream held back by a buffer or window (the TCP_INFO diagnosis).
-    SingleStreamLimited => "single_stream_limited",
-    /// A CPU on one end limited the figure.
-    CpuLimited => "cpu_limited",
-    /// Other work competed for the CPU during the test.
-    CpuContended => "cpu_contended",
-    /// A CPU kernel cannot fill the link it is compared with.
-    CpuBelowLink => "cpu_below_link",
-    /// No interface reported a link speed: the link compared with is assumed.
-    LinkAssumed => "link_assumed",
-    /// UDP datagrams were lost.
-    UdpLoss => "udp_loss",
-    /// TCP handshakes failed.
-    ConnectFailures => "connect_failures",
-    /// The inventory could not be taken: the bus, NIC and link ceilings are unknown.
-    NoInventory => "no_inventory",
-    /// A `--goal` was missed.
-    GoalMissed => "goal_missed",
-    /// A soak went without samples for a while.
-    SoakGap => "soak_gap",
-    /// A soak's samples dip at a regular period (a soak detection).
-    PeriodicDips => "periodic_dips",
-    /// A soak's latency crept up over its run (a soak detection).
-    LatencyDrift => "latency_drift",
-    /// The link went down and up during a soak (a soak detection).
-    LinkFlaps => "link_flaps",
-    /// The server stopped answering during a soak (a soak detection).
-    ServerOutage => "server_outage",
-}
-
-impl fmt::Display for WarningCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+words_enum! {
+    /// A warning's stable code.
+    open WarningCode {
+        /// Buffered I/O, or a test file that fits in RAM: the page cache may have answered.
+        PageCachePossible = "page_cache_possible",
+        /// Faster than the ceiling of the hop: a cache, compression or a wrong ceiling.
+        FasterThanCeiling = "faster_than_ceiling",
+        /// The write rate fell when a cache filled up.
+        WriteCliff = "write_cliff",
+        /// Sustained writes slowed to under half in several steps (no single cliff).
+        WriteDecline = "write_decline",
+        /// The filesystem cannot do what the test asked as asked (O_DIRECT, fallocate, ...).
+        FilesystemCaveat = "filesystem_caveat",
+        /// The queue depth asked for was more than the device takes.
+        QueueDepthCapped = "queue_depth_capped",
+        /// A kernel granted smaller socket buffers than `--window` asked.
+        SocketBufferCapped = "socket_buffer_capped",
+        /// The test file's blocks were not allocated before reading.
+        LayoutNotAllocated = "layout_not_allocated",
+        /// A test completed no I/O at all.
+        NoIoCompleted = "no_io_completed",
+        /// An I/O failed.
+        IoError = "io_error",
+        /// Ctrl-C or a limit stopped the test before its time.
+        StoppedEarly = "stopped_early",
+        /// A test was aborted.
+        TestAborted = "test_aborted",
+        /// A test failed; the others ran.
+        TestFailed = "test_failed",
+        /// One TCP stream held back by a buffer or window (the TCP_INFO diagnosis).
+        SingleStreamLimited = "single_stream_limited",
+        /// A CPU on one end limited the figure.
+        CpuLimited = "cpu_limited",
+        /// Other work competed for the CPU during the test.
+        CpuContended = "cpu_contended",
+        /// A CPU kernel cannot fill the link it is compared with.
+        CpuBelowLink = "cpu_below_link",
+        /// No interface reported a link speed: the link compared with is assumed.
+        LinkAssumed = "link_assumed",
+        /// UDP datagrams were lost.
+        UdpLoss = "udp_loss",
+        /// TCP handshakes failed.
+        ConnectFailures = "connect_failures",
+        /// The inventory could not be taken: the bus, NIC and link ceilings are unknown.
+        NoInventory = "no_inventory",
+        /// A `--goal` was missed.
+        GoalMissed = "goal_missed",
+        /// A soak went without samples for a while.
+        SoakGap = "soak_gap",
+        /// A soak's samples dip at a regular period (a soak detection).
+        PeriodicDips = "periodic_dips",
+        /// A soak's latency crept up over its run (a soak detection).
+        LatencyDrift = "latency_drift",
+        /// The link went down and up during a soak (a soak detection).
+        LinkFlaps = "link_flaps",
+        /// The server stopped answering during a soak (a soak detection).
+        ServerOutage = "server_outage",
     }
 }
 

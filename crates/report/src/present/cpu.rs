@@ -8,7 +8,7 @@
 use crate::Style;
 use headroom_analysis::LinkTarget;
 use headroom_analysis::{fills_link, share_of_link};
-use headroom_cpu::{BufferSpec, DataKind, Feature, Group, Kernel, KernelMatrix, Measurement};
+use headroom_result::kernels::{BufferSpec, DataKind, Feature, Group, Kernel, KernelMatrix, Measurement};
 use headroom_result::Host;
 use headroom_units::{format_bytes_per_sec_short, format_rate, format_rate_cell, format_size_compact};
 use owo_colors::OwoColorize;
@@ -251,6 +251,7 @@ mod tests {
             cpu_share: 1.0,
             bytes_per_cpu_sec: bytes_per_sec,
             quota: None,
+            implementation: String::new(),
         }
     }
 

@@ -3,14 +3,14 @@
 //! whether a loss means the storage lied (fsync, O_DSYNC) or was expected
 //! (`--sync none`).
 
-use headroom_flushcheck::{Finding, VerifyReport, WriteReport};
+use headroom_result::flushcheck::{Finding, FlushRun, VerifyReport, WriteReport};
 use headroom_units::format_size;
 
 /// Most lost blocks listed one per line; the rest are counted (all are in --json).
 const LISTED: usize = 50;
 
 /// "writing 4 KiB blocks with fsync to /mnt/f (run ..., 262143 blocks), reporting to nas:5201".
-pub fn write_started(run: &headroom_net::wire::FlushRun, listener: &str) -> String {
+pub fn write_started(run: &FlushRun, listener: &str) -> String {
     let mut text = format!(
         "flushcheck run {}: writing {} blocks round and round {} ({} blocks), {}, reporting each acknowledged block to {listener}\n",
         run.run,
