@@ -5,7 +5,7 @@
 //! exit codes or printing.
 
 use crate::verdict::{Analysis, Direction};
-use headroom_result::{Probe, ProbeSpec, ResultDoc};
+use headroom_result::{NetProbeKind, Probe, ProbeSpec, ResultDoc};
 use std::time::Duration;
 
 /// Every metric `--goal` accepts, with the unit it takes; shown in errors.
@@ -191,7 +191,8 @@ fn figure_for(metric: Metric, doc: &ResultDoc, analysis: Option<&Analysis>) -> O
             if let Some(v) = analysis.and_then(|a| a.directions.iter().find(|d| d.direction == dir)) {
                 return Some((v.figure_bytes_per_sec, format!("verdict ({})", dir.as_str())));
             }
-            let (rw, net) = if dir == Direction::Read { ("read", "tcp_reverse") } else { ("write", "tcp") };
+            let (rw, net) =
+                if dir == Direction::Read { ("read", NetProbeKind::TcpReverse) } else { ("write", NetProbeKind::Tcp) };
             best(&mut doc.probes.iter().filter_map(|p| {
                 let matches = match &p.spec {
                     ProbeSpec::Disk(d) => d.rw == rw,

@@ -10,7 +10,7 @@
 use crate::ceilings::LinkCeiling;
 use crate::cpu_limits;
 use crate::verdict::AT_CEILING;
-use headroom_result::{Probe, ProbeSpec, Warning, WarningCode};
+use headroom_result::{NetProbeKind, Probe, ProbeSpec, Warning, WarningCode};
 use headroom_units::format_rate;
 
 /// The `details` key of a throughput probe's share of its link ceiling.
@@ -30,7 +30,7 @@ pub fn faster_than_ceiling(share: f64) -> bool {
 /// A probe as `net` and `run` report it: throughput probes held against the
 /// link (`hold_throughput`), round trips and handshakes as measured.
 pub fn net_probe_against_link(p: Probe, ceiling: &LinkCeiling) -> Probe {
-    let throughput = matches!(&p.spec, ProbeSpec::Net(s) if s.test != "rr" && s.test != "connect");
+    let throughput = matches!(&p.spec, ProbeSpec::Net(s) if !s.test.is_latency());
     if throughput {
         hold_throughput(p, ceiling)
     } else {
@@ -42,14 +42,14 @@ pub fn net_probe_against_link(p: Probe, ceiling: &LinkCeiling) -> Probe {
 /// (both directions' for bidir), what the CPU diagnosis settles to, and
 /// `faster_than_ceiling`.
 fn hold_throughput(mut p: Probe, ceiling: &LinkCeiling) -> Probe {
-    let test = match &p.spec {
-        ProbeSpec::Net(s) => s.test.clone(),
-        _ => String::new(),
+    let kind = match &p.spec {
+        ProbeSpec::Net(s) => Some(s.test.clone()),
+        _ => None,
     };
-    let directions = if test == "tcp_bidir" { 2.0 } else { 1.0 };
+    let directions = if kind == Some(NetProbeKind::TcpBidir) { 2.0 } else { 1.0 };
     // A virtual NIC's nominal speed is no ceiling a stream could be at.
     let share = ceiling.tcp_bytes_per_sec.map(|c| p.summary.bytes_per_sec / (c * directions));
-    if test != "udp" {
+    if kind != Some(NetProbeKind::Udp) {
         let at_ceiling = !ceiling.is_virtual && share.is_some_and(|s| s >= AT_CEILING);
         cpu_limits::settle_diagnosis(&mut p, at_ceiling);
     }

@@ -8,7 +8,9 @@ use crate::ping::ConnectResult;
 use crate::stats::LatencyRecorder;
 use crate::tcpinfo::{self, TcpInfo};
 use crate::throughput::ThroughputResult;
-use headroom_result::{Histogram, NetSpec, PingSpec, Probe, ProbeSpec, Sample, SocketBuffers, Summary, Warning};
+use headroom_result::{
+    Histogram, NetProbeKind, NetSpec, PingSpec, Probe, ProbeSpec, Sample, SocketBuffers, Summary, Warning,
+};
 use headroom_units::format_size;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -59,7 +61,7 @@ pub fn throughput_probe(r: &ThroughputResult) -> Probe {
         throughput_id(r),
         name,
         ProbeSpec::Net(NetSpec {
-            test: test.into(),
+            test,
             streams: r.streams,
             protocol: r.protocol.clone(),
             peer: r.peer.clone(),
@@ -164,7 +166,7 @@ pub fn rr_probe(r: &RrResult, protocol: &str, peer: &str) -> Probe {
         "rr-idle".into(),
         format!("TCP request/response {} B", r.size),
         ProbeSpec::Net(NetSpec {
-            test: "rr".into(),
+            test: NetProbeKind::Rr,
             streams: 1,
             protocol: protocol.into(),
             peer: peer.into(),
@@ -235,7 +237,7 @@ pub fn connect_probe(r: &ConnectResult, as_ping: bool, protocol: &str, interval_
         })
     } else {
         ProbeSpec::Net(NetSpec {
-            test: "connect".into(),
+            test: NetProbeKind::Connect,
             streams: 1,
             protocol: protocol.into(),
             peer: r.peer.clone(),

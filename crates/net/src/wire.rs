@@ -268,13 +268,14 @@ pub enum TrafficDirection {
 }
 
 impl TrafficDirection {
-    /// The `test` name in the result document.
-    pub fn test_name(self, udp: bool) -> &'static str {
+    /// The probe kind the result document records.
+    pub fn test_name(self, udp: bool) -> headroom_result::NetProbeKind {
+        use headroom_result::NetProbeKind;
         match (udp, self) {
-            (true, _) => "udp",
-            (false, TrafficDirection::Upload) => "tcp",
-            (false, TrafficDirection::Download) => "tcp_reverse",
-            (false, TrafficDirection::Bidir) => "tcp_bidir",
+            (true, _) => NetProbeKind::Udp,
+            (false, TrafficDirection::Upload) => NetProbeKind::Tcp,
+            (false, TrafficDirection::Download) => NetProbeKind::TcpReverse,
+            (false, TrafficDirection::Bidir) => NetProbeKind::TcpBidir,
         }
     }
 }

@@ -259,11 +259,45 @@ pub struct ProtocolInfo {
     pub interface: Option<String>,
 }
 
+words_enum! {
+    /// What a network probe measured; the verdict and the presenters pick
+    /// probes by it. Open: a newer headroom's kind loads as `Other`.
+    #[derive(Default)]
+    open NetProbeKind {
+        /// TCP from this machine to the server (an upload; the write direction).
+        #[default]
+        Tcp = "tcp",
+        /// TCP from the server to this machine (a download; the read direction).
+        TcpReverse = "tcp_reverse",
+        /// TCP both ways at once.
+        TcpBidir = "tcp_bidir",
+        /// UDP at a target rate: loss and jitter.
+        Udp = "udp",
+        /// Request/response round trips.
+        Rr = "rr",
+        /// Connection setup time.
+        Connect = "connect",
+    }
+}
+
+impl NetProbeKind {
+    /// A TCP throughput probe, in any direction.
+    pub fn is_tcp_throughput(&self) -> bool {
+        matches!(self, NetProbeKind::Tcp | NetProbeKind::TcpReverse | NetProbeKind::TcpBidir)
+    }
+
+    /// A probe that times messages rather than moving bulk data.
+    pub fn is_latency(&self) -> bool {
+        matches!(self, NetProbeKind::Rr | NetProbeKind::Connect)
+    }
+}
+
 /// A network probe's resolved parameters.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct NetSpec {
     /// tcp, tcp_reverse, tcp_bidir, udp, rr or connect.
-    pub test: String,
+    #[schemars(with = "String")]
+    pub test: NetProbeKind,
     /// Parallel TCP connections or UDP flows.
     pub streams: u32,
     /// headroom or iperf3.

@@ -67,42 +67,6 @@ words_enum! {
     }
 }
 
-impl PartialEq<&str> for WarningCode {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
-impl PartialEq<str> for WarningCode {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl From<String> for WarningCode {
-    fn from(word: String) -> Self {
-        WarningCode::from(word.as_str())
-    }
-}
-
-impl From<WarningCode> for String {
-    fn from(code: WarningCode) -> Self {
-        code.as_str().to_string()
-    }
-}
-
-impl Serialize for WarningCode {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for WarningCode {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d).map(WarningCode::from)
-    }
-}
-
 /// Something the user must know to trust a figure; `code` is stable, `message` human.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Warning {

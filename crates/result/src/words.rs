@@ -10,7 +10,9 @@
 ///
 /// `open Name { Variant = "word", ... }`: a list a newer headroom may extend
 /// (an unknown word is kept as `Other(word)` and written back unchanged;
-/// `as_str`, `From<&str>`, `Display`; serde is the caller's, through the word).
+/// `as_str`, `From<&str>`/`From<String>`, `Display`, serde as the word, and
+/// comparison with a word; a field of this type takes
+/// `#[schemars(with = "String")]`, since the list is open).
 macro_rules! words_enum {
     ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $word:literal,)+ }) => {
         $(#[$doc])*
@@ -59,6 +61,42 @@ macro_rules! words_enum {
         impl From<&str> for $name {
             fn from(word: &str) -> Self {
                 $name::from_known_word(word).unwrap_or_else(|| $name::Other(word.to_string()))
+            }
+        }
+
+        impl From<String> for $name {
+            fn from(word: String) -> Self {
+                $name::from(word.as_str())
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(value: $name) -> Self {
+                value.as_str().to_string()
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.as_str() == *other
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.as_str() == other
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                String::deserialize(d).map($name::from)
             }
         }
     };

@@ -17,7 +17,7 @@ use crate::ceilings::{self, FarEnd, NetworkPath, PathHints, PathModel};
 use crate::cpu_limits;
 use crate::per_second::per_second;
 use headroom_result::{
-    details, BlockDevice, Ceiling, Hop, HopFigure, IoLimit, Probe, ProbeSpec, ResultDoc, Side, Verdict,
+    details, BlockDevice, Ceiling, Hop, HopFigure, IoLimit, NetProbeKind, Probe, ProbeSpec, ResultDoc, Side, Verdict,
 };
 pub use headroom_result::{Bottleneck, Direction, DirectionVerdict};
 
@@ -77,8 +77,9 @@ pub fn analyse(doc: &ResultDoc, hints: &PathHints) -> Result<Analysis, ceilings:
 pub fn annotate(doc: &mut ResultDoc, hints: &PathHints) -> Result<Analysis, ceilings::BadLinkSpec> {
     let model = ceilings::derive(doc, hints)?;
     let link = model.ceiling(Hop::Link).map(|c| c.bytes_per_sec);
-    for probe in doc.probes.iter_mut().filter(|p| matches!(&p.spec, ProbeSpec::Net(n) if n.test.starts_with("tcp"))) {
-        let directions = if matches!(&probe.spec, ProbeSpec::Net(n) if n.test == "tcp_bidir") { 2.0 } else { 1.0 };
+    for probe in doc.probes.iter_mut().filter(|p| matches!(&p.spec, ProbeSpec::Net(n) if n.test.is_tcp_throughput())) {
+        let directions =
+            if matches!(&probe.spec, ProbeSpec::Net(n) if n.test == NetProbeKind::TcpBidir) { 2.0 } else { 1.0 };
         let at_ceiling = link.is_some_and(|l| probe.summary.bytes_per_sec >= l * directions * AT_CEILING);
         cpu_limits::settle_diagnosis(probe, at_ceiling);
     }
@@ -101,8 +102,8 @@ fn best_disk_probe(doc: &ResultDoc, dir: Direction, far: bool) -> Option<&Probe>
 /// The best TCP probe of a direction: reads are server-to-client (`tcp_reverse`).
 fn best_net_probe(doc: &ResultDoc, dir: Direction) -> Option<&Probe> {
     let test = match dir {
-        Direction::Read => "tcp_reverse",
-        Direction::Write => "tcp",
+        Direction::Read => NetProbeKind::TcpReverse,
+        Direction::Write => NetProbeKind::Tcp,
     };
     doc.probes
         .iter()

@@ -320,7 +320,7 @@ fn headroom_test(
         s,
         peer,
         "headroom",
-        test,
+        test.as_str(),
         streams,
         duration,
         total,

@@ -135,13 +135,13 @@ fn iperf3_session(
         }
     }
     let cpu = cpu.stop();
-    let test = if p.udp { "udp" } else { TrafficDirection::from_iperf3(&p).test_name(false) };
+    let test = TrafficDirection::from_iperf3(&p).test_name(p.udp);
     let bytes: u64 = outcomes.iter().map(|o| o.bytes).sum();
     match ending {
         Ending::Client => {}
         Ending::Gone(e) | Ending::Server(e) => {
             let _ = iperf3_wire::write_state(conn, iperf3_wire::SERVER_TERMINATE);
-            log_test(s, peer, "iperf3", test, p.parallel, duration, bytes, &format!("aborted: {e}"));
+            log_test(s, peer, "iperf3", test.as_str(), p.parallel, duration, bytes, &format!("aborted: {e}"));
             return Ok(());
         }
     }
@@ -152,7 +152,7 @@ fn iperf3_session(
     iperf3_wire::write_json(conn, &results.to_json()).map_err(|e| e.to_string())?;
     iperf3_wire::write_state(conn, iperf3_wire::DISPLAY_RESULTS).map_err(|e| e.to_string())?;
     let _ = iperf3_wire::read_state(conn); // IPERF_DONE; its absence changes nothing
-    log_test(s, peer, "iperf3", test, p.parallel, duration, bytes, "ok");
+    log_test(s, peer, "iperf3", test.as_str(), p.parallel, duration, bytes, "ok");
     Ok(())
 }
 

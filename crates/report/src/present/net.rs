@@ -50,7 +50,7 @@ pub fn probe(p: &Probe, ceiling: &LinkCeiling, style: Style) -> String {
     let d = &p.details;
     let num = |k: &str| d.get(k).and_then(|v| v.as_f64());
     match &p.spec {
-        ProbeSpec::Net(s) if s.test == "rr" || s.test == "connect" => match &p.summary.latency_ns {
+        ProbeSpec::Net(s) if s.test.is_latency() => match &p.summary.latency_ns {
             Some(l) => format!(
                 "  {:<24} min {}  mean {}  p50 {}  p99 {}  max {}  stddev {}\n",
                 p.name,
