@@ -5,8 +5,9 @@
 //! The steps use the same engines and the same post-processing as the single
 //! commands (`disk`, `net`, `cpu`), so `run` measures exactly what they do.
 
+use crate::disk::DiskFailure;
 use crate::path::{bus_under, link_towards};
-use crate::post::{cpu_probe_with_link, with_write_cliff};
+use crate::post::cpu_probe_with_link;
 use headroom_analysis::{annotate, evaluate, Analysis, BadLinkSpec, Goal, GoalResult, LinkSpec, LinkTarget, PathHints};
 use headroom_cpu::{BufferSpec, CpuEngine, CpuRequest};
 use headroom_disk::{BusCeiling, DiskEngine, DiskRequest, DiskTarget, TestChoice, TestDef};
@@ -96,7 +97,7 @@ fn failed(what: &str, e: impl std::fmt::Display) -> JobError {
 /// noise (2 one-second samples never can). full is CrystalDiskMark's set.
 /// `bus` is the ceiling of the bus under `path`, when it is known.
 pub fn disk_plan_of_preset(path: &Path, preset: Preset, bus: Option<&BusCeiling>) -> Result<Plan, JobError> {
-    disk_plan(path, preset, bus, false, None)
+    Ok(disk_plan(path, preset, bus, false, None)?.0)
 }
 
 /// The disk tests of a preset and `custom` (timed like the preset's), only
@@ -108,7 +109,7 @@ fn disk_plan(
     bus: Option<&BusCeiling>,
     reads_only: bool,
     custom: Option<&TestDef>,
-) -> Result<Plan, JobError> {
+) -> Result<(Plan, Vec<DiskRequest>), JobError> {
     let choice = match preset {
         Preset::Full => TestChoice { preset: Some("cdm".into()), ..TestChoice::default() },
         Preset::Quick => TestChoice {
@@ -144,7 +145,7 @@ fn disk_plan(
         force: false,
         keep: false,
     };
-    Ok(DiskRequest::plan(&target, &selection, bus).0)
+    Ok(DiskRequest::plan(&target, &selection, bus))
 }
 
 /// The network tests of a preset against `server`: one stream each way
@@ -342,13 +343,14 @@ fn endpoint(settings: &JobSettings, server: &str) -> Result<Endpoint, JobError> 
     Ok(endpoint)
 }
 
-/// A disk step: `plan` on `runner`, the test files removed after it; the
-/// probes with their write-cliff check, and the step's warnings.
-/// With `far_end`, each probe also records the CPU of the server there
-/// (`details.cpu_load_remote`).
+/// A disk step: `plan` on `runner` through the disk job's loop (the same
+/// as `headroom disk`'s), the test files removed after it; the probes with
+/// their write-cliff check, and the step's warnings. Any failure fails the
+/// step: a run is judged whole. With `far_end`, each probe also records the
+/// CPU of the server there (`details.cpu_load_remote`).
 fn disk_step(
     runner: &mut Runner,
-    plan: &Plan,
+    (plan, requests): &(Plan, Vec<DiskRequest>),
     what: &str,
     stop: &AtomicBool,
     sinks: &mut StepSinks<'_>,
@@ -356,24 +358,23 @@ fn disk_step(
 ) -> Result<(Vec<Probe>, Vec<Warning>), JobError> {
     let mut watch =
         far_end.map(|(server, serving)| FarCpuSink { server, serving, watching: None, loads: HashMap::new() });
-    let runs = run_step_watched(runner, plan, stop, sinks, true, watch.as_mut().map(|w| w as &mut dyn Sink));
-    let warnings: Vec<Warning> = runner.warnings().to_vec();
-    runner.finish(); // removes the test file
+    let extra = watch.as_mut().map(|w| w as &mut dyn Sink);
+    let measured = crate::disk::measure(runner, plan, requests, stop, sinks, extra, &mut crate::disk::Quiet);
     check_stopped(stop)?;
+    match measured.failure {
+        None => {}
+        Some(DiskFailure::StoppedInLayout) => return Err(failed(what, ProbeError::Stopped)),
+        Some(DiskFailure::Refused(e) | DiskFailure::Failed(e)) => return Err(failed(what, e)),
+    }
     let mut far_loads = watch.map(|w| w.loads).unwrap_or_default();
-    let mut probes = Vec::new();
-    for (index, run) in runs.iter().enumerate() {
-        if let Some(e) = run.error() {
-            return Err(failed(what, e));
-        }
-        let Some(mut probe) = run.probe().cloned() else { continue };
+    let mut probes = measured.probes;
+    for (index, probe) in probes.iter_mut().enumerate() {
         if let Some(load) = far_loads.remove(&index) {
             let load = serde_json::to_value(load).expect("a CPU load is plain data");
             probe.details.insert(cpu_load_key(Side::Remote).into(), load);
         }
-        probes.push(with_write_cliff(probe));
     }
-    Ok((probes, warnings))
+    Ok((probes, measured.warnings))
 }
 
 /// The far end's own disk at `remote_path`, measured by the server, and the
@@ -388,7 +389,8 @@ fn far_end_step(
     let server = endpoint(settings, server)?;
     let mut peer = headroom_net::remote_inventory(&server).map_err(|e| failed("the server's inventory", e))?;
     peer.reached_as = Some(server.host.clone());
-    let plan = disk_plan_of_preset(remote_path, settings.preset, None)?.placed_at(&server.display());
+    let (plan, requests) = disk_plan(remote_path, settings.preset, None, false, None)?;
+    let plan = (plan.placed_at(&server.display()), requests);
     let mut runner = Runner::new().with(RemoteEngine::new(EngineKind::Disk, server));
     let (probes, _) = disk_step(&mut runner, &plan, "the server's disk probes", stop, sinks, None)?;
     Ok((probes, peer))
