@@ -11,7 +11,8 @@
 //!   write-cliff check, the share of the link, the CPU kernel against the
 //!   link ([`post`]);
 //! - the jobs of the single commands, from settings to the document:
-//!   `disk` ([`disk`]), whose measuring loop the main job's disk steps share;
+//!   `disk` ([`disk`]), whose measuring loop the main job's disk steps share,
+//!   and `net` ([`net`]);
 //! - the far end: the disk and CPU probes `headroom serve` runs for clients,
 //!   confined to its `--allow-path` directories ([`ServedProbes`]).
 //!
@@ -22,6 +23,7 @@
 pub mod disk;
 mod far_end;
 mod main_job;
+pub mod net;
 mod path;
 mod post;
 
