@@ -170,9 +170,21 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
              give one of them (a loopback run has no NIC to choose)"
         );
     }
+    let server = match &args.server {
+        Some(s) => {
+            let mut endpoint = headroom_net::Endpoint::parse(s, args.token.clone(), headroom_job::RUN_CONNECT_TIMEOUT)
+                .map_err(|e| anyhow::anyhow!("--server: {e}"))?;
+            endpoint.source = source.clone();
+            Some(endpoint)
+        }
+        None => None,
+    };
+    let towards = server.as_ref().map(|e| (e.host.clone(), e.port)).or_else(|| {
+        let url = ShareUrl::parse(args.share.as_deref()?).ok()?;
+        Some((url.server().host.clone(), url.server().port))
+    });
     let job = JobSettings {
-        server: args.server.clone(),
-        token: args.token.clone(),
+        server,
         path,
         remote_path: args.remote_path.clone(),
         share: args.share.clone(),
@@ -186,15 +198,6 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
     };
     // The NIC the verdict holds the path against: the one the route to the
     // server (or the share's host) leaves through, as `net` and `ping` choose it.
-    let towards = args
-        .server
-        .as_deref()
-        .and_then(|s| headroom_net::Endpoint::parse(s, None, Duration::from_secs(1)).ok())
-        .map(|e| (e.host, e.port))
-        .or_else(|| {
-            let url = ShareUrl::parse(args.share.as_deref()?).ok()?;
-            Some((url.server().host.clone(), url.server().port))
-        });
     let nic = towards.and_then(|(host, port)| headroom_job::interface_towards(&host, port, &source));
     Ok(RunSetup { job, hints: PathHints { link: args.link.clone(), nic }, goals })
 }

@@ -31,7 +31,7 @@ pub use disk::disk_spec;
 pub use far_end::{parse_allowed_net, ProbeCaps, ServedProbes};
 pub use main_job::{
     cpu_hop_plan, disk_plan_of_preset, hold_goals, judge, main_job, net_plan_of_preset, JobError, JobSettings, Preset,
-    StepSinks,
+    StepSinks, RUN_CONNECT_TIMEOUT,
 };
 pub use path::{bus_under, interface_towards, link_towards, link_towards_from};
 pub use post::{cpu_probe_with_link, with_write_cliff};

@@ -44,11 +44,10 @@ pub struct JobSettings {
     /// Where this machine's connections leave from (`--bind`, `--interface`):
     /// to the server and to the share.
     pub source: headroom_net::Source,
-    /// A `headroom serve` or iperf3 server, HOST or HOST:PORT; None: a
-    /// loopback headroom server in this process.
-    pub server: Option<String>,
-    /// Token of a server that requires one.
-    pub token: Option<String>,
+    /// A `headroom serve` or iperf3 server with its token, reached from
+    /// `source` within `run`'s connect timeout ([`RUN_CONNECT_TIMEOUT`]);
+    /// None: a loopback headroom server in this process.
+    pub server: Option<Endpoint>,
     /// Directory whose filesystem the disk probes test here (a mounted share
     /// for the client's view); None: no disk probes here.
     pub path: Option<PathBuf>,
@@ -325,8 +324,17 @@ fn network_step(
                 .spawn(),
         ),
     };
-    let server = settings.server.clone().unwrap_or_else(|| loopback.as_ref().expect("started above").addr.to_string());
-    let Endpoint { host, port, token, timeout, source } = endpoint(settings, &server)?;
+    let server = match (&settings.server, &loopback) {
+        (Some(server), _) => server.clone(),
+        (None, loopback) => {
+            let addr = loopback.as_ref().expect("started above").addr;
+            let mut endpoint = Endpoint::parse(&addr.to_string(), None, RUN_CONNECT_TIMEOUT)
+                .map_err(|e| failed("the loopback server", e))?;
+            endpoint.source = settings.source.clone();
+            endpoint
+        }
+    };
+    let Endpoint { host, port, token, timeout, source } = server;
     let server =
         NetServer { host, port, token, timeout, source, protocol: ProtocolChoice::Auto, session_per_test: false };
     let runs = run_step(runner, &net_plan_of_preset(&server, settings.preset), stop, sinks, false);
@@ -335,13 +343,8 @@ fn network_step(
     net_probes(runs, &server)
 }
 
-/// `HOST[:PORT]` with the default port and the connect timeout of `run`.
-fn endpoint(settings: &JobSettings, server: &str) -> Result<Endpoint, JobError> {
-    let mut endpoint =
-        Endpoint::parse(server, settings.token.clone(), Duration::from_secs(5)).map_err(|e| failed("--server", e))?;
-    endpoint.source = settings.source.clone();
-    Ok(endpoint)
-}
+/// How long `run` waits for the server to answer a connection.
+pub const RUN_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A disk step: `plan` on `runner` through the disk job's loop (the same
 /// as `headroom disk`'s), the test files removed after it; the probes with
@@ -385,8 +388,7 @@ fn far_end_step(
     stop: &AtomicBool,
     sinks: &mut StepSinks<'_>,
 ) -> Result<(Vec<Probe>, Host), JobError> {
-    let server = settings.server.as_deref().ok_or_else(|| failed("--remote-path", "needs --server HOST"))?;
-    let server = endpoint(settings, server)?;
+    let server = settings.server.clone().ok_or_else(|| failed("the server's disk", "needs a server"))?;
     let mut peer = headroom_net::remote_inventory(&server).map_err(|e| failed("the server's inventory", e))?;
     peer.reached_as = Some(server.host.clone());
     let (plan, requests) = disk_plan(remote_path, settings.preset, None, false, None)?;
@@ -409,7 +411,7 @@ fn far_end_cpu(settings: &JobSettings, share: Option<&ShareUrl>) -> Result<Optio
         },
         None => ServingQuery { port: None, names: FILE_SERVER_DAEMONS.iter().map(|n| n.to_string()).collect() },
     };
-    Ok(Some((endpoint(settings, server)?, serving)))
+    Ok(Some((server.clone(), serving)))
 }
 
 /// Runs the main job: the CPU hop (when asked), the network, the server's
