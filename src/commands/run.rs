@@ -113,9 +113,8 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
             bail!("--server '{s}' is not HOST or HOST:PORT (example: --server nas.lan or --server 192.168.1.10:5201)");
         }
     }
-    if let Some(share) = &args.share {
-        ShareUrl::parse(share).map_err(|e| anyhow::anyhow!("--share {e}"))?;
-    }
+    let share_url: Option<ShareUrl> =
+        args.share.as_deref().map(str::parse).transpose().map_err(|e| anyhow::anyhow!("--share {e}"))?;
     let path = match (&args.path, &args.remote_path) {
         (Some(p), _) => Some(p.clone()),
         (None, _) if args.share.is_some() => None,
@@ -150,7 +149,7 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
         Some(spec) => {
             // Timed like the preset's tests by the job; these are placeholders.
             let t = headroom_disk::parse_test_spec(spec, Duration::from_secs(2), Duration::ZERO)?;
-            let export = args.share.as_deref().is_some_and(|s| ShareUrl::parse(s).is_ok_and(|u| u.is_whole_export()));
+            let export = share_url.as_ref().is_some_and(ShareUrl::is_whole_export);
             if export && t.rw.writes() {
                 bail!(
                     "--test {spec} writes, and run never writes to a whole export (iscsi://, nbd://); use a read test"
@@ -179,10 +178,10 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
         }
         None => None,
     };
-    let towards = server.as_ref().map(|e| (e.host.clone(), e.port)).or_else(|| {
-        let url = ShareUrl::parse(args.share.as_deref()?).ok()?;
-        Some((url.server().host.clone(), url.server().port))
-    });
+    let towards = server
+        .as_ref()
+        .map(|e| (e.host.clone(), e.port))
+        .or_else(|| share_url.as_ref().map(|url| (url.server().host.clone(), url.server().port)));
     let job = JobSettings {
         server,
         path,
