@@ -99,7 +99,6 @@ pub struct RunArgs {
 #[derive(Debug)]
 struct RunSetup {
     job: JobSettings,
-    hints: PathHints,
     goals: Vec<Goal>,
 }
 
@@ -182,6 +181,9 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
         .as_ref()
         .map(|e| (e.host.clone(), e.port))
         .or_else(|| share_url.as_ref().map(|url| (url.server().host.clone(), url.server().port)));
+    // The NIC the verdict holds the path against: the one the route to the
+    // server (or the share's host) leaves through, as `net` and `ping` choose it.
+    let nic = towards.and_then(|(host, port)| headroom_job::interface_towards(&host, port, &source));
     let job = JobSettings {
         server,
         path,
@@ -189,16 +191,13 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
         share: args.share.clone(),
         credentials: args.credentials.clone(),
         custom_test,
-        link: args.link.clone(),
+        hints: PathHints { link: args.link.clone(), nic },
         preset,
         cpu: args.cpu,
         label: args.label.clone(),
         source: source.clone(),
     };
-    // The NIC the verdict holds the path against: the one the route to the
-    // server (or the share's host) leaves through, as `net` and `ping` choose it.
-    let nic = towards.and_then(|(host, port)| headroom_job::interface_towards(&host, port, &source));
-    Ok(RunSetup { job, hints: PathHints { link: args.link.clone(), nic }, goals })
+    Ok(RunSetup { job, goals })
 }
 
 pub fn run(args: &RunArgs, out: &Output) -> anyhow::Result<Outcome> {
@@ -219,7 +218,7 @@ pub fn run(args: &RunArgs, out: &Output) -> anyhow::Result<Outcome> {
         Err(e) => bail!(e),
     };
     let focus = setup.job.custom_test.as_ref().map(|t| t.id.as_str());
-    finish(doc, &setup.hints, &setup.goals, focus, args.save.as_deref(), args.bars, out)
+    finish(doc, &setup.job.hints, &setup.goals, focus, args.save.as_deref(), args.bars, out)
 }
 
 /// Judges a measured document (verdict, goals), prints and saves it; a

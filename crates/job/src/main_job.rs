@@ -62,8 +62,11 @@ pub struct JobSettings {
     /// `--test RW:BS[:qN][:tN]`: one more disk test on the path or share, the
     /// one the goals are held against (e.g. IOMeter's 512K sequential read).
     pub custom_test: Option<TestDef>,
-    /// `--link`: the narrowest link between client and server.
-    pub link: Option<LinkSpec>,
+    /// What the verdict holds the path against: the narrowest link between
+    /// client and server (`--link`, which the CPU hop is held against too)
+    /// and the NIC towards the server. Carried once, to the CPU step and to
+    /// [`judge`].
+    pub hints: PathHints,
     /// Quick or full.
     pub preset: Preset,
     /// Measure the CPU hop too (always with the full preset).
@@ -429,7 +432,7 @@ pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks
     if settings.cpu || settings.preset == Preset::Full {
         let runs = run_step(&mut runner, &cpu_hop_plan(&host)?, stop, sinks, true);
         check_stopped(stop)?;
-        probes.extend(cpu_probes(runs, settings.link.as_ref(), &host)?);
+        probes.extend(cpu_probes(runs, settings.hints.link.as_ref(), &host)?);
     }
     probes.extend(network_step(&mut runner, settings, stop, sinks)?);
     if let Some(remote_path) = &settings.remote_path {
