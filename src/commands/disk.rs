@@ -1,20 +1,21 @@
 //! `headroom disk PATH`: storage tests (presets or one custom test) on a
-//! directory, block device or existing file. Hands the flags to the disk
-//! engine's preset resolution, runs the plan on the Runner with a progress
-//! bar, adds the write-cliff check (headroom-analysis) and prints its
-//! `headroom.result/v1` document: as JSON, or through the presenter
-//! (crates/report/src/present/disk.rs). The measuring is all in crates/disk.
+//! directory, block device or existing file. Turns the flags into the disk
+//! job's settings, hands them to `headroom_job::disk` with a progress bar,
+//! and prints its `headroom.result/v1` document: as JSON, or through the
+//! presenter (crates/report/src/present/disk.rs). The measuring is all in
+//! crates/disk, the job around it in crates/job.
 
 use crate::output::{Outcome, Output};
 use crate::progress::ProgressSink;
 use anyhow::{bail, Context};
-use headroom_disk::{looks_like_url, DiskEngine, DiskError, DiskRequest, DiskTarget, ShareOpener};
+use headroom_disk::{looks_like_url, DiskError, DiskTarget, ShareOpener};
 use headroom_disk::{resolve, Preset, TestChoice, SWEEP_BLOCK_SIZES, SWEEP_QUEUE_DEPTHS};
-use headroom_net::RemoteEngine;
+use headroom_job::disk::{self, DiskJobError, DiskReport};
+use headroom_job::disk_spec;
 use headroom_proto::{Credentials, Opener, ShareUrl};
 use headroom_report::present::{self, disk::Layout, disk::TargetSummary};
-use headroom_result::{Ceiling, Probe, ResultDoc};
-use headroom_runner::{EngineKind, PrepareEvent, ProbeError, Runner, Sink};
+use headroom_result::Probe;
+use headroom_runner::{PrepareEvent, Sink};
 use headroom_units::{DurationArg, Size};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -190,14 +191,15 @@ fn share_opener(args: &DiskArgs, remote: bool) -> anyhow::Result<Option<Arc<dyn 
     Ok(Some(Arc::new(Opener::new(credentials).from_source(source))))
 }
 
-/// What the disk engine said about the target, for the heading.
-#[derive(Default)]
-struct TargetSeen(Option<PrepareEvent>);
+/// Says the O_DIRECT fallback on stderr, beside the table (not with --json).
+struct Notices {
+    json: bool,
+}
 
-impl Sink for TargetSeen {
-    fn prepared(&mut self, event: &PrepareEvent) {
-        if matches!(event, PrepareEvent::DiskTarget { .. }) {
-            self.0 = Some(event.clone());
+impl DiskReport for Notices {
+    fn direct_refused(&mut self, path: &str) {
+        if !self.json {
+            eprintln!("headroom: warning: {path} refuses O_DIRECT; testing buffered I/O (the page cache may answer)");
         }
     }
 }
@@ -225,93 +227,30 @@ pub fn run(args: &DiskArgs, out: &Output) -> anyhow::Result<Outcome> {
             args.path.display()
         );
     }
-    // The bus under a remote path is the server's: not known here.
-    let bus = if server.is_some() || share.is_some() { None } else { headroom_job::bus_under(&args.path) };
-    let (mut plan, requests) = DiskRequest::plan(&target, &selection, bus.as_ref());
-    let mut runner = match server {
-        Some(server) => {
-            plan = plan.placed_at(&server.display());
-            Runner::new().with(RemoteEngine::new(EngineKind::Disk, server))
-        }
-        None => Runner::new().with(share.map_or_else(DiskEngine::new, |opener| DiskEngine::new().with_shares(opener))),
+    let layout = match selection.preset {
+        Some(Preset::Sweep) => Layout::Sweep { block_sizes: &SWEEP_BLOCK_SIZES, queue_depths: &SWEEP_QUEUE_DEPTHS },
+        Some(Preset::Sync) => Layout::Sync,
+        _ => Layout::Table,
     };
-    let mut bars = ProgressSink::new(out.progress && !out.json, out.iec, &plan);
-    let mut seen = TargetSeen::default();
-    let mut probes: Vec<Probe> = Vec::new();
-    let mut failure: Option<String> = None;
-    let mut fallback_warned = false;
-    for run in runner.execute(&plan, stop, &mut [&mut bars, &mut seen]) {
-        match run.result {
-            // Refused before its first I/O (an engine that could not start, a
-            // server that will not take this block size): no row of zeros.
-            Ok(measured) if measured.error.is_some() && measured.probe.summary.ops.unwrap_or(0) == 0 => {
-                failure = measured.error.map(|e| e.to_string());
-                break;
-            }
-            Ok(measured) => {
-                let probe = measured.probe;
-                let direct = disk_spec(&probe).is_some_and(|d| d.direct);
-                if requests[probes.len()].wants_direct() && !direct && !fallback_warned && !out.json {
-                    eprintln!(
-                        "headroom: warning: {} refuses O_DIRECT; testing buffered I/O (the page cache may answer)",
-                        disk_spec(&probe).map_or("", |d| d.path.as_str())
-                    );
-                    fallback_warned = true;
-                }
-                let stopped = probe.stopped_early();
-                probes.push(headroom_job::with_write_cliff(probe));
-                // Keep the figures measured so far; report the error after them.
-                if let Some(e) = measured.error {
-                    failure = Some(e.to_string());
-                    break;
-                }
-                if stopped {
-                    break;
-                }
-            }
-            Err(ProbeError::Stopped) => {
-                eprintln!("headroom: stopped while laying out the test file; nothing was measured");
-                return Ok(Outcome::Error);
-            }
-            // Before the first test: the target or a test was refused.
-            Err(e) if !run.started => bail!(e),
-            Err(e) => {
-                failure = Some(e.to_string());
-                break;
-            }
+    let job = disk::DiskJob { target, selection, server, share, goals };
+    let (progress, iec) = (out.progress && !out.json, out.iec);
+    let mut bars = |plan: &headroom_runner::Plan| -> Box<dyn Sink> { Box::new(ProgressSink::new(progress, iec, plan)) };
+    let done = match disk::run(job, stop, &mut bars, &mut Notices { json: out.json }) {
+        Ok(done) => done,
+        Err(e @ DiskJobError::StoppedInLayout) => {
+            eprintln!("headroom: {e}");
+            return Ok(Outcome::Error);
         }
-    }
-    let run_warnings = runner.warnings().to_vec();
-    runner.finish(); // removes the test file before anything is printed
-    drop(bars);
-    if let (true, Some(e)) = (probes.is_empty(), &failure) {
-        bail!("{e}"); // nothing measured: the error alone, no empty table
-    }
-
-    let mut doc = ResultDoc::new(headroom_result::now_rfc3339());
-    doc.probes = probes;
-    doc.warnings = run_warnings;
-    if let Some(b) = &bus {
-        doc.ceilings.push(Ceiling {
-            hop: headroom_result::Hop::Bus,
-            name: b.name.clone(),
-            bytes_per_sec: b.bytes_per_sec,
-            source: Some(b.source.clone()),
-        });
-    }
-    let goal_results = headroom_job::hold_goals(&mut doc, &goals, None);
+        Err(e) => bail!(e),
+    };
+    let doc = done.doc;
     if out.json {
         out.print_json(&doc)?;
     } else {
-        let Some(PrepareEvent::DiskTarget { path, kind, filesystem, size }) = &seen.0 else {
+        let Some(PrepareEvent::DiskTarget { path, kind, filesystem, size }) = &done.target else {
             bail!("the disk engine did not report its target");
         };
         let target = TargetSummary { path, kind, filesystem: filesystem.as_deref(), size: *size };
-        let layout = match selection.preset {
-            Some(Preset::Sweep) => Layout::Sweep { block_sizes: &SWEEP_BLOCK_SIZES, queue_depths: &SWEEP_QUEUE_DEPTHS },
-            Some(Preset::Sync) => Layout::Sync,
-            _ => Layout::Table,
-        };
         out.print(&present::disk::render(&doc, &target, layout, out.style()));
         if args.show_fio {
             out.print(&fio_lines(&doc.probes));
@@ -320,14 +259,14 @@ pub fn run(args: &DiskArgs, out: &Output) -> anyhow::Result<Outcome> {
     if let Some(file) = &args.fio_job {
         write_fio_job(file, &doc.probes)?;
     }
-    if let Some(e) = failure {
+    if let Some(e) = done.failure {
         bail!(e);
     }
     if stop.load(Ordering::Relaxed) {
         eprintln!("headroom: stopped by a signal; the figures above cover what was measured");
         return Ok(Outcome::Error);
     }
-    Ok(crate::output::goal_outcome(&goal_results, out))
+    Ok(crate::output::goal_outcome(&done.goals, out))
 }
 
 /// Each test's fio equivalent, for `--show-fio`.
@@ -351,11 +290,4 @@ fn write_fio_job(file: &std::path::Path, probes: &[Probe]) -> anyhow::Result<()>
 
 fn user_error(e: DiskError) -> anyhow::Error {
     anyhow::anyhow!(e.to_string())
-}
-
-fn disk_spec(p: &Probe) -> Option<&headroom_result::DiskSpec> {
-    match &p.spec {
-        headroom_result::ProbeSpec::Disk(d) => Some(d),
-        _ => None,
-    }
 }

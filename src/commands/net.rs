@@ -2,21 +2,19 @@
 //! time, throughput up/down/bidirectional with 1 and N streams, against a
 //! headroom server or a stock iperf3 server, each figure next to the link
 //! ceiling and with the sender's TCP_INFO explaining a short single stream.
-//! The tests are a plan the Runner runs on the net engine; each probe is
-//! held against the link by `headroom_analysis::link_share` and shown by
-//! `headroom_report::present::net` as it finishes.
+//! The flags become `headroom_job::net`'s settings; the job runs them and
+//! reports each probe, held against the link, as it finishes, which
+//! `headroom_report::present::net` shows.
 
 use crate::output::{Outcome, Output};
 use crate::progress::ProgressSink;
 use anyhow::bail;
-use headroom_analysis::net_probe_against_link;
-use headroom_analysis::LinkSpec;
-use headroom_net::{
-    NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, Source, ThroughputSpec, TrafficDirection,
-};
+use headroom_analysis::{LinkCeiling, LinkSpec};
+use headroom_job::net::{self, NetReport};
+use headroom_net::{NetServer, NetTest, ProtocolChoice, Source, ThroughputSpec, TrafficDirection};
 use headroom_report::present;
-use headroom_result::{Probe, ResultDoc, Warning};
-use headroom_runner::{Plan, PrepareEvent, ProbeError, Runner, Sink};
+use headroom_result::Probe;
+use headroom_runner::Sink;
 use headroom_units::{DurationArg, Rate, Size};
 use std::time::Duration;
 
@@ -178,14 +176,29 @@ fn validate(args: &NetArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The peer as the net engine found it: the heading's protocol and version.
-#[derive(Default)]
-struct PeerSeen(Option<(String, Option<String>)>);
+/// Prints the heading and each probe as the job reports them (not with --json).
+struct Live<'a> {
+    out: &'a Output,
+    target: String,
+}
 
-impl Sink for PeerSeen {
-    fn prepared(&mut self, event: &PrepareEvent) {
-        if let PrepareEvent::PeerReady { protocol, server_version, .. } = event {
-            self.0 = Some((protocol.clone(), server_version.clone()));
+impl NetReport for Live<'_> {
+    fn ready(&mut self, protocol: &str, server_version: Option<&str>, ceiling: &LinkCeiling) {
+        if !self.out.json {
+            let style = self.out.style();
+            self.out.print(&present::net::heading(&self.target, protocol, server_version, ceiling, style));
+        }
+    }
+
+    fn probe(&mut self, probe: &Probe, ceiling: &LinkCeiling) {
+        if !self.out.json {
+            self.out.print(&present::net::probe(probe, ceiling, self.out.style()));
+        }
+    }
+
+    fn failure(&mut self, line: &str) {
+        if !self.out.json {
+            self.out.print(&present::net::failure(line));
         }
     }
 }
@@ -196,7 +209,7 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
     let tests = selected_tests(args)?;
     let (host, port) = headroom_net::split_host_port(&args.host).map_err(|e| anyhow::anyhow!("HOST {e}"))?;
     let server = NetServer {
-        host: host.clone(),
+        host,
         port: port.unwrap_or(headroom_net::DEFAULT_PORT),
         token: args.token.clone(),
         timeout: args.timeout.0,
@@ -209,76 +222,22 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
         session_per_test: false,
     };
     let want_rr_load = tests.iter().any(|t| t == "rtt");
-    let plan = Plan::new(
-        tests
-            .iter()
-            .map(|t| NetRequest { server: server.clone(), test: net_test(t, args, want_rr_load) }.to_request())
-            .collect(),
-    );
-    let started_at = headroom_result::now_rfc3339();
-    let stop = crate::signals::stop_flag();
-    let mut runner = Runner::new().with(NetEngine::new());
-    // Detect the protocol (and fail early on DNS, refused port, wrong token).
-    let mut peer = PeerSeen::default();
-    runner.prepare(&plan, stop, &mut [&mut peer]).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let (protocol, server_version) = peer.0.unwrap_or_else(|| ("iperf3".into(), None));
-    let ceiling = headroom_job::link_towards_from(&host, server.port, args.link.as_ref(), &server.source);
-    if !out.json {
-        let target = match server.source.describe() {
-            Some(source) => format!("{} {source}", server.display()),
-            None => server.display(),
-        };
-        out.print(&present::net::heading(&target, &protocol, server_version.as_deref(), &ceiling, out.style()));
-    }
-    let mut probes: Vec<Probe> = Vec::new();
-    let mut failures: Vec<String> = Vec::new();
-    let mut bars = ProgressSink::new(out.progress, out.iec, &plan);
-    for (t, run) in tests.iter().zip(runner.execute(&plan, stop, &mut [&mut bars])) {
-        match run.result {
-            Ok(measured) => {
-                let p = net_probe_against_link(measured.probe, &ceiling);
-                if let Some(e) = p.error() {
-                    failures.push(format!("{}: {e}", p.name));
-                }
-                if !out.json {
-                    out.print(&present::net::probe(&p, &ceiling, out.style()));
-                }
-                probes.push(p);
-            }
-            Err(ProbeError::Unsupported(why)) => {
-                if args.tests.is_some() {
-                    failures.push(why);
-                }
-            }
-            Err(ProbeError::Abandoned) => break,
-            Err(e @ (ProbeError::Unreachable(_) | ProbeError::Refused(_))) if probes.is_empty() => bail!(e),
-            Err(e) => {
-                let line = format!("{t}: {e}");
-                if !out.json {
-                    out.print(&present::net::failure(&line));
-                }
-                failures.push(line);
-            }
-        }
-    }
-    runner.finish();
-    drop(bars);
-    let mut doc = ResultDoc::new(started_at);
-    doc.probes = probes;
-    if let Some(c) = ceiling.to_ceiling() {
-        doc.ceilings.push(c);
-    }
-    for f in &failures {
-        doc.warnings.push(Warning::new(headroom_result::WarningCode::TestFailed, f.clone()));
-    }
-    let goal_results = headroom_job::hold_goals(&mut doc, &goals, None);
+    let target = match server.source.describe() {
+        Some(source) => format!("{} {source}", server.display()),
+        None => server.display(),
+    };
+    let tests = tests.into_iter().map(|t| (t.clone(), net_test(&t, args, want_rr_load))).collect();
+    let job = net::NetJob { server, tests, tests_named: args.tests.is_some(), link: args.link.clone(), goals };
+    let (progress, iec) = (out.progress, out.iec);
+    let mut bars = |plan: &headroom_runner::Plan| -> Box<dyn Sink> { Box::new(ProgressSink::new(progress, iec, plan)) };
+    let done = net::run(job, crate::signals::stop_flag(), &mut bars, &mut Live { out, target })?;
     if out.json {
-        out.print_json(&doc)?;
+        out.print_json(&done.doc)?;
     }
-    if failures.is_empty() {
-        Ok(crate::output::goal_outcome(&goal_results, out))
+    if done.failures.is_empty() {
+        Ok(crate::output::goal_outcome(&done.goals, out))
     } else {
-        for f in &failures {
+        for f in &done.failures {
             eprintln!("headroom: error: {}", headroom_report::terminal_safe(f, false));
         }
         Ok(Outcome::Error)

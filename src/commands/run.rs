@@ -99,7 +99,6 @@ pub struct RunArgs {
 #[derive(Debug)]
 struct RunSetup {
     job: JobSettings,
-    hints: PathHints,
     goals: Vec<Goal>,
 }
 
@@ -113,9 +112,8 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
             bail!("--server '{s}' is not HOST or HOST:PORT (example: --server nas.lan or --server 192.168.1.10:5201)");
         }
     }
-    if let Some(share) = &args.share {
-        ShareUrl::parse(share).map_err(|e| anyhow::anyhow!("--share {e}"))?;
-    }
+    let share_url: Option<ShareUrl> =
+        args.share.as_deref().map(str::parse).transpose().map_err(|e| anyhow::anyhow!("--share {e}"))?;
     let path = match (&args.path, &args.remote_path) {
         (Some(p), _) => Some(p.clone()),
         (None, _) if args.share.is_some() => None,
@@ -150,7 +148,7 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
         Some(spec) => {
             // Timed like the preset's tests by the job; these are placeholders.
             let t = headroom_disk::parse_test_spec(spec, Duration::from_secs(2), Duration::ZERO)?;
-            let export = args.share.as_deref().is_some_and(|s| ShareUrl::parse(s).is_ok_and(|u| u.is_whole_export()));
+            let export = share_url.as_ref().is_some_and(ShareUrl::is_whole_export);
             if export && t.rw.writes() {
                 bail!(
                     "--test {spec} writes, and run never writes to a whole export (iscsi://, nbd://); use a read test"
@@ -170,33 +168,36 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
              give one of them (a loopback run has no NIC to choose)"
         );
     }
+    let server = match &args.server {
+        Some(s) => {
+            let mut endpoint = headroom_net::Endpoint::parse(s, args.token.clone(), headroom_job::RUN_CONNECT_TIMEOUT)
+                .map_err(|e| anyhow::anyhow!("--server: {e}"))?;
+            endpoint.source = source.clone();
+            Some(endpoint)
+        }
+        None => None,
+    };
+    let towards = server
+        .as_ref()
+        .map(|e| (e.host.clone(), e.port))
+        .or_else(|| share_url.as_ref().map(|url| (url.server().host.clone(), url.server().port)));
+    // The NIC the verdict holds the path against: the one the route to the
+    // server (or the share's host) leaves through, as `net` and `ping` choose it.
+    let nic = towards.and_then(|(host, port)| headroom_job::interface_towards(&host, port, &source));
     let job = JobSettings {
-        server: args.server.clone(),
-        token: args.token.clone(),
+        server,
         path,
         remote_path: args.remote_path.clone(),
         share: args.share.clone(),
         credentials: args.credentials.clone(),
         custom_test,
-        link: args.link.clone(),
+        hints: PathHints { link: args.link.clone(), nic },
         preset,
         cpu: args.cpu,
         label: args.label.clone(),
         source: source.clone(),
     };
-    // The NIC the verdict holds the path against: the one the route to the
-    // server (or the share's host) leaves through, as `net` and `ping` choose it.
-    let towards = args
-        .server
-        .as_deref()
-        .and_then(|s| headroom_net::Endpoint::parse(s, None, Duration::from_secs(1)).ok())
-        .map(|e| (e.host, e.port))
-        .or_else(|| {
-            let url = ShareUrl::parse(args.share.as_deref()?).ok()?;
-            Some((url.server().host.clone(), url.server().port))
-        });
-    let nic = towards.and_then(|(host, port)| headroom_job::interface_towards(&host, port, &source));
-    Ok(RunSetup { job, hints: PathHints { link: args.link.clone(), nic }, goals })
+    Ok(RunSetup { job, goals })
 }
 
 pub fn run(args: &RunArgs, out: &Output) -> anyhow::Result<Outcome> {
@@ -217,7 +218,7 @@ pub fn run(args: &RunArgs, out: &Output) -> anyhow::Result<Outcome> {
         Err(e) => bail!(e),
     };
     let focus = setup.job.custom_test.as_ref().map(|t| t.id.as_str());
-    finish(doc, &setup.hints, &setup.goals, focus, args.save.as_deref(), args.bars, out)
+    finish(doc, &setup.job.hints, &setup.goals, focus, args.save.as_deref(), args.bars, out)
 }
 
 /// Judges a measured document (verdict, goals), prints and saves it; a

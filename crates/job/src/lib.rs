@@ -10,6 +10,9 @@
 //! - the post-processing every command applies to measured probes: the
 //!   write-cliff check, the share of the link, the CPU kernel against the
 //!   link ([`post`]);
+//! - the jobs of the single commands, from settings to the document:
+//!   `disk` ([`disk`]), whose measuring loop the main job's disk steps share,
+//!   and `net` ([`net`]);
 //! - the far end: the disk and CPU probes `headroom serve` runs for clients,
 //!   confined to its `--allow-path` directories ([`ServedProbes`]).
 //!
@@ -17,15 +20,18 @@
 //! Progress reaches the caller through the [`headroom_runner::Sink`]s it
 //! hands in; Ctrl-C through the stop flag.
 
+pub mod disk;
 mod far_end;
 mod main_job;
+pub mod net;
 mod path;
 mod post;
 
+pub use disk::disk_spec;
 pub use far_end::{parse_allowed_net, ProbeCaps, ServedProbes};
 pub use main_job::{
     cpu_hop_plan, disk_plan_of_preset, hold_goals, judge, main_job, net_plan_of_preset, JobError, JobSettings, Preset,
-    StepSinks,
+    StepSinks, RUN_CONNECT_TIMEOUT,
 };
 pub use path::{bus_under, interface_towards, link_towards, link_towards_from};
 pub use post::{cpu_probe_with_link, with_write_cliff};

@@ -5,8 +5,9 @@
 //! The steps use the same engines and the same post-processing as the single
 //! commands (`disk`, `net`, `cpu`), so `run` measures exactly what they do.
 
+use crate::disk::DiskFailure;
 use crate::path::{bus_under, link_towards};
-use crate::post::{cpu_probe_with_link, with_write_cliff};
+use crate::post::cpu_probe_with_link;
 use headroom_analysis::{annotate, evaluate, Analysis, BadLinkSpec, Goal, GoalResult, LinkSpec, LinkTarget, PathHints};
 use headroom_cpu::{BufferSpec, CpuEngine, CpuRequest};
 use headroom_disk::{BusCeiling, DiskEngine, DiskRequest, DiskTarget, TestChoice, TestDef};
@@ -43,11 +44,10 @@ pub struct JobSettings {
     /// Where this machine's connections leave from (`--bind`, `--interface`):
     /// to the server and to the share.
     pub source: headroom_net::Source,
-    /// A `headroom serve` or iperf3 server, HOST or HOST:PORT; None: a
-    /// loopback headroom server in this process.
-    pub server: Option<String>,
-    /// Token of a server that requires one.
-    pub token: Option<String>,
+    /// A `headroom serve` or iperf3 server with its token, reached from
+    /// `source` within `run`'s connect timeout ([`RUN_CONNECT_TIMEOUT`]);
+    /// None: a loopback headroom server in this process.
+    pub server: Option<Endpoint>,
     /// Directory whose filesystem the disk probes test here (a mounted share
     /// for the client's view); None: no disk probes here.
     pub path: Option<PathBuf>,
@@ -62,8 +62,11 @@ pub struct JobSettings {
     /// `--test RW:BS[:qN][:tN]`: one more disk test on the path or share, the
     /// one the goals are held against (e.g. IOMeter's 512K sequential read).
     pub custom_test: Option<TestDef>,
-    /// `--link`: the narrowest link between client and server.
-    pub link: Option<LinkSpec>,
+    /// What the verdict holds the path against: the narrowest link between
+    /// client and server (`--link`, which the CPU hop is held against too)
+    /// and the NIC towards the server. Carried once, to the CPU step and to
+    /// [`judge`].
+    pub hints: PathHints,
     /// Quick or full.
     pub preset: Preset,
     /// Measure the CPU hop too (always with the full preset).
@@ -96,7 +99,7 @@ fn failed(what: &str, e: impl std::fmt::Display) -> JobError {
 /// noise (2 one-second samples never can). full is CrystalDiskMark's set.
 /// `bus` is the ceiling of the bus under `path`, when it is known.
 pub fn disk_plan_of_preset(path: &Path, preset: Preset, bus: Option<&BusCeiling>) -> Result<Plan, JobError> {
-    disk_plan(path, preset, bus, false, None)
+    Ok(disk_plan(path, preset, bus, false, None)?.0)
 }
 
 /// The disk tests of a preset and `custom` (timed like the preset's), only
@@ -108,7 +111,7 @@ fn disk_plan(
     bus: Option<&BusCeiling>,
     reads_only: bool,
     custom: Option<&TestDef>,
-) -> Result<Plan, JobError> {
+) -> Result<(Plan, Vec<DiskRequest>), JobError> {
     let choice = match preset {
         Preset::Full => TestChoice { preset: Some("cdm".into()), ..TestChoice::default() },
         Preset::Quick => TestChoice {
@@ -144,7 +147,7 @@ fn disk_plan(
         force: false,
         keep: false,
     };
-    Ok(DiskRequest::plan(&target, &selection, bus).0)
+    Ok(DiskRequest::plan(&target, &selection, bus))
 }
 
 /// The network tests of a preset against `server`: one stream each way
@@ -324,8 +327,17 @@ fn network_step(
                 .spawn(),
         ),
     };
-    let server = settings.server.clone().unwrap_or_else(|| loopback.as_ref().expect("started above").addr.to_string());
-    let Endpoint { host, port, token, timeout, source } = endpoint(settings, &server)?;
+    let server = match (&settings.server, &loopback) {
+        (Some(server), _) => server.clone(),
+        (None, loopback) => {
+            let addr = loopback.as_ref().expect("started above").addr;
+            let mut endpoint = Endpoint::parse(&addr.to_string(), None, RUN_CONNECT_TIMEOUT)
+                .map_err(|e| failed("the loopback server", e))?;
+            endpoint.source = settings.source.clone();
+            endpoint
+        }
+    };
+    let Endpoint { host, port, token, timeout, source } = server;
     let server =
         NetServer { host, port, token, timeout, source, protocol: ProtocolChoice::Auto, session_per_test: false };
     let runs = run_step(runner, &net_plan_of_preset(&server, settings.preset), stop, sinks, false);
@@ -334,21 +346,17 @@ fn network_step(
     net_probes(runs, &server)
 }
 
-/// `HOST[:PORT]` with the default port and the connect timeout of `run`.
-fn endpoint(settings: &JobSettings, server: &str) -> Result<Endpoint, JobError> {
-    let mut endpoint =
-        Endpoint::parse(server, settings.token.clone(), Duration::from_secs(5)).map_err(|e| failed("--server", e))?;
-    endpoint.source = settings.source.clone();
-    Ok(endpoint)
-}
+/// How long `run` waits for the server to answer a connection.
+pub const RUN_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A disk step: `plan` on `runner`, the test files removed after it; the
-/// probes with their write-cliff check, and the step's warnings.
-/// With `far_end`, each probe also records the CPU of the server there
-/// (`details.cpu_load_remote`).
+/// A disk step: `plan` on `runner` through the disk job's loop (the same
+/// as `headroom disk`'s), the test files removed after it; the probes with
+/// their write-cliff check, and the step's warnings. Any failure fails the
+/// step: a run is judged whole. With `far_end`, each probe also records the
+/// CPU of the server there (`details.cpu_load_remote`).
 fn disk_step(
     runner: &mut Runner,
-    plan: &Plan,
+    (plan, requests): &(Plan, Vec<DiskRequest>),
     what: &str,
     stop: &AtomicBool,
     sinks: &mut StepSinks<'_>,
@@ -356,24 +364,23 @@ fn disk_step(
 ) -> Result<(Vec<Probe>, Vec<Warning>), JobError> {
     let mut watch =
         far_end.map(|(server, serving)| FarCpuSink { server, serving, watching: None, loads: HashMap::new() });
-    let runs = run_step_watched(runner, plan, stop, sinks, true, watch.as_mut().map(|w| w as &mut dyn Sink));
-    let warnings: Vec<Warning> = runner.warnings().to_vec();
-    runner.finish(); // removes the test file
+    let extra = watch.as_mut().map(|w| w as &mut dyn Sink);
+    let measured = crate::disk::measure(runner, plan, requests, stop, sinks, extra, &mut crate::disk::Quiet);
     check_stopped(stop)?;
+    match measured.failure {
+        None => {}
+        Some(DiskFailure::StoppedInLayout) => return Err(failed(what, ProbeError::Stopped)),
+        Some(DiskFailure::Refused(e) | DiskFailure::Failed(e)) => return Err(failed(what, e)),
+    }
     let mut far_loads = watch.map(|w| w.loads).unwrap_or_default();
-    let mut probes = Vec::new();
-    for (index, run) in runs.iter().enumerate() {
-        if let Some(e) = run.error() {
-            return Err(failed(what, e));
-        }
-        let Some(mut probe) = run.probe().cloned() else { continue };
+    let mut probes = measured.probes;
+    for (index, probe) in probes.iter_mut().enumerate() {
         if let Some(load) = far_loads.remove(&index) {
             let load = serde_json::to_value(load).expect("a CPU load is plain data");
             probe.details.insert(cpu_load_key(Side::Remote).into(), load);
         }
-        probes.push(with_write_cliff(probe));
     }
-    Ok((probes, warnings))
+    Ok((probes, measured.warnings))
 }
 
 /// The far end's own disk at `remote_path`, measured by the server, and the
@@ -384,11 +391,11 @@ fn far_end_step(
     stop: &AtomicBool,
     sinks: &mut StepSinks<'_>,
 ) -> Result<(Vec<Probe>, Host), JobError> {
-    let server = settings.server.as_deref().ok_or_else(|| failed("--remote-path", "needs --server HOST"))?;
-    let server = endpoint(settings, server)?;
+    let server = settings.server.clone().ok_or_else(|| failed("the server's disk", "needs a server"))?;
     let mut peer = headroom_net::remote_inventory(&server).map_err(|e| failed("the server's inventory", e))?;
     peer.reached_as = Some(server.host.clone());
-    let plan = disk_plan_of_preset(remote_path, settings.preset, None)?.placed_at(&server.display());
+    let (plan, requests) = disk_plan(remote_path, settings.preset, None, false, None)?;
+    let plan = (plan.placed_at(&server.display()), requests);
     let mut runner = Runner::new().with(RemoteEngine::new(EngineKind::Disk, server));
     let (probes, _) = disk_step(&mut runner, &plan, "the server's disk probes", stop, sinks, None)?;
     Ok((probes, peer))
@@ -407,7 +414,7 @@ fn far_end_cpu(settings: &JobSettings, share: Option<&ShareUrl>) -> Result<Optio
         },
         None => ServingQuery { port: None, names: FILE_SERVER_DAEMONS.iter().map(|n| n.to_string()).collect() },
     };
-    Ok(Some((endpoint(settings, server)?, serving)))
+    Ok(Some((server.clone(), serving)))
 }
 
 /// Runs the main job: the CPU hop (when asked), the network, the server's
@@ -425,7 +432,7 @@ pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks
     if settings.cpu || settings.preset == Preset::Full {
         let runs = run_step(&mut runner, &cpu_hop_plan(&host)?, stop, sinks, true);
         check_stopped(stop)?;
-        probes.extend(cpu_probes(runs, settings.link.as_ref(), &host)?);
+        probes.extend(cpu_probes(runs, settings.hints.link.as_ref(), &host)?);
     }
     probes.extend(network_step(&mut runner, settings, stop, sinks)?);
     if let Some(remote_path) = &settings.remote_path {

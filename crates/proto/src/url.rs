@@ -114,6 +114,16 @@ pub enum ShareUrl {
     Smb(SmbUrl),
 }
 
+/// So a command line can hand the text to clap's value parser and carry the
+/// checked URL from there.
+impl std::str::FromStr for ShareUrl {
+    type Err = UrlError;
+
+    fn from_str(text: &str) -> Result<ShareUrl, UrlError> {
+        ShareUrl::parse(text)
+    }
+}
+
 /// nfsd: the kernel server's threads; the rest user-space servers.
 const NFS_DAEMONS: &[&str] = &["nfsd", "ganesha.nfsd", "unfsd"];
 /// Every file server's daemons, for a mounted share whose protocol is unknown.
