@@ -19,6 +19,7 @@
 
 #[macro_use]
 mod words;
+mod os;
 
 mod cpu_load;
 pub mod details;
@@ -546,17 +547,7 @@ pub fn read_capped(reader: impl std::io::Read) -> Result<Vec<u8>, LoadError> {
 /// FIFO nobody writes to reads as empty instead of blocking for ever (a pipe
 /// with a writer, as `<(command)` gives, is read as usual).
 pub fn read_input_file(path: &std::path::Path) -> Result<Vec<u8>, LoadError> {
-    use std::os::fd::AsRawFd;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file =
-        std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(LoadError::Io)?;
-    // Reads wait for a writer's data as usual once opened.
-    // SAFETY: fcntl on a descriptor this function owns, with integer arguments only.
-    let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
-    if flags < 0 || unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
-        return Err(LoadError::Io(std::io::Error::last_os_error()));
-    }
-    read_capped(file)
+    read_capped(os::open_input(path).map_err(LoadError::Io)?)
 }
 
 /// Why a document could not be loaded.
