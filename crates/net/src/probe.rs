@@ -9,7 +9,8 @@ use crate::stats::LatencyRecorder;
 use crate::tcpinfo::{self, TcpInfo};
 use crate::throughput::ThroughputResult;
 use headroom_result::{
-    Histogram, NetProbeKind, NetSpec, PingSpec, Probe, ProbeSpec, Sample, SocketBuffers, Summary, Warning,
+    details, Histogram, NetProbeKind, NetSpec, PingSpec, Probe, ProbeSpec, Sample, Side, SocketBuffers, Summary,
+    Warning,
 };
 use headroom_units::format_size;
 use serde_json::json;
@@ -93,13 +94,13 @@ pub fn throughput_probe(r: &ThroughputResult) -> Probe {
     if let Some(w) = r.upload_duration_s {
         d.insert("upload_window_s".into(), json!(w));
     }
-    d.insert("cpu_local_percent".into(), json!(r.cpu_local.percent_total()));
+    d.insert(details::cpu_percent_key(Side::Local).into(), json!(r.cpu_local.percent_total()));
     let gb = (r.upload_bytes + r.download_bytes) as f64 / 1e9;
     if gb > 0.0 {
         d.insert("cpu_local_s_per_gb".into(), json!((r.cpu_local.user_s + r.cpu_local.system_s) / gb));
     }
     if let Some(c) = &r.cpu_remote {
-        d.insert("cpu_remote_percent".into(), json!(c.percent_total()));
+        d.insert(details::cpu_percent_key(Side::Remote).into(), json!(c.percent_total()));
         if gb > 0.0 {
             d.insert("cpu_remote_s_per_gb".into(), json!((c.user_s + c.system_s) / gb));
         }
@@ -110,7 +111,7 @@ pub fn throughput_probe(r: &ThroughputResult) -> Probe {
         }
     }
     if let Some(merged) = TcpInfo::merge(&r.sender_tcp_info) {
-        d.insert("tcp_info".into(), serde_json::to_value(&merged).unwrap_or_default());
+        d.insert(details::TCP_INFO.into(), serde_json::to_value(&merged).unwrap_or_default());
         if r.streams == 1 {
             if let Some(why) = tcpinfo::explain(&merged, r.window) {
                 d.insert("why".into(), json!(why));
@@ -119,11 +120,10 @@ pub fn throughput_probe(r: &ThroughputResult) -> Probe {
         }
     }
     if let Some(u) = &r.udp_recv {
-        d.insert(
-            "udp".into(),
-            json!({"packets": u.packets, "lost": u.lost, "loss_percent": u.loss_ratio() * 100.0,
-                   "out_of_order": u.out_of_order, "jitter_ms": u.jitter_s * 1e3}),
-        );
+        let mut udp = json!({"packets": u.packets, "lost": u.lost, "out_of_order": u.out_of_order});
+        udp[details::LOSS_PERCENT] = json!(u.loss_ratio() * 100.0);
+        udp[details::JITTER_MS] = json!(u.jitter_s * 1e3);
+        d.insert(details::UDP.into(), udp);
     }
     if let Some(l) = &r.rtt_under_load {
         d.insert("rtt_under_load_ns".into(), serde_json::to_value(l).unwrap_or_default());
@@ -211,10 +211,10 @@ pub fn echo_probe(r: &EchoResult, peer: &str, interval_ms: f64) -> Probe {
     );
     p.histogram = histogram(&r.rtt);
     let loss = if r.sent > 0 { (r.sent - r.received) as f64 / r.sent as f64 * 100.0 } else { 0.0 };
-    p.details.insert("sent".into(), json!(r.sent));
-    p.details.insert("received".into(), json!(r.received));
-    p.details.insert("loss_percent".into(), json!(loss));
-    p.details.insert("jitter_ms".into(), json!(r.jitter_s * 1e3));
+    p.details.insert(details::SENT.into(), json!(r.sent));
+    p.details.insert(details::RECEIVED.into(), json!(r.received));
+    p.details.insert(details::LOSS_PERCENT.into(), json!(loss));
+    p.details.insert(details::JITTER_MS.into(), json!(r.jitter_s * 1e3));
     if loss > 0.0 {
         p.warnings.push(Warning::new(
             headroom_result::WarningCode::UdpLoss,
@@ -263,8 +263,8 @@ pub fn connect_probe(r: &ConnectResult, as_ping: bool, protocol: &str, interval_
         t += d.as_secs_f64();
         p.samples.push(Sample { t_s: t, latency_ns_mean: Some(d.as_nanos() as f64), ..Default::default() });
     }
-    p.details.insert("attempts".into(), json!(r.attempts));
-    p.details.insert("failures".into(), json!(r.failures));
+    p.details.insert(details::ATTEMPTS.into(), json!(r.attempts));
+    p.details.insert(details::FAILURES.into(), json!(r.failures));
     if r.failures > 0 {
         p.warnings.push(Warning::new(
             headroom_result::WarningCode::ConnectFailures,

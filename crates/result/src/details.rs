@@ -25,6 +25,24 @@ pub const STOPPED_EARLY: &str = "stopped_early";
 /// dips found, each with `start_s` and `end_s` (and `probe` on a detection).
 pub const DIPS: &str = "dips";
 
+/// `details.sent`: echo requests a ping probe sent.
+pub const SENT: &str = "sent";
+/// `details.received`: echo replies a ping probe received.
+pub const RECEIVED: &str = "received";
+/// `details.loss_percent` of a ping probe (and inside `details.udp` of a UDP probe).
+pub const LOSS_PERCENT: &str = "loss_percent";
+/// `details.jitter_ms` of a ping probe (and inside `details.udp` of a UDP probe).
+pub const JITTER_MS: &str = "jitter_ms";
+/// `details.attempts`: connections a connect-time probe tried.
+pub const ATTEMPTS: &str = "attempts";
+/// `details.failures`: connections a connect-time probe could not make.
+pub const FAILURES: &str = "failures";
+/// `details.tcp_info`: the sending sockets' TCP state (retransmits, srtt, cwnd), merged.
+pub const TCP_INFO: &str = "tcp_info";
+/// `details.udp`: what the receiving end of a UDP probe counted (packets, lost,
+/// loss_percent, out_of_order, jitter_ms).
+pub const UDP: &str = "udp";
+
 /// `details.cpu_load_local` / `cpu_load_remote`: the CPU of one end over the probe.
 pub fn cpu_load_key(side: Side) -> &'static str {
     match side {

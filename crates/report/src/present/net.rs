@@ -7,7 +7,7 @@
 use crate::Style;
 use headroom_analysis::LinkCeiling;
 use headroom_analysis::{faster_than_ceiling, CEILING_SHARE};
-use headroom_result::{BufferPair, CpuLoad, NetSpec, Probe, ProbeSpec, SocketBuffers};
+use headroom_result::{details, BufferPair, CpuLoad, NetSpec, Probe, ProbeSpec, Side, SocketBuffers};
 use headroom_units::{format_latency, format_rate, format_size, format_size_both};
 
 /// The two heading lines: who answered with which protocol, and the link.
@@ -71,8 +71,8 @@ pub fn probe(p: &Probe, ceiling: &LinkCeiling, style: Style) -> String {
                 format_latency(l.mean),
                 format_latency(l.p99),
                 format_latency(l.max),
-                num("jitter_ms").unwrap_or(0.0),
-                num("loss_percent").unwrap_or(0.0)
+                num(details::JITTER_MS).unwrap_or(0.0),
+                num(details::LOSS_PERCENT).unwrap_or(0.0)
             ),
             None => String::new(),
         },
@@ -89,7 +89,7 @@ pub fn probe(p: &Probe, ceiling: &LinkCeiling, style: Style) -> String {
             if let Some(b) = p.summary.bytes.filter(|_| fixed_bytes) {
                 line += &format!("  {} in {:.2} s", format_size_both(b), p.summary.duration_s);
             }
-            if let Some(t) = d.get("tcp_info") {
+            if let Some(t) = d.get(details::TCP_INFO) {
                 line += &format!(
                     "  retr {}  srtt {:.2} ms  cwnd {} KiB",
                     t["retransmits"],
@@ -97,15 +97,15 @@ pub fn probe(p: &Probe, ceiling: &LinkCeiling, style: Style) -> String {
                     t["cwnd_bytes"].as_u64().unwrap_or(0) / 1024
                 );
             }
-            if let Some(u) = d.get("udp") {
+            if let Some(u) = d.get(details::UDP) {
                 line += &format!(
                     "  loss {:.2}%  jitter {:.3} ms",
-                    u["loss_percent"].as_f64().unwrap_or(0.0),
-                    u["jitter_ms"].as_f64().unwrap_or(0.0)
+                    u[details::LOSS_PERCENT].as_f64().unwrap_or(0.0),
+                    u[details::JITTER_MS].as_f64().unwrap_or(0.0)
                 );
             }
-            line += &format!("  cpu {:.0}% here", num("cpu_local_percent").unwrap_or(0.0));
-            if let Some(c) = num("cpu_remote_percent") {
+            line += &format!("  cpu {:.0}% here", num(details::cpu_percent_key(Side::Local)).unwrap_or(0.0));
+            if let Some(c) = num(details::cpu_percent_key(Side::Remote)) {
                 line += &format!(" / {c:.0}% server");
             }
             let mut text = line + "\n";

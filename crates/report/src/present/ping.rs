@@ -2,7 +2,7 @@
 //! round trip as it comes back (TCP handshakes), and the summary of the
 //! probe: sent, answered, failed; min/avg/max/stddev/p99; jitter.
 
-use headroom_result::Probe;
+use headroom_result::{details, Probe};
 use headroom_units::format_millis;
 use std::fmt::Display;
 use std::time::Duration;
@@ -32,7 +32,7 @@ pub fn round_trip(seq: u32, result: Result<Duration, impl Display>) -> String {
 
 /// Round trips tried (`details.attempts` for TCP, `details.sent` for UDP echo).
 fn sent(probe: &Probe) -> u64 {
-    probe.details.get("attempts").or(probe.details.get("sent")).and_then(|v| v.as_u64()).unwrap_or(0)
+    probe.details.get(details::ATTEMPTS).or(probe.details.get(details::SENT)).and_then(|v| v.as_u64()).unwrap_or(0)
 }
 
 /// The closing lines: how many answered, the round-trip statistics, jitter.
@@ -53,7 +53,7 @@ pub fn summary(probe: &Probe) -> String {
             l.p99 / 1e6
         );
     }
-    if let Some(j) = probe.details.get("jitter_ms").and_then(|v| v.as_f64()) {
+    if let Some(j) = probe.details.get(details::JITTER_MS).and_then(|v| v.as_f64()) {
         text += &format!("jitter {j:.3} ms\n");
     }
     text
