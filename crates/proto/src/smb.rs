@@ -27,6 +27,8 @@
 mod ntlm;
 mod sign;
 mod wire;
+#[cfg(test)]
+mod captured_frames;
 
 use crate::transport::{self, Origin};
 use crate::url::SmbUrl;
