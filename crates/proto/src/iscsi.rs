@@ -13,6 +13,8 @@
 mod pdu;
 mod scsi;
 mod session;
+#[cfg(test)]
+mod captured_frames;
 
 use crate::ProtoError;
 use headroom_disk::{Completion, IoEngine, IoUnit, Share, ShareIo, ShareKind, SyncMode, TargetOptions};
