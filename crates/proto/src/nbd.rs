@@ -17,6 +17,8 @@
 //! socket from one thread, with its own poll(2) loop.
 
 mod ffi;
+#[cfg(test)]
+mod captured_frames;
 
 use crate::transport::{self, Origin};
 use crate::url::NbdUrl;
