@@ -11,7 +11,8 @@ OUT=$(cd "$(dirname "$0")/.." && pwd)/crates/proto/tests/frames
 WORK=$(mktemp -d /tmp/headroom-capture.XXXXXX)
 PIDS=()
 cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    # tgtd forks a worker that outlives its parent: end the children first (tgtd ignores SIGTERM while it serves a target).
+    for p in "${PIDS[@]}"; do kill -KILL $(pgrep -P "$p") "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true
     rm -rf "$WORK"
 }
@@ -97,6 +98,10 @@ cat >"$WORK/smb/smb.conf" <<CONF
   printing = bsd
   printcap name = /dev/null
   disable spoolss = yes
+  # Three different limits, so a decoder reading one field for another shows.
+  smb2 max trans = 4194304
+  smb2 max read = 1048576
+  smb2 max write = 2097152
 [bench]
   path = $WORK/share
   read only = no
