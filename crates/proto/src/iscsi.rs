@@ -10,11 +10,11 @@
 //! neither record what the target granted nor warn when it capped the
 //! queue depth.
 
+#[cfg(test)]
+mod captured_frames;
 mod pdu;
 mod scsi;
 mod session;
-#[cfg(test)]
-mod captured_frames;
 
 use crate::ProtoError;
 use headroom_disk::{Completion, IoEngine, IoUnit, Share, ShareIo, ShareKind, SyncMode, TargetOptions};

@@ -16,9 +16,9 @@
 //! asynchronous API lets headroom keep `depth` requests in flight on one
 //! socket from one thread, with its own poll(2) loop.
 
-mod ffi;
 #[cfg(test)]
 mod captured_frames;
+mod ffi;
 
 use crate::transport::{self, Origin};
 use crate::url::NbdUrl;

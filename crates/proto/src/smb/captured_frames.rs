@@ -47,7 +47,10 @@ fn samba_session_setup_legs_carry_the_challenge_then_the_session() {
     assert_eq!(token.len(), 104);
 
     let second = wire::parse_header(f[2]).unwrap();
-    assert_eq!((second.command, second.status.0, second.message_id), (Command::SessionSetup as u16, status::SUCCESS, 2));
+    assert_eq!(
+        (second.command, second.status.0, second.message_id),
+        (Command::SessionSetup as u16, status::SUCCESS, 2)
+    );
     assert_eq!(second.session_id, first.session_id);
     assert_ne!(second.session_id, 0);
     assert_eq!(second.credits, 257);
