@@ -10,6 +10,8 @@
 //! neither record what the target granted nor warn when it capped the
 //! queue depth.
 
+#[cfg(test)]
+mod captured_frames;
 mod pdu;
 mod scsi;
 mod session;

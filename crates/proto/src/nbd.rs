@@ -16,6 +16,8 @@
 //! asynchronous API lets headroom keep `depth` requests in flight on one
 //! socket from one thread, with its own poll(2) loop.
 
+#[cfg(test)]
+mod captured_frames;
 mod ffi;
 
 use crate::transport::{self, Origin};

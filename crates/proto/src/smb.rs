@@ -24,6 +24,8 @@
 //! server notices the connection is gone. Only a server that dies itself
 //! leaves it behind; the error then names it.
 
+#[cfg(test)]
+mod captured_frames;
 mod ntlm;
 mod sign;
 mod wire;
