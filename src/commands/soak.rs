@@ -11,13 +11,10 @@
 use crate::output::{Outcome, Output};
 use anyhow::Context;
 use headroom_report::present::soak::{self as present, LeftFile};
-use headroom_soak::{
-    mark_removed, now_unix, LoopSettings, Metrics, Prepared, ProbeFailure, SoakEvent, SoakFlags, Turn,
-};
+use headroom_soak::{Metrics, ProbeFailure, SoakEvent, SoakFlags};
 use headroom_units::{DurationArg, Size};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
-use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
@@ -140,14 +137,12 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
         }
     }
 
-    let created = schedule.is_some() && !db.exists();
-    let opened = headroom_soak::open(&db, &flags, schedule.as_ref())?;
-    let (mut store, session, config) = (opened.store, opened.session, opened.info.config);
-    if let (Some(gap), false) = (opened.gap_s, out.json) {
+    let session = headroom_soak::Session::open(&db, &flags, schedule.as_ref())?;
+    if let (Some(gap), false) = (session.gap_s(), out.json) {
         eprintln!("headroom: resuming {} after a gap of {:.1} s", db.display(), gap);
     }
     if args.resume {
-        let left = headroom_soak::remove_left_test_files(&store)?;
+        let left = session.remove_left_test_files()?;
         let left = left.iter().map(|l| match l {
             headroom_soak::LeftFile::Removed(p) => LeftFile::Removed(p),
             headroom_soak::LeftFile::InUse(p, pid) => LeftFile::InUse(p, *pid),
@@ -156,7 +151,7 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
         present::left_file_lines(left, out.json).iter().for_each(|l| eprintln!("{l}"));
     }
 
-    let vmkernel_log = args.vmkernel_log.clone().or_else(|| config.vmkernel_log.as_ref().map(PathBuf::from));
+    let vmkernel_log = args.vmkernel_log.clone().or_else(|| session.config().vmkernel_log.as_ref().map(PathBuf::from));
     let import_log = |store: &headroom_soak::Store| -> anyhow::Result<()> {
         if let Some(log) = &vmkernel_log {
             headroom_soak::import_vmkernel_log(store, log)
@@ -164,51 +159,26 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
         }
         Ok(())
     };
-    import_log(&store)?;
+    import_log(session.store())?;
 
-    let turns = headroom_soak::turns(&config, args.token.clone())?;
-    let mut runner = headroom_soak::runner(&config, args.token.clone())?;
-    let cycle_plan = Turn::cycle_plan(&turns, config.probe_time());
-    let mut bars = crate::progress::ProgressSink::new(out.progress && !out.json, out.iec, &cycle_plan);
-    let prepared = headroom_soak::prepare(&mut runner, &cycle_plan, &store, session, stop, &mut bars);
-    drop(bars);
-    let prepared = match prepared {
-        Ok(p) => p,
-        Err(e) => {
-            if created {
-                // Nothing was measured: the corrected command may use the same --db.
-                runner.finish();
-                headroom_soak::discard_new(store);
-            }
-            return Err(e.into());
-        }
+    let progress = |plan: &_| crate::progress::ProgressSink::new(out.progress && !out.json, out.iec, plan);
+    let Some(ready) = session.prepare(args.token.clone(), stop, progress)? else {
+        return Ok(Outcome::Error); // stopped: session ended
     };
-    let Prepared::Ready(test_file) = prepared else { return Ok(Outcome::Error) }; // stopped: session ended
-
-    let interfaces = headroom_soak::path_interfaces(config.server.as_deref());
-    let watcher = headroom_soak::Watcher::start(store.reopen()?, interfaces, Some(metrics.clone()));
-    let settings =
-        LoopSettings { probe_time: config.probe_time(), remaining: opened.remaining, min_turn: Duration::from_secs(1) };
     let show = !out.json;
-    let result =
-        headroom_soak::run_cycles(&mut store, session, &mut runner, &turns, settings, stop, Some(&metrics), &mut |p| {
-            if let (SoakEvent::TurnEnded { cycle, probe, outcome }, true) = (p, show) {
-                let turn = match outcome {
-                    Ok(o) => present::Turn::Measured(&o.probe),
-                    Err(ProbeFailure::Unreachable(why)) => present::Turn::Unreachable(why),
-                    Err(ProbeFailure::Failed(why)) => present::Turn::Failed(why),
-                };
-                eprint!("{}", headroom_report::terminal_safe(&present::turn_line(cycle, probe, turn), false));
-            }
-        });
-    drop(watcher);
-    runner.finish(); // removes the test file
-    mark_removed(&store, test_file.as_ref())?;
-    let reason = result?;
-    store.end_session(session, now_unix(), reason.as_str())?;
-    import_log(&store)?; // the log may have grown while the soak ran
+    let finished = ready.run(stop, &metrics, &mut |p| {
+        if let (SoakEvent::TurnEnded { cycle, probe, outcome }, true) = (p, show) {
+            let turn = match outcome {
+                Ok(o) => present::Turn::Measured(&o.probe),
+                Err(ProbeFailure::Unreachable(why)) => present::Turn::Unreachable(why),
+                Err(ProbeFailure::Failed(why)) => present::Turn::Failed(why),
+            };
+            eprint!("{}", headroom_report::terminal_safe(&present::turn_line(cycle, probe, turn), false));
+        }
+    })?;
+    import_log(finished.store())?; // the log may have grown while the soak ran
 
-    let mut doc = headroom_soak::result_from_store(&store, headroom_soak::SampleDetail::None)?;
+    let mut doc = finished.finish()?;
     // Held against each probe's mean over the whole soak (every stored sample).
     let goal_results = headroom_job::hold_goals(&mut doc, &goals, None);
     if out.json {

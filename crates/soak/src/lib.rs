@@ -12,6 +12,8 @@
 //!   with those engines, the interfaces on the path to the server;
 //! - the engine of the server's disk turns (`remote.rs`): a remote engine a
 //!   soak may lose and get back (an outage, not an error);
+//! - one session from open to its result document (`session.rs`), the
+//!   steps `headroom soak` calls;
 //! - the cycle loop (`run.rs`): turns run on that Runner, with the store
 //!   (and the metrics) as its sink;
 //! - the link watcher (`watch.rs`): sysfs polls, /dev/kmsg, vmkernel.log;
@@ -32,6 +34,7 @@ mod metrics;
 mod os;
 mod remote;
 mod run;
+mod session;
 mod setup;
 mod store;
 mod turns;
@@ -41,6 +44,7 @@ pub use doc::{load_result, result_from_store, SampleDetail};
 pub use leftovers::{mark_removed, prepare, remove_left_test_files, LeftFile, Prepared, TestFile};
 pub use metrics::{parse_labels, LabelError, Metrics, DEFAULT_PORT};
 pub use run::{run_cycles, LiveSample, LoopSettings, ProbeFailure, ProbeOutcome, SoakEvent, StopReason, Turn};
+pub use session::{Finished, Ready, Session};
 pub use setup::{default_db, discard_new, open, FlagError, Opened, Schedule, SetupError, SoakFlags, DEFAULT_SIZE};
 pub use store::{EventRow, SampleRow, SoakConfig, SoakInfo, Store, StoreError};
 pub use turns::{path_interfaces, runner, turns};
