@@ -9,7 +9,9 @@ use crate::output::{Outcome, Output};
 use crate::progress::ProgressSink;
 use anyhow::{bail, Context};
 use headroom_disk::{looks_like_url, DiskError, DiskTarget, ShareOpener};
-use headroom_disk::{resolve, Preset, TestChoice, SWEEP_BLOCK_SIZES, SWEEP_QUEUE_DEPTHS};
+use headroom_disk::{
+    resolve, DirectMode, EngineChoice, Pattern, Preset, SyncMode, TestChoice, SWEEP_BLOCK_SIZES, SWEEP_QUEUE_DEPTHS,
+};
 use headroom_job::disk::{self, DiskJobError, DiskReport};
 use headroom_job::disk_spec;
 use headroom_proto::{Credentials, Opener, ShareUrl};
@@ -125,21 +127,57 @@ pub struct DiskTestArgs {
     #[arg(long, value_name = "PCT", value_parser = clap::value_parser!(u32).range(0..=100))]
     pub rwmix: Option<u32>,
     /// O_DIRECT: auto (buffered with a warning where refused), on (or fail), off
-    #[arg(long, default_value = "auto", value_parser = ["auto", "on", "off"])]
-    pub direct: String,
+    #[arg(long, default_value = "auto", value_parser = words::<DirectMode>(&["auto", "on", "off"]))]
+    pub direct: DirectMode,
     /// I/O engine: auto (io_uring where available, else psync), io_uring, psync
-    #[arg(long, default_value = "auto", value_parser = ["auto", "io_uring", "psync"])]
-    pub engine: String,
+    #[arg(long, default_value = "auto", value_parser = words::<EngineChoice>(&["auto", "io_uring", "psync"]))]
+    pub engine: EngineChoice,
     /// io_uring with registered buffers (fio's --fixedbufs): less CPU per I/O than the default
     /// ordinary buffers; recorded in the result and its fio equivalent
     #[arg(long)]
     pub fixedbufs: bool,
     /// Durable writes: none, fsync (after every write), dsync (O_DSYNC)
-    #[arg(long, default_value = "none", value_parser = ["none", "fsync", "dsync"])]
-    pub sync: String,
+    #[arg(long, default_value = "none", value_parser = words::<SyncMode>(&["none", "fsync", "dsync"]))]
+    pub sync: SyncMode,
     /// Data written: random (incompressible, fresh per write), zero, compressible=PCT
     #[arg(long, default_value = "random", value_name = "PATTERN")]
-    pub pattern: String,
+    pub pattern: Pattern,
+}
+
+/// A flag that takes one of a few words: clap lists and checks the words (its
+/// error and `--help` name them), and hands over the type they parse into.
+/// Written here because clap's `map` over a `PossibleValuesParser` drops the
+/// list from `--help`.
+#[derive(Clone)]
+struct Words<T> {
+    accepted: clap::builder::PossibleValuesParser,
+    parsed: std::marker::PhantomData<fn() -> T>,
+}
+
+fn words<T>(accepted: &'static [&'static str]) -> Words<T> {
+    Words { accepted: clap::builder::PossibleValuesParser::new(accepted), parsed: std::marker::PhantomData }
+}
+
+impl<T> clap::builder::TypedValueParser for Words<T>
+where
+    T: std::str::FromStr + Clone + Send + Sync + 'static,
+    T::Err: std::fmt::Debug,
+{
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        let word = self.accepted.parse_ref(cmd, arg, value)?;
+        Ok(word.parse::<T>().expect("clap accepted only the listed words, each of which parses"))
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        self.accepted.possible_values()
+    }
 }
 
 impl DiskTestArgs {
@@ -156,11 +194,11 @@ impl DiskTestArgs {
             ramp: self.ramp,
             sample_interval: self.sample_interval,
             rwmix: self.rwmix,
-            direct: self.direct.clone(),
-            engine: self.engine.clone(),
+            direct: self.direct,
+            engine: self.engine,
             fixedbufs: self.fixedbufs,
-            sync: self.sync.clone(),
-            pattern: self.pattern.clone(),
+            sync: self.sync,
+            pattern: self.pattern,
         }
     }
 }

@@ -142,6 +142,18 @@ impl SyncMode {
     }
 }
 
+impl std::str::FromStr for SyncMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(SyncMode::None),
+            "fsync" => Ok(SyncMode::Fsync),
+            "dsync" => Ok(SyncMode::Dsync),
+            _ => Err(format!("'{s}' is not a sync mode; use none, fsync or dsync")),
+        }
+    }
+}
+
 /// What written blocks contain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub enum Pattern {
@@ -164,6 +176,21 @@ impl fmt::Display for Pattern {
     }
 }
 
+impl std::str::FromStr for Pattern {
+    type Err = String;
+    /// `random`, `zero` or `compressible=PCT` (a trailing `%` allowed).
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "random" => Ok(Pattern::Random),
+            "zero" => Ok(Pattern::Zero),
+            _ => match s.strip_prefix("compressible=").and_then(|p| p.trim_end_matches('%').parse::<u8>().ok()) {
+                Some(p) if p <= 100 => Ok(Pattern::Compressible(p)),
+                _ => Err("not a pattern; use random, zero or compressible=PCT (e.g. compressible=50)".into()),
+            },
+        }
+    }
+}
+
 /// Which engine to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub enum EngineChoice {
@@ -174,6 +201,18 @@ pub enum EngineChoice {
     IoUring,
     /// pread/pwrite, one I/O in flight per thread (jobs x queue depth threads, capped).
     Psync,
+}
+
+impl std::str::FromStr for EngineChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(EngineChoice::Auto),
+            "io_uring" => Ok(EngineChoice::IoUring),
+            "psync" => Ok(EngineChoice::Psync),
+            _ => Err(format!("'{s}' is not an engine; use auto, io_uring or psync")),
+        }
+    }
 }
 
 /// The engine that actually ran a test.
@@ -208,6 +247,18 @@ pub enum DirectMode {
     On,
     /// Buffered I/O through the page cache.
     Off,
+}
+
+impl std::str::FromStr for DirectMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(DirectMode::Auto),
+            "on" => Ok(DirectMode::On),
+            "off" => Ok(DirectMode::Off),
+            _ => Err(format!("'{s}' is not an O_DIRECT mode; use auto, on or off")),
+        }
+    }
 }
 
 /// One test: what a row of the output table measures.

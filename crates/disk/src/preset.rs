@@ -235,16 +235,16 @@ pub struct TestChoice {
     pub sample_interval: Option<DurationArg>,
     /// `--rwmix`, percent reads for randrw.
     pub rwmix: Option<u32>,
-    /// auto, on, off.
-    pub direct: String,
-    /// auto, io_uring, psync.
-    pub engine: String,
+    /// `--direct`: O_DIRECT auto, on or off.
+    pub direct: DirectMode,
+    /// `--engine`: auto, io_uring or psync.
+    pub engine: EngineChoice,
     /// `--fixedbufs`: io_uring with registered buffers.
     pub fixedbufs: bool,
-    /// none, fsync, dsync.
-    pub sync: String,
-    /// random, zero, compressible=PCT.
-    pub pattern: String,
+    /// `--sync`: none, fsync or dsync.
+    pub sync: SyncMode,
+    /// `--pattern`: random, zero or compressible=PCT.
+    pub pattern: Pattern,
 }
 
 impl Default for TestChoice {
@@ -260,11 +260,11 @@ impl Default for TestChoice {
             ramp: None,
             sample_interval: None,
             rwmix: None,
-            direct: "auto".into(),
-            engine: "auto".into(),
+            direct: DirectMode::Auto,
+            engine: EngineChoice::Auto,
             fixedbufs: false,
-            sync: "none".into(),
-            pattern: "random".into(),
+            sync: SyncMode::None,
+            pattern: Pattern::Random,
         }
     }
 }
@@ -284,36 +284,11 @@ fn usage(text: String) -> DiskError {
     DiskError::Usage(text)
 }
 
-/// `random`, `zero` or `compressible=PCT`.
-pub fn parse_pattern(s: &str) -> Result<Pattern, DiskError> {
-    match s {
-        "random" => Ok(Pattern::Random),
-        "zero" => Ok(Pattern::Zero),
-        _ => {
-            let pct = s.strip_prefix("compressible=").and_then(|p| p.trim_end_matches('%').parse::<u8>().ok());
-            match pct {
-                Some(p) if p <= 100 => Ok(Pattern::Compressible(p)),
-                _ => Err(usage(format!(
-                    "--pattern '{s}' is not a pattern; use random, zero or compressible=PCT (e.g. compressible=50)"
-                ))),
-            }
-        }
-    }
-}
-
 fn settings_of(choice: &TestChoice) -> Result<RunSettings, DiskError> {
     let settings = RunSettings {
-        engine: match choice.engine.as_str() {
-            "io_uring" => EngineChoice::IoUring,
-            "psync" => EngineChoice::Psync,
-            _ => EngineChoice::Auto,
-        },
-        direct: match choice.direct.as_str() {
-            "on" => DirectMode::On,
-            "off" => DirectMode::Off,
-            _ => DirectMode::Auto,
-        },
-        pattern: parse_pattern(&choice.pattern)?,
+        engine: choice.engine,
+        direct: choice.direct,
+        pattern: choice.pattern,
         fixedbufs: choice.fixedbufs,
     };
     if choice.fixedbufs && settings.engine == EngineChoice::Psync {
@@ -404,11 +379,7 @@ fn apply_sustained_overrides(choice: &TestChoice, tests: &mut [TestDef]) {
 /// the tests to run; every mistake is a one-line usage error naming the flag.
 pub fn resolve(choice: &TestChoice) -> Result<TestSelection, DiskError> {
     let settings = settings_of(choice)?;
-    let sync = match choice.sync.as_str() {
-        "fsync" => SyncMode::Fsync,
-        "dsync" => SyncMode::Dsync,
-        _ => SyncMode::None,
-    };
+    let sync = choice.sync;
     check_ranges(choice)?;
     let preset = preset_of(choice)?;
     let rw = match choice.rw.as_deref() {
@@ -461,7 +432,7 @@ pub fn resolve(choice: &TestChoice) -> Result<TestSelection, DiskError> {
         if preset == Some(Preset::Sync) {
             return Err(usage(format!(
                 "--sync {} cannot be combined with --preset sync, which runs every sync mode",
-                choice.sync
+                choice.sync.as_str()
             )));
         }
         for t in tests.iter_mut().filter(|t| t.rw.writes()) {
@@ -475,6 +446,25 @@ pub fn resolve(choice: &TestChoice) -> Result<TestSelection, DiskError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_words_of_the_run_flags_parse_into_their_types_and_back() {
+        assert_eq!("compressible=50".parse::<Pattern>(), Ok(Pattern::Compressible(50)));
+        assert_eq!("compressible=50%".parse::<Pattern>(), Ok(Pattern::Compressible(50)));
+        assert_eq!("zero".parse::<Pattern>(), Ok(Pattern::Zero));
+        for bad in ["compressible=101", "compressible=", "zeros", ""] {
+            let err = bad.parse::<Pattern>().unwrap_err();
+            assert!(err.contains("use random, zero or compressible=PCT"), "{bad}: {err}");
+        }
+        for p in [Pattern::Random, Pattern::Zero, Pattern::Compressible(30)] {
+            assert_eq!(p.to_string().parse::<Pattern>(), Ok(p), "round trip of {p}");
+        }
+        assert_eq!("dsync".parse::<SyncMode>(), Ok(SyncMode::Dsync));
+        assert_eq!(SyncMode::Fsync.as_str().parse::<SyncMode>(), Ok(SyncMode::Fsync));
+        assert_eq!("io_uring".parse::<EngineChoice>(), Ok(EngineChoice::IoUring));
+        assert_eq!("off".parse::<DirectMode>(), Ok(DirectMode::Off));
+        assert!("uring".parse::<EngineChoice>().is_err() && "yes".parse::<DirectMode>().is_err());
+    }
 
     #[test]
     fn presets_have_the_tests_the_issue_names() {
@@ -526,7 +516,7 @@ mod tests {
             ("SEQ128K Q8T1 write", Some(1 << 30), Duration::from_secs(3600))
         );
         let custom =
-            resolve(&TestChoice { rw: Some("randrw".into()), sync: "dsync".into(), ..TestChoice::default() }).unwrap();
+            resolve(&TestChoice { rw: Some("randrw".into()), sync: SyncMode::Dsync, ..TestChoice::default() }).unwrap();
         assert_eq!(custom.preset, None);
         assert_eq!((custom.tests[0].rwmix_read, custom.tests[0].sync), (Some(70), SyncMode::Dsync));
         assert_eq!(resolve(&TestChoice::default()).unwrap().preset, Some(Preset::Quick));
