@@ -65,10 +65,14 @@ impl Analysis {
 
 /// Derives ceilings and the verdict of a document.
 pub fn analyse(doc: &ResultDoc, hints: &PathHints) -> Result<Analysis, ceilings::BadLinkSpec> {
-    let model = ceilings::derive(doc, hints)?;
+    Ok(judge_against(doc, ceilings::derive(doc, hints)?))
+}
+
+/// The verdict of each direction against a model already derived from `doc`.
+fn judge_against(doc: &ResultDoc, model: PathModel) -> Analysis {
     let directions =
         [Direction::Read, Direction::Write].into_iter().filter_map(|d| direction_verdict(doc, &model, d)).collect();
-    Ok(Analysis { model, directions })
+    Analysis { model, directions }
 }
 
 /// Fills `doc.ceilings` and `doc.verdict` from its own content, and settles
@@ -83,7 +87,9 @@ pub fn annotate(doc: &mut ResultDoc, hints: &PathHints) -> Result<Analysis, ceil
         let at_ceiling = link.is_some_and(|l| probe.summary.bytes_per_sec >= l * directions * AT_CEILING);
         cpu_limits::settle_diagnosis(probe, at_ceiling);
     }
-    let analysis = analyse(doc, hints)?;
+    // Settling a diagnosis changes probe details only, which the model is not
+    // derived from: the model holds, and the ceilings are derived once.
+    let analysis = judge_against(doc, model);
     doc.ceilings = analysis.model.ceilings.clone();
     doc.verdict = analysis.to_verdict();
     Ok(analysis)
