@@ -624,6 +624,19 @@ fn far_a_share_read_from_the_servers_memory_is_held_at_its_link_not_the_disk() {
     assert!(e.contains("The reads outran nas's own disk (39.84 MB/s) 2.9x: nas served them from its memory"), "{e}");
     assert!(e.contains("uncached reads get about 39.84 MB/s"), "{e}");
     assert!(v.checks.iter().any(|c| c.contains("larger than nas's RAM") && c.contains("--size")), "{:?}", v.checks);
+    // A server whose own disk probe fell back to buffered I/O measured its cache too:
+    // its figure is no uncached rate (session 11's note: the sentence was wrong then).
+    let mut buffered = with_a_client(117.4e6);
+    net_probe_mut(&mut buffered, "tcp_reverse").summary.bytes_per_sec = 117.7e6;
+    for p in
+        buffered.probes.iter_mut().filter(|p| p.ran_remotely() && matches!(p.spec, headroom_result::ProbeSpec::Disk(_)))
+    {
+        p.warnings.push(headroom_result::Warning::new("page_cache_possible", "O_DIRECT refused: buffered"));
+    }
+    let v = verdict(&buffered, Direction::Read);
+    assert!(v.explanation.contains("nas served them from its memory"), "{}", v.explanation);
+    assert!(!v.explanation.contains("uncached reads get about"), "{}", v.explanation);
+    assert!(v.explanation.contains("what uncached reads get is not known from this run"), "{}", v.explanation);
     // At the server disk's own figure the disk still is the limit, without the cache sentence.
     let v = verdict(&with_a_client(39e6), Direction::Read);
     assert_eq!(v.rule.as_str(), "R3", "{v:#?}");

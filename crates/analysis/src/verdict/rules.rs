@@ -304,12 +304,21 @@ pub(super) fn served_from_memory(f: &Facts, found: &mut Finding) {
             format!("durable writes: --sync fsync or dsync, or more data than {host}'s RAM{ram} ({size_hint}) to pass its write cache"),
         ),
     };
+    // A far disk probe that fell back to buffered I/O measured the page cache
+    // too: its figure is no uncached rate to promise.
+    let disk_was_cached = f
+        .disk_alone
+        .is_some_and(|p| p.warnings.iter().any(|w| w.code == headroom_result::WarningCode::PageCachePossible));
+    let so = if disk_was_cached {
+        format!("; {host}'s own disk figure went through its page cache as well (O_DIRECT was refused there), so what {gets} get is not known from this run")
+    } else {
+        format!(", so {gets} get about {}", format_bytes_per_sec(d))
+    };
     found.explanation += &format!(
-        " The {} outran {host}'s own disk ({}) {}: {what_happened}, so {gets} get about {}.",
+        " The {} outran {host}'s own disk ({}) {}: {what_happened}{so}.",
         f.what(),
         format_bytes_per_sec(d),
         factor(m / d),
-        format_bytes_per_sec(d)
     );
     found.checks.push(check);
 }
