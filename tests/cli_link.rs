@@ -151,6 +151,22 @@ fn a_switched_path_adds_a_frame_per_store_and_forward_hop_and_a_header_per_cut_t
 }
 
 #[test]
+fn each_switch_adds_its_datasheet_latency_once_and_the_total_says_how_much() {
+    let ct = link_json(&["10gbe,10gbe,10gbe", "--hops", "cut-through", "--switch-latency", "600ns"]);
+    // Two switches: the cut-through arithmetic above plus 2 x 600 ns.
+    let expected = 1.2208e-6 + 2.0 * 17.6e-9 + 2.0 * 600e-9;
+    assert!((ct["total_s"].as_f64().unwrap() - expected).abs() < 1e-12, "{ct}");
+    assert_eq!(ct["switch_latency_s"].as_f64(), Some(600e-9));
+    assert!(ct["hops"][0].get("switch_latency_s").is_none(), "the sender is no switch: {ct}");
+    headroom()
+        .args(["link", "10gbe,10gbe,10gbe", "--hops", "cut-through", "--switch-latency", "600ns"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("each adding 600.000 ns of its own"))
+        .stdout(predicate::str::contains("1.200 us the switches' own latency"));
+}
+
+#[test]
 fn path_mistakes_exit_2_naming_the_flag() {
     for (args, says) in [
         (vec!["10gbe", "--hops", "cut-through"], "--hops is for a path"),
@@ -158,6 +174,9 @@ fn path_mistakes_exit_2_naming_the_flag() {
         (vec!["10gbe,10gbe", "--frame-size", "63"], "--frame-size 63 is out of range"),
         (vec!["10gbe,10gbe", "--protocol", "nfs"], "--protocol applies to one link"),
         (vec!["10gbe,warp9"], "warp9"),
+        (vec!["10gbe", "--switch-latency", "600ns"], "--switch-latency is for a path"),
+        (vec!["10gbe,10gbe", "--switch-latency", "5ms"], "did you mean us?"),
+        (vec!["10gbe,10gbe", "--switch-latency", "fast"], "--switch-latency"),
     ] {
         headroom().arg("link").args(&args).assert().code(2).stderr(predicate::str::contains(says));
     }

@@ -5,10 +5,10 @@
 use crate::output::{Outcome, Output};
 use anyhow::{bail, Context};
 use headroom_limits::protocol::{Negotiated, StorageProtocol};
-use headroom_limits::switching::{path_delay, SwitchMode, FRAME_SIZE_RANGE};
+use headroom_limits::switching::{path_delay, SwitchMode, FRAME_SIZE_RANGE, MAX_SWITCH_LATENCY_S};
 use headroom_limits::{catalog, lookup, Family, Framing, IpVersion};
 use headroom_report::present;
-use headroom_units::Size;
+use headroom_units::{format_span_fine, DurationArg, Size};
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
@@ -21,6 +21,7 @@ use headroom_units::Size;
   headroom link 1gbe --protocol iscsi --io-size 4k --iscsi-segment 256k
   headroom link 10gbe,25gbe,10gbe --hops cut-through       one frame's delay across two switches
   headroom link 10gbe,10gbe --hops cut-through --frame-size 64
+  headroom link 10gbe,10gbe,10gbe --hops cut-through --switch-latency 600ns
   headroom link --list                    every link and bus headroom knows
 
 Names are case-insensitive; spaces, dashes and underscores are ignored
@@ -34,6 +35,10 @@ pub struct LinkArgs {
     /// links of different speeds always stores and forwards)
     #[arg(long, value_name = "MODE", value_parser = ["store-and-forward", "cut-through"])]
     pub hops: Option<String>,
+    /// For a path: each switch's own port-to-port latency from its datasheet (e.g. 600ns for
+    /// a cut-through ASIC, 3us for a store-and-forward box), added once per switch
+    #[arg(long, value_name = "DURATION")]
+    pub switch_latency: Option<DurationArg>,
     /// Frame size for the delays, header to FCS: 64 (the minimum) to 9234 (9216 MTU)
     /// [default: MTU + 18, e.g. 1518]
     #[arg(long, value_name = "BYTES")]
@@ -116,6 +121,9 @@ pub fn run(args: &LinkArgs, out: &Output) -> anyhow::Result<Outcome> {
     if spec.contains(',') {
         return path(args, spec, frame_bytes, out);
     }
+    if args.switch_latency.is_some() {
+        bail!("--switch-latency is for a path of links: name them in order, e.g. `headroom link 10gbe,10gbe,10gbe --switch-latency 600ns`");
+    }
     if args.hops.is_some() {
         bail!("--hops is for a path of links: name them in order, e.g. `headroom link 10gbe,25gbe,10gbe --hops cut-through`");
     }
@@ -170,7 +178,14 @@ fn path(args: &LinkArgs, spec: &str, frame_bytes: u32, out: &Output) -> anyhow::
         Some("cut-through") => SwitchMode::CutThrough,
         _ => SwitchMode::StoreAndForward,
     };
-    let hops = path_delay(&links, frame_bytes, mode);
+    let latency = args.switch_latency.map_or(0.0, |d| d.0.as_secs_f64());
+    if latency > MAX_SWITCH_LATENCY_S {
+        bail!(
+            "--switch-latency {}: no switch takes that long port to port (datasheets give nanoseconds to microseconds); did you mean us? e.g. --switch-latency 600ns",
+            format_span_fine(latency)
+        );
+    }
+    let hops = path_delay(&links, frame_bytes, mode, latency);
     if out.json {
         out.print_json(&present::link::path_document(&hops, frame_bytes, mode))?;
     } else {

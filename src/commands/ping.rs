@@ -82,7 +82,7 @@ pub fn run(args: &PingArgs, out: &Output) -> anyhow::Result<Outcome> {
                 }
             })
             .map_err(|e| anyhow::anyhow!("{e}"))?;
-            connect_probe(&r, true, "tcp", interval_ms)
+            connect_probe(&r, None, interval_ms)
         }
         None => {
             let target = Endpoint { host, port: args.port, token: args.token.clone(), timeout: args.timeout.0, source };

@@ -13,7 +13,7 @@ use crate::progress::ProgressSink;
 use anyhow::{bail, Context};
 use headroom_analysis::{parse_goals, Goal, LinkSpec, PathHints};
 use headroom_job::{JobError, JobSettings, Preset};
-use headroom_proto::ShareUrl;
+use headroom_proto::{Credentials, ShareTarget};
 use headroom_report::{presenter, Format, Report, ResultView, Style};
 use headroom_result::ResultDoc;
 use std::path::{Path, PathBuf};
@@ -112,8 +112,14 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
             bail!("--server '{s}' is not HOST or HOST:PORT (example: --server nas.lan or --server 192.168.1.10:5201)");
         }
     }
-    let share_url: Option<ShareUrl> =
+    let share: Option<ShareTarget> =
         args.share.as_deref().map(str::parse).transpose().map_err(|e| anyhow::anyhow!("--share {e}"))?;
+    // Read before anything is measured: a missing or unreadable file is the
+    // user's to fix, not a failure halfway through the run.
+    let credentials = match &share {
+        Some(_) => Credentials::load(args.credentials.as_deref()).map_err(|e| anyhow::anyhow!("--credentials: {e}"))?,
+        None => Credentials::default(),
+    };
     let path = match (&args.path, &args.remote_path) {
         (Some(p), _) => Some(p.clone()),
         (None, _) if args.share.is_some() => None,
@@ -148,7 +154,7 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
         Some(spec) => {
             // Timed like the preset's tests by the job; these are placeholders.
             let t = headroom_disk::parse_test_spec(spec, Duration::from_secs(2), Duration::ZERO)?;
-            let export = share_url.as_ref().is_some_and(ShareUrl::is_whole_export);
+            let export = share.as_ref().is_some_and(|s| s.url().is_whole_export());
             if export && t.rw.writes() {
                 bail!(
                     "--test {spec} writes, and run never writes to a whole export (iscsi://, nbd://); use a read test"
@@ -180,7 +186,7 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
     let towards = server
         .as_ref()
         .map(|e| (e.host.clone(), e.port))
-        .or_else(|| share_url.as_ref().map(|url| (url.server().host.clone(), url.server().port)));
+        .or_else(|| share.as_ref().map(|s| (s.url().server().host.clone(), s.url().server().port)));
     // The NIC the verdict holds the path against: the one the route to the
     // server (or the share's host) leaves through, as `net` and `ping` choose it.
     let nic = towards.and_then(|(host, port)| headroom_job::interface_towards(&host, port, &source));
@@ -188,8 +194,8 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
         server,
         path,
         remote_path: args.remote_path.clone(),
-        share: args.share.clone(),
-        credentials: args.credentials.clone(),
+        share,
+        credentials,
         custom_test,
         hints: PathHints { link: args.link.clone(), nic },
         preset,

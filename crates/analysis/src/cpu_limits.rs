@@ -8,6 +8,8 @@
 //! Also owns the probe's one-line diagnosis (`details.why`): a CPU limit
 //! replaces the TCP_INFO buffer advice, and a stream at its link's ceiling
 //! gets no buffer advice at all. Thresholds are documented in docs/verdict.md.
+//!
+//! Long (about 510 lines): about 330 lines of code, the rest its unit tests.
 
 pub use headroom_result::Side;
 use headroom_result::{details, CgroupCpu, CpuLoad, Probe, ProbeSpec, ServingLoad, Warning};

@@ -4,6 +4,9 @@
 //!
 //! The steps use the same engines and the same post-processing as the single
 //! commands (`disk`, `net`, `cpu`), so `run` measures exactly what they do.
+//!
+//! Long (about 530 lines): the preset plans and the steps of the one job are kept together so that
+//! what `run` measures reads top to bottom.
 
 use crate::disk::DiskFailure;
 use crate::path::{bus_under, link_towards};
@@ -15,7 +18,7 @@ use headroom_net::{
     Endpoint, FarCpuWatch, NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, RemoteEngine, ThroughputSpec,
     TrafficDirection,
 };
-use headroom_proto::{Credentials, Opener, ShareUrl, FILE_SERVER_DAEMONS};
+use headroom_proto::{Credentials, Opener, ShareTarget, ShareUrl, FILE_SERVER_DAEMONS};
 use headroom_result::details::cpu_load_key;
 use headroom_result::{CpuLoad, Side};
 use headroom_result::{Host, Probe, ResultDoc, Warning, WarningCode};
@@ -56,9 +59,9 @@ pub struct JobSettings {
     pub remote_path: Option<PathBuf>,
     /// An `nfs://`, `smb://`, `iscsi://` or `nbd://` URL the disk probes test
     /// through headroom's own protocol client (instead of `path`).
-    pub share: Option<String>,
-    /// `--credentials FILE` for the share (the environment is read too).
-    pub credentials: Option<PathBuf>,
+    pub share: Option<ShareTarget>,
+    /// The user names and secrets for the share, loaded by the caller.
+    pub credentials: Credentials,
     /// `--test RW:BS[:qN][:tN]`: one more disk test on the path or share, the
     /// one the goals are held against (e.g. IOMeter's 512K sequential read).
     pub custom_test: Option<TestDef>,
@@ -441,15 +444,13 @@ pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks
         peers.push(peer);
     }
     if let Some(share) = &settings.share {
-        let credentials = Credentials::load(settings.credentials.as_deref()).map_err(|e| failed("--credentials", e))?;
-        let opener = Opener::new(credentials).from_source(settings.source.clone());
+        let opener = Opener::new(settings.credentials.clone()).from_source(settings.source.clone());
         let mut runner = Runner::new().with(DiskEngine::new().with_shares(Arc::new(opener)));
         // A whole export holds someone's data: run reads only there.
-        let url = ShareUrl::parse(share).ok();
-        let export = url.as_ref().is_some_and(|u| u.is_whole_export());
-        let plan = disk_plan(Path::new(share), settings.preset, None, export, settings.custom_test.as_ref())?;
-        let far_end = far_end_cpu(settings, url.as_ref())?;
-        let (here, step_warnings) = disk_step(&mut runner, &plan, share, stop, sinks, far_end)?;
+        let export = share.url().is_whole_export();
+        let plan = disk_plan(Path::new(share.as_str()), settings.preset, None, export, settings.custom_test.as_ref())?;
+        let far_end = far_end_cpu(settings, Some(share.url()))?;
+        let (here, step_warnings) = disk_step(&mut runner, &plan, share.as_str(), stop, sinks, far_end)?;
         probes.extend(here);
         warnings.extend(step_warnings);
     }

@@ -9,8 +9,8 @@ use crate::stats::LatencyRecorder;
 use crate::tcpinfo::{self, TcpInfo};
 use crate::throughput::ThroughputResult;
 use headroom_result::{
-    details, Histogram, NetProbeKind, NetSpec, PingSpec, Probe, ProbeSpec, Sample, Side, SocketBuffers, Summary,
-    Warning,
+    details, Histogram, NetProbeKind, NetProtocol, NetSpec, PingSpec, Probe, ProbeSpec, Sample, Side, SocketBuffers,
+    Summary, Warning,
 };
 use headroom_units::format_size;
 use serde_json::json;
@@ -160,7 +160,7 @@ fn buffer_cap_warning(r: &ThroughputResult) -> Option<Warning> {
 }
 
 /// Request/response round trips as a probe (`rr`, or `rr` under load).
-pub fn rr_probe(r: &RrResult, protocol: &str, peer: &str) -> Probe {
+pub fn rr_probe(r: &RrResult, protocol: NetProtocol, peer: &str) -> Probe {
     let ops = r.rtt.count();
     let mut p = probe(
         "rr-idle".into(),
@@ -168,7 +168,7 @@ pub fn rr_probe(r: &RrResult, protocol: &str, peer: &str) -> Probe {
         ProbeSpec::Net(NetSpec {
             test: NetProbeKind::Rr,
             streams: 1,
-            protocol: protocol.into(),
+            protocol,
             peer: peer.into(),
             source: r.source.clone(),
             ..Default::default()
@@ -224,25 +224,27 @@ pub fn echo_probe(r: &EchoResult, peer: &str, interval_ms: f64) -> Probe {
     p
 }
 
-/// TCP handshake round trips: kind net/test connect inside `headroom net`,
-/// kind ping/method tcp_connect for `headroom ping`.
-pub fn connect_probe(r: &ConnectResult, as_ping: bool, protocol: &str, interval_ms: f64) -> Probe {
-    let spec = if as_ping {
+/// TCP handshake round trips: kind net/test connect inside `headroom net`
+/// (`within` the protocol its session spoke), kind ping/method tcp_connect
+/// for `headroom ping` (`within` None).
+pub fn connect_probe(r: &ConnectResult, within: Option<NetProtocol>, interval_ms: f64) -> Probe {
+    let as_ping = within.is_none();
+    let spec = if let Some(protocol) = within {
+        ProbeSpec::Net(NetSpec {
+            test: NetProbeKind::Connect,
+            streams: 1,
+            protocol,
+            peer: r.peer.clone(),
+            source: r.source.clone(),
+            ..Default::default()
+        })
+    } else {
         ProbeSpec::Ping(PingSpec {
             method: "tcp_connect".into(),
             peer: r.peer.clone(),
             count: r.attempts,
             interval_ms,
             source: r.source.clone(),
-        })
-    } else {
-        ProbeSpec::Net(NetSpec {
-            test: NetProbeKind::Connect,
-            streams: 1,
-            protocol: protocol.into(),
-            peer: r.peer.clone(),
-            source: r.source.clone(),
-            ..Default::default()
         })
     };
     let mut p = probe(

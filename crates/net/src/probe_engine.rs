@@ -9,7 +9,7 @@ use crate::{
     connect_probe, echo_probe, iperf3_throughput, rr_probe, tcp_connect_series, throughput_probe, Endpoint, NetError,
     Session, Source, ThroughputSpec,
 };
-use headroom_result::{Probe, ProbeSpec, Sample, Warning};
+use headroom_result::{NetProtocol, Probe, ProbeSpec, Sample, Warning};
 use headroom_runner::{
     unix_now, EngineKind, Expected, LiveSample, Measured, PrepareEvent, ProbeEngine, ProbeError, ProbeRequest,
 };
@@ -153,6 +153,17 @@ struct Connected {
     gone: bool,
 }
 
+impl Connected {
+    /// What the server answered in: a session is headroom's protocol.
+    fn protocol(&self) -> NetProtocol {
+        if self.session.is_some() {
+            NetProtocol::Headroom
+        } else {
+            NetProtocol::Iperf3
+        }
+    }
+}
+
 /// The net engine.
 #[derive(Default)]
 pub struct NetEngine {
@@ -210,7 +221,7 @@ impl NetEngine {
         on_sample: &mut dyn FnMut(&Sample),
     ) -> Result<Probe, NetError> {
         let c = self.connected.as_mut().expect("connected before measuring");
-        let protocol = if c.session.is_some() { "headroom" } else { "iperf3" };
+        let protocol = c.protocol();
         let target = c.server.target();
         match (&req.test, c.session.as_mut()) {
             (NetTest::Rtt { time }, Some(s)) => {
@@ -223,7 +234,7 @@ impl NetEngine {
             }
             (NetTest::Connect, Some(s)) => {
                 let r = tcp_connect_series(s.peer, &target, 20, Duration::from_millis(20), stop, &mut |_, _| {})?;
-                Ok(connect_probe(&r, false, protocol, 20.0))
+                Ok(connect_probe(&r, Some(protocol), 20.0))
             }
             (NetTest::Throughput(t), Some(s)) => {
                 Ok(throughput_probe(&s.throughput(&t.with_rtt_under_load(t.rtt_under_load), stop, on_sample)?))
@@ -261,7 +272,7 @@ impl ProbeEngine for NetEngine {
         let c = self.connect(&req.server)?;
         events(&PrepareEvent::PeerReady {
             peer: c.server.target().display(),
-            protocol: if c.session.is_some() { "headroom" } else { "iperf3" }.into(),
+            protocol: c.protocol().to_string(),
             server_version: c.session.as_ref().map(|s| s.server_version.clone()),
         });
         Ok(Vec::new())

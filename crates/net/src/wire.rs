@@ -26,6 +26,9 @@
 //! [`Reply::Challenge`] (a fresh random nonce); the client answers with
 //! [`AuthAnswer`]: its own nonce and HMAC-SHA256 keyed with the token over
 //! [`AUTH_CONTEXT`], the server nonce and the client nonce ([`auth_proof`]).
+//!
+//! Long (about 580 lines) because it is the whole protocol definition (greeting, keys, messages,
+//! framing) in one place, as a protocol reference should be.
 
 /// The flushcheck run and acknowledgement are documents as well as messages:
 /// they live in headroom-result so presenters read them without this crate.

@@ -48,7 +48,9 @@ pub mod fuzzing {
 pub use credentials::Credentials;
 pub use error::ProtoError;
 pub use headroom_net::Source;
-pub use url::{IscsiUrl, NbdUrl, NfsUrl, NfsVersion, Server, ShareUrl, SmbUrl, UrlError, FILE_SERVER_DAEMONS};
+pub use url::{
+    IscsiUrl, NbdUrl, NfsUrl, NfsVersion, Server, ShareTarget, ShareUrl, SmbUrl, UrlError, FILE_SERVER_DAEMONS,
+};
 
 use headroom_disk::{DiskError, Share, ShareOpener, TargetOptions};
 

@@ -124,6 +124,37 @@ impl std::str::FromStr for ShareUrl {
     }
 }
 
+/// A share URL as the user wrote it, checked once at the command line and
+/// carried from there: the text names the target in every output (and is
+/// what the disk crate, below this one, opens through [`crate::Opener`]);
+/// the parsed URL answers what the job asks of it (its server, its daemons,
+/// whether it is a whole export).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareTarget {
+    text: String,
+    url: ShareUrl,
+}
+
+impl ShareTarget {
+    /// The URL as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The parsed URL.
+    pub fn url(&self) -> &ShareUrl {
+        &self.url
+    }
+}
+
+impl std::str::FromStr for ShareTarget {
+    type Err = UrlError;
+
+    fn from_str(text: &str) -> Result<ShareTarget, UrlError> {
+        Ok(ShareTarget { text: text.to_string(), url: ShareUrl::parse(text)? })
+    }
+}
+
 /// nfsd: the kernel server's threads; the rest user-space servers.
 const NFS_DAEMONS: &[&str] = &["nfsd", "ganesha.nfsd", "unfsd"];
 /// Every file server's daemons, for a mounted share whose protocol is unknown.

@@ -1,6 +1,8 @@
 //! The tables and lines every format shows, built once from a [`Report`]:
 //! the hop chain and verdict per direction, the probes, the goals and the
 //! comparison. Formats differ only in how they render these.
+//!
+//! Long (about 520 lines): about 480 lines of code, the rest its unit tests.
 
 use crate::model::{Report, ResultView};
 use crate::table::{Cell, Table, Tone};

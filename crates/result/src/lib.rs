@@ -16,6 +16,9 @@
 //!
 //! This crate does no I/O beyond reading such files and (de)serialising
 //! documents, and knows nothing of how figures were measured.
+//!
+//! Long (about 670 lines) because it is the document's type definitions: the schema is generated
+//! from them, so they stay together where a reader sees the whole document at once.
 
 #[macro_use]
 mod words;
@@ -281,6 +284,19 @@ words_enum! {
     }
 }
 
+words_enum! {
+    /// The protocol a network probe spoke to its server. Open: a newer
+    /// headroom's protocol loads as `Other`.
+    #[derive(Default)]
+    open NetProtocol {
+        /// headroom's own (`headroom serve`).
+        #[default]
+        Headroom = "headroom",
+        /// iperf3's (`iperf3 -s`, or `headroom serve --iperf3`).
+        Iperf3 = "iperf3",
+    }
+}
+
 impl NetProbeKind {
     /// A TCP throughput probe, in any direction.
     pub fn is_tcp_throughput(&self) -> bool {
@@ -302,7 +318,8 @@ pub struct NetSpec {
     /// Parallel TCP connections or UDP flows.
     pub streams: u32,
     /// headroom or iperf3.
-    pub protocol: String,
+    #[schemars(with = "String")]
+    pub protocol: NetProtocol,
     /// HOST:PORT of the server.
     pub peer: String,
     /// Target rate for UDP, bits per second.

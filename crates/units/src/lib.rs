@@ -9,6 +9,9 @@
 //! - throughput is printed in decimal units, in bits and bytes side by side.
 //!
 //! This crate does no I/O and knows nothing of links or probes.
+//!
+//! Long (about 520 lines) because each quantity's parser and formatter sit side by side with their
+//! unit tests, so the convention above is checked where it is written.
 
 use std::fmt;
 use std::str::FromStr;

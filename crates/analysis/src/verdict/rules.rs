@@ -4,6 +4,9 @@
 //! side, in one sentence, with the headroom and what to check.
 //!
 //! Owns the wording of the verdict; the facts are gathered in `verdict/mod.rs`.
+//!
+//! Long (about 790 lines) because it is the rule table: one function per rule of docs/verdict.md,
+//! read in order beside that document; splitting it would hide the order the rules are tried in.
 
 use super::{level, Facts, Limiting, ABOVE_CEILING, AT_CEILING};
 use crate::cpu_limits::{self, CpuLimit, CpuLimitKind};

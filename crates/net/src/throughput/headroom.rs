@@ -13,7 +13,7 @@ use crate::process_cpu::CpuUse;
 use crate::socket::SocketSetup;
 use crate::udp_header::UdpHeader;
 use crate::wire::{self, Hello, Reply, Request};
-use headroom_result::Sample;
+use headroom_result::{NetProtocol, Sample};
 use std::net::TcpStream;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -71,8 +71,8 @@ fn check_streams_are_ours(streams: &StreamSet, report: &wire::ServerReport) -> R
 }
 
 impl Protocol for HeadroomTest<'_> {
-    fn name(&self) -> &'static str {
-        "headroom"
+    fn name(&self) -> NetProtocol {
+        NetProtocol::Headroom
     }
 
     fn peer(&self) -> String {

@@ -14,7 +14,7 @@ use crate::process_cpu::CpuUse;
 use crate::socket::{connect_to_server, udp_connected, SocketSetup};
 use crate::udp_header::UdpHeader;
 use crate::wire::TrafficDirection;
-use headroom_result::Sample;
+use headroom_result::{NetProtocol, Sample};
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,8 +42,8 @@ struct Iperf3Test<'a> {
 }
 
 impl Protocol for Iperf3Test<'_> {
-    fn name(&self) -> &'static str {
-        "iperf3"
+    fn name(&self) -> NetProtocol {
+        NetProtocol::Iperf3
     }
 
     fn peer(&self) -> String {

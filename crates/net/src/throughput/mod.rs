@@ -21,7 +21,7 @@ use crate::socket;
 use crate::stats::{UdpRecvStats, UdpRecvSummary};
 use crate::tcpinfo::TcpInfo;
 use crate::wire::TrafficDirection;
-use headroom_result::Sample;
+use headroom_result::{NetProtocol, Sample};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -162,7 +162,7 @@ pub struct ThroughputResult {
     /// Length of each of `samples` (the last may be shorter).
     pub sample_interval: Duration,
     /// `headroom` or `iperf3`.
-    pub protocol: String,
+    pub protocol: NetProtocol,
     /// The server as the user named it.
     pub peer: String,
     /// Who sent.
@@ -244,7 +244,7 @@ pub(crate) struct ServerFigures {
 /// What the control protocols differ in; the measurement loop ([`measure`]) does the rest.
 pub(crate) trait Protocol {
     /// The protocol's name as the result records it (`headroom`, `iperf3`).
-    fn name(&self) -> &'static str;
+    fn name(&self) -> NetProtocol;
     /// The server as the result records it.
     fn peer(&self) -> String;
     /// Where this end's sockets leave from.
@@ -378,7 +378,7 @@ pub(crate) fn measure(
     }
     rr_stop.store(true, Ordering::Relaxed);
     let mut result = ThroughputResult {
-        protocol: protocol.name().into(),
+        protocol: protocol.name(),
         peer: protocol.peer(),
         direction: Some(spec.direction),
         udp: spec.udp_rate.is_some(),

@@ -123,13 +123,16 @@ pub fn link_document(link: &Link, shown: &Shown) -> Value {
 /// and when the frame has fully arrived.
 pub fn path(hops: &[HopDelay], frame_bytes: u32, mode: SwitchMode) -> String {
     let names: Vec<&str> = hops.iter().map(|h| h.link.as_str()).collect();
+    let switches = hops.len().saturating_sub(1);
+    let latency = switch_latency(hops);
     let mut text = format!(
-        "path {}: a {frame_bytes} B frame (+{PREAMBLE} B preamble), {}\n",
+        "path {}: a {frame_bytes} B frame (+{PREAMBLE} B preamble), {}{}\n",
         names.join(" -> "),
         match mode {
             SwitchMode::StoreAndForward => "store-and-forward switches",
             SwitchMode::CutThrough => "cut-through switches where the speeds match",
-        }
+        },
+        if latency > 0.0 { format!(", each adding {} of its own", format_span_fine(latency)) } else { String::new() }
     );
     text += &format!(
         "  {:<4} {:<10} {:>11}  {:<38} {:>12}\n",
@@ -153,12 +156,26 @@ pub fn path(hops: &[HopDelay], frame_bytes: u32, mode: SwitchMode) -> String {
         );
     }
     let total = hops.last().map_or(0.0, |h| h.arrived_s);
-    text += &format!(
-        "  total {} for {} switch(es); propagation (~5 ns/m) and the switches' own lookup time not included\n",
-        format_span_fine(total),
-        hops.len().saturating_sub(1)
-    );
+    if latency > 0.0 {
+        let own = latency * switches as f64;
+        text += &format!(
+            "  total {} for {switches} switch(es): {} on the links and waiting for frames, {} the switches' own latency; propagation (~5 ns/m) not included\n",
+            format_span_fine(total),
+            format_span_fine(total - own),
+            format_span_fine(own),
+        );
+    } else {
+        text += &format!(
+            "  total {} for {switches} switch(es); propagation (~5 ns/m) and the switches' own lookup time not included (--switch-latency adds it)\n",
+            format_span_fine(total),
+        );
+    }
     text
+}
+
+/// The one latency every switch of the path was given (0: none).
+fn switch_latency(hops: &[HopDelay]) -> f64 {
+    hops.iter().map(|h| h.switch_latency_s).fold(0.0, f64::max)
 }
 
 /// The `headroom.link-path/v1` document of a switched path.
@@ -168,6 +185,7 @@ pub fn path_document(hops: &[HopDelay], frame_bytes: u32, mode: SwitchMode) -> V
         "frame_bytes": frame_bytes,
         "mode": mode,
         "hops": hops,
+        "switch_latency_s": switch_latency(hops),
         "total_s": hops.last().map_or(0.0, |h| h.arrived_s),
     })
 }
