@@ -204,3 +204,15 @@ fn a_goal_is_held_against_the_test_run_was_given() {
         doc.warnings.iter().filter(|w| w.code == "goal_missed").map(|w| w.message.as_str()).collect();
     assert_eq!(missed, ["goal latency-p99=1ns missed"], "{missed:?}");
 }
+
+#[test]
+fn a_missing_credentials_file_is_refused_before_anything_is_measured() {
+    // Port 1 on loopback: were the file read only at the share step, the run
+    // would first measure this machine's CPU and network.
+    headroom()
+        .args(["run", "--share", "smb://127.0.0.1:1/share", "--credentials", "/nonexistent/creds"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--credentials /nonexistent/creds: No such file"))
+        .stdout(predicate::str::is_empty());
+}

@@ -117,7 +117,7 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
     // Read before anything is measured: a missing or unreadable file is the
     // user's to fix, not a failure halfway through the run.
     let credentials = match &share {
-        Some(_) => Credentials::load(args.credentials.as_deref()).map_err(|e| anyhow::anyhow!("--credentials: {e}"))?,
+        Some(_) => Credentials::load(args.credentials.as_deref()).map_err(anyhow::Error::msg)?,
         None => Credentials::default(),
     };
     let path = match (&args.path, &args.remote_path) {
