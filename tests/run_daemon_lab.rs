@@ -4,7 +4,9 @@
 //! gigabit link could both carry 100+ MB/s. `headroom run --server NAS
 //! --remote-path DIR --share URL` must name the NAS's CPU and the daemon,
 //! from the daemon's own cgroup counters (the serve process beside it is not
-//! limited): the kernel's own throttle count is the ground truth.
+//! limited): the kernel's own throttle count is the ground truth. Without
+//! `--remote-path` too (the smbd case): a serve on the share's server is
+//! watched all the same.
 
 use headroom_lab::cpu::CpuQuota;
 use headroom_lab::nas::nbd::{NbdBacking, NbdOptions};
@@ -30,12 +32,15 @@ fn nas_with_serve(gigabit: bool) -> (Nas, std::path::PathBuf) {
     (nas, dir)
 }
 
-/// `run --server NAS --remote-path DIR --share URL --json` from the client, `extra` added.
-fn run_over_share(nas: &Nas, dir: &std::path::Path, url: &str, extra: &[&str]) -> ResultDoc {
+/// `run --server NAS [--remote-path DIR] --share URL --json` from the
+/// client, `extra` added; `dir` None: the server's own disk is not measured.
+fn run_over_share(nas: &Nas, dir: Option<&std::path::Path>, url: &str, extra: &[&str]) -> ResultDoc {
+    let remote_path = dir.map(|d| ["--remote-path", d.to_str().unwrap()]);
     let out = nas
         .client()
         .command(exe())
-        .args(["run", "--server", &nas.addr().to_string(), "--remote-path", dir.to_str().unwrap()])
+        .args(["run", "--server", &nas.addr().to_string()])
+        .args(remote_path.iter().flatten())
         .args(["--share", url, "--json"])
         .args(extra)
         .env("HEADROOM_SMB_PASSWORD", SMB_PASSWORD)
@@ -91,7 +96,8 @@ fn a_starved_smbd_is_named_as_the_nas_cpu() {
     let export = nas.serve_smb(&dir, SmbOptions::default()).expect("smbd");
     let quota = CpuQuota::new(1000, 100_000).expect("a 1% cpu group");
     quota.add_pid(export.pid).expect("smbd into the group");
-    let doc = run_over_share(&nas, &dir, &export.url_with_user(), &["--link", "1gbe"]);
+    let doc = run_over_share(&nas, None, &export.url_with_user(), &["--link", "1gbe"]);
+    assert!(doc.peers.is_empty(), "the server's own disk was not asked for");
     assert_daemon_named(&doc, "smbd", &quota);
 }
 
@@ -110,7 +116,7 @@ fn a_starved_ganesha_is_named_as_the_nas_cpu() {
     let export = nas.serve_nfs(&dir, None).expect("ganesha");
     let quota = CpuQuota::new(5000, 100_000).expect("a 5% cpu group");
     quota.add_pid(export.pid).expect("ganesha into the group");
-    let doc = run_over_share(&nas, &dir, &export.url, &["--link", "1gbe"]);
+    let doc = run_over_share(&nas, Some(&dir), &export.url, &["--link", "1gbe"]);
     assert_daemon_named(&doc, "ganesha.nfsd", &quota);
 }
 
@@ -136,7 +142,7 @@ fn a_single_threaded_daemon_at_a_full_core_is_named_as_the_nas_cpu() {
     assert!(made.success(), "making the xz image");
     let opts = NbdOptions { read_only: true, threads: Some(1), ..NbdOptions::default() };
     let export = nas.serve_nbd("packed", &NbdBacking::Xz(image), opts).expect("nbdkit with the xz filter");
-    let doc = run_over_share(&nas, &dir, &export.url, &[]);
+    let doc = run_over_share(&nas, Some(&dir), &export.url, &[]);
     let verdict = doc.verdict.as_ref().expect("a verdict");
     let read = verdict.directions.iter().find(|d| d.direction == Direction::Read).expect("reads");
     let text = &read.explanation;

@@ -840,3 +840,40 @@ fn far_r3_a_disk_at_its_cgroup_io_limit_wins_over_a_cpu_quota_merely_throttled_b
     assert_eq!(disk.ceiling_bytes_per_sec, Some(40e6), "{disk:?}");
     assert!(!v.explanation.contains("At the same time"), "40% throttled is not a full quota: {}", v.explanation);
 }
+
+/// A share whose server was watched (a headroom serve on it) without its
+/// own disk being measured (no --remote-path): a daemon's thread at a full
+/// core is named as the server's CPU, before the storage protocol (R7).
+#[test]
+fn a_share_servers_cpu_is_named_without_its_own_disk() {
+    let mut doc = with_a_share_client("smb", "read", 10e6);
+    doc.probes.retain(|p| p.host.is_none());
+    doc.peers.clear();
+    for p in &mut doc.probes {
+        if let headroom_result::ProbeSpec::Net(n) = &mut p.spec {
+            n.peer = "nas:5201".into();
+        }
+    }
+    let v = verdict_at_1gbe(&doc, Direction::Read);
+    assert_eq!((v.bottleneck, v.rule.as_str()), (Bottleneck::Protocol, "R7"), "{}", v.explanation);
+    let load = headroom_result::CpuLoad {
+        wall_s: 5.0,
+        cores: 4,
+        process_percent: 99.0,
+        threads: vec![headroom_result::ThreadLoad { name: "smbd".into(), tid: 812, percent: 98.0 }],
+        ..Default::default()
+    };
+    let client = doc.probes.iter_mut().find(|p| p.id == "seq1m-q8t1-read").unwrap();
+    client.details.insert("cpu_load_remote".into(), serde_json::to_value(&load).unwrap());
+    let v = verdict_at_1gbe(&doc, Direction::Read);
+    let e = &v.explanation;
+    assert_eq!(
+        (v.bottleneck, v.rule.as_str(), v.side),
+        (Bottleneck::Cpu, "R5", Some(headroom_result::Side::Remote)),
+        "{e}"
+    );
+    assert!(e.starts_with("reads through smb run at 10.00 MB/s, 8% of what the network alone carries"), "{e}");
+    assert!(e.contains("limited by nas's CPU: thread smbd kept one core 98% busy"), "{e}");
+    assert!(e.ends_with(": nas's CPU is the bottleneck."), "{e}");
+    assert!(v.checks.iter().any(|c| c.contains("--remote-path")), "{:?}", v.checks);
+}

@@ -21,7 +21,7 @@ use headroom_net::{
 use headroom_proto::{Credentials, Opener, ShareTarget, ShareUrl, FILE_SERVER_DAEMONS};
 use headroom_result::details::cpu_load_key;
 use headroom_result::{CpuLoad, Side};
-use headroom_result::{Host, Probe, ResultDoc, Warning, WarningCode};
+use headroom_result::{Host, NetProtocol, Probe, ProbeSpec, ResultDoc, Warning, WarningCode};
 use headroom_runner::{EngineKind, Plan, ProbeError, ProbeRequest, ProbeRun, Runner, Sink};
 use headroom_sys::ServingQuery;
 use headroom_units::{DurationArg, Size};
@@ -405,11 +405,24 @@ fn far_end_step(
 }
 
 /// Over a share of the server: the server whose CPU to watch while this
-/// machine reads and writes there (when it measures its own disk too), and
-/// how it finds the processes serving the share: the URL's port and its
-/// protocol's daemons, or any file server's daemons for a mounted share.
-fn far_end_cpu(settings: &JobSettings, share: Option<&ShareUrl>) -> Result<Option<(Endpoint, ServingQuery)>, JobError> {
-    let (Some(_), Some(server)) = (&settings.remote_path, &settings.server) else { return Ok(None) };
+/// machine reads and writes there, and how it finds the processes serving
+/// the share: the URL's port and its protocol's daemons, or any file
+/// server's daemons for a mounted share. Watched when the server measures
+/// its own disk too (`--remote-path`: it is a headroom serve, and the path
+/// here is its share), or when the share's URL names the server and the
+/// server answered the network step as a headroom serve (`serve_speaks`); a
+/// mounted path without `--remote-path` may be this machine's own disk, and
+/// an iperf3 server has no CPU to report.
+fn far_end_cpu(
+    settings: &JobSettings,
+    share: Option<&ShareUrl>,
+    serve_speaks: bool,
+) -> Result<Option<(Endpoint, ServingQuery)>, JobError> {
+    let Some(server) = &settings.server else { return Ok(None) };
+    let share_on_the_server = share.is_some_and(|url| url.server().host == server.host);
+    if settings.remote_path.is_none() && !(serve_speaks && share_on_the_server) {
+        return Ok(None);
+    }
     let serving = match share {
         Some(url) => ServingQuery {
             port: Some(url.server().port),
@@ -438,6 +451,8 @@ pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks
         probes.extend(cpu_probes(runs, settings.hints.link.as_ref(), &host)?);
     }
     probes.extend(network_step(&mut runner, settings, stop, sinks)?);
+    let serve_speaks =
+        probes.iter().any(|p| matches!(&p.spec, ProbeSpec::Net(n) if n.protocol == NetProtocol::Headroom));
     if let Some(remote_path) = &settings.remote_path {
         let (far, peer) = far_end_step(settings, remote_path, stop, sinks)?;
         probes.extend(far);
@@ -449,7 +464,7 @@ pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks
         // A whole export holds someone's data: run reads only there.
         let export = share.url().is_whole_export();
         let plan = disk_plan(Path::new(share.as_str()), settings.preset, None, export, settings.custom_test.as_ref())?;
-        let far_end = far_end_cpu(settings, Some(share.url()))?;
+        let far_end = far_end_cpu(settings, Some(share.url()), serve_speaks)?;
         let (here, step_warnings) = disk_step(&mut runner, &plan, share.as_str(), stop, sinks, far_end)?;
         probes.extend(here);
         warnings.extend(step_warnings);
@@ -457,7 +472,7 @@ pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks
     if let Some(path) = &settings.path {
         let bus = bus_under(path);
         let plan = disk_plan(path, settings.preset, bus.as_ref(), false, settings.custom_test.as_ref())?;
-        let far_end = far_end_cpu(settings, None)?;
+        let far_end = far_end_cpu(settings, None, serve_speaks)?;
         let (here, step_warnings) = disk_step(&mut runner, &plan, "disk probes", stop, sinks, far_end)?;
         probes.extend(here);
         warnings.extend(step_warnings);

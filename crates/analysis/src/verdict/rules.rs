@@ -11,7 +11,7 @@
 use super::{level, Facts, Limiting, ABOVE_CEILING, AT_CEILING};
 use crate::cpu_limits::{self, CpuLimit, CpuLimitKind};
 use headroom_limits::{catalog, Family};
-use headroom_result::{Bottleneck, Ceiling, Hop, Probe, Rule, Side};
+use headroom_result::{Bottleneck, Ceiling, Hop, Probe, ProbeSpec, Rule, Side};
 use headroom_units::format_bytes_per_sec;
 
 /// What a rule found: everything of the verdict but the chain and the figure.
@@ -607,7 +607,7 @@ fn a_cpu(f: &Facts) -> Option<Finding> {
 /// either end. The CPU, not the disk or the link it drives, is named, even
 /// when disk and network are level (one quota can hold both).
 fn the_far_ends_cpu(f: &Facts) -> Option<Finding> {
-    let far = f.far?;
+    let Some(far) = f.far else { return a_share_servers_cpu(f) };
     let what = f.what();
     if let Limiting::Net(m) = f.limiting? {
         // A link at its ceiling is full whatever the CPUs did (R4).
@@ -669,6 +669,47 @@ fn the_far_ends_cpu(f: &Facts) -> Option<Finding> {
     found.checks = cpu_checks(limit.as_ref(), f.far.map(|far| far.host.as_str()));
     found.cpu_limit = limit;
     Some(found)
+}
+
+/// R5 without the server's own disk: a share whose server (a headroom serve,
+/// watched during the share's probes) was held by a CPU limit of its own (a
+/// quota, steal, or a daemon's thread at a full core; not a bare busy
+/// figure) while the network carried more. Named before the storage
+/// protocol (R7), which would otherwise take the blame.
+fn a_share_servers_cpu(f: &Facts) -> Option<Finding> {
+    let Some(Limiting::Client(m)) = f.limiting else { return None };
+    if at_ceiling(m, f.client_bound).is_some() {
+        return None;
+    }
+    let n = f.m_net.filter(|n| m < n * AT_CEILING)?;
+    let server = f.net_probe.and_then(|p| match &p.spec {
+        ProbeSpec::Net(spec) => Some(host_of(&spec.peer).to_string()),
+        _ => None,
+    })?;
+    let limit = f
+        .client
+        .and_then(|p| cpu_limits::cpu_limit_named(p, Some(&server)))
+        .filter(|l| l.side == Side::Remote && l.kind != CpuLimitKind::Busy)?;
+    let protocol = f.model.storage_protocol.clone().unwrap_or_default();
+    let explanation = format!(
+        "{} through {protocol} run at {}, {} of what the network alone carries ({}), limited by {}: {server}'s CPU is the bottleneck.",
+        f.what(),
+        format_bytes_per_sec(m),
+        pct(m / n),
+        format_bytes_per_sec(n),
+        limit.evidence
+    );
+    let mut found = Finding::new(Bottleneck::Cpu, Some(Hop::Cpu), Some(Side::Remote), explanation);
+    found.checks = cpu_checks(Some(&limit), Some(&server));
+    found.checks.push("the server's disk: add --remote-path DIR to measure it too".into());
+    found.cpu_limit = Some(limit);
+    Some(found)
+}
+
+/// HOST of `HOST:PORT` (`[V6]:PORT` too), as the network probe records its peer.
+fn host_of(peer: &str) -> &str {
+    let host = peer.rsplit_once(':').map_or(peer, |(host, _)| host);
+    host.trim_start_matches('[').trim_end_matches(']')
 }
 
 /// R6: loopback has no wire; what limits it is memory copies.
