@@ -185,3 +185,22 @@ fn stock_iperf3_clients_on_a_token_server_leave_a_slot_for_token_holders() {
     assert!(doc.get("error").is_none(), "the first iperf3 client: {}", doc["error"]);
     assert!(doc["end"]["sum_received"]["bytes"].as_f64().unwrap() > 0.0);
 }
+
+/// Stock `iperf -c` (iperf 2) against `headroom serve`: the server says in
+/// its log what connected and what to use, instead of dropping it silently.
+#[test]
+fn an_iperf2_client_is_named_in_serves_log() {
+    headroom_lab::require_program!("iperf");
+    let port = free_port();
+    let mut cmd = Command::new(bin());
+    cmd.args(["serve", "--iperf3", "--port", &port.to_string()]);
+    let server = Served::start(cmd, "127.0.0.1", port);
+    let _ = Command::new("iperf")
+        .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    let lines = server.wait_lines(1, Duration::from_secs(5));
+    let line = lines.first().unwrap_or_else(|| panic!("serve logged nothing for an iperf2 client"));
+    assert!(line.contains("protocol=unknown refused: an iperf2 client's header (iperf -c)"), "{line}");
+}

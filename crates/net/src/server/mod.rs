@@ -308,12 +308,60 @@ fn handle_connection(conn: TcpStream, peer: SocketAddr, arrival: u64, s: &Arc<Sh
                 }
             }
         }
+    } else {
+        let mut header = [0u8; IPERF2_HEADER_START];
+        header[0] = first[0];
+        let local_port = conn.local_addr().map_or(0, |a| a.port());
+        let said = match dl.read_exact(&mut header[1..]) {
+            Ok(()) if is_iperf2_header(&header, local_port) => "an iperf2 client's header (iperf -c): this server \
+                 speaks headroom's and iperf3's protocols; use iperf3 -c or headroom net"
+                .to_string(),
+            _ => format!("neither headroom's greeting nor an iperf3 cookie (first byte {:02x})", first[0]),
+        };
+        (s.cfg.log)(&format!("peer={peer} protocol=unknown refused: {said}"));
     }
+}
+
+/// The part of iperf2's client header [`is_iperf2_header`] reads: three
+/// big-endian words, flags, threads and port.
+const IPERF2_HEADER_START: usize = 12;
+
+/// Whether a connection opened with iperf 2.1's client header, by what the
+/// header says: its flags word sets HEADER_EXTEND (bit 30) or, with -r/-d,
+/// HEADER_VERSION1 (bit 31); then the number of parallel streams (-P, at
+/// least one) and the port the client was told to connect to, which is this
+/// server's. Seen from 2.1.8 on port 15999: 40010078 00000001 00003e7f.
+fn is_iperf2_header(header: &[u8; IPERF2_HEADER_START], local_port: u16) -> bool {
+    const HEADER_VERSION1: u32 = 0x8000_0000;
+    const HEADER_EXTEND: u32 = 0x4000_0000;
+    let word = |i: usize| u32::from_be_bytes([header[i], header[i + 1], header[i + 2], header[i + 3]]);
+    let (flags, threads, port) = (word(0), word(4), word(8));
+    flags & (HEADER_VERSION1 | HEADER_EXTEND) != 0 && (1..=1024).contains(&threads) && port == u32::from(local_port)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_iperf2_header_is_known_by_its_flags_streams_and_port() {
+        let header = |words: [u32; 3]| {
+            let mut h = [0u8; IPERF2_HEADER_START];
+            for (i, w) in words.iter().enumerate() {
+                h[i * 4..i * 4 + 4].copy_from_slice(&w.to_be_bytes());
+            }
+            h
+        };
+        // As iperf 2.1.8 sent them to port 15999: plain, -r, -R, -P 2.
+        for flags in [0x4001_0078, 0xc001_0078, 0x4401_0078] {
+            assert!(is_iperf2_header(&header([flags, 1, 15999]), 15999), "{flags:08x}");
+        }
+        assert!(is_iperf2_header(&header([0x4001_0078, 2, 15999]), 15999));
+        // Another port, no stream, no header flag: not iperf2.
+        assert!(!is_iperf2_header(&header([0x4001_0078, 1, 5001]), 15999));
+        assert!(!is_iperf2_header(&header([0x4001_0078, 0, 15999]), 15999));
+        assert!(!is_iperf2_header(&header([0x0001_0078, 1, 15999]), 15999));
+    }
 
     #[test]
     fn beyond_loopback_a_token_or_an_explicit_opt_out() {
