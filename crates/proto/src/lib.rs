@@ -12,6 +12,8 @@
 //! - why a client failed, typed by whose fault it is ([`ProtoError`]);
 //! - every TCP connection's resolving, source (`--bind`, `--interface`),
 //!   deadline and Ctrl-C (`transport`), and the NFS client's interface;
+//! - a framed connection: whole frames out and in over a non-blocking
+//!   socket, or a lost connection or Ctrl-C within the deadline (`frame`);
 //! - one module per protocol, each implementing headroom-disk's
 //!   [`Share`](headroom_disk::Share) (one prepared target) and
 //!   [`IoEngine`](headroom_disk::IoEngine) (one connection per worker, the
@@ -23,6 +25,7 @@
 
 mod credentials;
 mod error;
+mod frame;
 mod transport;
 mod url;
 mod wait;

@@ -12,6 +12,80 @@ pub const BHS: usize = 48;
 pub const MAX_SEGMENT: usize = 16 << 20;
 /// "No task" / "no target transfer tag".
 pub const RESERVED_TAG: u32 = 0xffff_ffff;
+/// Byte 0's I bit: deliver at once, outside the CmdSN order (login,
+/// logout, NOP-Out answers).
+pub const IMMEDIATE: u8 = 0x40;
+/// Byte 0's opcode bits.
+pub const OPCODE_MASK: u8 = 0x3f;
+/// An ISID's first byte for the "random" type (T = 10b, RFC 7143 10.12.5).
+pub const ISID_RANDOM: u8 = 0x80;
+
+/// Byte 1's flag bits (RFC 7143 11), by the PDUs that carry them.
+pub mod flag {
+    /// F: the last PDU of a command's unsolicited data, a Data-Out burst or
+    /// a request (NOP-Out, logout).
+    pub const FINAL: u8 = 0x80;
+    /// SCSI Command R: Data-In is expected.
+    pub const READ: u8 = 0x40;
+    /// SCSI Command W: Data-Out follows.
+    pub const WRITE: u8 = 0x20;
+    /// SCSI Command ATTR: the SIMPLE task attribute.
+    pub const SIMPLE: u8 = 0x01;
+    /// Data-In S: the PDU carries the command's status.
+    pub const STATUS: u8 = 0x01;
+    /// Data-In and SCSI Response U: less moved than expected; the residual
+    /// count says how much less.
+    pub const UNDERFLOW: u8 = 0x02;
+    /// Login T: move to the next stage.
+    pub const TRANSIT: u8 = 0x80;
+    /// Login C: the text continues in the next PDU.
+    pub const CONTINUE: u8 = 0x40;
+    /// Login NSG: the next stage's bits (CSG is the two above them).
+    pub const NEXT_STAGE: u8 = 0x03;
+}
+
+/// Login stages (byte 1's CSG and NSG).
+pub mod stage {
+    /// Security negotiation (CHAP).
+    pub const SECURITY: u8 = 0;
+    /// Operational negotiation.
+    pub const OPERATIONAL: u8 = 1;
+    /// Full feature phase: SCSI commands.
+    pub const FULL_FEATURE: u8 = 3;
+
+    /// Byte 1 of a login request in stage `current` asking for `next`.
+    pub fn flags(transit: bool, current: u8, next: u8) -> u8 {
+        (if transit { super::flag::TRANSIT } else { 0 }) | (current << 2) | next
+    }
+}
+
+/// Asynchronous events (byte 36 of an Asynchronous Message) that end the session.
+pub mod async_event {
+    /// The target asks for a logout.
+    pub const LOGOUT_REQUESTED: u8 = 1;
+    /// The target will drop this connection.
+    pub const CONNECTION_DROPPED: u8 = 2;
+    /// The target will drop every connection of the session.
+    pub const SESSION_DROPPED: u8 = 3;
+}
+
+/// Byte offsets of the BHS fields headroom writes in its requests (RFC 7143 11).
+pub mod at {
+    /// Initiator task tag.
+    pub const ITT: usize = 16;
+    /// SCSI Command's expected data transfer length.
+    pub const EDTL: usize = 20;
+    /// Target transfer tag (Data-Out, NOP-Out).
+    pub const TTT: usize = 20;
+    /// CmdSN.
+    pub const CMD_SN: usize = 24;
+    /// ExpStatSN.
+    pub const EXP_STAT_SN: usize = 28;
+    /// DataSN of a Data-Out.
+    pub const DATA_SN: usize = 36;
+    /// Buffer offset of a Data-Out or Data-In.
+    pub const BUFFER_OFFSET: usize = 40;
+}
 
 /// Opcodes, initiator to target.
 pub mod op {
@@ -103,7 +177,7 @@ impl Header {
         let mut lun = [0u8; 8];
         lun.copy_from_slice(&b[8..16]);
         Ok(Header {
-            opcode: b[0] & 0x3f,
+            opcode: b[0] & OPCODE_MASK,
             flags: b[1],
             byte2: b[2],
             byte3: b[3],
@@ -126,6 +200,16 @@ impl Header {
         self.ahs_len + pad4(self.data_len)
     }
 
+    /// A login response's status class and detail (bytes 36 and 37).
+    pub fn login_status(&self) -> (u8, u8) {
+        ((self.word36 >> 24) as u8, (self.word36 >> 16) as u8)
+    }
+
+    /// An Asynchronous Message's event (byte 36).
+    pub fn async_event(&self) -> u8 {
+        (self.word36 >> 24) as u8
+    }
+
     /// Whether ExpCmdSN/MaxCmdSN are meaningful in this PDU.
     pub fn carries_window(&self) -> bool {
         matches!(
@@ -133,6 +217,24 @@ impl Header {
             op::NOP_IN | op::SCSI_RESP | op::LOGIN_RESP | op::DATA_IN | op::LOGOUT_RESP | op::R2T | op::ASYNC
         )
     }
+}
+
+/// The BHS at the start of `head` parsed, with the whole PDU's length; a
+/// data segment longer than `max_data` (what headroom declared it
+/// receives) is garbage.
+pub fn frame(head: &[u8], max_data: usize) -> Result<(Header, usize), WireError> {
+    let b: &[u8; BHS] = head
+        .get(..BHS)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| WireError("a PDU shorter than its header".into()))?;
+    let h = Header::parse(b)?;
+    if h.data_len > max_data {
+        return Err(WireError(format!(
+            "a PDU (opcode 0x{:02x}) carries {} bytes, more than the {max_data} headroom declared it receives",
+            h.opcode, h.data_len
+        )));
+    }
+    Ok((h, BHS + h.rest_len()))
 }
 
 /// `n` rounded up to a multiple of 4.
@@ -152,10 +254,10 @@ pub struct Out {
 }
 
 impl Out {
-    /// A BHS with `opcode` (0x40 added for immediate delivery) and byte-1 `flags`.
+    /// A BHS with `opcode` ([`IMMEDIATE`] added for immediate delivery) and byte-1 `flags`.
     pub fn new(opcode: u8, immediate: bool, flags: u8) -> Out {
         let mut bhs = [0u8; BHS];
-        bhs[0] = opcode | if immediate { 0x40 } else { 0 };
+        bhs[0] = opcode | if immediate { IMMEDIATE } else { 0 };
         bhs[1] = flags;
         Out { bhs }
     }
@@ -310,7 +412,7 @@ mod tests {
         assert_eq!((h.opcode, h.flags, h.ahs_len, h.data_len, h.itt, h.word40), (0x25, 0x81, 4, 8192, 7, 8192));
         assert_eq!(h.rest_len(), 4 + 8192);
         // 24 bits cannot say more than 16 MiB - 1; the session refuses what
-        // exceeds the MaxRecvDataSegmentLength it declared (Session::parse_one).
+        // exceeds the MaxRecvDataSegmentLength it declared (pdu::frame).
         b[5] = 0xff;
         assert_eq!(Header::parse(&b).unwrap().data_len, 0xff2000);
         b[5] = 0;

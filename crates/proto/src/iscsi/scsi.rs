@@ -75,6 +75,15 @@ pub fn cdb(head: &[u8]) -> [u8; 16] {
     c
 }
 
+/// READ(16) or WRITE(16) (`op`) of `blocks` blocks from `lba`; with `fua`
+/// a write is durable once acknowledged.
+pub fn read_write_16(op: u8, fua: bool, lba: u64, blocks: u32) -> [u8; 16] {
+    let mut c = cdb(&[op, if fua { FUA } else { 0 }]);
+    c[2..10].copy_from_slice(&lba.to_be_bytes());
+    c[10..14].copy_from_slice(&blocks.to_be_bytes());
+    c
+}
+
 pub fn check(o: &Outcome) -> io::Result<()> {
     if o.status == status::GOOD {
         Ok(())

@@ -1,13 +1,13 @@
 //! Logging in (RFC 7143 6 and 13): connecting, the security phase (CHAP)
 //! when credentials are given, the operational negotiation, and what it
-//! settled ([`Params`]). The login PDUs travel through the session's own
-//! buffers and waits.
+//! settled ([`Params`]). The login PDUs travel through the session's
+//! connection (`crate::frame`), each answer whole within the login's deadline.
 //!
 //! What it owns: the login keys headroom offers and accepts, and why a login
 //! failed ([`LoginError`]). What it must not do: send SCSI commands or
 //! touch the CmdSN pipeline beyond the window login opens.
 
-use super::pdu::{self, op, Header, Out, WireError};
+use super::super::pdu::{self, at, flag, op, stage, Header, Out, WireError, BHS};
 use super::{Session, OUR_MAX_RECV, SILENCE};
 use crate::transport;
 use crate::ProtoError;
@@ -129,43 +129,42 @@ impl Session {
         let n = SESSIONS.fetch_add(1, Ordering::Relaxed);
         // ISID of the "random" type (RFC 7143 10.12.5): unique per session of this process.
         let pid = std::process::id();
-        let isid: [u8; 6] = [0x80, (pid >> 16) as u8, (pid >> 8) as u8, pid as u8, (n >> 8) as u8, n as u8];
+        let isid: [u8; 6] = [pdu::ISID_RANDOM, (pid >> 16) as u8, (pid >> 8) as u8, pid as u8, (n >> 8) as u8, n as u8];
         let itt = 0u32;
-        let mut stage: u8 = if spec.chap.is_some() { 0 } else { 1 };
+        let mut current = if spec.chap.is_some() { stage::SECURITY } else { stage::OPERATIONAL };
         let mut keys: Vec<(&str, String)> = vec![
             ("InitiatorName", INITIATOR_NAME.into()),
             ("SessionType", "Normal".into()),
             ("TargetName", spec.target.clone()),
         ];
         let operational = operational_keys();
-        if stage == 0 {
+        if current == stage::SECURITY {
             keys.push(("AuthMethod", "CHAP,None".into()));
         } else {
             keys.extend(operational.iter().cloned());
         }
-        let mut transit = stage == 1;
+        let mut transit = current == stage::OPERATIONAL;
         let mut chap_sent = false;
         let mut got: Vec<(String, String)> = Vec::new();
         let deadline = Instant::now() + SILENCE;
         for _round in 0..16 {
-            let next = if stage == 0 { 1 } else { 3 };
-            let flags = if transit { 0x80 } else { 0 } | (stage << 2) | next;
+            let next = if current == stage::SECURITY { stage::OPERATIONAL } else { stage::FULL_FEATURE };
             let text = pdu::build_text(&keys);
-            let out = Out::new(op::LOGIN, true, flags)
+            let out = Out::new(op::LOGIN, true, stage::flags(transit, current, next))
                 .data_len(text.len())
-                .word(16, itt)
-                .word(24, self.cmd_sn)
-                .word(28, self.exp_stat_sn);
+                .word(at::ITT, itt)
+                .word(at::CMD_SN, self.cmd_sn)
+                .word(at::EXP_STAT_SN, self.exp_stat_sn);
             let mut bhs = out.bhs;
             bhs[8..14].copy_from_slice(&isid);
-            self.push(&bhs, &[&text]);
+            self.push(&bhs, &text);
             let (h, data) = self.recv_login(deadline)?;
-            let (class, detail) = ((h.word36 >> 24) as u8, (h.word36 >> 16) as u8);
+            let (class, detail) = h.login_status();
             if class != 0 {
                 return Err(LoginError::Status(class, detail));
             }
             let pairs = pdu::parse_text(&data)?;
-            let continued = h.flags & 0x40 != 0;
+            let continued = h.flags & flag::CONTINUE != 0;
             got.extend(pairs.iter().cloned());
             if continued {
                 // The target has more text: ask for it with an empty request.
@@ -173,12 +172,12 @@ impl Session {
                 transit = false;
                 continue;
             }
-            let target_transit = h.flags & 0x80 != 0;
-            let target_next = h.flags & 0x03;
-            if stage == 0 {
+            let target_transit = h.flags & flag::TRANSIT != 0;
+            let target_next = h.flags & flag::NEXT_STAGE;
+            if current == stage::SECURITY {
                 let find = |k: &str| got.iter().rev().find(|(key, _)| key == k).map(|(_, v)| v.clone());
-                if target_transit && target_next == 1 {
-                    stage = 1;
+                if target_transit && target_next == stage::OPERATIONAL {
+                    current = stage::OPERATIONAL;
                     keys = operational.clone();
                     transit = true;
                     got.clear();
@@ -223,7 +222,7 @@ impl Session {
                 }
                 continue;
             }
-            if target_transit && target_next == 3 {
+            if target_transit && target_next == stage::FULL_FEATURE {
                 self.apply(&got)?;
                 self.exp_cmd_sn = h.exp_cmd_sn;
                 self.max_cmd_sn = h.max_cmd_sn;
@@ -264,28 +263,22 @@ impl Session {
         Ok(())
     }
 
+    /// The target's next login PDU, whole, by `deadline`.
     fn recv_login(&mut self, deadline: Instant) -> Result<(Header, Vec<u8>), LoginError> {
-        loop {
-            if let Some((h, range)) = self.parse_one(LOGIN_TEXT_MAX)? {
-                match h.opcode {
-                    op::LOGIN_RESP => {
-                        self.exp_stat_sn = h.stat_sn.wrapping_add(1);
-                        return Ok((h, self.rx[range].to_vec()));
-                    }
-                    op::REJECT => {
-                        return Err(LoginError::Other(ProtoError::Usage(format!(
-                            "the target rejected the login (reason 0x{:02x})",
-                            h.byte2
-                        ))))
-                    }
-                    other => {
-                        return Err(LoginError::Other(ProtoError::Protocol(format!(
-                            "garbage from the target: opcode 0x{other:02x} during login"
-                        ))))
-                    }
-                }
+        let (h, frame) =
+            self.conn.recv(deadline, BHS, |head| pdu::frame(head, LOGIN_TEXT_MAX).map_err(LoginError::from))?;
+        match h.opcode {
+            op::LOGIN_RESP => {
+                self.exp_stat_sn = h.stat_sn.wrapping_add(1);
+                Ok((h, self.conn.bytes(frame)[BHS + h.ahs_len..][..h.data_len].to_vec()))
             }
-            self.wait(deadline, true)?;
+            op::REJECT => Err(LoginError::Other(ProtoError::Usage(format!(
+                "the target rejected the login (reason 0x{:02x})",
+                h.byte2
+            )))),
+            other => Err(LoginError::Other(ProtoError::Protocol(format!(
+                "garbage from the target: opcode 0x{other:02x} during login"
+            )))),
         }
     }
 }

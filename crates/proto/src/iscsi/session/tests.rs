@@ -1,0 +1,239 @@
+//! The session against hostile targets on loopback (a CmdSN window of 2,
+//! R2Ts repeated or beyond MaxOutstandingR2T, a GOOD status without the
+//! data, bytes trickled to hold a command, Ctrl-C) and a window-capped
+//! pipeline whose reads land byte for byte in their buffers.
+
+use super::*;
+use crate::iscsi::pdu::{Header, RESERVED_TAG};
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::sync::atomic::Ordering;
+
+fn read_pdu(c: &mut TcpStream) -> Option<([u8; BHS], Vec<u8>)> {
+    let mut b = [0u8; BHS];
+    c.read_exact(&mut b).ok()?;
+    let n = pdu::pad4((usize::from(b[5]) << 16) | (usize::from(b[6]) << 8) | usize::from(b[7]));
+    let mut d = vec![0; n];
+    c.read_exact(&mut d).ok()?;
+    Some((b, d))
+}
+
+/// A target that keeps the CmdSN window at 2 and answers READs with
+/// data once two commands arrived (or none came for 100 ms). Returns the
+/// most commands it held at once and how many arrived beyond the window.
+fn narrow_target() -> (String, std::thread::JoinHandle<(usize, usize)>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let handle = std::thread::spawn(move || {
+        let (mut c, _) = l.accept().unwrap();
+        read_pdu(&mut c).unwrap();
+        let (mut exp, mut stat) = (1u32, 1u32);
+        let login = Out::new(op::LOGIN_RESP, false, 0x80 | (1 << 2) | 3).word(28, exp).word(32, exp + 1);
+        c.write_all(&login.bhs).unwrap();
+        c.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+        let (mut held, mut most, mut beyond) = (Vec::new(), 0, 0);
+        loop {
+            match read_pdu(&mut c) {
+                Some((b, _)) if b[0] & 0x3f == op::LOGOUT => {
+                    let r = Out::new(op::LOGOUT_RESP, false, 0x80).word(16, pdu::Header::parse(&b).unwrap().itt);
+                    c.write_all(&r.bhs).unwrap();
+                    return (most, beyond);
+                }
+                Some((b, _)) => {
+                    let h = Header::parse(&b).unwrap();
+                    let cmd_sn = u32::from_be_bytes([b[24], b[25], b[26], b[27]]);
+                    if pdu::sn_gt(cmd_sn, exp + 1) {
+                        beyond += 1;
+                    }
+                    exp = cmd_sn + 1;
+                    held.push((h.itt, h.ttt)); // ttt holds the expected length here
+                    most = most.max(held.len());
+                    if held.len() < 2 {
+                        continue;
+                    }
+                }
+                None if held.is_empty() => return (most, beyond),
+                None => {}
+            }
+            for (itt, len) in held.drain(..) {
+                let r = Out::new(op::DATA_IN, false, 0x81)
+                    .data_len(len as usize)
+                    .word(16, itt)
+                    .word(20, RESERVED_TAG)
+                    .word(24, stat)
+                    .word(28, exp)
+                    .word(32, exp + 1);
+                stat += 1;
+                // The header first, the payload a moment later: the
+                // initiator then reads the payload straight into its buffer.
+                c.write_all(&r.bhs).unwrap();
+                std::thread::sleep(Duration::from_millis(2));
+                let payload: Vec<u8> = (0..len).map(|i| (i as u8) ^ (itt as u8)).collect();
+                c.write_all(&payload[..100]).unwrap();
+                std::thread::sleep(Duration::from_millis(2));
+                c.write_all(&payload[100..]).unwrap();
+            }
+        }
+    });
+    (addr, handle)
+}
+
+fn pair() -> (TcpStream, TcpStream) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    (c, l.accept().unwrap().0)
+}
+
+fn r2t(itt: u32, offset: u32, len: u32) -> [u8; BHS] {
+    Out::new(op::R2T, false, 0x80).word(16, itt).word(20, 7).word(28, 1).word(32, 64).word(40, offset).word(44, len).bhs
+}
+
+#[test]
+fn a_target_repeating_r2ts_cannot_fill_memory() {
+    let (client, _server) = pair();
+    let mut s = Session::detached(client, Arc::default());
+    s.outstanding();
+    // The whole write asked for again and again by a target that never reads.
+    for _ in 0..100 {
+        s.received(&r2t(2, 0, 4096));
+    }
+    let e = s.process().expect_err("a range asked for twice");
+    assert!(e.to_string().contains("asked for twice"), "{e}");
+    assert!(s.conn.unsent() <= 4096 + 4 * BHS, "{} bytes queued", s.conn.unsent());
+    s.dead = true;
+}
+
+#[test]
+fn r2ts_beyond_max_outstanding_r2t_are_refused() {
+    let (client, _server) = pair();
+    let mut s = Session::detached(client, Arc::default());
+    s.outstanding();
+    assert_eq!(s.params.max_outstanding_r2t, 1);
+    // The second R2T comes while the first one's Data-Out has not left.
+    s.received(&r2t(2, 0, 2048));
+    s.received(&r2t(2, 2048, 2048));
+    let e = s.process().expect_err("two outstanding where one is allowed");
+    assert!(e.to_string().contains("MaxOutstandingR2T=1"), "{e}");
+    s.dead = true;
+    // Once the first one's data is written, the next is fine.
+    let (client, mut server) = pair();
+    let mut s = Session::detached(client, Arc::default());
+    s.outstanding();
+    s.received(&r2t(2, 0, 2048));
+    s.process().unwrap();
+    s.conn.write_some().unwrap();
+    let mut got = vec![0; BHS + 2048];
+    server.read_exact(&mut got).unwrap();
+    s.received(&r2t(2, 2048, 2048));
+    s.process().unwrap();
+    s.dead = true;
+}
+
+#[test]
+fn a_good_status_without_the_data_is_no_read() {
+    let (client, _server) = pair();
+    let mut s = Session::detached(client, Arc::default());
+    s.outstanding();
+    let good = Out::new(op::SCSI_RESP, false, 0x80).word(16, 1).word(24, 1).word(28, 1).word(32, 64);
+    s.received(&good.bhs);
+    let e = s.process().expect_err("GOOD with no Data-In");
+    assert!(e.to_string().contains("delivered 0 bytes"), "{e}");
+    assert!(s.done.is_empty(), "{:?}", s.done);
+    s.dead = true;
+    // A residual that says what was not sent is a short read, not an error.
+    let (client, _server) = pair();
+    let mut s = Session::detached(client, Arc::default());
+    s.outstanding();
+    let data_in = Out::new(op::DATA_IN, false, 0x83).data_len(512).word(16, 1).word(24, 1).word(44, 3584);
+    s.received(&data_in.bhs);
+    s.received(&[1; 512]);
+    s.process().unwrap();
+    assert_eq!(s.done.len(), 1);
+    assert_eq!(s.done[0].result, 512);
+    s.dead = true;
+}
+
+/// A target that sends a NOP-In (asking no answer) a byte every 200 ms.
+fn trickling_target() -> TcpStream {
+    let (client, mut server) = pair();
+    let nop = Out::new(op::NOP_IN, false, 0x80).word(16, RESERVED_TAG).word(20, RESERVED_TAG).word(28, 1).word(32, 64);
+    std::thread::spawn(move || {
+        for b in nop.bhs.iter().cycle() {
+            if server.write_all(&[*b]).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    });
+    client
+}
+
+#[test]
+fn a_trickling_target_cannot_hold_a_command_for_ever() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut s = Session::detached(trickling_target(), Arc::default());
+        let _ = tx.send(s.command([0; 16], 0).map(|_| ()));
+    });
+    let e = rx.recv_timeout(Duration::from_secs(20)).expect("the command's deadline ends it").unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+    assert!(e.to_string().contains("no status from the target within 3 s"), "{e}");
+}
+
+#[test]
+fn ctrl_c_ends_a_wait_for_the_target_at_once() {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let flag = Arc::clone(&stop);
+    std::thread::spawn(move || {
+        let mut s = Session::detached(trickling_target(), flag);
+        let _ = tx.send(s.command([0; 16], 0).map(|_| ()));
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::SeqCst);
+    let e = rx.recv_timeout(Duration::from_secs(2)).expect("Ctrl-C ends it within 2 s").unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::Interrupted, "{e}");
+}
+
+#[test]
+fn commands_stay_within_the_cmdsn_window_and_the_cap_is_recorded() {
+    let (addr, target) = narrow_target();
+    let spec = LoginSpec {
+        addr,
+        target: "iqn.2026-11.dev.headroom:test".into(),
+        chap: None,
+        lun: 1,
+        stop: Arc::default(),
+        source: Default::default(),
+    };
+    let mut s = Session::login(&spec, 8, 4096).unwrap();
+    assert_eq!(s.params.cmdsn_window, 2);
+    s.set_io(512, false);
+    for i in 0..8u16 {
+        s.queue(IoUnit {
+            kind: IoKind::Read,
+            offset: u64::from(i) * 4096,
+            len: 4096,
+            buf_index: i,
+            tag: 100 + u64::from(i),
+        })
+        .unwrap();
+    }
+    s.commit().unwrap();
+    let mut out = Vec::new();
+    while out.len() < 8 {
+        s.getevents(1, &mut out).unwrap();
+    }
+    assert!(out.iter().all(|c| c.result == 4096), "{out:?}");
+    // Every byte where it belongs, whichever way it was received; ITTs
+    // were handed out from 1 in queue order.
+    for i in 0..8u16 {
+        let itt = u32::from(i) + 1;
+        let expect: Vec<u8> = (0..4096u32).map(|b| (b as u8) ^ (itt as u8)).collect();
+        assert!(s.buffer_mut(i)[..4096] == expect[..], "buffer {i}");
+    }
+    assert_eq!(s.window_capped, Some(2));
+    drop(s);
+    let (most, beyond) = target.join().unwrap();
+    assert_eq!((most, beyond), (2, 0), "commands held at once, commands beyond the window");
+}

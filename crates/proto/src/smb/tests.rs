@@ -1,0 +1,176 @@
+//! The SMB client against hostile servers on loopback: answers to the
+//! wrong request, more written than sent, bytes trickled to hold a request
+//! or a login, Ctrl-C, and a login without random numbers.
+
+use super::engine::SmbEngine;
+use super::session::{random_from, Session};
+use super::wire::{self, status, Command, HEADER};
+use super::*;
+use headroom_disk::IoEngine;
+use std::io::Write;
+use std::net::{TcpListener, TcpStream};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// One SMB2 response frame (prefix included).
+fn frame(command: Command, status: u32, message_id: u64, body: &[u8]) -> Vec<u8> {
+    let mut h = vec![0u8; HEADER];
+    h[..4].copy_from_slice(b"\xfeSMB");
+    h[4..6].copy_from_slice(&64u16.to_le_bytes());
+    h[8..12].copy_from_slice(&status.to_le_bytes());
+    h[12..14].copy_from_slice(&(command as u16).to_le_bytes());
+    h[14..16].copy_from_slice(&1u16.to_le_bytes());
+    h[16..20].copy_from_slice(&wire::FLAG_RESPONSE.to_le_bytes());
+    h[24..32].copy_from_slice(&message_id.to_le_bytes());
+    h.extend_from_slice(body);
+    let mut f = (h.len() as u32).to_be_bytes().to_vec();
+    f.extend_from_slice(&h);
+    f
+}
+
+fn pair() -> (TcpStream, TcpStream) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    (c, l.accept().unwrap().0)
+}
+
+/// Runs `f` on a thread; None when it has not returned within `limit`.
+fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(limit).ok()
+}
+
+/// Sends `bytes` one every 200 ms, for as long as the peer listens.
+fn trickle(mut sock: TcpStream, bytes: Vec<u8>) {
+    std::thread::spawn(move || {
+        for b in bytes.iter().cycle() {
+            if sock.write_all(&[*b]).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    });
+}
+
+#[test]
+fn a_write_answered_by_a_read_response_is_refused() {
+    let (client, mut server) = pair();
+    let mut engine = SmbEngine::detached(client, Arc::default());
+    let mut body = vec![17u8, 0, 80, 0];
+    body.extend_from_slice(&512u32.to_le_bytes());
+    body.extend_from_slice(&[0; 8]);
+    body.extend_from_slice(&[7; 512]);
+    server.write_all(&frame(Command::Read, status::SUCCESS, 2, &body)).unwrap();
+    let mut out = Vec::new();
+    let e = engine.getevents(1, &mut out).expect_err("a READ answer to a WRITE");
+    assert!(e.to_string().contains("answered request 2 (Write)"), "{e}");
+    assert!(out.is_empty());
+}
+
+#[test]
+fn a_write_answered_with_more_bytes_than_sent_is_refused() {
+    let (client, mut server) = pair();
+    let mut engine = SmbEngine::detached(client, Arc::default());
+    let mut body = vec![17u8, 0, 0, 0];
+    body.extend_from_slice(&4096u32.to_le_bytes()); // 512 were sent
+    body.extend_from_slice(&[0; 8]);
+    server.write_all(&frame(Command::Write, status::SUCCESS, 2, &body)).unwrap();
+    let e = engine.getevents(1, &mut Vec::new()).expect_err("more written than sent");
+    assert!(e.to_string().contains("answered as 4096 bytes written"), "{e}");
+}
+
+#[test]
+fn a_server_trickling_bytes_cannot_hold_a_request_for_ever() {
+    let (client, server) = pair();
+    // An interim answer, one byte at a time: bytes keep coming, no answer does.
+    trickle(server, frame(Command::Read, status::PENDING, 1, &[9, 0, 0, 0, 0, 0, 0, 0, 0]));
+    let r = within(Duration::from_secs(20), move || {
+        let mut engine = SmbEngine::detached(client, Arc::default());
+        engine.getevents(1, &mut Vec::new())
+    });
+    let e = r.expect("the request's deadline ends the wait").expect_err("no answer came");
+    assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+    assert!(e.to_string().contains("did not complete a request within 3 s"), "{e}");
+}
+
+#[test]
+fn ctrl_c_ends_a_wait_for_an_answer_at_once() {
+    let (client, server) = pair();
+    trickle(server, vec![0]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        flag.store(true, Ordering::SeqCst);
+    });
+    let r = within(Duration::from_secs(2), move || {
+        let mut engine = SmbEngine::detached(client, stop);
+        engine.getevents(1, &mut Vec::new())
+    });
+    let e = r.expect("Ctrl-C ends the wait within 2 s").expect_err("stopped");
+    assert_eq!(e.kind(), io::ErrorKind::Interrupted, "{e}");
+}
+
+fn target(addr: SocketAddr, stop: Arc<AtomicBool>) -> Target {
+    Target {
+        addrs: vec![addr],
+        source: Default::default(),
+        server: crate::url::Server { host: "127.0.0.1".into(), port: addr.port() },
+        share: "s".into(),
+        login: Login { user: String::new(), password: String::new(), domain: String::new() },
+        shown: "smb://127.0.0.1/s/f".into(),
+        stop,
+    }
+}
+
+/// A server that answers NEGOTIATE with interim answers for ever, a
+/// byte at a time (the login loop that once outlived Ctrl-C).
+fn pending_server() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let (sock, _) = l.accept().unwrap();
+        trickle(sock, frame(Command::Negotiate, status::PENDING, 0, &[9, 0, 0, 0, 0, 0, 0, 0, 0]));
+    });
+    addr
+}
+
+#[test]
+fn a_login_has_a_deadline_however_the_server_trickles() {
+    let addr = pending_server();
+    let r = within(Duration::from_secs(20), move || Session::connect(&target(addr, Arc::default()), 1).map(|_| ()));
+    let e = r.expect("the login's deadline ends it").expect_err("never logged in");
+    assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+    assert!(e.to_string().contains("the SMB login took more than 3 s"), "{e}");
+}
+
+#[test]
+fn ctrl_c_ends_a_login_at_once() {
+    let addr = pending_server();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        flag.store(true, Ordering::SeqCst);
+    });
+    let r = within(Duration::from_secs(2), move || Session::connect(&target(addr, stop), 1).map(|_| ()));
+    let e = r.expect("Ctrl-C ends the login within 2 s").expect_err("stopped");
+    assert_eq!(e.kind(), io::ErrorKind::Interrupted, "{e}");
+}
+
+#[test]
+fn no_random_numbers_no_login() {
+    let e = random_from::<8>("nas", |_| Err(getrandom::Error::UNSUPPORTED)).expect_err("getrandom failed");
+    assert!(e.to_string().contains("no random numbers for the login to the SMB server nas"), "{e}");
+    assert_eq!(
+        random_from::<4>("nas", |b| {
+            b.fill(5);
+            Ok(())
+        })
+        .unwrap(),
+        [5; 4]
+    );
+}
