@@ -11,6 +11,10 @@
 //! opens the file O_SYNC, so libnfs sends every WRITE as FILE_SYNC (NFSv3) or
 //! DATA_SYNC4 (NFSv4). libnfs's own page cache and readahead stay off (its
 //! default), so every read is an RPC.
+//!
+//! Long (about 880 lines): one file per C library binding, so every `unsafe` call into libnfs (the
+//! context, the export list, the share and the engine's callbacks) is read in one place; about 830
+//! lines of code, the rest its unit tests.
 
 mod ffi;
 
