@@ -348,3 +348,47 @@ fn dsync_and_fsync_writes_reach_the_target() {
     // The writes reached the LUN's file (tgt writes it with O_DIRECT).
     assert_ne!(std::fs::read(&lun.0).unwrap(), before);
 }
+
+/// `--iscsi KEY=VALUE,...`: the keys offered instead of headroom's own reach
+/// the target, which answers by RFC 7143's rules (ImmediateData is AND,
+/// InitialR2T is OR, the lengths are the smaller); the result records what
+/// was asked beside what was granted, and writes still complete under them.
+#[test]
+fn login_keys_asked_with_iscsi_are_negotiated_and_recorded() {
+    if !lab_ready("iscsi login keys") {
+        return;
+    }
+    let _machine = headroom_lab::hold_machine();
+    let mut nas = Nas::new().unwrap();
+    let lun = Backing::new(64 << 20);
+    let t = nas.serve_iscsi(&lun.0, None, None).unwrap();
+    let args = ["disk", &t.url, "--rw", "write", "--bs", "1M", "--qd", "4", "--time", "1s", "--ramp", "200ms"];
+    let run = |extra: &[&str]| {
+        let out = headroom_in(&nas, &[&args[..], extra, &["--destructive", "--json", "--quiet"]].concat(), &[]);
+        protocol(&doc_of(&out), 0)
+    };
+    let (default, _) = run(&[]);
+    let keys = "ImmediateData=No,InitialR2T=Yes,FirstBurstLength=16384,MaxBurstLength=65536";
+    let (asked, bytes) = run(&["--iscsi", keys, "--iscsi", "MaxRecvDataSegmentLength=32768"]);
+    eprintln!("default {:?}\nasked {:?}", default.granted, asked.granted);
+    let g = |info: &ProtocolInfo, k: &str| info.granted.get(k).copied();
+    assert_eq!(g(&default, "ImmediateData"), Some(1), "headroom offers Yes and tgt grants it: {:?}", default.granted);
+    assert_eq!(g(&asked, "ImmediateData"), Some(0), "{:?}", asked.granted);
+    assert_eq!(g(&asked, "InitialR2T"), Some(1), "{:?}", asked.granted);
+    assert_eq!(g(&asked, "FirstBurstLength"), Some(16384), "{:?}", asked.granted);
+    assert_eq!(g(&asked, "MaxBurstLength"), Some(65536), "{:?}", asked.granted);
+    assert_eq!(g(&asked, "MaxRecvDataSegmentLength_initiator"), Some(32768), "{:?}", asked.granted);
+    for (k, v) in [("ImmediateData_asked", 0), ("InitialR2T_asked", 1), ("MaxBurstLength_asked", 65536)] {
+        assert_eq!(g(&asked, k), Some(v), "{k}: {:?}", asked.granted);
+    }
+    assert!(g(&default, "InitialR2T_asked").is_none(), "nothing asked, nothing recorded: {:?}", default.granted);
+    assert!(bytes > 0.0, "writes completed under the asked keys");
+    // A key for another protocol's URL is refused before anything connects.
+    let out = headroom_in(&nas, &["disk", "nbd://127.0.0.1/x", "--iscsi", "InitialR2T=Yes"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not an iscsi:// URL"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

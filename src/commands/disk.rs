@@ -14,7 +14,7 @@ use headroom_disk::{
 };
 use headroom_job::disk::{self, DiskJobError, DiskReport};
 use headroom_job::disk_spec;
-use headroom_proto::{Credentials, Opener, ShareUrl};
+use headroom_proto::{Credentials, IscsiKeys, Opener, ShareUrl};
 use headroom_report::present::{self, disk::Layout, disk::TargetSummary};
 use headroom_result::Probe;
 use headroom_runner::{PrepareEvent, Sink};
@@ -37,6 +37,7 @@ use std::sync::Arc;
   headroom disk nfs://nas.lan/export/bench   over NFS, by headroom's own client: no mount, no root
   headroom disk smb://alice@nas.lan/media    over SMB (password: HEADROOM_SMB_PASSWORD or --credentials)
   headroom disk iscsi://nas.lan/iqn.2005-10.org.freenas.ctl:vm/0 --rw read   a LUN, read-only
+  headroom disk iscsi://nas.lan/iqn.2005-10.org.freenas.ctl:vm/0 --rw read --iscsi MaxOutstandingR2T=1,InitialR2T=Yes
   headroom disk nbd://nas.lan/disk --destructive             an NBD export, writes destroy its data
 
 Sizes use dd's convention: 4k = 4096, 1M = 1048576, 1MB = 1000000.
@@ -61,6 +62,12 @@ pub struct DiskArgs {
     /// says (SO_BINDTODEVICE: needs root)
     #[arg(long, value_name = "NIC")]
     pub interface: Option<String>,
+    /// With an iscsi:// URL: login keys to offer instead of headroom's own, KEY=VALUE,...
+    /// (InitialR2T, ImmediateData, MaxBurstLength, FirstBurstLength, MaxOutstandingR2T,
+    /// MaxRecvDataSegmentLength); repeatable. The result records what was asked
+    /// (`NAME_asked`) beside what the target granted
+    #[arg(long, value_name = "KEY=VALUE,...")]
+    pub iscsi: Vec<IscsiKeys>,
     #[command(flatten)]
     pub test: DiskTestArgs,
     /// Keep the test file afterwards
@@ -208,7 +215,9 @@ impl DiskTestArgs {
 fn share_opener(args: &DiskArgs, remote: bool) -> anyhow::Result<Option<Arc<dyn ShareOpener>>> {
     let text = args.path.to_string_lossy();
     if !looks_like_url(&text) {
-        let flag = if args.credentials.is_some() {
+        let flag = if !args.iscsi.is_empty() {
+            Some("--iscsi")
+        } else if args.credentials.is_some() {
             Some("--credentials")
         } else if args.bind.is_some() {
             Some("--bind")
@@ -220,13 +229,23 @@ fn share_opener(args: &DiskArgs, remote: bool) -> anyhow::Result<Option<Arc<dyn 
         }
         return Ok(None);
     }
-    ShareUrl::parse(&text).map_err(|e| user_error(DiskError::Usage(e.to_string())))?;
+    let url = ShareUrl::parse(&text).map_err(|e| user_error(DiskError::Usage(e.to_string())))?;
+    let iscsi_keys = iscsi_keys(&args.iscsi, &url)?;
     if remote {
         bail!("PATH {text} is a URL: headroom's protocol clients run here, without --remote (the server's own disk is /its/path --remote HOST)");
     }
     let credentials = Credentials::load(args.credentials.as_deref()).map_err(|e| user_error(DiskError::Usage(e)))?;
     let source = crate::commands::net::SourceArgs { bind: args.bind, interface: args.interface.clone() }.source()?;
-    Ok(Some(Arc::new(Opener::new(credentials).from_source(source))))
+    Ok(Some(Arc::new(Opener::new(credentials).from_source(source).with_iscsi_keys(iscsi_keys))))
+}
+
+/// `--iscsi`, repeated, as one set of keys; refused for a URL that is not iscsi://.
+pub fn iscsi_keys(given: &[IscsiKeys], url: &ShareUrl) -> anyhow::Result<IscsiKeys> {
+    let keys = given.iter().cloned().fold(IscsiKeys::default(), IscsiKeys::merged);
+    if !keys.is_empty() && !matches!(url, ShareUrl::Iscsi(_)) {
+        bail!("--iscsi {keys} sets iSCSI login keys, and the target is not an iscsi:// URL");
+    }
+    Ok(keys)
 }
 
 /// Says the O_DIRECT fallback on stderr, beside the table (not with --json).

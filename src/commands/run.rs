@@ -13,7 +13,7 @@ use crate::progress::ProgressSink;
 use anyhow::{bail, Context};
 use headroom_analysis::{parse_goals, Goal, LinkSpec, PathHints};
 use headroom_job::{JobError, JobSettings, Preset};
-use headroom_proto::{Credentials, ShareTarget};
+use headroom_proto::{Credentials, IscsiKeys, ShareTarget};
 use headroom_report::{presenter, Format, Report, ResultView, Style};
 use headroom_result::ResultDoc;
 use std::path::{Path, PathBuf};
@@ -60,6 +60,12 @@ pub struct RunArgs {
     /// With --share: KEY=VALUE credentials file (mode 600), e.g. HEADROOM_SMB_PASSWORD=...
     #[arg(long, value_name = "FILE", requires = "share")]
     pub credentials: Option<PathBuf>,
+    /// With an iscsi:// --share: login keys to offer instead of headroom's own, KEY=VALUE,...
+    /// (InitialR2T, ImmediateData, MaxBurstLength, FirstBurstLength, MaxOutstandingR2T,
+    /// MaxRecvDataSegmentLength); repeatable. The result records what was asked
+    /// (`NAME_asked`) beside what the target granted
+    #[arg(long, value_name = "KEY=VALUE,...", requires = "share")]
+    pub iscsi: Vec<IscsiKeys>,
     /// The narrowest link between client and server: a name (1gbe, 10gbe, 2.5gbe) or a rate (940Mb/s)
     #[arg(long, value_name = "SPEC", value_parser = LinkSpec::parse_network)]
     pub link: Option<LinkSpec>,
@@ -119,6 +125,10 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
     let credentials = match &share {
         Some(_) => Credentials::load(args.credentials.as_deref()).map_err(anyhow::Error::msg)?,
         None => Credentials::default(),
+    };
+    let iscsi_keys = match &share {
+        Some(s) => crate::commands::disk::iscsi_keys(&args.iscsi, s.url())?,
+        None => IscsiKeys::default(),
     };
     let path = match (&args.path, &args.remote_path) {
         (Some(p), _) => Some(p.clone()),
@@ -196,6 +206,7 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
         remote_path: args.remote_path.clone(),
         share,
         credentials,
+        iscsi_keys,
         custom_test,
         hints: PathHints { link: args.link.clone(), nic },
         preset,

@@ -18,7 +18,7 @@ use headroom_net::{
     Endpoint, FarCpuWatch, NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice, RemoteEngine, ThroughputSpec,
     TrafficDirection,
 };
-use headroom_proto::{Credentials, Opener, ShareTarget, ShareUrl, FILE_SERVER_DAEMONS};
+use headroom_proto::{Credentials, IscsiKeys, Opener, ShareTarget, ShareUrl, FILE_SERVER_DAEMONS};
 use headroom_result::details::cpu_load_key;
 use headroom_result::{CpuLoad, Side};
 use headroom_result::{Host, NetProtocol, Probe, ProbeSpec, ResultDoc, Warning, WarningCode};
@@ -62,6 +62,8 @@ pub struct JobSettings {
     pub share: Option<ShareTarget>,
     /// The user names and secrets for the share, loaded by the caller.
     pub credentials: Credentials,
+    /// iSCSI login keys to offer instead of headroom's own (`--iscsi`).
+    pub iscsi_keys: IscsiKeys,
     /// `--test RW:BS[:qN][:tN]`: one more disk test on the path or share, the
     /// one the goals are held against (e.g. IOMeter's 512K sequential read).
     pub custom_test: Option<TestDef>,
@@ -459,7 +461,9 @@ pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks
         peers.push(peer);
     }
     if let Some(share) = &settings.share {
-        let opener = Opener::new(settings.credentials.clone()).from_source(settings.source.clone());
+        let opener = Opener::new(settings.credentials.clone())
+            .from_source(settings.source.clone())
+            .with_iscsi_keys(settings.iscsi_keys.clone());
         let mut runner = Runner::new().with(DiskEngine::new().with_shares(Arc::new(opener)));
         // A whole export holds someone's data: run reads only there.
         let export = share.url().is_whole_export();

@@ -12,6 +12,7 @@
 
 #[cfg(test)]
 mod captured_frames;
+mod keys;
 mod pdu;
 mod scsi;
 mod session;
@@ -19,6 +20,7 @@ mod session;
 use crate::ProtoError;
 use headroom_disk::{Completion, IoEngine, IoUnit, Share, ShareIo, ShareKind, SyncMode, TargetOptions};
 use headroom_result::ProtocolInfo;
+pub use keys::IscsiKeys;
 use scsi::{cdb, describe_status, device_type_name, opcode, read_capacity, ready, report_luns, status};
 use session::{LoginError, LoginSpec, Session};
 use std::io;
@@ -51,6 +53,7 @@ pub fn open(
     opts: &TargetOptions,
     credentials: &crate::Credentials,
     source: &crate::Source,
+    keys: &IscsiKeys,
 ) -> Result<Box<dyn Share>, ProtoError> {
     let shown = format!("iscsi://{}/{}/{}", url.server, url.target, url.lun);
     let chap = match (credentials.get("HEADROOM_ISCSI_USER"), credentials.get("HEADROOM_ISCSI_PASSWORD")) {
@@ -70,6 +73,7 @@ pub fn open(
         lun: url.lun,
         stop: Arc::clone(&opts.stop),
         source: source.clone(),
+        keys: keys.clone(),
     };
     let mut s = Session::login(&spec, 1, 4096).map_err(|e| login_error(&shown, &spec, e))?;
     let fail = |what: &str, e: io::Error| ProtoError::of_kind(e.kind(), format!("{shown}: {what}: {e}"));
@@ -115,6 +119,7 @@ pub fn open(
         None => capacity,
     };
     let mut granted = granted(&s.params);
+    granted.extend(keys.asked_numbers());
     // The window once commands run: targets open it after login (tgt
     // announces 2 at login, then its queue of 128).
     granted.insert("cmdsn_window".into(), u64::from(s.window()));

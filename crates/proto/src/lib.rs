@@ -51,6 +51,7 @@ pub mod fuzzing {
 pub use credentials::Credentials;
 pub use error::ProtoError;
 pub use headroom_net::Source;
+pub use iscsi::IscsiKeys;
 pub use url::{
     IscsiUrl, NbdUrl, NfsUrl, NfsVersion, Server, ShareTarget, ShareUrl, SmbUrl, UrlError, FILE_SERVER_DAEMONS,
 };
@@ -65,18 +66,25 @@ pub const SCHEMES: [&str; 4] = ["nfs", "iscsi", "nbd", "smb"];
 pub struct Opener {
     credentials: Credentials,
     source: Source,
+    iscsi_keys: IscsiKeys,
 }
 
 impl Opener {
     /// An opener that authenticates with `credentials`.
     pub fn new(credentials: Credentials) -> Self {
-        Opener { credentials, source: Source::default() }
+        Opener { credentials, source: Source::default(), iscsi_keys: IscsiKeys::default() }
     }
 
     /// Every connection leaves from `source` (`--bind`, `--interface`;
     /// checked by the caller with [`Source::check`]).
     pub fn from_source(mut self, source: Source) -> Self {
         self.source = source;
+        self
+    }
+
+    /// An iSCSI login offers `keys` instead of headroom's own choice (`--iscsi`).
+    pub fn with_iscsi_keys(mut self, keys: IscsiKeys) -> Self {
+        self.iscsi_keys = keys;
         self
     }
 }
@@ -90,7 +98,7 @@ impl ShareOpener for Opener {
         let url = ShareUrl::parse(target).map_err(|e| DiskError::Usage(e.to_string()))?;
         match url {
             ShareUrl::Nfs(u) => open_nfs(&u, opts, &self.source),
-            ShareUrl::Iscsi(u) => Ok(iscsi::open(&u, opts, &self.credentials, &self.source)?),
+            ShareUrl::Iscsi(u) => Ok(iscsi::open(&u, opts, &self.credentials, &self.source, &self.iscsi_keys)?),
             ShareUrl::Nbd(u) => open_nbd(&u, opts, &self.source),
             ShareUrl::Smb(u) => Ok(smb::open(&u, opts, &self.credentials, &self.source)?),
         }

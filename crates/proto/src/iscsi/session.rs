@@ -339,7 +339,7 @@ pub fn fuzz_pdus(data: &[u8]) {
     let mut s = Session::detached(TcpStream::from(std::os::fd::OwnedFd::from(client)), Arc::default());
     if let Ok(pairs) = pdu::parse_text(data) {
         let _ = s.apply(&pairs);
-        let _ = answer_unoffered(&pairs, &operational_keys());
+        let _ = answer_unoffered(&pairs, &operational_keys(&Default::default()));
     }
     s.outstanding();
     // In two pieces, as a socket may deliver them: the direct Data-In path too.

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 /// Connecting and logging in.
 const LOGIN_TIMEOUT: Duration = Duration::from_secs(5);
 /// The largest burst the protocol allows (2^24 - 1, rounded down to 1 KiB as initiators offer it).
-const OUR_MAX_BURST: u32 = 16_776_192;
+const OUR_MAX_BURST: u32 = super::super::keys::MAX_BURST;
 /// Login PDUs carry at most this much text (RFC 7143 6.1: 8192 during login).
 pub(super) const LOGIN_TEXT_MAX: usize = 65_536;
 
@@ -86,6 +86,8 @@ pub struct LoginSpec {
     pub stop: Arc<AtomicBool>,
     /// Where the connection leaves from (`--bind`, `--interface`).
     pub source: headroom_net::Source,
+    /// Login keys the user chose to offer instead of headroom's (`--iscsi`).
+    pub keys: super::super::keys::IscsiKeys,
 }
 
 /// Why login failed, to be told apart by the caller.
@@ -137,7 +139,7 @@ impl Session {
             ("SessionType", "Normal".into()),
             ("TargetName", spec.target.clone()),
         ];
-        let operational = operational_keys();
+        let operational = operational_keys(&spec.keys);
         if current == stage::SECURITY {
             keys.push(("AuthMethod", "CHAP,None".into()));
         } else {
@@ -224,6 +226,10 @@ impl Session {
             }
             if target_transit && target_next == stage::FULL_FEATURE {
                 self.apply(&got)?;
+                // A smaller receive segment offered is what the target may send.
+                if let Some(n) = spec.keys.get("MaxRecvDataSegmentLength").and_then(|v| v.parse().ok()) {
+                    self.params.initiator_max_recv = n;
+                }
                 self.exp_cmd_sn = h.exp_cmd_sn;
                 self.max_cmd_sn = h.max_cmd_sn;
                 self.cmd_sn = h.exp_cmd_sn;
@@ -283,8 +289,9 @@ impl Session {
     }
 }
 
-pub(super) fn operational_keys() -> Vec<(&'static str, String)> {
-    vec![
+/// The operational keys headroom offers, with the user's choices in place of its own.
+pub(super) fn operational_keys(chosen: &super::super::keys::IscsiKeys) -> Vec<(&'static str, String)> {
+    let mut keys = vec![
         ("HeaderDigest", "None".into()),
         ("DataDigest", "None".into()),
         ("MaxConnections", "1".into()),
@@ -299,7 +306,13 @@ pub(super) fn operational_keys() -> Vec<(&'static str, String)> {
         ("DataPDUInOrder", "Yes".into()),
         ("DataSequenceInOrder", "Yes".into()),
         ("ErrorRecoveryLevel", "0".into()),
-    ]
+    ];
+    for (key, value) in keys.iter_mut() {
+        if let Some(v) = chosen.get(key) {
+            *value = v.to_string();
+        }
+    }
+    keys
 }
 
 /// Keys the target proposed that headroom did not offer, accepted as proposed

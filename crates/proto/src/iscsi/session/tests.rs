@@ -205,6 +205,7 @@ fn commands_stay_within_the_cmdsn_window_and_the_cap_is_recorded() {
         lun: 1,
         stop: Arc::default(),
         source: Default::default(),
+        keys: Default::default(),
     };
     let mut s = Session::login(&spec, 8, 4096).unwrap();
     assert_eq!(s.params.cmdsn_window, 2);
