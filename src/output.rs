@@ -189,7 +189,7 @@ pub fn check_output_file(flag: &str, path: &Path, example: &str) -> anyhow::Resu
         anyhow::bail!("{flag} {shown}: directory {} does not exist (example: {flag} {example})", dir.display());
     }
     let target = if path.exists() { path } else { dir };
-    if rustix::fs::access(target, rustix::fs::Access::WRITE_OK).is_err() {
+    if !crate::os::is_writable(target) {
         anyhow::bail!("{flag} {shown}: {} is not writable (example: {flag} {example})", target.display());
     }
     Ok(())

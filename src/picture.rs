@@ -18,10 +18,8 @@ const LIMIT: Duration = Duration::from_secs(90);
 /// is measured or written, so a missing browser is one line up front.
 pub fn chromium_on_path() -> bool {
     std::env::var_os("PATH").is_some_and(|paths| {
-        std::env::split_paths(&paths).any(|d| {
-            std::fs::metadata(d.join(CHROMIUM))
-                .is_ok_and(|m| m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0)
-        })
+        std::env::split_paths(&paths)
+            .any(|d| std::fs::metadata(d.join(CHROMIUM)).is_ok_and(|m| crate::os::is_executable(&m)))
     })
 }
 

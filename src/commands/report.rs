@@ -51,9 +51,9 @@ pub struct ReportArgs {
 pub fn bar_width(force: bool) -> Option<usize> {
     use std::io::IsTerminal;
     let stdout = std::io::stdout();
-    let tty = stdout.is_terminal().then(|| rustix::termios::tcgetwinsize(&stdout).ok()).flatten();
+    let tty = stdout.is_terminal().then(|| crate::os::terminal_columns(&stdout)).flatten();
     match tty {
-        Some(size) if size.ws_col > 0 => Some(usize::from(size.ws_col)),
+        Some(columns) if columns > 0 => Some(usize::from(columns)),
         _ if force => Some(
             std::env::var("COLUMNS")
                 .ok()

@@ -11,7 +11,6 @@ use headroom_report::present;
 use headroom_units::DurationArg;
 use std::io::Write;
 use std::net::IpAddr;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -101,7 +100,7 @@ fn read_token_file(path: &Path) -> anyhow::Result<String> {
     let meta = std::fs::metadata(path).with_context(|| format!("--token-file {shown}: cannot read it"))?;
     let in_credentials_dir = std::env::var_os("CREDENTIALS_DIRECTORY")
         .is_some_and(|dir| !dir.is_empty() && path.starts_with(Path::new(&dir)));
-    let mode = meta.permissions().mode() & 0o777;
+    let mode = crate::os::file_mode(&meta).map_err(|e| anyhow::anyhow!("--token-file {shown}: {e}"))? & 0o777;
     if mode & 0o077 != 0 && !in_credentials_dir {
         bail!("--token-file {shown}: mode {mode:o} lets other users read the token; run `chmod 600 {shown}`");
     }

@@ -1,5 +1,6 @@
 //! The Linux implementation of the binary's platform seam (see `mod.rs`):
-//! SIGINT, SIGTERM and SIGHUP taken with sigwait(2).
+//! SIGINT, SIGTERM and SIGHUP taken with sigwait(2); access(2), mode bits
+//! and the terminal's window size.
 //!
 //! No thread runs a signal handler: the thread that installs this blocks the
 //! three signals, every thread spawned later inherits the mask, and one
@@ -10,6 +11,8 @@
 //! processes start with an empty mask (std resets it).
 
 use super::StopSignal;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 
 /// The signals that stop headroom.
 const TERMINATING: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
@@ -61,4 +64,24 @@ pub fn exit_code(signal: StopSignal) -> u8 {
         StopSignal::HangUp => libc::SIGHUP,
     };
     u8::try_from(128 + number).unwrap_or(130)
+}
+
+/// Whether this process may write `path` (access(2) W_OK).
+pub fn is_writable(path: &Path) -> bool {
+    rustix::fs::access(path, rustix::fs::Access::WRITE_OK).is_ok()
+}
+
+/// Whether `meta` is a file someone may execute.
+pub fn is_executable(meta: &std::fs::Metadata) -> bool {
+    meta.is_file() && meta.permissions().mode() & 0o111 != 0
+}
+
+/// The file's mode bits.
+pub fn file_mode(meta: &std::fs::Metadata) -> Result<u32, String> {
+    Ok(meta.permissions().mode())
+}
+
+/// The terminal's columns (TIOCGWINSZ), None when `stdout` is no terminal.
+pub fn terminal_columns(stdout: &std::io::Stdout) -> Option<u16> {
+    rustix::termios::tcgetwinsize(stdout).ok().map(|size| size.ws_col)
 }

@@ -19,6 +19,7 @@
 //! Progress reaches the caller through a callback; Ctrl-C through a
 //! `&AtomicBool` stop flag that every loop here polls.
 
+#[cfg(target_os = "linux")]
 mod blkid;
 mod bounds;
 pub mod clib;
@@ -33,6 +34,10 @@ mod run;
 mod safety;
 mod share;
 mod storage;
+// Opening a local target is Linux's system calls through and through
+// (O_DIRECT, statx, /proc/self/fd): a platform without its own yet builds a
+// stand-in from its os/ directory, which refuses with a message (docs/platform.md).
+#[cfg_attr(windows, path = "os/windows/target.rs")]
 mod target;
 
 pub use bounds::{
@@ -347,9 +352,10 @@ pub enum PeerFault {
 }
 
 impl DiskError {
-    /// [`DiskError::Io`] for `source`, or [`DiskError::DiskFull`] when it is ENOSPC.
+    /// [`DiskError::Io`] for `source`, or [`DiskError::DiskFull`] when it is
+    /// ENOSPC (std's `StorageFull`: ERROR_DISK_FULL on Windows).
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        if source.raw_os_error() == Some(libc::ENOSPC) {
+        if source.kind() == std::io::ErrorKind::StorageFull {
             DiskError::DiskFull { context: context.into() }
         } else {
             DiskError::Io { context: context.into(), source }

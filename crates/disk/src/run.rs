@@ -22,7 +22,6 @@ use crate::{DirectMode, DiskError, EngineChoice, EngineKind, Pattern, Result, Rw
 use hdrhistogram::Histogram;
 use headroom_result::{Latency, Sample, Summary};
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -231,7 +230,7 @@ fn local_setup(target: &PreparedTarget, def: &TestDef, settings: RunSettings) ->
     let (file, direct) = target.open(def.rw.writes(), want_direct, direct_mode == DirectMode::On, def.sync)?;
     let force_async = crate::engine::force_async(def.block_size, direct);
     let config = EngineConfig {
-        fd: file.as_raw_fd(),
+        fd: crate::os::raw_file(&file),
         depth: def.queue_depth as usize,
         buf_size: def.block_size as usize,
         buf_align: target.mem_align,

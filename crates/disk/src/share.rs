@@ -122,9 +122,7 @@ pub fn prepare_share(opener: &dyn ShareOpener, target: &str, opts: &TargetOption
 /// destroys an md 1.0 member whose superblock sits at the export's end.
 fn export_signatures(share: &dyn Share) -> Result<String> {
     let size = share.capacity();
-    let memfd = rustix::fs::memfd_create("headroom-export-head", rustix::fs::MemfdFlags::CLOEXEC)
-        .map_err(|e| DiskError::io("memfd_create", e.into()))?;
-    let file = std::fs::File::from(memfd);
+    let file = crate::os::memory_file("headroom-export-head").map_err(|e| DiskError::io("memfd_create", e))?;
     file.set_len(size).map_err(|e| DiskError::io("sizing the signature copy", e))?;
     let chunk = 1u64 << 20;
     let window = 4 * chunk;
@@ -142,7 +140,7 @@ fn export_signatures(share: &dyn Share) -> Result<String> {
         }
         one_io(engine.as_mut(), IoUnit { kind: IoKind::Read, offset, len, buf_index: 0, tag: 0 })
             .map_err(|e| DiskError::io(format!("reading {} at {offset} for signatures", share.url()), e))?;
-        std::os::unix::fs::FileExt::write_all_at(&file, &engine.buffer_mut(0)[..len as usize], offset)
+        crate::os::write_all_at(&file, &engine.buffer_mut(0)[..len as usize], offset)
             .map_err(|e| DiskError::io("copying for signatures", e))?;
     }
     let signatures =

@@ -18,6 +18,7 @@
 
 use crate::data::FastRng;
 use crate::safety;
+pub use crate::storage::{filesystem_caveat, test_file_name, FsInfo, RemoteRemoval, TargetKind, TargetOptions};
 use crate::{DiskError, Result, SyncMode};
 use headroom_result::Warning;
 use rustix::fs::{self, Access, AtFlags, Mode, OFlags, StatxFlags};
@@ -30,48 +31,6 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
-
-/// What PATH turned out to be.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TargetKind {
-    /// A file headroom created in the directory the user named.
-    TestFile,
-    /// A block device the user named (writes need `--destructive`).
-    BlockDevice,
-    /// An existing regular file the user named (writes need `--destructive`).
-    ExistingFile,
-}
-
-/// What the user asked for PATH.
-#[derive(Debug, Clone, Default)]
-pub struct TargetOptions {
-    /// Size of the test file / region; None: the default for a test file, the
-    /// whole device or file otherwise.
-    pub size: Option<u64>,
-    /// Default test-file size when `size` is None.
-    pub default_size: u64,
-    /// Some test of the run writes.
-    pub writes: bool,
-    /// `--destructive`: writing to a block device or existing file is allowed.
-    pub destructive: bool,
-    /// `--force`: write even where a superblock or partition table was found.
-    pub force: bool,
-    /// `--keep`: leave the test file in place after the run.
-    pub keep: bool,
-    /// Set on Ctrl-C: a protocol client (headroom-proto) gives up whatever
-    /// it waits for (login, a request) at once. Shared, not borrowed, since
-    /// its connections live in the run's worker threads.
-    pub stop: std::sync::Arc<AtomicBool>,
-}
-
-/// A filesystem as statfs names it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FsInfo {
-    /// e.g. ext4, xfs, btrfs, tmpfs, nfs, zfs, fuse; `0x...` when unknown.
-    pub name: String,
-    /// Filesystem magic number (statfs `f_type`).
-    pub magic: i64,
-}
 
 /// An opened, sized target. Dropping it removes a test file headroom created.
 #[derive(Debug)]
@@ -132,9 +91,6 @@ struct Registry {
     closed: bool,
 }
 
-/// Removes one test file on a server (over a fresh connection, with a short timeout).
-pub type RemoteRemoval = Box<dyn FnOnce() + Send>;
-
 static CREATED: Mutex<Registry> = Mutex::new(Registry { files: Vec::new(), remote: Vec::new(), closed: false });
 
 /// Registers how to remove a test file a share created on a server, for
@@ -175,11 +131,6 @@ impl Drop for PreparedTarget {
     fn drop(&mut self) {
         self.remove();
     }
-}
-
-/// The name of the test file headroom creates in a directory (unique per process).
-pub fn test_file_name() -> String {
-    format!("headroom-disk-{}.tmp", std::process::id())
 }
 
 /// The process id in a test file's name, when `name` is one.
@@ -349,7 +300,7 @@ impl PreparedTarget {
             match e.raw_os_error() {
                 Some(libc::EBUSY) if block => {
                     let rdev = held.metadata().map(|m| m.rdev()).unwrap_or(0);
-                    refused(format!("it is in use: {}; {in_use}", safety::in_use_reason(rdev)))
+                    refused(format!("it is in use: {}; {in_use}", crate::os::in_use_reason(rdev)))
                 }
                 Some(libc::ETXTBSY) => refused(format!("it is in use (an active swap file); {in_use}")),
                 _ => DiskError::io(format!("cannot open {shown}"), e),
@@ -357,7 +308,7 @@ impl PreparedTarget {
         })?;
         if opts.writes {
             if !block {
-                let loops = safety::loop_devices_backed_by(&file);
+                let loops = crate::os::loop_devices_backed_by(&file);
                 if !loops.is_empty() {
                     return Err(refused(format!(
                         "it is in use: the backing file of {}; headroom never writes to something in use, even \
@@ -638,21 +589,6 @@ pub fn statfs_info(fd: impl AsFd) -> Option<FsInfo> {
     let magic = st.f_type as i64;
     let name = FS_MAGICS.iter().find(|(m, _)| *m == magic).map(|(_, n)| n.to_string()).unwrap_or(format!("{magic:#x}"));
     Some(FsInfo { name, magic })
-}
-
-/// What users must know about results on this filesystem (code `filesystem_caveat`).
-pub fn filesystem_caveat(fs: &FsInfo) -> Option<Warning> {
-    let message = match fs.name.as_str() {
-        "zfs" => "ZFS before 2.3 ignores O_DIRECT: the ARC (RAM) may answer reads and absorb writes",
-        "nfs" => "NFS: an export with the async option acknowledges writes before they are stable; use the sync preset for durable figures",
-        "btrfs" => "btrfs may compress data (compress mount option); headroom writes incompressible data, but figures from other tools may differ",
-        "tmpfs" | "ramfs" => "this filesystem is memory: the figures are RAM speeds, not a disk's",
-        "fuse" => "FUSE filesystem: caching and write acknowledgement depend on the daemon (sshfs, rclone, ...)",
-        "cifs" | "smb2" => "SMB: the client and server caches may answer; use the sync preset for durable figures",
-        "overlay" => "overlayfs: the figures are those of the upper layer's filesystem",
-        _ => return None,
-    };
-    Some(Warning::new(headroom_result::WarningCode::FilesystemCaveat, format!("{}: {message}", fs.name)))
 }
 
 /// Total RAM in bytes (sysconf), for the page-cache check.

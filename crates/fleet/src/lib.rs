@@ -22,6 +22,7 @@
 pub mod gather;
 pub mod hosts;
 pub mod judge;
+mod os;
 pub mod run;
 
 pub use gather::gather;

@@ -56,20 +56,14 @@ const OWN_FILES: u64 = 64 + MAX_WORKERS as u64;
 /// end, so all can be released together): raises the soft open-file limit
 /// up to the hard one, or says, before anything starts, what to raise.
 pub fn ensure_file_limit(hosts: usize) -> Result<(), String> {
-    use nix::sys::resource::{getrlimit, setrlimit, Resource};
     let needed = hosts as u64 + OWN_FILES;
-    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else { return Ok(()) };
-    if soft >= needed {
-        return Ok(());
-    }
-    if hard < needed || setrlimit(Resource::RLIMIT_NOFILE, needed, hard).is_err() {
-        return Err(format!(
+    crate::os::raise_open_file_limit(needed).map_err(|hard| {
+        format!(
             "--hosts names {hosts} agents and the fleet holds a connection to each, but this process may open only {} files (ulimit -n): raise the limit to {needed} or more (e.g. `ulimit -n {}`, LimitNOFILE= in a systemd unit) or split the host list; nothing was started",
             hard,
             needed.next_power_of_two()
-        ));
-    }
-    Ok(())
+        )
+    })
 }
 
 /// What happened on one host.

@@ -2,7 +2,6 @@
 //! must come from the device, not from memory the writer filled.
 
 use std::fs::File;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
 /// O_DIRECT wants buffers, offsets and lengths aligned to the logical block.
@@ -35,18 +34,14 @@ impl AlignedBuf {
 /// The file opened for reading past the page cache, and whether that
 /// worked (a filesystem without O_DIRECT falls back to buffered reads).
 pub fn open_direct(path: &Path) -> std::io::Result<(File, bool)> {
-    match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path) {
-        Ok(f) => Ok((f, true)),
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok((File::open(path)?, false)),
-        Err(e) => Err(e),
-    }
+    crate::os::open_direct(path)
 }
 
 /// Fills `buf` from `offset`; returns how many bytes the file had there.
 pub fn read_full_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
     let mut done = 0;
     while done < buf.len() {
-        match file.read_at(&mut buf[done..], offset + done as u64) {
+        match crate::os::read_at(file, &mut buf[done..], offset + done as u64) {
             Ok(0) => break,
             Ok(n) => done += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}

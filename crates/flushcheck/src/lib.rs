@@ -19,6 +19,7 @@ pub mod writer;
 
 mod error;
 mod io;
+mod os;
 
 pub use error::FlushError;
 pub use ledger::SqliteLedger;

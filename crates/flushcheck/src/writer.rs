@@ -15,7 +15,6 @@ use headroom_net::wire::{self, FlushAck, FlushRun};
 use headroom_net::{Endpoint, NetError, Session};
 use std::fs::{File, OpenOptions};
 use std::io::Read;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -108,7 +107,7 @@ fn lay_out(
         if done == 0 {
             buf[..bs].copy_from_slice(&block::header(run));
         }
-        f.write_all_at(&buf[..n], done).map_err(FlushError::io(path))?;
+        crate::os::write_all_at(f, &buf[..n], done).map_err(FlushError::io(path))?;
         done += n as u64;
         on(WriteEvent::LayingOut(done, size));
     }
@@ -187,11 +186,7 @@ pub fn write(
     if !laid_out? {
         return Err(FlushError::File { path: path.to_path_buf(), reason: "stopped while laying out the file".into() });
     }
-    let mut flags = 0;
-    if opts.sync == SyncMode::Dsync {
-        flags |= libc::O_DSYNC;
-    }
-    let f = OpenOptions::new().write(true).custom_flags(flags).open(path).map_err(FlushError::io(path))?;
+    let f = crate::os::open_for_writes(path, opts.sync == SyncMode::Dsync).map_err(FlushError::io(path))?;
     on(WriteEvent::Started(run.clone()));
     let started = Instant::now();
     let mut buf = crate::io::AlignedBuf::new(opts.block_size as usize);
@@ -207,7 +202,7 @@ pub fn write(
         let seq = written + 1;
         let offset = bs * (1 + (seq - 1) % run.blocks);
         let checksum = block::fill(buf.bytes_mut(), &id, seq, offset);
-        f.write_all_at(buf.bytes(), offset).map_err(FlushError::io(path))?;
+        crate::os::write_all_at(&f, buf.bytes(), offset).map_err(FlushError::io(path))?;
         written += 1;
         if opts.sync == SyncMode::Fsync {
             f.sync_all().map_err(FlushError::io(path))?;

@@ -229,7 +229,7 @@ impl Source {
     /// (headroom-proto's connections use it too, so both follow one rule).
     pub fn apply(&self, sock: &Socket, peer: &SocketAddr) -> io::Result<()> {
         if let Some(nic) = &self.interface {
-            sock.bind_device(Some(nic.as_bytes())).map_err(|e| {
+            crate::os::bind_device(sock, nic).map_err(|e| {
                 let why = match crate::os::bind_device_refusal(&e) {
                     Some(crate::os::BindDeviceRefusal::NotPermitted) => {
                         "leaving through a chosen interface needs root (CAP_NET_RAW); --bind ADDR does not".to_string()

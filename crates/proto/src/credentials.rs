@@ -7,7 +7,6 @@
 //! private key others can read.
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 /// The keys headroom reads, in the environment or a credentials file.
@@ -71,10 +70,11 @@ fn known_key(key: &str) -> Result<&'static str, String> {
 fn read_file(path: &Path) -> Result<BTreeMap<&'static str, String>, String> {
     let shown = path.display();
     let meta = std::fs::metadata(path).map_err(|e| format!("--credentials {shown}: {e}"))?;
-    if meta.mode() & 0o077 != 0 {
+    let mode = crate::os::file_mode(&meta).map_err(|e| format!("--credentials {shown}: {e}"))?;
+    if mode & 0o077 != 0 {
         return Err(format!(
             "--credentials {shown}: others can read it (mode {:o}); run `chmod 600 {shown}`",
-            meta.mode() & 0o777
+            mode & 0o777
         ));
     }
     let text = std::fs::read_to_string(path).map_err(|e| format!("--credentials {shown}: {e}"))?;

@@ -12,15 +12,14 @@
 
 #[cfg(test)]
 mod captured_frames;
-mod keys;
 mod pdu;
 mod scsi;
 mod session;
 
+pub use crate::iscsi_keys::IscsiKeys;
 use crate::ProtoError;
 use headroom_disk::{Completion, IoEngine, IoUnit, Share, ShareIo, ShareKind, SyncMode, TargetOptions};
 use headroom_result::ProtocolInfo;
-pub use keys::IscsiKeys;
 use scsi::{cdb, describe_status, device_type_name, opcode, read_capacity, ready, report_luns, status};
 use session::{LoginError, LoginSpec, Session};
 use std::io;

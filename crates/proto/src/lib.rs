@@ -25,16 +25,26 @@
 
 mod credentials;
 mod error;
+#[cfg(target_os = "linux")]
 mod frame;
+mod iscsi_keys;
+mod os;
+// The clients headroom speaks itself wait on sockets with poll(2) and
+// answer in errno numbers: Linux only until their Windows side is written
+// (os/ refuses their schemes elsewhere).
+#[cfg(target_os = "linux")]
 mod transport;
 mod url;
+#[cfg(target_os = "linux")]
 mod wait;
 
+#[cfg(target_os = "linux")]
 pub mod iscsi;
 #[cfg(feature = "nbd")]
 pub mod nbd;
 #[cfg(feature = "nfs")]
 pub mod nfs;
+#[cfg(target_os = "linux")]
 pub mod smb;
 
 /// Entry points for the fuzz targets (feature `fuzzing`): each takes what a
@@ -51,7 +61,7 @@ pub mod fuzzing {
 pub use credentials::Credentials;
 pub use error::ProtoError;
 pub use headroom_net::Source;
-pub use iscsi::IscsiKeys;
+pub use iscsi_keys::IscsiKeys;
 pub use url::{
     IscsiUrl, NbdUrl, NfsUrl, NfsVersion, Server, ShareTarget, ShareUrl, SmbUrl, UrlError, FILE_SERVER_DAEMONS,
 };
@@ -97,45 +107,12 @@ impl ShareOpener for Opener {
     fn open(&self, target: &str, opts: &TargetOptions) -> Result<Box<dyn Share>, DiskError> {
         let url = ShareUrl::parse(target).map_err(|e| DiskError::Usage(e.to_string()))?;
         match url {
-            ShareUrl::Nfs(u) => open_nfs(&u, opts, &self.source),
-            ShareUrl::Iscsi(u) => Ok(iscsi::open(&u, opts, &self.credentials, &self.source, &self.iscsi_keys)?),
-            ShareUrl::Nbd(u) => open_nbd(&u, opts, &self.source),
-            ShareUrl::Smb(u) => Ok(smb::open(&u, opts, &self.credentials, &self.source)?),
+            ShareUrl::Nfs(u) => os::open_nfs(&u, opts, &self.source),
+            ShareUrl::Iscsi(u) => os::open_iscsi(&u, opts, &self.credentials, &self.source, &self.iscsi_keys),
+            ShareUrl::Nbd(u) => os::open_nbd(&u, opts, &self.source),
+            ShareUrl::Smb(u) => os::open_smb(&u, opts, &self.credentials, &self.source),
         }
     }
-}
-
-// The NFS and NBD clients call the C libraries libnfs and libnbd, loaded at
-// run time (features `nfs` and `nbd`, on by default); the static build
-// leaves them out, since a static binary cannot load them and libnbd's static
-// archive needs GnuTLS and libxml2 linked in as well.
-
-#[cfg(feature = "nfs")]
-fn open_nfs(url: &NfsUrl, opts: &TargetOptions, source: &Source) -> Result<Box<dyn Share>, DiskError> {
-    nfs::open(url, opts, source)
-}
-
-#[cfg(not(feature = "nfs"))]
-fn open_nfs(_: &NfsUrl, _: &TargetOptions, _: &Source) -> Result<Box<dyn Share>, DiskError> {
-    Err(not_built("NFS", "libnfs"))
-}
-
-#[cfg(feature = "nbd")]
-fn open_nbd(url: &NbdUrl, opts: &TargetOptions, source: &Source) -> Result<Box<dyn Share>, DiskError> {
-    Ok(nbd::open(url, opts, source)?)
-}
-
-#[cfg(not(feature = "nbd"))]
-fn open_nbd(_: &NbdUrl, _: &TargetOptions, _: &Source) -> Result<Box<dyn Share>, DiskError> {
-    Err(not_built("NBD", "libnbd"))
-}
-
-#[cfg(any(not(feature = "nfs"), not(feature = "nbd")))]
-fn not_built(protocol: &str, library: &str) -> DiskError {
-    DiskError::Usage(format!(
-        "this headroom was built without its {protocol} client (a static build leaves out {library}); \
-         use a build from `cargo build --release` or the distribution package"
-    ))
 }
 
 #[cfg(test)]

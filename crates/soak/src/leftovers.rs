@@ -132,6 +132,5 @@ pub fn mark_removed(store: &Store, file: Option<&TestFile>) -> Result<(), StoreE
 
 /// Whether `pid` is a running headroom other than this one.
 fn headroom_running(pid: u32) -> bool {
-    pid != std::process::id()
-        && std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "headroom")
+    pid != std::process::id() && crate::os::is_headroom(pid)
 }

@@ -94,6 +94,20 @@ pub fn inventory_live() -> Host {
     inventory(&SysRoot::live())
 }
 
+/// The TCP goodput ceiling of a port of `speed_mbps` at `mtu`, bytes/s, and
+/// the catalog's name for that speed: the same sum on every platform. None
+/// for an MTU that cannot carry TCP at all (below the 576-byte IPv4
+/// minimum; jumbo MTUs beyond 9216 still compute).
+pub(crate) fn port_ceiling(speed_mbps: Option<u64>, mtu: u32) -> (Option<f64>, Option<String>) {
+    let link = speed_mbps.and_then(headroom_limits::ethernet_by_speed_mbps).map(|l| l.name.clone());
+    let framing = (mtu >= 576).then(|| headroom_limits::Framing { mtu, ..headroom_limits::Framing::default() });
+    let ceiling = match (speed_mbps, framing) {
+        (Some(speed), Some(framing)) => Some(framing.tcp_goodput_bits(speed as f64 * 1e6) / 8.0),
+        _ => None,
+    };
+    (ceiling, link)
+}
+
 /// "4", "7.88", "0.48": a figure with at most two decimals and no trailing zeros.
 pub(crate) fn trim_float(value: f64) -> String {
     headroom_units::format_trimmed(value, 2)

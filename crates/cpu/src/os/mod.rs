@@ -1,6 +1,6 @@
 //! The platform seam of headroom-cpu: what the kernel measurements ask of
 //! the operating system, implemented once per platform beside this file
-//! (`linux.rs` today). The rest of the crate calls only `crate::os::...`, so
+//! (`linux.rs`, `windows.rs`). The rest of the crate calls only `crate::os::...`, so
 //! a port adds `windows.rs` with the same functions. See docs/platform.md.
 //!
 //! What a platform provides:
@@ -13,3 +13,7 @@
 mod linux;
 #[cfg(target_os = "linux")]
 pub(crate) use linux::*;
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+pub(crate) use windows::*;

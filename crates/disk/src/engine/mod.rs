@@ -7,11 +7,22 @@
 //! (user-space NFS, iSCSI, NBD clients) implement the same trait. The
 //! engines that use this platform's system calls live behind `crate::os`.
 
-pub use crate::os::{force_async, psync_threads, PsyncEngine, UringEngine, PSYNC_MAX_THREADS};
+pub use crate::os::{force_async, PsyncEngine, UringEngine};
 
 use crate::os::RawFile;
 use crate::{EngineChoice, EngineKind};
 use std::io;
+
+/// The most threads a psync test runs. jobs x queue depth threads give psync
+/// its queue depth, but `--preset nvme`'s Q32T16 would start 512; beyond ~128
+/// outstanding synchronous I/Os threads cost more than any device gains.
+pub const PSYNC_MAX_THREADS: u32 = 128;
+
+/// Worker threads for a psync test of `jobs` x `queue_depth`: one per
+/// outstanding I/O, at most [`PSYNC_MAX_THREADS`] (but never fewer than `jobs`).
+pub fn psync_threads(jobs: u32, queue_depth: u32) -> u32 {
+    jobs.saturating_mul(queue_depth).min(PSYNC_MAX_THREADS).max(jobs)
+}
 
 /// What one I/O does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,19 +2,32 @@
 //! [`crate::engine::IoEngine`] with this platform's system calls, one
 //! directory per platform beside this file (`linux/` today). The engine
 //! trait, the buffers and the choice between engines (engine/mod.rs) call
-//! only these names, so a port adds `windows/` with the same ones and no
-//! `cfg` line appears elsewhere. See docs/platform.md.
+//! only these names, so a port adds a directory with the same ones
+//! (`windows/`) and no `cfg` line appears elsewhere. See docs/platform.md.
 //!
 //! What a platform provides:
-//! - `RawFile`: an open file as its engines take it ([`crate::engine::EngineConfig`]);
-//! - a synchronous engine: `PsyncEngine`, `psync_threads`, `PSYNC_MAX_THREADS`;
+//! - `RawFile`: an open file as its engines take it ([`crate::engine::EngineConfig`]),
+//!   and `raw_file` to get it from a `File`;
+//! - a synchronous engine: `PsyncEngine`;
 //! - an asynchronous engine: `UringEngine`, `force_async`,
 //!   and `uring_available` (whether `Auto` may pick it).
 //!
-//! Opening a target with O_DIRECT, statx and the safety checks are not here
-//! yet: they live in target.rs and safety.rs (listed in docs/platform.md).
+//! - `probe_signatures`: every signature (filesystem, RAID, partition table)
+//!   on an open device or file, for safety.rs; failing with NotFound when
+//!   the probe itself is missing (the write is then refused);
+//! - for a share's signature check: `memory_file` (a file that lives in
+//!   memory only) and `write_all_at`.
+//!
+//! Opening a local target (O_DIRECT, statx, /proc/self/fd) is not here yet:
+//! target.rs does it with Linux's calls (listed in docs/platform.md). A
+//! platform without it builds a stand-in from its directory instead
+//! (`windows/target.rs`, named in lib.rs) that refuses with a message.
 
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
 pub use linux::*;
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+pub use windows::*;

@@ -33,6 +33,11 @@ pub(crate) fn interface_exists(name: &str) -> bool {
     std::path::Path::new("/sys/class/net").join(name).exists()
 }
 
+/// Sends `sock`'s traffic through the interface `name` (SO_BINDTODEVICE).
+pub(crate) fn bind_device(sock: &socket2::Socket, name: &str) -> io::Result<()> {
+    sock.bind_device(Some(name.as_bytes()))
+}
+
 /// Why binding a socket to an interface failed, when it is one of the
 /// reasons said in words.
 pub(crate) fn bind_device_refusal(e: &io::Error) -> Option<BindDeviceRefusal> {

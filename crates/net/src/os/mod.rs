@@ -1,13 +1,13 @@
 //! The platform seam of headroom-net: everything the crate asks of the
 //! operating system beyond `std::net` and socket2, behind one name per
-//! concern, implemented once per platform beside this file (`linux.rs`
-//! today). The rest of the crate calls only `crate::os::...`, so a port adds
+//! concern, implemented once per platform beside this file (`linux.rs`,
+//! `windows.rs`). The rest of the crate calls only `crate::os::...`, so a port adds
 //! `windows.rs` with the same functions and no `cfg` line appears elsewhere.
 //!
 //! The concerns (docs/platform.md has the table):
 //! - sockets: `AsSocket`, the trait a socket handle is passed as;
 //! - poll: `wait_readable`;
-//! - nic: `is_interface_name`, `interface_exists`, `bind_device_refusal`
+//! - nic: `is_interface_name`, `interface_exists`, `bind_device`, `bind_device_refusal`
 //!   (what binding to an interface refused, in the crate's words);
 //! - socket errors: `is_unreachable`, `is_no_buffer_space`;
 //! - tcp_info: `tcp_info` (the sender's TCP_INFO as [`crate::TcpInfo`]);
@@ -21,6 +21,10 @@
 mod linux;
 #[cfg(target_os = "linux")]
 pub(crate) use linux::*;
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+pub(crate) use windows::*;
 
 /// Why the kernel refused to bind a socket to a named interface, for the
 /// reasons the user is told in words.

@@ -45,7 +45,7 @@ pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(if cfg!(test) { 3 } el
 /// answers to a target that stopped reading could exceed it.
 const TX_SLACK: usize = 4 << 20;
 /// What headroom declares it receives per PDU.
-pub const OUR_MAX_RECV: u32 = 262_144;
+pub const OUR_MAX_RECV: u32 = crate::iscsi_keys::MAX_RECV_SEGMENT;
 /// The target as the connection's errors name it.
 const NAMES: Names = Names { peer: "the target", exchange: "an iSCSI exchange" };
 

@@ -1,9 +1,13 @@
 //! The platform seam of headroom-soak: what the link watcher asks of the
 //! operating system, implemented once per platform beside this file
-//! (`linux.rs` today). watch.rs calls only these names, so a port adds
-//! `windows.rs` with the same ones. See docs/platform.md.
+//! (`linux.rs`, `windows.rs`). watch.rs and leftovers.rs call only these names, so
+//! a port adds a file with the same ones. See docs/platform.md.
 //!
-//! What a platform provides (link_watch):
+//! What a platform provides:
+//! - `is_headroom`: whether a process id is a running headroom (a test file
+//!   whose writer still runs is not a leftover);
+//!
+//! link_watch:
 //! - `link_state`: whether an interface is up and how often its carrier
 //!   changed, or `None` when it does not exist;
 //! - `KernelLog`: the kernel's log read from now on (`open`, `read_new`), or
@@ -13,6 +17,10 @@
 mod linux;
 #[cfg(target_os = "linux")]
 pub(crate) use linux::*;
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+pub(crate) use windows::*;
 
 /// One look at an interface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,16 +1,34 @@
 //! The Linux implementation of headroom-disk's platform seam (see
-//! `os/mod.rs`): the psync engine (pread/pwrite/fsync from threads) and the
-//! io_uring engine. Each moves bytes through the engine trait only; what to
+//! `os/mod.rs`): the psync engine (pread/pwrite/fsync from threads), the
+//! io_uring engine, and the safety checks' probe (libblkid) and kernel holders. Each moves bytes through the engine trait only; what to
 //! queue and when is the runner's.
 
 mod psync;
+mod safety;
 mod uring;
 
-pub use psync::{psync_threads, PsyncEngine, PSYNC_MAX_THREADS};
+pub use psync::PsyncEngine;
+pub use safety::{in_use_reason, loop_devices_backed_by, probe_signatures};
 pub use uring::{force_async, UringEngine};
 
 /// An open file as the engines' system calls take it.
 pub use std::os::fd::RawFd as RawFile;
+
+/// The descriptor of `file`, as the engines take it.
+pub fn raw_file(file: &std::fs::File) -> RawFile {
+    std::os::fd::AsRawFd::as_raw_fd(file)
+}
+
+/// A file that lives in memory only (memfd), gone when closed.
+pub fn memory_file(name: &str) -> io::Result<std::fs::File> {
+    let memfd = rustix::fs::memfd_create(name, rustix::fs::MemfdFlags::CLOEXEC)?;
+    Ok(std::fs::File::from(memfd))
+}
+
+/// Writes all of `buf` at `offset` (pwrite).
+pub fn write_all_at(file: &std::fs::File, buf: &[u8], offset: u64) -> io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(file, buf, offset)
+}
 
 /// Whether this kernel lets this process set up an io_uring (it may lack it,
 /// or refuse it: seccomp, the io_uring_disabled sysctl).

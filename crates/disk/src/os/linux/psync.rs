@@ -1,21 +1,10 @@
 //! The portable engine: pread/pwrite/fsync, one I/O at a time on the calling
 //! thread (fio's `psync`). The runner gives it queue depth by running one
-//! worker thread per outstanding I/O ([`psync_threads`]).
+//! worker thread per outstanding I/O ([`crate::engine::psync_threads`]).
 
 use crate::engine::{BufferPool, Completion, EngineConfig, IoEngine, IoKind, IoUnit};
 use std::io;
 use std::os::fd::RawFd;
-
-/// The most threads a psync test runs. jobs x queue depth threads give psync
-/// its queue depth, but `--preset nvme`'s Q32T16 would start 512; beyond ~128
-/// outstanding synchronous I/Os threads cost more than any device gains.
-pub const PSYNC_MAX_THREADS: u32 = 128;
-
-/// Worker threads for a psync test of `jobs` x `queue_depth`: one per
-/// outstanding I/O, at most [`PSYNC_MAX_THREADS`] (but never fewer than `jobs`).
-pub fn psync_threads(jobs: u32, queue_depth: u32) -> u32 {
-    jobs.saturating_mul(queue_depth).min(PSYNC_MAX_THREADS).max(jobs)
-}
 
 /// The psync engine: pread/pwrite, one I/O at a time per worker.
 pub struct PsyncEngine {

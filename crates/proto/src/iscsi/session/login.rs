@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 /// Connecting and logging in.
 const LOGIN_TIMEOUT: Duration = Duration::from_secs(5);
 /// The largest burst the protocol allows (2^24 - 1, rounded down to 1 KiB as initiators offer it).
-const OUR_MAX_BURST: u32 = super::super::keys::MAX_BURST;
+const OUR_MAX_BURST: u32 = crate::iscsi_keys::MAX_BURST;
 /// Login PDUs carry at most this much text (RFC 7143 6.1: 8192 during login).
 pub(super) const LOGIN_TEXT_MAX: usize = 65_536;
 
@@ -87,7 +87,7 @@ pub struct LoginSpec {
     /// Where the connection leaves from (`--bind`, `--interface`).
     pub source: headroom_net::Source,
     /// Login keys the user chose to offer instead of headroom's (`--iscsi`).
-    pub keys: super::super::keys::IscsiKeys,
+    pub keys: crate::iscsi_keys::IscsiKeys,
 }
 
 /// Why login failed, to be told apart by the caller.
@@ -290,7 +290,7 @@ impl Session {
 }
 
 /// The operational keys headroom offers, with the user's choices in place of its own.
-pub(super) fn operational_keys(chosen: &super::super::keys::IscsiKeys) -> Vec<(&'static str, String)> {
+pub(super) fn operational_keys(chosen: &crate::iscsi_keys::IscsiKeys) -> Vec<(&'static str, String)> {
     let mut keys = vec![
         ("HeaderDigest", "None".into()),
         ("DataDigest", "None".into()),

@@ -7,7 +7,6 @@ use super::sysfs::{
     canonical, link_target_name, pci_link_above, pcie_name, read, read_i64, read_u64, uevent, usb_link, usb_speed_above,
 };
 use crate::{trim_float, SysRoot};
-use headroom_limits::{ethernet_by_speed_mbps, Framing};
 use headroom_result::{Nic, NicKind};
 use std::collections::BTreeMap;
 
@@ -105,11 +104,7 @@ fn nic(root: &SysRoot, name: &str) -> Nic {
     let usb_speed_mbps =
         if kind == NicKind::Usb { device.as_deref().and_then(|d| usb_speed_above(d, &devices_root)) } else { None };
 
-    let ethernet = speed_mbps.and_then(ethernet_by_speed_mbps);
-    let ceiling_bytes_per_sec = match (speed_mbps, tcp_payload_framing(mtu)) {
-        (Some(speed), Some(framing)) => Some(framing.tcp_goodput_bits(speed as f64 * 1e6) / 8.0),
-        _ => None,
-    };
+    let (ceiling_bytes_per_sec, link) = crate::port_ceiling(speed_mbps, mtu);
 
     let mut nic = Nic {
         name: name.to_string(),
@@ -125,7 +120,7 @@ fn nic(root: &SysRoot, name: &str) -> Nic {
         pci_link,
         ceiling_bytes_per_sec,
         notes: Vec::new(),
-        link: ethernet.map(|l| l.name.clone()),
+        link,
         mac,
         usb_speed_mbps,
         bus_ceiling_bytes_per_sec: None,
@@ -133,12 +128,6 @@ fn nic(root: &SysRoot, name: &str) -> Nic {
     };
     judge(&mut nic);
     nic
-}
-
-/// The framing at an interface's MTU, when the MTU can carry TCP at all
-/// (above the 576-byte IPv4 minimum; jumbo MTUs beyond 9216 still compute).
-fn tcp_payload_framing(mtu: u32) -> Option<Framing> {
-    (mtu >= 576).then(|| Framing { mtu, ..Framing::default() })
 }
 
 fn classify(root: &SysRoot, name: &str, device: Option<&std::path::Path>, driver: Option<&str>) -> NicKind {

@@ -14,7 +14,6 @@
 
 use super::cpu_load::{busiest, cgroup_counters, clock_ticks_per_sec, stat_ticks, CgroupCounters};
 use headroom_result::{ServingLoad, ThreadLoad};
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,48 +24,12 @@ use std::time::{Duration, Instant};
 /// How often the watch looks at the serving processes.
 const SAMPLE_EVERY: Duration = Duration::from_millis(200);
 
-/// How to find the processes serving a share here.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct ServingQuery {
-    /// The share's TCP port (445, 2049, 3260, 10809 or the URL's own).
-    #[serde(default)]
-    pub port: Option<u16>,
-    /// Process names to fall back on when no process holds the port
-    /// (`smbd`, `nfsd`, `ganesha.nfsd`, `tgtd`, `nbdkit`, ...).
-    #[serde(default)]
-    pub names: Vec<String>,
-}
+pub use crate::os::{ServingProcess, ServingQuery};
 
 /// The most processes followed: a forking server (smbd) has one per client.
 const MOST_FOLLOWED: usize = 64;
 
-/// A process found serving, and how it was found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServingProcess {
-    /// Process id.
-    pub pid: u32,
-    /// How it was found: "port 445" or "name".
-    pub found_by: String,
-}
-
-/// Most names a query may carry (it comes from the network).
-const MOST_NAMES: usize = 16;
-/// A process name (comm) is at most 15 bytes.
-const LONGEST_NAME: usize = 15;
-
 impl ServingQuery {
-    /// Refuses a query no file server's names fit (too many or too long
-    /// names): it comes from a peer.
-    pub fn check(&self) -> Result<(), String> {
-        if self.names.len() > MOST_NAMES {
-            return Err(format!("{} process names to follow; at most {MOST_NAMES}", self.names.len()));
-        }
-        match self.names.iter().find(|n| n.is_empty() || n.len() > LONGEST_NAME) {
-            Some(n) => Err(format!("process name of {} bytes; names are 1-{LONGEST_NAME} bytes", n.len())),
-            None => Ok(()),
-        }
-    }
-
     /// The processes serving now, by port first, else by name.
     pub fn find(&self) -> Vec<ServingProcess> {
         let proc_root = Path::new("/proc");

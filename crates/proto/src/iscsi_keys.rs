@@ -11,6 +11,8 @@ use std::str::FromStr;
 
 /// The largest burst RFC 7143 allows (2^24 - 1), rounded down to 1 KiB as initiators offer it.
 pub(crate) const MAX_BURST: u32 = 16_776_192;
+/// The receive segment this initiator offers and allocates buffers for.
+pub(crate) const MAX_RECV_SEGMENT: u32 = 262_144;
 
 /// A key a user may set, and the values it takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,14 +23,14 @@ enum Kind {
 }
 
 /// The keys, with their kind: the initiator's own MaxRecvDataSegmentLength
-/// only up to the receive buffer it allocates (`OUR_MAX_RECV`).
+/// only up to the receive buffer it allocates ([`MAX_RECV_SEGMENT`]).
 const SETTABLE: [(&str, Kind); 6] = [
     ("InitialR2T", Kind::YesNo),
     ("ImmediateData", Kind::YesNo),
     ("MaxBurstLength", Kind::Number(512, MAX_BURST)),
     ("FirstBurstLength", Kind::Number(512, MAX_BURST)),
     ("MaxOutstandingR2T", Kind::Number(1, 65_535)),
-    ("MaxRecvDataSegmentLength", Kind::Number(512, super::session::OUR_MAX_RECV)),
+    ("MaxRecvDataSegmentLength", Kind::Number(512, MAX_RECV_SEGMENT)),
 ];
 
 /// The login keys to offer instead of headroom's own choice, in the order given.
