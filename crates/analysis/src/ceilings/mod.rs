@@ -243,8 +243,13 @@ fn partition_suffix(rest: &str) -> bool {
     !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit())
 }
 
+/// HOST of a network probe's `HOST:PORT` peer (`[V6]:PORT` too).
+pub(crate) fn peer_host(peer: &str) -> &str {
+    peer.rsplit_once(':').map(|(h, _)| h).unwrap_or(peer).trim_matches(['[', ']'])
+}
+
 fn is_loopback_peer(peer: &str) -> bool {
-    let host = peer.rsplit_once(':').map(|(h, _)| h).unwrap_or(peer).trim_matches(['[', ']']);
+    let host = peer_host(peer);
     host == "localhost"
         || host == "::1"
         || host.parse::<std::net::Ipv4Addr>().is_ok_and(|a| a.is_loopback())

@@ -683,7 +683,7 @@ fn a_share_servers_cpu(f: &Facts) -> Option<Finding> {
     }
     let n = f.m_net.filter(|n| m < n * AT_CEILING)?;
     let server = f.net_probe.and_then(|p| match &p.spec {
-        ProbeSpec::Net(spec) => Some(host_of(&spec.peer).to_string()),
+        ProbeSpec::Net(spec) => Some(crate::ceilings::peer_host(&spec.peer).to_string()),
         _ => None,
     })?;
     let limit = f
@@ -704,12 +704,6 @@ fn a_share_servers_cpu(f: &Facts) -> Option<Finding> {
     found.checks.push("the server's disk: add --remote-path DIR to measure it too".into());
     found.cpu_limit = Some(limit);
     Some(found)
-}
-
-/// HOST of `HOST:PORT` (`[V6]:PORT` too), as the network probe records its peer.
-fn host_of(peer: &str) -> &str {
-    let host = peer.rsplit_once(':').map_or(peer, |(host, _)| host);
-    host.trim_start_matches('[').trim_end_matches(']')
 }
 
 /// R6: loopback has no wire; what limits it is memory copies.
