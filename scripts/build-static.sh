@@ -59,11 +59,11 @@ if [ "$target" = aarch64-unknown-linux-gnu ] && [ "$(uname -m)" != aarch64 ]; th
   # cross gcc's headers itself.
   export PKG_CONFIG_ALLOW_CROSS=1
   export PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig
-  # Stripped below anyway: no line tables to compile and link.
-  export CARGO_PROFILE_RELEASE_DEBUG=0
   strip=aarch64-linux-gnu-strip
 fi
 
+# Stripped below anyway: no line tables to compile and link.
+export CARGO_PROFILE_RELEASE_DEBUG=0
 # Without the NFS and NBD clients: libnbd.a needs GnuTLS and libxml2 linked in too.
 # libblkid.a linked in (static-blkid): a static glibc binary cannot load
 # libblkid.so.1. It is left to the final link, which finds it in the target's

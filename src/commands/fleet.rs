@@ -274,11 +274,11 @@ fn run_plan(run: &FleetRunArgs, token: Option<&str>) -> anyhow::Result<Plan> {
     let mut requests = Vec::new();
     if let Some(spec) = &run.server {
         let server = net_server("--server", spec, run.server_token.as_deref(), token)?;
-        requests.extend(headroom_job::net_plan_of_preset(&server, preset).requests);
+        requests.extend(headroom_job::net_plan_of_preset(&server, preset, None).requests);
     }
     if let Some(path) = &run.path {
         check_agent_path("--path", path, "run --path /mnt/nas")?;
-        requests.extend(headroom_job::disk_plan_of_preset(path, preset, None)?.requests);
+        requests.extend(headroom_job::disk_plan_of_preset(path, preset, None, None)?.requests);
     }
     Ok(Plan::new(requests))
 }

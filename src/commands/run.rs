@@ -16,6 +16,7 @@ use headroom_job::{JobError, JobSettings, Preset};
 use headroom_proto::{Credentials, IscsiKeys, ShareTarget};
 use headroom_report::{presenter, Format, Report, ResultView, Style};
 use headroom_result::ResultDoc;
+use headroom_units::DurationArg;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -75,6 +76,11 @@ pub struct RunArgs {
     /// Also measure the CPU hop (AES-256-GCM and CRC32C on one core, ~2 s); always on with --preset full
     #[arg(long)]
     pub cpu: bool,
+    /// Measured time of each disk and network test, 500ms to 10m (e.g. 1s for a shorter
+    /// check, 30s to see past a cache) [default: the preset's: quick 2s per disk test and
+    /// 3s per network test, full 5s]
+    #[arg(long, value_name = "DURATION")]
+    pub time: Option<DurationArg>,
     /// One more disk test, RW:BS[:qN][:tN] (e.g. read:512k:q4, randread:4k:q32:t4): the one
     /// --goal is held against, instead of the verdict's figures
     #[arg(long, value_name = "SPEC")]
@@ -100,6 +106,10 @@ pub struct RunArgs {
     #[arg(long, env = "HEADROOM_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
 }
+
+/// `--time`'s range: shorter than half a second a TCP stream or a disk's
+/// queue has not settled; longer than ten minutes per test is `soak`'s job.
+const RUN_TIME_RANGE: std::ops::RangeInclusive<Duration> = Duration::from_millis(500)..=Duration::from_secs(600);
 
 /// What `run` will do, resolved and validated before anything runs.
 #[derive(Debug)]
@@ -160,6 +170,10 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
         }
     }
     let preset = if args.preset == "full" { Preset::Full } else { Preset::Quick };
+    let time = args.time.map(|t| t.0);
+    if let Some(t) = time.filter(|t| !RUN_TIME_RANGE.contains(t)) {
+        bail!("--time {} is out of range: 500ms to 10m per test (example: --time 1s)", DurationArg(t));
+    }
     let custom_test = match &args.test {
         Some(spec) => {
             // Timed like the preset's tests by the job; these are placeholders.
@@ -210,6 +224,7 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
         custom_test,
         hints: PathHints { link: args.link.clone(), nic },
         preset,
+        time,
         cpu: args.cpu,
         label: args.label.clone(),
         source: source.clone(),

@@ -74,6 +74,9 @@ pub struct JobSettings {
     pub hints: PathHints,
     /// Quick or full.
     pub preset: Preset,
+    /// Each disk and network test's measured time (`--time`); None: the
+    /// preset's (quick: 2 s per disk test, 3 s per network test).
+    pub time: Option<Duration>,
     /// Measure the CPU hop too (always with the full preset).
     pub cpu: bool,
     /// The run's name in `compare`.
@@ -103,8 +106,14 @@ fn failed(what: &str, e: impl std::fmt::Display) -> JobError {
 /// samples give each test 8, enough for `compare` to tell a difference from
 /// noise (2 one-second samples never can). full is CrystalDiskMark's set.
 /// `bus` is the ceiling of the bus under `path`, when it is known.
-pub fn disk_plan_of_preset(path: &Path, preset: Preset, bus: Option<&BusCeiling>) -> Result<Plan, JobError> {
-    Ok(disk_plan(path, preset, bus, false, None)?.0)
+/// `time`, when given, replaces each test's measured time (`run --time`).
+pub fn disk_plan_of_preset(
+    path: &Path,
+    preset: Preset,
+    time: Option<Duration>,
+    bus: Option<&BusCeiling>,
+) -> Result<Plan, JobError> {
+    Ok(disk_plan(path, preset, time, bus, false, None)?.0)
 }
 
 /// The disk tests of a preset and `custom` (timed like the preset's), only
@@ -113,15 +122,16 @@ pub fn disk_plan_of_preset(path: &Path, preset: Preset, bus: Option<&BusCeiling>
 fn disk_plan(
     path: &Path,
     preset: Preset,
+    time: Option<Duration>,
     bus: Option<&BusCeiling>,
     reads_only: bool,
     custom: Option<&TestDef>,
 ) -> Result<(Plan, Vec<DiskRequest>), JobError> {
     let choice = match preset {
-        Preset::Full => TestChoice { preset: Some("cdm".into()), ..TestChoice::default() },
+        Preset::Full => TestChoice { preset: Some("cdm".into()), time: time.map(DurationArg), ..TestChoice::default() },
         Preset::Quick => TestChoice {
             preset: Some("quick".into()),
-            time: Some(DurationArg(Duration::from_secs(2))),
+            time: Some(DurationArg(time.unwrap_or(Duration::from_secs(2)))),
             ramp: Some(DurationArg(Duration::from_millis(500))),
             size: Some(Size(256 << 20)),
             // The disk engine's default: about 20 samples of each 2 s test.
@@ -157,10 +167,11 @@ fn disk_plan(
 
 /// The network tests of a preset against `server`: one stream each way
 /// (quick, 3 s), or the round trips and 1 and 4 streams each way (full, 5 s,
-/// round trips measured under load too).
-pub fn net_plan_of_preset(server: &NetServer, preset: Preset) -> Plan {
+/// round trips measured under load too); each test `time` long instead
+/// when it is given (`run --time`).
+pub fn net_plan_of_preset(server: &NetServer, preset: Preset, time: Option<Duration>) -> Plan {
     let full = preset == Preset::Full;
-    let time = Duration::from_secs(if full { 5 } else { 3 });
+    let time = time.unwrap_or(Duration::from_secs(if full { 5 } else { 3 }));
     let throughput = |direction, streams| {
         NetTest::Throughput(ThroughputSpec {
             direction,
@@ -345,7 +356,7 @@ fn network_step(
     let Endpoint { host, port, token, timeout, source } = server;
     let server =
         NetServer { host, port, token, timeout, source, protocol: ProtocolChoice::Auto, session_per_test: false };
-    let runs = run_step(runner, &net_plan_of_preset(&server, settings.preset), stop, sinks, false);
+    let runs = run_step(runner, &net_plan_of_preset(&server, settings.preset, settings.time), stop, sinks, false);
     runner.finish();
     check_stopped(stop)?;
     net_probes(runs, &server)
@@ -399,7 +410,7 @@ fn far_end_step(
     let server = settings.server.clone().ok_or_else(|| failed("the server's disk", "needs a server"))?;
     let mut peer = headroom_net::remote_inventory(&server).map_err(|e| failed("the server's inventory", e))?;
     peer.reached_as = Some(server.host.clone());
-    let (plan, requests) = disk_plan(remote_path, settings.preset, None, false, None)?;
+    let (plan, requests) = disk_plan(remote_path, settings.preset, settings.time, None, false, None)?;
     let plan = (plan.placed_at(&server.display()), requests);
     let mut runner = Runner::new().with(RemoteEngine::new(EngineKind::Disk, server));
     let (probes, _) = disk_step(&mut runner, &plan, "the server's disk probes", stop, sinks, None)?;
@@ -467,7 +478,14 @@ pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks
         let mut runner = Runner::new().with(DiskEngine::new().with_shares(Arc::new(opener)));
         // A whole export holds someone's data: run reads only there.
         let export = share.url().is_whole_export();
-        let plan = disk_plan(Path::new(share.as_str()), settings.preset, None, export, settings.custom_test.as_ref())?;
+        let plan = disk_plan(
+            Path::new(share.as_str()),
+            settings.preset,
+            settings.time,
+            None,
+            export,
+            settings.custom_test.as_ref(),
+        )?;
         let far_end = far_end_cpu(settings, Some(share.url()), serve_speaks)?;
         let (here, step_warnings) = disk_step(&mut runner, &plan, share.as_str(), stop, sinks, far_end)?;
         probes.extend(here);
@@ -475,7 +493,7 @@ pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks
     }
     if let Some(path) = &settings.path {
         let bus = bus_under(path);
-        let plan = disk_plan(path, settings.preset, bus.as_ref(), false, settings.custom_test.as_ref())?;
+        let plan = disk_plan(path, settings.preset, settings.time, bus.as_ref(), false, settings.custom_test.as_ref())?;
         let far_end = far_end_cpu(settings, None, serve_speaks)?;
         let (here, step_warnings) = disk_step(&mut runner, &plan, "disk probes", stop, sinks, far_end)?;
         probes.extend(here);
@@ -547,8 +565,9 @@ mod tests {
             protocol: ProtocolChoice::Auto,
             session_per_test: false,
         };
-        let labels =
-            |preset| net_plan_of_preset(&server, preset).requests.into_iter().map(|r| r.label).collect::<Vec<_>>();
+        let labels = |preset| {
+            net_plan_of_preset(&server, preset, None).requests.into_iter().map(|r| r.label).collect::<Vec<_>>()
+        };
         assert_eq!(labels(Preset::Quick), ["TCP up x1", "TCP down x1"]);
         assert_eq!(labels(Preset::Full), ["TCP RR idle", "TCP up x1", "TCP down x1", "TCP up x4", "TCP down x4"]);
     }
