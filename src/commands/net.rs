@@ -23,6 +23,7 @@ use std::time::Duration;
   headroom net nas.lan                          the default suite (about 30 s)
   headroom net nas.lan --token $TOKEN --json    against `headroom serve --token $TOKEN`
   headroom net esxi.lan --protocol iperf3       against a stock `iperf3 -s`
+  headroom net nas.lan --protocol iperf2 --tests up,down    against a stock `iperf -s` (port 5001)
   headroom net nas.lan --tests up1,down1 --time 10s
   headroom net nas.lan --bytes 12GB             time a fixed 12 GB transfer (a VM's worth)
   headroom net nas.lan --udp 500M --tests udp   UDP at 500 Mb/s: loss and jitter
@@ -38,7 +39,7 @@ loss), connect (TCP handshake time), up1, down1 (one stream), up, down, bidir
 headroom server. Sizes: 12GB = 12e9 bytes, 12GiB = 12*2^30; rates in bits/s
 (500M = 500 Mb/s).")]
 pub struct NetArgs {
-    /// The server: HOST or HOST:PORT (default port 5201)
+    /// The server: HOST or HOST:PORT (default port 5201; 5001 with --protocol iperf2)
     pub host: String,
     /// Length of each throughput and latency test
     #[arg(long, default_value = "4s")]
@@ -58,7 +59,8 @@ pub struct NetArgs {
     /// The link to compare against: a name (1gbe, 10gbe) or a rate (940Mb/s); default: the local interface that routes to HOST
     #[arg(long, value_name = "SPEC", value_parser = LinkSpec::parse_network)]
     pub link: Option<LinkSpec>,
-    /// Wire protocol: auto detects a headroom server and falls back to iperf3
+    /// Wire protocol: auto detects a headroom server and falls back to iperf3; iperf2 (a
+    /// stock `iperf -s`, port 5001 by default) runs TCP up and down tests only
     #[arg(long, value_enum, default_value = "auto")]
     pub protocol: ProtocolArg,
     /// Token of a `headroom serve --token` server (also $HEADROOM_TOKEN)
@@ -110,6 +112,7 @@ pub enum ProtocolArg {
     Auto,
     Headroom,
     Iperf3,
+    Iperf2,
 }
 
 const ALL_TESTS: &[&str] = &["rtt", "echo", "connect", "up1", "down1", "up", "down", "bidir", "udp"];
@@ -210,7 +213,10 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
     let (host, port) = headroom_net::split_host_port(&args.host).map_err(|e| anyhow::anyhow!("HOST {e}"))?;
     let server = NetServer {
         host,
-        port: port.unwrap_or(headroom_net::DEFAULT_PORT),
+        port: port.unwrap_or(match args.protocol {
+            ProtocolArg::Iperf2 => headroom_net::IPERF2_PORT,
+            _ => headroom_net::DEFAULT_PORT,
+        }),
         token: args.token.clone(),
         timeout: args.timeout.0,
         source: args.source.source()?,
@@ -218,6 +224,7 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
             ProtocolArg::Auto => ProtocolChoice::Auto,
             ProtocolArg::Headroom => ProtocolChoice::Headroom,
             ProtocolArg::Iperf3 => ProtocolChoice::Iperf3,
+            ProtocolArg::Iperf2 => ProtocolChoice::Iperf2,
         },
         session_per_test: false,
     };

@@ -20,6 +20,11 @@ use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+/// What a server that accepts a connection and then says nothing may be.
+pub(crate) const SILENT_SERVER: &str =
+    "the server accepted the connection and said nothing; an iperf2 server (`iperf -s`, port 5001) \
+     waits for the client's data: use --protocol iperf2";
+
 /// Request/response round trips.
 #[derive(Debug, Clone, Default)]
 pub struct RrResult {
@@ -179,6 +184,9 @@ impl Session {
             // fails to parse the rest and closes with our bytes unread: the kernel's RST can
             // overtake its answer. A running headroom server never resets a greeting.
             std::io::ErrorKind::ConnectionReset => Opening::Reset,
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => Opening::Failed(NetError::Protocol(
+                format!("no answer to the greeting within {:.0} s: {SILENT_SERVER}", target.timeout.as_secs_f64()),
+            )),
             _ => Opening::Failed(NetError::Protocol(format!("no answer to the greeting: {e}"))),
         })?;
         if first[0] != 0 {

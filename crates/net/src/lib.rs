@@ -59,6 +59,7 @@ pub use server::{check_bind_policy, FlushLedger, ProbeHost, Server, ServerConfig
 pub use socket::{Source, DEFAULT_TCP_LEN, DEFAULT_UDP_LEN, MAX_WINDOW};
 pub use stats::{LatencyRecorder, UdpRecvStats, UdpRecvSummary};
 pub use tcpinfo::TcpInfo;
+pub use throughput::iperf2::{throughput as iperf2_throughput, IPERF2_PORT};
 pub use throughput::iperf3::throughput as iperf3_throughput;
 pub use throughput::{ThroughputResult, ThroughputSpec};
 pub use udp_header::UdpHeader;

@@ -6,8 +6,8 @@
 //! `ping::tcp_connect_series` and the `probe` constructors.
 
 use crate::{
-    connect_probe, echo_probe, iperf3_throughput, rr_probe, tcp_connect_series, throughput_probe, Endpoint, NetError,
-    Session, Source, ThroughputSpec,
+    connect_probe, echo_probe, iperf2_throughput, iperf3_throughput, rr_probe, tcp_connect_series, throughput_probe,
+    Endpoint, NetError, Session, Source, ThroughputSpec,
 };
 use headroom_result::{NetProtocol, Probe, ProbeSpec, Sample, Warning};
 use headroom_runner::{
@@ -27,6 +27,10 @@ pub enum ProtocolChoice {
     Headroom,
     /// The iperf3 control protocol only (a stock `iperf3 -s`).
     Iperf3,
+    /// iperf2's (a stock `iperf -s`): TCP throughput only. Never chosen by
+    /// `Auto`: an iperf2 server says nothing until a client has sent, so it
+    /// cannot be recognised by what it says.
+    Iperf2,
 }
 
 /// The server the tests run against.
@@ -111,6 +115,9 @@ impl NetRequest {
     /// from the wire cannot ask for what `headroom net` refuses.
     pub fn check(&self) -> Result<(), ProbeError> {
         let checked = match &self.test {
+            NetTest::Throughput(t) if self.server.protocol == ProtocolChoice::Iperf2 => {
+                t.check().and_then(|()| crate::throughput::iperf2::unsupported(t).map_or(Ok(()), |why| Err(why.into())))
+            }
             NetTest::Throughput(t) => t.check(),
             NetTest::Rtt { time }
                 if !(Duration::from_millis(100)..=crate::throughput::MAX_TEST_TIME).contains(time) =>
@@ -147,7 +154,7 @@ pub fn probe_error(e: NetError) -> ProbeError {
 /// The session to a server, once `prepare` (or a test) has opened it.
 struct Connected {
     server: NetServer,
-    /// None: the server speaks iperf3 (one connection per test).
+    /// None: the server speaks iperf3 or iperf2 (connections per test).
     session: Option<Session>,
     /// The server was lost and did not come back: the rest of the plan is abandoned.
     gone: bool,
@@ -156,10 +163,10 @@ struct Connected {
 impl Connected {
     /// What the server answered in: a session is headroom's protocol.
     fn protocol(&self) -> NetProtocol {
-        if self.session.is_some() {
-            NetProtocol::Headroom
-        } else {
-            NetProtocol::Iperf3
+        match (&self.session, self.server.protocol) {
+            (Some(_), _) => NetProtocol::Headroom,
+            (None, ProtocolChoice::Iperf2) => NetProtocol::Iperf2,
+            (None, _) => NetProtocol::Iperf3,
         }
     }
 }
@@ -183,7 +190,7 @@ impl NetEngine {
         let target = server.target();
         let session = match server.protocol {
             // No probe connection: a stock server would take it for a test.
-            ProtocolChoice::Iperf3 => None,
+            ProtocolChoice::Iperf3 | ProtocolChoice::Iperf2 => None,
             ProtocolChoice::Headroom | ProtocolChoice::Auto => match Session::open(&target) {
                 Ok(s) => Some(s),
                 Err(NetError::IsIperf3) if server.protocol == ProtocolChoice::Auto => {
@@ -240,7 +247,11 @@ impl NetEngine {
                 Ok(throughput_probe(&s.throughput(&t.with_rtt_under_load(t.rtt_under_load), stop, on_sample)?))
             }
             (NetTest::Throughput(t), None) => {
-                let r = iperf3_throughput(&target, &t.with_rtt_under_load(false), stop, on_sample);
+                let t = t.with_rtt_under_load(false);
+                let r = match protocol {
+                    NetProtocol::Iperf2 => iperf2_throughput(&target, &t, stop, on_sample),
+                    _ => iperf3_throughput(&target, &t, stop, on_sample),
+                };
                 // A stock server needs a moment between tests.
                 std::thread::sleep(Duration::from_millis(300));
                 Ok(throughput_probe(&r?))
@@ -295,7 +306,8 @@ impl ProbeEngine for NetEngine {
         }
         if let (Some(test), None) = (req.headroom_only(), &c.session) {
             return Err(ProbeError::Unsupported(format!(
-                "test '{test}' needs a headroom server (this one speaks iperf3)"
+                "test '{test}' needs a headroom server (this one speaks {})",
+                c.protocol()
             )));
         }
         let started_unix = unix_now();

@@ -294,6 +294,8 @@ words_enum! {
         Headroom = "headroom",
         /// iperf3's (`iperf3 -s`, or `headroom serve --iperf3`).
         Iperf3 = "iperf3",
+        /// iperf2's (`iperf -s`): TCP streams that carry their own settings.
+        Iperf2 = "iperf2",
     }
 }
 

@@ -138,8 +138,8 @@ impl Protocol for HeadroomTest<'_> {
         })
     }
 
-    fn control(&self) -> &TcpStream {
-        &self.session.control
+    fn control(&self) -> Option<&TcpStream> {
+        Some(&self.session.control)
     }
 
     /// The server ends a fixed transfer itself and sends its report unasked.

@@ -102,8 +102,8 @@ impl Protocol for Iperf3Test<'_> {
         })
     }
 
-    fn control(&self) -> &TcpStream {
-        &self.conn
+    fn control(&self) -> Option<&TcpStream> {
+        Some(&self.conn)
     }
 
     /// A stock server says something during a test only to end it early.
@@ -182,9 +182,10 @@ fn broken(target: &Endpoint, e: std::io::Error) -> NetError {
             NetError::Broken(format!("{}: the iperf3 server closed the connection", target.display()))
         }
         std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => NetError::Broken(format!(
-            "{}: the iperf3 server did not answer within {:.0} s",
+            "{}: the iperf3 server did not answer within {:.0} s ({})",
             target.display(),
-            target.timeout.as_secs_f64()
+            target.timeout.as_secs_f64(),
+            crate::client::SILENT_SERVER
         )),
         _ => NetError::Broken(format!("{}: {e}", target.display())),
     }

@@ -1,7 +1,7 @@
 //! A throughput test as a client runs it, whichever protocol the server
 //! speaks: what is asked ([`ThroughputSpec`]), what comes back
 //! ([`ThroughputResult`]), the [`Protocol`] seam (one implementation per
-//! control protocol: [`headroom`] and [`iperf3`], in the spirit of the disk
+//! control protocol: [`headroom`], [`iperf3`] and [`iperf2`], in the spirit of the disk
 //! engines' ops table) and the ONE measurement loop both share ([`measure`]).
 //!
 //! A protocol only talks to its server: it sets the test up, opens and
@@ -11,6 +11,7 @@
 //! belong to the loop. Nothing here prints.
 
 pub(crate) mod headroom;
+pub(crate) mod iperf2;
 pub(crate) mod iperf3;
 
 use crate::client::RrResult;
@@ -251,8 +252,9 @@ pub(crate) trait Protocol {
     fn source(&self) -> &crate::socket::Source;
     /// Sets the test up with the server, opens the data streams and starts them.
     fn start(&mut self, spec: &ThroughputSpec) -> Result<StreamSet, NetError>;
-    /// The control connection: readable during a test means the server ended it.
-    fn control(&self) -> &TcpStream;
+    /// The control connection: readable during a test means the server
+    /// ended it (None: the protocol has none, iperf2's).
+    fn control(&self) -> Option<&TcpStream>;
     /// Reads why the server ended the test: None = it ended it in order and
     /// will report (a fixed transfer done), Some = an error to record.
     fn server_ended(&mut self) -> Option<String>;
@@ -359,7 +361,7 @@ pub(crate) fn measure(
             error = Some(e);
             break;
         }
-        if socket::wait_readable(protocol.control(), Duration::ZERO) {
+        if protocol.control().is_some_and(|c| socket::wait_readable(c, Duration::ZERO)) {
             server_ended = true;
             error = protocol.server_ended();
             break;

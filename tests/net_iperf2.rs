@@ -1,0 +1,110 @@
+//! `headroom net --protocol iperf2` against a stock `iperf -s` (iperf 2):
+//! over a tbf-shaped 1 Gb/s link between two namespaces, the upload agrees
+//! with what the iperf2 server counted and both directions reach the
+//! shaped ceiling (the ground truth); what iperf2 cannot be asked is
+//! refused in one line, and a silent server is named as a possible iperf2.
+
+mod net_support;
+use headroom_lab::netns::TwoHosts;
+use headroom_limits::{tbf_tcp_goodput_bits, Framing};
+use net_support::*;
+use std::io::Read;
+use std::time::{Duration, Instant};
+
+/// The iperf2 server's CSV lines (`-y C`): bits per second of each test that moved data.
+fn server_rates(log: &std::path::Path) -> Vec<f64> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let fields: Vec<&str> = l.split(',').collect();
+            let bytes: u64 = fields.get(7)?.parse().ok()?;
+            let bits: f64 = fields.get(8)?.parse().ok()?;
+            (bytes > 0).then_some(bits)
+        })
+        .collect()
+}
+
+#[test]
+fn iperf2_upload_matches_iperf_s_and_both_directions_reach_the_tbf_ceiling() {
+    headroom_lab::require_root!();
+    headroom_lab::require_program!("iperf");
+    let _machine = headroom_lab::hold_machine();
+    let lab = TwoHosts::new(1500).unwrap();
+    let rate = 1_000_000_000u64;
+    lab.shape(rate).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("iperf2.csv");
+    let a = lab.addr_a.to_string();
+    let _server = lab.a.spawn("iperf", &["-s", "-B", &a, "-y", "C", "-o", log.to_str().unwrap()]).unwrap();
+    let t0 = Instant::now();
+    // Not by connecting: iperf 2.1.8's server exits when a connection is reset before it sent a byte.
+    while !lab.a.exec("ss", &["-ltn"]).unwrap_or_default().contains(&format!("{a}:5001")) {
+        assert!(t0.elapsed() < Duration::from_secs(10), "iperf -s did not come up");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // No port: iperf2's 5001 with --protocol iperf2.
+    let out = run(lab
+        .b
+        .command(bin())
+        .args(["net", &a, "--protocol", "iperf2", "--tests", "up1,down1", "--time", "3s"])
+        .arg("--json"));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = json(&out);
+    let probes = doc["probes"].as_array().unwrap();
+    let figure = |i: usize| probes[i]["summary"]["bytes_per_sec"].as_f64().unwrap() * 8.0;
+    let (up, down) = (figure(0), figure(1));
+    assert_eq!(probes[0]["spec"]["protocol"], "iperf2", "{}", probes[0]["spec"]);
+    let ceiling = tbf_tcp_goodput_bits(rate as f64, &Framing::default());
+    // The server logs a test when its connection closes.
+    std::thread::sleep(Duration::from_millis(500));
+    let server = server_rates(&log);
+    eprintln!("tbf {rate}: ceiling {ceiling:.0}; headroom up {up:.0}, down {down:.0}; iperf -s counted {server:?}");
+    for (name, ours) in [("upload", up), ("download", down)] {
+        assert!(
+            ours >= 0.95 * ceiling && ours <= 1.02 * ceiling,
+            "{name} {ours:.0} b/s against the tbf ceiling {ceiling:.0}"
+        );
+    }
+    // The first test the server logged is the upload: what it received, over its own window.
+    let received = *server.first().expect("iperf -s logged the upload");
+    assert!(close(up, received, 0.02), "headroom's upload {up:.0} b/s, iperf -s received {received:.0} b/s");
+}
+
+#[test]
+fn what_iperf2_cannot_be_asked_is_refused_before_connecting() {
+    // Port 9 (discard) on loopback: nothing is connected to; the refusal comes first.
+    for (args, says) in [
+        (&["--udp", "100M", "--tests", "udp"][..], "UDP tests against an iperf2 server are not supported yet"),
+        (&["--tests", "bidir"][..], "both-way tests against an iperf2 server are not supported yet"),
+    ] {
+        let out =
+            run(std::process::Command::new(bin()).args(["net", "127.0.0.1:9", "--protocol", "iperf2"]).args(args));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says) && err.trim().lines().count() == 1, "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_server_that_accepts_and_says_nothing_is_named_as_a_possible_iperf2() {
+    // As `iperf -s` does: it waits for the client's first bytes.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let silent = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut sink = Vec::new();
+        let _ = conn.read_to_end(&mut sink);
+    });
+    let out = run(std::process::Command::new(bin()).args([
+        "net",
+        &format!("127.0.0.1:{port}"),
+        "--timeout",
+        "1s",
+        "--tests",
+        "up1",
+    ]));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("said nothing") && err.contains("use --protocol iperf2"), "{err}");
+    silent.join().unwrap();
+}
