@@ -301,22 +301,48 @@ impl Conn {
 
     /// The peer closed the connection: lost, not the user's.
     fn closed(&self) -> io::Error {
-        io::Error::new(io::ErrorKind::ConnectionAborted, format!("{} closed the connection", self.names.peer))
+        io::Error::new(io::ErrorKind::ConnectionAborted, Ended { peer: self.names.peer, cause: None })
     }
 
     fn dropped(&mut self, e: io::Error) -> io::Error {
         self.broken = true;
         match e.kind() {
             io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionAborted => {
-                io::Error::new(
-                    io::ErrorKind::ConnectionAborted,
-                    format!("{} dropped the connection ({e})", self.names.peer),
-                )
+                io::Error::new(io::ErrorKind::ConnectionAborted, Ended { peer: self.names.peer, cause: Some(e) })
             }
             _ => e,
         }
     }
 }
+
+/// How the peer ended the connection, inside the error [`Conn`] returns
+/// for it: a caller that words its own errors finds the cause with
+/// [`Ended::of`] instead of reading the message.
+#[derive(Debug)]
+pub struct Ended {
+    peer: &'static str,
+    /// The socket's error when the peer reset the connection; none when it
+    /// closed it.
+    pub cause: Option<io::Error>,
+}
+
+impl Ended {
+    /// The end inside `e`, if `e` is the error of a connection the peer ended.
+    pub fn of(e: &io::Error) -> Option<&Ended> {
+        e.get_ref().and_then(|inner| inner.downcast_ref::<Ended>())
+    }
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.cause {
+            None => write!(f, "{} closed the connection", self.peer),
+            Some(e) => write!(f, "{} dropped the connection ({e})", self.peer),
+        }
+    }
+}
+
+impl std::error::Error for Ended {}
 
 #[cfg(test)]
 mod tests {

@@ -35,6 +35,7 @@
 
 #[cfg(test)]
 mod captured_frames;
+mod conn;
 mod engine;
 mod ntlm;
 mod session;
@@ -206,13 +207,13 @@ impl Granted {
     fn from_session(s: &Session, source: &crate::Source) -> Granted {
         Granted {
             dialect: s.neg.dialect,
-            signing: s.signing.is_some(),
+            signing: s.conn.signing.is_some(),
             max_read: s.neg.max_read,
             max_write: s.neg.max_write,
             max_transact: s.neg.max_transact,
-            credits: s.credits,
+            credits: s.conn.credits,
             depth_capped: None,
-            origin: Origin::of(&s.sock, source),
+            origin: Origin::of(s.conn.socket(), source),
         }
     }
 }
@@ -283,13 +284,12 @@ impl Share for SmbShare {
         let (file, _) = wire::parse_create(&body).map_err(io::Error::other)?;
         {
             let mut g = self.granted.lock().expect("granted lock");
-            g.credits = g.credits.max(session.credits);
-            let allowed = session.credits / charge;
+            g.credits = g.credits.max(session.conn.credits);
+            let allowed = session.conn.credits / charge;
             if (allowed as usize) < io.depth {
                 g.depth_capped = Some(g.depth_capped.map_or(allowed, |d| d.min(allowed)));
             }
         }
-        session.sock.set_nonblocking(true)?;
         Ok(Box::new(SmbEngine::new(
             session,
             file,
