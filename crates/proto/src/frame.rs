@@ -1,14 +1,16 @@
 //! A framed connection: whole frames queued to send, and whole frames cut
 //! from what is received, over one non-blocking TCP socket; every wait is
 //! bounded by a deadline and ended by Ctrl-C within `wait::SLICE`. iSCSI's
-//! session sends and receives its PDUs through it.
+//! session sends and receives its PDUs through it, and SMB's connection
+//! (`smb::conn`) its messages.
 //!
 //! What it owns: the socket's send and receive buffers, moving bytes
 //! without blocking, the one wait on the socket (`transport::poll`), and the
 //! errors of a connection that ended. A frame comes whole or not at all:
 //! [`Conn::recv`] returns one within its deadline, or an error whose kind
 //! `ProtoError::io` sorts into `Lost` (closed, reset, silent past the
-//! deadline) or `Stopped` (Ctrl-C). What it must not do: read a protocol's
+//! deadline) or `Stopped` (Ctrl-C); how the peer ended it is kept in the
+//! error ([`Ended`]) for a caller that words it itself. What it must not do: read a protocol's
 //! headers (the caller says how long a frame is) or keep its sequence
 //! numbers, or allocate or copy per frame beyond the receive buffer: a large
 //! payload can be read straight into the caller's own buffer
@@ -392,6 +394,7 @@ mod tests {
         drop(peer);
         let e = c.recv(Instant::now() + Duration::from_secs(5), 2, frame).unwrap_err();
         assert_eq!(e.to_string(), "the peer closed the connection");
+        assert!(Ended::of(&e).is_some_and(|end| end.cause.is_none()), "{e:?}");
         assert!(matches!(ProtoError::io(&e), ProtoError::Lost(_)), "{e:?}");
 
         let (mut c, _peer) = conn(Arc::new(AtomicBool::new(true)));

@@ -299,12 +299,6 @@ impl Conn {
     pub(super) fn protocol_error(&self, what: impl std::fmt::Display) -> io::Error {
         io::Error::new(io::ErrorKind::InvalidData, format!("the SMB server {} broke the protocol: {what}", self.server))
     }
-
-    /// Bytes as if read from the socket (the hostile-server tests).
-    #[cfg(test)]
-    pub(super) fn received(&mut self, data: &[u8]) {
-        self.link.received(data);
-    }
 }
 
 /// The connection's error in the socket's words: the server closing it is
