@@ -22,9 +22,11 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Received bytes held at most: two of the largest answers taken whole (a
-/// READ's data past this goes into its buffer without passing through).
-const RX_LEN: usize = 2 << 20;
+/// Received bytes held at most: two of the largest answers taken whole
+/// (set-up answers are a few hundred bytes). Small on purpose: what is
+/// read behind one answer passes through here, and a READ's data that did
+/// not goes into its buffer without a copy.
+const RX_LEN: usize = 128 << 10;
 /// Bytes of an answer read before deciding where the rest goes: the
 /// header and a READ response's 16-byte head.
 pub(super) const RX_HEAD: usize = HEADER + 16;
