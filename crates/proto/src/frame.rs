@@ -1,14 +1,16 @@
 //! A framed connection: whole frames queued to send, and whole frames cut
 //! from what is received, over one non-blocking TCP socket; every wait is
 //! bounded by a deadline and ended by Ctrl-C within `wait::SLICE`. iSCSI's
-//! session sends and receives its PDUs through it.
+//! session sends and receives its PDUs through it, and SMB's connection
+//! (`smb::conn`) its messages.
 //!
 //! What it owns: the socket's send and receive buffers, moving bytes
 //! without blocking, the one wait on the socket (`transport::poll`), and the
 //! errors of a connection that ended. A frame comes whole or not at all:
 //! [`Conn::recv`] returns one within its deadline, or an error whose kind
 //! `ProtoError::io` sorts into `Lost` (closed, reset, silent past the
-//! deadline) or `Stopped` (Ctrl-C). What it must not do: read a protocol's
+//! deadline) or `Stopped` (Ctrl-C); how the peer ended it is kept in the
+//! error ([`Ended`]) for a caller that words it itself. What it must not do: read a protocol's
 //! headers (the caller says how long a frame is) or keep its sequence
 //! numbers, or allocate or copy per frame beyond the receive buffer: a large
 //! payload can be read straight into the caller's own buffer
@@ -301,22 +303,48 @@ impl Conn {
 
     /// The peer closed the connection: lost, not the user's.
     fn closed(&self) -> io::Error {
-        io::Error::new(io::ErrorKind::ConnectionAborted, format!("{} closed the connection", self.names.peer))
+        io::Error::new(io::ErrorKind::ConnectionAborted, Ended { peer: self.names.peer, cause: None })
     }
 
     fn dropped(&mut self, e: io::Error) -> io::Error {
         self.broken = true;
         match e.kind() {
             io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionAborted => {
-                io::Error::new(
-                    io::ErrorKind::ConnectionAborted,
-                    format!("{} dropped the connection ({e})", self.names.peer),
-                )
+                io::Error::new(io::ErrorKind::ConnectionAborted, Ended { peer: self.names.peer, cause: Some(e) })
             }
             _ => e,
         }
     }
 }
+
+/// How the peer ended the connection, inside the error [`Conn`] returns
+/// for it: a caller that words its own errors finds the cause with
+/// [`Ended::of`] instead of reading the message.
+#[derive(Debug)]
+pub struct Ended {
+    peer: &'static str,
+    /// The socket's error when the peer reset the connection; none when it
+    /// closed it.
+    pub cause: Option<io::Error>,
+}
+
+impl Ended {
+    /// The end inside `e`, if `e` is the error of a connection the peer ended.
+    pub fn of(e: &io::Error) -> Option<&Ended> {
+        e.get_ref().and_then(|inner| inner.downcast_ref::<Ended>())
+    }
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.cause {
+            None => write!(f, "{} closed the connection", self.peer),
+            Some(e) => write!(f, "{} dropped the connection ({e})", self.peer),
+        }
+    }
+}
+
+impl std::error::Error for Ended {}
 
 #[cfg(test)]
 mod tests {
@@ -366,6 +394,7 @@ mod tests {
         drop(peer);
         let e = c.recv(Instant::now() + Duration::from_secs(5), 2, frame).unwrap_err();
         assert_eq!(e.to_string(), "the peer closed the connection");
+        assert!(Ended::of(&e).is_some_and(|end| end.cause.is_none()), "{e:?}");
         assert!(matches!(ProtoError::io(&e), ProtoError::Lost(_)), "{e:?}");
 
         let (mut c, _peer) = conn(Arc::new(AtomicBool::new(true)));

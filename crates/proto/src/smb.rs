@@ -18,14 +18,15 @@
 //! worker. What headroom needs (one file, read, write, flush, NTLMv2) is a
 //! few hundred lines of wire format that are tested here.
 //!
-//! In layers: the wire format (`wire`, `ntlm`, `sign`), a connection's
-//! setup and tear-down one request at a time (`session`), and a worker's
-//! pipelined I/O (`engine`); here, the share: the test file and what the
-//! server granted. Setup answers are received by `Session::call` and I/O
-//! answers by the engine's phase machine: two receive paths still (the
-//! engine reads a READ's data straight into its buffer; `call` reads
-//! exactly one frame, so nothing is left buffered when the engine takes
-//! the socket).
+//! In layers: the wire format (`wire`, `ntlm`, `sign`); one connection
+//! (`conn`, on `crate::frame`: requests out with message ids, credits and
+//! signatures, answers in, a READ's data straight into its buffer, the
+//! socket's buffers, waits and the errors of a connection that ended); a
+//! connection's setup and tear-down one request at a time (`session`:
+//! `Session::call` pushes one request and receives answers until its own);
+//! and a worker's pipelined I/O (`engine`: many requests in flight within
+//! the credits, each answer judged). Both receive through `conn`. Here, the
+//! share: the test file, the logins' target and what the server granted.
 //!
 //! The test file is `headroom-disk-<pid>.tmp`, created exclusively and
 //! opened with delete-on-close (unless `--keep`): the server removes it when
@@ -35,6 +36,7 @@
 
 #[cfg(test)]
 mod captured_frames;
+mod conn;
 mod engine;
 mod ntlm;
 mod session;
@@ -206,13 +208,13 @@ impl Granted {
     fn from_session(s: &Session, source: &crate::Source) -> Granted {
         Granted {
             dialect: s.neg.dialect,
-            signing: s.signing.is_some(),
+            signing: s.conn.signing.is_some(),
             max_read: s.neg.max_read,
             max_write: s.neg.max_write,
             max_transact: s.neg.max_transact,
-            credits: s.credits,
+            credits: s.conn.credits,
             depth_capped: None,
-            origin: Origin::of(&s.sock, source),
+            origin: Origin::of(s.conn.socket(), source),
         }
     }
 }
@@ -283,13 +285,12 @@ impl Share for SmbShare {
         let (file, _) = wire::parse_create(&body).map_err(io::Error::other)?;
         {
             let mut g = self.granted.lock().expect("granted lock");
-            g.credits = g.credits.max(session.credits);
-            let allowed = session.credits / charge;
+            g.credits = g.credits.max(session.conn.credits);
+            let allowed = session.conn.credits / charge;
             if (allowed as usize) < io.depth {
                 g.depth_capped = Some(g.depth_capped.map_or(allowed, |d| d.min(allowed)));
             }
         }
-        session.sock.set_nonblocking(true)?;
         Ok(Box::new(SmbEngine::new(
             session,
             file,

@@ -4,34 +4,26 @@
 //! final answer ([`Session::call`]: CREATE and CLOSE of the test file), each
 //! within the login's and the request's deadlines.
 //!
-//! What it owns: [`Session`] (message ids, credits, the session and tree
-//! ids, the negotiated limits) and the login's errors. What it must not do:
-//! pipeline I/O (the worker's engine, `engine`, takes the socket after setup).
+//! What it owns: [`Session`] (the connection, the negotiated limits, the
+//! login's deadline) and the errors of the login and of one call. What it
+//! must not do: pipeline I/O (the worker's engine, `engine`, takes the
+//! connection after setup) or send and receive but through `conn`.
 
-use super::wire::{self, status, Command, RequestHeader, HEADER};
-use super::{ntlm, sign, Login, Target, CREDIT_ASK, LOGIN_TIMEOUT, REQUEST_TIMEOUT, TIMEOUT};
+use super::conn::{Body, Conn};
+use super::wire::{self, status, Command};
+use super::{ntlm, sign, Login, Target, LOGIN_TIMEOUT, REQUEST_TIMEOUT, TIMEOUT};
 use crate::transport;
 use crate::wait::Deadline;
-use std::io::{self, Read, Write};
-use std::net::TcpStream;
+use std::io;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// One authenticated, tree-connected TCP connection.
 #[derive(Debug)]
 pub(super) struct Session {
-    pub(super) sock: TcpStream,
-    pub(super) next_id: u64,
-    /// Credits held: message ids the server lets us use.
-    pub(super) credits: u32,
-    pub(super) session_id: u64,
-    pub(super) tree_id: u32,
+    pub(super) conn: Conn,
     pub(super) neg: wire::Negotiated,
-    /// Set once authenticated when the server requires signed messages.
-    pub(super) signing: Option<sign::SigningKey>,
-    /// For messages.
-    pub(super) server: String,
     /// Ctrl-C: every wait ends at once.
     pub(super) stop: Arc<AtomicBool>,
     /// The login's end, while logging in: each request's deadline is no later.
@@ -47,26 +39,18 @@ impl Session {
         let sock = transport::connect(&t.addrs, &t.source, Duration::from_secs(5), &t.stop)
             .map_err(|e| io::Error::new(e.kind(), format!("connecting to the SMB server {server}: {e}")))?;
         sock.set_nodelay(true)?;
-        sock.set_read_timeout(Some(TIMEOUT))?;
-        sock.set_write_timeout(Some(TIMEOUT))?;
         let mut s = Session {
-            sock,
-            next_id: 0,
-            credits: 1,
-            session_id: 0,
-            tree_id: 0,
+            conn: Conn::new(sock, server)?,
             neg: wire::Negotiated { dialect: 0, signing_required: false, max_transact: 0, max_read: 0, max_write: 0 },
-            signing: None,
-            server,
             stop: Arc::clone(&t.stop),
             login_ends: Some(login_ends),
         };
-        let (guid, salt) = (random(&s.server)?, random(&s.server)?);
+        let (guid, salt) = (random(&s.conn.server)?, random(&s.conn.server)?);
         let (h, body) = s.call(Command::Negotiate, &wire::negotiate(&wire::DIALECTS, guid, salt))?;
         s.expect(&h, status::SUCCESS, "NEGOTIATE")?;
-        s.neg = wire::parse_negotiate(&body).map_err(|e| s.protocol_error(e))?;
+        s.neg = wire::parse_negotiate(&body).map_err(|e| s.conn.protocol_error(e))?;
         if s.neg.dialect < 0x0210 || !wire::DIALECTS.contains(&s.neg.dialect) {
-            return Err(s.protocol_error(format!(
+            return Err(s.conn.protocol_error(format!(
                 "the server chose dialect {}, headroom speaks SMB 2.1, 3.0 and 3.0.2",
                 wire::dialect_name(s.neg.dialect)
             )));
@@ -75,30 +59,30 @@ impl Session {
         let (h, _) =
             s.call(Command::TreeConnect, &wire::tree_connect(&format!("\\\\{}\\{}", t.server.host, t.share)))?;
         match h.status.0 {
-            status::SUCCESS => s.tree_id = h.tree_id,
+            status::SUCCESS => s.conn.tree_id = h.tree_id,
             status::BAD_NETWORK_NAME => {
                 return Err(io::Error::new(
                     io::ErrorKind::NotFound,
                     format!(
                         "no share '{}' on {} ({}); list the shares with `smbclient -L {} -U USER`",
-                        t.share, s.server, h.status, t.server.host
+                        t.share, s.conn.server, h.status, t.server.host
                     ),
                 ))
             }
             status::ACCESS_DENIED => {
                 return Err(io::Error::new(
                     io::ErrorKind::PermissionDenied,
-                    format!("share '{}' on {}: access denied ({}) for this user", t.share, s.server, h.status),
+                    format!("share '{}' on {}: access denied ({}) for this user", t.share, s.conn.server, h.status),
                 ))
             }
             _ => return Err(io::Error::other(format!("connecting to share '{}': {}", t.share, h.status))),
         }
         let mut rounds = 0;
-        while s.credits < want && rounds < 64 {
-            let before = s.credits;
+        while s.conn.credits < want && rounds < 64 {
+            let before = s.conn.credits;
             let (h, _) = s.call(Command::Echo, &wire::echo())?;
             s.expect(&h, status::SUCCESS, "ECHO")?;
-            if s.credits <= before {
+            if s.conn.credits <= before {
                 break; // the server grants no more
             }
             rounds += 1;
@@ -111,11 +95,11 @@ impl Session {
         let negotiate = ntlm::negotiate();
         let (h, body) = self.call(Command::SessionSetup, &wire::session_setup(&negotiate))?;
         self.expect(&h, status::MORE_PROCESSING_REQUIRED, "SESSION_SETUP (NTLMSSP negotiate)")?;
-        self.session_id = h.session_id;
-        let (_, token) = wire::parse_session_setup(&body).map_err(|e| self.protocol_error(e))?;
-        let challenge = ntlm::parse_challenge(token).map_err(|e| self.protocol_error(e))?;
+        self.conn.session_id = h.session_id;
+        let (_, token) = wire::parse_session_setup(&body).map_err(|e| self.conn.protocol_error(e))?;
+        let challenge = ntlm::parse_challenge(token).map_err(|e| self.conn.protocol_error(e))?;
         let id = ntlm::Identity { user: &login.user, password: &login.password, domain: &login.domain };
-        let client_challenge = random(&self.server)?;
+        let client_challenge = random(&self.conn.server)?;
         let (auth, session_key) =
             ntlm::authenticate(&id, &negotiate, &challenge, client_challenge, ntlm::filetime_now());
         let (h, body) = self.call(Command::SessionSetup, &wire::session_setup(&auth))?;
@@ -126,11 +110,11 @@ impl Session {
                 if !self.neg.signing_required {
                     return Ok(());
                 }
-                let (flags, _) = wire::parse_session_setup(&body).map_err(|e| self.protocol_error(e))?;
+                let (flags, _) = wire::parse_session_setup(&body).map_err(|e| self.conn.protocol_error(e))?;
                 // A guest or anonymous session has no key: such sessions are
                 // not signed (MS-SMB2 3.2.5.3.1), whatever the server requires.
                 if let (Some(key), 0) = (session_key, flags & wire::SESSION_FLAG_GUEST_OR_NULL) {
-                    self.signing = Some(sign::SigningKey::for_dialect(self.neg.dialect, key));
+                    self.conn.signing = Some(sign::SigningKey::for_dialect(self.neg.dialect, key));
                 }
                 Ok(())
             }
@@ -144,11 +128,14 @@ impl Session {
                     io::ErrorKind::PermissionDenied,
                     format!(
                         "the SMB server {} refused {who} ({}): check the user and HEADROOM_SMB_PASSWORD",
-                        self.server, h.status
+                        self.conn.server, h.status
                     ),
                 ))
             }
-            _ => Err(io::Error::other(format!("SESSION_SETUP on {}: the server answered {}", self.server, h.status))),
+            _ => Err(io::Error::other(format!(
+                "SESSION_SETUP on {}: the server answered {}",
+                self.conn.server, h.status
+            ))),
         }
     }
 
@@ -156,113 +143,73 @@ impl Session {
         if h.status.0 == want {
             Ok(())
         } else {
-            Err(io::Error::other(format!("{what} on the SMB server {}: {}", self.server, h.status)))
+            Err(io::Error::other(format!("{what} on the SMB server {}: {}", self.conn.server, h.status)))
         }
     }
 
-    pub(super) fn protocol_error(&self, what: impl std::fmt::Display) -> io::Error {
-        io::Error::new(io::ErrorKind::InvalidData, format!("the SMB server {} broke the protocol: {what}", self.server))
-    }
-
-    /// The header of the next request, consuming `charge` credits.
-    pub(super) fn header(&mut self, command: Command, charge: u16) -> RequestHeader {
-        let h = RequestHeader {
-            command,
-            credit_charge: charge,
-            credit_request: charge.saturating_add(CREDIT_ASK),
-            message_id: self.next_id,
-            tree_id: self.tree_id,
-            session_id: self.session_id,
-        };
-        self.next_id += u64::from(charge.max(1));
-        self.credits = self.credits.saturating_sub(u32::from(charge.max(1)));
-        h
-    }
-
-    /// One request and its final answer (blocking; set-up and tear-down only).
+    /// One request and its final answer (set-up and tear-down only: the
+    /// connection has nothing else in flight).
     pub(super) fn call(&mut self, command: Command, body: &[u8]) -> io::Result<(wire::ResponseHeader, Vec<u8>)> {
         let charge = u16::from(command != Command::Negotiate);
-        let h = self.header(command, charge);
-        let mut frame = Vec::with_capacity(4 + HEADER + body.len());
-        wire::put_frame_start(&mut frame, &h, body.len());
-        frame.extend_from_slice(body);
-        if let Some(key) = &self.signing {
-            let (header, body) = frame[4..].split_at_mut(HEADER);
-            key.sign_in_place(header, &[body]);
-        }
+        let id = self.conn.request(command, charge, body, &[]);
+        self.conn.heard_now();
         let mut ends = Deadline::after(REQUEST_TIMEOUT, "an SMB request");
         if let Some(login) = self.login_ends {
             ends = ends.min(login);
         }
-        self.transfer(Some(&frame), &mut [], ends)?;
         loop {
-            let mut prefix = [0u8; 4];
-            self.transfer(None, &mut prefix, ends)?;
-            let len = wire::frame_len(prefix).map_err(|e| self.protocol_error(e))?;
-            let mut msg = vec![0u8; len];
-            self.transfer(None, &mut msg, ends)?;
-            let r = wire::parse_header(&msg).map_err(|e| self.protocol_error(e))?;
-            self.credits = self.credits.saturating_add(u32::from(r.credits));
-            if r.message_id == u64::MAX || r.status.0 == status::PENDING {
+            let Some(a) = self.conn.next(None)? else {
+                self.wait(ends)?;
+                continue;
+            };
+            self.conn.credits = self.conn.credits.saturating_add(u32::from(a.h.credits));
+            if a.h.message_id == u64::MAX || a.h.status.0 == status::PENDING {
                 continue; // an oplock break, or an interim answer before the final one
             }
-            if r.message_id != h.message_id {
-                return Err(self.protocol_error(format!(
-                    "an answer to message {} while waiting for {}",
-                    r.message_id, h.message_id
-                )));
-            }
-            if r.command != command as u16 {
+            if a.h.message_id != id {
                 return Err(self
-                    .protocol_error(format!("command {} answered request {} ({command:?})", r.command, h.message_id)));
+                    .conn
+                    .protocol_error(format!("an answer to message {} while waiting for {id}", a.h.message_id)));
             }
-            msg.drain(..HEADER);
-            return Ok((r, msg));
+            if a.h.command != command as u16 {
+                return Err(self
+                    .conn
+                    .protocol_error(format!("command {} answered request {id} ({command:?})", a.h.command)));
+            }
+            let body = match a.body {
+                Body::Frame(r) => self.conn.bytes(r).to_vec(),
+                Body::Read(_) => Vec::new(),
+            };
+            return Ok((a.h, body));
         }
     }
 
-    /// Sends `out` whole, or fills `into`, by `ends` (and within the silence
-    /// timeout between bytes); Ctrl-C ends it at once.
-    fn transfer(&mut self, out: Option<&[u8]>, into: &mut [u8], ends: Deadline) -> io::Result<()> {
-        let total = out.map_or(into.len(), <[u8]>::len);
-        let (mut done, mut heard) = (0, Instant::now());
-        while done < total {
-            let slice = ends.left(&self.stop).map_err(|e| self.io_error(e))?;
-            if heard.elapsed() >= TIMEOUT {
-                return Err(self.io_error(io::ErrorKind::TimedOut.into()));
-            }
-            let r = match out {
-                Some(out) => self.sock.set_write_timeout(Some(slice)).and_then(|()| self.sock.write(&out[done..])),
-                None => self.sock.set_read_timeout(Some(slice)).and_then(|()| self.sock.read(&mut into[done..])),
-            };
-            match r {
-                Ok(0) => return Err(self.io_error(io::ErrorKind::UnexpectedEof.into())),
-                Ok(n) => (done, heard) = (done + n, Instant::now()),
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
-                    ) => {}
-                Err(e) => return Err(self.io_error(e)),
-            }
+    /// Waits for the connection by `ends` (and within the silence timeout
+    /// since the server's last byte), then moves bytes both ways; Ctrl-C
+    /// ends it at once.
+    fn wait(&mut self, ends: Deadline) -> io::Result<()> {
+        ends.left(&self.stop).map_err(|e| self.io_error(e))?;
+        if self.conn.last_heard().elapsed() >= TIMEOUT {
+            return Err(self.io_error(io::ErrorKind::TimedOut.into()));
         }
-        Ok(())
+        self.conn.wait().and_then(|()| self.conn.read_some(None)).map_err(|e| self.io_error(e))
     }
 
     fn io_error(&self, e: io::Error) -> io::Error {
+        let server = &self.conn.server;
         match e.kind() {
             io::ErrorKind::UnexpectedEof => io::Error::new(
                 io::ErrorKind::ConnectionAborted,
-                format!("the SMB server {} closed the connection", self.server),
+                format!("the SMB server {server} closed the connection"),
             ),
             io::ErrorKind::TimedOut if e.get_ref().is_some() => {
-                io::Error::new(e.kind(), format!("the SMB server {}: {e}", self.server))
+                io::Error::new(e.kind(), format!("the SMB server {server}: {e}"))
             }
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => io::Error::new(
                 io::ErrorKind::TimedOut,
-                format!("the SMB server {} did not answer within {} s", self.server, TIMEOUT.as_secs()),
+                format!("the SMB server {server} did not answer within {} s", TIMEOUT.as_secs()),
             ),
-            _ => io::Error::new(e.kind(), format!("the SMB server {}: {e}", self.server)),
+            _ => io::Error::new(e.kind(), format!("the SMB server {server}: {e}")),
         }
     }
 }

@@ -71,6 +71,31 @@ fn a_write_answered_by_a_read_response_is_refused() {
 }
 
 #[test]
+fn a_read_answer_in_pieces_lands_in_its_buffer_past_its_padding() {
+    let (client, mut server) = pair();
+    let mut engine = SmbEngine::detached(client, Arc::default());
+    // DataOffset 88: 8 bytes of padding between the READ head and the data.
+    let mut body = vec![17u8, 0, 88, 0];
+    body.extend_from_slice(&4000u32.to_le_bytes());
+    body.extend_from_slice(&[0; 8]);
+    body.extend_from_slice(&[0xee; 8]);
+    body.extend(std::iter::repeat_n(7u8, 4000));
+    body.extend_from_slice(&[0xee; 3]); // after the data: dropped
+    let f = frame(Command::Read, status::SUCCESS, 1, &body);
+    std::thread::spawn(move || {
+        for piece in [&f[..50], &f[50..100], &f[100..2000], &f[2000..]] {
+            server.write_all(piece).unwrap();
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    });
+    let mut out = Vec::new();
+    engine.getevents(1, &mut out).unwrap();
+    assert_eq!((out.len(), out[0].tag, out[0].result), (1, 1, 4000));
+    assert!(engine.buffer_mut(0)[..4000].iter().all(|b| *b == 7));
+}
+
+#[test]
 fn a_write_answered_with_more_bytes_than_sent_is_refused() {
     let (client, mut server) = pair();
     let mut engine = SmbEngine::detached(client, Arc::default());
