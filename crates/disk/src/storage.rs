@@ -15,7 +15,7 @@ use crate::{DiskError, Result};
 use headroom_result::Warning;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// A prepared target, local or through a protocol.
@@ -238,4 +238,70 @@ pub fn fill_test_file(
         progress(done, size);
     }
     Ok(())
+}
+
+/// A test file this process created, as its platform's target removes it
+/// (only while its name still is that file).
+pub trait CreatedTestFile {
+    /// Its id in the [`Registry`].
+    fn id(&self) -> u64;
+    /// Removes it, if its name still is the file headroom created.
+    fn remove(&self);
+}
+
+/// Test files alive in this process, local (`F`, the platform's) and on
+/// servers. Each platform's target keeps one in a static Mutex and holds the
+/// lock from the exclusive create to the registration, so a second Ctrl-C
+/// never misses one.
+pub struct Registry<F> {
+    /// Local test files headroom will remove.
+    pub files: Vec<F>,
+    /// Test files on servers (a share's): how each is removed, by id.
+    remote: Vec<(u64, RemoteRemoval)>,
+    /// Set by [`Registry::remove_all_now`]: the process is about to exit.
+    pub closed: bool,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl<F: CreatedTestFile> Registry<F> {
+    /// Empty.
+    pub const fn new() -> Self {
+        Registry { files: Vec::new(), remote: Vec::new(), closed: false }
+    }
+
+    /// A new id for a test file, local or remote.
+    pub fn next_id() -> u64 {
+        NEXT_ID.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Registers how to remove a test file a share created on a server; returns its id.
+    pub fn register_remote(&mut self, removal: RemoteRemoval) -> u64 {
+        let id = Self::next_id();
+        self.remote.push((id, removal));
+        id
+    }
+
+    /// The share removed (or kept) its test file itself.
+    pub fn forget_remote(&mut self, id: u64) {
+        self.remote.retain(|(i, _)| *i != id);
+    }
+
+    /// Removes the local test file `id` now.
+    pub fn remove(&mut self, id: u64) {
+        if let Some(i) = self.files.iter().position(|f| f.id() == id) {
+            self.files.swap_remove(i).remove();
+        }
+    }
+
+    /// Removes every test file, local and remote, and refuses new ones.
+    pub fn remove_all_now(&mut self) {
+        self.closed = true;
+        for f in self.files.drain(..) {
+            f.remove();
+        }
+        for (_, removal) in self.remote.drain(..) {
+            removal();
+        }
+    }
 }

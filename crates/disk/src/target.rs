@@ -17,7 +17,7 @@
 //! rules above, and splitting them would spread those rules over files.
 
 use crate::safety;
-use crate::storage::{check_space, fill_test_file, space_margin};
+use crate::storage::{check_space, fill_test_file, space_margin, CreatedTestFile, Registry};
 pub use crate::storage::{filesystem_caveat, test_file_name, FsInfo, RemoteRemoval, TargetKind, TargetOptions};
 use crate::{DiskError, Result, SyncMode};
 use headroom_result::Warning;
@@ -29,7 +29,7 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 
 /// An opened, sized target. Dropping it removes a test file headroom created.
@@ -71,7 +71,11 @@ struct CreatedFile {
     ino: u64,
 }
 
-impl CreatedFile {
+impl CreatedTestFile for CreatedFile {
+    fn id(&self) -> u64 {
+        self.id
+    }
+
     fn remove(&self) {
         let found = fs::statat(&self.dir, self.name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW);
         // Someone renamed or replaced it: the name is theirs now, leave it.
@@ -81,35 +85,23 @@ impl CreatedFile {
     }
 }
 
-/// Test files alive in this process. The lock is held from the exclusive
-/// create to the registration, so a second Ctrl-C never misses one.
-struct Registry {
-    files: Vec<CreatedFile>,
-    /// Test files on servers (a share's): how each is removed, by id.
-    remote: Vec<(u64, RemoteRemoval)>,
-    /// Set by [`remove_test_files_now`]: the process is about to exit.
-    closed: bool,
-}
+/// Test files alive in this process (storage.rs's registry).
+static CREATED: Mutex<Registry<CreatedFile>> = Mutex::new(Registry::new());
 
-static CREATED: Mutex<Registry> = Mutex::new(Registry { files: Vec::new(), remote: Vec::new(), closed: false });
+fn registry() -> std::sync::MutexGuard<'static, Registry<CreatedFile>> {
+    CREATED.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// Registers how to remove a test file a share created on a server, for
 /// [`remove_test_files_now`]; returns the id [`forget_remote_test_file`]
 /// takes once the share removed the file itself.
 pub fn register_remote_test_file(removal: RemoteRemoval) -> u64 {
-    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    registry().remote.push((id, removal));
-    id
+    registry().register_remote(removal)
 }
 
 /// The share removed (or kept) its test file itself: nothing left to do at exit.
 pub fn forget_remote_test_file(id: u64) {
-    registry().remote.retain(|(i, _)| *i != id);
-}
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-
-fn registry() -> std::sync::MutexGuard<'static, Registry> {
-    CREATED.lock().unwrap_or_else(|p| p.into_inner())
+    registry().forget_remote(id);
 }
 
 /// Removes every test file this process created and still holds (not those
@@ -117,14 +109,7 @@ fn registry() -> std::sync::MutexGuard<'static, Registry> {
 /// exits at once but must not leave the files behind. Workers may still be
 /// writing to a removed file; the space is freed when the process exits.
 pub fn remove_test_files_now() {
-    let mut reg = registry();
-    reg.closed = true;
-    for f in reg.files.drain(..) {
-        f.remove();
-    }
-    for (_, removal) in reg.remote.drain(..) {
-        removal();
-    }
+    registry().remove_all_now();
 }
 
 impl Drop for PreparedTarget {
@@ -216,7 +201,7 @@ impl PreparedTarget {
                 .map(File::from)
                 .map_err(|e| DiskError::io(format!("cannot create the test file {}", path.display()), e.into()))?;
             let meta = file.metadata().map_err(|e| DiskError::io("fstat test file", e))?;
-            let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+            let id = Registry::<CreatedFile>::next_id();
             let entry = CreatedFile { id, dir: OwnedFd::from(dir_fd), name: cname, dev: meta.dev(), ino: meta.ino() };
             if opts.keep {
                 (file, None)
@@ -430,10 +415,7 @@ impl PreparedTarget {
     /// Removes the test file now (also done on drop).
     pub fn remove(&mut self) {
         if let Some(id) = self.created.take() {
-            let mut reg = registry();
-            if let Some(i) = reg.files.iter().position(|f| f.id == id) {
-                reg.files.swap_remove(i).remove();
-            }
+            registry().remove(id);
         }
     }
 }

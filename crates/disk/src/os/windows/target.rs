@@ -17,7 +17,7 @@
 //! file's name, the free-space refusal, the layout's data) is storage.rs's.
 
 use crate::safety;
-use crate::storage::{check_space, fill_test_file, space_margin};
+use crate::storage::{check_space, fill_test_file, space_margin, CreatedTestFile, Registry};
 pub use crate::storage::{filesystem_caveat, test_file_name, FsInfo, RemoteRemoval, TargetKind, TargetOptions};
 use crate::{DiskError, Result, SyncMode};
 use headroom_result::Warning;
@@ -27,7 +27,7 @@ use std::os::windows::ffi::{OsStrExt, OsStringExt};
 use std::os::windows::fs::OpenOptionsExt;
 use std::os::windows::io::AsRawHandle;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 use windows_sys::Win32::Foundation::{CloseHandle, STILL_ACTIVE};
 use windows_sys::Win32::Storage::FileSystem::{
@@ -99,7 +99,11 @@ struct CreatedFile {
     identity: FileId,
 }
 
-impl CreatedFile {
+impl CreatedTestFile for CreatedFile {
+    fn id(&self) -> u64 {
+        self.id
+    }
+
     fn remove(&self) {
         // DELETE access on the name itself (a reparse point is not followed),
         // the identity checked on that handle, the delete done through it: no
@@ -128,20 +132,10 @@ impl CreatedFile {
     }
 }
 
-/// Test files alive in this process. The lock is held from the exclusive
-/// create to the registration, so a second Ctrl-C never misses one.
-struct Registry {
-    files: Vec<CreatedFile>,
-    /// Test files on servers (a share's): how each is removed, by id.
-    remote: Vec<(u64, RemoteRemoval)>,
-    /// Set by [`remove_test_files_now`]: the process is about to exit.
-    closed: bool,
-}
+/// Test files alive in this process (storage.rs's registry).
+static CREATED: Mutex<Registry<CreatedFile>> = Mutex::new(Registry::new());
 
-static CREATED: Mutex<Registry> = Mutex::new(Registry { files: Vec::new(), remote: Vec::new(), closed: false });
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-
-fn registry() -> std::sync::MutexGuard<'static, Registry> {
+fn registry() -> std::sync::MutexGuard<'static, Registry<CreatedFile>> {
     CREATED.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -149,28 +143,19 @@ fn registry() -> std::sync::MutexGuard<'static, Registry> {
 /// [`remove_test_files_now`]; returns the id [`forget_remote_test_file`]
 /// takes once the share removed the file itself.
 pub fn register_remote_test_file(removal: RemoteRemoval) -> u64 {
-    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    registry().remote.push((id, removal));
-    id
+    registry().register_remote(removal)
 }
 
 /// The share removed (or kept) its test file itself: nothing left to do at exit.
 pub fn forget_remote_test_file(id: u64) {
-    registry().remote.retain(|(i, _)| *i != id);
+    registry().forget_remote(id);
 }
 
 /// Removes every test file this process created and still holds (not those
 /// the user asked to keep), and refuses new ones: for a second Ctrl-C. A file
 /// still open in a worker is deleted when the process exits.
 pub fn remove_test_files_now() {
-    let mut reg = registry();
-    reg.closed = true;
-    for f in reg.files.drain(..) {
-        f.remove();
-    }
-    for (_, removal) in reg.remote.drain(..) {
-        removal();
-    }
+    registry().remove_all_now();
 }
 
 impl Drop for PreparedTarget {
@@ -318,7 +303,7 @@ impl PreparedTarget {
                     },
                 )?;
             let identity = file_id(&file).map_err(|e| DiskError::io("identify the test file", e))?;
-            let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+            let id = Registry::<CreatedFile>::next_id();
             if opts.keep {
                 (file, identity, None)
             } else {
@@ -500,10 +485,7 @@ impl PreparedTarget {
     /// Removes the test file now (also done on drop).
     pub fn remove(&mut self) {
         if let Some(id) = self.created.take() {
-            let mut reg = registry();
-            if let Some(i) = reg.files.iter().position(|f| f.id == id) {
-                reg.files.swap_remove(i).remove();
-            }
+            registry().remove(id);
         }
     }
 }
