@@ -13,7 +13,7 @@
 //! unless the user asked to keep it; [`remove_test_files_now`] removes every
 //! live one at once (a second Ctrl-C).
 //!
-//! Long (about 580 lines): the three kinds of target share the held-descriptor
+//! Long (about 530 lines): the three kinds of target share the held-descriptor
 //! rules above, and splitting them would spread those rules over files.
 
 use crate::safety;

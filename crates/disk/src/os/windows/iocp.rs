@@ -66,6 +66,7 @@ unsafe impl Send for IocpEngine {}
 /// ReOpenFile of `shared` with its own access and unbuffered/write-through
 /// mode (NtQueryInformationFile reads both), plus FILE_FLAG_OVERLAPPED.
 fn reopen_overlapped(shared: HANDLE) -> io::Result<OwnedHandle> {
+    // SAFETY: IO_STATUS_BLOCK is plain data, written by the calls below.
     let mut iosb: IO_STATUS_BLOCK = unsafe { std::mem::zeroed() };
     let mut access = FILE_ACCESS_INFORMATION { AccessFlags: 0 };
     let mut mode = FILE_MODE_INFORMATION { Mode: 0 };
