@@ -140,7 +140,8 @@ report() {
 # disk on local paths of the prefix's C: drive: a test file created with
 # CREATE_NEW, laid out, tested unbuffered (the quick preset with the iocp
 # engine; one test with psync) and removed. A drive-letter path, one with
-# spaces and a \\?\ one; then a path that does not exist (exit 2, one line).
+# spaces and a \\?\ one; a run stopped by Ctrl-C; then a path that does
+# not exist (exit 2, one line).
 # Wine maps unbuffered I/O to ordinary Linux I/O: the figures are not Windows'.
 disk_run() {
   local name="$1" dir="$2" host="$3"
@@ -164,12 +165,31 @@ disk() {
   disk_run disk-long '\\?\C:\headroom-check\long' "$c/headroom-check/long" --rw randread --size 16M --qd 4 --jobs 2
   # Two jobs: each engine opens its own file object for its own port.
   jq -e 'all(.probes[]; .spec.engine == "iocp" and .spec.jobs == 2)' disk-long.json >/dev/null
-  local rc=0
+  # Ctrl-C (SIGINT, which wine delivers as the console's Ctrl-C event) once
+  # the test file exists: exit 130, the file removed.
+  local cc="$c/headroom-check/ctrl-c" pid rc=0
+  rm -rf "$cc"
+  mkdir -p "$cc"
+  # A background job of a script starts with SIGINT ignored: restore it.
+  env --default-signal=INT "$wine" "$exe" disk 'C:\headroom-check\ctrl-c' --rw randread --time 30s --ramp 0s \
+    --size 16M --quiet >disk-cc.out 2>disk-cc.err &
+  pid=$!
+  for _ in $(seq 100); do
+    [ -n "$(ls -A "$cc")" ] && break
+    sleep 0.1
+  done
+  [ -n "$(ls -A "$cc")" ] || { echo "Ctrl-C: no test file appeared in 10 s"; kill "$pid"; return 1; }
+  sleep 1
+  kill -INT "$pid"
+  wait "$pid" || rc=$?
+  [ "$rc" -eq 130 ] || { echo "Ctrl-C: exit $rc, not 130"; cat disk-cc.err; return 1; }
+  [ -z "$(ls -A "$cc")" ] || { echo "Ctrl-C: left behind: $(ls "$cc")"; return 1; }
+  rc=0
   win disk 'C:\headroom-check\missing' --preset quick >disk-bad.out 2>disk-bad.err || rc=$?
   [ "$rc" -eq 2 ] || { echo "a missing path: exit $rc, not 2"; cat disk-bad.err; return 1; }
   [ "$(wc -l <disk-bad.err)" -eq 1 ] || { echo "a missing path: not one line:"; cat disk-bad.err; return 1; }
   grep -q "does not exist" disk-bad.err
-  echo "iocp quick on C:\\headroom-check\\disk: $(jq -r '[.probes[] | "\(.id) \(.summary.bytes_per_sec / 1e6 | round) MB/s"] | join(", ")' disk-quick.json); psync randwrite with spaces, iocp randread Q4T2 on \\\\?\\: done, no test file left; missing path: exit 2"
+  echo "iocp quick on C:\\headroom-check\\disk: $(jq -r '[.probes[] | "\(.id) \(.summary.bytes_per_sec / 1e6 | round) MB/s"] | join(", ")' disk-quick.json); psync randwrite with spaces, iocp randread Q4T2 on \\\\?\\: done, no test file left, also on Ctrl-C (exit 130); missing path: exit 2"
 }
 
 # The far end is the Linux binary on loopback: Winsock under wine speaks to it
