@@ -3,7 +3,7 @@
 # this Linux machine: --version, link, cpu (every kernel checked for a
 # correct answer, then timed briefly), sys, compare and report --html over
 # stored documents (link, compare and report must print what the Linux
-# binary prints), then net and ping from headroom.exe to the Linux binary's
+# binary prints), disk on directories of the prefix's C: drive, then net and ping from headroom.exe to the Linux binary's
 # `serve` on 127.0.0.1. Each check prints PASS or FAIL and its finding; the
 # script exits 1 if any failed, 2 if the build or its tools are missing.
 # Wine proves the code paths, not Windows' speed (docs/platform.md, "Windows").
@@ -137,15 +137,59 @@ report() {
   echo "$(tail -1 report.txt), identical to Linux's"
 }
 
-# Not written for Windows yet: refused in one line, exit 2, nothing left behind.
+# disk on local paths of the prefix's C: drive: a test file created with
+# CREATE_NEW, laid out, tested unbuffered (the quick preset with the iocp
+# engine; one test with psync) and removed. A drive-letter path, one with
+# spaces and a \\?\ one; a run stopped by Ctrl-C; then a path that does
+# not exist (exit 2, one line).
+# Wine maps unbuffered I/O to ordinary Linux I/O: the figures are not Windows'.
+disk_run() {
+  local name="$1" dir="$2" host="$3"
+  shift 3
+  rm -rf "$host"
+  mkdir -p "$host"
+  win --json disk "$dir" --time 1s --ramp 0s --quiet "$@" >"$name.json"
+  [ -z "$(ls -A "$host")" ] || { echo "$dir: left behind: $(ls "$host")"; return 1; }
+  jq -e '(.probes | length) > 0 and all(.probes[]; .summary.bytes_per_sec > 0 and .summary.ops > 0)' "$name.json" >/dev/null ||
+    { echo "$dir: no figures"; jq -c '.probes[] | [.id, .summary.bytes_per_sec]' "$name.json"; return 1; }
+}
+
 disk() {
-  mkdir disk-dir
-  local rc=0
-  win disk disk-dir --preset quick >disk.out 2>disk.err || rc=$?
-  [ "$rc" -eq 2 ] || { echo "exit $rc, not 2"; cat disk.err; return 1; }
-  grep -q "not available on Windows yet" disk.err
-  [ -z "$(ls -A disk-dir)" ] || { echo "left behind: $(ls disk-dir)"; return 1; }
-  echo "refused (exit 2): $(tr -d '\r' <disk.err | head -1)"
+  local c="$WINEPREFIX/drive_c"
+  disk_run disk-quick 'C:\headroom-check\disk' "$c/headroom-check/disk" --preset quick --size 64M
+  jq -e 'all(.probes[]; .spec.engine == "iocp" and .spec.direct == true
+         and (.spec.fio_equivalent | contains("--ioengine=windowsaio")))' disk-quick.json >/dev/null ||
+    { echo "quick: not iocp, unbuffered and windowsaio throughout"; jq -c '.probes[].spec | [.engine, .direct, .fio_equivalent]' disk-quick.json; return 1; }
+  disk_run disk-space 'C:\headroom check\with space' "$c/headroom check/with space" --rw randwrite --size 16M --engine psync
+  jq -e 'all(.probes[]; .spec.engine == "psync")' disk-space.json >/dev/null || { echo "psync not recorded"; return 1; }
+  disk_run disk-long '\\?\C:\headroom-check\long' "$c/headroom-check/long" --rw randread --size 16M --qd 4 --jobs 2
+  # Two jobs: each engine opens its own file object for its own port.
+  jq -e 'all(.probes[]; .spec.engine == "iocp" and .spec.jobs == 2)' disk-long.json >/dev/null
+  # Ctrl-C (SIGINT, which wine delivers as the console's Ctrl-C event) once
+  # the test file exists: exit 130, the file removed.
+  local cc="$c/headroom-check/ctrl-c" pid rc=0
+  rm -rf "$cc"
+  mkdir -p "$cc"
+  # A background job of a script starts with SIGINT ignored: restore it.
+  env --default-signal=INT "$wine" "$exe" disk 'C:\headroom-check\ctrl-c' --rw randread --time 30s --ramp 0s \
+    --size 16M --quiet >disk-cc.out 2>disk-cc.err &
+  pid=$!
+  for _ in $(seq 100); do
+    [ -n "$(ls -A "$cc")" ] && break
+    sleep 0.1
+  done
+  [ -n "$(ls -A "$cc")" ] || { echo "Ctrl-C: no test file appeared in 10 s"; kill "$pid"; return 1; }
+  sleep 1
+  kill -INT "$pid"
+  wait "$pid" || rc=$?
+  [ "$rc" -eq 130 ] || { echo "Ctrl-C: exit $rc, not 130"; cat disk-cc.err; return 1; }
+  [ -z "$(ls -A "$cc")" ] || { echo "Ctrl-C: left behind: $(ls "$cc")"; return 1; }
+  rc=0
+  win disk 'C:\headroom-check\missing' --preset quick >disk-bad.out 2>disk-bad.err || rc=$?
+  [ "$rc" -eq 2 ] || { echo "a missing path: exit $rc, not 2"; cat disk-bad.err; return 1; }
+  [ "$(wc -l <disk-bad.err)" -eq 1 ] || { echo "a missing path: not one line:"; cat disk-bad.err; return 1; }
+  grep -q "does not exist" disk-bad.err
+  echo "iocp quick on C:\\headroom-check\\disk: $(jq -r '[.probes[] | "\(.id) \(.summary.bytes_per_sec / 1e6 | round) MB/s"] | join(", ")' disk-quick.json); psync randwrite with spaces, iocp randread Q4T2 on \\\\?\\: done, no test file left, also on Ctrl-C (exit 130); missing path: exit 2"
 }
 
 # The far end is the Linux binary on loopback: Winsock under wine speaks to it

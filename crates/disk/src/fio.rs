@@ -57,7 +57,9 @@ pub fn fio_command(def: &TestDef, ctx: FioContext<'_>) -> Option<String> {
         Some(protocol) => args.extend(fio_share_args(protocol, ctx.path)?),
         None => {
             args.push(format!("--filename={}", shell_quote(ctx.path)));
-            args.push(format!("--ioengine={}", ctx.engine.as_str()));
+            let engine =
+                if ctx.engine == EngineKind::IoUring { crate::os::FIO_ASYNC_ENGINE } else { ctx.engine.as_str() };
+            args.push(format!("--ioengine={engine}"));
         }
     }
     args.push(format!("--rw={}", def.rw.as_str()));
@@ -67,7 +69,8 @@ pub fn fio_command(def: &TestDef, ctx: FioContext<'_>) -> Option<String> {
         EngineKind::Psync => (crate::engine::psync_threads(def.jobs, def.queue_depth), 1),
         EngineKind::IoUring | EngineKind::Share => (def.jobs, def.queue_depth),
     };
-    if ctx.engine == EngineKind::IoUring {
+    // io_uring's own options; Windows' windowsaio has none of them.
+    if ctx.engine == EngineKind::IoUring && crate::os::FIO_ASYNC_ENGINE == "io_uring" {
         if ctx.fixedbufs {
             args.push("--fixedbufs=1".into());
         }

@@ -5,7 +5,8 @@
 //!
 //! What it owns:
 //! - the engine trait (`engine::IoEngine`, modelled on fio's ioengine ops:
-//!   queue, commit, getevents) and its two engines, io_uring and psync;
+//!   queue, commit, getevents) and its engines: io_uring and psync on Linux,
+//!   iocp and psync on Windows;
 //! - the test target: creating and laying out the test file with real data,
 //!   O_DIRECT alignment, removing the file again (`target.rs`);
 //! - safety: refusing to write over filesystems and partition tables (`safety.rs`);
@@ -35,8 +36,8 @@ mod safety;
 mod share;
 mod storage;
 // Opening a local target is Linux's system calls through and through
-// (O_DIRECT, statx, /proc/self/fd): a platform without its own yet builds a
-// stand-in from its os/ directory, which refuses with a message (docs/platform.md).
+// (O_DIRECT, statx, /proc/self/fd): Windows builds its own from its os/
+// directory (CreateFile flags, volume sector size; docs/platform.md).
 #[cfg_attr(windows, path = "os/windows/target.rs")]
 mod target;
 
@@ -223,7 +224,8 @@ impl std::str::FromStr for EngineChoice {
 /// The engine that actually ran a test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EngineKind {
-    /// io_uring (`io_uring` in the document).
+    /// The asynchronous engine: io_uring on Linux, iocp on Windows (the
+    /// document's word is `crate::os`'s `ASYNC_ENGINE`).
     IoUring,
     /// pread/pwrite (`psync` in the document).
     Psync,
@@ -235,7 +237,7 @@ impl EngineKind {
     /// The word the result document's `engine` field carries.
     pub fn as_str(self) -> &'static str {
         match self {
-            EngineKind::IoUring => "io_uring",
+            EngineKind::IoUring => crate::os::ASYNC_ENGINE,
             EngineKind::Psync => "psync",
             EngineKind::Share => "share",
         }

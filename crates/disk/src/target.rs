@@ -13,11 +13,11 @@
 //! unless the user asked to keep it; [`remove_test_files_now`] removes every
 //! live one at once (a second Ctrl-C).
 //!
-//! Long (about 580 lines): the three kinds of target share the held-descriptor
+//! Long (about 530 lines): the three kinds of target share the held-descriptor
 //! rules above, and splitting them would spread those rules over files.
 
-use crate::data::FastRng;
 use crate::safety;
+use crate::storage::{check_space, fill_test_file, space_margin, CreatedTestFile, Registry};
 pub use crate::storage::{filesystem_caveat, test_file_name, FsInfo, RemoteRemoval, TargetKind, TargetOptions};
 use crate::{DiskError, Result, SyncMode};
 use headroom_result::Warning;
@@ -29,7 +29,7 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 
 /// An opened, sized target. Dropping it removes a test file headroom created.
@@ -71,7 +71,11 @@ struct CreatedFile {
     ino: u64,
 }
 
-impl CreatedFile {
+impl CreatedTestFile for CreatedFile {
+    fn id(&self) -> u64 {
+        self.id
+    }
+
     fn remove(&self) {
         let found = fs::statat(&self.dir, self.name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW);
         // Someone renamed or replaced it: the name is theirs now, leave it.
@@ -81,35 +85,23 @@ impl CreatedFile {
     }
 }
 
-/// Test files alive in this process. The lock is held from the exclusive
-/// create to the registration, so a second Ctrl-C never misses one.
-struct Registry {
-    files: Vec<CreatedFile>,
-    /// Test files on servers (a share's): how each is removed, by id.
-    remote: Vec<(u64, RemoteRemoval)>,
-    /// Set by [`remove_test_files_now`]: the process is about to exit.
-    closed: bool,
-}
+/// Test files alive in this process (storage.rs's registry).
+static CREATED: Mutex<Registry<CreatedFile>> = Mutex::new(Registry::new());
 
-static CREATED: Mutex<Registry> = Mutex::new(Registry { files: Vec::new(), remote: Vec::new(), closed: false });
+fn registry() -> std::sync::MutexGuard<'static, Registry<CreatedFile>> {
+    CREATED.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// Registers how to remove a test file a share created on a server, for
 /// [`remove_test_files_now`]; returns the id [`forget_remote_test_file`]
 /// takes once the share removed the file itself.
 pub fn register_remote_test_file(removal: RemoteRemoval) -> u64 {
-    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    registry().remote.push((id, removal));
-    id
+    registry().register_remote(removal)
 }
 
 /// The share removed (or kept) its test file itself: nothing left to do at exit.
 pub fn forget_remote_test_file(id: u64) {
-    registry().remote.retain(|(i, _)| *i != id);
-}
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-
-fn registry() -> std::sync::MutexGuard<'static, Registry> {
-    CREATED.lock().unwrap_or_else(|p| p.into_inner())
+    registry().forget_remote(id);
 }
 
 /// Removes every test file this process created and still holds (not those
@@ -117,14 +109,7 @@ fn registry() -> std::sync::MutexGuard<'static, Registry> {
 /// exits at once but must not leave the files behind. Workers may still be
 /// writing to a removed file; the space is freed when the process exits.
 pub fn remove_test_files_now() {
-    let mut reg = registry();
-    reg.closed = true;
-    for f in reg.files.drain(..) {
-        f.remove();
-    }
-    for (_, removal) in reg.remote.drain(..) {
-        removal();
-    }
+    registry().remove_all_now();
 }
 
 impl Drop for PreparedTarget {
@@ -133,32 +118,13 @@ impl Drop for PreparedTarget {
     }
 }
 
-/// The process id in a test file's name, when `name` is one.
-fn test_file_owner(name: &str) -> Option<u32> {
-    let pid = name.strip_prefix("headroom-disk-")?.strip_suffix(".tmp")?;
-    pid.bytes().all(|b| b.is_ascii_digit()).then(|| pid.parse().ok()).flatten()
-}
-
 /// Removes the test files a killed headroom left in `dir` (the directory of
 /// a `serve --allow-path`, when the server starts): regular files named as
 /// headroom names its test files whose process is gone. Nothing else is
 /// touched. Returns the paths removed.
 pub fn remove_stale_test_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut removed = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(test_file_owner) else { continue };
-        let alive = Path::new(&format!("/proc/{pid}")).exists();
-        let regular = entry.file_type().is_ok_and(|t| t.is_file());
-        if !alive && regular && std::fs::remove_file(entry.path()).is_ok() {
-            removed.push(entry.path());
-        }
-    }
-    removed
+    crate::storage::remove_stale_test_files_in(dir, |pid| Path::new(&format!("/proc/{pid}")).exists())
 }
-
-const FREE_SPACE_MARGIN: u64 = 64 << 20;
 
 /// Opens what `path` names (following symlinks: the user chose the path)
 /// without reading or writing it, so a FIFO or device cannot block or react.
@@ -218,17 +184,7 @@ impl PreparedTarget {
         }
         let size = opts.size.unwrap_or(opts.default_size);
         let (free, margin) = wait_for_space(&dir_fd, dir, size)?;
-        if size.saturating_add(margin) > free {
-            let suggestion = (free.saturating_sub(margin) / 2).max(1 << 20);
-            return Err(DiskError::Usage(format!(
-                "--size {} is larger than the free space on {} ({} free, {} kept spare); try --size {}",
-                headroom_units::format_size(size),
-                dir.display(),
-                headroom_units::format_size(free),
-                headroom_units::format_size(margin),
-                short_size(suggestion)
-            )));
-        }
+        check_space(size, dir, free, margin)?;
         let name = test_file_name();
         let path = dir.join(&name);
         let cname = CString::new(name).expect("no NUL in the test file name");
@@ -245,7 +201,7 @@ impl PreparedTarget {
                 .map(File::from)
                 .map_err(|e| DiskError::io(format!("cannot create the test file {}", path.display()), e.into()))?;
             let meta = file.metadata().map_err(|e| DiskError::io("fstat test file", e))?;
-            let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+            let id = Registry::<CreatedFile>::next_id();
             let entry = CreatedFile { id, dir: OwnedFd::from(dir_fd), name: cname, dev: meta.dev(), ino: meta.ino() };
             if opts.keep {
                 (file, None)
@@ -383,27 +339,13 @@ impl PreparedTarget {
     /// fallocate or holes: reads must read what was really written), syncs it,
     /// drops it from the page cache and checks st_blocks. `progress(done, total)`
     /// is called per MiB. Returns warnings (e.g. the filesystem compressed it).
-    pub fn layout(&self, stop: &AtomicBool, mut progress: impl FnMut(u64, u64)) -> Result<Vec<Warning>> {
+    pub fn layout(&self, stop: &AtomicBool, progress: impl FnMut(u64, u64)) -> Result<Vec<Warning>> {
         if !self.needs_layout() {
             return Ok(Vec::new());
         }
         // The descriptor from the exclusive create, never the path.
         let file = &self.file;
-        let chunk = 1usize << 20;
-        let mut buf = vec![0u8; chunk];
-        let mut rng = FastRng::new(FastRng::seed_from_time(0x1a));
-        let mut done = 0u64;
-        while done < self.size {
-            if stop.load(Ordering::Relaxed) {
-                return Err(DiskError::Usage("stopped while laying out the test file".into()));
-            }
-            let n = chunk.min((self.size - done) as usize);
-            rng.fill(&mut buf[..n]);
-            write_all_at(file, &buf[..n], done)
-                .map_err(|e| DiskError::io(format!("laying out the test file {}", self.path.display()), e))?;
-            done += n as u64;
-            progress(done, self.size);
-        }
+        fill_test_file(&self.path, self.size, stop, progress, |buf, offset| write_all_at(file, buf, offset))?;
         file.sync_all().map_err(|e| DiskError::io(format!("fsync {}", self.path.display()), e))?;
         drop_from_page_cache(file);
         let meta = file.metadata().map_err(|e| DiskError::io("fstat test file", e))?;
@@ -473,10 +415,7 @@ impl PreparedTarget {
     /// Removes the test file now (also done on drop).
     pub fn remove(&mut self) {
         if let Some(id) = self.created.take() {
-            let mut reg = registry();
-            if let Some(i) = reg.files.iter().position(|f| f.id == id) {
-                reg.files.swap_remove(i).remove();
-            }
+            registry().remove(id);
         }
     }
 }
@@ -515,7 +454,7 @@ fn wait_for_space(dir_fd: &File, dir: &Path, size: u64) -> Result<(u64, u64)> {
         let free = free_bytes(dir_fd).map_err(|e| DiskError::io(format!("statvfs {}", dir.display()), e))?;
         // ramfs (and some FUSE filesystems) report no size at all: nothing to check.
         let free = free.unwrap_or(u64::MAX);
-        let margin = FREE_SPACE_MARGIN.min(free / 8);
+        let margin = space_margin(free);
         if size.saturating_add(margin) <= free || started.elapsed() >= SPACE_SETTLE {
             return Ok((free, margin));
         }
@@ -535,14 +474,6 @@ pub fn free_bytes(fd: impl AsFd) -> io::Result<Option<u64>> {
         return Ok(None);
     }
     Ok(Some(st.f_bavail.saturating_mul(st.f_frsize)))
-}
-
-fn short_size(bytes: u64) -> String {
-    if bytes >= 1 << 30 {
-        format!("{}G", bytes >> 30)
-    } else {
-        format!("{}M", (bytes >> 20).max(1))
-    }
 }
 
 /// Size of the block device open as `file` in bytes (seeking to its end works
@@ -602,6 +533,7 @@ pub fn ram_bytes() -> u64 {
 #[cfg(test)]
 mod stale_tests {
     use super::*;
+    use crate::storage::test_file_owner;
 
     #[test]
     fn only_test_file_names_have_an_owner() {

@@ -9,8 +9,10 @@
 //! - `RawFile`: an open file as its engines take it ([`crate::engine::EngineConfig`]),
 //!   and `raw_file` to get it from a `File`;
 //! - a synchronous engine: `PsyncEngine`;
-//! - an asynchronous engine: `UringEngine`, `force_async`,
-//!   and `uring_available` (whether `Auto` may pick it).
+//! - an asynchronous engine: `UringEngine` (named after Linux's io_uring; on
+//!   Windows it is the iocp engine), `force_async`, `uring_available`
+//!   (whether `Auto` may pick it), and its names: `ASYNC_ENGINE` in the
+//!   result document, `FIO_ASYNC_ENGINE` in the fio equivalent;
 //!
 //! - `probe_signatures`: every signature (filesystem, RAID, partition table)
 //!   on an open device or file, for safety.rs; failing with NotFound when
@@ -18,10 +20,10 @@
 //! - for a share's signature check: `memory_file` (a file that lives in
 //!   memory only) and `write_all_at`.
 //!
-//! Opening a local target (O_DIRECT, statx, /proc/self/fd) is not here yet:
-//! target.rs does it with Linux's calls (listed in docs/platform.md). A
-//! platform without it builds a stand-in from its directory instead
-//! (`windows/target.rs`, named in lib.rs) that refuses with a message.
+//! Opening a local target is not behind this seam: target.rs does it with
+//! Linux's calls (O_DIRECT, statx, /proc/self/fd; listed in docs/platform.md),
+//! and Windows builds its own from its directory instead (`windows/target.rs`,
+//! named in lib.rs), sharing what is the same through storage.rs.
 
 #[cfg(target_os = "linux")]
 mod linux;

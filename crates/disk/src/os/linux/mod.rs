@@ -11,6 +11,12 @@ pub use psync::PsyncEngine;
 pub use safety::{in_use_reason, loop_devices_backed_by, probe_signatures};
 pub use uring::{force_async, UringEngine};
 
+/// The asynchronous engine's name in the result document.
+pub const ASYNC_ENGINE: &str = "io_uring";
+
+/// fio's name for the same engine (the fio equivalent line).
+pub const FIO_ASYNC_ENGINE: &str = "io_uring";
+
 /// An open file as the engines' system calls take it.
 pub use std::os::fd::RawFd as RawFile;
 

@@ -1,18 +1,32 @@
 //! The Windows implementation of headroom-disk's platform seam (see
-//! `os/mod.rs`). Neither engine is written for Windows yet (the overlapped
-//! I/O engine on a completion port, "iocp", comes next): both refuse to
-//! start, so `disk` on a local path stops with that message before any test.
-//! `target.rs` and `safety.rs` here are the stand-ins lib.rs builds instead
-//! of the Linux target and safety checks.
+//! `os/mod.rs`): the iocp engine (overlapped I/O on a completion port,
+//! iocp.rs), the psync engine (positioned ReadFile/WriteFile, psync.rs) and
+//! the small Win32 helpers both use. `target.rs` here is the Windows target
+//! lib.rs builds instead of the Linux one. No signature probe yet, so
+//! safety.rs refuses every write over existing data.
 
-use crate::engine::{Completion, EngineConfig, IoEngine, IoUnit};
+mod iocp;
+mod psync;
+
+pub use psync::{io_at, PsyncEngine};
+
+/// The seam's asynchronous engine keeps Linux's name (engine/mod.rs and the
+/// runner call it that); on Windows it is the iocp engine.
+pub use iocp::IocpEngine as UringEngine;
+
+/// The asynchronous engine's name in the result document.
+pub const ASYNC_ENGINE: &str = "iocp";
+
+/// fio's name for the same engine (the fio equivalent line).
+pub const FIO_ASYNC_ENGINE: &str = "windowsaio";
+
 use std::io;
+use std::os::windows::io::{FromRawHandle, OwnedHandle};
+use windows_sys::Win32::Foundation::{GetLastError, ERROR_HANDLE_EOF, HANDLE, INVALID_HANDLE_VALUE};
 
 /// An open file as the engines' system calls take it: its HANDLE's value
 /// (a number, so that an engine's configuration may cross to its threads).
 pub type RawFile = usize;
-
-const NO_ENGINE: &str = "disk engines are not available on Windows yet";
 
 /// The handle of `file`, as the engines take it.
 pub fn raw_file(file: &std::fs::File) -> RawFile {
@@ -40,56 +54,50 @@ pub fn write_all_at(file: &std::fs::File, mut buf: &[u8], mut offset: u64) -> io
     Ok(())
 }
 
-/// No I/O is submitted asynchronously on Windows yet.
+/// Only io_uring has a forced-asynchronous mode.
 pub fn force_async(_block_size: u64, _direct: bool) -> bool {
     false
 }
 
-/// No asynchronous engine on Windows yet.
+/// The iocp engine needs nothing the system may refuse.
 pub fn uring_available() -> io::Result<()> {
-    Err(io::Error::new(io::ErrorKind::Unsupported, "io_uring is Linux's"))
+    Ok(())
 }
 
-/// The synchronous engine: not available on Windows yet (never built).
-pub enum PsyncEngine {}
+/// The handle a [`RawFile`] carries.
+fn as_handle(file: RawFile) -> HANDLE {
+    file as HANDLE
+}
 
-/// The asynchronous engine: not available on Windows yet (never built).
-pub enum UringEngine {}
+/// Owns `handle`, or the last error when it is null or INVALID_HANDLE_VALUE
+/// (CreateFile-like and CreateEvent-like calls fail differently).
+fn owned(handle: HANDLE) -> io::Result<OwnedHandle> {
+    if handle.is_null() || handle == INVALID_HANDLE_VALUE {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a handle the caller just got and gives away.
+    Ok(unsafe { OwnedHandle::from_raw_handle(handle) })
+}
 
-impl PsyncEngine {
-    /// Refuses: not available on Windows yet.
-    pub fn new(_config: EngineConfig) -> io::Result<Self> {
-        Err(io::Error::new(io::ErrorKind::Unsupported, NO_ENGINE))
+/// An engine result from a Win32 call's BOOL: bytes moved, or the negative
+/// Win32 error (GetLastError), which `io::Error::from_raw_os_error` turns
+/// back into Windows' message where the runner reports it. Reading at or past
+/// the end of a file is 0 bytes, as pread returns on Linux.
+fn win32_result(ok: i32, bytes: u32) -> i64 {
+    if ok != 0 {
+        return i64::from(bytes);
+    }
+    // SAFETY: reads the calling thread's last error, set by the failed call.
+    error_result(unsafe { GetLastError() })
+}
+
+/// [`win32_result`] of a call that failed with Win32 error `code`.
+fn error_result(code: u32) -> i64 {
+    match code {
+        ERROR_HANDLE_EOF => 0,
+        code => -i64::from(code),
     }
 }
-
-impl UringEngine {
-    /// Refuses: io_uring is Linux's.
-    pub fn new(_config: EngineConfig) -> io::Result<Self> {
-        Err(io::Error::new(io::ErrorKind::Unsupported, NO_ENGINE))
-    }
-}
-
-macro_rules! never_built {
-    ($engine:ty) => {
-        impl IoEngine for $engine {
-            fn buffer_mut(&mut self, _index: u16) -> &mut [u8] {
-                match *self {}
-            }
-            fn queue(&mut self, _io: IoUnit) -> io::Result<()> {
-                match *self {}
-            }
-            fn commit(&mut self) -> io::Result<()> {
-                match *self {}
-            }
-            fn getevents(&mut self, _min: usize, _out: &mut Vec<Completion>) -> io::Result<()> {
-                match *self {}
-            }
-        }
-    };
-}
-never_built!(PsyncEngine);
-never_built!(UringEngine);
 
 /// Fails with NotFound: no signature probe (libblkid's place) is written for
 /// Windows yet, so safety.rs refuses every write over existing data.

@@ -1,105 +1,493 @@
-//! The Windows stand-in for target.rs (lib.rs builds it in its place):
-//! opening a local target is not written for Windows yet, so
-//! [`PreparedTarget::prepare`] refuses with a message and no target ever
-//! exists. What every platform shares (the kind of target, the options, the
-//! test file's name) is storage.rs's; what a share leaves on a server is
-//! still removed on a second Ctrl-C, as on Linux.
+//! The test target on Windows (lib.rs builds it in place of target.rs): a
+//! test file headroom creates in a directory (a drive root and a UNC
+//! directory are directories), or an existing regular file. Raw disks and
+//! volumes (`\\.\PhysicalDrive0`, `\\.\C:`) are refused: not written yet.
+//!
+//! The rules are Linux's, in Win32 terms: the test file is created with
+//! CREATE_NEW (never an existing file, never through a link's target) and
+//! registered for removal before anyone else can see it used; every later
+//! open goes by path and is checked to be the same file (volume serial and
+//! file index) as the handle held since; removal opens the name without
+//! following a reparse point, checks the identity on that handle, and
+//! deletes through it. Tests open the file with FILE_FLAG_NO_BUFFERING |
+//! FILE_FLAG_OVERLAPPED (and FILE_FLAG_WRITE_THROUGH for `--sync dsync`);
+//! offsets, lengths and buffers are aligned to the volume's bytes per sector.
+//!
+//! What every platform shares (the kind of target, the options, the test
+//! file's name, the free-space refusal, the layout's data) is storage.rs's.
 
+use crate::safety;
+use crate::storage::{check_space, fill_test_file, space_margin, CreatedTestFile, Registry};
 pub use crate::storage::{filesystem_caveat, test_file_name, FsInfo, RemoteRemoval, TargetKind, TargetOptions};
 use crate::{DiskError, Result, SyncMode};
 use headroom_result::Warning;
-use std::convert::Infallible;
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io;
+use std::os::windows::ffi::{OsStrExt, OsStringExt};
+use std::os::windows::fs::OpenOptionsExt;
+use std::os::windows::io::AsRawHandle;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
+use windows_sys::Win32::Foundation::{CloseHandle, STILL_ACTIVE};
+use windows_sys::Win32::Storage::FileSystem::{
+    FileDispositionInfo, GetDiskFreeSpaceExW, GetDiskFreeSpaceW, GetFileInformationByHandle, GetFinalPathNameByHandleW,
+    GetVolumeInformationByHandleW, GetVolumePathNameW, SetFileInformationByHandle, BY_HANDLE_FILE_INFORMATION, DELETE,
+    FILE_DISPOSITION_INFO, FILE_FLAG_NO_BUFFERING, FILE_FLAG_OPEN_REPARSE_POINT, FILE_FLAG_OVERLAPPED,
+    FILE_FLAG_WRITE_THROUGH, FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE,
+};
+use windows_sys::Win32::System::Threading::{GetExitCodeProcess, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION};
 
-/// An opened, sized target (never, on Windows yet).
+/// An opened, sized target. Dropping it removes a test file headroom created.
 #[derive(Debug)]
 pub struct PreparedTarget {
-    /// For display.
+    /// For display, and the name every test opens (checked against the held handle).
     pub path: PathBuf,
-    /// Test file, block device or existing file.
+    /// Test file or existing file.
     pub kind: TargetKind,
-    /// Bytes of the file or device the tests use.
+    /// Bytes of the file the tests use, from offset 0.
     pub size: u64,
-    /// Filesystem holding the file.
+    /// Filesystem holding the file (GetVolumeInformationByHandleW).
     pub filesystem: Option<FsInfo>,
-    /// Unbuffered I/O's offset and length alignment.
+    /// Unbuffered I/O's offset and length alignment: the volume's bytes per sector.
     pub dio_align: u64,
     /// Unbuffered I/O's buffer alignment.
     pub mem_align: usize,
-    /// Where the alignment came from.
+    /// Where the alignment came from: GetDiskFreeSpaceW or default.
     pub dio_align_source: &'static str,
-    /// The test file stays (`--keep`).
+    /// The test file stays (`--keep`); decided at [`PreparedTarget::prepare`].
     pub keep: bool,
-    never: Infallible,
+    /// The handle PATH resolved to: the test file from its CREATE_NEW
+    /// (read-write, buffered, for the layout) or the existing file.
+    file: File,
+    /// Which file `file` is, for every later open by path.
+    identity: FileId,
+    /// The registry entry of a test file headroom created and will remove.
+    created: Option<u64>,
 }
 
-impl PreparedTarget {
-    /// Refuses: disk tests on a local path are not available on Windows yet.
-    pub fn prepare(path: &Path, _opts: &TargetOptions) -> Result<PreparedTarget> {
-        Err(DiskError::Usage(format!(
-            "{}: disk tests on a local path are not available on Windows yet",
-            path.display()
-        )))
+/// A file's identity on Windows: volume serial number and file index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileId {
+    volume: u32,
+    index: u64,
+}
+
+fn file_id(file: &File) -> io::Result<FileId> {
+    // SAFETY: plain data, filled by the call below.
+    let mut info: BY_HANDLE_FILE_INFORMATION = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid handle and a structure of the right type.
+    if unsafe { GetFileInformationByHandle(file.as_raw_handle(), &mut info) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(FileId {
+        volume: info.dwVolumeSerialNumber,
+        index: (u64::from(info.nFileIndexHigh) << 32) | u64::from(info.nFileIndexLow),
+    })
+}
+
+/// Every open shares read, write and delete, as std's default does: the
+/// runner's handles, the removal's and another headroom's may coexist.
+const SHARE_ALL: u32 = FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE;
+
+/// A test file headroom created: removed by name, only while that name still
+/// is the file headroom created.
+#[derive(Debug)]
+struct CreatedFile {
+    id: u64,
+    path: PathBuf,
+    identity: FileId,
+}
+
+impl CreatedTestFile for CreatedFile {
+    fn id(&self) -> u64 {
+        self.id
     }
 
-    /// Where the target really is.
-    pub fn resolved_path(&self) -> io::Result<PathBuf> {
-        match self.never {}
-    }
-
-    /// Whether the test file must be written before tests run.
-    pub fn needs_layout(&self) -> bool {
-        match self.never {}
-    }
-
-    /// Fills the new test file.
-    pub fn layout(&self, _stop: &AtomicBool, _progress: impl FnMut(u64, u64)) -> Result<Vec<Warning>> {
-        match self.never {}
-    }
-
-    /// Opens the target for one test.
-    pub fn open(&self, _write: bool, _direct: bool, _direct_required: bool, _sync: SyncMode) -> Result<(File, bool)> {
-        match self.never {}
-    }
-
-    /// Removes the test file now.
-    pub fn remove(&mut self) {
-        match self.never {}
+    fn remove(&self) {
+        // DELETE access on the name itself (a reparse point is not followed),
+        // the identity checked on that handle, the delete done through it: no
+        // window in which the name could change between check and delete.
+        let Ok(found) = OpenOptions::new()
+            .access_mode(DELETE)
+            .share_mode(SHARE_ALL)
+            .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+            .open(&self.path)
+        else {
+            return;
+        };
+        // Someone renamed or replaced it: the name is theirs now, leave it.
+        if file_id(&found).is_ok_and(|id| id == self.identity) {
+            let info = FILE_DISPOSITION_INFO { DeleteFile: true };
+            // SAFETY: a handle with DELETE access and the structure its class takes.
+            unsafe {
+                SetFileInformationByHandle(
+                    found.as_raw_handle(),
+                    FileDispositionInfo,
+                    (&raw const info).cast(),
+                    size_of::<FILE_DISPOSITION_INFO>() as u32,
+                )
+            };
+        }
     }
 }
 
-/// Test files on servers (a share's): how each is removed, by id.
-static REMOTE: Mutex<Vec<(u64, RemoteRemoval)>> = Mutex::new(Vec::new());
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+/// Test files alive in this process (storage.rs's registry).
+static CREATED: Mutex<Registry<CreatedFile>> = Mutex::new(Registry::new());
+
+fn registry() -> std::sync::MutexGuard<'static, Registry<CreatedFile>> {
+    CREATED.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// Registers how to remove a test file a share created on a server, for
-/// [`remove_test_files_now`]; returns the id [`forget_remote_test_file`] takes.
+/// [`remove_test_files_now`]; returns the id [`forget_remote_test_file`]
+/// takes once the share removed the file itself.
 pub fn register_remote_test_file(removal: RemoteRemoval) -> u64 {
-    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    REMOTE.lock().unwrap_or_else(|p| p.into_inner()).push((id, removal));
-    id
+    registry().register_remote(removal)
 }
 
 /// The share removed (or kept) its test file itself: nothing left to do at exit.
 pub fn forget_remote_test_file(id: u64) {
-    REMOTE.lock().unwrap_or_else(|p| p.into_inner()).retain(|(i, _)| *i != id);
+    registry().forget_remote(id);
 }
 
-/// Removes every test file a share of this process left on a server (local
-/// test files do not exist on Windows yet).
+/// Removes every test file this process created and still holds (not those
+/// the user asked to keep), and refuses new ones: for a second Ctrl-C. A file
+/// still open in a worker is deleted when the process exits.
 pub fn remove_test_files_now() {
-    for (_, removal) in REMOTE.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
-        removal();
+    registry().remove_all_now();
+}
+
+impl Drop for PreparedTarget {
+    fn drop(&mut self) {
+        self.remove();
     }
 }
 
-/// Empty: no headroom on Windows creates a local test file yet.
-pub fn remove_stale_test_files(_dir: &Path) -> Vec<PathBuf> {
-    Vec::new()
+/// Whether process `pid` is running (OpenProcess, then its exit code).
+fn process_alive(pid: u32) -> bool {
+    // SAFETY: plain calls; the handle is closed before returning.
+    unsafe {
+        let process = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid);
+        if process.is_null() {
+            return false;
+        }
+        let mut code = 0u32;
+        let running = GetExitCodeProcess(process, &mut code) != 0 && code == STILL_ACTIVE as u32;
+        CloseHandle(process);
+        running
+    }
+}
+
+/// Removes the test files a killed headroom left in `dir` (the directory of
+/// a `serve --allow-path`, when the server starts): regular files named as
+/// headroom names its test files whose process is gone. Returns the paths removed.
+pub fn remove_stale_test_files(dir: &Path) -> Vec<PathBuf> {
+    crate::storage::remove_stale_test_files_in(dir, process_alive)
+}
+
+/// `path` as a NUL-terminated wide string.
+fn wide(path: &Path) -> Vec<u16> {
+    path.as_os_str().encode_wide().chain(Some(0)).collect()
+}
+
+/// The root of the volume `path` is on (`C:\`, `\\server\share\`, a mount folder).
+fn volume_root(path: &Path) -> Option<Vec<u16>> {
+    let name = wide(path);
+    let mut root = vec![0u16; name.len().max(4) + 1];
+    // SAFETY: both buffers are valid; the length is root's.
+    let ok = unsafe { GetVolumePathNameW(name.as_ptr(), root.as_mut_ptr(), root.len() as u32) };
+    (ok != 0).then_some(root)
+}
+
+/// Bytes the caller may still write on the volume of `dir`; None when the
+/// volume reports no size.
+fn free_bytes(dir: &Path) -> io::Result<Option<u64>> {
+    let (mut available, mut total, mut free) = (0u64, 0u64, 0u64);
+    // SAFETY: a NUL-terminated name and three out-parameters.
+    if unsafe { GetDiskFreeSpaceExW(wide(dir).as_ptr(), &mut available, &mut total, &mut free) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((total != 0).then_some(available))
+}
+
+/// The volume's bytes per sector, which unbuffered I/O's offsets, lengths and
+/// buffers must be multiples of (the FILE_FLAG_NO_BUFFERING documentation).
+fn bytes_per_sector(path: &Path) -> Option<u32> {
+    let root = volume_root(path)?;
+    let (mut sectors_per_cluster, mut bytes, mut free, mut total) = (0u32, 0u32, 0u32, 0u32);
+    // SAFETY: a NUL-terminated root and four out-parameters.
+    let ok = unsafe { GetDiskFreeSpaceW(root.as_ptr(), &mut sectors_per_cluster, &mut bytes, &mut free, &mut total) };
+    (ok != 0 && bytes.is_power_of_two()).then_some(bytes)
+}
+
+/// The filesystem `file` is on, as Windows names it (NTFS, ReFS, exFAT, FAT32...).
+fn filesystem_info(file: &File) -> Option<FsInfo> {
+    let mut name = [0u16; 64];
+    // SAFETY: only the filesystem name is asked for, into a buffer of its length.
+    let ok = unsafe {
+        GetVolumeInformationByHandleW(
+            file.as_raw_handle(),
+            std::ptr::null_mut(),
+            0,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            name.as_mut_ptr(),
+            name.len() as u32,
+        )
+    };
+    if ok == 0 {
+        return None;
+    }
+    let len = name.iter().position(|&c| c == 0).unwrap_or(name.len());
+    // Windows has no statfs magic number.
+    Some(FsInfo { name: String::from_utf16_lossy(&name[..len]), magic: 0 })
+}
+
+/// A raw disk or volume: the `\\.\` device namespace.
+fn is_device_path(path: &Path) -> bool {
+    path.as_os_str().to_string_lossy().starts_with(r"\\.\")
+}
+
+impl PreparedTarget {
+    /// Resolves PATH, runs the safety checks and, for a directory, creates the
+    /// (empty) test file. Call [`PreparedTarget::layout`] next to fill it.
+    pub fn prepare(path: &Path, opts: &TargetOptions) -> Result<PreparedTarget> {
+        if is_device_path(path) {
+            return Err(DiskError::Usage(format!(
+                "PATH '{}': raw disks and volumes are not available on Windows yet; give a directory (e.g. C:\\ or \
+                 a folder) and headroom creates its own test file there",
+                path.display()
+            )));
+        }
+        let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => DiskError::Usage(format!(
+                "PATH '{}' does not exist; give a directory (headroom creates its own test file there), e.g. \
+                 `headroom disk D:\\`",
+                path.display()
+            )),
+            _ => DiskError::Usage(format!("PATH '{}' cannot be examined: {e}", path.display())),
+        })?;
+        if meta.is_dir() {
+            Self::prepare_dir(path, opts)
+        } else if meta.is_file() {
+            Self::prepare_existing(path, opts)
+        } else {
+            Err(DiskError::Usage(format!("PATH '{}' is neither a directory nor a regular file", path.display())))
+        }
+    }
+
+    fn prepare_dir(dir: &Path, opts: &TargetOptions) -> Result<PreparedTarget> {
+        let size = opts.size.unwrap_or(opts.default_size);
+        let free = free_bytes(dir).map_err(|e| DiskError::io(format!("free space on {}", dir.display()), e))?;
+        // A volume that reports no size: nothing to check.
+        let free = free.unwrap_or(u64::MAX);
+        check_space(size, dir, free, space_margin(free))?;
+        let path = dir.join(test_file_name());
+        let (file, identity, created) = {
+            let mut reg = registry();
+            if reg.closed {
+                return Err(DiskError::Usage("stopping: no new test file is created".into()));
+            }
+            // CREATE_NEW never opens an existing file or a link's target: this
+            // handle is the new file, whatever the directory's other writers do.
+            let file =
+                OpenOptions::new().read(true).write(true).create_new(true).share_mode(SHARE_ALL).open(&path).map_err(
+                    |e| match e.kind() {
+                        io::ErrorKind::PermissionDenied => DiskError::Usage(format!(
+                            "PATH '{}' is not writable by this user; pick a directory you can write to",
+                            dir.display()
+                        )),
+                        _ => DiskError::io(format!("cannot create the test file {}", path.display()), e),
+                    },
+                )?;
+            let identity = file_id(&file).map_err(|e| DiskError::io("identify the test file", e))?;
+            let id = Registry::<CreatedFile>::next_id();
+            if opts.keep {
+                (file, identity, None)
+            } else {
+                reg.files.push(CreatedFile { id, path: path.clone(), identity });
+                (file, identity, Some(id))
+            }
+        };
+        let filesystem = filesystem_info(&file);
+        let mut target = PreparedTarget {
+            path,
+            kind: TargetKind::TestFile,
+            size,
+            filesystem,
+            dio_align: 4096,
+            mem_align: 4096,
+            dio_align_source: "default",
+            keep: opts.keep,
+            file,
+            identity,
+            created,
+        };
+        target.detect_alignment();
+        Ok(target)
+    }
+
+    fn prepare_existing(path: &Path, opts: &TargetOptions) -> Result<PreparedTarget> {
+        let shown = path.display().to_string();
+        let refused = |reason: String| DiskError::Refused { path: shown.clone(), reason };
+        if opts.writes && !opts.destructive {
+            return Err(refused(
+                "it is an existing file and the tests write, which destroys its contents. Add --destructive if that \
+                 is what you want, run read tests only (--rw read or randread), or give a directory instead"
+                    .into(),
+            ));
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(opts.writes)
+            .share_mode(SHARE_ALL)
+            .open(path)
+            .map_err(|e| DiskError::io(format!("cannot open {shown}"), e))?;
+        if opts.writes && !opts.force {
+            let found = safety::probe_signatures(&file).map_err(|e| safety::probe_failed(&shown, e))?;
+            if !found.is_empty() {
+                return Err(refused(format!(
+                    "it holds {}. Writing would destroy it; add --force as well as --destructive only if you are sure",
+                    safety::describe(&found)
+                )));
+            }
+        }
+        let whole = file.metadata().map_err(|e| DiskError::io(format!("size of {shown}"), e))?.len();
+        let size = opts.size.map_or(whole, |s| s.min(whole));
+        if size == 0 {
+            return Err(DiskError::Usage(format!("PATH '{}' is empty; nothing to test", path.display())));
+        }
+        let identity = file_id(&file).map_err(|e| DiskError::io(format!("identify {shown}"), e))?;
+        let mut target = PreparedTarget {
+            path: path.to_path_buf(),
+            kind: TargetKind::ExistingFile,
+            size,
+            filesystem: filesystem_info(&file),
+            dio_align: 4096,
+            mem_align: 4096,
+            dio_align_source: "default",
+            keep: true,
+            file,
+            identity,
+            created: None,
+        };
+        target.detect_alignment();
+        Ok(target)
+    }
+
+    /// Unbuffered alignment from the volume's bytes per sector, else 4096.
+    fn detect_alignment(&mut self) {
+        if let Some(bytes) = bytes_per_sector(&self.path) {
+            self.dio_align = u64::from(bytes);
+            self.mem_align = bytes as usize;
+            self.dio_align_source = "GetDiskFreeSpaceW";
+        }
+    }
+
+    /// Where the held handle really is, every link resolved (the
+    /// `\\?\C:\...` form std::fs::canonicalize also gives), whatever PATH
+    /// leads to now.
+    pub fn resolved_path(&self) -> io::Result<PathBuf> {
+        let mut buf = vec![0u16; 512];
+        loop {
+            // SAFETY: a valid handle and a buffer of the length given.
+            let n =
+                unsafe { GetFinalPathNameByHandleW(self.file.as_raw_handle(), buf.as_mut_ptr(), buf.len() as u32, 0) }
+                    as usize;
+            match n {
+                0 => return Err(io::Error::last_os_error()),
+                // Too small: n is the length needed, with its NUL.
+                n if n >= buf.len() => buf.resize(n, 0),
+                n => return Ok(PathBuf::from(std::ffi::OsString::from_wide(&buf[..n]))),
+            }
+        }
+    }
+
+    /// Whether the test file must be written before tests run (a new test file).
+    pub fn needs_layout(&self) -> bool {
+        self.kind == TargetKind::TestFile
+    }
+
+    /// Fills the new test file with `size` bytes of incompressible data
+    /// through the handle from its CREATE_NEW, then flushes it to the device
+    /// (FlushFileBuffers). `progress(done, total)` is called per MiB.
+    pub fn layout(&self, stop: &AtomicBool, progress: impl FnMut(u64, u64)) -> Result<Vec<Warning>> {
+        if !self.needs_layout() {
+            return Ok(Vec::new());
+        }
+        let file = &self.file;
+        fill_test_file(&self.path, self.size, stop, progress, |buf, offset| {
+            crate::os::write_all_at(file, buf, offset)
+        })?;
+        file.sync_all().map_err(|e| DiskError::io(format!("flush {}", self.path.display()), e))?;
+        Ok(Vec::new())
+    }
+
+    /// Opens the target for one test: with `direct`, FILE_FLAG_NO_BUFFERING,
+    /// checked with one aligned read; returns the file and whether unbuffered
+    /// I/O is in effect (false when `direct_required` is false and it failed).
+    pub fn open(&self, write: bool, direct: bool, direct_required: bool, sync: SyncMode) -> Result<(File, bool)> {
+        let mut flags = FILE_FLAG_OVERLAPPED;
+        if sync == SyncMode::Dsync {
+            flags |= FILE_FLAG_WRITE_THROUGH;
+        }
+        let open = |extra: u32| self.reopen(write, flags | extra);
+        if direct {
+            match open(FILE_FLAG_NO_BUFFERING) {
+                Ok(f) if self.direct_read_works(&f) => return Ok((f, true)),
+                Ok(_) | Err(_) if !direct_required => {}
+                Ok(_) => {
+                    return Err(DiskError::Usage(format!(
+                        "--direct on: {} refuses unbuffered reads; use --direct auto or off",
+                        self.path.display()
+                    )))
+                }
+                Err(e) => {
+                    return Err(DiskError::Usage(format!(
+                        "--direct on: {} cannot be opened with FILE_FLAG_NO_BUFFERING ({e}); use --direct auto or off",
+                        self.path.display()
+                    )))
+                }
+            }
+        }
+        let f = open(0).map_err(|e| DiskError::io(format!("open {}", self.path.display()), e))?;
+        Ok((f, false))
+    }
+
+    /// Opens the path again with `flags`, and checks it is still the held file.
+    fn reopen(&self, write: bool, flags: u32) -> io::Result<File> {
+        let file =
+            OpenOptions::new().read(true).write(write).share_mode(SHARE_ALL).custom_flags(flags).open(&self.path)?;
+        if file_id(&file)? != self.identity {
+            return Err(io::Error::other("the reopened file is not the one headroom holds"));
+        }
+        Ok(file)
+    }
+
+    fn direct_read_works(&self, f: &File) -> bool {
+        let len = self.dio_align.max(512) as usize;
+        let buf = crate::engine::AlignedBuf::new(len, self.mem_align);
+        // SAFETY: a manual-reset event for one wait, closed below.
+        let event =
+            unsafe { windows_sys::Win32::System::Threading::CreateEventW(std::ptr::null(), 1, 0, std::ptr::null()) };
+        if event.is_null() {
+            return false;
+        }
+        // SAFETY: buf is valid for len bytes and f is open.
+        let result = unsafe { crate::os::io_at(f.as_raw_handle(), event, false, buf.as_ptr(), len as u32, 0) };
+        // SAFETY: the event is ours.
+        unsafe { CloseHandle(event) };
+        result >= 0
+    }
+
+    /// Removes the test file now (also done on drop).
+    pub fn remove(&mut self) {
+        if let Some(id) = self.created.take() {
+            registry().remove(id);
+        }
+    }
 }
 
 /// Total RAM in bytes, for the page-cache check.
