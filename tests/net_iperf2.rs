@@ -108,3 +108,48 @@ fn a_server_that_accepts_and_says_nothing_is_named_as_a_possible_iperf2() {
     assert!(err.contains("said nothing") && err.contains("use --protocol iperf2"), "{err}");
     silent.join().unwrap();
 }
+
+#[test]
+fn headroom_ping_leaves_a_stock_iperf2_server_running() {
+    if std::process::Command::new("iperf").arg("-v").output().is_err() {
+        eprintln!("SKIPPED headroom ping against iperf -s: `iperf` is not installed (run scripts/install-deps.sh)");
+        return;
+    }
+    let port = free_port();
+    let mut server = std::process::Command::new("iperf")
+        .args(["-s", "-B", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let listening = || {
+        let table = std::process::Command::new("ss").args(["-ltnH"]).output().map(|o| o.stdout).unwrap_or_default();
+        String::from_utf8_lossy(&table).contains(&format!("127.0.0.1:{port} "))
+    };
+    let t0 = Instant::now();
+    while !listening() {
+        assert!(t0.elapsed() < Duration::from_secs(10), "iperf -s did not come up");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let target = format!("127.0.0.1:{port}");
+    let out = run(std::process::Command::new(bin()).args(["ping", &target, "--count", "3", "--interval", "50ms"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::thread::sleep(Duration::from_millis(300));
+    // iperf 2.1.8 exits when a connection is reset before its first byte: closed
+    // gracefully, the server is still there and still measures.
+    let exited = server.try_wait().unwrap();
+    let out = run(std::process::Command::new(bin()).args([
+        "net",
+        &target,
+        "--protocol",
+        "iperf2",
+        "--tests",
+        "up1",
+        "--time",
+        "1s",
+    ]));
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(exited, None, "iperf -s exited after headroom ping");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -44,7 +44,14 @@ impl Served {
         let t0 = Instant::now();
         // Probe with RST-closed connections so the probe leaves no TIME_WAIT behind.
         let addr: std::net::SocketAddr = format!("{host}:{port}").parse().expect("host is an IP literal");
-        while headroom_net::connect_once(addr, Duration::from_secs(1), &Default::default()).is_err() {
+        while headroom_net::connect_once(
+            addr,
+            Duration::from_secs(1),
+            &Default::default(),
+            headroom_net::Close::Graceful,
+        )
+        .is_err()
+        {
             assert!(t0.elapsed() < Duration::from_secs(10), "server on {host}:{port} did not come up");
             std::thread::sleep(Duration::from_millis(50));
         }

@@ -50,7 +50,7 @@ pub mod wire;
 pub use address::{resolve, split_host_port, Endpoint};
 pub use client::{EchoResult, RrResult, Session};
 pub use error::NetError;
-pub use ping::{connect_once, tcp_connect_series, ConnectResult};
+pub use ping::{connect_once, tcp_connect_series, Close, ConnectResult, GRACEFUL_MIN_INTERVAL};
 pub use probe::{connect_probe, echo_probe, rr_probe, throughput_id, throughput_probe};
 pub use probe_engine::{probe_error, NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice};
 pub use process_cpu::CpuUse;
