@@ -136,8 +136,9 @@ pub struct DiskTestArgs {
     /// O_DIRECT: auto (buffered with a warning where refused), on (or fail), off
     #[arg(long, default_value = "auto", value_parser = words::<DirectMode>(&["auto", "on", "off"]))]
     pub direct: DirectMode,
-    /// I/O engine: auto (io_uring where available, else psync), io_uring, psync
-    #[arg(long, default_value = "auto", value_parser = words::<EngineChoice>(&["auto", "io_uring", "psync"]))]
+    /// I/O engine: auto (the asynchronous engine where available, else psync), io_uring (iocp
+    /// on Windows), psync
+    #[arg(long, default_value = "auto", value_parser = words::<EngineChoice>(&headroom_disk::ENGINE_WORDS))]
     pub engine: EngineChoice,
     /// io_uring with registered buffers (fio's --fixedbufs): less CPU per I/O than the default
     /// ordinary buffers; recorded in the result and its fio equivalent

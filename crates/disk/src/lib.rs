@@ -203,20 +203,28 @@ pub enum EngineChoice {
     /// io_uring where the kernel offers it, else psync.
     #[default]
     Auto,
-    /// io_uring or fail.
+    /// The asynchronous engine (io_uring on Linux, iocp on Windows) or fail.
     IoUring,
     /// pread/pwrite, one I/O in flight per thread (jobs x queue depth threads, capped).
     Psync,
 }
 
+/// The words `--engine` takes on this system: the asynchronous engine is
+/// called by its own name (io_uring on Linux, iocp on Windows).
+pub static ENGINE_WORDS: [&str; 3] = ["auto", crate::os::ASYNC_ENGINE, "psync"];
+
 impl std::str::FromStr for EngineChoice {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
+        let asynchronous = crate::os::ASYNC_ENGINE;
         match s {
             "auto" => Ok(EngineChoice::Auto),
-            "io_uring" => Ok(EngineChoice::IoUring),
             "psync" => Ok(EngineChoice::Psync),
-            _ => Err(format!("'{s}' is not an engine; use auto, io_uring or psync")),
+            _ if s == asynchronous => Ok(EngineChoice::IoUring),
+            "io_uring" | "iocp" => {
+                Err(format!("'{s}' is another system's engine; the asynchronous engine here is {asynchronous}"))
+            }
+            _ => Err(format!("'{s}' is not an engine; use auto, {asynchronous} or psync")),
         }
     }
 }

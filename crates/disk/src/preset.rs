@@ -463,7 +463,9 @@ mod tests {
         }
         assert_eq!("dsync".parse::<SyncMode>(), Ok(SyncMode::Dsync));
         assert_eq!(SyncMode::Fsync.as_str().parse::<SyncMode>(), Ok(SyncMode::Fsync));
-        assert_eq!("io_uring".parse::<EngineChoice>(), Ok(EngineChoice::IoUring));
+        assert_eq!(crate::os::ASYNC_ENGINE.parse::<EngineChoice>(), Ok(EngineChoice::IoUring));
+        let other = if crate::os::ASYNC_ENGINE == "iocp" { "io_uring" } else { "iocp" };
+        assert!(other.parse::<EngineChoice>().unwrap_err().contains("another system's engine"), "{other}");
         assert_eq!("off".parse::<DirectMode>(), Ok(DirectMode::Off));
         assert!("uring".parse::<EngineChoice>().is_err() && "yes".parse::<DirectMode>().is_err());
     }
