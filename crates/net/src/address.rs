@@ -43,10 +43,15 @@ impl Endpoint {
 
 /// Connects to the first address of `endpoint` that answers.
 pub fn connect(endpoint: &Endpoint) -> Result<(TcpStream, SocketAddr), NetError> {
+    connect_with(endpoint, &SocketSetup::from(&endpoint.source))
+}
+
+/// [`connect`] with the socket set up as `setup` says (a data stream's buffers).
+pub(crate) fn connect_with(endpoint: &Endpoint, setup: &SocketSetup) -> Result<(TcpStream, SocketAddr), NetError> {
     let addrs = resolve(&endpoint.host, endpoint.port)?;
     let mut last = None;
     for addr in addrs {
-        match connect_addr(&addr, endpoint.timeout, &SocketSetup::from(&endpoint.source)) {
+        match connect_addr(&addr, endpoint.timeout, setup) {
             Ok(s) => return Ok((s, addr)),
             Err(e) => last = Some((addr, e)),
         }

@@ -13,7 +13,7 @@
 //! simultaneous both-way tests are not spoken yet: refused before connecting.
 
 use super::{measure, Protocol, ServerFigures, ThroughputResult, ThroughputSpec};
-use crate::address::{resolve, Endpoint};
+use crate::address::{connect_with, Endpoint};
 use crate::datapath::{self, StreamParams, StreamSet};
 use crate::error::NetError;
 use crate::process_cpu::CpuUse;
@@ -21,7 +21,7 @@ use crate::socket::{connect_to_server, SocketSetup};
 use crate::wire::TrafficDirection;
 use headroom_result::{NetProtocol, Sample};
 use std::io::Write;
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
@@ -109,21 +109,6 @@ struct Iperf2Test<'a> {
     target: &'a Endpoint,
 }
 
-impl Iperf2Test<'_> {
-    /// The first stream, from the first address of the name that answers;
-    /// the others go to the same address.
-    fn first_stream(&self, setup: &SocketSetup) -> Result<(TcpStream, SocketAddr), NetError> {
-        let mut last = None;
-        for addr in resolve(&self.target.host, self.target.port)? {
-            match connect_to_server(addr, self.target.timeout, setup) {
-                Ok(s) => return Ok((s, addr)),
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.expect("resolve returns at least one address"))
-    }
-}
-
 impl Protocol for Iperf2Test<'_> {
     fn name(&self) -> NetProtocol {
         NetProtocol::Iperf2
@@ -151,7 +136,8 @@ impl Protocol for Iperf2Test<'_> {
         } else {
             reverse_header(spec.streams, self.target.port, amount).to_vec()
         };
-        let (first, peer) = self.first_stream(&setup)?;
+        // The first stream from the first address of the name that answers; the others to the same.
+        let (first, peer) = connect_with(self.target, &setup)?;
         let mut socks = vec![first];
         for _ in 1..spec.streams {
             socks.push(connect_to_server(peer, self.target.timeout, &setup)?);
