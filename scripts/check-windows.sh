@@ -26,6 +26,8 @@ done
 command -v jq >/dev/null || { echo "check-windows: jq is missing; run scripts/install-deps.sh as root" >&2; exit 2; }
 linux="${HEADROOM_LINUX_BIN:-$(bash scripts/build-static.sh --print-path)}"
 [ -x "$linux" ] || { echo "check-windows: the Linux binary $linux is missing; run scripts/build-static.sh (or set HEADROOM_LINUX_BIN)" >&2; exit 2; }
+# Absolute: the checks run in a directory of their own.
+linux="$(realpath "$linux")"
 
 # The checks prove code paths, not speed: the exe they run is built at
 # opt-level 1 with 256 codegen units in a directory of its own (cold on this
