@@ -370,3 +370,170 @@ fn ctrl_c_stops_the_writer_with_its_report_and_exit_130_and_keeps_the_file() {
     assert!(doc["acknowledged"].as_u64().unwrap() >= 10, "{doc:#}");
     assert!(file.exists(), "verify needs the file after the writer stopped");
 }
+
+/// nbdkit serving `file` on loopback, killed (SIGKILL) on drop. `lying`:
+/// nbdkit's fua filter with fuamode=discard answers every NBD_CMD_FLUSH and
+/// FUA write with success and does nothing, so the writes sit in the page
+/// cache over the file: a write cache that lies.
+struct Nbdkit {
+    child: Child,
+    port: u16,
+}
+
+impl Nbdkit {
+    fn start(file: &Path, lying: bool) -> Nbdkit {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let mut c = Command::new("nbdkit");
+        c.args(["--foreground", "--ip-addr", "127.0.0.1", "--port", &port.to_string()]);
+        if lying {
+            c.arg("--filter=fua");
+        }
+        c.arg("file").arg(format!("file={}", file.display()));
+        if lying {
+            c.arg("fuamode=discard");
+        }
+        let child = c.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start nbdkit");
+        let mut n = Nbdkit { child, port };
+        let t0 = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Some(status) = n.child.try_wait().unwrap() {
+                panic!("nbdkit ended at start ({status})");
+            }
+            assert!(t0.elapsed() < Duration::from_secs(10), "nbdkit does not listen on {port}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        n
+    }
+
+    fn url(&self) -> String {
+        format!("nbd://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Nbdkit {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `flushcheck ACTION URL ARGS...` with the listener's token.
+fn flushcheck_url(action: &str, url: &str, l: &Listener, args: &[&str]) -> Command {
+    let mut c = Command::new(headroom_bin());
+    c.args(["flushcheck", action, url, if action == "write" { "--to" } else { "--from" }, &l.addr()])
+        .args(["--token", &l.token])
+        .args(args)
+        .env_remove("HEADROOM_TOKEN")
+        .env("NO_COLOR", "1");
+    c
+}
+
+/// An export over NBD: the writer's blocks go through headroom's NBD client
+/// to nbdkit's file plugin over a file on the scene's ext4 (flush:
+/// fdatasync). The writer and nbdkit are killed, the filesystem is cut
+/// (what only the page cache held is gone), nbdkit comes back honest on the
+/// same file and verify reads every block back through the protocol.
+/// Returns verify's exit code and document, and the blocks the listener
+/// recorded before and after the outside sync of the layout.
+fn nbd_power_cut(sync: &str, lying: bool) -> (Option<i32>, serde_json::Value, i64, i64) {
+    let mut scene = Scene::new();
+    let backing = scene.mount.as_ref().unwrap().path().join("export.img");
+    // Written whole and synced before the test: later writes overwrite
+    // allocated blocks in place, so only data is at stake at the cut.
+    std::fs::write(&backing, vec![0u8; 16 << 20]).unwrap();
+    std::fs::File::open(&backing).unwrap().sync_all().unwrap();
+    let listener = Listener::start(scene.ledger_dir.path());
+    let nbd = Nbdkit::start(&backing, lying);
+    let mut w = flushcheck_url("write", &nbd.url(), &listener, &["--destructive", "--size", "8M", "--sync", sync])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The lying target drops the layout's flush too: write the layout (and
+    // the header verify starts from) back from outside once the first block
+    // is recorded, as a real cache writes back what it holds long enough;
+    // the cut then loses the blocks written since.
+    scene.wait_recorded(1, &mut w);
+    let before = scene.recorded();
+    sh("sync", &["-f", &backing.to_string_lossy()]).unwrap();
+    let synced = scene.recorded();
+    scene.wait_recorded(synced + 300, &mut w);
+    kill(w);
+    drop(nbd);
+    scene.power_cut();
+    let nbd = Nbdkit::start(&backing, false);
+    let out = flushcheck_url("verify", &nbd.url(), &listener, &["--json"]).output().unwrap();
+    let doc = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("verify printed no document ({e}); stderr: {}", stderr(&out)));
+    eprintln!(
+        "nbd {sync} lying={lying}: acknowledged {} lost {} torn {}",
+        doc["acknowledged"], doc["lost"], doc["torn"]
+    );
+    (out.status.code(), doc, before, synced)
+}
+
+#[test]
+fn an_nbd_target_whose_write_cache_drops_flushes_is_caught_and_an_honest_one_is_not() {
+    headroom_lab::require_root!();
+    headroom_lab::require_program!("mkfs.ext4");
+    headroom_lab::require_program!("nbdkit");
+    for sync in ["fsync", "dsync"] {
+        let (code, doc, _, _) = nbd_power_cut(sync, false);
+        assert_eq!(code, Some(0), "{sync}, honest: {doc:#}");
+        assert!(doc["acknowledged"].as_u64().unwrap() >= 300, "{doc:#}");
+        assert_eq!((doc["lost"].as_u64(), doc["torn"].as_u64()), (Some(0), Some(0)), "{sync}: {doc:#}");
+        assert_eq!(doc["path"].as_str().unwrap().split(':').next(), Some("nbd"), "{doc:#}");
+
+        let (code, doc, before, synced) = nbd_power_cut(sync, true);
+        assert_eq!(code, Some(1), "{sync}, lying: the lie must fail verify: {doc:#}");
+        let findings = doc["findings"].as_array().unwrap();
+        assert!(findings.iter().all(|f| f["finding"] == "missing"), "{findings:?}");
+        let lost: Vec<u64> = findings.iter().map(|f| f["seq"].as_u64().unwrap()).collect();
+        assert!(lost.iter().all(|&s| s as i64 > before), "blocks synced from outside were reported lost: {lost:?}");
+        // Written after the outside sync, flushed only into nbdkit's lie
+        // (see storage_that_acknowledges_flushes_without_persisting_is_caught
+        // on the kernel's own write-back).
+        let only_cached = (synced as u64 + 2)..=doc["acknowledged"].as_u64().unwrap();
+        assert!(lost.iter().any(|s| only_cached.contains(s)), "none of {only_cached:?} was lost: {lost:?}");
+    }
+}
+
+#[test]
+fn an_export_is_written_only_with_destructive_and_not_over_a_signature_without_force() {
+    headroom_lab::require_program!("nbdkit");
+    let dir = tempfile::tempdir().unwrap();
+    let backing = dir.path().join("export.img");
+    std::fs::write(&backing, vec![0u8; 8 << 20]).unwrap();
+    let ledger = tempfile::tempdir().unwrap();
+    let l = Listener::start(ledger.path());
+    let nbd = Nbdkit::start(&backing, false);
+    let out = flushcheck_url("write", &nbd.url(), &l, &["--size", "4M"]).output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--destructive") && err.lines().count() == 1, "{err}");
+    // An ext4 superblock (magic 0xEF53 at byte 1080) makes it someone's data.
+    let mut data = std::fs::read(&backing).unwrap();
+    data[1024..2048].fill(0);
+    data[1080..1082].copy_from_slice(&0xEF53u16.to_le_bytes());
+    std::fs::write(&backing, &data).unwrap();
+    let out = flushcheck_url("write", &nbd.url(), &l, &["--size", "4M", "--destructive"]).output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--force") && err.lines().count() == 1, "{err}");
+    assert_eq!(std::fs::read(&backing).unwrap(), data, "a refused run wrote to the export");
+    for (url, says) in [("smb://127.0.0.1/share", "nbd:// and iscsi://"), ("nfs://127.0.0.1/export", "nbd:// and iscsi://")]
+    {
+        let out = flushcheck_url("write", url, &l, &["--destructive"]).output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(says) && err.lines().count() == 1, "{err}");
+    }
+    let out = Command::new(headroom_bin())
+        .args(["flushcheck", "write"])
+        .arg(dir.path().join("fc.bin"))
+        .args(["--to", &l.addr(), "--destructive"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--destructive is for nbd:// and iscsi://"), "{}", stderr(&out));
+}
