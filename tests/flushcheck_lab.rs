@@ -392,12 +392,14 @@ impl Nbdkit {
         if lying {
             c.arg("fuamode=discard");
         }
-        let child = c.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start nbdkit");
+        let child = c.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("start nbdkit");
         let mut n = Nbdkit { child, port };
         let t0 = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             if let Some(status) = n.child.try_wait().unwrap() {
-                panic!("nbdkit ended at start ({status})");
+                let mut err = String::new();
+                let _ = std::io::Read::read_to_string(n.child.stderr.as_mut().expect("piped"), &mut err);
+                panic!("nbdkit ended at start ({status}): {err}");
             }
             assert!(t0.elapsed() < Duration::from_secs(10), "nbdkit does not listen on {port}");
             std::thread::sleep(Duration::from_millis(20));
@@ -441,7 +443,7 @@ fn nbd_power_cut(sync: &str, lying: bool) -> (Option<i32>, serde_json::Value, i6
     // Written whole and synced before the test: later writes overwrite
     // allocated blocks in place, so only data is at stake at the cut.
     std::fs::write(&backing, vec![0u8; 16 << 20]).unwrap();
-    std::fs::File::open(&backing).unwrap().sync_all().unwrap();
+    sh("sync", &["-f", &backing.to_string_lossy()]).unwrap();
     let listener = Listener::start(scene.ledger_dir.path());
     let nbd = Nbdkit::start(&backing, lying);
     let mut w = flushcheck_url("write", &nbd.url(), &listener, &["--destructive", "--size", "8M", "--sync", sync])
@@ -461,9 +463,11 @@ fn nbd_power_cut(sync: &str, lying: bool) -> (Option<i32>, serde_json::Value, i6
     kill(w);
     drop(nbd);
     scene.power_cut();
+    // Mounted again at another place.
+    let backing = scene.mount.as_ref().unwrap().path().join("export.img");
     let nbd = Nbdkit::start(&backing, false);
     let out = flushcheck_url("verify", &nbd.url(), &listener, &["--json"]).output().unwrap();
-    let doc = serde_json::from_slice(&out.stdout)
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("verify printed no document ({e}); stderr: {}", stderr(&out)));
     eprintln!(
         "nbd {sync} lying={lying}: acknowledged {} lost {} torn {}",
