@@ -525,7 +525,8 @@ fn an_export_is_written_only_with_destructive_and_not_over_a_signature_without_f
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("--force") && err.lines().count() == 1, "{err}");
     assert_eq!(std::fs::read(&backing).unwrap(), data, "a refused run wrote to the export");
-    for (url, says) in [("smb://127.0.0.1/share", "nbd:// and iscsi://"), ("nfs://127.0.0.1/export", "nbd:// and iscsi://")]
+    for (url, says) in
+        [("smb://127.0.0.1/share", "nbd:// and iscsi://"), ("nfs://127.0.0.1/export", "nbd:// and iscsi://")]
     {
         let out = flushcheck_url("write", url, &l, &["--destructive"]).output().unwrap();
         let err = stderr(&out);

@@ -55,11 +55,7 @@ impl ShareStorage {
     /// A connection to `share` moving at most `buf_size` bytes per request:
     /// for writes made durable as `writes` says (Dsync: every write carries
     /// FUA), or for reads only (None).
-    pub fn connect(
-        share: &dyn Share,
-        writes: Option<crate::SyncMode>,
-        buf_size: usize,
-    ) -> io::Result<ShareStorage> {
+    pub fn connect(share: &dyn Share, writes: Option<crate::SyncMode>, buf_size: usize) -> io::Result<ShareStorage> {
         let sync = match writes {
             Some(crate::SyncMode::Fsync) => headroom_disk::SyncMode::Fsync,
             Some(crate::SyncMode::Dsync) => headroom_disk::SyncMode::Dsync,

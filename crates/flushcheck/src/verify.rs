@@ -5,11 +5,11 @@
 
 use crate::block::{self, Found, RunId};
 use crate::io::{open_direct, AlignedBuf, ALIGN};
-use crate::storage::{LocalFile, ShareStorage, Storage};
 use crate::report::{BlockFinding, Finding, VerifyReport, SCHEMA};
+use crate::storage::{LocalFile, ShareStorage, Storage};
 use crate::{FlushError, SyncMode};
-use headroom_net::wire::{self, FlushAck};
 use headroom_disk::Share;
+use headroom_net::wire::{self, FlushAck};
 use headroom_net::{Endpoint, Session};
 use std::path::Path;
 
