@@ -42,10 +42,15 @@ impl Listener {
 
     /// A serve with `--flushcheck-dir dir`, or without one.
     fn spawn(dir: Option<&Path>) -> Listener {
+        Listener::spawn_with(Command::new(headroom_bin()), dir)
+    }
+
+    /// `serve` started by `command` (headroom itself, or `ip netns exec NS headroom`).
+    fn spawn_with(mut command: Command, dir: Option<&Path>) -> Listener {
         static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let token = format!("flushcheck-lab-{}-{n}", std::process::id());
-        let mut child = Command::new(headroom_bin())
+        let mut child = command
             .args(["serve", "--port", "0", "--token", &token])
             .args(dir.iter().flat_map(|d| [Path::new("--flushcheck-dir"), d]))
             .env_remove("HEADROOM_TOKEN")
@@ -541,4 +546,46 @@ fn an_export_is_written_only_with_destructive_and_not_over_a_signature_without_f
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--destructive is for nbd:// and iscsi://"), "{}", stderr(&out));
+}
+
+#[test]
+fn an_iscsi_lun_is_written_with_synchronize_cache_and_fua_and_verified_through_the_protocol() {
+    headroom_lab::require_root!();
+    headroom_lab::require_program!("tgtd");
+    let _machine = headroom_lab::hold_machine();
+    let mut nas = headroom_lab::nas::Nas::new().unwrap();
+    let lun = nas.dir().join("lun.img");
+    std::fs::write(&lun, vec![0u8; 16 << 20]).unwrap();
+    let t = nas.serve_iscsi(&lun, None, None).unwrap();
+    let ledger = tempfile::tempdir().unwrap();
+    // In the client's namespace, with the writer: its loopback is its own.
+    let l = Listener::spawn_with(nas.client().command(headroom_bin().to_str().unwrap()), Some(ledger.path()));
+    let in_client = |args: &[&str]| {
+        let out = nas
+            .client()
+            .command(headroom_bin().to_str().unwrap())
+            .arg("flushcheck")
+            .args(args)
+            .args(["--token", &l.token, "--json"])
+            .env_remove("HEADROOM_TOKEN")
+            .output()
+            .unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: no document ({e}); stderr: {}", stderr(&out)));
+        (out.status.code(), doc)
+    };
+    for sync in ["fsync", "dsync"] {
+        let write = ["write", &t.url, "--to", &l.addr(), "--destructive", "--size", "8M", "--duration", "2s"];
+        let (code, w) = in_client(&[&write[..], &["--sync", sync]].concat());
+        assert_eq!(code, Some(0), "{w:#}");
+        let acked = w["acknowledged"].as_u64().unwrap();
+        assert!(acked > 0, "{w:#}");
+        let (code, v) = in_client(&["verify", &t.url, "--from", &l.addr()]);
+        assert_eq!(code, Some(0), "{v:#}");
+        eprintln!("iscsi {sync}: acknowledged {acked}, verify intact {}", v["intact"]);
+        assert_eq!((v["acknowledged"].as_u64(), v["intact"].as_u64()), (Some(acked), Some(acked)), "{v:#}");
+    }
+    // The blocks are on the LUN's backing file, where verify read them through tgt.
+    let data = std::fs::read(&lun).unwrap();
+    assert!(data.starts_with(b"HRFLUSH1"), "no flushcheck header on the LUN");
 }
