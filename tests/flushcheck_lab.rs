@@ -42,10 +42,15 @@ impl Listener {
 
     /// A serve with `--flushcheck-dir dir`, or without one.
     fn spawn(dir: Option<&Path>) -> Listener {
+        Listener::spawn_with(Command::new(headroom_bin()), dir)
+    }
+
+    /// `serve` started by `command` (headroom itself, or `ip netns exec NS headroom`).
+    fn spawn_with(mut command: Command, dir: Option<&Path>) -> Listener {
         static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let token = format!("flushcheck-lab-{}-{n}", std::process::id());
-        let mut child = Command::new(headroom_bin())
+        let mut child = command
             .args(["serve", "--port", "0", "--token", &token])
             .args(dir.iter().flat_map(|d| [Path::new("--flushcheck-dir"), d]))
             .env_remove("HEADROOM_TOKEN")
@@ -369,4 +374,218 @@ fn ctrl_c_stops_the_writer_with_its_report_and_exit_130_and_keeps_the_file() {
     assert_eq!(doc["stopped_by"], "interrupted");
     assert!(doc["acknowledged"].as_u64().unwrap() >= 10, "{doc:#}");
     assert!(file.exists(), "verify needs the file after the writer stopped");
+}
+
+/// nbdkit serving `file` on loopback, killed (SIGKILL) on drop. `lying`:
+/// nbdkit's fua filter with fuamode=discard answers every NBD_CMD_FLUSH and
+/// FUA write with success and does nothing, so the writes sit in the page
+/// cache over the file: a write cache that lies.
+struct Nbdkit {
+    child: Child,
+    port: u16,
+}
+
+impl Nbdkit {
+    fn start(file: &Path, lying: bool) -> Nbdkit {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let mut c = Command::new("nbdkit");
+        c.args(["--foreground", "--ip-addr", "127.0.0.1", "--port", &port.to_string()]);
+        if lying {
+            c.arg("--filter=fua");
+        }
+        c.arg("file").arg(format!("file={}", file.display()));
+        if lying {
+            c.arg("fuamode=discard");
+        }
+        let child = c.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("start nbdkit");
+        let mut n = Nbdkit { child, port };
+        let t0 = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Some(status) = n.child.try_wait().unwrap() {
+                let mut err = String::new();
+                let _ = std::io::Read::read_to_string(n.child.stderr.as_mut().expect("piped"), &mut err);
+                panic!("nbdkit ended at start ({status}): {err}");
+            }
+            assert!(t0.elapsed() < Duration::from_secs(10), "nbdkit does not listen on {port}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        n
+    }
+
+    fn url(&self) -> String {
+        format!("nbd://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Nbdkit {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `flushcheck ACTION URL ARGS...` with the listener's token.
+fn flushcheck_url(action: &str, url: &str, l: &Listener, args: &[&str]) -> Command {
+    let mut c = Command::new(headroom_bin());
+    c.args(["flushcheck", action, url, if action == "write" { "--to" } else { "--from" }, &l.addr()])
+        .args(["--token", &l.token])
+        .args(args)
+        .env_remove("HEADROOM_TOKEN")
+        .env("NO_COLOR", "1");
+    c
+}
+
+/// An export over NBD: the writer's blocks go through headroom's NBD client
+/// to nbdkit's file plugin over a file on the scene's ext4 (flush:
+/// fdatasync). The writer and nbdkit are killed, the filesystem is cut
+/// (what only the page cache held is gone), nbdkit comes back honest on the
+/// same file and verify reads every block back through the protocol.
+/// Returns verify's exit code and document, and the blocks the listener
+/// recorded before and after the outside sync of the layout.
+fn nbd_power_cut(sync: &str, lying: bool) -> (Option<i32>, serde_json::Value, i64, i64) {
+    let mut scene = Scene::new();
+    let backing = scene.mount.as_ref().unwrap().path().join("export.img");
+    // Written whole and synced before the test: later writes overwrite
+    // allocated blocks in place, so only data is at stake at the cut.
+    std::fs::write(&backing, vec![0u8; 16 << 20]).unwrap();
+    sh("sync", &["-f", &backing.to_string_lossy()]).unwrap();
+    let listener = Listener::start(scene.ledger_dir.path());
+    let nbd = Nbdkit::start(&backing, lying);
+    let mut w = flushcheck_url("write", &nbd.url(), &listener, &["--destructive", "--size", "8M", "--sync", sync])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The lying target drops the layout's flush too: write the layout (and
+    // the header verify starts from) back from outside once the first block
+    // is recorded, as a real cache writes back what it holds long enough;
+    // the cut then loses the blocks written since.
+    scene.wait_recorded(1, &mut w);
+    let before = scene.recorded();
+    sh("sync", &["-f", &backing.to_string_lossy()]).unwrap();
+    let synced = scene.recorded();
+    scene.wait_recorded(synced + 300, &mut w);
+    kill(w);
+    drop(nbd);
+    scene.power_cut();
+    // Mounted again at another place.
+    let backing = scene.mount.as_ref().unwrap().path().join("export.img");
+    let nbd = Nbdkit::start(&backing, false);
+    let out = flushcheck_url("verify", &nbd.url(), &listener, &["--json"]).output().unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("verify printed no document ({e}); stderr: {}", stderr(&out)));
+    eprintln!(
+        "nbd {sync} lying={lying}: acknowledged {} lost {} torn {}",
+        doc["acknowledged"], doc["lost"], doc["torn"]
+    );
+    (out.status.code(), doc, before, synced)
+}
+
+#[test]
+fn an_nbd_target_whose_write_cache_drops_flushes_is_caught_and_an_honest_one_is_not() {
+    headroom_lab::require_root!();
+    headroom_lab::require_program!("mkfs.ext4");
+    headroom_lab::require_program!("nbdkit");
+    for sync in ["fsync", "dsync"] {
+        let (code, doc, _, _) = nbd_power_cut(sync, false);
+        assert_eq!(code, Some(0), "{sync}, honest: {doc:#}");
+        assert!(doc["acknowledged"].as_u64().unwrap() >= 300, "{doc:#}");
+        assert_eq!((doc["lost"].as_u64(), doc["torn"].as_u64()), (Some(0), Some(0)), "{sync}: {doc:#}");
+        assert_eq!(doc["path"].as_str().unwrap().split(':').next(), Some("nbd"), "{doc:#}");
+
+        let (code, doc, before, synced) = nbd_power_cut(sync, true);
+        assert_eq!(code, Some(1), "{sync}, lying: the lie must fail verify: {doc:#}");
+        let findings = doc["findings"].as_array().unwrap();
+        assert!(findings.iter().all(|f| f["finding"] == "missing"), "{findings:?}");
+        let lost: Vec<u64> = findings.iter().map(|f| f["seq"].as_u64().unwrap()).collect();
+        assert!(lost.iter().all(|&s| s as i64 > before), "blocks synced from outside were reported lost: {lost:?}");
+        // Written after the outside sync, flushed only into nbdkit's lie
+        // (see storage_that_acknowledges_flushes_without_persisting_is_caught
+        // on the kernel's own write-back).
+        let only_cached = (synced as u64 + 2)..=doc["acknowledged"].as_u64().unwrap();
+        assert!(lost.iter().any(|s| only_cached.contains(s)), "none of {only_cached:?} was lost: {lost:?}");
+    }
+}
+
+#[test]
+fn an_export_is_written_only_with_destructive_and_not_over_a_signature_without_force() {
+    headroom_lab::require_program!("nbdkit");
+    let dir = tempfile::tempdir().unwrap();
+    let backing = dir.path().join("export.img");
+    std::fs::write(&backing, vec![0u8; 8 << 20]).unwrap();
+    let ledger = tempfile::tempdir().unwrap();
+    let l = Listener::start(ledger.path());
+    let nbd = Nbdkit::start(&backing, false);
+    let out = flushcheck_url("write", &nbd.url(), &l, &["--size", "4M"]).output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--destructive") && err.lines().count() == 1, "{err}");
+    // An ext4 superblock (magic 0xEF53 at byte 1080) makes it someone's data.
+    let mut data = std::fs::read(&backing).unwrap();
+    data[1024..2048].fill(0);
+    data[1080..1082].copy_from_slice(&0xEF53u16.to_le_bytes());
+    std::fs::write(&backing, &data).unwrap();
+    let out = flushcheck_url("write", &nbd.url(), &l, &["--size", "4M", "--destructive"]).output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--force") && err.lines().count() == 1, "{err}");
+    assert_eq!(std::fs::read(&backing).unwrap(), data, "a refused run wrote to the export");
+    for (url, says) in
+        [("smb://127.0.0.1/share", "nbd:// and iscsi://"), ("nfs://127.0.0.1/export", "nbd:// and iscsi://")]
+    {
+        let out = flushcheck_url("write", url, &l, &["--destructive"]).output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(says) && err.lines().count() == 1, "{err}");
+    }
+    let out = Command::new(headroom_bin())
+        .args(["flushcheck", "write"])
+        .arg(dir.path().join("fc.bin"))
+        .args(["--to", &l.addr(), "--destructive"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--destructive is for nbd:// and iscsi://"), "{}", stderr(&out));
+}
+
+#[test]
+fn an_iscsi_lun_is_written_with_synchronize_cache_and_fua_and_verified_through_the_protocol() {
+    headroom_lab::require_root!();
+    headroom_lab::require_program!("tgtd");
+    let _machine = headroom_lab::hold_machine();
+    let mut nas = headroom_lab::nas::Nas::new().unwrap();
+    let lun = nas.dir().join("lun.img");
+    std::fs::write(&lun, vec![0u8; 16 << 20]).unwrap();
+    let t = nas.serve_iscsi(&lun, None, None).unwrap();
+    let ledger = tempfile::tempdir().unwrap();
+    // In the client's namespace, with the writer: its loopback is its own.
+    let l = Listener::spawn_with(nas.client().command(headroom_bin().to_str().unwrap()), Some(ledger.path()));
+    let in_client = |args: &[&str]| {
+        let out = nas
+            .client()
+            .command(headroom_bin().to_str().unwrap())
+            .arg("flushcheck")
+            .args(args)
+            .args(["--token", &l.token, "--json"])
+            .env_remove("HEADROOM_TOKEN")
+            .output()
+            .unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: no document ({e}); stderr: {}", stderr(&out)));
+        (out.status.code(), doc)
+    };
+    for sync in ["fsync", "dsync"] {
+        let write = ["write", &t.url, "--to", &l.addr(), "--destructive", "--size", "8M", "--duration", "2s"];
+        let (code, w) = in_client(&[&write[..], &["--sync", sync]].concat());
+        assert_eq!(code, Some(0), "{w:#}");
+        let acked = w["acknowledged"].as_u64().unwrap();
+        assert!(acked > 0, "{w:#}");
+        let (code, v) = in_client(&["verify", &t.url, "--from", &l.addr()]);
+        assert_eq!(code, Some(0), "{v:#}");
+        eprintln!("iscsi {sync}: acknowledged {acked}, verify intact {}", v["intact"]);
+        assert_eq!((v["acknowledged"].as_u64(), v["intact"].as_u64()), (Some(acked), Some(acked)), "{v:#}");
+    }
+    // The blocks are on the LUN's backing file, where verify read them through tgt.
+    let data = std::fs::read(&lun).unwrap();
+    assert!(data.starts_with(b"HRFLUSH1"), "no flushcheck header on the LUN");
 }

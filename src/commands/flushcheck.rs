@@ -2,13 +2,17 @@
 //! runs on the machine under test until the power is cut, `verify` after the
 //! reboot; `headroom serve --flushcheck-dir` on another machine keeps the
 //! list of acknowledged blocks in between. The procedures are in
-//! `headroom-flushcheck`; this file parses flags and wires them.
+//! `headroom-flushcheck`; this file parses flags and wires them (an
+//! nbd:// or iscsi:// export is opened with headroom-proto's clients and
+//! headroom-disk's safety checks, as `disk` opens it).
 
 use crate::output::{Outcome, Output};
 use anyhow::bail;
+use headroom_disk::{looks_like_url, prepare_share, Share, TargetOptions};
 use headroom_flushcheck::{SyncMode, WriteOptions};
 use headroom_net::wire::{FLUSH_BLOCK_RANGE, FLUSH_MAX_BLOCKS};
 use headroom_net::{split_host_port, Endpoint};
+use headroom_proto::{Credentials, Opener, ShareUrl};
 use headroom_report::present::flushcheck as present;
 use headroom_units::{format_size, DurationArg, Size};
 use std::io::Write;
@@ -23,6 +27,8 @@ const LISTENER_TIMEOUT: Duration = Duration::from_secs(10);
   headroom flushcheck write /mnt/data/fc.bin --to listener:5201 --token $TOKEN    on the machine under test
   headroom flushcheck verify /mnt/data/fc.bin --from listener:5201 --token $TOKEN  after the power cut and reboot
   headroom serve --bind 0.0.0.0 --token $TOKEN --flushcheck-dir /var/lib/headroom  the listener (another machine)
+  headroom flushcheck write nbd://nas/disk0 --destructive --to listener:5201        a whole NBD export (FLUSH / FUA)
+  headroom flushcheck write iscsi://nas/iqn.2004-01.x:t/0 --destructive --to ...    a whole LUN (SYNCHRONIZE CACHE / FUA)
 
 Exit codes of verify: 0 every acknowledged write survived (or --sync none, where losses
 are expected), 1 the storage lost an acknowledged fsync/O_DSYNC write, 2 error.")]
@@ -45,7 +51,8 @@ fn check_listener(spec: &str) -> Result<String, String> {
 
 #[derive(clap::Args, Debug)]
 pub struct WriteArgs {
-    /// The file to write: a new file, or one an earlier flushcheck wrote (anything else is refused)
+    /// The file to write: a new file, or one an earlier flushcheck wrote (anything else is refused);
+    /// or a whole export, nbd://HOST[:PORT]/EXPORT or iscsi://HOST[:PORT]/IQN/LUN (with --destructive)
     pub path: PathBuf,
     /// The `headroom serve --flushcheck-dir` on another machine that records acknowledged blocks
     #[arg(long, value_name = "HOST[:PORT]", value_parser = check_listener)]
@@ -65,6 +72,12 @@ pub struct WriteArgs {
     /// Stop after this long (default: until Ctrl-C or the power is cut)
     #[arg(long)]
     pub duration: Option<DurationArg>,
+    /// nbd:// and iscsi://: the export's data may be destroyed (it is written over from its start)
+    #[arg(long)]
+    pub destructive: bool,
+    /// nbd:// and iscsi://: write even over a filesystem, partition table or RAID signature found on the export
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `--sync`.
@@ -80,7 +93,7 @@ pub enum SyncArg {
 
 #[derive(clap::Args, Debug)]
 pub struct VerifyArgs {
-    /// The file `flushcheck write` wrote
+    /// The file (or the nbd:// or iscsi:// export) `flushcheck write` wrote
     pub path: PathBuf,
     /// The listener the writer reported to
     #[arg(long, value_name = "HOST[:PORT]", value_parser = check_listener)]
@@ -130,10 +143,21 @@ fn write(args: &WriteArgs, out: &Output) -> anyhow::Result<Outcome> {
         SyncArg::Dsync => SyncMode::Dsync,
         SyncArg::None => SyncMode::None,
     };
+    let export = args.path.to_str().filter(|p| looks_like_url(p));
+    if export.is_none() {
+        if let Some(flag) = [("--destructive", args.destructive), ("--force", args.force)].iter().find(|f| f.1) {
+            bail!("{} is for nbd:// and iscsi:// exports, and {} is a path", flag.0, args.path.display());
+        }
+    }
+    let size = (blocks + 1) * block;
+    let share = match export {
+        Some(url) => Some(open_export(url, Some(size), args.destructive, args.force)?),
+        None => None,
+    };
     let opts = WriteOptions {
         path: args.path.clone(),
         listener: endpoint(&args.to, &args.token),
-        size: (blocks + 1) * block,
+        size,
         block_size: block as u32,
         sync,
         duration: args.duration.as_ref().map(|d| d.0),
@@ -158,7 +182,11 @@ fn write(args: &WriteArgs, out: &Output) -> anyhow::Result<Outcome> {
         let _ = e.write_all(headroom_report::terminal_safe(&line, false).as_bytes());
         let _ = e.flush();
     };
-    let report = headroom_flushcheck::write(&opts, crate::signals::stop_flag(), &mut on)?;
+    let stop = crate::signals::stop_flag();
+    let report = match &share {
+        Some(share) => headroom_flushcheck::write_export(share.as_ref(), &opts, stop, &mut on)?,
+        None => headroom_flushcheck::write(&opts, stop, &mut on)?,
+    };
     if progress {
         eprintln!();
     }
@@ -171,11 +199,39 @@ fn write(args: &WriteArgs, out: &Output) -> anyhow::Result<Outcome> {
 }
 
 fn verify(args: &VerifyArgs, out: &Output) -> anyhow::Result<Outcome> {
-    let report = headroom_flushcheck::verify(&args.path, &endpoint(&args.from, &args.token))?;
+    let listener = endpoint(&args.from, &args.token);
+    let report = match args.path.to_str().filter(|p| looks_like_url(p)) {
+        Some(url) => headroom_flushcheck::verify_export(open_export(url, None, false, false)?.as_ref(), &listener)?,
+        None => headroom_flushcheck::verify(&args.path, &listener)?,
+    };
     if out.json {
         out.print_json(&report)?;
     } else {
         out.print(&present::verify(&report));
     }
     Ok(if report.storage_lied() { Outcome::GoalMissed } else { Outcome::Ok })
+}
+
+/// Opens an nbd:// or iscsi:// export as `disk` does, with the same checks
+/// before a write (`size`: the bytes the run will write from the start):
+/// `--destructive`, and no signature libblkid knows unless `--force`.
+fn open_export(url: &str, size: Option<u64>, destructive: bool, force: bool) -> anyhow::Result<Box<dyn Share>> {
+    let parsed = ShareUrl::parse(url).map_err(|e| anyhow::anyhow!(e.to_string()))?;
+    if matches!(parsed, ShareUrl::Nfs(_) | ShareUrl::Smb(_)) {
+        bail!(
+            "{url}: flushcheck speaks nbd:// and iscsi:// (whole exports) only; for an NFS or SMB share, \
+             give a file on a mount of it (example: /mnt/nas/flushcheck.bin)"
+        );
+    }
+    let credentials = Credentials::load(None).map_err(|e| anyhow::anyhow!(e))?;
+    let options = TargetOptions {
+        size,
+        default_size: size.unwrap_or(0),
+        writes: size.is_some(),
+        destructive,
+        force,
+        keep: true,
+        stop: std::sync::Arc::default(),
+    };
+    prepare_share(&Opener::new(credentials), url, &options).map_err(|e| anyhow::anyhow!(e.to_string()))
 }

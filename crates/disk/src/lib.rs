@@ -56,7 +56,7 @@ pub use probe_engine::{DiskEngine, DiskRequest, DiskTarget};
 pub use run::{run_test, RunSettings, TestOutcome};
 pub use safety::probe_signatures;
 pub use safety::under_any;
-pub use share::{layout_share, looks_like_url, prepare_share, Share, ShareIo, ShareKind, ShareOpener};
+pub use share::{layout_share, looks_like_url, one_io, prepare_share, Share, ShareIo, ShareKind, ShareOpener};
 pub use storage::Storage;
 pub use target::{
     forget_remote_test_file, register_remote_test_file, remove_stale_test_files, remove_test_files_now, test_file_name,

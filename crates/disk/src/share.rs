@@ -148,8 +148,8 @@ fn export_signatures(share: &dyn Share) -> Result<String> {
     Ok(if signatures.is_empty() { String::new() } else { crate::safety::describe(&signatures) })
 }
 
-/// Runs one I/O to completion on `engine`.
-pub(crate) fn one_io(engine: &mut dyn IoEngine, io: IoUnit) -> io::Result<()> {
+/// Runs one I/O to completion on `engine`; a short read or write is an error.
+pub fn one_io(engine: &mut dyn IoEngine, io: IoUnit) -> io::Result<()> {
     engine.queue(io)?;
     engine.commit()?;
     let mut out: Vec<Completion> = Vec::with_capacity(1);

@@ -1,7 +1,8 @@
 //! headroom-flushcheck: does storage keep what it acknowledged?
 //!
 //! In the spirit of diskchecker: a writer on the machine under test writes
-//! numbered, checksummed blocks into a file of its own ([`block`]), makes
+//! numbered, checksummed blocks into a file of its own or a whole NBD or
+//! iSCSI export ([`block`], [`storage`]), makes
 //! each one durable as asked (fsync, O_DSYNC or nothing) and, once the
 //! storage acknowledged it, reports it to a `headroom serve` on another
 //! machine ([`writer`]), which keeps the list on its own disk ([`ledger`]).
@@ -14,6 +15,7 @@
 pub mod block;
 pub mod ledger;
 pub mod report;
+pub mod storage;
 pub mod verify;
 pub mod writer;
 
@@ -24,8 +26,8 @@ mod os;
 pub use error::FlushError;
 pub use ledger::SqliteLedger;
 pub use report::{BlockFinding, Finding, VerifyReport, WriteReport, SCHEMA};
-pub use verify::verify;
-pub use writer::{write, WriteOptions};
+pub use verify::{verify, verify_export};
+pub use writer::{write, write_export, WriteOptions};
 
 /// How each block is made durable before it is reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

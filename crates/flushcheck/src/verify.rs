@@ -1,11 +1,14 @@
 //! `flushcheck verify`: fetches the run's acknowledged blocks from the
-//! listener, reads each one back from the file past the page cache and
-//! sorts them into intact, lost and torn.
+//! listener, reads each one back from the file past the page cache (or from
+//! the export through its protocol client, which keeps no cache) and sorts
+//! them into intact, lost and torn.
 
 use crate::block::{self, Found, RunId};
-use crate::io::{open_direct, read_full_at, AlignedBuf, ALIGN};
+use crate::io::{open_direct, AlignedBuf, ALIGN};
 use crate::report::{BlockFinding, Finding, VerifyReport, SCHEMA};
+use crate::storage::{LocalFile, ShareStorage, Storage};
 use crate::{FlushError, SyncMode};
+use headroom_disk::Share;
 use headroom_net::wire::{self, FlushAck};
 use headroom_net::{Endpoint, Session};
 use std::path::Path;
@@ -37,8 +40,25 @@ fn judge(ack: &FlushAck, bytes: Option<&[u8]>, run: &RunId) -> Option<BlockFindi
 /// Verifies the flushcheck file at `path` against the listener's list.
 pub fn verify(path: &Path, listener: &Endpoint) -> Result<VerifyReport, FlushError> {
     let (file, direct) = open_direct(path).map_err(FlushError::io(path))?;
+    verify_storage(&mut LocalFile(file), path, direct, listener)
+}
+
+/// Verifies the export `share` (opened read-only) against the listener's list.
+pub fn verify_export(share: &dyn Share, listener: &Endpoint) -> Result<VerifyReport, FlushError> {
+    let name = std::path::PathBuf::from(share.url());
+    let mut store = ShareStorage::connect(share, None, CHUNK).map_err(FlushError::io(&name))?;
+    verify_storage(&mut store, &name, true, listener)
+}
+
+/// `direct`: the reads bypass every cache of this machine.
+fn verify_storage(
+    store: &mut dyn Storage,
+    path: &Path,
+    direct: bool,
+    listener: &Endpoint,
+) -> Result<VerifyReport, FlushError> {
     let mut head = AlignedBuf::new(ALIGN);
-    let n = read_full_at(&file, head.bytes_mut(), 0).map_err(FlushError::io(path))?;
+    let n = store.read_at(head.bytes_mut(), 0).map_err(FlushError::io(path))?;
     let run = block::parse_header(&head.bytes()[..n])
         .map_err(|reason| FlushError::File { path: path.to_path_buf(), reason })?;
     let id: RunId = wire::from_hex(&run.run).expect("validated by parse_header");
@@ -61,7 +81,7 @@ pub fn verify(path: &Path, listener: &Endpoint) -> Result<VerifyReport, FlushErr
     for ack in &acks {
         let start = ack.offset - ack.offset % CHUNK as u64;
         if start != at {
-            valid = read_full_at(&file, chunk.bytes_mut(), start).map_err(FlushError::io(path))?;
+            valid = store.read_at(chunk.bytes_mut(), start).map_err(FlushError::io(path))?;
             at = start;
         }
         let within = (ack.offset - start) as usize;

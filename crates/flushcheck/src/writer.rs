@@ -1,16 +1,21 @@
-//! `flushcheck write`: lays out a file of its own, then writes numbered
-//! blocks round and round it, makes each durable as asked and reports it to
-//! the listener once the storage acknowledged it, until stopped.
+//! `flushcheck write`: lays out a file of its own (or a whole export reached
+//! through a protocol client), then writes numbered blocks round and round
+//! it, makes each durable as asked and reports it to the listener once the
+//! storage acknowledged it, until stopped. Both go through [`Storage`], so
+//! the procedure is written once.
 //!
 //! Safety: it creates the file, or reuses one that carries a flushcheck
 //! header; anything else (an existing file, a device, a directory) is
 //! refused. A file it created and had not finished laying out when stopped
 //! is removed; a laid-out file stays, since `verify` needs it after the
-//! power cut.
+//! power cut. An export is checked by the caller (`--destructive`,
+//! `--force`), not here.
 
 use crate::block::{self, RunId};
 use crate::report::{WriteReport, SCHEMA};
+use crate::storage::{LocalFile, ShareStorage, Storage};
 use crate::{FlushError, SyncMode};
+use headroom_disk::Share;
 use headroom_net::wire::{self, FlushAck, FlushRun};
 use headroom_net::{Endpoint, NetError, Session};
 use std::fs::{File, OpenOptions};
@@ -27,11 +32,11 @@ const LAYOUT_CHUNK: usize = 1 << 20;
 /// What to write, where, and whom to tell.
 #[derive(Debug, Clone)]
 pub struct WriteOptions {
-    /// The file (created, or a flushcheck file reused).
+    /// The file (created, or a flushcheck file reused); not used for an export.
     pub path: PathBuf,
     /// The listener (`headroom serve --flushcheck-dir`).
     pub listener: Endpoint,
-    /// File size, bytes (the header block included).
+    /// File size, bytes (the header block included); at most this much of an export.
     pub size: u64,
     /// Block size, bytes: a power of two from 4 KiB to 1 MiB.
     pub block_size: u32,
@@ -80,18 +85,16 @@ fn check_path(path: &Path) -> Result<bool, FlushError> {
     Ok(true)
 }
 
-/// Writes the header and filler over the whole file, then makes the file
-/// and its directory entry durable: the blocks later written overwrite
-/// allocated space, so what flushcheck tests is data, not allocation.
+/// Writes the header and filler over the whole target, then makes it
+/// durable: the blocks later written overwrite allocated space, so what
+/// flushcheck tests is data, not allocation. False when stopped first.
 fn lay_out(
-    path: &Path,
-    f: &File,
+    store: &mut dyn Storage,
     run: &FlushRun,
     size: u64,
     stop: &AtomicBool,
     on: &mut dyn FnMut(WriteEvent),
-) -> Result<bool, FlushError> {
-    f.set_len(size).map_err(FlushError::io(path))?;
+) -> std::io::Result<bool> {
     let mut rng = fastrand::Rng::new();
     let mut buf = vec![0u8; LAYOUT_CHUNK];
     let bs = run.block_size as usize;
@@ -107,11 +110,30 @@ fn lay_out(
         if done == 0 {
             buf[..bs].copy_from_slice(&block::header(run));
         }
-        crate::os::write_all_at(f, &buf[..n], done).map_err(FlushError::io(path))?;
+        store.write_at(&buf[..n], done)?;
         done += n as u64;
         on(WriteEvent::LayingOut(done, size));
     }
-    f.sync_all().map_err(FlushError::io(path))?;
+    store.make_durable()?;
+    Ok(true)
+}
+
+/// The local file laid out: created (or reused) and sized, then the file and
+/// its directory entry made durable.
+fn lay_out_file(
+    path: &Path,
+    existed: bool,
+    run: &FlushRun,
+    size: u64,
+    stop: &AtomicBool,
+    on: &mut dyn FnMut(WriteEvent),
+) -> Result<bool, FlushError> {
+    // A new file is created exclusively: nothing that appeared since the check is overwritten.
+    let f = OpenOptions::new().write(true).create_new(!existed).open(path).map_err(FlushError::io(path))?;
+    f.set_len(size).map_err(FlushError::io(path))?;
+    if !lay_out(&mut LocalFile(f), run, size, stop, on).map_err(FlushError::io(path))? {
+        return Ok(false);
+    }
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     File::open(dir).and_then(|d| d.sync_all()).map_err(FlushError::io(dir))?;
     Ok(true)
@@ -155,7 +177,22 @@ impl<'a> Listener<'a> {
     }
 }
 
-/// Runs the writer until `stop` is set or the duration is over.
+/// A new run of `blocks` blocks after the header, recorded as written to `at`.
+fn new_run(opts: &WriteOptions, at: String, blocks: u64) -> Result<(RunId, FlushRun), FlushError> {
+    let id: RunId = wire::random_key();
+    let run = FlushRun {
+        run: wire::to_hex(&id),
+        block_size: opts.block_size,
+        blocks,
+        sync: opts.sync.name().into(),
+        path: at,
+        host: opts.host.clone(),
+    };
+    run.validate().map_err(|reason| FlushError::File { path: opts.path.clone(), reason })?;
+    Ok((id, run))
+}
+
+/// Runs the writer on the local file `opts.path` until `stop` is set or the duration is over.
 pub fn write(
     opts: &WriteOptions,
     stop: &AtomicBool,
@@ -163,23 +200,12 @@ pub fn write(
 ) -> Result<WriteReport, FlushError> {
     let path = opts.path.as_path();
     let existed = check_path(path)?;
-    let id: RunId = wire::random_key();
     let bs = u64::from(opts.block_size);
-    let run = FlushRun {
-        run: wire::to_hex(&id),
-        block_size: opts.block_size,
-        blocks: opts.size / bs - 1,
-        sync: opts.sync.name().into(),
-        path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()).display().to_string(),
-        host: opts.host.clone(),
-    };
-    run.validate().map_err(|reason| FlushError::File { path: path.to_path_buf(), reason })?;
+    let at = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()).display().to_string();
+    let (id, run) = new_run(opts, at, opts.size / bs - 1)?;
     // Before laying out a large file: is the listener there and willing?
-    let mut listener = Listener::open(&opts.listener, &run)?;
-    // A new file is created exclusively: nothing that appeared since the check is overwritten.
-    let f = OpenOptions::new().write(true).create_new(!existed).open(path).map_err(FlushError::io(path))?;
-    let laid_out = lay_out(path, &f, &run, (run.blocks + 1) * bs, stop, on);
-    drop(f);
+    let listener = Listener::open(&opts.listener, &run)?;
+    let laid_out = lay_out_file(path, existed, &run, (run.blocks + 1) * bs, stop, on);
     if !matches!(laid_out, Ok(true)) && !existed {
         let _ = std::fs::remove_file(path);
     }
@@ -187,6 +213,65 @@ pub fn write(
         return Err(FlushError::File { path: path.to_path_buf(), reason: "stopped while laying out the file".into() });
     }
     let f = crate::os::open_for_writes(path, opts.sync == SyncMode::Dsync).map_err(FlushError::io(path))?;
+    write_blocks(&mut LocalFile(f), path, opts, &id, &run, listener, stop, on)
+}
+
+/// Runs the writer on a whole export (`opts.path` is ignored): the caller
+/// opened it with headroom-disk's `prepare_share`, which refuses an export
+/// without `--destructive` or one holding a signature without `--force`.
+/// The run takes `opts.size` or the export's size, whichever is smaller.
+pub fn write_export(
+    share: &dyn Share,
+    opts: &WriteOptions,
+    stop: &AtomicBool,
+    on: &mut dyn FnMut(WriteEvent),
+) -> Result<WriteReport, FlushError> {
+    let url = share.url();
+    let name = PathBuf::from(&url);
+    let bs = u64::from(opts.block_size);
+    if bs % share.block_size().max(1) != 0 {
+        return Err(FlushError::File {
+            path: name,
+            reason: format!(
+                "the export's blocks are {} bytes and --block {bs} is not a multiple of them",
+                share.block_size()
+            ),
+        });
+    }
+    let blocks = (opts.size.min(share.size()) / bs).saturating_sub(1);
+    if blocks == 0 {
+        return Err(FlushError::File {
+            path: name,
+            reason: format!("the export ({} bytes) holds no block after the header", share.size()),
+        });
+    }
+    let (id, run) = new_run(opts, url, blocks)?;
+    let listener = Listener::open(&opts.listener, &run)?;
+    let chunk = LAYOUT_CHUNK.max(opts.block_size as usize);
+    let mut layout = ShareStorage::connect(share, Some(SyncMode::None), chunk).map_err(FlushError::io(&name))?;
+    if !lay_out(&mut layout, &run, (run.blocks + 1) * bs, stop, on).map_err(FlushError::io(&name))? {
+        return Err(FlushError::File { path: name, reason: "stopped while laying out the export".into() });
+    }
+    drop(layout);
+    let mut store =
+        ShareStorage::connect(share, Some(opts.sync), opts.block_size as usize).map_err(FlushError::io(&name))?;
+    write_blocks(&mut store, &name, opts, &id, &run, listener, stop, on)
+}
+
+/// Writes numbered blocks round and round the laid-out target, each made
+/// durable as asked before the listener hears of it.
+#[allow(clippy::too_many_arguments)]
+fn write_blocks(
+    store: &mut dyn Storage,
+    name: &Path,
+    opts: &WriteOptions,
+    id: &RunId,
+    run: &FlushRun,
+    mut listener: Listener<'_>,
+    stop: &AtomicBool,
+    on: &mut dyn FnMut(WriteEvent),
+) -> Result<WriteReport, FlushError> {
+    let bs = u64::from(opts.block_size);
     on(WriteEvent::Started(run.clone()));
     let started = Instant::now();
     let mut buf = crate::io::AlignedBuf::new(opts.block_size as usize);
@@ -201,11 +286,11 @@ pub fn write(
         }
         let seq = written + 1;
         let offset = bs * (1 + (seq - 1) % run.blocks);
-        let checksum = block::fill(buf.bytes_mut(), &id, seq, offset);
-        crate::os::write_all_at(&f, buf.bytes(), offset).map_err(FlushError::io(path))?;
+        let checksum = block::fill(buf.bytes_mut(), id, seq, offset);
+        store.write_at(buf.bytes(), offset).map_err(FlushError::io(name))?;
         written += 1;
         if opts.sync == SyncMode::Fsync {
-            f.sync_all().map_err(FlushError::io(path))?;
+            store.make_durable().map_err(FlushError::io(name))?;
         }
         listener.ack(FlushAck { seq, offset, checksum }, stop, on)?;
         acknowledged += 1;
@@ -219,7 +304,7 @@ pub fn write(
     Ok(WriteReport {
         schema: SCHEMA.into(),
         mode: "write".into(),
-        run,
+        run: run.clone(),
         listener: opts.listener.display(),
         written,
         acknowledged,
