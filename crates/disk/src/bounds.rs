@@ -175,7 +175,7 @@ pub fn check_test_def(def: &TestDef) -> Result<(), DiskError> {
 
 /// A size of 0, refused the same way by the ranges and by the choice of tests.
 pub(crate) fn zero_size() -> Message<Setting> {
-    Message::of(Setting::Size).then(" leaves nothing to test; use e.g. ").and(Setting::Size).then(" 1G")
+    Message::of(Setting::Size).then(" 0 leaves nothing to test; use e.g. ").and(Setting::Size).then(" 1G")
 }
 
 /// The bytes of I/O buffers a test allocates: one block per I/O in flight,
