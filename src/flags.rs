@@ -8,8 +8,9 @@
 
 use std::error::Error;
 
-/// `headroom disk` / `run`'s disk settings.
-fn disk(s: headroom_disk::Setting) -> &'static str {
+/// `headroom disk` / `run`'s disk settings (also in `serve`'s refusals of a
+/// client's disk plan: the client's flags).
+pub fn disk(s: headroom_disk::Setting) -> &'static str {
     use headroom_disk::Setting::*;
     match s {
         Preset => "--preset",
@@ -81,6 +82,12 @@ pub fn line(e: &(dyn Error + 'static)) -> String {
     }
     if let Some(headroom_proto::CredentialsError(m)) = e.downcast_ref() {
         return m.spelled(|headroom_proto::CredentialsSetting::File| "--credentials");
+    }
+    if let Some(headroom_job::ServeSettingError(m)) = e.downcast_ref() {
+        return m.spelled(|s| match s {
+            headroom_job::ServeSetting::AllowPath => "--allow-path",
+            headroom_job::ServeSetting::AllowNetTo => "--allow-net-to",
+        });
     }
     if let Some(headroom_cpu::BadChoice(m)) = e.downcast_ref() {
         return m.spelled(cpu);
