@@ -8,6 +8,7 @@
 
 mod cli;
 mod commands;
+mod flags;
 mod os;
 mod output;
 mod picture;

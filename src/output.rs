@@ -83,9 +83,9 @@ impl Output {
     /// a file's words in it cannot drive the terminal. With `--json` it also
     /// goes to stdout as `{"error": ..., "code": ...}` (see [`json_error`]).
     pub fn error(&self, e: &anyhow::Error, code: u8) {
-        let mut text = e.to_string();
+        let mut text = crate::flags::line(e.as_ref());
         for cause in e.chain().skip(1) {
-            text += &format!(": {cause}");
+            text += &format!(": {}", crate::flags::line(cause));
         }
         eprintln!("headroom: error: {}", headroom_report::terminal_safe(&text, false));
         if self.json {

@@ -235,7 +235,8 @@ fn share_opener(args: &DiskArgs, remote: bool) -> anyhow::Result<Option<Arc<dyn 
     if remote {
         bail!("PATH {text} is a URL: headroom's protocol clients run here, without --remote (the server's own disk is /its/path --remote HOST)");
     }
-    let credentials = Credentials::load(args.credentials.as_deref()).map_err(|e| user_error(DiskError::Usage(e)))?;
+    let credentials =
+        Credentials::load(args.credentials.as_deref()).map_err(|e| anyhow::anyhow!(crate::flags::line(&e)))?;
     let source = crate::commands::net::SourceArgs { bind: args.bind, interface: args.interface.clone() }.source()?;
     Ok(Some(Arc::new(Opener::new(credentials).from_source(source).with_iscsi_keys(iscsi_keys))))
 }
@@ -347,5 +348,5 @@ fn write_fio_job(file: &std::path::Path, probes: &[Probe]) -> anyhow::Result<()>
 }
 
 fn user_error(e: DiskError) -> anyhow::Error {
-    anyhow::anyhow!(e.to_string())
+    anyhow::anyhow!(crate::flags::line(&e))
 }

@@ -210,7 +210,7 @@ fn disk_plan(disk: &FleetDiskArgs) -> anyhow::Result<Plan> {
         ),
         _ => choice.sample_interval = Some(DurationArg(one_second)),
     }
-    let selection = resolve(&choice).map_err(|e| anyhow::anyhow!(e.to_string()))?;
+    let selection = resolve(&choice).map_err(|e| anyhow::anyhow!(crate::flags::line(&e)))?;
     check_agent_path("PATH", &disk.path, "disk /mnt/nas")?;
     let target = DiskTarget {
         path: disk.path.clone(),

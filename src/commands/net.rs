@@ -98,7 +98,7 @@ impl SourceArgs {
     /// The source, checked: the interface exists, the address is this machine's.
     pub fn source(&self) -> anyhow::Result<Source> {
         let source = Source { bind: self.bind, interface: self.interface.clone() };
-        source.check().map_err(|e| anyhow::anyhow!(e))?;
+        source.check()?;
         Ok(source)
     }
 }

@@ -133,7 +133,9 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
     // Read before anything is measured: a missing or unreadable file is the
     // user's to fix, not a failure halfway through the run.
     let credentials = match &share {
-        Some(_) => Credentials::load(args.credentials.as_deref()).map_err(anyhow::Error::msg)?,
+        Some(_) => {
+            Credentials::load(args.credentials.as_deref()).map_err(|e| anyhow::anyhow!(crate::flags::line(&e)))?
+        }
         None => Credentials::default(),
     };
     let iscsi_keys = match &share {

@@ -81,7 +81,7 @@ pub struct ServeArgs {
     pub flushcheck_dir: Option<std::path::PathBuf>,
     /// Let clients run network tests from here towards this address or network (repeatable;
     /// a `headroom fleet ... net SERVER` agent); none by default
-    #[arg(long, value_name = "ADDR|CIDR", value_parser = headroom_job::parse_allowed_net)]
+    #[arg(long, value_name = "ADDR|CIDR", value_parser = |text: &str| headroom_job::parse_allowed_net(text).map_err(|e| crate::flags::line(&e)))]
     pub allow_net_to: Vec<ipnet::IpNet>,
     /// Most disk jobs or CPU threads one client probe may start [default: 64, or the CPU count if higher]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
@@ -179,10 +179,10 @@ pub fn run(args: &ServeArgs, out: &Output) -> anyhow::Result<Outcome> {
         max_jobs: args.max_jobs.unwrap_or_else(ProbeCaps::default_max_jobs),
         max_buffer_bytes: args.max_buffer_memory.0,
     };
-    let probes = ServedProbes::new(&args.allow_path)
-        .map_err(anyhow::Error::msg)?
+    let probes = ServedProbes::new(&args.allow_path)?
         .allowing_net_to(args.allow_net_to.clone())
-        .with_caps(caps);
+        .with_caps(caps)
+        .spelling_disk_settings(crate::flags::disk);
     let disk_dirs: Vec<String> = probes.allowed().iter().map(|d| d.display().to_string()).collect();
     let json = out.json;
     let log = move |line: &str| {

@@ -1,20 +1,47 @@
 //! The user's choice of kernels, threads, buffer and time, resolved against
 //! this machine into a [`KernelMatrix`], with the ranges every caller (the
-//! `cpu` command, `run`'s CPU hop) enforces the same way.
+//! `cpu` command, `run`'s CPU hop) enforces the same way. Errors name a
+//! [`Setting`]; the front end spells it (the binary's flags), never this crate.
 
 use crate::{all_kernels, BufferSpec, Group, Kernel, KernelMatrix, CACHE_BUFFER, MIN_BUFFER};
+use headroom_units::setting::Message;
 use headroom_units::{format_duration, format_size, Size};
+use std::fmt;
 use std::time::Duration;
 
+/// What the user chooses of a CPU measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    /// Kernel groups or ids.
+    Kernels,
+    /// Threads per figure.
+    Threads,
+    /// The out-of-cache buffer.
+    Size,
+    /// Measured time of each figure.
+    Time,
+}
+
+impl fmt::Display for Setting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Setting::Kernels => "kernels",
+            Setting::Threads => "threads",
+            Setting::Size => "buffer size",
+            Setting::Time => "time",
+        })
+    }
+}
+
 /// A choice outside what the machine or the kernels allow; the message names
-/// the flag, the accepted range and an example.
+/// the setting, the accepted range and an example.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{0}")]
-pub struct BadChoice(pub String);
+pub struct BadChoice(pub Message<Setting>);
 
 macro_rules! refuse {
-    ($($arg:tt)*) => {
-        return Err(BadChoice(format!($($arg)*)))
+    ($message:expr) => {
+        return Err(BadChoice($message))
     };
 }
 
@@ -75,10 +102,10 @@ pub fn select_kernels(names: &[String]) -> Result<Vec<Kernel>, BadChoice> {
                     ids.push(id);
                 }
             }
-            refuse!(
-                "--kernels: unknown kernel '{name}'; accepted: parity, checksum, compression, encryption or one of {}",
+            refuse!(Message::of(Setting::Kernels).then(format!(
+                ": unknown kernel '{name}'; accepted: parity, checksum, compression, encryption or one of {}",
                 ids.join(", ")
-            );
+            )));
         }
         chosen.extend(matched);
     }
@@ -90,7 +117,9 @@ pub(crate) const TIME_RANGE: (Duration, Duration) = (Duration::from_millis(10), 
 
 /// `--threads` resolved against this machine.
 fn thread_counts(arg: Option<&str>, usable: usize) -> Result<Vec<usize>, BadChoice> {
-    let range = format!("1 to {usable} (this machine's usable CPUs) or all, e.g. --threads 1");
+    let range = Message::text(format!("1 to {usable} (this machine's usable CPUs) or all, e.g. "))
+        .and(Setting::Threads)
+        .then(" 1");
     let Some(text) = arg else {
         return Ok(if usable > 1 { vec![1, usable] } else { vec![1] });
     };
@@ -99,8 +128,8 @@ fn thread_counts(arg: Option<&str>, usable: usize) -> Result<Vec<usize>, BadChoi
     }
     match text.parse::<usize>() {
         Ok(n) if (1..=usable).contains(&n) => Ok(vec![n]),
-        Ok(n) => refuse!("--threads {n} is out of range: {range}"),
-        Err(_) => refuse!("--threads '{text}' is not a number: {range}"),
+        Ok(n) => refuse!(Message::of(Setting::Threads).then(format!(" {n} is out of range: ")).join(range)),
+        Err(_) => refuse!(Message::of(Setting::Threads).then(format!(" '{text}' is not a number: ")).join(range)),
     }
 }
 
@@ -108,13 +137,15 @@ fn thread_counts(arg: Option<&str>, usable: usize) -> Result<Vec<usize>, BadChoi
 fn buffers(size: Option<Size>, ram: Option<u64>) -> Result<Vec<BufferSpec>, BadChoice> {
     let max = ram.map(|r| r / 2);
     let range = match max {
-        Some(m) => format!("4 KiB to {} (half the RAM), e.g. --size 64M", format_size(m)),
-        None => "at least 4 KiB, e.g. --size 64M".to_string(),
-    };
+        Some(m) => Message::text(format!("4 KiB to {} (half the RAM), e.g. ", format_size(m))),
+        None => Message::text("at least 4 KiB, e.g. "),
+    }
+    .and(Setting::Size)
+    .then(" 64M");
     let bytes = match size {
         Some(Size(b)) => {
             if b < MIN_BUFFER || max.is_some_and(|m| b > m) {
-                refuse!("--size {} is out of range: {range}", format_size(b));
+                refuse!(Message::of(Setting::Size).then(format!(" {} is out of range: ", format_size(b))).join(range));
             }
             b
         }
@@ -132,12 +163,15 @@ fn buffers(size: Option<Size>, ram: Option<u64>) -> Result<Vec<BufferSpec>, BadC
 
 fn check_time(time: Duration) -> Result<Duration, BadChoice> {
     if time < TIME_RANGE.0 || time > TIME_RANGE.1 {
-        refuse!(
-            "--time {} is out of range: {} to {} per figure, e.g. --time 100ms",
-            format_duration(time),
-            format_duration(TIME_RANGE.0),
-            format_duration(TIME_RANGE.1)
-        );
+        refuse!(Message::of(Setting::Time)
+            .then(format!(
+                " {} is out of range: {} to {} per figure, e.g. ",
+                format_duration(time),
+                format_duration(TIME_RANGE.0),
+                format_duration(TIME_RANGE.1)
+            ))
+            .and(Setting::Time)
+            .then(" 100ms"));
     }
     Ok(time)
 }
@@ -167,8 +201,9 @@ mod tests {
         assert_eq!(thread_counts(None, 1).unwrap(), [1]);
         assert_eq!(thread_counts(Some("all"), 8).unwrap(), [8]);
         assert_eq!(thread_counts(Some("3"), 8).unwrap(), [3]);
-        let err = thread_counts(Some("0"), 8).unwrap_err().to_string();
-        assert!(err.contains("--threads 0 is out of range: 1 to 8"), "{err}");
+        let err = thread_counts(Some("0"), 8).unwrap_err().0;
+        assert_eq!(err.settings().next(), Some(Setting::Threads), "{err}");
+        assert!(err.to_string().contains("threads 0 is out of range: 1 to 8"), "{err}");
         assert!(thread_counts(Some("9"), 8).is_err());
         assert!(thread_counts(Some("many"), 8).is_err());
     }

@@ -25,7 +25,7 @@ mod probe_engine;
 mod verify;
 mod xor;
 
-pub use choice::{select_kernels, BadChoice, CpuChoice};
+pub use choice::{select_kernels, BadChoice, CpuChoice, Setting};
 pub use features::features;
 pub use fletcher::fletcher4;
 /// The kernel catalog and the measurement documents live in headroom-result

@@ -5,13 +5,73 @@
 //! accepted over the wire (a queue depth of 0 hangs an io_uring worker, a
 //! block size of 0 divides by zero, a duration near `u64::MAX` overflows).
 //!
-//! What it must not do: know the server's own caps (threads, buffer memory:
+//! Owns [`Setting`], what a disk test is set by, so that errors name a
+//! setting and the front end spells it (the binary's flags).
+//!
+//! What it must not do: spell a setting as a flag, know the server's own caps (threads, buffer memory:
 //! the server's admission adds those on top) or any target's alignment
 //! (`run::check_test` checks a test against its prepared target).
 
 use crate::{DiskError, Rw, SyncMode, TestDef};
+use headroom_units::setting::Message;
+use std::fmt;
 use std::ops::RangeInclusive;
 use std::time::Duration;
+
+/// What a disk test is set by; an [`DiskError::Invalid`] names these and the
+/// front end spells them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    /// A named set of tests (quick, cdm, sustained, sync, ...).
+    Preset,
+    /// One custom test written `RW:BS[:qN][:tN]`.
+    TestSpec,
+    /// The access pattern (read, randwrite, ...).
+    Rw,
+    /// Bytes per I/O.
+    BlockSize,
+    /// I/Os in flight per job.
+    QueueDepth,
+    /// Workers.
+    Jobs,
+    /// Measured time per test.
+    Time,
+    /// Warm-up before measuring.
+    Ramp,
+    /// Length of each sample of the series.
+    SampleInterval,
+    /// Size of the test file or region.
+    Size,
+    /// Read share of a mixed test.
+    RwMix,
+    /// How writes are made durable.
+    Sync,
+    /// The I/O engine.
+    Engine,
+    /// Registered io_uring buffers.
+    FixedBufs,
+}
+
+impl fmt::Display for Setting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Setting::Preset => "preset",
+            Setting::TestSpec => "test",
+            Setting::Rw => "access pattern",
+            Setting::BlockSize => "block size",
+            Setting::QueueDepth => "queue depth",
+            Setting::Jobs => "jobs",
+            Setting::Time => "time",
+            Setting::Ramp => "ramp",
+            Setting::SampleInterval => "sample interval",
+            Setting::Size => "size",
+            Setting::RwMix => "read share",
+            Setting::Sync => "sync mode",
+            Setting::Engine => "engine",
+            Setting::FixedBufs => "fixed buffers",
+        })
+    }
+}
 
 /// Bytes per I/O (`--bs`).
 pub const BLOCK_SIZE_RANGE: RangeInclusive<u64> = 1..=(64 << 20);
@@ -26,56 +86,96 @@ pub const MAX_RAMP: Duration = Duration::from_secs(3600);
 /// Length of each sample (`--sample-interval`).
 pub const SAMPLE_INTERVAL_RANGE: RangeInclusive<Duration> = Duration::from_millis(100)..=Duration::from_secs(10);
 
-fn usage(text: String) -> DiskError {
-    DiskError::Usage(text)
+fn invalid(message: Message<Setting>) -> DiskError {
+    DiskError::Invalid(message)
 }
 
 /// Checks every field of `def` against the ranges above; the error names
-/// the flag that sets the field, as the command line would.
+/// the setting of the field.
 pub fn check_test_def(def: &TestDef) -> Result<(), DiskError> {
     if !BLOCK_SIZE_RANGE.contains(&def.block_size) {
-        return Err(usage(format!("--bs {} is out of range: 1 byte to 64M (e.g. --bs 4k or --bs 1M)", def.block_size)));
+        return Err(invalid(
+            Message::of(Setting::BlockSize)
+                .then(format!(" {} is out of range: 1 byte to 64M (e.g. ", def.block_size))
+                .and(Setting::BlockSize)
+                .then(" 4k or ")
+                .and(Setting::BlockSize)
+                .then(" 1M)"),
+        ));
     }
     if !QUEUE_DEPTH_RANGE.contains(&def.queue_depth) {
-        return Err(usage(format!("--qd {} is out of range: 1 to 4096 (e.g. --qd 32)", def.queue_depth)));
+        return Err(invalid(
+            Message::of(Setting::QueueDepth)
+                .then(format!(" {} is out of range: 1 to 4096 (e.g. ", def.queue_depth))
+                .and(Setting::QueueDepth)
+                .then(" 32)"),
+        ));
     }
     if !JOBS_RANGE.contains(&def.jobs) {
-        return Err(usage(format!("--jobs {} is out of range: 1 to 256 (e.g. --jobs 4)", def.jobs)));
+        return Err(invalid(
+            Message::of(Setting::Jobs)
+                .then(format!(" {} is out of range: 1 to 256 (e.g. ", def.jobs))
+                .and(Setting::Jobs)
+                .then(" 4)"),
+        ));
     }
     if !TIME_RANGE.contains(&def.time) {
-        return Err(usage(format!(
-            "--time {:.3}s is out of range: 100ms to 24h per test (e.g. --time 5s)",
-            def.time.as_secs_f64()
-        )));
+        return Err(invalid(
+            Message::of(Setting::Time)
+                .then(format!(" {:.3}s is out of range: 100ms to 24h per test (e.g. ", def.time.as_secs_f64()))
+                .and(Setting::Time)
+                .then(" 5s)"),
+        ));
     }
     if def.ramp > MAX_RAMP {
-        return Err(usage(format!(
-            "--ramp {:.0}s is too long: at most 1h of warm-up (e.g. --ramp 2s)",
-            def.ramp.as_secs_f64()
-        )));
+        return Err(invalid(
+            Message::of(Setting::Ramp)
+                .then(format!(" {:.0}s is too long: at most 1h of warm-up (e.g. ", def.ramp.as_secs_f64()))
+                .and(Setting::Ramp)
+                .then(" 2s)"),
+        ));
     }
     if !SAMPLE_INTERVAL_RANGE.contains(&def.sample_interval) {
-        return Err(usage(format!(
-            "--sample-interval {:.3}s is out of range: 100ms to 10s (e.g. --sample-interval 250ms)",
-            def.sample_interval.as_secs_f64()
-        )));
+        return Err(invalid(
+            Message::of(Setting::SampleInterval)
+                .then(format!(" {:.3}s is out of range: 100ms to 10s (e.g. ", def.sample_interval.as_secs_f64()))
+                .and(Setting::SampleInterval)
+                .then(" 250ms)"),
+        ));
     }
     if def.max_bytes == Some(0) {
-        return Err(usage("--size 0 leaves nothing to test; use e.g. --size 1G".into()));
+        return Err(invalid(zero_size()));
     }
     match (def.rw, def.rwmix_read) {
         (Rw::RandRw, Some(pct)) if pct > 100 => {
-            return Err(usage(format!("--rwmix {pct} is not a percentage of reads (0 to 100, e.g. --rwmix 70)")));
+            return Err(invalid(
+                Message::of(Setting::RwMix)
+                    .then(format!(" {pct} is not a percentage of reads (0 to 100, e.g. "))
+                    .and(Setting::RwMix)
+                    .then(" 70)"),
+            ));
         }
         (Rw::RandRw, _) | (_, None) => {}
         (_, Some(_)) => {
-            return Err(usage("--rwmix sets the read share of a mixed test and needs --rw randrw".into()));
+            return Err(invalid(
+                Message::of(Setting::RwMix)
+                    .then(" sets the read share of a mixed test and needs ")
+                    .and(Setting::Rw)
+                    .then(" randrw"),
+            ));
         }
     }
     if def.sync != SyncMode::None && !def.rw.writes() {
-        return Err(usage(format!("--sync applies to writes; test '{}' only reads", def.name)));
+        return Err(invalid(
+            Message::of(Setting::Sync).then(format!(" applies to writes; test '{}' only reads", def.name)),
+        ));
     }
     Ok(())
+}
+
+/// A size of 0, refused the same way by the ranges and by the choice of tests.
+pub(crate) fn zero_size() -> Message<Setting> {
+    Message::of(Setting::Size).then(" 0 leaves nothing to test; use e.g. ").and(Setting::Size).then(" 1G")
 }
 
 /// The bytes of I/O buffers a test allocates: one block per I/O in flight,
@@ -94,27 +194,29 @@ mod tests {
     }
 
     #[test]
-    fn every_field_out_of_range_is_refused_naming_its_flag() {
+    fn every_field_out_of_range_is_refused_naming_its_setting() {
         assert!(check_test_def(&good()).is_ok());
-        let cases: Vec<(TestDef, &str)> = vec![
-            (TestDef { block_size: 0, ..good() }, "--bs"),
-            (TestDef { block_size: 128 << 20, ..good() }, "--bs"),
-            (TestDef { queue_depth: 0, ..good() }, "--qd"),
-            (TestDef { queue_depth: 32768, ..good() }, "--qd"),
-            (TestDef { jobs: 0, ..good() }, "--jobs"),
-            (TestDef { jobs: u32::MAX, ..good() }, "--jobs"),
-            (TestDef { time: Duration::ZERO, ..good() }, "--time"),
-            (TestDef { time: Duration::MAX, ..good() }, "--time"),
-            (TestDef { ramp: Duration::MAX, ..good() }, "--ramp"),
-            (TestDef { sample_interval: Duration::ZERO, ..good() }, "--sample-interval"),
-            (TestDef { max_bytes: Some(0), ..good() }, "--size"),
-            (TestDef { rwmix_read: Some(70), ..good() }, "--rwmix"),
-            (TestDef { rw: Rw::RandRw, rwmix_read: Some(101), ..good() }, "--rwmix"),
-            (TestDef { sync: SyncMode::Fsync, ..good() }, "--sync"),
+        let cases: Vec<(TestDef, Setting)> = vec![
+            (TestDef { block_size: 0, ..good() }, Setting::BlockSize),
+            (TestDef { block_size: 128 << 20, ..good() }, Setting::BlockSize),
+            (TestDef { queue_depth: 0, ..good() }, Setting::QueueDepth),
+            (TestDef { queue_depth: 32768, ..good() }, Setting::QueueDepth),
+            (TestDef { jobs: 0, ..good() }, Setting::Jobs),
+            (TestDef { jobs: u32::MAX, ..good() }, Setting::Jobs),
+            (TestDef { time: Duration::ZERO, ..good() }, Setting::Time),
+            (TestDef { time: Duration::MAX, ..good() }, Setting::Time),
+            (TestDef { ramp: Duration::MAX, ..good() }, Setting::Ramp),
+            (TestDef { sample_interval: Duration::ZERO, ..good() }, Setting::SampleInterval),
+            (TestDef { max_bytes: Some(0), ..good() }, Setting::Size),
+            (TestDef { rwmix_read: Some(70), ..good() }, Setting::RwMix),
+            (TestDef { rw: Rw::RandRw, rwmix_read: Some(101), ..good() }, Setting::RwMix),
+            (TestDef { sync: SyncMode::Fsync, ..good() }, Setting::Sync),
         ];
-        for (def, flag) in cases {
-            let e = check_test_def(&def).unwrap_err().to_string();
-            assert!(e.starts_with(flag), "{flag}: {e}");
+        for (def, setting) in cases {
+            match check_test_def(&def).unwrap_err() {
+                DiskError::Invalid(m) => assert_eq!(m.settings().next(), Some(setting), "{m}"),
+                e => panic!("{setting}: {e}"),
+            }
         }
     }
 

@@ -42,8 +42,8 @@ mod storage;
 mod target;
 
 pub use bounds::{
-    buffer_bytes, check_test_def, BLOCK_SIZE_RANGE, JOBS_RANGE, MAX_RAMP, QUEUE_DEPTH_RANGE, SAMPLE_INTERVAL_RANGE,
-    TIME_RANGE,
+    buffer_bytes, check_test_def, Setting, BLOCK_SIZE_RANGE, JOBS_RANGE, MAX_RAMP, QUEUE_DEPTH_RANGE,
+    SAMPLE_INTERVAL_RANGE, TIME_RANGE,
 };
 pub use data::FastRng;
 pub use engine::{AlignedBuf, BufferPool, Completion, IoEngine, IoKind, IoUnit, PSYNC_MAX_THREADS};
@@ -313,6 +313,10 @@ pub enum DiskError {
     /// The user asked for something impossible; the message says what and how to fix it.
     #[error("{0}")]
     Usage(String),
+    /// A setting is out of range or does not fit another; the front end
+    /// spells the settings the message names ([`Setting`]).
+    #[error("{0}")]
+    Invalid(headroom_units::setting::Message<Setting>),
     /// The target filled up (ENOSPC); the test file has been removed.
     #[error("the disk is full ({context}); the test file was removed. Use a smaller --size or free some space")]
     DiskFull {
@@ -374,7 +378,7 @@ impl DiskError {
 
     /// Whether this is the user's mistake (exit 2 with the usage message) rather than the machine's.
     pub fn is_usage(&self) -> bool {
-        matches!(self, DiskError::Usage(_) | DiskError::Refused { .. })
+        matches!(self, DiskError::Usage(_) | DiskError::Invalid(_) | DiskError::Refused { .. })
     }
 }
 

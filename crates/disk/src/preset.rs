@@ -1,12 +1,15 @@
 //! The named test sets: quick, cdm, nvme, sizes, sweep, sync, sustained; the
 //! naming of tests (`SEQ1M Q8T1 read`, id `seq1m-q8t1-read`); and the
 //! resolution of a preset or a custom test with the user's overrides into
-//! the tests to run ([`resolve`]), with the one-line errors that name the flag.
+//! the tests to run ([`resolve`]), with the one-line errors that name the setting
+//! ([`Setting`]; the binary spells it as its flag).
 //!
-//! Long (about 550 lines): about 450 lines of code, the rest its unit tests.
+//! Long (about 640 lines): about 520 lines of code (the refusals spelled part by part,
+//! each setting typed), the rest its unit tests.
 
 use crate::run::RunSettings;
-use crate::{DirectMode, DiskError, EngineChoice, Pattern, Rw, SyncMode, TestDef};
+use crate::{DirectMode, DiskError, EngineChoice, Pattern, Rw, Setting, SyncMode, TestDef};
+use headroom_units::setting::Message;
 use headroom_units::{DurationArg, Size};
 use std::time::Duration;
 
@@ -180,11 +183,15 @@ pub fn test_def(rw: Rw, block_size: u64, queue_depth: u32, jobs: u32, time: Dura
 /// `read:512k:q4` (IOMeter's 512K sequential read at QD4) or
 /// `randread:4k:q32:t4`; queue depth and jobs default to 1.
 pub fn parse_test_spec(spec: &str, time: Duration, ramp: Duration) -> Result<TestDef, DiskError> {
-    let bad = |why: String| {
-        DiskError::Usage(format!(
-            "--test '{spec}': {why}; write it as RW:BS[:qN][:tN], e.g. read:512k:q4 or randread:4k:q32:t4"
-        ))
+    let bad_because = |why: Message<Setting>| {
+        DiskError::Invalid(
+            Message::of(Setting::TestSpec)
+                .then(format!(" '{spec}': "))
+                .join(why)
+                .then("; write it as RW:BS[:qN][:tN], e.g. read:512k:q4 or randread:4k:q32:t4"),
+        )
     };
+    let bad = |why: String| bad_because(Message::text(why));
     let mut parts = spec.split(':');
     let rw_text = parts.next().unwrap_or_default();
     let rw = Rw::parse(rw_text)
@@ -209,7 +216,10 @@ pub fn parse_test_spec(spec: &str, time: Duration, ramp: Duration) -> Result<Tes
         }
     }
     let def = test_def(rw, block_size, queue_depth, jobs, time, ramp);
-    crate::check_test_def(&def).map_err(|e| bad(e.to_string()))?;
+    crate::check_test_def(&def).map_err(|e| match e {
+        DiskError::Invalid(why) => bad_because(why),
+        e => bad(e.to_string()),
+    })?;
     Ok(def)
 }
 
@@ -282,8 +292,8 @@ pub struct TestSelection {
     pub settings: RunSettings,
 }
 
-fn usage(text: String) -> DiskError {
-    DiskError::Usage(text)
+fn invalid(message: Message<Setting>) -> DiskError {
+    DiskError::Invalid(message)
 }
 
 fn settings_of(choice: &TestChoice) -> Result<RunSettings, DiskError> {
@@ -294,7 +304,16 @@ fn settings_of(choice: &TestChoice) -> Result<RunSettings, DiskError> {
         fixedbufs: choice.fixedbufs,
     };
     if choice.fixedbufs && settings.engine == EngineChoice::Psync {
-        return Err(usage("--fixedbufs registers io_uring buffers and does not apply to --engine psync; drop one of them (e.g. --engine io_uring --fixedbufs)".into()));
+        return Err(invalid(
+            Message::of(Setting::FixedBufs)
+                .then(" registers io_uring buffers and does not apply to ")
+                .and(Setting::Engine)
+                .then(" psync; drop one of them (e.g. ")
+                .and(Setting::Engine)
+                .then(" io_uring ")
+                .and(Setting::FixedBufs)
+                .then(")"),
+        ));
     }
     Ok(settings)
 }
@@ -302,23 +321,50 @@ fn settings_of(choice: &TestChoice) -> Result<RunSettings, DiskError> {
 fn check_ranges(choice: &TestChoice) -> Result<(), DiskError> {
     if let Some(t) = choice.time {
         if t.0 < *crate::TIME_RANGE.start() {
-            return Err(usage(format!("--time {t} is too short to measure; use at least 100ms, e.g. --time 5s")));
+            return Err(invalid(
+                Message::of(Setting::Time)
+                    .then(format!(" {t} is too short to measure; use at least 100ms, e.g. "))
+                    .and(Setting::Time)
+                    .then(" 5s"),
+            ));
         }
         if t.0 > *crate::TIME_RANGE.end() {
-            return Err(usage(format!("--time {t} is too long: at most 24h per test, e.g. --time 5m")));
+            return Err(invalid(
+                Message::of(Setting::Time)
+                    .then(format!(" {t} is too long: at most 24h per test, e.g. "))
+                    .and(Setting::Time)
+                    .then(" 5m"),
+            ));
         }
     }
     if let Some(r) = choice.ramp.filter(|r| r.0 > crate::MAX_RAMP) {
-        return Err(usage(format!("--ramp {r} is too long: at most 1h of warm-up, e.g. --ramp 2s")));
+        return Err(invalid(
+            Message::of(Setting::Ramp)
+                .then(format!(" {r} is too long: at most 1h of warm-up, e.g. "))
+                .and(Setting::Ramp)
+                .then(" 2s"),
+        ));
     }
     if choice.bs.is_some_and(|b| b.0 == 0) {
-        return Err(usage("--bs 0 is not a block size; use e.g. --bs 4k or --bs 1M".into()));
+        return Err(invalid(
+            Message::of(Setting::BlockSize)
+                .then(" 0 is not a block size; use e.g. ")
+                .and(Setting::BlockSize)
+                .then(" 4k or ")
+                .and(Setting::BlockSize)
+                .then(" 1M"),
+        ));
     }
     if let Some(bs) = choice.bs.filter(|b| b.0 > *crate::BLOCK_SIZE_RANGE.end()) {
-        return Err(usage(format!("--bs {} is larger than the 64M headroom supports; use e.g. --bs 1M", bs.0)));
+        return Err(invalid(
+            Message::of(Setting::BlockSize)
+                .then(format!(" {} is larger than the 64M headroom supports; use e.g. ", bs.0))
+                .and(Setting::BlockSize)
+                .then(" 1M"),
+        ));
     }
     if choice.size.is_some_and(|s| s.0 == 0) {
-        return Err(usage("--size 0 leaves nothing to test; use e.g. --size 1G".into()));
+        return Err(invalid(crate::bounds::zero_size()));
     }
     Ok(())
 }
@@ -328,33 +374,48 @@ fn check_ranges(choice: &TestChoice) -> Result<(), DiskError> {
 fn preset_of(choice: &TestChoice) -> Result<Option<Preset>, DiskError> {
     let custom = choice.rw.is_some() || choice.bs.is_some() || choice.qd.is_some() || choice.jobs.is_some();
     let preset = match (&choice.preset, custom) {
-        (Some(p), _) => Some(
-            Preset::parse(p).ok_or_else(|| usage(format!("--preset '{p}' is not a preset (example: --preset cdm)")))?,
-        ),
+        (Some(p), _) => Some(Preset::parse(p).ok_or_else(|| {
+            invalid(
+                Message::of(Setting::Preset)
+                    .then(format!(" '{p}' is not a preset (example: "))
+                    .and(Setting::Preset)
+                    .then(" cdm)"),
+            )
+        })?),
         (None, true) => None,
         (None, false) => Some(Preset::Quick),
     };
     if let Some(p) = preset {
         if p != Preset::Sustained {
-            for (flag, given) in [
-                ("--rw", choice.rw.is_some()),
-                ("--bs", choice.bs.is_some()),
-                ("--qd", choice.qd.is_some()),
-                ("--jobs", choice.jobs.is_some()),
+            for (setting, given) in [
+                (Setting::Rw, choice.rw.is_some()),
+                (Setting::BlockSize, choice.bs.is_some()),
+                (Setting::QueueDepth, choice.qd.is_some()),
+                (Setting::Jobs, choice.jobs.is_some()),
             ] {
                 if given {
-                    return Err(usage(format!(
-                        "{flag} defines a custom test and cannot be combined with --preset {}; drop one of them \
-                         (e.g. `headroom disk PATH --rw randread --bs 4k --qd 32`)",
-                        p.as_str()
-                    )));
+                    return Err(invalid(
+                        Message::of(setting)
+                            .then(" defines a custom test and cannot be combined with ")
+                            .and(Setting::Preset)
+                            .then(format!(" {}; drop one of them (e.g. `headroom disk PATH ", p.as_str()))
+                            .and(Setting::Rw)
+                            .then(" randread ")
+                            .and(Setting::BlockSize)
+                            .then(" 4k ")
+                            .and(Setting::QueueDepth)
+                            .then(" 32`)"),
+                    ));
                 }
             }
         } else if choice.rw.as_deref().is_some_and(|rw| rw != "write") {
-            return Err(usage(format!(
-                "--rw {} does not fit --preset sustained, which writes sequentially; drop --rw",
-                choice.rw.as_deref().unwrap_or("")
-            )));
+            return Err(invalid(
+                Message::of(Setting::Rw)
+                    .then(format!(" {} does not fit ", choice.rw.as_deref().unwrap_or("")))
+                    .and(Setting::Preset)
+                    .then(" sustained, which writes sequentially; drop ")
+                    .and(Setting::Rw),
+            ));
         }
     }
     Ok(preset)
@@ -385,15 +446,26 @@ pub fn resolve(choice: &TestChoice) -> Result<TestSelection, DiskError> {
     check_ranges(choice)?;
     let preset = preset_of(choice)?;
     let rw = match choice.rw.as_deref() {
-        Some(s) => Some(
-            Rw::parse(s)
-                .ok_or_else(|| usage(format!("--rw '{s}' is not an access pattern (example: --rw randread)")))?,
-        ),
+        Some(s) => Some(Rw::parse(s).ok_or_else(|| {
+            invalid(
+                Message::of(Setting::Rw)
+                    .then(format!(" '{s}' is not an access pattern (example: "))
+                    .and(Setting::Rw)
+                    .then(" randread)"),
+            )
+        })?),
         None => None,
     };
     if choice.rwmix.is_some() && rw != Some(Rw::RandRw) {
-        return Err(usage(
-            "--rwmix sets the read share of a mixed test and needs --rw randrw (e.g. --rw randrw --rwmix 70)".into(),
+        return Err(invalid(
+            Message::of(Setting::RwMix)
+                .then(" sets the read share of a mixed test and needs ")
+                .and(Setting::Rw)
+                .then(" randrw (e.g. ")
+                .and(Setting::Rw)
+                .then(" randrw ")
+                .and(Setting::RwMix)
+                .then(" 70)"),
         ));
     }
     let ramp_of = |p: Option<Preset>| {
@@ -421,9 +493,12 @@ pub fn resolve(choice: &TestChoice) -> Result<TestSelection, DiskError> {
     };
     if let Some(i) = choice.sample_interval {
         if !crate::SAMPLE_INTERVAL_RANGE.contains(&i.0) {
-            return Err(usage(format!(
-                "--sample-interval {i} is out of range: 100ms to 10s (example: --sample-interval 250ms)"
-            )));
+            return Err(invalid(
+                Message::of(Setting::SampleInterval)
+                    .then(format!(" {i} is out of range: 100ms to 10s (example: "))
+                    .and(Setting::SampleInterval)
+                    .then(" 250ms)"),
+            ));
         }
         tests.iter_mut().for_each(|t| t.sample_interval = i.0);
     } else {
@@ -432,10 +507,12 @@ pub fn resolve(choice: &TestChoice) -> Result<TestSelection, DiskError> {
     }
     if sync != SyncMode::None {
         if preset == Some(Preset::Sync) {
-            return Err(usage(format!(
-                "--sync {} cannot be combined with --preset sync, which runs every sync mode",
-                choice.sync.as_str()
-            )));
+            return Err(invalid(
+                Message::of(Setting::Sync)
+                    .then(format!(" {} cannot be combined with ", choice.sync.as_str()))
+                    .and(Setting::Preset)
+                    .then(" sync, which runs every sync mode"),
+            ));
         }
         for t in tests.iter_mut().filter(|t| t.rw.writes()) {
             t.sync = sync;
@@ -503,10 +580,14 @@ mod tests {
 
     #[test]
     fn a_custom_test_and_a_preset_do_not_mix_and_sustained_takes_bs_and_size() {
-        let err = resolve(&TestChoice { preset: Some("cdm".into()), qd: Some(4), ..TestChoice::default() })
-            .unwrap_err()
-            .to_string();
-        assert!(err.starts_with("--qd defines a custom test and cannot be combined with --preset cdm"), "{err}");
+        let err =
+            resolve(&TestChoice { preset: Some("cdm".into()), qd: Some(4), ..TestChoice::default() }).unwrap_err();
+        let DiskError::Invalid(m) = err else { panic!("{err}") };
+        assert_eq!(m.settings().take(2).collect::<Vec<_>>(), [Setting::QueueDepth, Setting::Preset], "{m}");
+        assert!(
+            m.to_string().starts_with("queue depth defines a custom test and cannot be combined with preset cdm"),
+            "{m}"
+        );
         let sustained = resolve(&TestChoice {
             preset: Some("sustained".into()),
             bs: Some(Size(128 << 10)),

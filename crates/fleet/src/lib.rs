@@ -26,5 +26,5 @@ mod os;
 pub mod run;
 
 pub use gather::gather;
-pub use hosts::{parse_hosts, resolve_all, HostsError};
+pub use hosts::{parse_hosts, resolve_all, HostsError, Setting};
 pub use run::{ensure_file_limit, run_fleet, FleetEvent, HostOutcome, MAX_WORKERS};

@@ -13,6 +13,7 @@ use headroom_disk::{under_any, DiskEngine, DiskRequest};
 use headroom_net::{NetEngine, NetRequest, NetTest, ProbeHost};
 use headroom_result::Host;
 use headroom_runner::{EngineKind, ProbeError, ProbeRequest, Runner};
+use headroom_units::setting::Message;
 use ipnet::IpNet;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -54,12 +55,43 @@ pub struct ServedProbes {
     allowed_net: Vec<IpNet>,
     hostname: String,
     caps: ProbeCaps,
+    disk_spelling: Option<fn(headroom_disk::Setting) -> &'static str>,
 }
 
-/// `--allow-net-to ADDR|CIDR`: one address (a /32 or /128) or a network.
-pub fn parse_allowed_net(text: &str) -> Result<IpNet, String> {
+/// What an operator starts a far end with; a refusal at start-up names
+/// these and the front end spells them (the binary's `serve` flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServeSetting {
+    /// A directory disk probes may use.
+    AllowPath,
+    /// An address or network clients' network tests may go to.
+    AllowNetTo,
+}
+
+impl std::fmt::Display for ServeSetting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ServeSetting::AllowPath => "allowed directory",
+            ServeSetting::AllowNetTo => "allowed network",
+        })
+    }
+}
+
+/// A far end's setting that cannot work, naming it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ServeSettingError(pub Message<ServeSetting>);
+
+/// An allowed network: one address (a /32 or /128) or a network.
+pub fn parse_allowed_net(text: &str) -> Result<IpNet, ServeSettingError> {
     text.parse::<IpNet>().or_else(|_| text.parse::<IpAddr>().map(IpNet::from)).map_err(|_| {
-        format!("'{text}' is neither an address nor a CIDR network (example: --allow-net-to 192.168.1.10 or --allow-net-to 10.0.0.0/24)")
+        ServeSettingError(
+            Message::text(format!("'{text}' is neither an address nor a CIDR network (example: "))
+                .and(ServeSetting::AllowNetTo)
+                .then(" 192.168.1.10 or ")
+                .and(ServeSetting::AllowNetTo)
+                .then(" 10.0.0.0/24)"),
+        )
     })
 }
 
@@ -67,10 +99,17 @@ impl ServedProbes {
     /// The far end allowing disk probes under `allow_paths` (each an existing
     /// directory; kept as its canonical path, so a symlink given here is
     /// followed once, now, and never again).
-    pub fn new(allow_paths: &[PathBuf]) -> Result<Self, String> {
+    pub fn new(allow_paths: &[PathBuf]) -> Result<Self, ServeSettingError> {
         let allowed = allow_paths.iter().map(|p| allowed_dir(p)).collect::<Result<_, _>>()?;
         let hostname = headroom_sys::hostname(&headroom_sys::SysRoot::live()).unwrap_or_else(|| "unknown".into());
-        Ok(ServedProbes { allowed, allowed_net: Vec::new(), hostname, caps: ProbeCaps::default() })
+        Ok(ServedProbes { allowed, allowed_net: Vec::new(), hostname, caps: ProbeCaps::default(), disk_spelling: None })
+    }
+
+    /// Names a disk setting in a refusal as the client's command line spells
+    /// it (the binary's table); without it, by the setting's own name.
+    pub fn spelling_disk_settings(mut self, spell: fn(headroom_disk::Setting) -> &'static str) -> Self {
+        self.disk_spelling = Some(spell);
+        self
     }
 
     /// Holds every probe to `caps` instead of the defaults.
@@ -179,7 +218,12 @@ impl ServedProbes {
         }
         // Every field within the command line's ranges first: the arithmetic
         // below, and the engine, may then trust them.
-        headroom_disk::check_test_def(&disk.test).map_err(|e| ProbeError::Usage(e.to_string()))?;
+        headroom_disk::check_test_def(&disk.test).map_err(|e| {
+            ProbeError::Usage(match (e, self.disk_spelling) {
+                (headroom_disk::DiskError::Invalid(m), Some(spell)) => m.spelled(spell),
+                (e, _) => e.to_string(),
+            })
+        })?;
         self.within_caps(u64::from(disk.test.jobs), headroom_disk::buffer_bytes(&disk.test), "jobs")?;
         within(disk.test.ramp.saturating_add(disk.test.time), max_duration)?;
         let path = &target.path;
@@ -211,12 +255,18 @@ impl ServedProbes {
     }
 }
 
-fn allowed_dir(path: &Path) -> Result<PathBuf, String> {
+fn allowed_dir(path: &Path) -> Result<PathBuf, ServeSettingError> {
+    let named = || Message::of(ServeSetting::AllowPath).then(format!(" {}: ", path.display()));
     let real = std::fs::canonicalize(path).map_err(|e| {
-        format!("--allow-path {}: {e} (give an existing directory, e.g. --allow-path /tank/bench)", path.display())
+        ServeSettingError(
+            named()
+                .then(format!("{e} (give an existing directory, e.g. "))
+                .and(ServeSetting::AllowPath)
+                .then(" /tank/bench)"),
+        )
     })?;
     if !real.is_dir() {
-        return Err(format!("--allow-path {}: not a directory (give the directory test files go in)", path.display()));
+        return Err(ServeSettingError(named().then("not a directory (give the directory test files go in)")));
     }
     Ok(real)
 }

@@ -28,7 +28,7 @@ mod path;
 mod post;
 
 pub use disk::disk_spec;
-pub use far_end::{parse_allowed_net, ProbeCaps, ServedProbes};
+pub use far_end::{parse_allowed_net, ProbeCaps, ServeSetting, ServeSettingError, ServedProbes};
 pub use main_job::{
     cpu_hop_plan, disk_plan_of_preset, hold_goals, judge, main_job, net_plan_of_preset, JobError, JobSettings, Preset,
     StepSinks, RUN_CONNECT_TIMEOUT,

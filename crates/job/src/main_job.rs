@@ -95,6 +95,9 @@ pub enum JobError {
     /// A step could not run (the message says which and why).
     #[error("{0}")]
     Failed(String),
+    /// A disk setting out of range, named for the front end to spell.
+    #[error("{0}")]
+    Invalid(headroom_units::setting::Message<headroom_disk::Setting>),
 }
 
 fn failed(what: &str, e: impl std::fmt::Display) -> JobError {
@@ -139,7 +142,10 @@ fn disk_plan(
             ..TestChoice::default()
         },
     };
-    let mut selection = headroom_disk::resolve(&choice).map_err(|e| JobError::Failed(e.to_string()))?;
+    let mut selection = headroom_disk::resolve(&choice).map_err(|e| match e {
+        headroom_disk::DiskError::Invalid(m) => JobError::Invalid(m),
+        e => JobError::Failed(e.to_string()),
+    })?;
     if let (Some(custom), Some(first)) = (custom, selection.tests.first().cloned()) {
         if !selection.tests.iter().any(|t| t.id == custom.id) {
             let timed = TestDef {

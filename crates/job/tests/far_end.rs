@@ -18,9 +18,24 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 fn serve(allowed: &[PathBuf], max_duration: Duration) -> ServerHandle {
-    let probes = ServedProbes::new(allowed).expect("allowed directories");
+    let probes = ServedProbes::new(allowed).expect("allowed directories").spelling_disk_settings(flag);
     let cfg = ServerConfig { probes: Some(Arc::new(probes)), max_duration, ..ServerConfig::loopback(0) };
     Server::bind(cfg).expect("bind").spawn()
+}
+
+/// The command line's spelling of the settings these tests see refused (the
+/// binary's `serve` passes its own table).
+fn flag(setting: headroom_disk::Setting) -> &'static str {
+    use headroom_disk::Setting::*;
+    match setting {
+        QueueDepth => "--qd",
+        BlockSize => "--bs",
+        Jobs => "--jobs",
+        Ramp => "--ramp",
+        Time => "--time",
+        SampleInterval => "--sample-interval",
+        _ => "another flag",
+    }
 }
 
 fn endpoint(server: &ServerHandle) -> Endpoint {

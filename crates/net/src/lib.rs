@@ -56,7 +56,7 @@ pub use probe_engine::{probe_error, NetEngine, NetRequest, NetServer, NetTest, P
 pub use process_cpu::CpuUse;
 pub use remote::{remote_inventory, ClockReading, FarCpuWatch, RemoteEngine, RunStep, MAX_CLOCK_OFFSET_S};
 pub use server::{check_bind_policy, FlushLedger, ProbeHost, Server, ServerConfig, ServerHandle, MAX_PLAN};
-pub use socket::{Source, DEFAULT_TCP_LEN, DEFAULT_UDP_LEN, MAX_WINDOW};
+pub use socket::{Source, SourceError, SourceSetting, DEFAULT_TCP_LEN, DEFAULT_UDP_LEN, MAX_WINDOW};
 pub use stats::{LatencyRecorder, UdpRecvStats, UdpRecvSummary};
 pub use tcpinfo::TcpInfo;
 pub use throughput::iperf2::{throughput as iperf2_throughput, IPERF2_PORT};

@@ -8,9 +8,13 @@
 //! It knows no protocol: the headroom wire ([`crate::wire`]), the iperf3
 //! control protocol ([`crate::iperf3`]), the data paths ([`crate::datapath`])
 //! and the server all build on it, and it imports none of them.
+//!
+//! A source's check names a [`SourceSetting`] for the front end to spell
+//! (the binary's `--bind`, `--interface`); this module spells no flag there.
 
 use crate::error::NetError;
 use headroom_result::BufferPair;
+use headroom_units::setting::Message;
 use socket2::{Domain, SockRef, Socket, Type};
 use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
@@ -207,19 +211,29 @@ impl Source {
     }
 
     /// Checks the source before anything runs: the interface exists, the
-    /// address belongs to this machine. The error names the flag.
-    pub fn check(&self) -> Result<(), String> {
+    /// address belongs to this machine. The error names the setting.
+    pub fn check(&self) -> Result<(), SourceError> {
+        use SourceSetting::*;
         if let Some(nic) = &self.interface {
             if !crate::os::is_interface_name(nic) {
-                return Err(format!("--interface '{nic}' is not an interface name (example: --interface eth1)"));
+                return Err(SourceError(
+                    Message::of(Interface)
+                        .then(format!(" '{nic}' is not an interface name (example: "))
+                        .and(Interface)
+                        .then(" eth1)"),
+                ));
             }
             if !crate::os::interface_exists(nic) {
-                return Err(format!("--interface {nic}: this machine has no such interface (see `ip link`)"));
+                return Err(SourceError(
+                    Message::of(Interface).then(format!(" {nic}: this machine has no such interface (see `ip link`)")),
+                ));
             }
         }
         if let Some(addr) = self.bind {
             if let Err(e) = UdpSocket::bind((addr, 0)) {
-                return Err(format!("--bind {addr}: not an address of this machine ({e}; see `ip addr`)"));
+                return Err(SourceError(
+                    Message::of(Bind).then(format!(" {addr}: not an address of this machine ({e}; see `ip addr`)")),
+                ));
             }
         }
         Ok(())
@@ -253,6 +267,29 @@ impl Source {
         Ok(())
     }
 }
+
+/// What a connection's source is set by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceSetting {
+    /// The local address connections leave from.
+    Bind,
+    /// The interface connections leave through.
+    Interface,
+}
+
+impl std::fmt::Display for SourceSetting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SourceSetting::Bind => "source address",
+            SourceSetting::Interface => "interface",
+        })
+    }
+}
+
+/// A source that cannot work on this machine ([`Source::check`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SourceError(pub Message<SourceSetting>);
 
 /// The socket buffers `fd` has now, as getsockopt reports them.
 pub(crate) fn buffers_of(fd: &impl crate::os::AsSocket) -> Option<BufferPair> {

@@ -4,10 +4,31 @@
 //!
 //! The file holds `KEY=VALUE` lines with the same keys as the environment;
 //! `#` starts a comment. A file others can read is refused, as ssh refuses a
-//! private key others can read.
+//! private key others can read. A refused file names the
+//! [`CredentialsSetting`]; the front end spells it (the binary's
+//! `--credentials`), never this module.
 
+use headroom_units::setting::Message;
 use std::collections::BTreeMap;
 use std::path::Path;
+
+/// What credentials are set by, besides the environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CredentialsSetting {
+    /// The credentials file.
+    File,
+}
+
+impl std::fmt::Display for CredentialsSetting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("credentials file")
+    }
+}
+
+/// A credentials file that cannot be used: one line naming the setting.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CredentialsError(pub Message<CredentialsSetting>);
 
 /// The keys headroom reads, in the environment or a credentials file.
 pub const KEYS: [&str; 5] = [
@@ -32,7 +53,7 @@ impl std::fmt::Debug for Credentials {
 
 impl Credentials {
     /// From the environment, then `file` (its values win), checked.
-    pub fn load(file: Option<&Path>) -> Result<Credentials, String> {
+    pub fn load(file: Option<&Path>) -> Result<Credentials, CredentialsError> {
         let mut values = BTreeMap::new();
         for key in KEYS {
             if let Ok(v) = std::env::var(key) {
@@ -67,17 +88,15 @@ fn known_key(key: &str) -> Result<&'static str, String> {
         .ok_or_else(|| format!("unknown credentials key '{key}'; the keys are {}", KEYS.join(", ")))
 }
 
-fn read_file(path: &Path) -> Result<BTreeMap<&'static str, String>, String> {
+fn read_file(path: &Path) -> Result<BTreeMap<&'static str, String>, CredentialsError> {
     let shown = path.display();
-    let meta = std::fs::metadata(path).map_err(|e| format!("--credentials {shown}: {e}"))?;
-    let mode = crate::os::file_mode(&meta).map_err(|e| format!("--credentials {shown}: {e}"))?;
+    let refuse = |why: String| CredentialsError(Message::of(CredentialsSetting::File).then(format!(" {shown}{why}")));
+    let meta = std::fs::metadata(path).map_err(|e| refuse(format!(": {e}")))?;
+    let mode = crate::os::file_mode(&meta).map_err(|e| refuse(format!(": {e}")))?;
     if mode & 0o077 != 0 {
-        return Err(format!(
-            "--credentials {shown}: others can read it (mode {:o}); run `chmod 600 {shown}`",
-            mode & 0o777
-        ));
+        return Err(refuse(format!(": others can read it (mode {:o}); run `chmod 600 {shown}`", mode & 0o777)));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("--credentials {shown}: {e}"))?;
+    let text = std::fs::read_to_string(path).map_err(|e| refuse(format!(": {e}")))?;
     let mut values = BTreeMap::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -85,8 +104,8 @@ fn read_file(path: &Path) -> Result<BTreeMap<&'static str, String>, String> {
             continue;
         }
         let (key, value) =
-            line.split_once('=').ok_or_else(|| format!("--credentials {shown} line {}: expected KEY=VALUE", n + 1))?;
-        let key = known_key(key.trim()).map_err(|e| format!("--credentials {shown} line {}: {e}", n + 1))?;
+            line.split_once('=').ok_or_else(|| refuse(format!(" line {}: expected KEY=VALUE", n + 1)))?;
+        let key = known_key(key.trim()).map_err(|e| refuse(format!(" line {}: {e}", n + 1)))?;
         values.insert(key, value.trim().to_string());
     }
     Ok(values)
@@ -107,9 +126,9 @@ mod tests {
         assert_eq!((c.get("HEADROOM_SMB_USER"), c.get("HEADROOM_SMB_PASSWORD")), (Some("alice"), Some("s3cret")));
         assert!(!format!("{c:?}").contains("s3cret"));
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
-        assert!(Credentials::load(Some(&path)).unwrap_err().contains("chmod 600"));
+        assert!(Credentials::load(Some(&path)).unwrap_err().to_string().contains("chmod 600"));
         std::fs::write(&path, "SMB_PASS=x\n").unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
-        assert!(Credentials::load(Some(&path)).unwrap_err().contains("line 1: unknown credentials key"));
+        assert!(Credentials::load(Some(&path)).unwrap_err().to_string().contains("line 1: unknown credentials key"));
     }
 }

@@ -58,7 +58,7 @@ pub mod fuzzing {
     pub use crate::smb::fuzz_server as smb_server;
 }
 
-pub use credentials::Credentials;
+pub use credentials::{Credentials, CredentialsError, CredentialsSetting};
 pub use error::ProtoError;
 pub use headroom_net::Source;
 pub use iscsi_keys::IscsiKeys;

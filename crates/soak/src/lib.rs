@@ -45,7 +45,9 @@ pub use leftovers::{mark_removed, prepare, remove_left_test_files, LeftFile, Pre
 pub use metrics::{parse_labels, LabelError, Metrics, DEFAULT_PORT};
 pub use run::{run_cycles, LiveSample, LoopSettings, ProbeFailure, ProbeOutcome, SoakEvent, StopReason, Turn};
 pub use session::{Finished, Ready, Session};
-pub use setup::{default_db, discard_new, open, FlagError, Opened, Schedule, SetupError, SoakFlags, DEFAULT_SIZE};
+pub use setup::{
+    default_db, discard_new, open, FlagError, Opened, Schedule, Setting, SetupError, SoakFlags, DEFAULT_SIZE,
+};
 pub use store::{EventRow, SampleRow, SoakConfig, SoakInfo, Store, StoreError};
 pub use turns::{path_interfaces, runner, turns};
 pub use watch::{import_vmkernel_log, Watcher};

@@ -4,12 +4,15 @@
 //! session (the gap since the last sample recorded).
 //!
 //! The flags arrive as plain values ([`SoakFlags`]); parsing them is the
-//! binary's job. Every refusal names the flag and gives an example that works.
+//! binary's job. Every refusal names the setting ([`Setting`], which the
+//! binary spells as its flag) and gives an example that works.
 //!
-//! Long (about 630 lines): about 400 lines of code, the rest its unit tests.
+//! Long (about 740 lines): about 510 lines of code (the refusals spelled part by part,
+//! each setting typed), the rest its unit tests.
 
 use crate::{now_unix, rfc3339, EventRow, SoakConfig, SoakInfo, Store, StoreError};
 use headroom_result::SoakEventKind;
+use headroom_units::setting::Message;
 use headroom_units::{format_duration, format_size};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -45,59 +48,73 @@ pub struct SoakFlags {
     pub vmkernel_log: Option<PathBuf>,
 }
 
-/// A flag refused, with today's wording (tests and users rely on it).
-#[derive(Debug, thiserror::Error)]
+/// What a soak is set by; [`FlagError`] names these and the front end spells
+/// them (the binary's flags), never this crate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    /// The total to soak.
+    Duration,
+    /// Each probe's turn.
+    ProbeTime,
+    /// The probes of one cycle.
+    Cycle,
+    /// The `headroom serve` to test against.
+    Server,
+    /// The directory of the disk probes' test file.
+    Path,
+    /// The directory on the server of its disk probes' test file.
+    RemotePath,
+    /// The test file's size.
+    Size,
+    /// The server's own setting of the directories it allows.
+    ServerAllowPath,
+}
+
+impl std::fmt::Display for Setting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Setting::Duration => "duration",
+            Setting::ProbeTime => "probe time",
+            Setting::Cycle => "cycle",
+            Setting::Server => "server",
+            Setting::Path => "path",
+            Setting::RemotePath => "remote path",
+            Setting::Size => "size",
+            Setting::ServerAllowPath => "allow path",
+        })
+    }
+}
+
+/// A setting refused, with today's wording (tests and users rely on it);
+/// [`FlagError::message`] names the settings for the front end to spell.
+#[derive(Debug)]
 pub enum FlagError {
-    /// `--duration` under one second (the value as given).
-    #[error("--duration {0} is too short for a soak; use e.g. --duration 30m or --duration 3h")]
+    /// The duration under one second (the value as given).
     DurationTooShort(String),
-    /// `--probe-time` under one second.
-    #[error("--probe-time {0} is shorter than one sample; use at least 1s, e.g. --probe-time 30s")]
+    /// The probe time under one second.
     ProbeTimeTooShort(String),
-    /// `--probe-time` over a day.
-    #[error("--probe-time {0} is too long: at most 24h per probe, e.g. --probe-time 30s")]
+    /// The probe time over a day.
     ProbeTimeTooLong(String),
-    /// `--cycle` with no probe in it.
-    #[error(
-        "--cycle is empty; name probes from write, read, iops, net, remote-write, remote-read, remote-iops \
-         (e.g. --cycle write,read)"
-    )]
+    /// A cycle with no probe in it.
     EmptyCycle,
-    /// A `--cycle` entry that is no probe.
-    #[error(
-        "--cycle: '{0}' is not a probe; use write, read, iops, net, remote-write, remote-read or remote-iops \
-         (e.g. --cycle write,read,net)"
-    )]
+    /// A cycle entry that is no probe.
     NotAProbe(String),
-    /// A probe named twice in `--cycle`.
-    #[error("--cycle names '{0}' twice; name each probe once (e.g. --cycle write,read)")]
+    /// A probe named twice in the cycle.
     Twice(String),
-    /// `--server` that is not `HOST[:PORT]` (the reason, with an example).
-    #[error("--server {0}")]
+    /// A server that is not `HOST[:PORT]` (the reason, with an example).
     Server(String),
-    /// `--cycle net` without `--server`.
-    #[error("--cycle net needs --server HOST (a `headroom serve`); e.g. --server nas.lan")]
+    /// A cycle with net but no server.
     NetNeedsServer,
-    /// `--remote-path` without `--server`.
-    #[error(
-        "--remote-path needs --server HOST, the `headroom serve --allow-path DIR` whose disk it names; \
-         e.g. --server nas.lan --remote-path /tank/bench"
-    )]
+    /// A remote path without a server.
     RemotePathNeedsServer,
-    /// `--remote-path` that is not absolute (the value as given).
-    #[error("--remote-path {0} is not absolute: it names a directory on the server, e.g. --remote-path /tank/bench")]
+    /// A remote path that is not absolute (the value as given).
     RemotePathNotAbsolute(String),
-    /// A server's disk probe in `--cycle` without `--remote-path` (the probe).
-    #[error(
-        "--cycle {0} needs --remote-path DIR, a directory the server allows with `headroom serve --allow-path DIR`; \
-         e.g. --server nas.lan --remote-path /tank/bench"
-    )]
+    /// A server's disk probe in the cycle without a remote path (the probe).
     RemoteNeedsRemotePath(String),
-    /// A flag given with `--resume` that would change the stored soak.
-    #[error("{flag} {given} cannot change a soak being resumed: it runs {kept} (stored in {}); drop {flag} or give the same value", db.display())]
+    /// A setting given with a resume that would change the stored soak.
     ChangesResumed {
-        /// The flag, e.g. `--cycle`.
-        flag: &'static str,
+        /// The setting, e.g. the cycle.
+        setting: Setting,
         /// Its value as given, formatted.
         given: String,
         /// What the soak runs, as stored, formatted.
@@ -106,6 +123,92 @@ pub enum FlagError {
         db: PathBuf,
     },
 }
+
+impl FlagError {
+    /// The refusal, naming each setting for the front end to spell.
+    pub fn message(&self) -> Message<Setting> {
+        use Setting::*;
+        let remote_example = |m: Message<Setting>| m.then(" nas.lan ").and(RemotePath).then(" /tank/bench");
+        match self {
+            FlagError::DurationTooShort(d) => Message::of(Duration)
+                .then(format!(" {d} is too short for a soak; use e.g. "))
+                .and(Duration)
+                .then(" 30m or ")
+                .and(Duration)
+                .then(" 3h"),
+            FlagError::ProbeTimeTooShort(t) => Message::of(ProbeTime)
+                .then(format!(" {t} is shorter than one sample; use at least 1s, e.g. "))
+                .and(ProbeTime)
+                .then(" 30s"),
+            FlagError::ProbeTimeTooLong(t) => Message::of(ProbeTime)
+                .then(format!(" {t} is too long: at most 24h per probe, e.g. "))
+                .and(ProbeTime)
+                .then(" 30s"),
+            FlagError::EmptyCycle => Message::of(Cycle)
+                .then(
+                    " is empty; name probes from write, read, iops, net, remote-write, remote-read, remote-iops \
+                     (e.g. ",
+                )
+                .and(Cycle)
+                .then(" write,read)"),
+            FlagError::NotAProbe(p) => Message::of(Cycle)
+                .then(format!(
+                    ": '{p}' is not a probe; use write, read, iops, net, remote-write, remote-read or remote-iops \
+                     (e.g. "
+                ))
+                .and(Cycle)
+                .then(" write,read,net)"),
+            FlagError::Twice(p) => Message::of(Cycle)
+                .then(format!(" names '{p}' twice; name each probe once (e.g. "))
+                .and(Cycle)
+                .then(" write,read)"),
+            FlagError::Server(why) => Message::of(Server).then(format!(" {why}")),
+            FlagError::NetNeedsServer => Message::of(Cycle)
+                .then(" net needs ")
+                .and(Server)
+                .then(" HOST (a `headroom serve`); e.g. ")
+                .and(Server)
+                .then(" nas.lan"),
+            FlagError::RemotePathNeedsServer => remote_example(
+                Message::of(RemotePath)
+                    .then(" needs ")
+                    .and(Server)
+                    .then(" HOST, the `headroom serve ")
+                    .and(ServerAllowPath)
+                    .then(" DIR` whose disk it names; e.g. ")
+                    .and(Server),
+            ),
+            FlagError::RemotePathNotAbsolute(dir) => Message::of(RemotePath)
+                .then(format!(" {dir} is not absolute: it names a directory on the server, e.g. "))
+                .and(RemotePath)
+                .then(" /tank/bench"),
+            FlagError::RemoteNeedsRemotePath(p) => remote_example(
+                Message::of(Cycle)
+                    .then(format!(" {p} needs "))
+                    .and(RemotePath)
+                    .then(" DIR, a directory the server allows with `headroom serve ")
+                    .and(ServerAllowPath)
+                    .then(" DIR`; e.g. ")
+                    .and(Server),
+            ),
+            FlagError::ChangesResumed { setting, given, kept, db } => Message::of(*setting)
+                .then(format!(
+                    " {given} cannot change a soak being resumed: it runs {kept} (stored in {}); drop ",
+                    db.display()
+                ))
+                .and(*setting)
+                .then(" or give the same value"),
+        }
+    }
+}
+
+impl std::fmt::Display for FlagError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.message().fmt(f)
+    }
+}
+
+impl std::error::Error for FlagError {}
 
 /// Why a soak session could not start.
 #[derive(Debug, thiserror::Error)]
@@ -201,11 +304,12 @@ impl SoakFlags {
     /// same (it is then accepted); only a real change is refused. `db` is
     /// named in the refusal.
     pub fn check_resume(&self, stored: &SoakConfig, db: &Path) -> Result<(), FlagError> {
-        let refuse = |flag, given, kept| Err(FlagError::ChangesResumed { flag, given, kept, db: db.to_path_buf() });
+        let refuse =
+            |setting, given, kept| Err(FlagError::ChangesResumed { setting, given, kept, db: db.to_path_buf() });
         if let Some(list) = &self.cycle {
             let given = cycle_names(list);
             if given != stored.cycle {
-                return refuse("--cycle", given.join(","), stored.cycle.join(","));
+                return refuse(Setting::Cycle, given.join(","), stored.cycle.join(","));
             }
         }
         if let Some(path) = &self.path {
@@ -215,12 +319,16 @@ impl SoakFlags {
                 _ => *path == kept,
             };
             if !same {
-                return refuse("--path", path.display().to_string(), kept.display().to_string());
+                return refuse(Setting::Path, path.display().to_string(), kept.display().to_string());
             }
         }
         if let Some(server) = &self.server {
             if Some(server) != stored.server.as_ref() {
-                return refuse("--server", server.clone(), stored.server.clone().unwrap_or_else(|| "no server".into()));
+                return refuse(
+                    Setting::Server,
+                    server.clone(),
+                    stored.server.clone().unwrap_or_else(|| "no server".into()),
+                );
             }
         }
         if let Some(dir) = &self.remote_path {
@@ -228,17 +336,17 @@ impl SoakFlags {
             // machine cannot resolve it.
             if stored.remote_path().as_deref() != Some(dir.as_path()) {
                 let kept = stored.remote_path().map_or_else(|| "no remote path".into(), |d| d.display().to_string());
-                return refuse("--remote-path", dir.display().to_string(), kept);
+                return refuse(Setting::RemotePath, dir.display().to_string(), kept);
             }
         }
         if let Some(t) = self.probe_time {
             if (t.as_secs_f64() - stored.probe_s).abs() > 1e-3 {
-                return refuse("--probe-time", format_duration(t), format!("{} s turns", stored.probe_s));
+                return refuse(Setting::ProbeTime, format_duration(t), format!("{} s turns", stored.probe_s));
             }
         }
         if let Some(size) = self.size {
             if size != stored.size() {
-                return refuse("--size", format_size(size), format!("a {} file", format_size(stored.size())));
+                return refuse(Setting::Size, format_size(size), format!("a {} file", format_size(stored.size())));
             }
         }
         Ok(())
@@ -408,8 +516,14 @@ mod tests {
         Some(list.split(',').map(String::from).collect())
     }
 
+    /// The wording with each setting spelled as a flag of its name, the way
+    /// a command line would (the binary keeps the real table).
+    fn spelled(e: &FlagError) -> String {
+        e.message().spelled(|s| format!("--{}", s.to_string().replace(' ', "-")))
+    }
+
     fn refused(flags: SoakFlags) -> String {
-        Schedule::new(&flags).expect_err("refused").to_string()
+        spelled(&Schedule::new(&flags).expect_err("refused"))
     }
 
     #[test]
@@ -560,7 +674,7 @@ mod tests {
         ];
         for (flags, given, kept) in cases {
             let flag = given.split(' ').next().unwrap();
-            let e = flags.check_resume(&stored(dir.path()), Path::new("s.sqlite")).expect_err(given).to_string();
+            let e = spelled(&flags.check_resume(&stored(dir.path()), Path::new("s.sqlite")).expect_err(given));
             assert_eq!(
                 e,
                 format!(
@@ -610,11 +724,12 @@ mod tests {
 
         let changed = SoakFlags { cycle: cycle("read"), ..flags.clone() };
         let e = open(&db, &changed, None).err().expect("refused");
-        assert!(matches!(e, SetupError::Flag(FlagError::ChangesResumed { flag: "--cycle", .. })), "{e}");
+        assert!(matches!(e, SetupError::Flag(FlagError::ChangesResumed { setting: Setting::Cycle, .. })), "{e}");
         // A soak stored without the server's disk (as every older one) keeps running without it.
         assert_eq!(first_config.remote_path(), None);
         let far = SoakFlags { remote_path: Some("/tank/bench".into()), ..flags.clone() };
-        let e = open(&db, &far, None).err().expect("refused").to_string();
+        let Some(SetupError::Flag(e)) = open(&db, &far, None).err() else { panic!("refused") };
+        let e = spelled(&e);
         assert!(
             e.starts_with("--remote-path /tank/bench cannot change a soak being resumed: it runs no remote path"),
             "{e}"

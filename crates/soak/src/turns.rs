@@ -190,7 +190,8 @@ mod tests {
     #[test]
     fn a_stored_server_that_is_not_host_port_is_named() {
         let e = turns(&config(&["net"], Some("nas.lan:0")), None).err().expect("refused");
-        assert!(e.to_string().starts_with("--server 'nas.lan:0': port '0'"), "{e}");
+        assert_eq!(e.message().settings().next(), Some(crate::Setting::Server), "{e}");
+        assert!(e.to_string().starts_with("server 'nas.lan:0': port '0'"), "{e}");
     }
 
     #[test]

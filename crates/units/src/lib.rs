@@ -8,10 +8,14 @@
 //!   SI (`k`, `M`, `G`, `T`) unless written `Ki`, `Mi`, `Gi`, `Ti`;
 //! - throughput is printed in decimal units, in bits and bytes side by side.
 //!
-//! This crate does no I/O and knows nothing of links or probes.
+//! This crate does no I/O and knows nothing of links or probes. [`setting`]
+//! holds the shape of messages that name a library's settings without
+//! spelling them as flags.
 //!
 //! Long (about 520 lines) because each quantity's parser and formatter sit side by side with their
 //! unit tests, so the convention above is checked where it is written.
+
+pub mod setting;
 
 use std::fmt;
 use std::str::FromStr;
