@@ -216,12 +216,35 @@ fn disk_stopped_by(dir: &std::path::Path, signals: &[i32]) -> std::process::Outp
     for signal in signals {
         // SAFETY: kill has no memory-safety preconditions.
         assert_eq!(unsafe { libc::kill(child.id() as i32, *signal) }, 0);
-        std::thread::sleep(std::time::Duration::from_millis(2));
+        wait_until_taken(child.id(), *signal);
     }
     let out = child.wait_with_output().unwrap();
     assert!(!file.exists(), "the test file is left after signals {signals:?}");
     assert!(support::disk_leftovers(dir).is_empty(), "{:?}", support::disk_leftovers(dir));
     out
+}
+
+/// Waits until the process took `signal` (it is no longer pending for the
+/// process). Two standard signals pending together are delivered lowest
+/// number first, whatever order they were sent in: the next one must not be
+/// sent before this one was taken, or "the first decides" is not what the
+/// process can see.
+fn wait_until_taken(pid: u32, signal: i32) {
+    let bit = 1u64 << (signal - 1);
+    let start = std::time::Instant::now();
+    loop {
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { return };
+        let pending = status
+            .lines()
+            .filter(|l| l.starts_with("ShdPnd:") || l.starts_with("SigPnd:"))
+            .filter_map(|l| u64::from_str_radix(l.split_whitespace().nth(1)?, 16).ok())
+            .fold(0, |all, mask| all | mask);
+        if pending & bit == 0 {
+            return;
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(30), "signal {signal} was never taken");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }
 
 /// SIGTERM (systemd, Kubernetes, `kill`) and SIGHUP clean up as Ctrl-C does,
