@@ -153,3 +153,116 @@ fn headroom_ping_leaves_a_stock_iperf2_server_running() {
     assert_eq!(exited, None, "iperf -s exited after headroom ping");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// iperf's client report (`-y C`): its sum line (stream id -1) when it
+/// printed one, else the sum of its streams' lines.
+fn client_rate(csv: &str) -> f64 {
+    let lines: Vec<(String, f64)> = csv
+        .lines()
+        .filter_map(|l| {
+            let fields: Vec<&str> = l.split(',').collect();
+            let bits: f64 = fields.get(8)?.parse().ok()?;
+            Some((fields.get(5)?.to_string(), bits))
+        })
+        .collect();
+    assert!(!lines.is_empty(), "no report in iperf's output: {csv}");
+    match lines.iter().find(|(id, _)| id == "-1") {
+        Some((_, sum)) => *sum,
+        None => lines.iter().map(|(_, bits)| bits).sum(),
+    }
+}
+
+/// The rate a `headroom serve` log line gives: bytes over duration, in bits per second.
+fn logged_rate(line: &str) -> f64 {
+    let secs: f64 = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("duration=")?.strip_suffix('s')?.parse().ok())
+        .expect("duration= in log line");
+    logged_bytes(line) as f64 * 8.0 / secs
+}
+
+#[test]
+fn stock_iperf_c_against_headroom_serve_iperf2_agrees_with_what_serve_logs() {
+    headroom_lab::require_root!();
+    headroom_lab::require_program!("iperf");
+    let _machine = headroom_lab::hold_machine();
+    let lab = TwoHosts::new(1500).unwrap();
+    let rate = 1_000_000_000u64;
+    lab.shape(rate).unwrap();
+    let a = lab.addr_a.to_string();
+    let mut serve = lab
+        .a
+        .command(bin())
+        .args(["serve", "--bind", &a, "--no-auth", "--iperf2"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = lines.clone();
+    let stdout = serve.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for l in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            sink.lock().unwrap().push(l);
+        }
+    });
+    let t0 = Instant::now();
+    while !lab.a.exec("ss", &["-ltn"]).unwrap_or_default().contains(&format!("{a}:5001")) {
+        assert!(t0.elapsed() < Duration::from_secs(10), "serve --iperf2 did not listen on 5001");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let next_line = |n: usize| {
+        let t0 = Instant::now();
+        loop {
+            if let Some(l) = lines.lock().unwrap().get(n) {
+                return l.clone();
+            }
+            assert!(t0.elapsed() < Duration::from_secs(10), "serve logged no line {n}: {:?}", lines.lock().unwrap());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let ceiling = tbf_tcp_goodput_bits(rate as f64, &Framing::default());
+    for (i, (args, test)) in
+        [(&[][..], "test=tcp streams=1"), (&["-P", "4"][..], "test=tcp streams=4"), (&["-R"][..], "test=tcp_reverse")]
+            .into_iter()
+            .enumerate()
+    {
+        let out = lab.b.command("iperf").args(["-c", &a, "-t", "4", "-y", "C"]).args(args).output().unwrap();
+        assert!(out.status.success(), "iperf -c {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let iperf = client_rate(&String::from_utf8_lossy(&out.stdout));
+        let line = next_line(i);
+        let served = logged_rate(&line);
+        eprintln!(
+            "iperf -c {args:?}: iperf {iperf:.0} b/s, serve {served:.0} b/s (ratio {:.4}); {line}",
+            served / iperf
+        );
+        assert!(line.contains(test) && line.ends_with("status=ok"), "{args:?}: {line}");
+        assert!(close(iperf, served, 0.02), "{args:?}: iperf {iperf:.0} b/s, serve logged {served:.0} b/s");
+        for figure in [iperf, served] {
+            assert!(figure <= 1.02 * ceiling, "{args:?}: {figure:.0} b/s over the tbf ceiling {ceiling:.0}");
+        }
+    }
+    // headroom's own iperf2 client against it, both ways.
+    let out = run(lab
+        .b
+        .command(bin())
+        .args(["net", &a, "--protocol", "iperf2", "--tests", "up1,down1", "--time", "3s"])
+        .arg("--json"));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = json(&out);
+    let probes = doc["probes"].as_array().unwrap();
+    for (i, (probe, test)) in probes.iter().zip(["test=tcp streams=1", "test=tcp_reverse streams=1"]).enumerate() {
+        let ours = probe["summary"]["bytes_per_sec"].as_f64().unwrap() * 8.0;
+        let line = next_line(3 + i);
+        let served = logged_rate(&line);
+        eprintln!("headroom net iperf2 {test}: {ours:.0} b/s, serve {served:.0} b/s (ratio {:.4})", served / ours);
+        assert!(line.contains(test) && line.ends_with("status=ok"), "{line}");
+        // headroom's upload is what it wrote over its own window; serve counts
+        // until the last byte arrived, the buffers' drain included.
+        assert!(close(ours, served, 0.03), "{test}: headroom {ours:.0} b/s, serve logged {served:.0} b/s");
+    }
+    let _ = serve.kill();
+    let _ = serve.wait();
+}

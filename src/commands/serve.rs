@@ -20,6 +20,7 @@ use std::time::Duration;
   headroom serve                                  loopback only, for a local test
   headroom serve --bind 0.0.0.0 --token $TOKEN    reachable from the LAN; clients pass --token $TOKEN
   headroom serve --bind 0.0.0.0 --no-auth --iperf3   also serve stock `iperf3 -c` clients
+  headroom serve --bind 0.0.0.0 --no-auth --iperf2   also serve stock `iperf -c` clients on port 5001
   headroom serve --once --port 5300               exit after one test
   headroom serve --bind 0.0.0.0 --token-file /etc/headroom/token   the token from a file (mode 600)
   headroom serve --bind 0.0.0.0 --token $TOKEN --allow-path /tank/bench
@@ -29,8 +30,10 @@ use std::time::Duration;
                                                   an agent of `headroom fleet ... net 192.168.1.10`
 
 Make a token with `TOKEN=$(openssl rand -hex 16)`: a short one is warned about
-at start-up. One port carries TCP and UDP for both headroom and iperf3 clients. Logs one
-line per test on stdout: peer, protocol, test, streams, duration, bytes.
+at start-up. One port carries TCP and UDP for both headroom and iperf3 clients; iperf2
+clients (--iperf2) have a TCP port of their own: uploads and -R are served, -d, -r,
+--full-duplex and UDP are refused. Logs one line per test on stdout: peer, protocol,
+test, streams, duration, bytes.
 
 Clients with the token may also run CPU kernels here (`headroom cpu --remote`),
 read this machine's inventory (`headroom sys --remote`) and, only under an
@@ -61,6 +64,12 @@ pub struct ServeArgs {
     /// Also serve stock iperf3 clients (unauthenticated; with --token they get one slot less than --max-clients)
     #[arg(long)]
     pub iperf3: bool,
+    /// Also serve stock iperf2 clients (`iperf -c`, `iperf -c -R`) on --iperf2-port (unauthenticated, as --iperf3)
+    #[arg(long)]
+    pub iperf2: bool,
+    /// The TCP port iperf2 clients connect to, on the same address
+    #[arg(long, value_name = "PORT", default_value_t = headroom_net::IPERF2_PORT, requires = "iperf2")]
+    pub iperf2_port: u16,
     /// Clients served at once; more are told the server is busy
     #[arg(long, default_value_t = 4)]
     pub max_clients: usize,
@@ -198,6 +207,7 @@ pub fn run(args: &ServeArgs, out: &Output) -> anyhow::Result<Outcome> {
         port: args.port,
         token: token.clone(),
         allow_iperf3: args.iperf3 || args.no_auth,
+        iperf2_port: args.iperf2.then_some(args.iperf2_port),
         max_clients: args.max_clients,
         max_duration: args.max_duration.0,
         idle_timeout: args.idle_timeout.0,
@@ -207,8 +217,16 @@ pub fn run(args: &ServeArgs, out: &Output) -> anyhow::Result<Outcome> {
         flush: flush.map(|l| Arc::new(l) as Arc<dyn headroom_net::FlushLedger>),
     };
     let iperf3 = cfg.allow_iperf3;
-    let server = Server::bind(cfg).with_context(|| format!("--bind {} --port {}", args.bind, args.port))?;
-    eprint!("{}", present::net::serve_banner(&server.local_addr().to_string(), token.is_some(), iperf3, &disk_dirs));
+    let iperf2 = cfg.iperf2_port;
+    let server = Server::bind(cfg).with_context(|| match iperf2 {
+        Some(p) => format!("--bind {} --port {} --iperf2-port {p}", args.bind, args.port),
+        None => format!("--bind {} --port {}", args.bind, args.port),
+    })?;
+    let iperf2_port = server.iperf2_addr().map(|a| a.port());
+    eprint!(
+        "{}",
+        present::net::serve_banner(&server.local_addr().to_string(), token.is_some(), iperf3, iperf2_port, &disk_dirs)
+    );
     if !args.allow_net_to.is_empty() {
         let nets: Vec<String> = args.allow_net_to.iter().map(ToString::to_string).collect();
         eprintln!("headroom serve: network tests for clients only towards {}", nets.join(", "));

@@ -20,9 +20,9 @@ use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Slots iperf3 clients may hold: with a token, one stays for token holders,
-/// since anyone who reaches the port can be an iperf3 client.
-fn iperf3_slots(cfg: &ServerConfig) -> usize {
+/// Slots iperf3 and iperf2 clients may hold: with a token, one stays for
+/// token holders, since anyone who reaches the port can be such a client.
+pub(super) fn unauthenticated_slots(cfg: &ServerConfig) -> usize {
     if cfg.token.is_some() && cfg.max_clients > 1 {
         cfg.max_clients - 1
     } else {
@@ -51,7 +51,7 @@ pub(super) fn serve_iperf3(
         ));
         return;
     }
-    let cap = iperf3_slots(&s.cfg);
+    let cap = unauthenticated_slots(&s.cfg);
     // Busy now: say so at once, as a stock server does, rather than after the parameters.
     if s.admission.slots_held() >= cap {
         return busy(&mut conn);
@@ -222,9 +222,9 @@ mod tests {
             max_clients,
             ..ServerConfig::loopback(0)
         };
-        assert_eq!(iperf3_slots(&cfg(None, 4)), 4);
-        assert_eq!(iperf3_slots(&cfg(Some("t"), 4)), 3);
-        assert_eq!(iperf3_slots(&cfg(Some("t"), 1)), 1);
+        assert_eq!(unauthenticated_slots(&cfg(None, 4)), 4);
+        assert_eq!(unauthenticated_slots(&cfg(Some("t"), 4)), 3);
+        assert_eq!(unauthenticated_slots(&cfg(Some("t"), 1)), 1);
     }
 
     #[test]

@@ -1,7 +1,9 @@
-//! `headroom serve`: one port for headroom clients and stock iperf3 clients.
+//! `headroom serve`: one port for headroom clients and stock iperf3 clients,
+//! and with `--iperf2` a second one for stock iperf2 clients ([`iperf2`]).
 //!
 //! Threads: one accepts TCP connections, one owns the UDP socket of the same
-//! port (UDP echo, UDP stream hellos), one per connection. The first byte of
+//! port (UDP echo, UDP stream hellos), one accepts on the iperf2 port, one
+//! per connection. The first byte of
 //! a connection says who is calling: `H` starts the headroom greeting, a
 //! character of `[a-z2-7]` starts an iperf3 cookie (a new control connection
 //! or a data stream of a running test). Anything else is dropped.
@@ -19,6 +21,7 @@
 mod admission;
 mod flushcheck;
 mod headroom;
+mod iperf2;
 mod iperf3;
 mod probes;
 mod registry;
@@ -51,6 +54,9 @@ pub struct ServerConfig {
     /// Serve stock iperf3 clients (they cannot authenticate). With a token,
     /// they may hold at most `max_clients - 1` slots: one stays for token holders.
     pub allow_iperf3: bool,
+    /// Serve stock iperf2 clients on this TCP port of the same address (0 =
+    /// any free port); None: not served. They take slots as iperf3 clients do.
+    pub iperf2_port: Option<u16>,
     /// Test slots; more clients are refused as busy.
     pub max_clients: usize,
     /// Longest test a client may ask for.
@@ -76,6 +82,7 @@ impl ServerConfig {
             port,
             token: None,
             allow_iperf3: true,
+            iperf2_port: None,
             max_clients: 4,
             max_duration: Duration::from_secs(600),
             idle_timeout: Duration::from_secs(10),
@@ -101,6 +108,7 @@ pub fn check_bind_policy(bind: IpAddr, token: Option<&str>, no_auth: bool) -> Re
 /// A bound server, ready to run.
 pub struct Server {
     listener: TcpListener,
+    iperf2: Option<TcpListener>,
     udp: UdpSocket,
     shared: Arc<Shared>,
 }
@@ -139,6 +147,17 @@ pub(super) fn reuse_udp(addr: SocketAddr) -> io::Result<UdpSocket> {
     Ok(s.into())
 }
 
+/// A listening TCP socket on `addr`, which a restarted server may take at once.
+fn listen_tcp(addr: SocketAddr) -> Result<TcpListener, NetError> {
+    let bind_err = |e: io::Error| NetError::Listen { addr: addr.to_string(), reason: listen_reason(&e) };
+    let sock =
+        socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None).map_err(bind_err)?;
+    sock.set_reuse_address(true).map_err(bind_err)?;
+    sock.bind(&addr.into()).map_err(bind_err)?;
+    sock.listen(1024).map_err(bind_err)?;
+    Ok(sock.into())
+}
+
 /// Why a listening socket could not be made, with what to do about it.
 fn listen_reason(e: &io::Error) -> String {
     match e.kind() {
@@ -158,17 +177,19 @@ impl Server {
     pub fn bind(cfg: ServerConfig) -> Result<Server, NetError> {
         let addr = SocketAddr::new(cfg.bind, cfg.port);
         let bind_err = |e: io::Error| NetError::Listen { addr: addr.to_string(), reason: listen_reason(&e) };
-        let sock =
-            socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None).map_err(bind_err)?;
-        sock.set_reuse_address(true).map_err(bind_err)?;
-        sock.bind(&addr.into()).map_err(bind_err)?;
-        sock.listen(1024).map_err(bind_err)?;
-        let listener: TcpListener = sock.into();
+        let listener = listen_tcp(addr)?;
         let local = listener.local_addr()?;
         let udp = reuse_udp(local).map_err(bind_err)?;
         udp.set_read_timeout(Some(POLL))?;
-        let shared = Arc::new(Shared::new(cfg, local));
-        Ok(Server { listener, udp, shared })
+        let iperf2 = cfg.iperf2_port.map(|port| listen_tcp(SocketAddr::new(cfg.bind, port))).transpose()?;
+        let mut shared = Shared::new(cfg, local);
+        shared.iperf2_local = iperf2.as_ref().map(TcpListener::local_addr).transpose()?;
+        Ok(Server { listener, iperf2, udp, shared: Arc::new(shared) })
+    }
+
+    /// The address iperf2 clients connect to, if they are served.
+    pub fn iperf2_addr(&self) -> Option<SocketAddr> {
+        self.shared.iperf2_local
     }
 
     /// The address it listens on (the port chosen when 0 was asked).
@@ -196,6 +217,17 @@ impl Server {
         let udp = self.udp;
         let udp_thread =
             std::thread::Builder::new().name("serve-udp".into()).spawn(move || udp::udp_loop(&udp, &udp_shared))?;
+        let iperf2_thread = match self.iperf2 {
+            Some(l) => {
+                let s = shared.clone();
+                Some(
+                    std::thread::Builder::new()
+                        .name("serve-iperf2".into())
+                        .spawn(move || iperf2::accept_loop(&l, &s))?,
+                )
+            }
+            None => None,
+        };
         let mut accepted = 0u64;
         let mut failures_logged = Instant::now();
         while !stop.load(Ordering::Relaxed) && !shared.stop.load(Ordering::Relaxed) {
@@ -229,6 +261,9 @@ impl Server {
         }
         shared.stop.store(true, Ordering::SeqCst);
         let _ = udp_thread.join();
+        if let Some(t) = iperf2_thread {
+            let _ = t.join();
+        }
         Ok(())
     }
 }
@@ -313,9 +348,16 @@ fn handle_connection(conn: TcpStream, peer: SocketAddr, arrival: u64, s: &Arc<Sh
         header[0] = first[0];
         let local_port = conn.local_addr().map_or(0, |a| a.port());
         let said = match dl.read_exact(&mut header[1..]) {
-            Ok(()) if is_iperf2_header(&header, local_port) => "an iperf2 client's header (iperf -c): this server \
-                 speaks headroom's and iperf3's protocols; use iperf3 -c or headroom net"
-                .to_string(),
+            Ok(()) if is_iperf2_header(&header, local_port) => match s.cfg.iperf2_port {
+                Some(_) => format!(
+                    "an iperf2 client's header (iperf -c): this port speaks headroom's and iperf3's protocols; \
+                     iperf2 clients are served on port {}",
+                    s.iperf2_local.map_or(0, |a| a.port())
+                ),
+                None => "an iperf2 client's header (iperf -c): this server speaks headroom's and iperf3's \
+                         protocols; use iperf3 -c or headroom net, or start serve with --iperf2"
+                    .to_string(),
+            },
             _ => format!("neither headroom's greeting nor an iperf3 cookie (first byte {:02x})", first[0]),
         };
         (s.cfg.log)(&format!("peer={peer} protocol=unknown refused: {said}"));

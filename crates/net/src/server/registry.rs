@@ -1,10 +1,12 @@
 //! The server's shared state: its configuration, the admission table, the
 //! authenticated sessions, and where a test waits for its data streams (TCP
-//! stream inboxes by iperf3 cookie or headroom key, UDP waiters by peer).
+//! stream inboxes by iperf3 cookie or headroom key, iperf2 tests by peer and
+//! header, UDP waiters by peer).
 //! A test registers before it asks for streams and a [`Registration`]
 //! removes it on drop, whatever happened. Knows no protocol message.
 
 use super::admission::Admission;
+use super::iperf2::{Iperf2Inbox, Iperf2Key};
 use super::ServerConfig;
 use crate::iperf3 as iperf3_wire;
 use crate::wire;
@@ -48,11 +50,15 @@ pub(super) type IndexedStreamInbox = SyncSender<(u32, TcpStream)>;
 pub(super) struct Shared {
     pub(super) cfg: ServerConfig,
     pub(super) local: SocketAddr,
+    /// Where iperf2 clients are served, if they are.
+    pub(super) iperf2_local: Option<SocketAddr>,
     pub(super) admission: Arc<Admission>,
     pub(super) tests_done: AtomicUsize,
     pub(super) stop: Arc<AtomicBool>,
     pub(super) iperf3_streams: Mutex<HashMap<[u8; iperf3_wire::COOKIE_LEN], StreamInbox>>,
     pub(super) headroom_streams: Mutex<HashMap<([u8; wire::KEY_LEN], u32), IndexedStreamInbox>>,
+    /// iperf2 tests waiting for their other streams.
+    pub(super) iperf2_tests: Mutex<HashMap<Iperf2Key, Iperf2Inbox>>,
     /// By public id ([`wire::SessionKeys::id`]).
     pub(super) sessions: Mutex<HashMap<[u8; wire::KEY_LEN], SessionInfo>>,
     pub(super) epoch: Instant,
@@ -68,11 +74,13 @@ impl Shared {
         Shared {
             cfg,
             local,
+            iperf2_local: None,
             admission: Default::default(),
             tests_done: AtomicUsize::new(0),
             stop: Arc::new(AtomicBool::new(false)),
             iperf3_streams: Default::default(),
             headroom_streams: Default::default(),
+            iperf2_tests: Default::default(),
             sessions: Default::default(),
             epoch: Instant::now(),
             udp_waiters: Default::default(),

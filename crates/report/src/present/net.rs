@@ -174,11 +174,19 @@ fn cpu_line(load: &CpuLoad) -> String {
 }
 
 /// `headroom serve`'s banner (stderr): where it listens and whom it serves.
-pub fn serve_banner(listening: &str, token_required: bool, iperf3: bool, disk_dirs: &[String]) -> String {
+pub fn serve_banner(
+    listening: &str,
+    token_required: bool,
+    iperf3: bool,
+    iperf2_port: Option<u16>,
+    disk_dirs: &[String],
+) -> String {
     format!(
-        "headroom serve: listening on {listening} (TCP and UDP); headroom clients: {}; iperf3 clients: {}; disk probes: {}\n",
+        "headroom serve: listening on {listening} (TCP and UDP); headroom clients: {}; iperf3 clients: {}{}; disk probes: {}\n",
         if token_required { "token required" } else { "no authentication" },
         if iperf3 { "served" } else { "refused (add --iperf3)" },
+        // Only when asked for: the banner of a server without --iperf2 stays as it was.
+        iperf2_port.map(|p| format!("; iperf2 clients: served on TCP port {p}")).unwrap_or_default(),
         if disk_dirs.is_empty() { "refused (add --allow-path DIR)".to_string() } else { format!("in {}", disk_dirs.join(", ")) }
     )
 }
@@ -304,9 +312,11 @@ mod tests {
     #[test]
     fn serve_lines() {
         assert_eq!(
-            serve_banner("127.0.0.1:5201", false, false, &[]),
+            serve_banner("127.0.0.1:5201", false, false, None, &[]),
             "headroom serve: listening on 127.0.0.1:5201 (TCP and UDP); headroom clients: no authentication; iperf3 clients: refused (add --iperf3); disk probes: refused (add --allow-path DIR)\n"
         );
+        assert!(serve_banner("0.0.0.0:5201", false, true, Some(5001), &[])
+            .contains("iperf3 clients: served; iperf2 clients: served on TCP port 5001; disk probes"));
         assert_eq!(serve_log_line("a \"b\"", true), "{\"event\":\"test\",\"line\":\"a \\\"b\\\"\"}\n");
         assert_eq!(serve_log_line("a", false), "a\n");
     }

@@ -1,0 +1,356 @@
+//! The server's iperf2 side (`serve --iperf2`), for stock `iperf -c`
+//! clients on a port of their own: its accept loop, the settings header
+//! read inside the pre-auth deadline, the streams of one test gathered by
+//! their identical headers, uploads counted and `-R` answered, refusals in
+//! one log line with a clean close. iperf2 peers are unauthenticated: they
+//! take slots as iperf3 clients do (never the one kept for token holders).
+//! Reads the header through [`crate::iperf2`]; knows nothing of the other
+//! protocols.
+
+use super::admission::{DeadlineStream, PendingTicket};
+use super::iperf3::unauthenticated_slots;
+use super::registry::{collect, Shared};
+use super::test_watch::log_test;
+use crate::datapath::{StreamParams, StreamSet};
+use crate::iperf2::{header_len, parse_header, Amount, Ask, Refusal, MAX_HEADER_LEN};
+use crate::socket::{wait_readable, DEFAULT_TCP_LEN, POLL};
+use crate::wire::TrafficDirection;
+use std::io::Read;
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Where the first stream of a test waits for the others: by the peer's
+/// address and the header they all repeat.
+pub(super) type Iperf2Key = (IpAddr, Vec<u8>);
+/// A later stream of a test, with the bytes of its header (counted as data,
+/// as the client counts them).
+pub(super) type Iperf2Inbox = SyncSender<(TcpStream, u64)>;
+
+/// How long a refused peer's data is read after the server's FIN, so the
+/// close is an orderly one rather than a reset, and no longer.
+const REFUSAL_DRAIN: Duration = Duration::from_secs(1);
+
+/// Accepts iperf2 clients on their own listener until the server stops.
+pub(super) fn accept_loop(listener: &TcpListener, s: &Arc<Shared>) {
+    while !s.stop.load(Ordering::Relaxed) {
+        if !wait_readable(listener, POLL) {
+            continue;
+        }
+        let Ok((conn, peer)) = listener.accept() else { continue };
+        let Some(mut ticket) = s.admission.admit(&conn, peer.ip(), super::preauth_deadline(s)) else { continue };
+        let s = s.clone();
+        let _ = std::thread::Builder::new()
+            .name("serve-iperf2".into())
+            .spawn(move || handle_stream(conn, peer, &s, &mut ticket));
+    }
+}
+
+/// Reads the header of a new connection inside the pre-auth deadline.
+fn read_header(conn: &TcpStream, deadline: Instant) -> Result<Vec<u8>, Refusal> {
+    let mut dl = DeadlineStream { conn, deadline };
+    let mut header = vec![0u8; 4];
+    let short = |e: std::io::Error| Refusal::NotIperf2(format!("no header: {e}"));
+    dl.read_exact(&mut header).map_err(short)?;
+    let len = header_len(u32::from_be_bytes([header[0], header[1], header[2], header[3]]))?;
+    debug_assert!(len <= MAX_HEADER_LEN);
+    header.resize(len, 0);
+    dl.read_exact(&mut header[4..]).map_err(short)?;
+    Ok(header)
+}
+
+fn handle_stream(conn: TcpStream, peer: SocketAddr, s: &Arc<Shared>, ticket: &mut PendingTicket) {
+    let _ = conn.set_write_timeout(Some(s.cfg.idle_timeout));
+    let asked = read_header(&conn, ticket.deadline).and_then(|h| parse_header(&h).map(|ask| (h, ask)));
+    let (header, ask) = match asked {
+        Ok(a) => a,
+        Err(Refusal::NotIperf2(why)) => {
+            (s.cfg.log)(&format!("peer={peer} protocol=unknown refused on the iperf2 port: {why}"));
+            return close_cleanly(conn);
+        }
+        Err(Refusal::Unsupported(what)) => return refuse(conn, peer, s, &what),
+    };
+    if let Err(what) = within_limits(&ask, s.cfg.max_duration) {
+        return refuse(conn, peer, s, &what);
+    }
+    let key: Iperf2Key = (peer.ip(), header.clone());
+    let header_bytes = header.len() as u64;
+    // One lock for the look-up and the registration: two streams of a test
+    // never both become its first.
+    let (tx, rx) = sync_channel(ask.streams as usize);
+    {
+        let mut tests = s.iperf2_tests.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(first) = tests.get(&key) {
+            ticket.release();
+            let _ = first.try_send((conn, header_bytes));
+            return;
+        }
+        tests.insert(key.clone(), tx);
+    }
+    let registered = Unregister { s, key };
+    let cap = unauthenticated_slots(&s.cfg);
+    let Some(_slot) = s.admission.take_slot(peer.ip(), cap) else {
+        drop(registered);
+        return refuse(conn, peer, s, &format!("busy ({} clients)", s.cfg.max_clients));
+    };
+    ticket.release();
+    let started = Instant::now();
+    let others = collect(&rx, ask.streams as usize - 1, s.cfg.idle_timeout);
+    drop(registered);
+    let Some(others) = others else {
+        return refuse(conn, peer, s, &format!("{} streams asked, not all arrived", ask.streams));
+    };
+    let mut socks = vec![(conn, header_bytes)];
+    socks.extend(others);
+    run_test(socks, peer, &ask, s, started);
+    s.tests_done.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Removes a test's place in the table of tests gathering streams, whatever happened.
+struct Unregister<'a> {
+    s: &'a Shared,
+    key: Iperf2Key,
+}
+
+impl Drop for Unregister<'_> {
+    fn drop(&mut self) {
+        self.s.iperf2_tests.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.key);
+    }
+}
+
+/// A time longer than --max-duration is refused; a byte count is not, since
+/// the test is cut at --max-duration whatever it asked.
+fn within_limits(ask: &Ask, max_duration: Duration) -> Result<(), String> {
+    match ask.amount {
+        Amount::Time(t) if t > max_duration => Err(format!(
+            "a {:.0} s test (-t), over --max-duration {:.0} s",
+            t.as_secs_f64(),
+            max_duration.as_secs_f64()
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Runs the test on its gathered streams and logs it: an upload until the
+/// client closes every stream, `-R` for the time or bytes asked.
+fn run_test(socks: Vec<(TcpStream, u64)>, peer: SocketAddr, ask: &Ask, s: &Shared, started: Instant) {
+    let headers: u64 = socks.iter().map(|(_, h)| h).sum();
+    let limit = match ask.amount {
+        Amount::Bytes(b) if ask.reverse => Some(b),
+        _ => None,
+    };
+    let params = StreamParams { len: DEFAULT_TCP_LEN, limit, stall: s.cfg.idle_timeout, udp_rate: 0.0, window: None };
+    let mut set = StreamSet::start_tcp(socks.into_iter().map(|(c, _)| (c, ask.reverse)).collect(), params);
+    let sending_for = match ask.amount {
+        Amount::Time(t) if ask.reverse => t,
+        _ => s.cfg.max_duration,
+    };
+    let cut = loop {
+        if set.all_finished() {
+            break None;
+        }
+        if s.stop.load(Ordering::Relaxed) {
+            break Some("server shutting down".to_string());
+        }
+        let elapsed = started.elapsed();
+        if ask.reverse && elapsed >= sending_for {
+            set.stop_senders();
+            // A time asked was within the limit; a byte count may not be.
+            if matches!(ask.amount, Amount::Bytes(_)) {
+                break Some(format!("cut at --max-duration {:.0}s", s.cfg.max_duration.as_secs_f64()));
+            }
+            if set.senders_finished() {
+                break None;
+            }
+        } else if elapsed > s.cfg.max_duration + Duration::from_secs(2) {
+            break Some(format!("cut at --max-duration {:.0}s", s.cfg.max_duration.as_secs_f64()));
+        }
+        std::thread::sleep(POLL.min(Duration::from_millis(10)));
+    };
+    let duration = started.elapsed().as_secs_f64();
+    let error = set.error();
+    let outcomes = set.finish(Duration::ZERO);
+    let moved: u64 = outcomes.iter().map(|o| o.bytes).sum();
+    let bytes = if ask.reverse { moved } else { moved + headers };
+    let direction = if ask.reverse { TrafficDirection::Download } else { TrafficDirection::Upload };
+    // With no control connection, a -R client that has what it wanted says
+    // so by closing: only a stall ends its test badly.
+    let error = error.filter(|e| !ask.reverse || e.starts_with("no data"));
+    let status = match (cut, error) {
+        (Some(why), _) => format!("aborted: {why}"),
+        (None, Some(e)) => format!("aborted: {e}"),
+        (None, None) => "ok".into(),
+    };
+    log_test(s, peer, "iperf2", direction.test_name(false).as_str(), ask.streams, duration, bytes, &status);
+}
+
+/// Logs what was asked and closes the connection cleanly.
+fn refuse(conn: TcpStream, peer: SocketAddr, s: &Shared, what: &str) {
+    (s.cfg.log)(&format!("peer={peer} protocol=iperf2 refused: {what}"));
+    close_cleanly(conn);
+}
+
+/// Sends FIN, then reads what the peer still sends for a moment: closing
+/// with unread data would reset the connection instead.
+fn close_cleanly(mut conn: TcpStream) {
+    let _ = conn.shutdown(Shutdown::Write);
+    let until = Instant::now() + REFUSAL_DRAIN;
+    let mut sink = [0u8; 16 * 1024];
+    while let Some(left) = until.checked_duration_since(Instant::now()) {
+        let _ = conn.set_read_timeout(Some(left.max(Duration::from_millis(1))));
+        match conn.read(&mut sink) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::registry::test_support::{shared, tcp_pair};
+    use super::*;
+
+    #[test]
+    fn a_long_time_is_refused_and_a_byte_count_is_cut_instead() {
+        let ask = |amount| Ask { streams: 1, reverse: true, amount };
+        let max = Duration::from_secs(600);
+        assert!(within_limits(&ask(Amount::Time(Duration::from_secs(1_000_000))), max).unwrap_err().contains("-t"));
+        assert!(within_limits(&ask(Amount::Time(max)), max).is_ok());
+        assert!(within_limits(&ask(Amount::Bytes(i32::MAX as u64)), max).is_ok());
+    }
+
+    #[test]
+    fn a_reverse_test_sends_the_bytes_asked_and_closes() {
+        let s = shared(Duration::from_secs(2));
+        let (mut client, server) = tcp_pair();
+        let ask = Ask { streams: 1, reverse: true, amount: Amount::Bytes(300_000) };
+        let peer = client.local_addr().unwrap();
+        let t = std::thread::spawn(move || {
+            let mut got = Vec::new();
+            client.read_to_end(&mut got).unwrap();
+            got.len()
+        });
+        run_test(vec![(server, 60)], peer, &ask, &s, Instant::now());
+        assert_eq!(t.join().unwrap(), 300_000);
+    }
+}
+
+/// A real server on loopback, and peers that misbehave.
+#[cfg(test)]
+mod server_tests {
+    use super::super::{Server, ServerConfig, ServerHandle};
+    use crate::iperf2::{client_header, Amount};
+    use std::io::{Read, Write};
+    use std::net::{SocketAddr, TcpStream};
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    fn serve(token: Option<&str>, max_clients: usize) -> (ServerHandle, SocketAddr, Arc<Mutex<Vec<String>>>) {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        let cfg = ServerConfig {
+            iperf2_port: Some(0),
+            token: token.map(Into::into),
+            max_clients,
+            idle_timeout: Duration::from_millis(500),
+            log: Arc::new(move |l: &str| sink.lock().unwrap().push(l.to_string())),
+            ..ServerConfig::loopback(0)
+        };
+        let server = Server::bind(cfg).unwrap();
+        let at = server.iperf2_addr().unwrap();
+        (server.spawn(), at, lines)
+    }
+
+    fn wait_for(lines: &Mutex<Vec<String>>, what: &str) -> String {
+        let t0 = Instant::now();
+        loop {
+            if let Some(l) = lines.lock().unwrap().iter().find(|l| l.contains(what)) {
+                return l.clone();
+            }
+            assert!(t0.elapsed() < Duration::from_secs(5), "no log line with {what:?}: {:?}", lines.lock().unwrap());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The server's side ends with FIN (read gives 0), not a reset, and soon.
+    fn closed_cleanly(mut c: TcpStream) {
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut buf = [0u8; 64];
+        assert_eq!(c.read(&mut buf).unwrap(), 0, "the server closes with FIN");
+    }
+
+    fn header(streams: u32, seconds: u64) -> [u8; 60] {
+        client_header(streams, 5001, Amount::Time(Duration::from_secs(seconds)), false)
+    }
+
+    #[test]
+    fn an_upload_of_several_streams_is_one_test_with_every_byte() {
+        let (_server, at, lines) = serve(None, 4);
+        let mut streams: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(at).unwrap()).collect();
+        for s in &mut streams {
+            s.write_all(&header(3, 2)).unwrap();
+            s.write_all(&vec![7u8; 1 << 20]).unwrap();
+        }
+        drop(streams);
+        let line = wait_for(&lines, "protocol=iperf2 test=");
+        assert!(line.contains("test=tcp streams=3"), "{line}");
+        assert!(line.contains(&format!("bytes={} ", 3 * (60 + (1 << 20)))), "{line}");
+        assert!(line.ends_with("status=ok"), "{line}");
+    }
+
+    #[test]
+    fn hostile_peers_are_refused_in_one_line_and_closed_cleanly() {
+        let (_server, at, lines) = serve(None, 4);
+        // headroom's greeting on the wrong port.
+        let mut c = TcpStream::connect(at).unwrap();
+        c.write_all(b"HEADROOM and more").unwrap();
+        closed_cleanly(c);
+        wait_for(&lines, "protocol=unknown refused on the iperf2 port: first word 48454144");
+        // -d, as 2.1.8 sends it, with data behind it: refused by name, FIN.
+        let mut c = TcpStream::connect(at).unwrap();
+        let mut dual = header(1, 10);
+        dual[..4].copy_from_slice(&0xc001_0079u32.to_be_bytes());
+        c.write_all(&dual).unwrap();
+        c.write_all(&[1u8; 100_000]).unwrap();
+        closed_cleanly(c);
+        wait_for(&lines, "protocol=iperf2 refused: a dual test (-d)");
+        // A test far longer than --max-duration.
+        let mut c = TcpStream::connect(at).unwrap();
+        c.write_all(&client_header(1, 5001, Amount::Time(Duration::from_secs(20_000_000)), true)).unwrap();
+        closed_cleanly(c);
+        wait_for(&lines, "over --max-duration");
+        // Silent, and half a header: both gone at the pre-auth deadline.
+        let silent = TcpStream::connect(at).unwrap();
+        let mut half = TcpStream::connect(at).unwrap();
+        half.write_all(&header(1, 1)[..30]).unwrap();
+        let t0 = Instant::now();
+        closed_cleanly(silent);
+        closed_cleanly(half);
+        assert!(t0.elapsed() < Duration::from_secs(3));
+        // Three streams asked, one opened: refused at the idle timeout, its slot free again.
+        let mut lone = TcpStream::connect(at).unwrap();
+        lone.write_all(&header(3, 1)).unwrap();
+        closed_cleanly(lone);
+        wait_for(&lines, "3 streams asked, not all arrived");
+        let mut ok = TcpStream::connect(at).unwrap();
+        ok.write_all(&header(1, 1)).unwrap();
+        drop(ok);
+        wait_for(&lines, "test=tcp streams=1");
+    }
+
+    #[test]
+    fn with_a_token_iperf2_clients_leave_a_slot_for_token_holders() {
+        let (_server, at, lines) = serve(Some("a-token-of-some-length"), 2);
+        // The first test holds the one slot iperf2 clients may have.
+        let mut first = TcpStream::connect(at).unwrap();
+        first.write_all(&header(1, 5)).unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        let mut second = TcpStream::connect(at).unwrap();
+        second.write_all(&header(1, 5)).unwrap();
+        closed_cleanly(second);
+        wait_for(&lines, "protocol=iperf2 refused: busy (2 clients)");
+        drop(first);
+    }
+}
