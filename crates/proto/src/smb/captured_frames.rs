@@ -27,7 +27,7 @@ fn samba_negotiate_response_names_dialect_3_0_2_and_its_transfer_limits() {
     let f = frames(IO_CONNECTION);
     let h = wire::parse_header(f[0]).unwrap();
     assert_eq!((h.command, h.status.0, h.message_id), (Command::Negotiate as u16, status::SUCCESS, 0));
-    let n = wire::parse_negotiate(&f[0][wire::HEADER..]).unwrap();
+    let n = wire::parse_negotiate(&f[0][wire::HEADER..], &[]).unwrap();
     assert_eq!(n.dialect, 0x0302);
     assert_eq!(wire::dialect_name(n.dialect), "3.0.2");
     assert!(!n.signing_required, "the capture's smbd signs only when asked");

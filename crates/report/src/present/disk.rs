@@ -44,8 +44,9 @@ fn engine_words(d: &headroom_result::DiskSpec) -> String {
         return format!(", {}, {}", d.engine, if d.direct { "O_DIRECT" } else { "buffered" });
     };
     let version = p.version.as_deref().map(|v| format!(" {v}")).unwrap_or_default();
+    let cipher = p.cipher.as_deref().map(|c| format!(" encrypted {}", c.to_uppercase())).unwrap_or_default();
     let granted = p.queue_depth_granted.map(|q| format!(", {q} in flight granted")).unwrap_or_default();
-    format!(", {}{version} by headroom's own client{granted}", p.name.to_uppercase())
+    format!(", {}{version}{cipher} by headroom's own client{granted}", p.name.to_uppercase())
 }
 
 /// The whole terminal output of `headroom disk` for its document.
