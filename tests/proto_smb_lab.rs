@@ -486,7 +486,8 @@ fn smbd_cpu_s(pid: u32) -> f64 {
     fields[11..15].iter().sum::<f64>() / ticks
 }
 
-/// Per-core AES-GCM figures `headroom cpu` prices, by cipher name.
+/// Per-core AES-GCM figures `headroom cpu` prices (one thread, data beyond
+/// the caches, as a stream's is), by cipher name.
 fn cpu_prices() -> std::collections::BTreeMap<String, f64> {
     let out = Command::new(headroom_bin())
         .args(["cpu", "--kernels", "aes-128-gcm,aes-256-gcm", "--json", "--quiet"])
@@ -499,9 +500,8 @@ fn cpu_prices() -> std::collections::BTreeMap<String, f64> {
     let mut prices = std::collections::BTreeMap::new();
     for p in json["probes"].as_array().into_iter().flatten() {
         let id = p["id"].as_str().unwrap_or_default();
-        let one_core = p["spec"]["threads"].as_u64() == Some(1);
         for name in ["aes-128-gcm", "aes-256-gcm"] {
-            if id.contains(name) && one_core {
+            if id == format!("cpu-{name}-t1-memory") {
                 prices.insert(name.to_string(), p["summary"]["bytes_per_sec"].as_f64().unwrap_or(0.0));
             }
         }

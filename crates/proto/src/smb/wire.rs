@@ -215,9 +215,10 @@ pub fn utf16(s: &str) -> Vec<u8> {
 }
 
 /// NEGOTIATE body offering `dialects`, large MTU, signing enabled (not
-/// required), encryption with `ciphers` (3.0's capability flag when
-/// AES-128-CCM is among them), and when 3.1.1 is offered its negotiate
-/// contexts: preauthentication integrity (SHA-512, `salt`) and the ciphers.
+/// required), encryption with `ciphers` (the capability flag as well as
+/// 3.1.1's context: Samba ignores the context without the flag), and when
+/// 3.1.1 is offered its negotiate contexts: preauthentication integrity
+/// (SHA-512, `salt`) and the ciphers.
 pub fn negotiate(dialects: &[u16], client_guid: [u8; 16], salt: [u8; 32], ciphers: &[SmbCipher]) -> Vec<u8> {
     let v311 = dialects.contains(&SMB_311);
     let contexts: u16 = if !v311 {
@@ -232,8 +233,8 @@ pub fn negotiate(dialects: &[u16], client_guid: [u8; 16], salt: [u8; 32], cipher
     put16(&mut b, dialects.len() as u16);
     put16(&mut b, 1); // SecurityMode: signing enabled
     put16(&mut b, 0);
-    let ccm = ciphers.contains(&SmbCipher::Aes128Ccm);
-    put32(&mut b, 0x4 | if ccm { CAP_ENCRYPTION } else { 0 }); // SMB2_GLOBAL_CAP_LARGE_MTU
+    let encrypt = if ciphers.is_empty() { 0 } else { CAP_ENCRYPTION };
+    put32(&mut b, 0x4 | encrypt); // SMB2_GLOBAL_CAP_LARGE_MTU
     b.extend_from_slice(&client_guid);
     let ctx_at = b.len();
     put32(&mut b, 0); // NegotiateContextOffset (3.1.1), patched below; else ClientStartTime 0
@@ -662,9 +663,9 @@ mod tests {
     fn negotiate_puts_the_context_on_an_8_byte_boundary() {
         let old = negotiate(&DIALECTS[..3], [1; 16], [2; 32], &[SmbCipher::Aes128Ccm]);
         assert_eq!((old.len(), le32(&old, 28), le16(&old, 32)), (36 + 6, 0, 0), "no contexts below 3.1.1");
-        assert_eq!(le32(&old, 8), 0x44, "3.0's encryption capability with AES-128-CCM");
+        assert_eq!(le32(&old, 8), 0x44, "the encryption capability with ciphers");
         let b = negotiate(&[0x0210, 0x0300, 0x0302, 0x0311], [1; 16], [2; 32], &[]);
-        assert_eq!(le16(&b, 32), 1, "no encryption context without ciphers");
+        assert_eq!((le16(&b, 32), le32(&b, 8)), (1, 0x4), "no encryption without ciphers");
         let offset = le32(&b, 28) as usize;
         assert_eq!(offset % 8, 0);
         assert_eq!(le16(&b, 2), 4);
@@ -673,7 +674,7 @@ mod tests {
         assert_eq!((le16(ctx, 0), le16(ctx, 2), le16(ctx, 8), le16(ctx, 12)), (1, 38, 1, 1));
         assert_eq!(&ctx[14..46], &[2; 32]);
         let e = negotiate(&DIALECTS, [1; 16], [2; 32], &[SmbCipher::Aes256Gcm, SmbCipher::Aes128Gcm]);
-        assert_eq!((le16(&e, 32), le32(&e, 8)), (2, 0x4), "two contexts, no CCM so no 3.0 capability");
+        assert_eq!((le16(&e, 32), le32(&e, 8)), (2, 0x44), "two contexts, and the capability Samba wants");
         // After the preauthentication context (8 + 38 bytes), aligned.
         let enc = &e[(le32(&e, 28) as usize - HEADER + 8 + 38).next_multiple_of(8)..];
         assert_eq!((HEADER + e.len() - enc.len()) % 8, 0);

@@ -238,6 +238,19 @@ mod tests {
     }
 
     #[test]
+    fn an_smb_heading_names_the_dialect_and_the_cipher() {
+        let mut spec: headroom_result::DiskSpec = serde_json::from_value(serde_json::json!({
+            "rw": "read", "block_size": 1048576, "queue_depth": 8, "jobs": 1, "direct": true, "sync": "none",
+            "engine": "smb", "path": "smb://nas/bench/headroom-disk-1.tmp",
+            "protocol": {"name": "smb", "version": "3.1.1", "cipher": "aes-128-gcm", "server": "nas:445"}
+        }))
+        .unwrap();
+        assert_eq!(engine_words(&spec), ", SMB 3.1.1 encrypted AES-128-GCM by headroom's own client");
+        spec.protocol.as_mut().unwrap().cipher = None;
+        assert_eq!(engine_words(&spec), ", SMB 3.1.1 by headroom's own client");
+    }
+
+    #[test]
     fn the_sweep_is_a_matrix_with_dashes_for_tests_not_run() {
         let layout = Layout::Sweep { block_sizes: &[4096, 1 << 20], queue_depths: &[1, 32] };
         let text = render(&doc(), &TARGET, layout, Style::default());
