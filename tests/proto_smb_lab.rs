@@ -451,6 +451,8 @@ fn run_with_cpu(nas: &Nas, export: &SmbExport, url: &str, args: &[&str]) -> (Res
     let smbd_before = smbd_cpu_s(export.pid);
     let started = Instant::now();
     let mut c = headroom_in(nas, url, SMB_PASSWORD, args);
+    // Waited for below with wait4, which also gives its rusage.
+    #[allow(clippy::zombie_processes)]
     let child = c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("headroom runs");
     let pid = child.id() as libc::pid_t;
     let (mut stdout, mut stderr) = (child.stdout.expect("piped"), child.stderr.expect("piped"));
@@ -534,6 +536,10 @@ fn samba_requiring_smb_3_1_1_is_measured_on_it() {
     assert!(disk_leftovers(&export.dir).is_empty(), "left: {:?}", disk_leftovers(&export.dir));
 }
 
+/// One encrypted lab run: what it is, smbd's options, the URL's query, the
+/// cipher expected (`Some("")`: any), the dialect expected.
+type EncryptCase<'a> = (&'a str, SmbOptions<'a>, &'a str, Option<&'a str>, Option<&'a str>);
+
 /// Samba with encryption required (for the whole server, for the share
 /// only, on 3.0.2 with its AES-128-CCM) and a plain Samba asked for a cipher
 /// by the URL: every run records the cipher, moves data both ways, and its
@@ -544,7 +550,7 @@ fn samba_requiring_encryption_is_measured_encrypted() {
     require_smbd!();
     let _machine = headroom_lab::hold_machine();
     let prices = cpu_prices();
-    let cases: [(&str, SmbOptions, &str, Option<&str>, Option<&str>); 5] = [
+    let cases: [EncryptCase; 5] = [
         ("plain 3.1.1", SmbOptions::default(), "", None, Some("3.1.1")),
         (
             "smb encrypt = required, server min protocol = SMB3_11",
