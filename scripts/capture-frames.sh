@@ -68,28 +68,36 @@ short_read() {
         || { cat "$WORK/out.txt" >&2; exit 1; }
 }
 
-# NBD: nbdkit's memory plugin, 64 MiB, newstyle-fixed.
-nbdkit -f -i 127.0.0.1 -p 20809 memory 64M & PIDS+=($!)
-wait_port 20809
-relay 20810 20809 "$WORK/nbd"
-short_read nbd://127.0.0.1:20810/
-for f in "$WORK"/nbd.*.*2*; do cp "$f" "$OUT/nbd-nbdkit.${f#"$WORK/nbd."}"; done
+# ONLY="smb-encrypted nbd ..." recaptures just those (all by default).
+want() { [[ -z "${ONLY:-}" || " $ONLY " == *" $1 "* ]]; }
 
-# SMB: smbd on 4450, a share in /dev/shm with a 1 MiB file of known bytes.
-mkdir -p "$WORK/smb"/{private,lock,state,cache,pid,ncalrpc} "$WORK/share"
-cat >"$WORK/smb/smb.conf" <<CONF
+# NBD: nbdkit's memory plugin, 64 MiB, newstyle-fixed.
+if want nbd; then
+    nbdkit -f -i 127.0.0.1 -p 20809 memory 64M & PIDS+=($!)
+    wait_port 20809
+    relay 20810 20809 "$WORK/nbd"
+    short_read nbd://127.0.0.1:20810/
+    for f in "$WORK"/nbd.*.*2*; do cp "$f" "$OUT/nbd-nbdkit.${f#"$WORK/nbd."}"; done
+fi
+
+# SMB: smbd on PORT (the relay on PORT+1), a share in /dev/shm, user root with
+# password frames-pw; EXTRA lines go into [global]. smb_capture NAME PORT EXTRA.
+smb_capture() {
+    local name=$1 port=$2 dir="$WORK/$1"
+    mkdir -p "$dir"/{private,lock,state,cache,pid,ncalrpc,share}
+    cat >"$dir/smb.conf" <<CONF
 [global]
   server role = standalone server
   security = user
-  passdb backend = tdbsam:$WORK/smb/private/passdb.tdb
-  private dir = $WORK/smb/private
-  lock directory = $WORK/smb/lock
-  state directory = $WORK/smb/state
-  cache directory = $WORK/smb/cache
-  pid directory = $WORK/smb/pid
-  ncalrpc dir = $WORK/smb/ncalrpc
-  log file = $WORK/smb/log
-  smb ports = 4450
+  passdb backend = tdbsam:$dir/private/passdb.tdb
+  private dir = $dir/private
+  lock directory = $dir/lock
+  state directory = $dir/state
+  cache directory = $dir/cache
+  pid directory = $dir/pid
+  ncalrpc dir = $dir/ncalrpc
+  log file = $dir/log
+  smb ports = $port
   interfaces = 127.0.0.1/8
   bind interfaces only = yes
   server min protocol = SMB2_10
@@ -102,29 +110,44 @@ cat >"$WORK/smb/smb.conf" <<CONF
   smb2 max trans = 4194304
   smb2 max read = 1048576
   smb2 max write = 2097152
+$3
 [bench]
-  path = $WORK/share
+  path = $dir/share
   read only = no
   force user = root
 CONF
-printf 'frames-pw\nframes-pw\n' | pdbedit -s "$WORK/smb/smb.conf" -a -t -u root >/dev/null
-smbd --foreground --no-process-group -s "$WORK/smb/smb.conf" & PIDS+=($!)
-wait_port 4450
-relay 4451 4450 "$WORK/smb"
-HEADROOM_SMB_USER=root HEADROOM_SMB_PASSWORD=frames-pw short_read smb://127.0.0.1:4451/bench
-for f in "$WORK"/smb.*.*2*; do cp "$f" "$OUT/smb-samba.${f#"$WORK/smb."}"; done
+    printf 'frames-pw\nframes-pw\n' | pdbedit -s "$dir/smb.conf" -a -t -u root >/dev/null
+    smbd --foreground --no-process-group -s "$dir/smb.conf" & PIDS+=($!)
+    wait_port "$port"
+    relay $((port + 1)) "$port" "$WORK/$name"
+    HEADROOM_SMB_USER=root HEADROOM_SMB_PASSWORD=frames-pw short_read "smb://127.0.0.1:$((port + 1))/bench"
+    for f in "$WORK/$name".*.*2*; do cp "$f" "$OUT/$name.${f#"$WORK/$name."}"; done
+}
+# SMB_PROTOCOL (by default Samba's highest) pins the unencrypted capture's
+# dialect: its fixtures were taken at 3.0.2, before headroom offered 3.1.1.
+if want smb; then
+    smb_capture smb-samba 4450 "  server max protocol = ${SMB_PROTOCOL:-SMB3_02}"
+fi
+# The same with encryption required and 3.1.1 only: smb/captured_frames.rs
+# derives the keys from the password and these bytes and decrypts them.
+if want smb-encrypted; then
+    smb_capture smb-samba-encrypted 4452 "  server smb encrypt = required
+  server min protocol = SMB3_11"
+fi
 
 # iSCSI: tgtd on 3270, LUN 1 a 64 MiB file in /dev/shm.
-truncate -s 64M "$WORK/lun"
-tgtd -f --iscsi portal=127.0.0.1:3270 -C 3270 & PIDS+=($!)
-for _ in $(seq 100); do tgtadm -C 3270 --op show --mode target >/dev/null 2>&1 && break; sleep 0.1; done
-IQN=iqn.2026-11.dev.headroom.frames:t
-tgtadm -C 3270 --op new --mode target --tid 1 -T "$IQN"
-tgtadm -C 3270 --op new --mode logicalunit --tid 1 --lun 1 -b "$WORK/lun"
-tgtadm -C 3270 --op bind --mode target --tid 1 -I ALL
-relay 3271 3270 "$WORK/iscsi"
-short_read "iscsi://127.0.0.1:3271/$IQN/1"
-for f in "$WORK"/iscsi.*.*2*; do cp "$f" "$OUT/iscsi-tgt.${f#"$WORK/iscsi."}"; done
-tgtadm -C 3270 --op delete --mode system --force >/dev/null 2>&1 || true
-rm -f /var/run/tgtd/socket.3270 /var/run/tgtd/socket.3270.lock
+if want iscsi; then
+    truncate -s 64M "$WORK/lun"
+    tgtd -f --iscsi portal=127.0.0.1:3270 -C 3270 & PIDS+=($!)
+    for _ in $(seq 100); do tgtadm -C 3270 --op show --mode target >/dev/null 2>&1 && break; sleep 0.1; done
+    IQN=iqn.2026-11.dev.headroom.frames:t
+    tgtadm -C 3270 --op new --mode target --tid 1 -T "$IQN"
+    tgtadm -C 3270 --op new --mode logicalunit --tid 1 --lun 1 -b "$WORK/lun"
+    tgtadm -C 3270 --op bind --mode target --tid 1 -I ALL
+    relay 3271 3270 "$WORK/iscsi"
+    short_read "iscsi://127.0.0.1:3271/$IQN/1"
+    for f in "$WORK"/iscsi.*.*2*; do cp "$f" "$OUT/iscsi-tgt.${f#"$WORK/iscsi."}"; done
+    tgtadm -C 3270 --op delete --mode system --force >/dev/null 2>&1 || true
+    rm -f /var/run/tgtd/socket.3270 /var/run/tgtd/socket.3270.lock
+fi
 ls -l "$OUT"

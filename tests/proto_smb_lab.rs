@@ -81,7 +81,7 @@ fn the_quick_preset_runs_over_smb_and_removes_its_file() {
     for i in 0..doc.probes.len() {
         let p = protocol(&doc, i);
         assert_eq!(p.name, "smb");
-        assert!(["2.1", "3.0", "3.0.2"].contains(&p.version.as_deref().unwrap_or("")), "{p:?}");
+        assert!(["2.1", "3.0", "3.0.2", "3.1.1"].contains(&p.version.as_deref().unwrap_or("")), "{p:?}");
         assert_eq!(p.server, format!("{}:445", export.addr));
         assert!(p.granted["MaxReadSize"] >= 1 << 20, "{p:?}");
         assert!(p.granted["credits"] >= 8, "{p:?}");
@@ -342,7 +342,7 @@ fn smb2_response(status: u32, command: u16, body: &[u8]) -> Vec<u8> {
 
 #[test]
 fn garbage_from_the_server_is_one_line_and_no_hang() {
-    let cases: [(Answer, &str); 5] = [
+    let cases: [(Answer, &str); 7] = [
         (|_| (0..3000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8 | 1).collect(), "frame prefix"),
         (|_| b"HTTP/1.1 400 Bad Request\r\n\r\n".to_vec(), "frame prefix"),
         // A well-framed answer that is too short to be a NEGOTIATE response.
@@ -356,6 +356,28 @@ fn garbage_from_the_server_is_one_line_and_no_hang() {
                 smb2_response(0, 0, &b)
             },
             "dialect 2.0.2",
+        ),
+        // 3.1.1 without its negotiate contexts, and with one running past the answer.
+        (
+            |_| {
+                let mut b = vec![0u8; 64];
+                b[0] = 65;
+                b[4..6].copy_from_slice(&0x0311u16.to_le_bytes());
+                smb2_response(0, 0, &b)
+            },
+            "0 negotiate contexts",
+        ),
+        (
+            |_| {
+                let mut b = vec![0u8; 72];
+                b[0] = 65;
+                b[4..6].copy_from_slice(&0x0311u16.to_le_bytes());
+                b[6] = 1;
+                b[60] = 128;
+                b[64..68].copy_from_slice(&[1, 0, 0xff, 0x7f]);
+                smb2_response(0, 0, &b)
+            },
+            "runs past the answer",
         ),
         // A frame that announces 16 MiB and stops: the connection closes mid-frame.
         (|_| vec![0, 0xff, 0xff, 0xff, 0xfe, b'S', b'M', b'B'], "closed the connection"),
@@ -391,13 +413,14 @@ fn a_server_that_never_answers_times_out() {
 }
 
 /// A server that requires signing (`server signing = mandatory`) gets signed
-/// requests: AES-128-CMAC on 3.0.2, HMAC-SHA256 on 2.1. Samba drops any
+/// requests: AES-128-CMAC on 3.1.1 (its key from the preauthentication
+/// hash) and 3.0.2, HMAC-SHA256 on 2.1. Samba drops any
 /// request whose signature is wrong, so the writes and reads going through
 /// (and the file removed after) is the check.
 #[test]
 fn a_server_that_requires_signing_gets_signed_requests() {
     require_smbd!();
-    for (max_protocol, version) in [(None, "3.0.2"), (Some("SMB2_10"), "2.1")] {
+    for (max_protocol, version) in [(None, "3.1.1"), (Some("SMB3_02"), "3.0.2"), (Some("SMB2_10"), "2.1")] {
         let mut nas = Nas::new().expect("lab NAS");
         let dir = nas.subdir("signed").expect("share dir");
         let opts = SmbOptions { signing_required: true, max_protocol, ..SmbOptions::default() };
@@ -416,5 +439,171 @@ fn a_server_that_requires_signing_gets_signed_requests() {
         assert!(ops > 100, "{version}: {ops} ops");
         assert!(disk_leftovers(&export.dir).is_empty(), "left: {:?}", disk_leftovers(&export.dir));
         eprintln!("signed SMB {version}: {:.1} MB/s", doc.probes[0].summary.bytes_per_sec / 1e6);
+    }
+}
+
+/// `headroom disk` in the client namespace with `args`: its document, its
+/// wall-clock seconds, and the CPU seconds of both ends over them:
+/// headroom's own (its rusage, from wait4) and smbd's (the server process
+/// with the connection children it reaped, from /proc), so other processes
+/// on the machine do not count.
+fn run_with_cpu(nas: &Nas, export: &SmbExport, url: &str, args: &[&str]) -> (ResultDoc, f64, f64, f64) {
+    let smbd_before = smbd_cpu_s(export.pid);
+    let started = Instant::now();
+    let mut c = headroom_in(nas, url, SMB_PASSWORD, args);
+    // Waited for below with wait4, which also gives its rusage.
+    #[allow(clippy::zombie_processes)]
+    let child = c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("headroom runs");
+    let pid = child.id() as libc::pid_t;
+    let (mut stdout, mut stderr) = (child.stdout.expect("piped"), child.stderr.expect("piped"));
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let mut out = String::new();
+    stdout.read_to_string(&mut out).expect("headroom's output");
+    let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
+    // SAFETY: `pid` is our child, not yet waited for; `usage` is a valid rusage.
+    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
+    let wall = started.elapsed().as_secs_f64();
+    let err = err.join().unwrap();
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "headroom failed: {err}");
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let client = secs(usage.ru_utime) + secs(usage.ru_stime);
+    // smbd reaps a connection's child when it ends; give it the moment.
+    std::thread::sleep(Duration::from_millis(500));
+    let server = smbd_cpu_s(export.pid) - smbd_before;
+    (ResultDoc::from_json(&out).expect("a result document"), wall, client, server)
+}
+
+/// smbd's CPU seconds: its own and its reaped children's (utime, stime,
+/// cutime, cstime of /proc/PID/stat).
+fn smbd_cpu_s(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("smbd runs");
+    let fields: Vec<f64> =
+        stat.rsplit_once(')').unwrap().1.split_whitespace().map(|f| f.parse().unwrap_or(0.0)).collect();
+    // After the comm: state is field 0, utime field 11 ... cstime field 14.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    fields[11..15].iter().sum::<f64>() / ticks
+}
+
+/// Per-core AES-GCM figures `headroom cpu` prices (one thread, data beyond
+/// the caches, as a stream's is), by cipher name.
+fn cpu_prices() -> std::collections::BTreeMap<String, f64> {
+    let out = Command::new(headroom_bin())
+        .args(["cpu", "--kernels", "aes-128-gcm,aes-256-gcm", "--json", "--quiet"])
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("headroom cpu");
+    let doc = doc(&out);
+    let json: serde_json::Value = serde_json::to_value(&doc).unwrap();
+    let mut prices = std::collections::BTreeMap::new();
+    for p in json["probes"].as_array().into_iter().flatten() {
+        let id = p["id"].as_str().unwrap_or_default();
+        for name in ["aes-128-gcm", "aes-256-gcm"] {
+            if id == format!("cpu-{name}-t1-memory") {
+                prices.insert(name.to_string(), p["summary"]["bytes_per_sec"].as_f64().unwrap_or(0.0));
+            }
+        }
+    }
+    prices
+}
+
+/// A Samba that requires SMB 3.1.1 is measured on 3.1.1: the login's
+/// preauthentication hash and its signing key are right, or Samba refuses
+/// the signed TREE_CONNECT.
+#[test]
+fn samba_requiring_smb_3_1_1_is_measured_on_it() {
+    require_smbd!();
+    let mut nas = Nas::new().expect("lab NAS");
+    let dir = nas.subdir("v311").expect("share dir");
+    let export =
+        nas.serve_smb(&dir, SmbOptions { min_protocol: Some("SMB3_11"), ..SmbOptions::default() }).expect("smbd");
+    let out = run(headroom_in(
+        &nas,
+        &export.url_with_user(),
+        SMB_PASSWORD,
+        &["--preset", "quick", "--size", "64M", "--time", "1s", "--ramp", "300ms", "--json", "--quiet"],
+    ));
+    let doc = doc(&out);
+    for i in 0..doc.probes.len() {
+        let p = protocol(&doc, i);
+        assert_eq!((p.version.as_deref(), p.cipher.as_deref()), (Some("3.1.1"), None), "{p:?}");
+        assert!(doc.probes[i].summary.bytes_per_sec > 0.0, "{}", doc.probes[i].id);
+    }
+    assert!(disk_leftovers(&export.dir).is_empty(), "left: {:?}", disk_leftovers(&export.dir));
+}
+
+/// One encrypted lab run: what it is, smbd's options, the URL's query, the
+/// cipher expected (`Some("")`: any), the dialect expected.
+type EncryptCase<'a> = (&'a str, SmbOptions<'a>, &'a str, Option<&'a str>, Option<&'a str>);
+
+/// Samba with encryption required (for the whole server, for the share
+/// only, on 3.0.2 with its AES-128-CCM) and a plain Samba asked for a cipher
+/// by the URL: every run records the cipher, moves data both ways, and its
+/// figure with both ends' CPU is printed next to what `headroom cpu` prices
+/// for the cipher on one core.
+#[test]
+fn samba_requiring_encryption_is_measured_encrypted() {
+    require_smbd!();
+    let _machine = headroom_lab::hold_machine();
+    let prices = cpu_prices();
+    let cases: [EncryptCase; 5] = [
+        ("plain 3.1.1", SmbOptions::default(), "", None, Some("3.1.1")),
+        (
+            "smb encrypt = required, server min protocol = SMB3_11",
+            SmbOptions { encrypt: Some("required"), min_protocol: Some("SMB3_11"), ..SmbOptions::default() },
+            "",
+            Some(""),
+            Some("3.1.1"),
+        ),
+        (
+            "smb encrypt = required on the share",
+            SmbOptions { share_encrypt: Some("required"), ..SmbOptions::default() },
+            "",
+            Some(""),
+            Some("3.1.1"),
+        ),
+        ("?encrypt=aes-256-gcm", SmbOptions::default(), "?encrypt=aes-256-gcm", Some("aes-256-gcm"), Some("3.1.1")),
+        (
+            "smb encrypt = required, server max protocol = SMB3_02",
+            SmbOptions { encrypt: Some("required"), max_protocol: Some("SMB3_02"), ..SmbOptions::default() },
+            "",
+            Some("aes-128-ccm"),
+            Some("3.0.2"),
+        ),
+    ];
+    for (what, opts, query, cipher, version) in cases {
+        let mut nas = Nas::new().expect("lab NAS");
+        let dir = nas.subdir("enc").expect("share dir");
+        let export = nas.serve_smb(&dir, opts).expect("smbd");
+        let url = format!("{}{query}", export.url_with_user());
+        for rw in ["write", "read"] {
+            let args =
+                ["--rw", rw, "--bs", "1M", "--qd", "4", "--size", "128M", "--time", "2s", "--ramp", "300ms", "--json"];
+            let (doc, wall, client_s, server_s) = run_with_cpu(&nas, &export, &url, &args);
+            let p = protocol(&doc, 0);
+            assert_eq!(p.version.as_deref(), version, "{what}: {p:?}");
+            match cipher {
+                None => assert_eq!(p.cipher, None, "{what}: {p:?}"),
+                Some("") => assert!(p.cipher.is_some(), "{what}: not encrypted: {p:?}"),
+                Some(c) => assert_eq!(p.cipher.as_deref(), Some(c), "{what}: {p:?}"),
+            }
+            let s = &doc.probes[0].summary;
+            assert!(s.bytes_per_sec > 0.0 && s.ops.unwrap_or(0) > 10, "{what} {rw}: {s:?}");
+            let used = p.cipher.clone().unwrap_or_else(|| "none".into());
+            let price = prices.get(&used).map_or("not priced by cpu".to_string(), |b| format!("{:.0} MB/s", b / 1e6));
+            eprintln!(
+                "SMB {} {used:>11} {rw:>5}: {:7.1} MB/s; over the run's {wall:.1} s headroom used {:3.0}% of a core, \
+                 smbd {:3.0}%; `cpu` prices {used} on one core at {price} ({what})",
+                p.version.as_deref().unwrap_or("?"),
+                s.bytes_per_sec / 1e6,
+                client_s / wall * 100.0,
+                server_s / wall * 100.0,
+            );
+        }
+        assert!(disk_leftovers(&export.dir).is_empty(), "{what}: left: {:?}", disk_leftovers(&export.dir));
     }
 }

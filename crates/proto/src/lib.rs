@@ -63,7 +63,8 @@ pub use error::ProtoError;
 pub use headroom_net::Source;
 pub use iscsi_keys::IscsiKeys;
 pub use url::{
-    IscsiUrl, NbdUrl, NfsUrl, NfsVersion, Server, ShareTarget, ShareUrl, SmbUrl, UrlError, FILE_SERVER_DAEMONS,
+    IscsiUrl, NbdUrl, NfsUrl, NfsVersion, Server, ShareTarget, ShareUrl, SmbCipher, SmbEncrypt, SmbUrl, UrlError,
+    FILE_SERVER_DAEMONS,
 };
 
 use headroom_disk::{DiskError, Share, ShareOpener, TargetOptions};

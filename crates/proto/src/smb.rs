@@ -1,16 +1,18 @@
 //! The SMB client: `smb://[DOMAIN;][USER@]HOST[:PORT]/SHARE[/DIR]` targets.
 //!
 //! A minimal SMB2/3 client written for headroom (MS-SMB2): NEGOTIATE of 2.1,
-//! 3.0 or 3.0.2 with large MTU (not 3.1.1: see [`wire::DIALECTS`]), SESSION_SETUP with NTLMv2 (or an
-//! anonymous session), TREE_CONNECT, CREATE of the test file, and READ,
+//! 3.0, 3.0.2 or 3.1.1 (its preauthentication integrity with SHA-512) with
+//! large MTU, SESSION_SETUP with NTLMv2 (or an anonymous session), TREE_CONNECT, CREATE of the test file, and READ,
 //! WRITE (write-through for `--sync dsync`) and FLUSH pipelined on one TCP
 //! connection per worker. The queue depth is the number of requests in
 //! flight on that connection, each charged 1 credit per 64 KiB; when the
 //! server's credits do not cover the depth asked, the depth granted is
 //! recorded (the probe warns). A server that requires signing gets signed
-//! requests (HMAC-SHA256 on 2.1, AES-CMAC on 3.0.x: `sign.rs`); a server
+//! requests (HMAC-SHA256 on 2.1, AES-CMAC on 3.x: `sign.rs`); a server
 //! that does not require it gets none, as Samba's own clients do by default.
-//! Encryption is not done: a share that requires it is refused.
+//! A session or share that requires encryption, or `?encrypt=` in the URL,
+//! gets every message in a TRANSFORM_HEADER (`seal.rs`: AES-128-CCM on
+//! 3.0.x; AES-128-GCM, AES-128-CCM, AES-256-GCM or AES-256-CCM on 3.1.1).
 //!
 //! Why not the `smb` crate (smb-rs 0.12): it pulls in sspi (Kerberos, a
 //! TLS stack), reqwest and tokio, and its client is async, so an engine that
@@ -18,7 +20,7 @@
 //! worker. What headroom needs (one file, read, write, flush, NTLMv2) is a
 //! few hundred lines of wire format that are tested here.
 //!
-//! In layers: the wire format (`wire`, `ntlm`, `sign`); one connection
+//! In layers: the wire format (`wire`, `ntlm`, `sign`, `seal`); one connection
 //! (`conn`, on `crate::frame`: requests out with message ids, credits and
 //! signatures, answers in, a READ's data straight into its buffer, the
 //! socket's buffers, waits and the errors of a connection that ended); a
@@ -39,6 +41,7 @@ mod captured_frames;
 mod conn;
 mod engine;
 mod ntlm;
+mod seal;
 mod session;
 mod sign;
 #[cfg(test)]
@@ -98,6 +101,7 @@ pub fn open(
         login,
         shown: shown.clone(),
         stop: Arc::clone(&opts.stop),
+        encrypt: url.encrypt,
     };
     let mut session = Session::connect(&target, 1).map_err(|e| ProtoError::io(&e))?;
     let options = wire::FILE_NON_DIRECTORY_FILE | if opts.keep { 0 } else { wire::FILE_DELETE_ON_CLOSE };
@@ -186,6 +190,8 @@ struct Target {
     shown: String,
     /// Ctrl-C: every wait ends at once.
     stop: Arc<AtomicBool>,
+    /// `?encrypt=`: encrypt even where the server does not require it.
+    encrypt: Option<crate::url::SmbEncrypt>,
 }
 
 /// What the server granted, as recorded in the probe's spec.protocol.
@@ -193,6 +199,8 @@ struct Target {
 struct Granted {
     dialect: u16,
     signing: bool,
+    /// The cipher every message was sealed with; None: not encrypted.
+    cipher: Option<crate::url::SmbCipher>,
     max_read: u32,
     max_write: u32,
     max_transact: u32,
@@ -209,6 +217,7 @@ impl Granted {
         Granted {
             dialect: s.neg.dialect,
             signing: s.conn.signing.is_some(),
+            cipher: s.conn.seal.as_ref().map(|k| k.cipher()),
             max_read: s.neg.max_read,
             max_write: s.neg.max_write,
             max_transact: s.neg.max_transact,
@@ -312,6 +321,7 @@ impl Share for SmbShare {
         ProtocolInfo {
             name: "smb".into(),
             version: Some(wire::dialect_name(g.dialect)),
+            cipher: g.cipher.map(|c| c.name().to_string()),
             server: self.target.server.addr(),
             queue_depth_granted: g.depth_capped,
             granted,
@@ -356,8 +366,9 @@ pub fn fuzz_server(data: &[u8]) {
         rest = &rest[4 + len..];
         let Ok(h) = wire::parse_header(frame) else { continue };
         let body = &frame[wire::HEADER..];
-        let _ = (h.status.errno(), wire::parse_negotiate(body), wire::parse_create(body), wire::parse_read(body));
-        let _ = wire::parse_write(body);
+        let all = crate::url::SmbCipher::ALL;
+        let _ = (h.status.errno(), wire::parse_negotiate(body, &all), wire::parse_create(body), wire::parse_read(body));
+        let _ = (wire::parse_write(body), wire::parse_tree_connect(body));
         if let Ok((_, token)) = wire::parse_session_setup(body) {
             if let Ok(c) = ntlm::parse_challenge(token) {
                 let id = ntlm::Identity { user: "u", password: "p", domain: "d" };

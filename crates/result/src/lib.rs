@@ -241,6 +241,10 @@ pub struct ProtocolInfo {
     /// Version or dialect in use, e.g. `3`, `4.1`, `3.1.1`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// The cipher every message was encrypted with (SMB 3: `aes-128-gcm`,
+    /// `aes-128-ccm`, `aes-256-gcm`, `aes-256-ccm`); absent: not encrypted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cipher: Option<String>,
     /// HOST:PORT of the server.
     pub server: String,
     /// I/Os in flight the server allows per connection (iSCSI command

@@ -40,6 +40,12 @@ pub struct SmbOptions<'a> {
     pub signing_required: bool,
     /// `server max protocol` (e.g. `SMB2_10` for 2.1 only; default: Samba's).
     pub max_protocol: Option<&'a str>,
+    /// `server min protocol` (e.g. `SMB3_11`; default: `SMB2_10`).
+    pub min_protocol: Option<&'a str>,
+    /// `server smb encrypt` for the whole server (`required`, `desired`...).
+    pub encrypt: Option<&'a str>,
+    /// `server smb encrypt` of the share alone.
+    pub share_encrypt: Option<&'a str>,
 }
 
 /// A running smbd exporting one directory as [`SMB_SHARE`].
@@ -136,7 +142,7 @@ impl Nas {
   smb ports = 445
   interfaces = {addr}/32
   bind interfaces only = yes
-  server min protocol = SMB2_10
+  server min protocol = {min_protocol}
   disable netbios = yes
   load printers = no
   printing = bsd
@@ -146,18 +152,21 @@ impl Nas {
   kernel oplocks = no
   smb2 max credits = {credits}
   server signing = {signing}
-{max_protocol}
+{max_protocol}{encrypt}
 [{SMB_SHARE}]
   path = {dir}
   read only = no
   guest ok = yes
   force user = root
-",
+{share_encrypt}",
                 addr = self.addr(),
                 dir = dir.display(),
                 credits = opts.max_credits.unwrap_or(8192),
                 signing = if opts.signing_required { "mandatory" } else { "default" },
                 max_protocol = opts.max_protocol.map(|p| format!("  server max protocol = {p}\n")).unwrap_or_default(),
+                min_protocol = opts.min_protocol.unwrap_or("SMB2_10"),
+                encrypt = opts.encrypt.map(|e| format!("  server smb encrypt = {e}\n")).unwrap_or_default(),
+                share_encrypt = opts.share_encrypt.map(|e| format!("  server smb encrypt = {e}\n")).unwrap_or_default(),
             ),
         )?;
         let conf_s = conf.to_string_lossy().to_string();

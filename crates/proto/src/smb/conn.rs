@@ -5,12 +5,15 @@
 //! straight into the I/O's buffer when it has not arrived yet.
 //!
 //! What it owns: message ids and credits, the session and tree ids on each
-//! request, signing (`sign`), cutting and parsing answers (`wire`) and the
-//! errors of a connection that ended, in the socket's own words (the
-//! callers word them for their phase). What it must not do: wait for a
+//! request, signing (`sign`), 3.1.1's preauthentication hash of the
+//! requests, encryption once the session turned it on (`seal`: requests
+//! sealed, answers opened in place and refused unencrypted), cutting and
+//! parsing answers (`wire`) and the errors of a connection that ended, in
+//! the socket's own words (the callers word them for their phase). What it must not do: wait for a
 //! particular answer or judge one (`session`, `engine`), or own buffers.
 
-use super::sign::SigningKey;
+use super::seal::{self, Sealer, TRANSFORM};
+use super::sign::{self, SigningKey};
 use super::wire::{self, status, Command, RequestHeader, ResponseHeader, HEADER};
 use super::CREDIT_ASK;
 use crate::frame::{self, Ended, Names};
@@ -42,10 +45,12 @@ pub(super) struct Answer {
     pub(super) body: Body,
 }
 
-/// Where an answer's body is.
+/// Where an answer's body is ([`Conn::body`]), until the next read.
 pub(super) enum Body {
-    /// In the receive buffer ([`Conn::bytes`]), until the next read.
+    /// In the receive buffer.
     Frame(Range<usize>),
+    /// In the decrypted message of an encrypted answer.
+    Opened(Range<usize>),
     /// A successful READ's data, this many bytes, placed in its buffer.
     Read(usize),
 }
@@ -71,6 +76,14 @@ struct Direct {
     post: usize,
 }
 
+/// An encrypted answer being received whole (it is authenticated before
+/// any of it is used, so it cannot go into an I/O's buffer piecemeal).
+#[derive(Debug)]
+struct Sealed {
+    frame: Vec<u8>,
+    at: usize,
+}
+
 /// One SMB connection: the framed socket and what every request carries.
 pub(super) struct Conn {
     link: frame::Conn,
@@ -81,9 +94,19 @@ pub(super) struct Conn {
     pub(super) tree_id: u32,
     /// Set once authenticated when the server requires signed messages.
     pub(super) signing: Option<SigningKey>,
+    /// SMB 3.1.1's preauthentication hash while the login runs: each
+    /// request is chained into it here, answers by the session.
+    pub(super) preauth: Option<[u8; 64]>,
+    /// Set once the session or share encrypts: every request sealed, every
+    /// answer must come sealed.
+    pub(super) seal: Option<Sealer>,
     /// For messages.
     pub(super) server: String,
     direct: Option<Direct>,
+    sealed: Option<Sealed>,
+    /// The last encrypted answer, opened ([`Body::Opened`] points in it);
+    /// its allocation is reused for the next.
+    opened: Vec<u8>,
 }
 
 impl std::fmt::Debug for Conn {
@@ -105,8 +128,12 @@ impl Conn {
             session_id: 0,
             tree_id: 0,
             signing: None,
+            preauth: None,
+            seal: None,
             server,
             direct: None,
+            sealed: None,
+            opened: Vec::new(),
         })
     }
 
@@ -140,9 +167,24 @@ impl Conn {
         self.link.last_heard()
     }
 
-    /// The bytes of an answer's [`Body::Frame`].
-    pub(super) fn bytes(&self, body: Range<usize>) -> &[u8] {
-        self.link.bytes(body)
+    /// The bytes of an answer's body (none for a READ's data, which is in
+    /// its buffer).
+    pub(super) fn body(&self, body: &Body) -> &[u8] {
+        match body {
+            Body::Frame(r) => self.link.bytes(r.clone()),
+            Body::Opened(r) => &self.opened[r.clone()],
+            Body::Read(_) => &[],
+        }
+    }
+
+    /// The whole message of an answer (its header and body), for the
+    /// preauthentication hash.
+    pub(super) fn message(&self, body: &Body) -> &[u8] {
+        match body {
+            Body::Frame(r) => self.link.bytes(r.start - HEADER..r.end),
+            Body::Opened(r) => &self.opened[r.start - HEADER..r.end],
+            Body::Read(_) => &[],
+        }
     }
 
     /// The header of the next request, consuming `charge` credits.
@@ -161,15 +203,33 @@ impl Conn {
     }
 
     /// Queues one request, `payload` after its body (a WRITE's data),
-    /// signed when the session signs. Returns its message id.
+    /// sealed when the session encrypts, else signed when it signs.
+    /// Returns its message id.
     pub(super) fn request(&mut self, command: Command, charge: u16, body: &[u8], payload: &[u8]) -> u64 {
         let h = self.header(command, charge);
         let mut head = Vec::with_capacity(4 + HEADER + body.len());
         wire::put_frame_start(&mut head, &h, body.len() + payload.len());
         head.extend_from_slice(body);
+        if let Some(sealer) = &mut self.seal {
+            // An encrypted message is not signed (MS-SMB2 3.2.4.1.1): the
+            // AEAD's tag authenticates it. The payload is copied: the I/O's
+            // buffer must keep its data.
+            let mut msg = Vec::with_capacity(TRANSFORM + head.len() + payload.len());
+            msg.extend_from_slice(&((TRANSFORM + head.len() - 4 + payload.len()) as u32).to_be_bytes());
+            msg.resize(4 + TRANSFORM, 0);
+            msg.extend_from_slice(&head[4..]);
+            msg.extend_from_slice(payload);
+            let transform = sealer.seal(&mut msg[4 + TRANSFORM..]);
+            msg[4..4 + TRANSFORM].copy_from_slice(&transform);
+            self.link.push(&msg, &[], 0);
+            return h.message_id;
+        }
         if let Some(key) = &self.signing {
             let (header, body) = head[4..].split_at_mut(HEADER);
             key.sign_in_place(header, &[body, payload]);
+        }
+        if let Some(hash) = &mut self.preauth {
+            *hash = sign::preauth_chain(hash, &[&head[4..], payload]);
         }
         self.link.push(&head, payload, 0);
         h.message_id
@@ -191,6 +251,12 @@ impl Conn {
     /// Reads what the socket has now: a READ answer's data whose head is
     /// in goes straight into its buffer.
     pub(super) fn read_some(&mut self, reads: Option<&mut Reads>) -> io::Result<()> {
+        if let Some(s) = self.sealed.as_mut().filter(|s| s.at < s.frame.len()) {
+            if self.link.buffered().is_empty() {
+                s.at += self.link.read_some(Some(&mut s.frame[s.at..])).map_err(raw)?;
+                return Ok(());
+            }
+        }
         let into = match (self.direct.as_mut(), reads) {
             (Some(d), Some(r)) if d.pre == 0 && d.at < d.len => Some((d, r)),
             _ => None,
@@ -210,6 +276,9 @@ impl Conn {
     /// The next whole answer received, if it is here; READ answers'
     /// data into `reads`' buffers (set-up calls have none).
     pub(super) fn next(&mut self, mut reads: Option<&mut Reads>) -> io::Result<Option<Answer>> {
+        if self.seal.is_some() {
+            return self.next_sealed(reads);
+        }
         if let Some(d) = self.direct {
             return Ok(self.drain_direct(d, reads));
         }
@@ -243,6 +312,57 @@ impl Conn {
             }
             None => Ok(None),
         }
+    }
+
+    /// The next whole encrypted answer, opened; a READ's data copied into
+    /// its buffer. An unencrypted answer is refused: a server (or anyone on
+    /// the path) must not be able to drop the encryption.
+    fn next_sealed(&mut self, reads: Option<&mut Reads>) -> io::Result<Option<Answer>> {
+        if self.sealed.is_none() {
+            let avail = self.link.buffered();
+            let Some(head) = avail.get(..8) else { return Ok(None) };
+            let len = wire::frame_len(head[..4].try_into().expect("4 bytes")).map_err(|e| self.protocol_error(e))?;
+            if &head[4..8] != seal::PROTOCOL_ID {
+                return Err(self.protocol_error(if &head[4..8] == b"\xfeSMB" {
+                    "an unencrypted answer on an encrypted session".to_string()
+                } else {
+                    format!("a message starting {:02x?} where an encrypted one was due", &head[4..8])
+                }));
+            }
+            self.link.consume(4);
+            // frame_len's prefix caps `len` below 16 MiB.
+            let mut frame = std::mem::take(&mut self.opened);
+            frame.clear();
+            frame.resize(len, 0);
+            self.sealed = Some(Sealed { frame, at: 0 });
+        }
+        let s = self.sealed.as_mut().expect("set above");
+        let src = self.link.buffered();
+        let n = src.len().min(s.frame.len() - s.at);
+        s.frame[s.at..s.at + n].copy_from_slice(&src[..n]);
+        self.link.consume(n);
+        s.at += n;
+        if s.at < s.frame.len() {
+            return Ok(None);
+        }
+        let mut frame = self.sealed.take().expect("set above").frame;
+        let sealer = self.seal.as_ref().expect("checked by next");
+        if let Err(e) = sealer.open(&mut frame) {
+            return Err(self.protocol_error(e));
+        }
+        self.opened = frame;
+        let msg = &self.opened[TRANSFORM..];
+        let h = wire::parse_header(msg).map_err(|e| self.protocol_error(e))?;
+        let compounded = wire::le32(msg, 20) != 0;
+        if let Some(r) = reads {
+            if let Some((pre, data)) = self.read_data(&h, &msg[..RX_HEAD.min(msg.len())], msg.len(), r)? {
+                let (buf, _) = (r.read)(h.message_id).expect("checked in read_data");
+                let start = RX_HEAD + pre;
+                r.pool.slice_mut(usize::from(buf))[..data].copy_from_slice(&msg[start..start + data]);
+                return Ok(Some(Answer { h, compounded, body: Body::Read(data) }));
+            }
+        }
+        Ok(Some(Answer { h, compounded, body: Body::Opened(TRANSFORM + HEADER..self.opened.len()) }))
     }
 
     /// Where a successful READ answer's data is in its frame (padding

@@ -5,7 +5,7 @@
 //! What it owns: the I/Os waiting for credits and in flight, completions,
 //! and the errors of a server lost mid-test. What it must not do: set up
 //! the connection (`session`), send or receive but through the connection
-//! (`conn`: framing, signing, a READ's data into its buffer), or word a
+//! (`conn`: framing, signing, encryption, a READ's data into its buffer), or word a
 //! share's errors.
 
 use super::conn::{Body, Conn, Reads};
@@ -133,7 +133,7 @@ impl SmbEngine {
             };
             let result = match a.body {
                 Body::Read(len) => len as i64,
-                Body::Frame(body) => result(conn, &a.h, io, conn.bytes(body))?,
+                Body::Frame(_) | Body::Opened(_) => result(conn, &a.h, io, conn.body(&a.body))?,
             };
             self.done.push(Completion { tag: io.tag, result });
         }
@@ -241,6 +241,12 @@ impl SmbEngine {
     /// An engine on a connected socket, logged in as far as it knows, with
     /// a 4 KiB READ (message id 1), a 512-byte WRITE (2) and a FLUSH (3)
     /// in flight: for fuzzing and the hostile-server tests.
+    /// The connection, for the hostile-server tests to turn encryption on.
+    #[cfg(test)]
+    pub(super) fn conn_mut(&mut self) -> &mut Conn {
+        &mut self.session.conn
+    }
+
     #[cfg(any(test, feature = "fuzzing"))]
     pub(super) fn detached(sock: std::net::TcpStream, stop: Arc<AtomicBool>) -> SmbEngine {
         let mut conn = Conn::new(sock, "fuzz".into()).expect("a socket that takes O_NONBLOCK");
@@ -253,9 +259,11 @@ impl SmbEngine {
                 max_transact: 1 << 20,
                 max_read: 1 << 20,
                 max_write: 1 << 20,
+                cipher: None,
             },
             stop,
             login_ends: None,
+            sealer: None,
         };
         let now = Instant::now();
         let io = |kind, len, buf_index, tag| (IoUnit { kind, offset: 0, len, buf_index, tag }, now);

@@ -1,6 +1,8 @@
-//! One SMB connection's setup and tear-down: connecting, NEGOTIATE,
-//! SESSION_SETUP with NTLMv2 (and the signing key when the server requires
-//! it), TREE_CONNECT, the credit ECHOs, and one request at a time with its
+//! One SMB connection's setup and tear-down: connecting, NEGOTIATE (3.1.1's
+//! negotiate contexts and preauthentication hash), SESSION_SETUP with
+//! NTLMv2 (the signing key when the server requires it or 3.1.1 wants
+//! TREE_CONNECT signed; the encryption keys when the session, the share or
+//! the user asks for encryption), TREE_CONNECT, the credit ECHOs, and one request at a time with its
 //! final answer ([`Session::call`]: CREATE and CLOSE of the test file), each
 //! within the login's and the request's deadlines.
 //!
@@ -9,10 +11,12 @@
 //! must not do: pipeline I/O (the worker's engine, `engine`, takes the
 //! connection after setup) or send and receive but through `conn`.
 
-use super::conn::{Body, Conn};
+use super::conn::Conn;
+use super::seal::Sealer;
 use super::wire::{self, status, Command};
 use super::{ntlm, sign, Login, Target, LOGIN_TIMEOUT, REQUEST_TIMEOUT, TIMEOUT};
 use crate::transport;
+use crate::url::{SmbCipher, SmbEncrypt};
 use crate::wait::Deadline;
 use std::io;
 use std::sync::atomic::AtomicBool;
@@ -28,6 +32,9 @@ pub(super) struct Session {
     pub(super) stop: Arc<AtomicBool>,
     /// The login's end, while logging in: each request's deadline is no later.
     pub(super) login_ends: Option<Deadline>,
+    /// The session's encryption, ready for a share that requires it, until
+    /// TREE_CONNECT says whether it does.
+    pub(super) sealer: Option<Sealer>,
 }
 
 impl Session {
@@ -41,25 +48,59 @@ impl Session {
         sock.set_nodelay(true)?;
         let mut s = Session {
             conn: Conn::new(sock, server)?,
-            neg: wire::Negotiated { dialect: 0, signing_required: false, max_transact: 0, max_read: 0, max_write: 0 },
+            neg: wire::Negotiated {
+                dialect: 0,
+                signing_required: false,
+                max_transact: 0,
+                max_read: 0,
+                max_write: 0,
+                cipher: None,
+            },
             stop: Arc::clone(&t.stop),
             login_ends: Some(login_ends),
+            sealer: None,
+        };
+        // Every cipher is offered unless the user named one: a session or
+        // share that requires encryption is then served whatever it picks.
+        let offered = match t.encrypt {
+            Some(SmbEncrypt::Only(c)) => vec![c],
+            _ => SmbCipher::ALL.to_vec(),
         };
         let (guid, salt) = (random(&s.conn.server)?, random(&s.conn.server)?);
-        let (h, body) = s.call(Command::Negotiate, &wire::negotiate(&wire::DIALECTS, guid, salt))?;
+        s.conn.preauth = Some([0; 64]);
+        let (h, body) = s.call(Command::Negotiate, &wire::negotiate(&wire::DIALECTS, guid, salt, &offered))?;
         s.expect(&h, status::SUCCESS, "NEGOTIATE")?;
-        s.neg = wire::parse_negotiate(&body).map_err(|e| s.conn.protocol_error(e))?;
+        s.neg = wire::parse_negotiate(&body, &offered).map_err(|e| s.conn.protocol_error(e))?;
         if s.neg.dialect < 0x0210 || !wire::DIALECTS.contains(&s.neg.dialect) {
             return Err(s.conn.protocol_error(format!(
-                "the server chose dialect {}, headroom speaks SMB 2.1, 3.0 and 3.0.2",
+                "the server chose dialect {}, headroom speaks SMB 2.1, 3.0, 3.0.2 and 3.1.1",
                 wire::dialect_name(s.neg.dialect)
             )));
         }
-        s.authenticate(&t.login)?;
-        let (h, _) =
+        if s.neg.dialect != wire::SMB_311 {
+            s.conn.preauth = None;
+        }
+        let encrypt = s.authenticate(&t.login, t.encrypt)?;
+        if encrypt {
+            s.conn.seal = s.sealer.take();
+        }
+        let (h, body) =
             s.call(Command::TreeConnect, &wire::tree_connect(&format!("\\\\{}\\{}", t.server.host, t.share)))?;
         match h.status.0 {
-            status::SUCCESS => s.conn.tree_id = h.tree_id,
+            status::SUCCESS => {
+                s.conn.tree_id = h.tree_id;
+                let flags = wire::parse_tree_connect(&body).map_err(|e| s.conn.protocol_error(e))?;
+                if flags & wire::SHARE_FLAG_ENCRYPT_DATA != 0 && s.conn.seal.is_none() {
+                    s.conn.seal = Some(s.sealer.take().ok_or_else(|| s.no_encryption(&offered, "the share"))?);
+                }
+                // 3.1.1 signs TREE_CONNECT for every authenticated user
+                // (MS-SMB2 3.2.4.1.1); after it, only a server that
+                // requires signing gets it, as on 3.0.
+                if !s.neg.signing_required {
+                    s.conn.signing = None;
+                }
+                s.sealer = None;
+            }
             status::BAD_NETWORK_NAME => {
                 return Err(io::Error::new(
                     io::ErrorKind::NotFound,
@@ -91,7 +132,25 @@ impl Session {
         Ok(s)
     }
 
-    fn authenticate(&mut self, login: &Login) -> io::Result<()> {
+    /// Why a session cannot encrypt as asked: no key, or no cipher in common.
+    fn no_encryption(&self, offered: &[SmbCipher], who: &str) -> io::Error {
+        let names: Vec<&str> = offered.iter().map(|c| c.name()).collect();
+        io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!(
+                "{who} asks for encryption but the SMB server {} and headroom have no cipher in common on SMB {} \
+                 (offered {}; 3.0 and 3.0.2 have only aes-128-ccm), or the session is a guest one without a key: \
+                 log in as a user, or allow another cipher",
+                self.conn.server,
+                wire::dialect_name(self.neg.dialect),
+                names.join(", ")
+            ),
+        )
+    }
+
+    /// Authenticates; whether the session must encrypt from here on (the
+    /// server said so, or the user asked).
+    fn authenticate(&mut self, login: &Login, asked: Option<SmbEncrypt>) -> io::Result<bool> {
         let negotiate = ntlm::negotiate();
         let (h, body) = self.call(Command::SessionSetup, &wire::session_setup(&negotiate))?;
         self.expect(&h, status::MORE_PROCESSING_REQUIRED, "SESSION_SETUP (NTLMSSP negotiate)")?;
@@ -105,18 +164,33 @@ impl Session {
         let (h, body) = self.call(Command::SessionSetup, &wire::session_setup(&auth))?;
         match h.status.0 {
             status::SUCCESS => {
-                // Signing costs a MAC over every byte: only where the server
-                // insists, as a NAS's own clients would (Samba's default).
-                if !self.neg.signing_required {
-                    return Ok(());
-                }
+                // The final answer is not part of the hash (MS-SMB2 3.2.5.3.1).
+                let preauth = self.conn.preauth.take().unwrap_or([0; 64]);
                 let (flags, _) = wire::parse_session_setup(&body).map_err(|e| self.conn.protocol_error(e))?;
                 // A guest or anonymous session has no key: such sessions are
                 // not signed (MS-SMB2 3.2.5.3.1), whatever the server requires.
-                if let (Some(key), 0) = (session_key, flags & wire::SESSION_FLAG_GUEST_OR_NULL) {
-                    self.conn.signing = Some(sign::SigningKey::for_dialect(self.neg.dialect, key));
+                let key = session_key.filter(|_| flags & wire::SESSION_FLAG_GUEST_OR_NULL == 0);
+                // Signing costs a MAC over every byte: only where the server
+                // insists, as a NAS's own clients would (Samba's default), and
+                // on 3.1.1 for TREE_CONNECT.
+                if let Some(key) = key.filter(|_| self.neg.signing_required || self.neg.dialect == wire::SMB_311) {
+                    self.conn.signing = Some(sign::SigningKey::for_dialect(self.neg.dialect, key, &preauth));
                 }
-                Ok(())
+                if let (Some(key), Some(cipher)) = (key, self.neg.cipher) {
+                    let salt = random(&self.conn.server)?;
+                    self.sealer =
+                        Some(Sealer::new(self.neg.dialect, cipher, &key, &preauth, self.conn.session_id, salt));
+                }
+                let encrypt = flags & wire::SESSION_FLAG_ENCRYPT_DATA != 0 || asked.is_some();
+                if encrypt && self.sealer.is_none() {
+                    let offered = match asked {
+                        Some(SmbEncrypt::Only(c)) => vec![c],
+                        _ => SmbCipher::ALL.to_vec(),
+                    };
+                    let who = if asked.is_some() { "the URL's ?encrypt=" } else { "the server's session" };
+                    return Err(self.no_encryption(&offered, who));
+                }
+                Ok(encrypt)
             }
             status::LOGON_FAILURE | status::ACCESS_DENIED => {
                 let who = if login.user.is_empty() {
@@ -176,11 +250,13 @@ impl Session {
                     .conn
                     .protocol_error(format!("command {} answered request {id} ({command:?})", a.h.command)));
             }
-            let body = match a.body {
-                Body::Frame(r) => self.conn.bytes(r).to_vec(),
-                Body::Read(_) => Vec::new(),
-            };
-            return Ok((a.h, body));
+            // 3.1.1's preauthentication hash takes every answer of the
+            // login but the final SESSION_SETUP (MS-SMB2 3.2.5.3.1).
+            let last = command == Command::SessionSetup && a.h.status.0 == status::SUCCESS;
+            if let (Some(hash), false) = (self.conn.preauth, last) {
+                self.conn.preauth = Some(sign::preauth_chain(&hash, &[self.conn.message(&a.body)]));
+            }
+            return Ok((a.h, self.conn.body(&a.body).to_vec()));
         }
     }
 

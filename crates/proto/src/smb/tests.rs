@@ -1,6 +1,7 @@
 //! The SMB client against hostile servers on loopback: answers to the
 //! wrong request, more written than sent, bytes trickled to hold a request
-//! or a login, Ctrl-C, and a login without random numbers.
+//! or a login, Ctrl-C, a login without random numbers, and on an encrypted
+//! session answers sent in the clear or tampered with.
 
 use super::engine::SmbEngine;
 use super::session::{random_from, Session};
@@ -95,6 +96,75 @@ fn a_read_answer_in_pieces_lands_in_its_buffer_past_its_padding() {
     assert!(engine.buffer_mut(0)[..4000].iter().all(|b| *b == 7));
 }
 
+/// A detached engine whose session encrypts with AES-128-GCM, and the
+/// server's side of its keys.
+fn encrypted_engine(client: TcpStream) -> (SmbEngine, seal::Sealer) {
+    let mut engine = SmbEngine::detached(client, Arc::default());
+    let keys = |salt| seal::Sealer::new(0x0311, crate::url::SmbCipher::Aes128Gcm, &[5; 16], &[6; 64], 1, salt);
+    engine.conn_mut().seal = Some(keys([1; 4]));
+    (engine, keys([2; 4]).peer())
+}
+
+/// `frame` (prefix included) sealed by `server`.
+fn sealed(server: &mut seal::Sealer, frame: &[u8]) -> Vec<u8> {
+    let mut msg = frame[4..].to_vec();
+    let t = server.seal(&mut msg);
+    let mut out = ((t.len() + msg.len()) as u32).to_be_bytes().to_vec();
+    out.extend_from_slice(&t);
+    out.extend_from_slice(&msg);
+    out
+}
+
+#[test]
+fn an_encrypted_read_answer_in_pieces_is_opened_into_its_buffer() {
+    let (client, mut server) = pair();
+    let (mut engine, mut keys) = encrypted_engine(client);
+    let mut body = vec![17u8, 0, 80, 0];
+    body.extend_from_slice(&4000u32.to_le_bytes());
+    body.extend_from_slice(&[0; 8]);
+    body.extend(std::iter::repeat_n(9u8, 4000));
+    let f = sealed(&mut keys, &frame(Command::Read, status::SUCCESS, 1, &body));
+    std::thread::spawn(move || {
+        for piece in [&f[..30], &f[30..100], &f[100..3000], &f[3000..]] {
+            server.write_all(piece).unwrap();
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    });
+    let mut out = Vec::new();
+    engine.getevents(1, &mut out).unwrap();
+    assert_eq!((out.len(), out[0].tag, out[0].result), (1, 1, 4000));
+    assert!(engine.buffer_mut(0)[..4000].iter().all(|b| *b == 9));
+}
+
+#[test]
+fn an_encrypted_session_refuses_clear_and_tampered_answers() {
+    let mut body = vec![17u8, 0, 0, 0];
+    body.extend_from_slice(&512u32.to_le_bytes());
+    body.extend_from_slice(&[0; 8]);
+    let answer = frame(Command::Write, status::SUCCESS, 2, &body);
+    let (client, mut server) = pair();
+    let (mut engine, _) = encrypted_engine(client);
+    server.write_all(&answer).unwrap();
+    let e = engine.getevents(1, &mut Vec::new()).expect_err("a clear answer");
+    assert!(e.to_string().contains("an unencrypted answer on an encrypted session"), "{e}");
+    let (client, mut server) = pair();
+    let (mut engine, mut keys) = encrypted_engine(client);
+    let mut bad = sealed(&mut keys, &answer);
+    let last = bad.len() - 1;
+    bad[last] ^= 0x40;
+    server.write_all(&bad).unwrap();
+    let e = engine.getevents(1, &mut Vec::new()).expect_err("a tampered answer");
+    assert!(e.to_string().contains("does not authenticate"), "{e}");
+    // Sealed right, the same answer completes the WRITE.
+    let (client, mut server) = pair();
+    let (mut engine, mut keys) = encrypted_engine(client);
+    server.write_all(&sealed(&mut keys, &answer)).unwrap();
+    let mut out = Vec::new();
+    engine.getevents(1, &mut out).unwrap();
+    assert_eq!((out[0].tag, out[0].result), (2, 512));
+}
+
 #[test]
 fn a_write_answered_with_more_bytes_than_sent_is_refused() {
     let (client, mut server) = pair();
@@ -148,6 +218,7 @@ fn target(addr: SocketAddr, stop: Arc<AtomicBool>) -> Target {
         login: Login { user: String::new(), password: String::new(), domain: String::new() },
         shown: "smb://127.0.0.1/s/f".into(),
         stop,
+        encrypt: None,
     }
 }
 

@@ -7,6 +7,7 @@
 //! Long (about 620 lines) because it is the byte layout of every SMB2 message headroom sends or
 //! reads, kept together as a protocol reference; about 510 lines of code, the rest its unit tests.
 
+use crate::url::SmbCipher;
 use std::fmt;
 
 /// Bytes of the SMB2 header.
@@ -37,9 +38,9 @@ pub enum Command {
 }
 
 /// SMB2 dialects headroom offers: 2.1 is the first with multi-credit I/O.
-/// Not 3.1.1: its TREE_CONNECT must be signed for an authenticated user
-/// (MS-SMB2 3.3.5.7), and headroom does not sign yet.
-pub const DIALECTS: [u16; 3] = [0x0210, 0x0300, 0x0302];
+pub const DIALECTS: [u16; 4] = [0x0210, 0x0300, 0x0302, 0x0311];
+/// The 3.1.1 dialect: negotiate contexts, preauthentication integrity.
+pub const SMB_311: u16 = 0x0311;
 
 /// The dialect as users know it.
 pub fn dialect_name(d: u16) -> String {
@@ -60,6 +61,21 @@ pub const FLAG_RESPONSE: u32 = 0x1;
 pub const SESSION_FLAG_GUEST_OR_NULL: u16 = 0x1 | 0x2;
 /// The response is asynchronous (interim STATUS_PENDING or its final answer).
 pub const FLAG_ASYNC: u32 = 0x2;
+/// SESSION_SETUP response SessionFlags: the server encrypts this session.
+pub const SESSION_FLAG_ENCRYPT_DATA: u16 = 0x4;
+/// TREE_CONNECT response ShareFlags (SHI1005_FLAGS_ENCRYPT_DATA): the
+/// share takes only encrypted requests.
+pub const SHARE_FLAG_ENCRYPT_DATA: u32 = 0x8000;
+/// SMB2_GLOBAL_CAP_ENCRYPTION: 3.0 and 3.0.2 encrypt with AES-128-CCM.
+const CAP_ENCRYPTION: u32 = 0x40;
+/// Negotiate context types (MS-SMB2 2.2.3.1).
+const CTX_PREAUTH: u16 = 1;
+const CTX_ENCRYPTION: u16 = 2;
+/// The preauthentication hash: SHA-512, the only one defined.
+const HASH_SHA512: u16 = 1;
+/// Negotiate contexts taken in one answer: Windows sends at most about
+/// eight; more is a hostile server making the client walk.
+const MAX_CONTEXTS: usize = 32;
 
 /// NTSTATUS values headroom tells apart.
 pub mod status {
@@ -199,20 +215,30 @@ pub fn utf16(s: &str) -> Vec<u8> {
 }
 
 /// NEGOTIATE body offering `dialects`, large MTU, signing enabled (not
-/// required), and when 3.1.1 is offered its mandatory preauth-integrity
-/// context.
-pub fn negotiate(dialects: &[u16], client_guid: [u8; 16], salt: [u8; 32]) -> Vec<u8> {
-    let v311 = dialects.contains(&0x0311);
-    let mut b = Vec::with_capacity(128);
+/// required), encryption with `ciphers` (the capability flag as well as
+/// 3.1.1's context: Samba ignores the context without the flag), and when
+/// 3.1.1 is offered its negotiate contexts: preauthentication integrity
+/// (SHA-512, `salt`) and the ciphers.
+pub fn negotiate(dialects: &[u16], client_guid: [u8; 16], salt: [u8; 32], ciphers: &[SmbCipher]) -> Vec<u8> {
+    let v311 = dialects.contains(&SMB_311);
+    let contexts: u16 = if !v311 {
+        0
+    } else if ciphers.is_empty() {
+        1
+    } else {
+        2
+    };
+    let mut b = Vec::with_capacity(160);
     put16(&mut b, 36);
     put16(&mut b, dialects.len() as u16);
     put16(&mut b, 1); // SecurityMode: signing enabled
     put16(&mut b, 0);
-    put32(&mut b, 0x4); // SMB2_GLOBAL_CAP_LARGE_MTU
+    let encrypt = if ciphers.is_empty() { 0 } else { CAP_ENCRYPTION };
+    put32(&mut b, 0x4 | encrypt); // SMB2_GLOBAL_CAP_LARGE_MTU
     b.extend_from_slice(&client_guid);
     let ctx_at = b.len();
     put32(&mut b, 0); // NegotiateContextOffset (3.1.1), patched below; else ClientStartTime 0
-    put16(&mut b, u16::from(v311)); // NegotiateContextCount
+    put16(&mut b, contexts); // NegotiateContextCount
     put16(&mut b, 0);
     for d in dialects {
         put16(&mut b, *d);
@@ -220,20 +246,37 @@ pub fn negotiate(dialects: &[u16], client_guid: [u8; 16], salt: [u8; 32]) -> Vec
     if !v311 {
         return b;
     }
-    while !(HEADER + b.len()).is_multiple_of(8) {
-        b.push(0);
-    }
+    pad8(&mut b);
     let offset = (HEADER + b.len()) as u32;
     b[ctx_at..ctx_at + 4].copy_from_slice(&offset.to_le_bytes());
     // SMB2_PREAUTH_INTEGRITY_CAPABILITIES: one hash (SHA-512) and a salt.
-    put16(&mut b, 1);
+    put16(&mut b, CTX_PREAUTH);
     put16(&mut b, 2 + 2 + 2 + 32);
     put32(&mut b, 0);
     put16(&mut b, 1);
     put16(&mut b, 32);
-    put16(&mut b, 1);
+    put16(&mut b, HASH_SHA512);
     b.extend_from_slice(&salt);
+    if !ciphers.is_empty() {
+        // SMB2_ENCRYPTION_CAPABILITIES: the ciphers, preferred first.
+        pad8(&mut b);
+        put16(&mut b, CTX_ENCRYPTION);
+        put16(&mut b, 2 + 2 * ciphers.len() as u16);
+        put32(&mut b, 0);
+        put16(&mut b, ciphers.len() as u16);
+        for c in ciphers {
+            put16(&mut b, *c as u16);
+        }
+    }
     b
+}
+
+/// Pads a body so the next negotiate context starts 8-byte aligned
+/// (counted from the header's start).
+fn pad8(b: &mut Vec<u8>) {
+    while !(HEADER + b.len()).is_multiple_of(8) {
+        b.push(0);
+    }
 }
 
 /// What NEGOTIATE answered.
@@ -249,18 +292,86 @@ pub struct Negotiated {
     pub max_read: u32,
     /// Largest WRITE, bytes.
     pub max_write: u32,
+    /// The cipher the session would encrypt with: 3.1.1's choice from the
+    /// ciphers offered, AES-128-CCM on 3.0.x when the server can encrypt;
+    /// None when it cannot.
+    pub cipher: Option<SmbCipher>,
 }
 
-/// Parses a NEGOTIATE response body.
-pub fn parse_negotiate(body: &[u8]) -> Result<Negotiated, String> {
+/// Parses a NEGOTIATE response body; on 3.1.1 its negotiate contexts,
+/// which must hold one SHA-512 preauthentication context and at most one
+/// cipher from `offered`.
+pub fn parse_negotiate(body: &[u8], offered: &[SmbCipher]) -> Result<Negotiated, String> {
     need(body, 64, "NEGOTIATE response")?;
-    Ok(Negotiated {
-        dialect: le16(body, 4),
+    let dialect = le16(body, 4);
+    let caps = le32(body, 24);
+    let mut n = Negotiated {
+        dialect,
         signing_required: le16(body, 2) & 0x2 != 0,
         max_transact: le32(body, 28),
         max_read: le32(body, 32),
         max_write: le32(body, 36),
-    })
+        cipher: None,
+    };
+    if dialect != SMB_311 {
+        if dialect >= 0x0300 && caps & CAP_ENCRYPTION != 0 && offered.contains(&SmbCipher::Aes128Ccm) {
+            n.cipher = Some(SmbCipher::Aes128Ccm);
+        }
+        return Ok(n);
+    }
+    let count = le16(body, 6) as usize;
+    if count == 0 || count > MAX_CONTEXTS {
+        return Err(format!("a 3.1.1 NEGOTIATE answer with {count} negotiate contexts (1 to {MAX_CONTEXTS})"));
+    }
+    let offset = le32(body, 60) as usize;
+    let mut at = offset
+        .checked_sub(HEADER)
+        .filter(|a| *a >= 64)
+        .ok_or_else(|| format!("negotiate contexts at offset {offset}, inside the NEGOTIATE answer's head"))?;
+    let mut preauth = false;
+    let mut cipher_seen = false;
+    for i in 0..count {
+        at = at.next_multiple_of(8);
+        let head = body.get(at..at + 8).ok_or_else(|| format!("negotiate context {i} at {at} runs past the answer"))?;
+        let (kind, len) = (le16(head, 0), le16(head, 2) as usize);
+        let data = body
+            .get(at + 8..at + 8 + len)
+            .ok_or_else(|| format!("negotiate context {i} ({len} bytes) runs past the answer"))?;
+        match kind {
+            CTX_PREAUTH => {
+                need(data, 6, "preauthentication context")?;
+                let (hashes, salt) = (le16(data, 0), le16(data, 2) as usize);
+                if preauth || hashes != 1 || le16(data, 4) != HASH_SHA512 || 6 + salt > len {
+                    return Err(format!(
+                        "a preauthentication context with {hashes} hashes (first 0x{:04x}), a {salt}-byte salt in \
+                         {len} bytes{}: one SHA-512 (1) expected",
+                        le16(data, 4),
+                        if preauth { ", twice" } else { "" }
+                    ));
+                }
+                preauth = true;
+            }
+            CTX_ENCRYPTION => {
+                need(data, 4, "encryption context")?;
+                let (ciphers, id) = (le16(data, 0), le16(data, 2));
+                if cipher_seen || ciphers != 1 {
+                    return Err(format!("an encryption context naming {ciphers} ciphers (one expected), or twice"));
+                }
+                cipher_seen = true;
+                n.cipher = match SmbCipher::from_id(id) {
+                    _ if id == 0 => None, // no cipher in common
+                    Some(c) if offered.contains(&c) => Some(c),
+                    _ => return Err(format!("the cipher 0x{id:04x}, which headroom did not offer")),
+                };
+            }
+            _ => {} // compression, netname, signing...: nothing headroom asked for
+        }
+        at += 8 + len;
+    }
+    if !preauth {
+        return Err("a 3.1.1 NEGOTIATE answer without its preauthentication context".into());
+    }
+    Ok(n)
 }
 
 /// SESSION_SETUP body carrying `token` (an NTLMSSP message).
@@ -296,6 +407,12 @@ pub fn tree_connect(unc: &str) -> Vec<u8> {
     put16(&mut b, path.len() as u16);
     b.extend_from_slice(&path);
     b
+}
+
+/// The ShareFlags of a TREE_CONNECT response.
+pub fn parse_tree_connect(body: &[u8]) -> Result<u32, String> {
+    need(body, 16, "TREE_CONNECT response")?;
+    Ok(le32(body, 4))
 }
 
 /// Access rights (MS-SMB2 2.2.13.1.1).
@@ -544,9 +661,11 @@ mod tests {
 
     #[test]
     fn negotiate_puts_the_context_on_an_8_byte_boundary() {
-        let old = negotiate(&DIALECTS, [1; 16], [2; 32]);
+        let old = negotiate(&DIALECTS[..3], [1; 16], [2; 32], &[SmbCipher::Aes128Ccm]);
         assert_eq!((old.len(), le32(&old, 28), le16(&old, 32)), (36 + 6, 0, 0), "no contexts below 3.1.1");
-        let b = negotiate(&[0x0210, 0x0300, 0x0302, 0x0311], [1; 16], [2; 32]);
+        assert_eq!(le32(&old, 8), 0x44, "the encryption capability with ciphers");
+        let b = negotiate(&[0x0210, 0x0300, 0x0302, 0x0311], [1; 16], [2; 32], &[]);
+        assert_eq!((le16(&b, 32), le32(&b, 8)), (1, 0x4), "no encryption without ciphers");
         let offset = le32(&b, 28) as usize;
         assert_eq!(offset % 8, 0);
         assert_eq!(le16(&b, 2), 4);
@@ -554,6 +673,68 @@ mod tests {
         let ctx = &b[offset - HEADER..];
         assert_eq!((le16(ctx, 0), le16(ctx, 2), le16(ctx, 8), le16(ctx, 12)), (1, 38, 1, 1));
         assert_eq!(&ctx[14..46], &[2; 32]);
+        let e = negotiate(&DIALECTS, [1; 16], [2; 32], &[SmbCipher::Aes256Gcm, SmbCipher::Aes128Gcm]);
+        assert_eq!((le16(&e, 32), le32(&e, 8)), (2, 0x44), "two contexts, and the capability Samba wants");
+        // After the preauthentication context (8 + 38 bytes), aligned.
+        let enc = &e[(le32(&e, 28) as usize - HEADER + 8 + 38).next_multiple_of(8)..];
+        assert_eq!((HEADER + e.len() - enc.len()) % 8, 0);
+        assert_eq!((le16(enc, 0), le16(enc, 2), le16(enc, 8), le16(enc, 10), le16(enc, 12)), (2, 6, 2, 4, 2));
+    }
+
+    /// A 3.1.1 NEGOTIATE answer: the 64-byte head, then `contexts` right
+    /// after it (offset 128 from the header's start).
+    fn answer_311(contexts: &[(u16, Vec<u8>)]) -> Vec<u8> {
+        let mut n = vec![0u8; 64];
+        n[4..6].copy_from_slice(&SMB_311.to_le_bytes());
+        n[6..8].copy_from_slice(&(contexts.len() as u16).to_le_bytes());
+        n[60..64].copy_from_slice(&128u32.to_le_bytes());
+        for (kind, data) in contexts {
+            pad8(&mut n);
+            put16(&mut n, *kind);
+            put16(&mut n, data.len() as u16);
+            put32(&mut n, 0);
+            n.extend_from_slice(data);
+        }
+        n
+    }
+
+    #[test]
+    fn smb_311_contexts_are_read_and_hostile_ones_refused() {
+        let preauth = vec![1, 0, 32, 0, 1, 0].into_iter().chain([7; 32]).collect::<Vec<u8>>();
+        let gcm = vec![1, 0, 2, 0];
+        let all = SmbCipher::ALL;
+        let n = parse_negotiate(&answer_311(&[(1, preauth.clone()), (2, gcm.clone()), (8, vec![0; 3])]), &all).unwrap();
+        assert_eq!((n.dialect, n.cipher), (SMB_311, Some(SmbCipher::Aes128Gcm)));
+        let none = parse_negotiate(&answer_311(&[(2, vec![1, 0, 0, 0]), (1, preauth.clone())]), &all).unwrap();
+        assert_eq!(none.cipher, None, "cipher 0: none in common");
+        let err =
+            |ctx: &[(u16, Vec<u8>)], offered: &[SmbCipher]| parse_negotiate(&answer_311(ctx), offered).unwrap_err();
+        assert!(err(&[(2, gcm.clone())], &all).contains("without its preauthentication"));
+        assert!(err(&[(1, preauth.clone()), (2, gcm.clone())], &[SmbCipher::Aes128Ccm]).contains("did not offer"));
+        assert!(err(&[(1, vec![1, 0, 32, 0, 2, 0])], &all).contains("SHA-512"), "an unknown hash");
+        assert!(err(&[(1, vec![1, 0, 200, 0, 1, 0])], &all).contains("salt"), "a salt longer than its context");
+        assert!(err(&[(1, preauth.clone()), (2, vec![2, 0, 2, 0, 1, 0])], &all).contains("2 ciphers"));
+        assert!(err(&[(1, preauth.clone()), (1, preauth.clone())], &all).contains("twice"));
+        assert!(err(&[], &all).contains("0 negotiate contexts"));
+        let mut long = answer_311(&[(1, preauth.clone())]);
+        long[66..68].copy_from_slice(&500u16.to_le_bytes());
+        assert!(parse_negotiate(&long, &all).unwrap_err().contains("runs past"));
+        let mut many = answer_311(&[(1, preauth.clone())]);
+        many[6..8].copy_from_slice(&9u16.to_le_bytes());
+        assert!(parse_negotiate(&many, &all).unwrap_err().contains("runs past"));
+        many[6..8].copy_from_slice(&60000u16.to_le_bytes());
+        assert!(parse_negotiate(&many, &all).unwrap_err().contains("60000"));
+        let mut inside = answer_311(&[(1, preauth)]);
+        inside[60..64].copy_from_slice(&70u32.to_le_bytes());
+        assert!(parse_negotiate(&inside, &all).unwrap_err().contains("inside"));
+        inside[60..64].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(parse_negotiate(&inside, &all).unwrap_err().contains("runs past"));
+        // 3.0.2 with the encryption capability: AES-128-CCM, if offered.
+        let mut v302 = vec![0u8; 64];
+        v302[4..6].copy_from_slice(&0x0302u16.to_le_bytes());
+        v302[24] = 0x40;
+        assert_eq!(parse_negotiate(&v302, &all).unwrap().cipher, Some(SmbCipher::Aes128Ccm));
+        assert_eq!(parse_negotiate(&v302, &[SmbCipher::Aes128Gcm]).unwrap().cipher, None);
     }
 
     fn response(status: u32, flags: u32) -> Vec<u8> {
@@ -594,13 +775,13 @@ mod tests {
 
     #[test]
     fn response_bodies_are_bounds_checked() {
-        assert!(parse_negotiate(&[0u8; 10]).is_err());
+        assert!(parse_negotiate(&[0u8; 10], &[]).is_err());
         let mut n = vec![0u8; 64];
         n[2] = 3;
-        n[4..6].copy_from_slice(&0x0311u16.to_le_bytes());
+        n[4..6].copy_from_slice(&0x0302u16.to_le_bytes());
         n[32..36].copy_from_slice(&(8u32 << 20).to_le_bytes());
-        let got = parse_negotiate(&n).unwrap();
-        assert_eq!((got.dialect, got.signing_required, got.max_read), (0x0311, true, 8 << 20));
+        let got = parse_negotiate(&n, &[]).unwrap();
+        assert_eq!((got.dialect, got.signing_required, got.max_read), (0x0302, true, 8 << 20));
         // A security buffer pointing past the message is an error, not a panic.
         let mut s = vec![0u8; 8];
         s[4..6].copy_from_slice(&72u16.to_le_bytes());
@@ -609,6 +790,7 @@ mod tests {
         s[4..6].copy_from_slice(&10u16.to_le_bytes());
         assert!(parse_session_setup(&s).unwrap_err().contains("inside the header"));
         assert!(parse_create(&[0u8; 40]).is_err());
+        assert!(parse_tree_connect(&[0u8; 8]).is_err());
         assert!(parse_read(&[0u8; 3]).is_err());
         assert!(parse_write(&[0u8; 3]).is_err());
     }

@@ -44,8 +44,9 @@ fn engine_words(d: &headroom_result::DiskSpec) -> String {
         return format!(", {}, {}", d.engine, if d.direct { "O_DIRECT" } else { "buffered" });
     };
     let version = p.version.as_deref().map(|v| format!(" {v}")).unwrap_or_default();
+    let cipher = p.cipher.as_deref().map(|c| format!(" encrypted {}", c.to_uppercase())).unwrap_or_default();
     let granted = p.queue_depth_granted.map(|q| format!(", {q} in flight granted")).unwrap_or_default();
-    format!(", {}{version} by headroom's own client{granted}", p.name.to_uppercase())
+    format!(", {}{version}{cipher} by headroom's own client{granted}", p.name.to_uppercase())
 }
 
 /// The whole terminal output of `headroom disk` for its document.
@@ -234,6 +235,19 @@ mod tests {
         );
         assert_eq!(lines[4], "RND4K Q32T1 write            no I/O completed (see the no_io_completed warning)");
         assert_eq!(lines[5..], ["warning [page_cache_possible]: cache"]);
+    }
+
+    #[test]
+    fn an_smb_heading_names_the_dialect_and_the_cipher() {
+        let mut spec: headroom_result::DiskSpec = serde_json::from_value(serde_json::json!({
+            "rw": "read", "block_size": 1048576, "queue_depth": 8, "jobs": 1, "direct": true, "sync": "none",
+            "engine": "smb", "path": "smb://nas/bench/headroom-disk-1.tmp",
+            "protocol": {"name": "smb", "version": "3.1.1", "cipher": "aes-128-gcm", "server": "nas:445"}
+        }))
+        .unwrap();
+        assert_eq!(engine_words(&spec), ", SMB 3.1.1 encrypted AES-128-GCM by headroom's own client");
+        spec.protocol.as_mut().unwrap().cipher = None;
+        assert_eq!(engine_words(&spec), ", SMB 3.1.1 by headroom's own client");
     }
 
     #[test]
