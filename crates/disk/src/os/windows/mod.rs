@@ -20,6 +20,9 @@ pub const ASYNC_ENGINE: &str = "iocp";
 /// fio's name for the same engine (the fio equivalent line).
 pub const FIO_ASYNC_ENGINE: &str = "windowsaio";
 
+/// The open flag that makes a test unbuffered (`direct`), as the result records it.
+pub const DIRECT_FLAG: headroom_result::DirectFlag = headroom_result::DirectFlag::FileFlagNoBuffering;
+
 use std::io;
 use std::os::windows::io::{FromRawHandle, OwnedHandle};
 use windows_sys::Win32::Foundation::{GetLastError, ERROR_HANDLE_EOF, HANDLE, INVALID_HANDLE_VALUE};
