@@ -5,7 +5,8 @@
 # stored documents (link, compare and report must print what the Linux
 # binary prints), disk on directories of the prefix's C: drive, then net and ping from headroom.exe to the Linux binary's
 # `serve` on 127.0.0.1, and the other way: the Linux binary's net, ping and
-# disk --remote against headroom.exe's `serve`. Each check prints PASS or FAIL and its finding; the
+# disk --remote against headroom.exe's `serve`; headroom.exe's iSCSI client
+# against tgtd on 127.0.0.1 (as root). Each check prints PASS or FAIL and its finding; the
 # script exits 1 if any failed, 2 if the build or its tools are missing.
 # Wine proves the code paths, not Windows' speed (docs/platform.md, "Windows").
 #   bash scripts/check-windows.sh
@@ -273,6 +274,39 @@ serve() {
   echo "Linux net -> headroom.exe serve on 127.0.0.1:$port: $(jq -r '.probes[] | "\(.id) \(if .summary.bytes_per_sec > 0 then "\(.summary.bytes_per_sec * 8 / 1e9 | . * 100 | round / 100) Gb/s" else "\(.summary.latency_ns.p50 / 1000 | round) us p50" end)"' net-to-win.json | paste -sd ' ' -); ping TCP $(jq -r '.probes[0].summary.latency_ns.p50 / 1000 | round' ping-tcp-to-win.json) us, UDP echo $(jq -r '.probes[0].summary.latency_ns.p50 / 1000 | round' ping-udp-to-win.json) us p50; disk --remote C:\\headroom-check\\serve $(jq -r '.probes[0] | "\(.spec.rw) \(.spec.block_size / 1024)K Q\(.spec.queue_depth): \(.summary.iops | round) IOPS"' disk-to-win.json) (iocp, FILE_FLAG_NO_BUFFERING); stopped by Ctrl-C (exit 130), port free, nothing left"
 }
 
+# headroom.exe's own iSCSI client (Winsock, WSAPoll) against tgt's tgtd on
+# 127.0.0.1 (as root, no namespace; a control port and a backing file of its
+# own): reads through the protocol at Q1 and Q8 with figures; a write is
+# refused in one line (exit 2: no signature probe on Windows yet). tgtd
+# ignores SIGTERM with a session open: it is killed, its socket files removed.
+iscsi() {
+  local port iqn=iqn.2026-11.dev.headroom.check:windows rc=0 url
+  port=$((20000 + RANDOM % 20000))
+  # Global: the EXIT trap runs after the function's locals are gone.
+  control=$((1000 + $$ % 1900 * 16))
+  truncate -s 64M lun.img
+  tgtd -f --iscsi "portal=127.0.0.1:$port" -C "$control" </dev/null >tgtd.log 2>&1 &
+  tgtd_pid=$!
+  trap 'kill -9 "$tgtd_pid" 2>/dev/null; wait "$tgtd_pid" 2>/dev/null || true; rm -f /var/run/tgtd/socket."$control"{,.lock}' EXIT
+  tgt() { tgtadm -C "$control" --lld iscsi "$@"; }
+  for _ in $(seq 100); do
+    tgt --op show --mode target >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  tgt --op new --mode target --tid 1 -T "$iqn"
+  tgt --op new --mode logicalunit --tid 1 --lun 1 -b "$PWD/lun.img"
+  tgt --op bind --mode target --tid 1 -I ALL
+  url="iscsi://127.0.0.1:$port/$iqn/1"
+  win --json disk "$url" --rw randread --time 1s --ramp 0s --quiet >iscsi-q1.json
+  win --json disk "$url" --rw randread --qd 8 --time 1s --ramp 0s --quiet >iscsi-q8.json
+  jq -e '(.probes | length) == 1 and (.probes[0] | .summary.ops > 0 and .spec.engine == "iscsi"
+         and .spec.protocol.name == "iscsi")' iscsi-q1.json iscsi-q8.json >/dev/null ||
+    { echo "no iSCSI figures"; jq -c '.probes[] | [.spec, .summary.ops]' iscsi-q1.json iscsi-q8.json; return 1; }
+  win disk "$url" --rw randwrite --time 1s --ramp 0s --quiet --destructive >iscsi-w.out 2>iscsi-w.err || rc=$?
+  [ "$rc" -eq 2 ] && [ "$(wc -l <iscsi-w.err)" -eq 1 ] || { echo "a write: exit $rc, not 2 in one line:"; cat iscsi-w.err; return 1; }
+  echo "headroom.exe iscsi:// -> tgtd on 127.0.0.1:$port: randread 4K Q1 $(jq -r '.probes[0].summary.iops | round' iscsi-q1.json) IOPS, Q8 $(jq -r '.probes[0].summary.iops | round' iscsi-q8.json) IOPS (CmdSN window $(jq -r '.probes[0].spec.protocol.granted.cmdsn_window' iscsi-q8.json)); a write refused in one line: $(tr -d '\r' <iscsi-w.err)"
+}
+
 check version version
 check link link
 check cpu cpu
@@ -282,6 +316,11 @@ check report report
 check disk disk
 check net net
 check serve serve
+if [ "$(id -u)" -eq 0 ] && command -v tgtd >/dev/null && command -v tgtadm >/dev/null; then
+  check iscsi iscsi
+else
+  echo "check-windows: SKIPPED iscsi: needs root and tgt's tgtd and tgtadm (scripts/install-deps.sh)"
+fi
 
 echo "check-windows: checks took $((SECONDS - checks_start)) s under wine (build and prefix before: $((checks_start - start)) s)"
 if [ "${#failed[@]}" -gt 0 ]; then
