@@ -4,7 +4,9 @@
 # correct answer, then timed briefly), sys, compare and report --html over
 # stored documents (link, compare and report must print what the Linux
 # binary prints), disk on directories of the prefix's C: drive, then net and ping from headroom.exe to the Linux binary's
-# `serve` on 127.0.0.1. Each check prints PASS or FAIL and its finding; the
+# `serve` on 127.0.0.1, and the other way: the Linux binary's net, ping and
+# disk --remote against headroom.exe's `serve`; headroom.exe's iSCSI client
+# against tgtd on 127.0.0.1 (as root). Each check prints PASS or FAIL and its finding; the
 # script exits 1 if any failed, 2 if the build or its tools are missing.
 # Wine proves the code paths, not Windows' speed (docs/platform.md, "Windows").
 #   bash scripts/check-windows.sh
@@ -159,9 +161,13 @@ disk_run() {
 disk() {
   local c="$WINEPREFIX/drive_c"
   disk_run disk-quick 'C:\headroom-check\disk' "$c/headroom-check/disk" --preset quick --size 64M
-  jq -e 'all(.probes[]; .spec.engine == "iocp" and .spec.direct == true
+  jq -e 'all(.probes[]; .spec.engine == "iocp" and .spec.direct == true and .spec.direct_flag == "file_flag_no_buffering"
          and (.spec.fio_equivalent | contains("--ioengine=windowsaio")))' disk-quick.json >/dev/null ||
-    { echo "quick: not iocp, unbuffered and windowsaio throughout"; jq -c '.probes[].spec | [.engine, .direct, .fio_equivalent]' disk-quick.json; return 1; }
+    { echo "quick: not iocp, FILE_FLAG_NO_BUFFERING and windowsaio throughout"; jq -c '.probes[].spec | [.engine, .direct, .direct_flag, .fio_equivalent]' disk-quick.json; return 1; }
+  # The table names the flag the file was opened with.
+  win disk 'C:\headroom-check\disk' --rw read --size 16M --time 1s --ramp 0s --quiet >disk-table.txt
+  head -1 disk-table.txt | tr -d '\r' | grep -q ', iocp, FILE_FLAG_NO_BUFFERING)$' || { echo "table heading: $(head -1 disk-table.txt)"; return 1; }
+  [ -z "$(ls -A "$c/headroom-check/disk")" ] || { echo "table run: left behind: $(ls "$c/headroom-check/disk")"; return 1; }
   disk_run disk-space 'C:\headroom check\with space' "$c/headroom check/with space" --rw randwrite --size 16M --engine psync
   jq -e 'all(.probes[]; .spec.engine == "psync")' disk-space.json >/dev/null || { echo "psync not recorded"; return 1; }
   disk_run disk-long '\\?\C:\headroom-check\long' "$c/headroom-check/long" --rw randread --size 16M --qd 4 --jobs 2
@@ -224,6 +230,83 @@ net() {
   echo "headroom.exe net -> Linux serve on 127.0.0.1:$port: $(jq -r '.probes[] | "\(.id) \(if .summary.bytes_per_sec > 0 then "\(.summary.bytes_per_sec * 8 / 1e9 | . * 100 | round / 100) Gb/s" else "\(.summary.latency_ns.p50 / 1000 | round) us p50" end)"' net.json | paste -sd ' ' -); ping TCP $(jq -r '.probes[0].summary.latency_ns.p50 / 1000 | round' ping-tcp.json) us, UDP echo $(jq -r '.probes[0].summary.latency_ns.p50 / 1000 | round' ping-udp.json) us p50"
 }
 
+# headroom.exe as the far end: `serve` under wine on 127.0.0.1 (with a token
+# and --allow-path on a directory of C:), the Linux binary's net (rr, up,
+# down), ping (TCP handshakes, UDP echo) and disk --remote against it; then
+# Ctrl-C stops it (exit 130): the port is free, the directory empty.
+serve() {
+  local port token=check-windows-serve-$$ dir="$WINEPREFIX/drive_c/headroom-check/serve" rc=0
+  port=$((20000 + RANDOM % 20000))
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  HEADROOM_TOKEN=$token env --default-signal=INT "$wine" "$exe" serve --port "$port" \
+    --allow-path 'C:\headroom-check\serve' >serve-win.log 2>serve-win.err &
+  serve_pid=$!
+  trap 'kill "$serve_pid" 2>/dev/null || true' EXIT
+  for _ in $(seq 100); do
+    grep -q "listening on" serve-win.err && break
+    sleep 0.2
+  done
+  grep -q "listening on 127.0.0.1:$port" serve-win.err || { echo "serve did not start:"; cat serve-win.err; return 1; }
+  export HEADROOM_TOKEN=$token
+  "$linux" --json net "127.0.0.1:$port" --protocol headroom --time 1s --tests rtt,up1,down1 >net-to-win.json
+  "$linux" --json ping "127.0.0.1:$port" --count 5 --interval 20ms >ping-tcp-to-win.json
+  "$linux" --json ping 127.0.0.1 --port "$port" --count 5 --interval 20ms >ping-udp-to-win.json
+  "$linux" --json disk 'C:\headroom-check\serve' --remote "127.0.0.1:$port" --rw randread --size 16M \
+    --time 1s --ramp 0s --quiet >disk-to-win.json
+  kill -INT "$serve_pid"
+  wait "$serve_pid" || rc=$?
+  [ "$rc" -eq 130 ] || { echo "serve: exit $rc on Ctrl-C, not 130"; cat serve-win.err; return 1; }
+  ! ss -Htuln "sport = :$port" | grep -q . || { echo "serve: port $port still bound after its exit"; return 1; }
+  [ -z "$(ls -A "$dir")" ] || { echo "serve: left behind in its --allow-path: $(ls "$dir")"; return 1; }
+  jq -e '(.probes | length) == 3 and all(.probes[] | select(.id != "rr-idle"); .summary.bytes_per_sec > 0)' net-to-win.json >/dev/null
+  # Where Linux sends (up), Linux's TCP state is recorded; where headroom.exe
+  # sends (down), none (SIO_TCP_INFO is not read yet): absent, never zeros.
+  jq -e '(.probes[] | select(.id == "tcp-up-1") | .details.tcp_info.srtt_us > 0)
+         and (.probes[] | select(.id == "tcp-down-1") | .details.tcp_info == null)' net-to-win.json >/dev/null
+  grep -q "test=tcp .*status=ok" serve-win.log
+  grep -q "test=tcp_reverse .*status=ok" serve-win.log
+  jq -e '.probes[0].summary.latency_ns.p50 > 0' ping-tcp-to-win.json ping-udp-to-win.json >/dev/null
+  # The server ran the probe: its engine, its unbuffered flag, its path.
+  jq -e '(.probes | length) == 1 and (.probes[0] | .summary.ops > 0 and .spec.engine == "iocp"
+         and .spec.direct and .spec.direct_flag == "file_flag_no_buffering")' disk-to-win.json >/dev/null ||
+    { echo "disk --remote: not an unbuffered iocp run with figures"; jq -c '.probes[] | [.spec, .summary.ops]' disk-to-win.json; return 1; }
+  echo "Linux net -> headroom.exe serve on 127.0.0.1:$port: $(jq -r '.probes[] | "\(.id) \(if .summary.bytes_per_sec > 0 then "\(.summary.bytes_per_sec * 8 / 1e9 | . * 100 | round / 100) Gb/s" else "\(.summary.latency_ns.p50 / 1000 | round) us p50" end)"' net-to-win.json | paste -sd ' ' -); ping TCP $(jq -r '.probes[0].summary.latency_ns.p50 / 1000 | round' ping-tcp-to-win.json) us, UDP echo $(jq -r '.probes[0].summary.latency_ns.p50 / 1000 | round' ping-udp-to-win.json) us p50; disk --remote C:\\headroom-check\\serve $(jq -r '.probes[0] | "\(.spec.rw) \(.spec.block_size / 1024)K Q\(.spec.queue_depth): \(.summary.iops | round) IOPS"' disk-to-win.json) (iocp, FILE_FLAG_NO_BUFFERING); stopped by Ctrl-C (exit 130), port free, nothing left"
+}
+
+# headroom.exe's own iSCSI client (Winsock, WSAPoll) against tgt's tgtd on
+# 127.0.0.1 (as root, no namespace; a control port and a backing file of its
+# own): reads through the protocol at Q1 and Q8 with figures; a write is
+# refused in one line (exit 2: no signature probe on Windows yet). tgtd
+# ignores SIGTERM with a session open: it is killed, its socket files removed.
+iscsi() {
+  local port iqn=iqn.2026-11.dev.headroom.check:windows rc=0 url
+  port=$((20000 + RANDOM % 20000))
+  # Global: the EXIT trap runs after the function's locals are gone.
+  control=$((1000 + $$ % 1900 * 16))
+  truncate -s 64M lun.img
+  tgtd -f --iscsi "portal=127.0.0.1:$port" -C "$control" </dev/null >tgtd.log 2>&1 &
+  tgtd_pid=$!
+  trap 'kill -9 "$tgtd_pid" 2>/dev/null; wait "$tgtd_pid" 2>/dev/null || true; rm -f /var/run/tgtd/socket."$control"{,.lock}' EXIT
+  tgt() { tgtadm -C "$control" --lld iscsi "$@"; }
+  for _ in $(seq 100); do
+    tgt --op show --mode target >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  tgt --op new --mode target --tid 1 -T "$iqn"
+  tgt --op new --mode logicalunit --tid 1 --lun 1 -b "$PWD/lun.img"
+  tgt --op bind --mode target --tid 1 -I ALL
+  url="iscsi://127.0.0.1:$port/$iqn/1"
+  win --json disk "$url" --rw randread --time 1s --ramp 0s --quiet >iscsi-q1.json
+  win --json disk "$url" --rw randread --qd 8 --time 1s --ramp 0s --quiet >iscsi-q8.json
+  jq -e '(.probes | length) == 1 and (.probes[0] | .summary.ops > 0 and .spec.engine == "iscsi"
+         and .spec.protocol.name == "iscsi")' iscsi-q1.json iscsi-q8.json >/dev/null ||
+    { echo "no iSCSI figures"; jq -c '.probes[] | [.spec, .summary.ops]' iscsi-q1.json iscsi-q8.json; return 1; }
+  win disk "$url" --rw randwrite --time 1s --ramp 0s --quiet --destructive >iscsi-w.out 2>iscsi-w.err || rc=$?
+  [ "$rc" -eq 2 ] && [ "$(wc -l <iscsi-w.err)" -eq 1 ] || { echo "a write: exit $rc, not 2 in one line:"; cat iscsi-w.err; return 1; }
+  echo "headroom.exe iscsi:// -> tgtd on 127.0.0.1:$port: randread 4K Q1 $(jq -r '.probes[0].summary.iops | round' iscsi-q1.json) IOPS, Q8 $(jq -r '.probes[0].summary.iops | round' iscsi-q8.json) IOPS (CmdSN window $(jq -r '.probes[0].spec.protocol.granted.cmdsn_window' iscsi-q8.json)); a write refused in one line: $(tr -d '\r' <iscsi-w.err)"
+}
+
 check version version
 check link link
 check cpu cpu
@@ -232,6 +315,12 @@ check compare compare
 check report report
 check disk disk
 check net net
+check serve serve
+if [ "$(id -u)" -eq 0 ] && command -v tgtd >/dev/null && command -v tgtadm >/dev/null; then
+  check iscsi iscsi
+else
+  echo "check-windows: SKIPPED iscsi: needs root and tgt's tgtd and tgtadm (scripts/install-deps.sh)"
+fi
 
 echo "check-windows: checks took $((SECONDS - checks_start)) s under wine (build and prefix before: $((checks_start - start)) s)"
 if [ "${#failed[@]}" -gt 0 ]; then

@@ -280,7 +280,7 @@ pub fn run(args: &DiskArgs, out: &Output) -> anyhow::Result<Outcome> {
     if let Some(file) = &args.fio_job {
         crate::output::check_output_file("--fio-job", file, "cdm.fio")?;
     }
-    if server.is_some() && !args.path.is_absolute() {
+    if server.is_some() && !super::remote::is_absolute_on_far_end(&args.path) {
         bail!(
             "PATH {} must be absolute with --remote: it names a directory on the server (example: headroom disk /tank/bench --remote nas.lan)",
             args.path.display()

@@ -237,7 +237,7 @@ fn named_at_most(names: &[String], most: usize) -> String {
 
 /// A directory named for every agent: absolute, since it is a path there.
 fn check_agent_path(flag: &str, path: &std::path::Path, example: &str) -> anyhow::Result<()> {
-    if !path.is_absolute() {
+    if !super::remote::is_absolute_on_far_end(path) {
         bail!(
             "{flag} {} must be absolute: it names a directory on every agent (example: headroom fleet --hosts hv1,hv2 {example})",
             path.display()

@@ -159,7 +159,7 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
         }
     }
     if let Some(remote) = &args.remote_path {
-        if !remote.is_absolute() {
+        if !super::remote::is_absolute_on_far_end(remote) {
             bail!("--remote-path {} must be absolute: it names a directory on the server (example: --remote-path /tank/bench)", remote.display());
         }
     }

@@ -9,7 +9,7 @@ use crate::share::Share;
 use crate::storage::Storage;
 use crate::target::{filesystem_caveat, ram_bytes, PreparedTarget};
 use crate::Rw;
-use headroom_result::{DiskSpec, Histogram, Probe, ProbeSpec, Warning};
+use headroom_result::{DirectFlag, DiskSpec, Histogram, Probe, ProbeSpec, Warning};
 use std::collections::BTreeMap;
 
 /// The most the bus under the target carries towards the host: a read
@@ -72,13 +72,13 @@ fn local_warnings(outcome: &TestOutcome, target: &PreparedTarget) -> Vec<Warning
             headroom_result::WarningCode::PageCachePossible,
             format!(
                 "{} on a {} file with {} of RAM: the page cache may have answered; {}",
-                if outcome.direct { "O_DIRECT" } else { "buffered I/O" },
+                if outcome.direct { crate::os::DIRECT_FLAG.word() } else { "buffered I/O" },
                 headroom_units::format_size(target.size),
                 headroom_units::format_size(ram),
                 if memory_fs {
                     "this filesystem is memory".to_string()
                 } else {
-                    "use O_DIRECT (--direct on) or a --size over twice the RAM".to_string()
+                    format!("use {} (--direct on) or a --size over twice the RAM", crate::os::DIRECT_FLAG.word())
                 }
             ),
         ));
@@ -183,6 +183,8 @@ pub fn to_probe(outcome: &TestOutcome, target: &Storage, settings: RunSettings, 
             queue_depth: def.queue_depth,
             jobs: def.jobs,
             direct: outcome.direct,
+            // A protocol client opens nothing with this system's flag.
+            direct_flag: if protocol.is_none() { crate::os::DIRECT_FLAG } else { DirectFlag::default() },
             sync: def.sync.as_str().into(),
             engine: protocol.as_ref().map_or(outcome.engine.as_str(), |p| p.name.as_str()).into(),
             path,

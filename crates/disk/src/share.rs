@@ -122,7 +122,8 @@ pub fn prepare_share(opener: &dyn ShareOpener, target: &str, opts: &TargetOption
 /// destroys an md 1.0 member whose superblock sits at the export's end.
 fn export_signatures(share: &dyn Share) -> Result<String> {
     let size = share.capacity();
-    let file = crate::os::memory_file("headroom-export-head").map_err(|e| DiskError::io("memfd_create", e))?;
+    let file = crate::os::memory_file("headroom-export-head")
+        .map_err(|e| DiskError::io("the signature check before a write", e))?;
     file.set_len(size).map_err(|e| DiskError::io("sizing the signature copy", e))?;
     let chunk = 1u64 << 20;
     let window = 4 * chunk;

@@ -5,7 +5,7 @@
 //! (`smb::conn`) its messages.
 //!
 //! What it owns: the socket's send and receive buffers, moving bytes
-//! without blocking, the one wait on the socket (`transport::poll`), and the
+//! without blocking, the one wait on the socket (`os::wait_socket`), and the
 //! errors of a connection that ended. A frame comes whole or not at all:
 //! [`Conn::recv`] returns one within its deadline, or an error whose kind
 //! `ProtoError::io` sorts into `Lost` (closed, reset, silent past the
@@ -16,12 +16,11 @@
 //! payload can be read straight into the caller's own buffer
 //! ([`Conn::read_some`]).
 
-use crate::transport;
+use crate::os;
 use crate::wait;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::ops::Range;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -268,11 +267,8 @@ impl Conn {
                 format!("no answer from {} for {} s", self.names.peer, self.silence.as_secs()),
             ));
         }
-        let mut events = libc::POLLIN;
-        if self.unsent() > 0 {
-            events |= libc::POLLOUT;
-        }
-        transport::poll(self.sock.as_raw_fd(), events, left.min(wait::SLICE))?;
+        let ready = if self.unsent() > 0 { os::Ready::ReadOrWrite } else { os::Ready::Read };
+        os::wait_socket(&self.sock, ready, left.min(wait::SLICE))?;
         self.write_some()
     }
 

@@ -25,20 +25,16 @@
 
 mod credentials;
 mod error;
-#[cfg(target_os = "linux")]
 mod frame;
 mod iscsi_keys;
 mod os;
 // The clients headroom speaks itself wait on sockets with poll(2) and
 // answer in errno numbers: Linux only until their Windows side is written
 // (os/ refuses their schemes elsewhere).
-#[cfg(target_os = "linux")]
 mod transport;
 mod url;
-#[cfg(target_os = "linux")]
 mod wait;
 
-#[cfg(target_os = "linux")]
 pub mod iscsi;
 #[cfg(feature = "nbd")]
 pub mod nbd;

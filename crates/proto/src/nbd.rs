@@ -184,7 +184,7 @@ fn pump(h: &Handle, timeout: Duration) -> Result<bool, String> {
     if dir & ffi::AIO_DIRECTION_WRITE != 0 {
         events |= libc::POLLOUT;
     }
-    let revents = transport::poll(h.fd(), events, timeout).map_err(|e| format!("poll: {e}"))?;
+    let revents = crate::os::poll(h.fd(), events, timeout).map_err(|e| format!("poll: {e}"))?;
     if revents == 0 {
         return Ok(false);
     }

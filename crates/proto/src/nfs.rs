@@ -18,7 +18,6 @@
 
 mod ffi;
 
-use crate::transport;
 use crate::url::{NfsUrl, NfsVersion, Server};
 use headroom_disk::{
     BufferPool, Completion, DiskError, IoEngine, IoKind, IoUnit, Share, ShareIo, ShareKind, SyncMode, TargetOptions,
@@ -283,7 +282,7 @@ fn export_list(host: &str, interface: Option<&str>, timeout: Duration) -> Result
                 }
                 let (fd, events) = (ffi::rpc_get_fd(rpc), ffi::rpc_which_events(rpc) as i16);
                 // A failed poll services nothing, as a timeout would; the deadline ends the loop.
-                let revents = c_int::from(transport::poll(fd, events, SERVICE_SLICE).unwrap_or(0));
+                let revents = c_int::from(crate::os::poll(fd, events, SERVICE_SLICE).unwrap_or(0));
                 if ffi::rpc_service(rpc, revents) < 0 && !answer.done {
                     failed = Some(rpc_error(rpc));
                 }
@@ -703,7 +702,7 @@ impl NfsEngine {
         let ctx = self.ctx();
         // SAFETY: the context is valid while self.ctx is Some (always until drop).
         let (fd, events) = unsafe { (ffi::nfs_get_fd(ctx), ffi::nfs_which_events(ctx)) };
-        let revents = c_int::from(transport::poll(fd, events as i16, wait)?);
+        let revents = c_int::from(crate::os::poll(fd, events as i16, wait)?);
         // SAFETY: valid context; callbacks write into self.inner only.
         if unsafe { ffi::nfs_service(ctx, revents) } < 0 {
             let why = Ctx(ctx).error_borrowed();

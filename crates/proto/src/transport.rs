@@ -4,19 +4,19 @@
 //! `--interface`, applied as `net` applies them), each connect bounded by a
 //! deadline and ended by Ctrl-C within `wait::SLICE`.
 //!
-//! What it owns: resolving, the source, the connect and its deadline,
-//! saying where a connection left from ([`Origin`]), and the one poll(2)
-//! every client waits on a socket with ([`poll`], also for the sockets
-//! libnbd and libnfs hold). What it must not do:
+//! What it owns: resolving, the source, the connect and its deadline, and
+//! saying where a connection left from ([`Origin`]); the waits on a socket
+//! are the platform's (`os::wait_socket`, and on Linux `os::poll` for the
+//! sockets libnbd and libnfs hold). What it must not do:
 //! send or read protocol bytes, or set socket options the protocols choose
 //! (Nagle, blocking mode, timeouts): each client sets those on the stream.
 
+use crate::os;
 use crate::wait::Deadline;
 use headroom_net::Source;
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
-use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
@@ -59,9 +59,9 @@ fn connect_one(addr: &SocketAddr, source: &Source, limit: Duration, stop: &Atomi
     // (connect_timeout would hold Ctrl-C for the whole limit).
     match sock.connect(&(*addr).into()) {
         Ok(()) => {}
-        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {
+        Err(e) if os::connect_in_progress(&e) => {
             let deadline = Deadline::after(limit, "the TCP connect");
-            while poll(sock.as_raw_fd(), libc::POLLOUT, deadline.left(stop)?)? == 0 {}
+            while !os::wait_socket(&sock, os::Ready::Write, deadline.left(stop)?)? {}
             if let Some(e) = sock.take_error()? {
                 return Err(e);
             }
@@ -70,24 +70,6 @@ fn connect_one(addr: &SocketAddr, source: &Source, limit: Duration, stop: &Atomi
     }
     sock.set_nonblocking(false)?;
     Ok(sock.into())
-}
-
-/// Waits up to `timeout` for `events` (`libc::POLLIN`, `POLLOUT`) on `fd`
-/// and returns the events that came: none after the timeout or a signal
-/// (EINTR), so the caller's loop looks at its deadline and Ctrl-C again. A
-/// part of a millisecond rounds up, so a short wait never spins; zero polls
-/// once without waiting.
-pub fn poll(fd: RawFd, events: i16, timeout: Duration) -> io::Result<i16> {
-    let ms = timeout.as_nanos().div_ceil(1_000_000).min(libc::c_int::MAX as u128) as libc::c_int;
-    let mut pfd = libc::pollfd { fd, events, revents: 0 };
-    // SAFETY: one pollfd, valid for the duration of the call; a stale fd is
-    // no memory error (poll answers POLLNVAL).
-    let n = unsafe { libc::poll(&mut pfd, 1, ms) };
-    if n < 0 {
-        let e = io::Error::last_os_error();
-        return if e.kind() == io::ErrorKind::Interrupted { Ok(0) } else { Err(e) };
-    }
-    Ok(if n == 0 { 0 } else { pfd.revents })
 }
 
 /// Where a connection left from: recorded with the probe, and the NIC the
@@ -103,7 +85,7 @@ pub struct Origin {
 
 impl Origin {
     /// The origin of the connected socket `sock`, connected from `source`.
-    pub fn of(sock: &impl AsFd, source: &Source) -> Origin {
+    pub fn of(sock: &impl os::AsSocket, source: &Source) -> Origin {
         let address = SockRef::from(sock).local_addr().ok().and_then(|a| a.as_socket()).map(|a| a.ip());
         let interface = source.interface.clone().or_else(|| address.and_then(headroom_sys::interface_with_address));
         Origin { address, interface }

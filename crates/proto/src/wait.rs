@@ -8,7 +8,7 @@ use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// The longest a client sleeps in poll(2) before it looks at the stop flag again.
+/// The longest a client waits on a socket before it looks at the stop flag again.
 pub const SLICE: Duration = Duration::from_millis(100);
 
 /// The end of one phase (a login, a request) and what it is called in errors.

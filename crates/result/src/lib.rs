@@ -198,8 +198,12 @@ pub struct DiskSpec {
     pub queue_depth: u32,
     /// Workers issuing I/O at once, each with its own queue (fio's `numjobs`).
     pub jobs: u32,
-    /// Whether O_DIRECT was in effect.
+    /// Whether O_DIRECT was in effect (FILE_FLAG_NO_BUFFERING on Windows: `direct_flag`).
     pub direct: bool,
+    /// The open flag that made the I/O unbuffered on the system that ran the
+    /// test; absent for O_DIRECT (Linux, and every document before Windows).
+    #[serde(default, skip_serializing_if = "DirectFlag::is_o_direct")]
+    pub direct_flag: DirectFlag,
     /// none, fsync or dsync.
     pub sync: String,
     /// io_uring or psync.
@@ -231,6 +235,33 @@ pub struct DiskSpec {
     /// local path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<ProtocolInfo>,
+}
+
+/// How a disk test asked its system to bypass the cache: `direct` names the
+/// fact, this the system's own flag, which the presenters print.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DirectFlag {
+    /// Linux's open(2) flag O_DIRECT.
+    #[default]
+    ODirect,
+    /// Windows' CreateFile flag FILE_FLAG_NO_BUFFERING.
+    FileFlagNoBuffering,
+}
+
+impl DirectFlag {
+    /// The flag as its system's documentation spells it.
+    pub fn word(self) -> &'static str {
+        match self {
+            DirectFlag::ODirect => "O_DIRECT",
+            DirectFlag::FileFlagNoBuffering => "FILE_FLAG_NO_BUFFERING",
+        }
+    }
+
+    /// Whether this is O_DIRECT, which documents leave out.
+    pub fn is_o_direct(&self) -> bool {
+        *self == DirectFlag::ODirect
+    }
 }
 
 /// A disk probe that ran through one of headroom's own protocol clients.

@@ -192,3 +192,33 @@ fn started_at_is_rfc3339_utc_to_the_second() {
     assert_eq!(t.len(), 20, "{t}");
     assert!(t.ends_with('Z') && t.starts_with("20") && t.as_bytes()[10] == b'T', "{t}");
 }
+
+#[test]
+fn only_a_flag_other_than_o_direct_is_written() {
+    let spec = |flag| DiskSpec {
+        rw: "read".into(),
+        block_size: 4096,
+        queue_depth: 1,
+        jobs: 1,
+        direct: true,
+        direct_flag: flag,
+        sync: "none".into(),
+        engine: "psync".into(),
+        path: "x".into(),
+        rwmix_read: None,
+        size: None,
+        filesystem: None,
+        fio_equivalent: None,
+        fixedbufs: false,
+        force_async: false,
+        protocol: None,
+    };
+    let linux = serde_json::to_value(spec(DirectFlag::ODirect)).unwrap();
+    assert!(linux.get("direct_flag").is_none(), "{linux}");
+    let windows = serde_json::to_value(spec(DirectFlag::FileFlagNoBuffering)).unwrap();
+    assert_eq!(windows["direct_flag"], "file_flag_no_buffering");
+    let back: DiskSpec = serde_json::from_value(windows).unwrap();
+    assert_eq!(back.direct_flag.word(), "FILE_FLAG_NO_BUFFERING");
+    let old: DiskSpec = serde_json::from_value(linux).unwrap();
+    assert_eq!(old.direct_flag.word(), "O_DIRECT");
+}

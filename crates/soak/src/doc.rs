@@ -312,6 +312,7 @@ fn summarise_probe(name: &str, cycles: &[&CycleRow], points: &[Point]) -> Probe 
             queue_depth: 0,
             jobs: 0,
             direct: false,
+            direct_flag: headroom_result::DirectFlag::default(),
             sync: "none".into(),
             engine: "unknown".into(),
             path: String::new(),

@@ -307,6 +307,7 @@ mod tests {
                 queue_depth: 8,
                 jobs: 1,
                 direct: true,
+                direct_flag: headroom_result::DirectFlag::default(),
                 sync: "none".into(),
                 engine: "io_uring".into(),
                 path: path.into(),

@@ -102,6 +102,7 @@ mod tests {
             queue_depth: 8,
             jobs: 1,
             direct: true,
+            direct_flag: headroom_result::DirectFlag::default(),
             sync: "none".into(),
             engine: "nfs".into(),
             path: "nfs://nas/x".into(),

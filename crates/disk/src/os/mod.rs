@@ -13,6 +13,8 @@
 //!   Windows it is the iocp engine), `force_async`, `uring_available`
 //!   (whether `Auto` may pick it), and its names: `ASYNC_ENGINE` in the
 //!   result document, `FIO_ASYNC_ENGINE` in the fio equivalent;
+//! - `DIRECT_FLAG`: the open flag an unbuffered test used (O_DIRECT,
+//!   FILE_FLAG_NO_BUFFERING), recorded in the result and its warnings;
 //!
 //! - `probe_signatures`: every signature (filesystem, RAID, partition table)
 //!   on an open device or file, for safety.rs; failing with NotFound when

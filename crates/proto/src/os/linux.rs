@@ -1,9 +1,14 @@
 //! Linux: every client headroom speaks itself (iSCSI, SMB), NFS and NBD as
-//! this build has them (features `nfs`, `nbd`), and the mode of a file.
+//! this build has them (features `nfs`, `nbd`), poll(2) on a socket, and the
+//! mode of a file.
 
+use super::Ready;
 use crate::{Credentials, IscsiKeys, IscsiUrl, NbdUrl, NfsUrl, SmbUrl, Source};
 use headroom_disk::{DiskError, Share, TargetOptions};
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::MetadataExt;
+use std::time::Duration;
 
 /// A share on an iSCSI target.
 pub(crate) fn open_iscsi(
@@ -62,4 +67,42 @@ fn not_built(protocol: &str, library: &str) -> DiskError {
         "this headroom was built without its {protocol} client (a static build leaves out {library}); \
          use a build from `cargo build --release` or the distribution package"
     ))
+}
+
+/// What a socket is to this platform's system calls (socket2 and std take it too).
+pub(crate) use std::os::fd::AsFd as AsSocket;
+
+/// Waits up to `timeout` for `sock` to be `ready`; false when it was not
+/// (the timeout, or a signal: the caller looks at its deadline and Ctrl-C
+/// again).
+pub(crate) fn wait_socket(sock: &impl AsSocket, ready: Ready, timeout: Duration) -> io::Result<bool> {
+    let events = match ready {
+        Ready::Read => libc::POLLIN,
+        Ready::Write => libc::POLLOUT,
+        Ready::ReadOrWrite => libc::POLLIN | libc::POLLOUT,
+    };
+    Ok(poll(sock.as_fd().as_raw_fd(), events, timeout)? != 0)
+}
+
+/// Whether a non-blocking connect's error means it goes on (EINPROGRESS).
+pub(crate) fn connect_in_progress(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EINPROGRESS)
+}
+
+/// Waits up to `timeout` for `events` (`libc::POLLIN`, `POLLOUT`) on `fd`
+/// and returns the events that came: none after the timeout or a signal
+/// (EINTR), so the caller's loop looks at its deadline and Ctrl-C again. A
+/// part of a millisecond rounds up, so a short wait never spins; zero polls
+/// once without waiting.
+pub(crate) fn poll(fd: RawFd, events: i16, timeout: Duration) -> io::Result<i16> {
+    let ms = timeout.as_nanos().div_ceil(1_000_000).min(libc::c_int::MAX as u128) as libc::c_int;
+    let mut pfd = libc::pollfd { fd, events, revents: 0 };
+    // SAFETY: one pollfd, valid for the duration of the call; a stale fd is
+    // no memory error (poll answers POLLNVAL).
+    let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        return if e.kind() == io::ErrorKind::Interrupted { Ok(0) } else { Err(e) };
+    }
+    Ok(if n == 0 { 0 } else { pfd.revents })
 }

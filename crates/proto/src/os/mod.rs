@@ -1,16 +1,33 @@
 //! The platform seam of headroom-proto: which protocol clients this
-//! platform has, and the one file attribute credentials.rs checks,
-//! implemented once per platform beside this file (`linux.rs`,
-//! `windows.rs`; docs/platform.md has the rule). lib.rs and credentials.rs
-//! call only these names.
+//! platform has, the waits on a socket, and the one file attribute
+//! credentials.rs checks, implemented once per platform beside this file
+//! (`linux.rs`, `windows.rs`; docs/platform.md has the rule). lib.rs,
+//! credentials.rs, transport.rs and frame.rs call only these names.
 //!
 //! What a platform provides:
 //! - `open_iscsi`, `open_smb`, `open_nfs`, `open_nbd`: a share through each
 //!   client, or the one-line refusal where this platform (or this build)
 //!   has no such client;
+//! - `AsSocket`: the trait a socket is passed as; `wait_socket`: one wait
+//!   for a socket to be ready ([`Ready`]), bounded by a timeout;
+//!   `connect_in_progress`: whether a non-blocking connect's error means
+//!   it goes on (Linux also has `poll`, for the sockets libnbd and libnfs
+//!   hold as file descriptors);
 //! - `file_mode`: a file's Unix permission bits, or why they cannot be read.
 //!
 //! Must not hold a protocol: the clients are their own modules.
+
+/// What a wait on a socket waits for; a hang-up or an error ends each (the
+/// read or write that follows reports it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ready {
+    /// Bytes to read (or the end of the stream).
+    Read,
+    /// Room to write, or a connect that finished.
+    Write,
+    /// Either.
+    ReadOrWrite,
+}
 
 #[cfg(target_os = "linux")]
 mod linux;

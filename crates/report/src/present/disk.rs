@@ -1,5 +1,5 @@
 //! `headroom disk` on a terminal: the heading (target, filesystem, engine,
-//! O_DIRECT), the bus ceiling, the tests as a table (or the sweep's matrix,
+//! O_DIRECT or Windows' FILE_FLAG_NO_BUFFERING), the bus ceiling, the tests as a table (or the sweep's matrix,
 //! or the sync preset side by side) and the warnings, each once.
 
 use crate::Style;
@@ -37,11 +37,12 @@ pub enum Layout<'a> {
     Sync,
 }
 
-/// How the tests reached the target: the engine and O_DIRECT, or the
+/// How the tests reached the target: the engine and the unbuffered open
+/// (O_DIRECT, FILE_FLAG_NO_BUFFERING: the document's `direct_flag`), or the
 /// protocol headroom spoke and what its server granted.
 fn engine_words(d: &headroom_result::DiskSpec) -> String {
     let Some(p) = &d.protocol else {
-        return format!(", {}, {}", d.engine, if d.direct { "O_DIRECT" } else { "buffered" });
+        return format!(", {}, {}", d.engine, if d.direct { d.direct_flag.word() } else { "buffered" });
     };
     let version = p.version.as_deref().map(|v| format!(" {v}")).unwrap_or_default();
     let cipher = p.cipher.as_deref().map(|c| format!(" encrypted {}", c.to_uppercase())).unwrap_or_default();
@@ -248,6 +249,30 @@ mod tests {
         assert_eq!(engine_words(&spec), ", SMB 3.1.1 encrypted AES-128-GCM by headroom's own client");
         spec.protocol.as_mut().unwrap().cipher = None;
         assert_eq!(engine_words(&spec), ", SMB 3.1.1 by headroom's own client");
+    }
+
+    #[test]
+    fn a_windows_run_names_its_unbuffered_flag_and_a_buffered_one_none() {
+        let mut d = doc();
+        for p in &mut d.probes {
+            let ProbeSpec::Disk(s) = &mut p.spec else { unreachable!() };
+            s.engine = "iocp".into();
+            s.direct_flag = headroom_result::DirectFlag::FileFlagNoBuffering;
+        }
+        let text = render(&d, &TARGET, Layout::Table, Style::default());
+        assert!(
+            text.starts_with(
+                "headroom disk /mnt/t/headroom-disk-1.tmp (ext4, test file 1.000 GiB, iocp, FILE_FLAG_NO_BUFFERING)\n"
+            ),
+            "{text}"
+        );
+        let ProbeSpec::Disk(s) = &mut d.probes[0].spec else { unreachable!() };
+        s.direct = false;
+        let text = render(&d, &TARGET, Layout::Table, Style::default());
+        assert!(
+            text.starts_with("headroom disk /mnt/t/headroom-disk-1.tmp (ext4, test file 1.000 GiB, iocp, buffered)\n"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -17,6 +17,9 @@ pub const ASYNC_ENGINE: &str = "io_uring";
 /// fio's name for the same engine (the fio equivalent line).
 pub const FIO_ASYNC_ENGINE: &str = "io_uring";
 
+/// The open flag that makes a test unbuffered (`direct`), as the result records it.
+pub const DIRECT_FLAG: headroom_result::DirectFlag = headroom_result::DirectFlag::ODirect;
+
 /// An open file as the engines' system calls take it.
 pub use std::os::fd::RawFd as RawFile;
 

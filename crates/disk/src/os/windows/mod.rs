@@ -20,6 +20,9 @@ pub const ASYNC_ENGINE: &str = "iocp";
 /// fio's name for the same engine (the fio equivalent line).
 pub const FIO_ASYNC_ENGINE: &str = "windowsaio";
 
+/// The open flag that makes a test unbuffered (`direct`), as the result records it.
+pub const DIRECT_FLAG: headroom_result::DirectFlag = headroom_result::DirectFlag::FileFlagNoBuffering;
+
 use std::io;
 use std::os::windows::io::{FromRawHandle, OwnedHandle};
 use windows_sys::Win32::Foundation::{GetLastError, ERROR_HANDLE_EOF, HANDLE, INVALID_HANDLE_VALUE};
@@ -33,9 +36,13 @@ pub fn raw_file(file: &std::fs::File) -> RawFile {
     std::os::windows::io::AsRawHandle::as_raw_handle(file) as usize
 }
 
-/// Not available on Windows yet.
+/// Not available on Windows yet, so no whole export is written (its
+/// signature check reads into such a file).
 pub fn memory_file(_name: &str) -> io::Result<std::fs::File> {
-    Err(io::Error::new(io::ErrorKind::Unsupported, "a file in memory only is not available on Windows yet"))
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "writing to a whole export is not available on Windows yet (no signature probe); run read-only tests",
+    ))
 }
 
 /// Writes all of `buf` at `offset`.
