@@ -583,7 +583,11 @@ fn an_iscsi_lun_is_written_with_synchronize_cache_and_fua_and_verified_through_t
         let (code, v) = in_client(&["verify", &t.url, "--from", &l.addr()]);
         assert_eq!(code, Some(0), "{v:#}");
         eprintln!("iscsi {sync}: acknowledged {acked}, verify intact {}", v["intact"]);
-        assert_eq!((v["acknowledged"].as_u64(), v["intact"].as_u64()), (Some(acked), Some(acked)), "{v:#}");
+        // verify counts the latest acknowledged block at each offset: a writer
+        // that went round the 2047 blocks of the 8 MiB file more than once
+        // acknowledged more than verify can find.
+        let expected = acked.min(8 * 256 - 1);
+        assert_eq!((v["acknowledged"].as_u64(), v["intact"].as_u64()), (Some(expected), Some(expected)), "{v:#}");
     }
     // The blocks are on the LUN's backing file, where verify read them through tgt.
     let data = std::fs::read(&lun).unwrap();
