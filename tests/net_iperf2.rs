@@ -24,14 +24,21 @@ fn server_rates(log: &std::path::Path) -> Vec<f64> {
         .collect()
 }
 
+/// The machine held for speed (no other timed test beside it) and two
+/// hosts joined by a link tbf shapes to 1 Gb/s, and that rate.
+fn gigabit_lab() -> (headroom_lab::MachineGuard, TwoHosts, u64) {
+    let machine = headroom_lab::hold_machine();
+    let lab = TwoHosts::new(1500).unwrap();
+    let rate = 1_000_000_000u64;
+    lab.shape(rate).unwrap();
+    (machine, lab, rate)
+}
+
 #[test]
 fn iperf2_upload_matches_iperf_s_and_both_directions_reach_the_tbf_ceiling() {
     headroom_lab::require_root!();
     headroom_lab::require_program!("iperf");
-    let _machine = headroom_lab::hold_machine();
-    let lab = TwoHosts::new(1500).unwrap();
-    let rate = 1_000_000_000u64;
-    lab.shape(rate).unwrap();
+    let (_machine, lab, rate) = gigabit_lab();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("iperf2.csv");
     let a = lab.addr_a.to_string();
@@ -185,10 +192,7 @@ fn logged_rate(line: &str) -> f64 {
 fn stock_iperf_c_against_headroom_serve_iperf2_agrees_with_what_serve_logs() {
     headroom_lab::require_root!();
     headroom_lab::require_program!("iperf");
-    let _machine = headroom_lab::hold_machine();
-    let lab = TwoHosts::new(1500).unwrap();
-    let rate = 1_000_000_000u64;
-    lab.shape(rate).unwrap();
+    let (_machine, lab, rate) = gigabit_lab();
     let a = lab.addr_a.to_string();
     let mut serve = lab
         .a

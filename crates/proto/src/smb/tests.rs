@@ -73,7 +73,7 @@ fn a_write_answered_by_a_read_response_is_refused() {
 
 #[test]
 fn a_read_answer_in_pieces_lands_in_its_buffer_past_its_padding() {
-    let (client, mut server) = pair();
+    let (client, server) = pair();
     let mut engine = SmbEngine::detached(client, Arc::default());
     // DataOffset 88: 8 bytes of padding between the READ head and the data.
     let mut body = vec![17u8, 0, 88, 0];
@@ -83,17 +83,29 @@ fn a_read_answer_in_pieces_lands_in_its_buffer_past_its_padding() {
     body.extend(std::iter::repeat_n(7u8, 4000));
     body.extend_from_slice(&[0xee; 3]); // after the data: dropped
     let f = frame(Command::Read, status::SUCCESS, 1, &body);
+    send_in_pieces(server, f, [50, 100, 2000]);
+    assert_one_read_of_4000(&mut engine, 7);
+}
+
+/// Writes `f` in four pieces cut at `cuts`, 30 ms apart, then holds the
+/// connection open: the engine must assemble the answer across reads.
+fn send_in_pieces(mut server: TcpStream, f: Vec<u8>, cuts: [usize; 3]) {
     std::thread::spawn(move || {
-        for piece in [&f[..50], &f[50..100], &f[100..2000], &f[2000..]] {
+        let [a, b, c] = cuts;
+        for piece in [&f[..a], &f[a..b], &f[b..c], &f[c..]] {
             server.write_all(piece).unwrap();
             std::thread::sleep(Duration::from_millis(30));
         }
         std::thread::sleep(Duration::from_secs(2));
     });
+}
+
+/// One completion, tag 1, of 4000 bytes, all `byte` in buffer 0.
+fn assert_one_read_of_4000(engine: &mut SmbEngine, byte: u8) {
     let mut out = Vec::new();
     engine.getevents(1, &mut out).unwrap();
     assert_eq!((out.len(), out[0].tag, out[0].result), (1, 1, 4000));
-    assert!(engine.buffer_mut(0)[..4000].iter().all(|b| *b == 7));
+    assert!(engine.buffer_mut(0)[..4000].iter().all(|b| *b == byte));
 }
 
 /// A detached engine whose session encrypts with AES-128-GCM, and the
@@ -117,24 +129,15 @@ fn sealed(server: &mut seal::Sealer, frame: &[u8]) -> Vec<u8> {
 
 #[test]
 fn an_encrypted_read_answer_in_pieces_is_opened_into_its_buffer() {
-    let (client, mut server) = pair();
+    let (client, server) = pair();
     let (mut engine, mut keys) = encrypted_engine(client);
     let mut body = vec![17u8, 0, 80, 0];
     body.extend_from_slice(&4000u32.to_le_bytes());
     body.extend_from_slice(&[0; 8]);
     body.extend(std::iter::repeat_n(9u8, 4000));
     let f = sealed(&mut keys, &frame(Command::Read, status::SUCCESS, 1, &body));
-    std::thread::spawn(move || {
-        for piece in [&f[..30], &f[30..100], &f[100..3000], &f[3000..]] {
-            server.write_all(piece).unwrap();
-            std::thread::sleep(Duration::from_millis(30));
-        }
-        std::thread::sleep(Duration::from_secs(2));
-    });
-    let mut out = Vec::new();
-    engine.getevents(1, &mut out).unwrap();
-    assert_eq!((out.len(), out[0].tag, out[0].result), (1, 1, 4000));
-    assert!(engine.buffer_mut(0)[..4000].iter().all(|b| *b == 9));
+    send_in_pieces(server, f, [30, 100, 3000]);
+    assert_one_read_of_4000(&mut engine, 9);
 }
 
 #[test]
