@@ -13,9 +13,11 @@
 
 use crate::os::{self, StopSignal};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, LazyLock, OnceLock};
 
-static STOP: AtomicBool = AtomicBool::new(false);
+/// Shared, not only static: protocol clients keep a clone in their
+/// connections' threads (`TargetOptions::stop`).
+static STOP: LazyLock<Arc<AtomicBool>> = LazyLock::new(Arc::default);
 /// The exit code of the first signal that arrived (NO_SIGNAL: none).
 static FIRST: AtomicU8 = AtomicU8::new(NO_SIGNAL);
 static INSTALLED: OnceLock<()> = OnceLock::new();
@@ -28,6 +30,12 @@ const NO_SIGNAL: u8 = 128;
 pub fn stop_flag() -> &'static AtomicBool {
     INSTALLED.get_or_init(|| os::watch_stop_signals(on_signal));
     &STOP
+}
+
+/// The same flag as [`stop_flag`], for what must own its copy.
+pub fn shared_stop_flag() -> Arc<AtomicBool> {
+    stop_flag();
+    Arc::clone(&STOP)
 }
 
 fn on_signal(signal: StopSignal) {

@@ -593,3 +593,28 @@ fn an_iscsi_lun_is_written_with_synchronize_cache_and_fua_and_verified_through_t
     let data = std::fs::read(&lun).unwrap();
     assert!(data.starts_with(b"HRFLUSH1"), "no flushcheck header on the LUN");
 }
+
+/// Ctrl-C reaches the protocol client's own waits: a target that accepts and
+/// never answers the login does not hold `flushcheck write` until the
+/// login's deadline; the error says the login was stopped, not timed out.
+#[test]
+fn ctrl_c_ends_a_login_the_target_never_answers() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let held = std::thread::spawn(move || silent.accept().map(|(conn, _)| conn));
+    let ledger = tempfile::tempdir().unwrap();
+    let l = Listener::start(ledger.path());
+    let url = format!("iscsi://127.0.0.1:{port}/iqn.2026-11.test:silent/0");
+    let child = flushcheck_url("write", &url, &l, &["--destructive", "--size", "4M"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _conn = held.join().unwrap().expect("the client connects");
+    // SAFETY: kill has no memory-safety preconditions.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("stopped by Ctrl-C"), "the login was stopped, not timed out: {err}");
+}

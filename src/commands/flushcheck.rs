@@ -231,7 +231,9 @@ fn open_export(url: &str, size: Option<u64>, destructive: bool, force: bool) -> 
         destructive,
         force,
         keep: true,
-        stop: std::sync::Arc::default(),
+        // Ctrl-C ends a login or a request the server leaves unanswered at once
+        // (and the signal thread is up before the first connection).
+        stop: crate::signals::shared_stop_flag(),
     };
     prepare_share(&Opener::new(credentials), url, &options).map_err(|e| anyhow::anyhow!(e.to_string()))
 }
