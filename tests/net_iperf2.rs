@@ -34,6 +34,18 @@ fn gigabit_lab() -> (headroom_lab::MachineGuard, TwoHosts, u64) {
     (machine, lab, rate)
 }
 
+/// `headroom net A --protocol iperf2 --tests up1,down1` from host b, 3 s
+/// each: its document.
+fn headroom_iperf2_up_and_down(lab: &TwoHosts, a: &str) -> serde_json::Value {
+    let out = run(lab
+        .b
+        .command(bin())
+        .args(["net", a, "--protocol", "iperf2", "--tests", "up1,down1", "--time", "3s"])
+        .arg("--json"));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    json(&out)
+}
+
 #[test]
 fn iperf2_upload_matches_iperf_s_and_both_directions_reach_the_tbf_ceiling() {
     headroom_lab::require_root!();
@@ -50,13 +62,7 @@ fn iperf2_upload_matches_iperf_s_and_both_directions_reach_the_tbf_ceiling() {
         std::thread::sleep(Duration::from_millis(100));
     }
     // No port: iperf2's 5001 with --protocol iperf2.
-    let out = run(lab
-        .b
-        .command(bin())
-        .args(["net", &a, "--protocol", "iperf2", "--tests", "up1,down1", "--time", "3s"])
-        .arg("--json"));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let doc = json(&out);
+    let doc = headroom_iperf2_up_and_down(&lab, &a);
     let probes = doc["probes"].as_array().unwrap();
     let figure = |i: usize| probes[i]["summary"]["bytes_per_sec"].as_f64().unwrap() * 8.0;
     let (up, down) = (figure(0), figure(1));
@@ -249,13 +255,7 @@ fn stock_iperf_c_against_headroom_serve_iperf2_agrees_with_what_serve_logs() {
         }
     }
     // headroom's own iperf2 client against it, both ways.
-    let out = run(lab
-        .b
-        .command(bin())
-        .args(["net", &a, "--protocol", "iperf2", "--tests", "up1,down1", "--time", "3s"])
-        .arg("--json"));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let doc = json(&out);
+    let doc = headroom_iperf2_up_and_down(&lab, &a);
     let probes = doc["probes"].as_array().unwrap();
     for (i, (probe, test)) in probes.iter().zip(["test=tcp streams=1", "test=tcp_reverse streams=1"]).enumerate() {
         let ours = probe["summary"]["bytes_per_sec"].as_f64().unwrap() * 8.0;
