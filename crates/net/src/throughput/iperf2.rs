@@ -419,4 +419,63 @@ mod tests {
         assert!(r.udp_recv.is_none());
         assert_eq!(r.upload_bytes, seen.bytes - 1448, "what this side sent, the final datagram aside");
     }
+
+    #[test]
+    fn stock_iperf_s_u_reports_what_it_logs() {
+        if std::process::Command::new("iperf").arg("-v").output().is_err() {
+            eprintln!("SKIPPED stock iperf -s -u on loopback: `iperf` is not installed (run scripts/install-deps.sh)");
+            return;
+        }
+        let port = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let log = std::env::temp_dir().join(format!("headroom-iperf2-udp-{}-{port}.csv", std::process::id()));
+        let mut server = std::process::Command::new("iperf")
+            .args(["-s", "-u", "-B", "127.0.0.1", "-p", &port.to_string(), "-y", "C", "-o"])
+            .arg(&log)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Listening: by the socket table, never by sending it a datagram.
+        let t0 = Instant::now();
+        while !String::from_utf8_lossy(&std::process::Command::new("ss").arg("-lunH").output().unwrap().stdout)
+            .contains(&format!("127.0.0.1:{port} "))
+        {
+            assert!(t0.elapsed() < Duration::from_secs(10), "iperf -s -u did not come up");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let target = Endpoint {
+            host: "127.0.0.1".into(),
+            port,
+            token: None,
+            timeout: Duration::from_secs(2),
+            source: Source::default(),
+        };
+        let spec = ThroughputSpec { len: 1448, udp_rate: Some(2e6), ..tcp_up() };
+        let r = throughput(&target, &spec, &AtomicBool::new(false), &mut |_| {});
+        // The server logs the test once it answered the final datagram.
+        let t0 = Instant::now();
+        let line = loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if let Some(l) = text.lines().find(|l| l.split(',').count() >= 14) {
+                break l.to_string();
+            }
+            assert!(t0.elapsed() < Duration::from_secs(5), "iperf -s -u logged nothing: {text:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let _ = server.kill();
+        let _ = server.wait();
+        let _ = std::fs::remove_file(&log);
+        let r = r.unwrap();
+        assert!(r.error.is_none() && r.missing_report.is_none(), "{:?} {:?}", r.error, r.missing_report);
+        // -y C: ..., bytes, bits/s, jitter ms, lost, total, loss %, out of order.
+        let f: Vec<&str> = line.split(',').collect();
+        let num = |i: usize| f[i].parse::<f64>().unwrap();
+        let u = r.udp_recv.unwrap();
+        eprintln!("iperf -s -u: {line}; headroom {:.0} b/s, {u:?}", r.bytes_per_sec() * 8.0);
+        assert_eq!(r.upload_bytes as f64, num(7));
+        assert_eq!((u.lost as f64, u.packets as f64, u.out_of_order as f64), (num(10), num(11), num(13)));
+        assert!((u.jitter_s * 1e3 - num(9)).abs() < 0.0015, "jitter {} ms, iperf {}", u.jitter_s * 1e3, num(9));
+        let rate = r.bytes_per_sec() * 8.0;
+        assert!((rate / num(8) - 1.0).abs() < 0.02, "headroom {rate:.0} b/s, iperf -s -u {} b/s", num(8));
+    }
 }
