@@ -105,8 +105,8 @@ pub const UDP_ID_LEN: usize = 16;
 pub const UDP_SETTINGS_LEN: usize = 76;
 /// The whole header of 2.1.8's UDP datagrams: the id and time, then the settings.
 pub const UDP_HEADER_LEN: usize = UDP_ID_LEN + UDP_SETTINGS_LEN;
-/// Shortest server report: the id and time, then 2.0's ten words.
-pub const UDP_REPORT_MIN_LEN: usize = UDP_ID_LEN + 40;
+/// Shortest server report: 2.0's 12-byte id and time, then its ten words.
+pub const UDP_REPORT_MIN_LEN: usize = 12 + 40;
 /// 2.1's report with the 64-bit counts' high words (iperf 2.1.8 sends 128 bytes).
 const UDP_REPORT_64_LEN: usize = UDP_ID_LEN + 112;
 
@@ -177,16 +177,23 @@ const REPORT_SLACK: Duration = Duration::from_secs(10);
 /// this side sent: a report that cannot be true is an error naming the
 /// figure, never a figure.
 pub fn parse_udp_report(buf: &[u8], sent: &UdpSent) -> Result<UdpReport, String> {
-    if buf.len() < UDP_REPORT_MIN_LEN {
-        return Err(format!("a reply of {} bytes, shorter than a report ({UDP_REPORT_MIN_LEN})", buf.len()));
-    }
-    let w = |i: usize| word(&buf[UDP_ID_LEN..], i);
+    // 2.1 puts the report after a 16-byte id and time, 2.0 after 12 bytes
+    // (no high word; laid out as 2.0 describes it, no 2.0 server was at hand):
+    // the report starts where its flags word is.
+    let at = [UDP_ID_LEN, UDP_ID_LEN - 4]
+        .into_iter()
+        .find(|&at| buf.len() >= at + 40 && word(&buf[at..], 0) & HEADER_VERSION1 != 0);
+    let Some(at) = at else {
+        return Err(if buf.len() < UDP_REPORT_MIN_LEN {
+            format!("a reply of {} bytes, shorter than a report ({UDP_REPORT_MIN_LEN})", buf.len())
+        } else {
+            format!("a reply whose flags word {:08x} marks no report", word(&buf[UDP_ID_LEN..], 0))
+        });
+    };
+    let w = |i: usize| word(&buf[at..], i);
     let flags = w(0);
-    if flags & HEADER_VERSION1 == 0 {
-        return Err(format!("a reply whose flags word {flags:08x} marks no report"));
-    }
     // 2.1's high words of the counts when it says it sent them; else 2.0's signed words.
-    let wide = flags & HEADER_SEQNO64B != 0 && buf.len() >= UDP_REPORT_64_LEN;
+    let wide = at == UDP_ID_LEN && flags & HEADER_SEQNO64B != 0 && buf.len() >= UDP_REPORT_64_LEN;
     let count = |low: usize, hi: usize| {
         if wide {
             (i64::from(w(hi) as i32) << 32) | i64::from(w(low))
@@ -485,6 +492,11 @@ mod tests {
         wide[16..20].copy_from_slice(&0x8000_0000u32.to_be_bytes());
         wide[124..128].copy_from_slice(&1u32.to_be_bytes());
         assert_eq!(parse_udp_report(&wide, &sent(1314, 1314 * 1000)).unwrap().datagrams, 1314);
+        // 2.0's layout: a 12-byte id and time (no high word) before the same ten words.
+        let lossy = from_words(LOSSY_REPORT);
+        let old: Vec<u8> = lossy[..12].iter().chain(&lossy[16..56]).copied().collect();
+        let r20 = parse_udp_report(&old, &sent(1314, 1314 * 1000)).unwrap();
+        assert_eq!((r20.bytes, r20.datagrams, r20.lost, r20.out_of_order), (1_183_000, 1314, 131, 169));
     }
 
     #[test]
@@ -498,7 +510,8 @@ mod tests {
             parse_udp_report(&r, &sent(1314, 1314 * 1000)).unwrap_err()
         };
         let with = |i: usize, value: u32| with_words(&[(i, value)]);
-        assert!(parse_udp_report(&good[..55], &sent(1314, 1314 * 1000)).unwrap_err().contains("55 bytes"));
+        assert!(parse_udp_report(&good[..51], &sent(1314, 1314 * 1000)).unwrap_err().contains("51 bytes"));
+        assert!(parse_udp_report(&good[..55], &sent(1314, 1314 * 1000)).unwrap_err().contains("marks no report"));
         assert!(with(0, 0x0800_0000).contains("marks no report"));
         assert!(with(1, 1).contains("more than the 1314000 sent"), "bytes beyond what was sent");
         assert!(with(3, u32::MAX).contains("receive window of -1 s"));
