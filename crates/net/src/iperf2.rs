@@ -141,6 +141,63 @@ pub fn final_id(last: u64) -> u64 {
     i64::try_from(last.saturating_add(1)).map_or(i64::MIN, |next| -next) as u64
 }
 
+/// A stock client's UDP datagram as a server reads it: its 64-bit id
+/// (negative on the final datagram), or why it is not one this side serves.
+pub fn udp_datagram_id(buf: &[u8]) -> Result<i64, Refusal> {
+    if buf.len() < UDP_HEADER_LEN {
+        return Err(Refusal::NotIperf2(format!("a datagram of {} bytes", buf.len())));
+    }
+    let flags = word(&buf[UDP_ID_LEN..], 0);
+    let len = ((flags & HEADER_LEN_MASK) >> 1) as usize;
+    if flags & (HEADER_EXTEND | HEADER_LEN_BIT | HEADER_SEQNO64B) != HEADER_EXTEND | HEADER_LEN_BIT | HEADER_SEQNO64B
+        || !(36..=MAX_HEADER_LEN).contains(&len)
+    {
+        return Err(Refusal::NotIperf2(format!("settings word {flags:08x} is no iperf 2.1 UDP client's")));
+    }
+    if flags & HEADER_VERSION1 != 0 {
+        return Err(Refusal::Unsupported("a UDP dual or tradeoff test (-d, -r); run a plain -u test".into()));
+    }
+    let extended = word(&buf[UDP_ID_LEN..], 8);
+    if extended & (EXTENDED_REVERSE | EXTENDED_FULL_DUPLEX) != 0 {
+        return Err(Refusal::Unsupported("a UDP test where the server sends (-R, --full-duplex)".into()));
+    }
+    Ok(((u64::from(word(buf, 3)) << 32) | u64::from(word(buf, 0))) as i64)
+}
+
+/// The report a stock 2.1 server answers the final datagram with, as long
+/// as `room` allows (never longer than the datagram it answers): 2.0's ten
+/// words, and with room for all 128 bytes the 64-bit counts' high words.
+pub fn udp_report(r: &UdpReport, room: usize) -> Option<Vec<u8>> {
+    if room < UDP_REPORT_MIN_LEN + 4 {
+        return None;
+    }
+    let wide = room >= UDP_REPORT_64_LEN;
+    let split = |v: i64| ((v >> 32) as u32, v as u32);
+    let (lost_hi, lost) = split(r.lost);
+    let (ooo_hi, ooo) = split(r.out_of_order as i64);
+    let (dgrams_hi, dgrams) = split(r.datagrams as i64);
+    let jitter = Duration::from_secs_f64(r.jitter_s.max(0.0));
+    let mut words = [0u32; 28];
+    words[..10].copy_from_slice(&[
+        HEADER_VERSION1 | if wide { HEADER_SEQNO64B } else { 0 },
+        (r.bytes >> 32) as u32,
+        r.bytes as u32,
+        r.window.as_secs() as u32,
+        r.window.subsec_micros(),
+        lost,
+        ooo,
+        dgrams,
+        jitter.as_secs() as u32,
+        jitter.subsec_micros(),
+    ]);
+    words[25..].copy_from_slice(&[lost_hi, ooo_hi, dgrams_hi]);
+    let report: [u8; 112] = to_bytes(&words);
+    let len = if wide { UDP_REPORT_64_LEN } else { UDP_ID_LEN + 40 };
+    let mut out = vec![0u8; len];
+    out[UDP_ID_LEN..].copy_from_slice(&report[..len - UDP_ID_LEN]);
+    Some(out)
+}
+
 /// What a stock server's report datagram says of one UDP stream.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct UdpReport {
