@@ -5,7 +5,8 @@
 //! shaped switch port), the server's report agrees with its own log, below
 //! the ceiling without loss and above it losing what the ceiling predicts;
 //! what iperf2 cannot be asked is refused in one line, and a silent server
-//! is named as a possible iperf2.
+//! is named as a possible iperf2. The other way, stock `iperf -c` (TCP, -P,
+//! -R, -u) against `headroom serve --iperf2` agrees with what serve logs.
 
 mod net_support;
 use headroom_lab::netns::{Star, TwoHosts};
@@ -395,6 +396,32 @@ fn stock_iperf_c_against_headroom_serve_iperf2_agrees_with_what_serve_logs() {
         // until the last byte arrived, the buffers' drain included.
         assert!(close(ours, served, 0.03), "{test}: headroom {ours:.0} b/s, serve logged {served:.0} b/s");
     }
+    // UDP on the same port number: stock `iperf -c -u`, then headroom's own client.
+    let out = lab.b.command("iperf").args(["-c", &a, "-u", "-b", "100M", "-t", "3", "-y", "C"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && !text.contains("did not receive ack"), "iperf -c -u: {text}");
+    let iperf = client_rate(&text);
+    let line = next_line(5);
+    let served = logged_rate(&line);
+    eprintln!("iperf -c -u -b 100M: iperf {iperf:.0} b/s, serve {served:.0} b/s (ratio {:.4}); {line}", served / iperf);
+    assert!(line.contains("test=udp streams=1") && line.contains("lost=0/") && line.ends_with("status=ok"), "{line}");
+    assert!(close(iperf, served, 0.02), "iperf -c -u sent {iperf:.0} b/s, serve logged {served:.0} b/s");
+    let out = run(lab
+        .b
+        .command(bin())
+        .args(["net", &a, "--protocol", "iperf2", "--tests", "udp", "--udp", "100M"])
+        .args(["--time", "3s", "--json"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = json(&out);
+    let probe = &doc["probes"][0];
+    let ours = probe["summary"]["bytes_per_sec"].as_f64().unwrap() * 8.0;
+    let line = next_line(6);
+    eprintln!("headroom net iperf2 udp: {ours:.0} b/s, {}; {line}", probe["details"]["udp"]);
+    assert!(line.ends_with("status=ok"), "{line}");
+    assert!(close(ours, logged_rate(&line), 0.02), "headroom {ours:.0} b/s; serve logged {line}");
+    let lost = line.split_whitespace().find_map(|w| w.strip_prefix("lost=")).unwrap();
+    let udp = &probe["details"]["udp"];
+    assert_eq!(lost, format!("{}/{}", udp["lost"], udp["packets"]), "the report is what serve logged");
     let _ = serve.kill();
     let _ = serve.wait();
 }
