@@ -26,6 +26,39 @@ use std::time::{Duration, Instant};
 const REMEMBER: Duration = Duration::from_secs(10);
 /// Most peers remembered at once: a flood of new sources is ignored beyond it.
 const MAX_PEERS: usize = 1024;
+/// Refusal lines per second at most: a datagram's source costs nothing to
+/// forge, so beyond these they are counted and summed up in one line.
+const REFUSALS_LOGGED_PER_SECOND: u32 = 5;
+
+/// Refusal lines, at most [`REFUSALS_LOGGED_PER_SECOND`]: the rest counted.
+struct RefusalLog {
+    since: Instant,
+    logged: u32,
+    held_back: u64,
+}
+
+impl RefusalLog {
+    fn line(&mut self, s: &Shared, line: String) {
+        if self.since.elapsed() >= Duration::from_secs(1) {
+            self.flush(s);
+            self.since = Instant::now();
+            self.logged = 0;
+        }
+        if self.logged < REFUSALS_LOGGED_PER_SECOND {
+            self.logged += 1;
+            (s.cfg.log)(&line);
+        } else {
+            self.held_back += 1;
+        }
+    }
+
+    fn flush(&mut self, s: &Shared) {
+        if self.held_back > 0 {
+            (s.cfg.log)(&format!("protocol=iperf2 refused {} more UDP peers (not logged one by one)", self.held_back));
+            self.held_back = 0;
+        }
+    }
+}
 
 /// One client stream's state.
 enum Peer<'a> {
@@ -43,12 +76,16 @@ pub(super) fn udp_loop(sock: &UdpSocket, s: &Shared) {
     let mut buf = vec![0u8; MAX_UDP_LEN];
     let mut peers: HashMap<SocketAddr, Peer<'_>> = HashMap::new();
     let mut swept = Instant::now();
+    let mut refusals = RefusalLog { since: Instant::now(), logged: 0, held_back: 0 };
     // Only the id and the send time are read: the settings were checked on the first datagram.
     let header = UdpHeader::Iperf2 { settings: [0; UDP_SETTINGS_LEN] };
     while !s.stop.load(Ordering::Relaxed) {
         if swept.elapsed() >= POLL {
             swept = Instant::now();
             sweep(&mut peers, s);
+            if refusals.since.elapsed() >= Duration::from_secs(1) {
+                refusals.flush(s);
+            }
         }
         let Ok((n, from)) = sock.recv_from(&mut buf) else { continue };
         let datagram = &buf[..n];
@@ -62,7 +99,7 @@ pub(super) fn udp_loop(sock: &UdpSocket, s: &Shared) {
             if peers.len() >= MAX_PEERS {
                 continue;
             }
-            let first = start(datagram, from, s, now);
+            let first = start(datagram, from, s, now, &mut refusals);
             peers.insert(from, first);
         }
         let last_one = udp_datagram_id(datagram).is_ok_and(|id| id < 0);
@@ -84,9 +121,9 @@ pub(super) fn udp_loop(sock: &UdpSocket, s: &Shared) {
 }
 
 /// A new peer's first datagram: a stream that takes a slot, or refused in one log line.
-fn start<'a>(datagram: &[u8], from: SocketAddr, s: &'a Shared, now: Instant) -> Peer<'a> {
-    let refused = |line: String| {
-        (s.cfg.log)(&line);
+fn start<'a>(datagram: &[u8], from: SocketAddr, s: &'a Shared, now: Instant, log: &mut RefusalLog) -> Peer<'a> {
+    let mut refused = |line: String| {
+        log.line(s, line);
         Peer::Ignored { until: now + REMEMBER }
     };
     match udp_datagram_id(datagram) {
@@ -299,6 +336,13 @@ mod tests {
         reverse[48..52].copy_from_slice(&0x0400_0000u32.to_be_bytes());
         client(at).send(&reverse).unwrap();
         wait_for(&lines, "protocol=iperf2 refused: a UDP test where the server sends");
+        // A flood of forged sources: a few lines, the rest summed up.
+        for _ in 0..40 {
+            client(at).send(&[0x55; 100]).unwrap();
+        }
+        let summed = wait_for(&lines, "more UDP peers (not logged one by one)");
+        let refused = lines.lock().unwrap().iter().filter(|l| l.contains("refused on the iperf2 UDP port")).count();
+        assert!(refused <= 6, "{refused} lines; {summed}");
         // A stream that holds the one slot iperf2 clients may have, then goes silent.
         let silent = client(at);
         for id in 1..=3 {
