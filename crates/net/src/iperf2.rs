@@ -215,6 +215,32 @@ pub struct UdpReport {
     pub jitter_s: f64,
 }
 
+impl UdpReport {
+    /// A receiver's figures over its window, as a report carries them.
+    pub fn of(u: &crate::stats::UdpRecvSummary, window: Duration) -> UdpReport {
+        UdpReport {
+            bytes: u.bytes,
+            window,
+            datagrams: u.packets,
+            lost: u.lost,
+            out_of_order: u.out_of_order,
+            jitter_s: u.jitter_s,
+        }
+    }
+
+    /// The report's figures as a receiver's (datagrams received: counted less lost).
+    pub fn summary(&self) -> crate::stats::UdpRecvSummary {
+        crate::stats::UdpRecvSummary {
+            packets: self.datagrams,
+            received: self.datagrams.saturating_sub(self.lost.max(0) as u64),
+            bytes: self.bytes,
+            lost: self.lost,
+            out_of_order: self.out_of_order,
+            jitter_s: self.jitter_s,
+        }
+    }
+}
+
 /// What this side sent on the stream, to hold the report against.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct UdpSent {

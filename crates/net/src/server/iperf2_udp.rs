@@ -141,15 +141,7 @@ fn start<'a>(datagram: &[u8], from: SocketAddr, s: &'a Shared, now: Instant, log
 /// The final datagram arrived: report, log, free the slot, remember the report.
 fn finish(peers: &mut HashMap<SocketAddr, Peer<'_>>, from: SocketAddr, sock: &UdpSocket, room: usize, s: &Shared) {
     let Some(Peer::Running { stats, first, .. }) = peers.remove(&from) else { return };
-    let u = stats.summary;
-    let report = UdpReport {
-        bytes: u.bytes,
-        window: first.elapsed(),
-        datagrams: u.packets,
-        lost: u.lost,
-        out_of_order: u.out_of_order,
-        jitter_s: u.jitter_s,
-    };
+    let report = UdpReport::of(&stats.summary, first.elapsed());
     answer(sock, from, &report, room);
     log(s, from, &report, "ok");
     s.tests_done.fetch_add(1, Ordering::SeqCst);
@@ -191,15 +183,7 @@ fn sweep(peers: &mut HashMap<SocketAddr, Peer<'_>>, s: &Shared) {
             } else {
                 return true;
             };
-            let u = stats.summary;
-            let report = UdpReport {
-                bytes: u.bytes,
-                window: last.duration_since(*first),
-                datagrams: u.packets,
-                lost: u.lost,
-                out_of_order: u.out_of_order,
-                jitter_s: u.jitter_s,
-            };
+            let report = UdpReport::of(&stats.summary, last.duration_since(*first));
             ended.push((*from, report, why));
             false
         }
