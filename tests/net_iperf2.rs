@@ -1,11 +1,15 @@
 //! `headroom net --protocol iperf2` against a stock `iperf -s` (iperf 2):
 //! over a tbf-shaped 1 Gb/s link between two namespaces, the upload agrees
 //! with what the iperf2 server counted and both directions reach the
-//! shaped ceiling (the ground truth); what iperf2 cannot be asked is
-//! refused in one line, and a silent server is named as a possible iperf2.
+//! shaped ceiling (the ground truth); over UDP (`iperf -s -u` behind a
+//! shaped switch port), the server's report agrees with its own log, below
+//! the ceiling without loss and above it losing what the ceiling predicts;
+//! what iperf2 cannot be asked is refused in one line, and a silent server
+//! is named as a possible iperf2. The other way, stock `iperf -c` (TCP, -P,
+//! -R, -u) against `headroom serve --iperf2` agrees with what serve logs.
 
 mod net_support;
-use headroom_lab::netns::TwoHosts;
+use headroom_lab::netns::{Star, TwoHosts};
 use headroom_limits::{tbf_tcp_goodput_bits, Framing};
 use net_support::*;
 use std::io::Read;
@@ -83,11 +87,136 @@ fn iperf2_upload_matches_iperf_s_and_both_directions_reach_the_tbf_ceiling() {
     assert!(close(up, received, 0.02), "headroom's upload {up:.0} b/s, iperf -s received {received:.0} b/s");
 }
 
+/// One UDP test as `iperf -s -u -y C` logs it.
+#[derive(Debug, Clone, Copy)]
+struct UdpLogLine {
+    bytes: f64,
+    bits_per_sec: f64,
+    jitter_ms: f64,
+    lost: f64,
+    total: f64,
+    out_of_order: f64,
+}
+
+/// The iperf2 UDP server's CSV lines, one per test.
+fn server_udp_lines(log: &std::path::Path) -> Vec<UdpLogLine> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<f64> = l.split(',').skip(7).map(|x| x.parse().ok()).collect::<Option<_>>()?;
+            let &[bytes, bits_per_sec, jitter_ms, lost, total, _, out_of_order] = f.as_slice() else { return None };
+            Some(UdpLogLine { bytes, bits_per_sec, jitter_ms, lost, total, out_of_order })
+        })
+        .collect()
+}
+
+#[test]
+fn iperf2_udp_agrees_with_iperf_s_u_and_loses_what_the_tbf_ceiling_predicts() {
+    headroom_lab::require_root!();
+    headroom_lab::require_program!("iperf");
+    headroom_lab::require_program!("tc");
+    let _machine = headroom_lab::hold_machine();
+    // The shaper on the switch's port towards the server, not on the sender's own
+    // NIC: a local qdisc would push back on the sender instead of dropping.
+    let star = Star::new(1).unwrap();
+    let rate = 100_000_000u64;
+    star.shape(rate).unwrap();
+    // tbf counts 14 (Ethernet) + 20 (IP) + 8 (UDP) bytes per 1448-byte datagram.
+    let len = headroom_net::DEFAULT_UDP_LEN as f64;
+    let ceiling = rate as f64 * len / (len + 42.0);
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("iperf2-udp.csv");
+    let a = star.server_addr.to_string();
+    let _server = star.server.spawn("iperf", &["-s", "-u", "-B", &a, "-y", "C", "-o", log.to_str().unwrap()]).unwrap();
+    let t0 = Instant::now();
+    while !star.server.exec("ss", &["-lun"]).unwrap_or_default().contains(&format!("{a}:5001")) {
+        assert!(t0.elapsed() < Duration::from_secs(10), "iperf -s -u did not come up");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for (i, asked) in [50_000_000f64, 150_000_000f64].into_iter().enumerate() {
+        let out = run(star.leaves[0].command(bin()).args([
+            "net",
+            &a,
+            "--protocol",
+            "iperf2",
+            "--tests",
+            "udp",
+            "--udp",
+            &format!("{}M", asked / 1e6),
+            "--time",
+            "3s",
+            "--json",
+        ]));
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let doc = json(&out);
+        let probe = &doc["probes"][0];
+        let udp = &probe["details"]["udp"];
+        let ours = probe["summary"]["bytes_per_sec"].as_f64().unwrap() * 8.0;
+        let window = probe["details"]["upload_window_s"].as_f64().expect("the server's window");
+        let (packets, lost) = (udp["packets"].as_f64().unwrap(), udp["lost"].as_f64().unwrap());
+        let (loss, jitter) = (udp["loss_percent"].as_f64().unwrap(), udp["jitter_ms"].as_f64().unwrap());
+        let t0 = Instant::now();
+        let logged = loop {
+            if let Some(l) = server_udp_lines(&log).get(i) {
+                break *l;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(5), "iperf -s -u logged no test {i}");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        // What left this side, by the ids the server saw: the rate the shaper was offered.
+        let offered = packets * len * 8.0 / window;
+        let predicted = (1.0 - ceiling / offered).max(0.0) * 100.0;
+        eprintln!(
+            "--udp {asked:.0} over tbf {rate} (UDP ceiling {ceiling:.0}): headroom {ours:.0} b/s, loss {loss:.2}% \
+             ({lost}/{packets}), jitter {jitter:.3} ms, offered {offered:.0} b/s (predicted loss {predicted:.2}%); \
+             iperf -s -u {logged:?}"
+        );
+        assert!(
+            close(ours, logged.bits_per_sec, 0.02),
+            "headroom {ours:.0} b/s, iperf -s -u {:.0}",
+            logged.bits_per_sec
+        );
+        assert_eq!((lost, packets), (logged.lost, logged.total), "the report is the server's count");
+        assert_eq!(probe["details"]["upload_bytes"].as_f64().unwrap(), logged.bytes);
+        assert_eq!(udp["out_of_order"].as_f64().unwrap(), logged.out_of_order);
+        assert!((jitter - logged.jitter_ms).abs() < 0.002, "jitter {jitter} ms, iperf -s -u {} ms", logged.jitter_ms);
+        assert!(close(offered, asked, 0.05), "offered {offered:.0} b/s for --udp {asked:.0}");
+        assert!(ours <= 1.03 * ceiling, "received {ours:.0} b/s over the UDP ceiling {ceiling:.0}");
+        if asked < ceiling {
+            assert!(loss < 1.0, "{loss:.2}% lost below the ceiling");
+        } else {
+            // tbf's 256 KiB burst and 20 ms queue let through a little more than the
+            // rate (about 1.3 points of a 3 s test at 150 Mb/s): 3 points either way.
+            assert!((loss - predicted).abs() < 3.0, "{loss:.2}% lost, {predicted:.2}% predicted");
+        }
+    }
+}
+
+#[test]
+fn an_iperf2_udp_test_to_a_closed_port_is_one_line() {
+    let port = free_port();
+    let out = run(std::process::Command::new(bin()).args([
+        "net",
+        &format!("127.0.0.1:{port}"),
+        "--protocol",
+        "iperf2",
+        "--udp",
+        "10M",
+        "--tests",
+        "udp",
+        "--time",
+        "1s",
+    ]));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("UDP port is closed") && err.trim().lines().count() == 1, "{err}");
+}
+
 #[test]
 fn what_iperf2_cannot_be_asked_is_refused_before_connecting() {
     // Port 9 (discard) on loopback: nothing is connected to; the refusal comes first.
     for (args, says) in [
-        (&["--udp", "100M", "--tests", "udp"][..], "UDP tests against an iperf2 server are not supported yet"),
+        (&["--bytes", "3G"][..], "iperf2's header holds at most 2 GiB per stream"),
         (&["--tests", "bidir"][..], "both-way tests against an iperf2 server are not supported yet"),
     ] {
         let out =
@@ -267,6 +396,32 @@ fn stock_iperf_c_against_headroom_serve_iperf2_agrees_with_what_serve_logs() {
         // until the last byte arrived, the buffers' drain included.
         assert!(close(ours, served, 0.03), "{test}: headroom {ours:.0} b/s, serve logged {served:.0} b/s");
     }
+    // UDP on the same port number: stock `iperf -c -u`, then headroom's own client.
+    let out = lab.b.command("iperf").args(["-c", &a, "-u", "-b", "100M", "-t", "3", "-y", "C"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && !text.contains("did not receive ack"), "iperf -c -u: {text}");
+    let iperf = client_rate(&text);
+    let line = next_line(5);
+    let served = logged_rate(&line);
+    eprintln!("iperf -c -u -b 100M: iperf {iperf:.0} b/s, serve {served:.0} b/s (ratio {:.4}); {line}", served / iperf);
+    assert!(line.contains("test=udp streams=1") && line.contains("lost=0/") && line.ends_with("status=ok"), "{line}");
+    assert!(close(iperf, served, 0.02), "iperf -c -u sent {iperf:.0} b/s, serve logged {served:.0} b/s");
+    let out = run(lab
+        .b
+        .command(bin())
+        .args(["net", &a, "--protocol", "iperf2", "--tests", "udp", "--udp", "100M"])
+        .args(["--time", "3s", "--json"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = json(&out);
+    let probe = &doc["probes"][0];
+    let ours = probe["summary"]["bytes_per_sec"].as_f64().unwrap() * 8.0;
+    let line = next_line(6);
+    eprintln!("headroom net iperf2 udp: {ours:.0} b/s, {}; {line}", probe["details"]["udp"]);
+    assert!(line.ends_with("status=ok"), "{line}");
+    assert!(close(ours, logged_rate(&line), 0.02), "headroom {ours:.0} b/s; serve logged {line}");
+    let lost = line.split_whitespace().find_map(|w| w.strip_prefix("lost=")).unwrap();
+    let udp = &probe["details"]["udp"];
+    assert_eq!(lost, format!("{}/{}", udp["lost"], udp["packets"]), "the report is what serve logged");
     let _ = serve.kill();
     let _ = serve.wait();
 }

@@ -60,7 +60,8 @@ pub struct NetArgs {
     #[arg(long, value_name = "SPEC", value_parser = LinkSpec::parse_network)]
     pub link: Option<LinkSpec>,
     /// Wire protocol: auto detects a headroom server and falls back to iperf3; iperf2 (a
-    /// stock `iperf -s`, port 5001 by default) runs TCP up and down tests only
+    /// stock `iperf -s`, port 5001 by default) runs TCP up and down tests and the udp test
+    /// (against `iperf -s -u`)
     #[arg(long, value_enum, default_value = "auto")]
     pub protocol: ProtocolArg,
     /// Token of a `headroom serve --token` server (also $HEADROOM_TOKEN)

@@ -103,7 +103,8 @@ pub fn tcp_recv(
 }
 
 /// Sends datagrams of `len` bytes on a connected socket at `rate_bits` until
-/// `stop` or `limit` bytes; counts bytes and packets.
+/// `stop` or `limit` bytes; counts bytes and packets, and keeps the last
+/// sequence number written (a failed send uses one up too).
 #[allow(clippy::too_many_arguments)] // the hot loop takes its settings and counters flat
 pub fn udp_send(
     sock: &UdpSocket,
@@ -114,6 +115,7 @@ pub fn udp_send(
     limit: Option<u64>,
     sent: &AtomicU64,
     packets: &AtomicU64,
+    last_seq: &AtomicU64,
 ) -> Result<(), String> {
     let len = len.clamp(header.len(), MAX_UDP_LEN);
     let mut buf = payload(len);
@@ -133,6 +135,7 @@ pub fn udp_send(
             continue;
         }
         seq += 1;
+        last_seq.store(seq, Ordering::Relaxed);
         header.write(&mut buf, seq, wall_now());
         match sock.send(&buf) {
             Ok(n) => {
@@ -232,6 +235,9 @@ pub struct RunningStream {
     pub sending: bool,
     pub bytes: std::sync::Arc<AtomicU64>,
     pub packets: std::sync::Arc<AtomicU64>,
+    /// UDP senders: the sequence number of the last datagram (iperf2's
+    /// final datagram carries the next one).
+    pub last_seq: std::sync::Arc<AtomicU64>,
     /// The socket buffers the kernel granted, read when the stream started.
     pub buffers: Option<headroom_result::BufferPair>,
     tcp: Option<TcpStream>,
@@ -326,6 +332,7 @@ impl StreamSet {
                 sending,
                 bytes,
                 packets: Default::default(),
+                last_seq: Default::default(),
                 buffers,
                 tcp: clone,
                 handle: Some(handle),
@@ -341,9 +348,11 @@ impl StreamSet {
             let buffers = granted_buffers(&sock, p.window);
             let bytes = std::sync::Arc::new(AtomicU64::new(0));
             let packets = std::sync::Arc::new(AtomicU64::new(0));
-            let (b, pk, stop, err, fin) = (
+            let last_seq = std::sync::Arc::new(AtomicU64::new(0));
+            let (b, pk, seq, stop, err, fin) = (
                 bytes.clone(),
                 packets.clone(),
+                last_seq.clone(),
                 if sending { set.stop_send.clone() } else { set.stop.clone() },
                 set.error.clone(),
                 set.finished_senders.clone(),
@@ -352,7 +361,7 @@ impl StreamSet {
                 .name(format!("udp-{i}"))
                 .spawn(move || {
                     if sending {
-                        if let Err(e) = udp_send(&sock, p.len, p.udp_rate, header, &stop, p.limit, &b, &pk) {
+                        if let Err(e) = udp_send(&sock, p.len, p.udp_rate, header, &stop, p.limit, &b, &pk, &seq) {
                             err.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
                         }
                         fin.fetch_add(1, Ordering::Relaxed);
@@ -367,6 +376,7 @@ impl StreamSet {
                 sending,
                 bytes,
                 packets,
+                last_seq,
                 buffers,
                 tcp: None,
                 handle: Some(handle),

@@ -132,6 +132,9 @@ pub fn throughput_probe(r: &ThroughputResult) -> Probe {
         d.insert(headroom_result::details::ERROR.into(), json!(e));
         p.warnings.push(Warning::new(headroom_result::WarningCode::TestAborted, format!("the test ended early: {e}")));
     }
+    if let Some(why) = &r.missing_report {
+        p.warnings.push(Warning::new(headroom_result::WarningCode::NoServerReport, why.clone()));
+    }
     p
 }
 

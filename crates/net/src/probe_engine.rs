@@ -27,7 +27,8 @@ pub enum ProtocolChoice {
     Headroom,
     /// The iperf3 control protocol only (a stock `iperf3 -s`).
     Iperf3,
-    /// iperf2's (a stock `iperf -s`): TCP throughput only. Never chosen by
+    /// iperf2's (a stock `iperf -s`): throughput only (TCP, and UDP
+    /// uploads against `iperf -s -u`). Never chosen by
     /// `Auto`: an iperf2 server says nothing until a client has sent, so it
     /// cannot be recognised by what it says.
     Iperf2,

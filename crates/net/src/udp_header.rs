@@ -1,5 +1,6 @@
-//! The header at the front of every UDP test datagram, in both protocols'
-//! formats: iperf3's (send time, sequence number) and headroom's (tag,
+//! The header at the front of every UDP test datagram, in each protocol's
+//! format: iperf3's (send time, sequence number), iperf2's (id, send time,
+//! the id's high word, then the client's settings) and headroom's (tag,
 //! session key, sequence number, send time). Senders stamp it, receivers
 //! parse it from untrusted bytes (the fuzzer feeds it too).
 
@@ -14,6 +15,13 @@ pub enum UdpHeader {
         /// 64-bit sequence numbers (iperf3 `--udp-counters-64bit`).
         seq64: bool,
     },
+    /// iperf 2.1: id's low word i32, sec u32, usec u32, id's high word,
+    /// then the client's settings ([`crate::iperf2::udp_settings`]); a
+    /// negative id ends the stream.
+    Iperf2 {
+        /// The settings every datagram carries.
+        settings: [u8; crate::iperf2::UDP_SETTINGS_LEN],
+    },
     /// headroom: tag, session key, sequence u64, send time ns u64.
     Headroom {
         /// The session key that proves the datagram belongs to the test.
@@ -27,6 +35,7 @@ impl UdpHeader {
         match self {
             UdpHeader::Iperf3 { seq64: false } => 12,
             UdpHeader::Iperf3 { seq64: true } => 16,
+            UdpHeader::Iperf2 { .. } => crate::iperf2::UDP_HEADER_LEN,
             UdpHeader::Headroom { .. } => wire::UDP_HEADER_LEN,
         }
     }
@@ -46,6 +55,13 @@ impl UdpHeader {
                 } else {
                     buf[8..12].copy_from_slice(&(seq as u32).to_be_bytes());
                 }
+            }
+            UdpHeader::Iperf2 { settings } => {
+                buf[0..4].copy_from_slice(&(seq as u32).to_be_bytes());
+                buf[4..8].copy_from_slice(&(now.as_secs() as u32).to_be_bytes());
+                buf[8..12].copy_from_slice(&now.subsec_micros().to_be_bytes());
+                buf[12..16].copy_from_slice(&((seq >> 32) as u32).to_be_bytes());
+                buf[16..self.len()].copy_from_slice(&settings);
             }
             UdpHeader::Headroom { key } => {
                 buf[0..4].copy_from_slice(wire::UDP_DATA_TAG);
@@ -71,6 +87,15 @@ impl UdpHeader {
                     u64::from(u32::from_be_bytes(buf[8..12].try_into().ok()?))
                 };
                 Some((seq, f64::from(sec) + f64::from(usec) * 1e-6))
+            }
+            // The final datagram's negative id counts as its absolute value.
+            UdpHeader::Iperf2 { .. } => {
+                if buf.len() < self.len() {
+                    return None;
+                }
+                let word = |i: usize| u32::from_be_bytes([buf[i], buf[i + 1], buf[i + 2], buf[i + 3]]);
+                let id = (u64::from(word(12)) << 32) | u64::from(word(0));
+                Some((id.wrapping_neg().min(id), f64::from(word(4)) + f64::from(word(8)) * 1e-6))
             }
             UdpHeader::Headroom { .. } => {
                 if buf.len() < wire::UDP_HEADER_LEN {

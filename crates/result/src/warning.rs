@@ -48,6 +48,8 @@ words_enum! {
         LinkAssumed = "link_assumed",
         /// UDP datagrams were lost.
         UdpLoss = "udp_loss",
+        /// The server sent no report of the test: this side's figures stand in.
+        NoServerReport = "no_server_report",
         /// TCP handshakes failed.
         ConnectFailures = "connect_failures",
         /// The inventory could not be taken: the bus, NIC and link ceilings are unknown.

@@ -2,8 +2,9 @@
 //! and with `--iperf2` a second one for stock iperf2 clients ([`iperf2`]).
 //!
 //! Threads: one accepts TCP connections, one owns the UDP socket of the same
-//! port (UDP echo, UDP stream hellos), one accepts on the iperf2 port, one
-//! per connection. The first byte of
+//! port (UDP echo, UDP stream hellos), one accepts on the iperf2 port and
+//! one owns its UDP socket (`iperf -c -u`, [`iperf2_udp`]), one per
+//! connection. The first byte of
 //! a connection says who is calling: `H` starts the headroom greeting, a
 //! character of `[a-z2-7]` starts an iperf3 cookie (a new control connection
 //! or a data stream of a running test). Anything else is dropped.
@@ -22,6 +23,7 @@ mod admission;
 mod flushcheck;
 mod headroom;
 mod iperf2;
+mod iperf2_udp;
 mod iperf3;
 mod probes;
 mod registry;
@@ -55,7 +57,8 @@ pub struct ServerConfig {
     /// they may hold at most `max_clients - 1` slots: one stays for token holders.
     pub allow_iperf3: bool,
     /// Serve stock iperf2 clients on this TCP port of the same address (0 =
-    /// any free port); None: not served. They take slots as iperf3 clients do.
+    /// any free port), and `iperf -c -u` on the UDP port of that number;
+    /// None: not served. They take slots as iperf3 clients do.
     pub iperf2_port: Option<u16>,
     /// Test slots; more clients are refused as busy.
     pub max_clients: usize,
@@ -109,6 +112,8 @@ pub fn check_bind_policy(bind: IpAddr, token: Option<&str>, no_auth: bool) -> Re
 pub struct Server {
     listener: TcpListener,
     iperf2: Option<TcpListener>,
+    /// The iperf2 port's UDP socket (None when another program holds it).
+    iperf2_udp: Option<UdpSocket>,
     udp: UdpSocket,
     shared: Arc<Shared>,
 }
@@ -138,6 +143,12 @@ impl Drop for ServerHandle {
     fn drop(&mut self) {
         self.shutdown();
     }
+}
+
+/// A UDP socket on `addr` without address reuse: a port another program
+/// holds is an error, not a socket sharing its datagrams.
+fn plain_udp(addr: SocketAddr) -> io::Result<UdpSocket> {
+    UdpSocket::bind(addr)
 }
 
 pub(super) fn reuse_udp(addr: SocketAddr) -> io::Result<UdpSocket> {
@@ -182,9 +193,19 @@ impl Server {
         let udp = reuse_udp(local).map_err(bind_err)?;
         udp.set_read_timeout(Some(POLL))?;
         let iperf2 = cfg.iperf2_port.map(|port| listen_tcp(SocketAddr::new(cfg.bind, port))).transpose()?;
+        let iperf2_local = iperf2.as_ref().map(TcpListener::local_addr).transpose()?;
+        // A stock `iperf -s -u` may hold the UDP port: TCP clients are still served.
+        let iperf2_udp = match iperf2_local.map(|at| (at, plain_udp(at))) {
+            Some((_, Ok(sock))) => Some(sock),
+            Some((at, Err(e))) => {
+                (cfg.log)(&format!("iperf2 UDP port {at}: {}; iperf -c -u clients are not served", listen_reason(&e)));
+                None
+            }
+            None => None,
+        };
         let mut shared = Shared::new(cfg, local);
-        shared.iperf2_local = iperf2.as_ref().map(TcpListener::local_addr).transpose()?;
-        Ok(Server { listener, iperf2, udp, shared: Arc::new(shared) })
+        shared.iperf2_local = iperf2_local;
+        Ok(Server { listener, iperf2, iperf2_udp, udp, shared: Arc::new(shared) })
     }
 
     /// The address iperf2 clients connect to, if they are served.
@@ -228,6 +249,17 @@ impl Server {
             }
             None => None,
         };
+        let iperf2_udp_thread = match self.iperf2_udp {
+            Some(sock) => {
+                let s = shared.clone();
+                Some(
+                    std::thread::Builder::new()
+                        .name("serve-iperf2-udp".into())
+                        .spawn(move || iperf2_udp::udp_loop(&sock, &s))?,
+                )
+            }
+            None => None,
+        };
         let mut accepted = 0u64;
         let mut failures_logged = Instant::now();
         while !stop.load(Ordering::Relaxed) && !shared.stop.load(Ordering::Relaxed) {
@@ -261,7 +293,7 @@ impl Server {
         }
         shared.stop.store(true, Ordering::SeqCst);
         let _ = udp_thread.join();
-        if let Some(t) = iperf2_thread {
+        for t in [iperf2_thread, iperf2_udp_thread].into_iter().flatten() {
             let _ = t.join();
         }
         Ok(())

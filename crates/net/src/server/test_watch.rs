@@ -28,7 +28,7 @@ pub(super) fn log_test(
 }
 
 /// "941.5Mb/s": one token, so the log line stays `key=value` pairs.
-fn rate_text(bytes: u64, secs: f64) -> String {
+pub(super) fn rate_text(bytes: u64, secs: f64) -> String {
     let bits = if secs > 0.0 { bytes as f64 * 8.0 / secs } else { 0.0 };
     headroom_units::format_bits(bits).replace(' ', "")
 }

@@ -179,6 +179,7 @@ impl Protocol for HeadroomTest<'_> {
             udp_recv: report.udp,
             error: report.error,
             buffers: report.streams.iter().find_map(|s| s.buffers),
+            missing_report: None,
         })
     }
 

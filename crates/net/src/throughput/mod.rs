@@ -211,6 +211,9 @@ pub struct ThroughputResult {
     pub buffers_local: Option<headroom_result::BufferPair>,
     /// The buffers the server's kernel granted (headroom servers only).
     pub buffers_remote: Option<headroom_result::BufferPair>,
+    /// Why the server's figures are missing and this side's stand in
+    /// (a stock iperf2 server that sent no UDP report): a note, not an error.
+    pub missing_report: Option<String>,
 }
 
 impl ThroughputResult {
@@ -240,6 +243,8 @@ pub(crate) struct ServerFigures {
     pub error: Option<String>,
     /// The socket buffers its kernel granted (a stream's), when it says.
     pub buffers: Option<headroom_result::BufferPair>,
+    /// The server sent no figures: why, and that this side's stand in.
+    pub missing_report: Option<String>,
 }
 
 /// What the control protocols differ in; the measurement loop ([`measure`]) does the rest.
@@ -425,6 +430,7 @@ pub(crate) fn measure(
             result.cpu_load_remote = figures.cpu_load;
             result.udp_recv = figures.udp_recv.or(result.udp_recv);
             result.buffers_remote = figures.buffers;
+            result.missing_report = figures.missing_report;
             error = error.or(figures.error);
         }
         // No server figures: fall back to what this side sent.

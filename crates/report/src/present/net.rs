@@ -186,7 +186,7 @@ pub fn serve_banner(
         if token_required { "token required" } else { "no authentication" },
         if iperf3 { "served" } else { "refused (add --iperf3)" },
         // Only when asked for: the banner of a server without --iperf2 stays as it was.
-        iperf2_port.map(|p| format!("; iperf2 clients: served on TCP port {p}")).unwrap_or_default(),
+        iperf2_port.map(|p| format!("; iperf2 clients: served on TCP and UDP port {p}")).unwrap_or_default(),
         if disk_dirs.is_empty() { "refused (add --allow-path DIR)".to_string() } else { format!("in {}", disk_dirs.join(", ")) }
     )
 }
@@ -316,7 +316,7 @@ mod tests {
             "headroom serve: listening on 127.0.0.1:5201 (TCP and UDP); headroom clients: no authentication; iperf3 clients: refused (add --iperf3); disk probes: refused (add --allow-path DIR)\n"
         );
         assert!(serve_banner("0.0.0.0:5201", false, true, Some(5001), &[])
-            .contains("iperf3 clients: served; iperf2 clients: served on TCP port 5001; disk probes"));
+            .contains("iperf3 clients: served; iperf2 clients: served on TCP and UDP port 5001; disk probes"));
         assert_eq!(serve_log_line("a \"b\"", true), "{\"event\":\"test\",\"line\":\"a \\\"b\\\"\"}\n");
         assert_eq!(serve_log_line("a", false), "a\n");
     }
