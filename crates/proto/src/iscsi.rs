@@ -209,7 +209,7 @@ impl Share for IscsiShare {
     fn connect(&self, io: ShareIo) -> io::Result<Box<dyn IoEngine + Send>> {
         let spec = LoginSpec { source: self.spread.for_job(io.job).clone(), ..self.spec.0.clone() };
         let mut s = Session::login(&spec, io.depth, io.buf_size)
-            .map_err(|e| io::Error::other(login_error(&self.shown, &spec, e).to_string()))?;
+            .map_err(|e| self.spread.named(io.job, io::Error::other(login_error(&self.shown, &spec, e).to_string())))?;
         self.spread.note(io.job, s.origin(&spec.source));
         s.set_io(self.block_size as u32, io.sync == SyncMode::Dsync);
         ready(&mut s).map_err(|e| io::Error::new(e.kind(), format!("{}: TEST UNIT READY: {e}", self.shown)))?;

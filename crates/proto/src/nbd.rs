@@ -284,7 +284,7 @@ impl Share for NbdShare {
             ));
         }
         let (handle, origin) = connect_handle(&self.url, self.spread.for_job(io.job), &self.stop)
-            .map_err(|e| io::Error::new(io::ErrorKind::ConnectionRefused, e.to_string()))?;
+            .map_err(|e| self.spread.named(io.job, io::Error::new(io::ErrorKind::ConnectionRefused, e.to_string())))?;
         self.spread.note(io.job, origin);
         Ok(Box::new(NbdEngine {
             handle: ManuallyDrop::new(handle),

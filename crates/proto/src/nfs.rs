@@ -536,7 +536,8 @@ impl Share for NfsShare {
             io::Error::other(format!("NFS server {}: {what} {}: {e}", self.server.addr(), self.file_url))
         };
         let peer = &self.workers[self.spread.turn(io.job)];
-        let ctx = Ctx::connect(peer, self.version, &self.export).map_err(|e| fail("cannot connect for", e))?;
+        let ctx = Ctx::connect(peer, self.version, &self.export)
+            .map_err(|e| self.spread.named(io.job, fail("cannot connect for", e)))?;
         self.spread.note(io.job, ctx.origin(peer));
         let mut flags = if io.write { libc::O_RDWR } else { libc::O_RDONLY };
         if io.write && io.sync == SyncMode::Dsync {

@@ -279,7 +279,7 @@ impl Share for SmbShare {
         let charge = u32::from(wire::credit_charge(io.buf_size as u32));
         let want = (io.depth as u32 * charge).max(1);
         let target = Target { source: self.spread.for_job(io.job).clone(), ..self.target.clone() };
-        let mut session = Session::connect(&target, want)?;
+        let mut session = Session::connect(&target, want).map_err(|e| self.spread.named(io.job, e))?;
         self.spread.note(io.job, Origin::of(session.conn.socket(), &target.source));
         let limit = if io.write { session.neg.max_write.min(session.neg.max_read) } else { session.neg.max_read };
         if io.buf_size as u64 > u64::from(limit) {

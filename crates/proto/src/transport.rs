@@ -146,6 +146,15 @@ impl Spread {
         }
     }
 
+    /// `e` of job `job`'s connection, saying which source it tried when
+    /// there is a choice (one source: `e` as it was).
+    pub fn named(&self, job: usize, e: io::Error) -> io::Error {
+        match self.for_job(job).describe().filter(|_| self.list.len() > 1) {
+            Some(from) => io::Error::new(e.kind(), format!("{e} (job {job}'s connection, {from})")),
+            None => e,
+        }
+    }
+
     /// Fills `info.sources`: per entry used, its jobs and where they left
     /// from (the bytes are the disk engine's to add).
     pub fn record(&self, info: &mut headroom_result::ProtocolInfo) {
@@ -224,6 +233,11 @@ mod tests {
             info.sources.iter().map(|s| (s.source_address.clone(), s.jobs.clone())).collect();
         assert_eq!(got, [(Some("127.0.0.1".into()), vec![0, 2]), (Some("127.0.0.2".into()), vec![1])]);
         assert_eq!(held[1].local_addr().unwrap().ip(), "127.0.0.2".parse::<IpAddr>().unwrap());
+        let e = spread.named(3, io::Error::new(io::ErrorKind::ConnectionRefused, "refused"));
+        assert_eq!(
+            (e.kind(), e.to_string()),
+            (io::ErrorKind::ConnectionRefused, "refused (job 3's connection, from 127.0.0.2)".into())
+        );
     }
 
     #[test]
@@ -232,6 +246,7 @@ mod tests {
             let spread = Spread::new(&list);
             assert_eq!(spread.for_job(5), spread.for_job(0));
             spread.note(3, Origin::default());
+            assert_eq!(spread.named(3, io::Error::other("refused")).to_string(), "refused");
             let mut info = headroom_result::ProtocolInfo::default();
             spread.record(&mut info);
             assert!(info.sources.is_empty());
