@@ -86,7 +86,8 @@ fn jobs_take_the_sources_round_robin_and_each_ones_bytes_are_recorded() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text.lines().find(|l| l.contains("spread over 2 sources")).unwrap_or_else(|| panic!("{text}"));
-    assert!(line.contains("127.0.0.1 via lo (jobs 0,2)") && line.contains("127.0.0.2 via lo (job 1)"), "{line}");
+    // 127.0.0.2 is on lo only as part of 127.0.0.0/8: no interface holds it by name.
+    assert!(line.contains("127.0.0.1 via lo (jobs 0,2)") && line.contains("127.0.0.2 (job 1)"), "{line}");
 
     // One source: nothing to spread, nothing recorded or shown beyond today's.
     let one = Command::new(headroom_bin())
@@ -174,7 +175,7 @@ fn assert_doubles(
     let (info2, bytes2, rate2) = measured(&two.0);
     let per: Vec<f64> = info2.sources.iter().map(|s| s.bytes_per_sec.unwrap()).collect();
     eprintln!(
-        "{what} 1M QD4 read, 2 jobs, tbf {} Mb/s per link (ceiling {:.1} MB/s): one source {:.1} MB/s \
+        "{what} 1M QD2 read, 2 jobs, tbf {} Mb/s per link (ceiling {:.1} MB/s): one source {:.1} MB/s \
          (links {} / {} MiB); two sources {:.1} MB/s = {} (links {} / {} MiB)",
         RATE / 1_000_000,
         ceiling / 1e6,
@@ -189,7 +190,11 @@ fn assert_doubles(
     assert!(info1.sources.is_empty(), "one source records no spread: {info1:?}");
     assert_eq!(info2.sources.len(), 2, "{info2:?}");
     assert_eq!(info2.sources.iter().map(|s| s.jobs.clone()).collect::<Vec<_>>(), [vec![0], vec![1]], "{info2:?}");
-    assert!(rate1 <= 1.02 * ceiling, "{what}: one source above one link's ceiling: miscounted");
+    // Completions are counted when they land: the I/Os in flight across the
+    // measured window's edges (jobs x QD x 1 MiB) move a figure by a few
+    // percent at this rate.
+    let over = 1.05 * ceiling;
+    assert!(rate1 <= over, "{what}: one source above one link's ceiling: miscounted");
     if second_is_idle_with_one {
         assert!(one.2 < MIB, "{what}: one source, yet the second link carried {} bytes", one.2);
     }
@@ -199,15 +204,15 @@ fn assert_doubles(
         assert!(carried >= bytes2 * 2 / 5, "{what}: the {link} link carried {carried} of {bytes2} bytes read");
     }
     for (s, r) in info2.sources.iter().zip(&per) {
-        assert!(*r <= 1.02 * ceiling, "{what}: {s:?} is above one link's ceiling: miscounted");
+        assert!(*r <= over, "{what}: {s:?} is above one link's ceiling: miscounted");
         assert!(*r >= 0.7 * ceiling, "{what}: {s:?} is far below one link's ceiling {:.1} MB/s", ceiling / 1e6);
     }
     assert!(rate2 >= 1.5 * rate1, "{what}: two links gave {rate2:.0} B/s, one {rate1:.0} B/s");
 }
 
 fn read_args(url: &str) -> Vec<&str> {
-    let time = ["--time", "3s", "--ramp", "1s", "--json"];
-    let mut v = vec!["disk", url, "--rw", "read", "--bs", "1M", "--qd", "4", "--jobs", "2", "--size", "64M"];
+    let time = ["--time", "4s", "--ramp", "1s", "--json"];
+    let mut v = vec!["disk", url, "--rw", "read", "--bs", "1M", "--qd", "2", "--jobs", "2", "--size", "64M"];
     v.extend(time);
     v
 }
