@@ -284,7 +284,7 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[2],
-            "  spread over 2 sources: 10.0.1.2 via eth1 (job 0) 25.0 MB/s, 10.0.2.2 via eth2 (job 1) 24.0 MB/s"
+            "  spread over 2 sources: 10.0.1.2 via eth1 (job 0) 25.00 MB/s, 10.0.2.2 via eth2 (job 1) 24.00 MB/s"
         );
         let ProbeSpec::Disk(s) = &mut d.probes[0].spec else { unreachable!() };
         s.protocol.as_mut().unwrap().sources.truncate(1);
