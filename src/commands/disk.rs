@@ -55,13 +55,15 @@ pub struct DiskArgs {
     #[arg(long, value_name = "FILE")]
     pub credentials: Option<PathBuf>,
     /// With a URL: every connection to the server leaves from this address of this machine
-    /// (NFS: through the interface holding it), to compare the NICs of one host
-    #[arg(long, value_name = "ADDR")]
-    pub bind: Option<std::net::IpAddr>,
+    /// (NFS: through the interface holding it), to compare the NICs of one host. A list
+    /// A,B,... spreads the jobs: job N's connection leaves from entry N mod the list's length
+    #[arg(long, value_name = "ADDR", value_delimiter = ',')]
+    pub bind: Vec<std::net::IpAddr>,
     /// With a URL: every connection leaves through this interface whatever the routing table
-    /// says (SO_BINDTODEVICE: needs root)
-    #[arg(long, value_name = "NIC")]
-    pub interface: Option<String>,
+    /// says (SO_BINDTODEVICE: needs root). A list a,b,... spreads the jobs round robin as
+    /// --bind's does
+    #[arg(long, value_name = "NIC", value_delimiter = ',')]
+    pub interface: Vec<String>,
     /// With an iscsi:// URL: login keys to offer instead of headroom's own, KEY=VALUE,...
     /// (InitialR2T, ImmediateData, MaxBurstLength, FirstBurstLength, MaxOutstandingR2T,
     /// MaxRecvDataSegmentLength); repeatable. The result records what was asked
@@ -220,10 +222,10 @@ fn share_opener(args: &DiskArgs, remote: bool) -> anyhow::Result<Option<Arc<dyn 
             Some("--iscsi")
         } else if args.credentials.is_some() {
             Some("--credentials")
-        } else if args.bind.is_some() {
+        } else if !args.bind.is_empty() {
             Some("--bind")
         } else {
-            args.interface.as_ref().map(|_| "--interface")
+            args.interface.first().map(|_| "--interface")
         };
         if let Some(flag) = flag {
             bail!("{flag} is for nfs://, smb://, iscsi:// and nbd:// targets, and PATH {text} is a path");
@@ -237,8 +239,33 @@ fn share_opener(args: &DiskArgs, remote: bool) -> anyhow::Result<Option<Arc<dyn 
     }
     let credentials =
         Credentials::load(args.credentials.as_deref()).map_err(|e| anyhow::anyhow!(crate::flags::line(&e)))?;
-    let source = crate::commands::net::SourceArgs { bind: args.bind, interface: args.interface.clone() }.source()?;
-    Ok(Some(Arc::new(Opener::new(credentials).from_source(source).with_iscsi_keys(iscsi_keys))))
+    let sources = sources(&args.bind, &args.interface)?;
+    Ok(Some(Arc::new(Opener::new(credentials).from_sources(sources).with_iscsi_keys(iscsi_keys))))
+}
+
+/// `--bind A,B,...` and `--interface a,b,...` as the sources jobs take round
+/// robin, each checked as a single one is: one value applies to every
+/// entry of the other list; two lists of several pair up, so their lengths
+/// must match.
+fn sources(bind: &[std::net::IpAddr], interface: &[String]) -> anyhow::Result<Vec<headroom_net::Source>> {
+    if bind.len() > 1 && interface.len() > 1 && bind.len() != interface.len() {
+        bail!(
+            "--bind names {} sources and --interface {}: give one of them a single value, or lists of the same \
+             length (entry N of each pairs up)",
+            bind.len(),
+            interface.len()
+        );
+    }
+    let pick = |n: usize, i: usize| (n > 0).then_some(i % n.max(1));
+    (0..bind.len().max(interface.len()))
+        .map(|i| {
+            let args = crate::commands::net::SourceArgs {
+                bind: pick(bind.len(), i).map(|k| bind[k]),
+                interface: pick(interface.len(), i).map(|k| interface[k].clone()),
+            };
+            args.source()
+        })
+        .collect()
 }
 
 /// `--iscsi`, repeated, as one set of keys; refused for a URL that is not iscsi://.

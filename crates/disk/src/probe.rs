@@ -138,12 +138,27 @@ fn outcome_warnings(outcome: &TestOutcome, bus: Option<&BusCeiling>) -> Vec<Warn
     w
 }
 
+/// Each source's part of the figures: the bytes its jobs moved. The share
+/// remembers every job any test connected; this test's are those below its
+/// `--jobs`.
+fn with_spread(mut info: headroom_result::ProtocolInfo, outcome: &TestOutcome) -> headroom_result::ProtocolInfo {
+    let secs = outcome.summary.duration_s;
+    for share in &mut info.sources {
+        share.jobs.retain(|&j| j < outcome.def.jobs);
+        let bytes = share.jobs.iter().filter_map(|&j| outcome.worker_bytes.get(j as usize)).sum::<u64>();
+        share.bytes = Some(bytes);
+        share.bytes_per_sec = (secs > 0.0).then(|| bytes as f64 / secs);
+    }
+    info.sources.retain(|s| !s.jobs.is_empty());
+    info
+}
+
 /// The probe for one test.
 pub fn to_probe(outcome: &TestOutcome, target: &Storage, settings: RunSettings, warnings: Vec<Warning>) -> Probe {
     let def = &outcome.def;
     let path = target.display();
     let protocol = match target {
-        Storage::Share(share) => Some(share.info()),
+        Storage::Share(share) => Some(with_spread(share.info(), outcome)),
         Storage::Local(_) => None,
     };
     let fio = fio_command(

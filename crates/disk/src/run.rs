@@ -77,6 +77,9 @@ pub struct TestOutcome {
     pub summary: Summary,
     /// One sample per `sample_interval` of the measured phase.
     pub samples: Vec<Sample>,
+    /// Bytes each worker moved in the measured phase, by worker index (a
+    /// share's job: what each source carried).
+    pub worker_bytes: Vec<u64>,
     /// The warm-up's samples (same interval), `t_s` counted back from the
     /// start of the measured phase (negative): for charts, never for figures.
     pub warmup_samples: Vec<Sample>,
@@ -204,8 +207,8 @@ pub fn check_test(target: &Storage, def: &TestDef, direct: bool) -> Result<()> {
     Ok(())
 }
 
-/// Opens one worker's engine (its own io_uring, or its own connection).
-type EngineOpener = dyn Fn() -> std::io::Result<Box<dyn IoEngine + Send>> + Send + Sync;
+/// Opens worker N's engine (its own io_uring, or its own connection).
+type EngineOpener = dyn Fn(usize) -> std::io::Result<Box<dyn IoEngine + Send>> + Send + Sync;
 
 /// How a test's workers get their engines, and what ran.
 struct EngineSetup {
@@ -257,7 +260,7 @@ fn local_setup(target: &PreparedTarget, def: &TestDef, settings: RunSettings) ->
     let config = EngineConfig { depth, fixedbufs, force_async, ..config };
     let file = Arc::new(file);
     let held = Arc::clone(&file);
-    let open = move || {
+    let open = move |_job: usize| {
         let _keep_open: &File = &held;
         open_engine(choice, config)
     };
@@ -280,6 +283,7 @@ fn share_setup(share: &Arc<dyn Share>, def: &TestDef) -> EngineSetup {
         sync: def.sync,
         depth: def.queue_depth as usize,
         buf_size: def.block_size as usize,
+        job: 0,
     };
     let for_workers = Arc::clone(share);
     let for_flush = Arc::clone(share);
@@ -290,7 +294,7 @@ fn share_setup(share: &Arc<dyn Share>, def: &TestDef) -> EngineSetup {
         force_async: false,
         workers: def.jobs as usize,
         depth: io.depth,
-        open: Arc::new(move || for_workers.connect(io)),
+        open: Arc::new(move |job| for_workers.connect(ShareIo { job, ..io })),
         flush: Box::new(move || {
             let mut engine = for_flush.connect(ShareIo { depth: 1, ..io })?;
             crate::share::one_io(
@@ -468,6 +472,7 @@ pub fn run_test(
         threads: workers as u32,
         summary,
         samples,
+        worker_bytes: shared.counters.iter().map(|c| c.measured_bytes.load(Ordering::Relaxed)).collect(),
         warmup_samples,
         histogram,
         stopped,
@@ -577,7 +582,7 @@ fn submit_group(
 fn worker_loop(w: Worker, shared: &Shared) -> Histogram<u64> {
     let mut hist = new_histogram();
     let bs = w.def.block_size as usize;
-    let mut engine = match (w.open)() {
+    let mut engine = match (w.open)(w.index) {
         Ok(e) => e,
         Err(e) => {
             shared.fail(DiskError::io(w.setup_failed, e));

@@ -44,6 +44,10 @@ pub struct ShareIo {
     pub depth: usize,
     /// Bytes per buffer (the block size).
     pub buf_size: usize,
+    /// The job (worker, 0-based) the connection serves: a share with several
+    /// sources picks job's turn of them (round robin). One-off connections
+    /// (layout, signature check, the flush after a test) are job 0's.
+    pub job: usize,
 }
 
 /// One prepared target on a server, reached through a protocol client.
@@ -131,7 +135,7 @@ fn export_signatures(share: &dyn Share) -> Result<String> {
     let tail = size.saturating_sub(window).max(window.min(size));
     offsets.extend((tail..size).step_by(chunk as usize));
     let mut engine = share
-        .connect(ShareIo { write: false, sync: SyncMode::None, depth: 1, buf_size: chunk as usize })
+        .connect(ShareIo { write: false, sync: SyncMode::None, depth: 1, buf_size: chunk as usize, job: 0 })
         .map_err(|e| DiskError::io(format!("reading {} for signatures", share.url()), e))?;
     for offset in offsets {
         let len = chunk.min(size - offset) as u32;
@@ -175,7 +179,7 @@ pub fn layout_share(share: &dyn Share, stop: &AtomicBool, progress: &mut dyn FnM
     let depth = 4usize;
     let context = || format!("laying out {}", share.url());
     let mut engine = share
-        .connect(ShareIo { write: true, sync: SyncMode::None, depth, buf_size: chunk })
+        .connect(ShareIo { write: true, sync: SyncMode::None, depth, buf_size: chunk, job: 0 })
         .map_err(|e| DiskError::io(context(), e))?;
     let mut rng = FastRng::new(FastRng::seed_from_time(0x5a));
     let (mut next, mut done, mut inflight) = (0u64, 0u64, 0usize);

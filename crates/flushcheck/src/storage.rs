@@ -61,7 +61,7 @@ impl ShareStorage {
             Some(crate::SyncMode::Dsync) => headroom_disk::SyncMode::Dsync,
             Some(crate::SyncMode::None) | None => headroom_disk::SyncMode::None,
         };
-        let engine = share.connect(ShareIo { write: writes.is_some(), sync, depth: 1, buf_size })?;
+        let engine = share.connect(ShareIo { write: writes.is_some(), sync, depth: 1, buf_size, job: 0 })?;
         Ok(ShareStorage { engine, buf_size, block_size: share.block_size().max(1), capacity: share.capacity() })
     }
 

@@ -2,7 +2,9 @@
 //! subset, error recovery level 0, no digests). One session per worker, the
 //! worker's queue depth as SCSI commands in flight within the target's
 //! CmdSN window; READ(16)/WRITE(16) (FUA for dsync), SYNCHRONIZE CACHE(10)
-//! for fsync. What the target granted at login goes into the result.
+//! for fsync. What the target granted at login goes into the result. With
+//! several sources each worker's session leaves from its turn of them
+//! (round robin, as multipathing spreads sessions over NICs).
 //!
 //! Not libiscsi: its API hides every negotiated value (no getter for
 //! MaxRecvDataSegmentLength, MaxBurstLength, MaxOutstandingR2T or the
@@ -17,6 +19,7 @@ mod scsi;
 mod session;
 
 pub use crate::iscsi_keys::IscsiKeys;
+use crate::transport::Spread;
 use crate::ProtoError;
 use headroom_disk::{Completion, IoEngine, IoUnit, Share, ShareIo, ShareKind, SyncMode, TargetOptions};
 use headroom_result::ProtocolInfo;
@@ -34,6 +37,7 @@ struct IscsiShare {
     capacity: u64,
     block_size: u64,
     info: Arc<Mutex<ProtocolInfo>>,
+    spread: Spread,
 }
 
 #[derive(Clone)]
@@ -51,9 +55,10 @@ pub fn open(
     url: &crate::url::IscsiUrl,
     opts: &TargetOptions,
     credentials: &crate::Credentials,
-    source: &crate::Source,
+    sources: &[crate::Source],
     keys: &IscsiKeys,
 ) -> Result<Box<dyn Share>, ProtoError> {
+    let spread = Spread::new(sources);
     let shown = format!("iscsi://{}/{}/{}", url.server, url.target, url.lun);
     let chap = match (credentials.get("HEADROOM_ISCSI_USER"), credentials.get("HEADROOM_ISCSI_PASSWORD")) {
         (Some(u), Some(p)) => Some((u.to_string(), p.to_string())),
@@ -71,7 +76,7 @@ pub fn open(
         chap,
         lun: url.lun,
         stop: Arc::clone(&opts.stop),
-        source: source.clone(),
+        source: spread.for_job(0).clone(),
         keys: keys.clone(),
     };
     let mut s = Session::login(&spec, 1, 4096).map_err(|e| login_error(&shown, &spec, e))?;
@@ -132,9 +137,10 @@ pub fn open(
         granted,
         ..ProtocolInfo::default()
     };
-    s.origin(source).record(&mut info);
+    s.origin(&spec.source).record(&mut info);
     drop(s);
-    Ok(Box::new(IscsiShare { shown, spec: Spec(spec), size, capacity, block_size, info: Arc::new(Mutex::new(info)) }))
+    let info = Arc::new(Mutex::new(info));
+    Ok(Box::new(IscsiShare { shown, spec: Spec(spec), size, capacity, block_size, info, spread }))
 }
 
 /// One line saying why login failed, naming the URL.
@@ -201,8 +207,10 @@ impl Share for IscsiShare {
         self.block_size
     }
     fn connect(&self, io: ShareIo) -> io::Result<Box<dyn IoEngine + Send>> {
-        let mut s = Session::login(&self.spec.0, io.depth, io.buf_size)
-            .map_err(|e| io::Error::other(login_error(&self.shown, &self.spec.0, e).to_string()))?;
+        let spec = LoginSpec { source: self.spread.for_job(io.job).clone(), ..self.spec.0.clone() };
+        let mut s = Session::login(&spec, io.depth, io.buf_size)
+            .map_err(|e| self.spread.named(io.job, io::Error::other(login_error(&self.shown, &spec, e).to_string())))?;
+        self.spread.note(io.job, s.origin(&spec.source));
         s.set_io(self.block_size as u32, io.sync == SyncMode::Dsync);
         ready(&mut s).map_err(|e| io::Error::new(e.kind(), format!("{}: TEST UNIT READY: {e}", self.shown)))?;
         {
@@ -214,7 +222,9 @@ impl Share for IscsiShare {
         Ok(Box::new(IscsiEngine { session: s, info: Arc::clone(&self.info), shown: self.shown.clone() }))
     }
     fn info(&self) -> ProtocolInfo {
-        self.info.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        let mut info = self.info.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        self.spread.record(&mut info);
+        info
     }
 }
 

@@ -72,20 +72,26 @@ pub const SCHEMES: [&str; 4] = ["nfs", "iscsi", "nbd", "smb"];
 #[derive(Debug, Clone, Default)]
 pub struct Opener {
     credentials: Credentials,
-    source: Source,
+    sources: Vec<Source>,
     iscsi_keys: IscsiKeys,
 }
 
 impl Opener {
     /// An opener that authenticates with `credentials`.
     pub fn new(credentials: Credentials) -> Self {
-        Opener { credentials, source: Source::default(), iscsi_keys: IscsiKeys::default() }
+        Opener { credentials, sources: Vec::new(), iscsi_keys: IscsiKeys::default() }
     }
 
     /// Every connection leaves from `source` (`--bind`, `--interface`;
     /// checked by the caller with [`Source::check`]).
-    pub fn from_source(mut self, source: Source) -> Self {
-        self.source = source;
+    pub fn from_source(self, source: Source) -> Self {
+        self.from_sources(vec![source])
+    }
+
+    /// Job N's connection leaves from `sources[N mod len]` (`--bind A,B`,
+    /// `--interface a,b`; each checked by the caller with [`Source::check`]).
+    pub fn from_sources(mut self, sources: Vec<Source>) -> Self {
+        self.sources = sources;
         self
     }
 
@@ -104,10 +110,10 @@ impl ShareOpener for Opener {
     fn open(&self, target: &str, opts: &TargetOptions) -> Result<Box<dyn Share>, DiskError> {
         let url = ShareUrl::parse(target).map_err(|e| DiskError::Usage(e.to_string()))?;
         match url {
-            ShareUrl::Nfs(u) => os::open_nfs(&u, opts, &self.source),
-            ShareUrl::Iscsi(u) => os::open_iscsi(&u, opts, &self.credentials, &self.source, &self.iscsi_keys),
-            ShareUrl::Nbd(u) => os::open_nbd(&u, opts, &self.source),
-            ShareUrl::Smb(u) => os::open_smb(&u, opts, &self.credentials, &self.source),
+            ShareUrl::Nfs(u) => os::open_nfs(&u, opts, &self.sources),
+            ShareUrl::Iscsi(u) => os::open_iscsi(&u, opts, &self.credentials, &self.sources, &self.iscsi_keys),
+            ShareUrl::Nbd(u) => os::open_nbd(&u, opts, &self.sources),
+            ShareUrl::Smb(u) => os::open_smb(&u, opts, &self.credentials, &self.sources),
         }
     }
 }

@@ -24,7 +24,7 @@
 mod captured_frames;
 mod ffi;
 
-use crate::transport::{self, Origin};
+use crate::transport::{self, Origin, Spread};
 use crate::url::NbdUrl;
 use crate::wait;
 use crate::ProtoError;
@@ -201,10 +201,11 @@ fn pump(h: &Handle, timeout: Duration) -> Result<bool, String> {
 /// Prepares `nbd://HOST[:PORT][/EXPORT]`: connects once to learn what the
 /// server grants (size, read-only, flush, FUA, block sizes), then lets go;
 /// each worker connects on its own.
-pub fn open(url: &NbdUrl, opts: &TargetOptions, source: &crate::Source) -> Result<Box<dyn Share>, ProtoError> {
+pub fn open(url: &NbdUrl, opts: &TargetOptions, sources: &[crate::Source]) -> Result<Box<dyn Share>, ProtoError> {
     ffi::load().map_err(ProtoError::Usage)?;
     let shown = display(url);
-    let (h, origin) = connect_handle(url, source, &opts.stop)?;
+    let spread = Spread::new(sources);
+    let (h, origin) = connect_handle(url, spread.for_job(0), &opts.stop)?;
     let granted = Granted::read(&h).map_err(|e| ProtoError::Protocol(format!("{shown}: {e}")))?;
     h.disconnect();
     drop(h);
@@ -223,14 +224,7 @@ pub fn open(url: &NbdUrl, opts: &TargetOptions, source: &crate::Source) -> Resul
     if size == 0 {
         return Err(ProtoError::Usage(format!("{shown}: --size is smaller than one block ({block} bytes)")));
     }
-    Ok(Box::new(NbdShare {
-        url: url.clone(),
-        size,
-        granted,
-        source: source.clone(),
-        origin,
-        stop: Arc::clone(&opts.stop),
-    }))
+    Ok(Box::new(NbdShare { url: url.clone(), size, granted, spread, origin, stop: Arc::clone(&opts.stop) }))
 }
 
 /// One NBD export on a server.
@@ -239,8 +233,8 @@ struct NbdShare {
     url: NbdUrl,
     size: u64,
     granted: Granted,
-    /// Where every connection leaves from (`--bind`, `--interface`).
-    source: crate::Source,
+    /// Where each job's connection leaves from (`--bind`, `--interface`).
+    spread: Spread,
     /// Where the first connection left from.
     origin: Origin,
     /// Ctrl-C: every wait ends at once.
@@ -289,8 +283,9 @@ impl Share for NbdShare {
                 g.max_block
             ));
         }
-        let (handle, _) = connect_handle(&self.url, &self.source, &self.stop)
-            .map_err(|e| io::Error::new(io::ErrorKind::ConnectionRefused, e.to_string()))?;
+        let (handle, origin) = connect_handle(&self.url, self.spread.for_job(io.job), &self.stop)
+            .map_err(|e| self.spread.named(io.job, io::Error::new(io::ErrorKind::ConnectionRefused, e.to_string())))?;
+        self.spread.note(io.job, origin);
         Ok(Box::new(NbdEngine {
             handle: ManuallyDrop::new(handle),
             done: Box::into_raw(Box::default()),
@@ -315,6 +310,7 @@ impl Share for NbdShare {
             ..ProtocolInfo::default()
         };
         self.origin.record(&mut info);
+        self.spread.record(&mut info);
         info
     }
 }
@@ -663,9 +659,10 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let opts = TargetOptions { default_size: 1 << 20, stop, ..TargetOptions::default() };
-            let share = open(&url, &opts, &Default::default()).expect("the handshake works");
-            let mut e =
-                share.connect(ShareIo { write: false, sync: SyncMode::None, depth: 1, buf_size: 4096 }).unwrap();
+            let share = open(&url, &opts, &[]).expect("the handshake works");
+            let mut e = share
+                .connect(ShareIo { write: false, sync: SyncMode::None, depth: 1, buf_size: 4096, job: 0 })
+                .unwrap();
             let r = e
                 .queue(IoUnit { kind: IoKind::Read, offset: 0, len: 4096, buf_index: 0, tag: 0 })
                 .and_then(|()| e.commit())

@@ -7,7 +7,9 @@
 //! server's namespace), creating headroom's own test file there with an
 //! exclusive create and removing it when the share is dropped, and one
 //! connection per worker whose queue depth is the number of READ/WRITE RPCs
-//! outstanding on the wire ([`NfsEngine`]). Fsync is an NFS COMMIT; `dsync`
+//! outstanding on the wire ([`NfsEngine`]); with several sources each
+//! worker's libnfs context is held to its turn of their interfaces
+//! (nconnect-style: one context, so one TCP connection, per worker). Fsync is an NFS COMMIT; `dsync`
 //! opens the file O_SYNC, so libnfs sends every WRITE as FILE_SYNC (NFSv3) or
 //! DATA_SYNC4 (NFSv4). libnfs's own page cache and readahead stay off (its
 //! default), so every read is an RPC.
@@ -53,13 +55,19 @@ pub const V4_WRITE_MAX: u64 = 3072;
 pub const V4_READ_MAX: u64 = 1 << 20;
 
 /// Prepares a test file in the directory `url` names on an NFS server.
-pub fn open(url: &NfsUrl, opts: &TargetOptions, source: &crate::Source) -> Result<Box<dyn Share>, DiskError> {
+pub fn open(url: &NfsUrl, opts: &TargetOptions, sources: &[crate::Source]) -> Result<Box<dyn Share>, DiskError> {
     ffi::load().map_err(DiskError::Usage)?;
     let size = opts.size.unwrap_or(opts.default_size);
     if size == 0 {
         return Err(DiskError::Usage(format!("{}: --size must be more than 0 bytes, e.g. --size 1G", shown(url))));
     }
-    let peer = Peer { server: url.server.clone(), interface: interface_of(url, source)? };
+    let spread = crate::transport::Spread::new(sources);
+    let workers = spread
+        .all()
+        .iter()
+        .map(|source| Ok(Peer { server: url.server.clone(), interface: interface_of(url, source)? }))
+        .collect::<Result<Vec<Peer>, DiskError>>()?;
+    let peer = workers[0].clone();
     let (version, export, dir, no_v3) = resolve_export(url, &peer)?;
     let ctx = Ctx::connect(&peer, version, &export).map_err(|e| match &no_v3 {
         Some(v3) => DiskError::Usage(format!(
@@ -116,6 +124,8 @@ pub fn open(url: &NfsUrl, opts: &TargetOptions, source: &crate::Source) -> Resul
     Ok(Box::new(NfsShare {
         server: url.server.clone(),
         peer,
+        workers,
+        spread,
         version,
         export,
         file,
@@ -472,8 +482,12 @@ impl Drop for Ctx {
 /// A test file on an NFS server; removed when dropped unless `--keep`.
 struct NfsShare {
     server: Server,
-    /// The server and the interface every connection leaves through.
+    /// The server and the interface the share's own connections (creating
+    /// and removing the file) leave through: job 0's.
     peer: Peer,
+    /// One per source: job N's connection uses `workers[spread.turn(N)]`.
+    workers: Vec<Peer>,
+    spread: crate::transport::Spread,
     version: NfsVersion,
     export: String,
     /// The test file, from the export's root.
@@ -521,7 +535,10 @@ impl Share for NfsShare {
         let fail = |what: &str, e: String| {
             io::Error::other(format!("NFS server {}: {what} {}: {e}", self.server.addr(), self.file_url))
         };
-        let ctx = Ctx::connect(&self.peer, self.version, &self.export).map_err(|e| fail("cannot connect for", e))?;
+        let peer = &self.workers[self.spread.turn(io.job)];
+        let ctx = Ctx::connect(peer, self.version, &self.export)
+            .map_err(|e| self.spread.named(io.job, fail("cannot connect for", e)))?;
+        self.spread.note(io.job, ctx.origin(peer));
         let mut flags = if io.write { libc::O_RDWR } else { libc::O_RDONLY };
         if io.write && io.sync == SyncMode::Dsync {
             // libnfs then sends each WRITE stable: FILE_SYNC (v3), DATA_SYNC4 (v4).
@@ -556,7 +573,9 @@ impl Share for NfsShare {
     }
 
     fn info(&self) -> ProtocolInfo {
-        self.info.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        let mut info = self.info.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        self.spread.record(&mut info);
+        info
     }
 }
 

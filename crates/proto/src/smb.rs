@@ -4,7 +4,9 @@
 //! 3.0, 3.0.2 or 3.1.1 (its preauthentication integrity with SHA-512) with
 //! large MTU, SESSION_SETUP with NTLMv2 (or an anonymous session), TREE_CONNECT, CREATE of the test file, and READ,
 //! WRITE (write-through for `--sync dsync`) and FLUSH pipelined on one TCP
-//! connection per worker. The queue depth is the number of requests in
+//! connection per worker (with several sources, each worker's connection
+//! leaves from its turn of them: one session per connection, not SMB
+//! multichannel, which binds several channels to one session). The queue depth is the number of requests in
 //! flight on that connection, each charged 1 credit per 64 KiB; when the
 //! server's credits do not cover the depth asked, the depth granted is
 //! recorded (the probe warns). A server that requires signing gets signed
@@ -48,7 +50,7 @@ mod sign;
 mod tests;
 mod wire;
 
-use crate::transport::{self, Origin};
+use crate::transport::{self, Origin, Spread};
 use crate::url::SmbUrl;
 use crate::ProtoError;
 use engine::SmbEngine;
@@ -79,9 +81,10 @@ pub fn open(
     url: &SmbUrl,
     opts: &TargetOptions,
     credentials: &crate::Credentials,
-    source: &crate::Source,
+    sources: &[crate::Source],
 ) -> Result<Box<dyn Share>, ProtoError> {
     let login = Login::from(url, credentials)?;
+    let spread = Spread::new(sources);
     let addrs = transport::resolve(&url.server.addr())
         .map_err(|e| ProtoError::Unreachable(format!("smb://{}: {e}", url.server)))?;
     let name = headroom_disk::test_file_name();
@@ -95,7 +98,7 @@ pub fn open(
     );
     let target = Target {
         addrs,
-        source: source.clone(),
+        source: spread.for_job(0).clone(),
         server: url.server.clone(),
         share: url.share.clone(),
         login,
@@ -142,6 +145,7 @@ pub fn open(
         owner: Mutex::new(Some((session, file))),
         granted: Arc::new(Mutex::new(granted)),
         server_gone: Arc::new(AtomicBool::new(false)),
+        spread,
     }))
 }
 
@@ -181,7 +185,8 @@ impl Login {
 struct Target {
     /// The server's addresses, tried in turn.
     addrs: Vec<SocketAddr>,
-    /// Where every connection leaves from (`--bind`, `--interface`).
+    /// Where the connection leaves from (`--bind`, `--interface`; a
+    /// worker's target has its job's turn of them).
     source: crate::Source,
     server: crate::url::Server,
     share: String,
@@ -208,7 +213,7 @@ struct Granted {
     credits: u32,
     /// Requests in flight the credits allowed, when fewer than asked.
     depth_capped: Option<u32>,
-    /// Where the first connection left from (all leave from the same source).
+    /// Where the first connection left from (each job's: `SmbShare::spread`).
     origin: Origin,
 }
 
@@ -239,6 +244,8 @@ struct SmbShare {
     granted: Arc<Mutex<Granted>>,
     /// A worker already said the server went away (and named the file left).
     server_gone: Arc<AtomicBool>,
+    /// Where each job's connection leaves from.
+    spread: Spread,
 }
 
 impl std::fmt::Debug for SmbShare {
@@ -271,7 +278,9 @@ impl Share for SmbShare {
     fn connect(&self, io: ShareIo) -> io::Result<Box<dyn IoEngine + Send>> {
         let charge = u32::from(wire::credit_charge(io.buf_size as u32));
         let want = (io.depth as u32 * charge).max(1);
-        let mut session = Session::connect(&self.target, want)?;
+        let target = Target { source: self.spread.for_job(io.job).clone(), ..self.target.clone() };
+        let mut session = Session::connect(&target, want).map_err(|e| self.spread.named(io.job, e))?;
+        self.spread.note(io.job, Origin::of(session.conn.socket(), &target.source));
         let limit = if io.write { session.neg.max_write.min(session.neg.max_read) } else { session.neg.max_read };
         if io.buf_size as u64 > u64::from(limit) {
             return Err(io::Error::new(
@@ -318,7 +327,7 @@ impl Share for SmbShare {
         granted.insert("MaxTransactSize".to_string(), u64::from(g.max_transact));
         granted.insert("credits".to_string(), u64::from(g.credits));
         granted.insert("signing".to_string(), u64::from(g.signing));
-        ProtocolInfo {
+        let mut info = ProtocolInfo {
             name: "smb".into(),
             version: Some(wire::dialect_name(g.dialect)),
             cipher: g.cipher.map(|c| c.name().to_string()),
@@ -327,7 +336,10 @@ impl Share for SmbShare {
             granted,
             source_address: g.origin.address.map(|a| a.to_string()),
             interface: g.origin.interface,
-        }
+            sources: Vec::new(),
+        };
+        self.spread.record(&mut info);
+        info
     }
 }
 

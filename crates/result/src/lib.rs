@@ -296,6 +296,33 @@ pub struct ProtocolInfo {
     /// else the one holding `source_address`; the verdict's NIC hop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interface: Option<String>,
+    /// One entry per source when `--bind` or `--interface` named several
+    /// (jobs take them round robin): which jobs left from it and what they
+    /// moved. Empty with one source (`source_address` says it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<SourceShare>,
+}
+
+/// The jobs whose connections left from one source, and their part of a
+/// disk probe's figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SourceShare {
+    /// This machine's address the connections left from (the `--bind` entry,
+    /// else what the socket got; absent where the client hides its socket).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_address: Option<String>,
+    /// The interface they left through (the `--interface` entry, else the
+    /// one holding `source_address`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
+    /// The jobs (0-based, as `--jobs` numbers them) that connected from here.
+    pub jobs: Vec<u32>,
+    /// Bytes these jobs moved in the measured time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// Those bytes over the measured time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_per_sec: Option<f64>,
 }
 
 words_enum! {

@@ -15,10 +15,10 @@ pub(crate) fn open_iscsi(
     url: &IscsiUrl,
     opts: &TargetOptions,
     credentials: &Credentials,
-    source: &Source,
+    sources: &[Source],
     keys: &IscsiKeys,
 ) -> Result<Box<dyn Share>, DiskError> {
-    Ok(crate::iscsi::open(url, opts, credentials, source, keys)?)
+    Ok(crate::iscsi::open(url, opts, credentials, sources, keys)?)
 }
 
 /// A share on an SMB server.
@@ -26,9 +26,9 @@ pub(crate) fn open_smb(
     url: &SmbUrl,
     opts: &TargetOptions,
     credentials: &Credentials,
-    source: &Source,
+    sources: &[Source],
 ) -> Result<Box<dyn Share>, DiskError> {
-    Ok(crate::smb::open(url, opts, credentials, source)?)
+    Ok(crate::smb::open(url, opts, credentials, sources)?)
 }
 
 /// The file's mode bits (st_mode).
@@ -42,22 +42,22 @@ pub(crate) fn file_mode(meta: &std::fs::Metadata) -> Result<u32, String> {
 // archive needs GnuTLS and libxml2 linked in as well.
 
 #[cfg(feature = "nfs")]
-pub(crate) fn open_nfs(url: &NfsUrl, opts: &TargetOptions, source: &Source) -> Result<Box<dyn Share>, DiskError> {
-    crate::nfs::open(url, opts, source)
+pub(crate) fn open_nfs(url: &NfsUrl, opts: &TargetOptions, sources: &[Source]) -> Result<Box<dyn Share>, DiskError> {
+    crate::nfs::open(url, opts, sources)
 }
 
 #[cfg(not(feature = "nfs"))]
-pub(crate) fn open_nfs(_: &NfsUrl, _: &TargetOptions, _: &Source) -> Result<Box<dyn Share>, DiskError> {
+pub(crate) fn open_nfs(_: &NfsUrl, _: &TargetOptions, _: &[Source]) -> Result<Box<dyn Share>, DiskError> {
     Err(not_built("NFS", "libnfs"))
 }
 
 #[cfg(feature = "nbd")]
-pub(crate) fn open_nbd(url: &NbdUrl, opts: &TargetOptions, source: &Source) -> Result<Box<dyn Share>, DiskError> {
-    Ok(crate::nbd::open(url, opts, source)?)
+pub(crate) fn open_nbd(url: &NbdUrl, opts: &TargetOptions, sources: &[Source]) -> Result<Box<dyn Share>, DiskError> {
+    Ok(crate::nbd::open(url, opts, sources)?)
 }
 
 #[cfg(not(feature = "nbd"))]
-pub(crate) fn open_nbd(_: &NbdUrl, _: &TargetOptions, _: &Source) -> Result<Box<dyn Share>, DiskError> {
+pub(crate) fn open_nbd(_: &NbdUrl, _: &TargetOptions, _: &[Source]) -> Result<Box<dyn Share>, DiskError> {
     Err(not_built("NBD", "libnbd"))
 }
 

@@ -23,10 +23,10 @@ pub(crate) fn open_iscsi(
     url: &IscsiUrl,
     opts: &TargetOptions,
     credentials: &Credentials,
-    source: &Source,
+    sources: &[Source],
     keys: &IscsiKeys,
 ) -> Result<Box<dyn Share>, DiskError> {
-    Ok(crate::iscsi::open(url, opts, credentials, source, keys)?)
+    Ok(crate::iscsi::open(url, opts, credentials, sources, keys)?)
 }
 
 /// Refused: not available on Windows yet.
@@ -34,18 +34,18 @@ pub(crate) fn open_smb(
     _: &SmbUrl,
     _: &TargetOptions,
     _: &Credentials,
-    _: &Source,
+    _: &[Source],
 ) -> Result<Box<dyn Share>, DiskError> {
     Err(not_yet("smb"))
 }
 
 /// Refused: headroom's NFS client calls libnfs.
-pub(crate) fn open_nfs(_: &NfsUrl, _: &TargetOptions, _: &Source) -> Result<Box<dyn Share>, DiskError> {
+pub(crate) fn open_nfs(_: &NfsUrl, _: &TargetOptions, _: &[Source]) -> Result<Box<dyn Share>, DiskError> {
     Err(not_yet("nfs"))
 }
 
 /// Refused: headroom's NBD client calls libnbd.
-pub(crate) fn open_nbd(_: &NbdUrl, _: &TargetOptions, _: &Source) -> Result<Box<dyn Share>, DiskError> {
+pub(crate) fn open_nbd(_: &NbdUrl, _: &TargetOptions, _: &[Source]) -> Result<Box<dyn Share>, DiskError> {
     Err(not_yet("nbd"))
 }
 

@@ -1,6 +1,7 @@
 //! `headroom disk` on a terminal: the heading (target, filesystem, engine,
 //! O_DIRECT or Windows' FILE_FLAG_NO_BUFFERING), the bus ceiling, the tests as a table (or the sweep's matrix,
-//! or the sync preset side by side) and the warnings, each once.
+//! or the sync preset side by side; a test whose jobs left from several sources has its spread under its row)
+//! and the warnings, each once.
 
 use crate::Style;
 use headroom_result::{DiskSpec, Hop, Probe, ProbeSpec, ResultDoc};
@@ -125,8 +126,32 @@ fn table(probes: &[Probe], style: Style) -> String {
             format_latency(l.p99),
             format_latency(l.p999)
         );
+        s += &spread(p);
     }
     s
+}
+
+/// `  spread over 2 sources: 10.0.1.2 via eth1 (jobs 0,2) 117.3 MB/s, ...`
+/// when the jobs' connections left from more than one source; else nothing.
+fn spread(p: &Probe) -> String {
+    let sources = disk_spec(p).and_then(|d| d.protocol.as_ref()).map_or(&[][..], |p| &p.sources[..]);
+    if sources.len() < 2 {
+        return String::new();
+    }
+    let each: Vec<String> = sources
+        .iter()
+        .map(|s| {
+            let place = match (&s.source_address, &s.interface) {
+                (Some(a), Some(i)) => format!("{a} via {i}"),
+                (Some(x), None) | (None, Some(x)) => x.clone(),
+                (None, None) => "?".into(),
+            };
+            let jobs: Vec<String> = s.jobs.iter().map(u32::to_string).collect();
+            let rate = s.bytes_per_sec.map_or("-".into(), format_bytes_per_sec);
+            format!("{place} (job{} {}) {rate}", if jobs.len() == 1 { "" } else { "s" }, jobs.join(","))
+        })
+        .collect();
+    format!("  spread over {} sources: {}\n", sources.len(), each.join(", "))
 }
 
 /// The sweep as a matrix: one block per direction, a row per block size,
@@ -236,6 +261,34 @@ mod tests {
         );
         assert_eq!(lines[4], "RND4K Q32T1 write            no I/O completed (see the no_io_completed warning)");
         assert_eq!(lines[5..], ["warning [page_cache_possible]: cache"]);
+    }
+
+    #[test]
+    fn a_test_spread_over_sources_has_one_line_under_its_row() {
+        let mut d = doc();
+        let ProbeSpec::Disk(s) = &mut d.probes[0].spec else { unreachable!() };
+        let share = |addr: &str, nic: &str, job: u32, rate: f64| headroom_result::SourceShare {
+            source_address: Some(addr.into()),
+            interface: Some(nic.into()),
+            jobs: vec![job],
+            bytes: None,
+            bytes_per_sec: Some(rate),
+        };
+        s.protocol = Some(headroom_result::ProtocolInfo {
+            name: "iscsi".into(),
+            server: "nas:3260".into(),
+            sources: vec![share("10.0.1.2", "eth1", 0, 25e6), share("10.0.2.2", "eth2", 1, 24e6)],
+            ..Default::default()
+        });
+        let text = table(&d.probes, Style { color: false, iec: false });
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[2],
+            "  spread over 2 sources: 10.0.1.2 via eth1 (job 0) 25.00 MB/s, 10.0.2.2 via eth2 (job 1) 24.00 MB/s"
+        );
+        let ProbeSpec::Disk(s) = &mut d.probes[0].spec else { unreachable!() };
+        s.protocol.as_mut().unwrap().sources.truncate(1);
+        assert!(!table(&d.probes, Style { color: false, iec: false }).contains("spread"));
     }
 
     #[test]
