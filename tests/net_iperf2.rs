@@ -315,6 +315,13 @@ fn client_rate(csv: &str) -> f64 {
 }
 
 /// The rate a `headroom serve` log line gives: bytes over duration, in bits per second.
+/// serve's `lost=N/M` field: datagrams lost of those the stream numbered.
+fn logged_loss(line: &str) -> (u64, u64) {
+    let field = line.split_whitespace().find_map(|w| w.strip_prefix("lost=")).expect("a lost= field");
+    let (lost, sent) = field.split_once('/').expect("lost=N/M");
+    (lost.parse().unwrap(), sent.parse().unwrap())
+}
+
 fn logged_rate(line: &str) -> f64 {
     let secs: f64 = line
         .split_whitespace()
@@ -404,7 +411,13 @@ fn stock_iperf_c_against_headroom_serve_iperf2_agrees_with_what_serve_logs() {
     let line = next_line(5);
     let served = logged_rate(&line);
     eprintln!("iperf -c -u -b 100M: iperf {iperf:.0} b/s, serve {served:.0} b/s (ratio {:.4}); {line}", served / iperf);
-    assert!(line.contains("test=udp streams=1") && line.contains("lost=0/") && line.ends_with("status=ok"), "{line}");
+    assert!(line.contains("test=udp streams=1") && line.ends_with("status=ok"), "{line}");
+    // 100 Mb/s is a tenth of the shaped link, so the tbf drops nothing; a loaded
+    // machine can still drop a few datagrams at a socket buffer while serve's
+    // thread waits for a core (27 of 26745 seen beside six builds). More than
+    // 1% would be serve losing what arrived.
+    let (lost, sent) = logged_loss(&line);
+    assert!(lost * 100 <= sent && sent > 0, "serve counted {lost} of {sent} datagrams lost: {line}");
     assert!(close(iperf, served, 0.02), "iperf -c -u sent {iperf:.0} b/s, serve logged {served:.0} b/s");
     let out = run(lab
         .b
