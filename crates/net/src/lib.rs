@@ -32,7 +32,7 @@ mod address;
 mod client;
 mod datapath;
 mod error;
-mod iperf2;
+pub mod iperf2;
 pub mod iperf3;
 mod os;
 mod ping;
