@@ -181,3 +181,22 @@ fn path_mistakes_exit_2_naming_the_flag() {
         headroom().arg("link").args(&args).assert().code(2).stderr(predicate::str::contains(says));
     }
 }
+
+#[test]
+fn fcoe_goodput_is_listed_per_ethernet_speed_and_ip_flags_are_refused() {
+    let doc = link_json(&["fcoe"]);
+    assert_eq!(doc["schema"], "headroom.link-fcoe/v1");
+    let links = doc["links"].as_array().unwrap();
+    // 10 GbE and up only; 2112 of every 2200 wire bytes are FC data.
+    assert!(links.iter().all(|l| l["usable_bits_per_sec"].as_f64().unwrap() >= 10e9));
+    let ten = links.iter().find(|l| l["link"] == "10GbE").expect("10GbE listed");
+    assert_eq!(ten["fcoe"]["goodput_bits_per_sec"].as_f64().unwrap(), 9.6e9);
+    headroom()
+        .args(["link", "fcoe", "--mtu", "9000"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--mtu"));
+    // The same figure as a row under 25 GbE; none under gigabit.
+    assert_eq!(link_json(&["25gbe"])["ceilings"]["fcoe"]["goodput_bits_per_sec"].as_f64().unwrap(), 24e9);
+    assert!(link_json(&["1gbe"])["ceilings"]["fcoe"].is_null());
+}

@@ -4,9 +4,10 @@
 
 use crate::output::{Outcome, Output};
 use anyhow::{bail, Context};
+use headroom_limits::catalog::normalize;
 use headroom_limits::protocol::{Negotiated, StorageProtocol};
 use headroom_limits::switching::{path_delay, SwitchMode, FRAME_SIZE_RANGE, MAX_SWITCH_LATENCY_S};
-use headroom_limits::{catalog, lookup, Family, Framing, IpVersion};
+use headroom_limits::{catalog, fcoe, lookup, Family, Framing, IpVersion};
 use headroom_report::present;
 use headroom_units::{format_span_fine, DurationArg, Size};
 
@@ -22,13 +23,14 @@ use headroom_units::{format_span_fine, DurationArg, Size};
   headroom link 10gbe,25gbe,10gbe --hops cut-through       one frame's delay across two switches
   headroom link 10gbe,10gbe --hops cut-through --frame-size 64
   headroom link 10gbe,10gbe,10gbe --hops cut-through --switch-latency 600ns
+  headroom link fcoe                      FC over Ethernet: its goodput at 10 to 800 GbE
   headroom link --list                    every link and bus headroom knows
 
 Names are case-insensitive; spaces, dashes and underscores are ignored
 (1gbe, 1G, gigabit, 1000BASE-T, sfp+, pcie-gen3-x16, 16gfc, ib-fdr, tb4).")]
 pub struct LinkArgs {
     /// The link or bus, e.g. 1gbe, 10gbe, sata3, pcie4x4, 16gfc, ib-fdr, usb3.2gen2, tb4; or a
-    /// switched Ethernet path, links in order: 10gbe,25gbe,10gbe
+    /// switched Ethernet path, links in order: 10gbe,25gbe,10gbe; or fcoe
     #[arg(required_unless_present = "list")]
     pub spec: Option<String>,
     /// For a path: what the switches do, store-and-forward or cut-through (a switch between
@@ -127,6 +129,9 @@ pub fn run(args: &LinkArgs, out: &Output) -> anyhow::Result<Outcome> {
     if args.hops.is_some() {
         bail!("--hops is for a path of links: name them in order, e.g. `headroom link 10gbe,25gbe,10gbe --hops cut-through`");
     }
+    if normalize(spec) == "fcoe" {
+        return fcoe(args, out);
+    }
     let link = lookup(spec)?;
     if link.family != Family::Ethernet && args_change_framing(args) {
         bail!(
@@ -190,6 +195,25 @@ fn path(args: &LinkArgs, spec: &str, frame_bytes: u32, out: &Output) -> anyhow::
         out.print_json(&present::link::path_document(&hops, frame_bytes, mode))?;
     } else {
         out.print(&present::link::path(&hops, frame_bytes, mode));
+    }
+    Ok(Outcome::Ok)
+}
+
+/// `link fcoe`: FCoE's goodput over every Ethernet speed it is defined for.
+/// FCoE is not a link of its own, so it is no catalog entry: its frames are
+/// fixed by FC, so none of the IP framing flags apply.
+fn fcoe(args: &LinkArgs, out: &Output) -> anyhow::Result<Outcome> {
+    if args_change_framing(args) || args.protocol.is_some() || args.frame_size.is_some() {
+        bail!("FCoE carries whole FC frames without IP: --mtu, --ip, --tcp-timestamps, --vlan-tags, --iscsi-segment, --frame-size and --protocol do not apply; run `headroom link fcoe` alone");
+    }
+    let links: Vec<_> = catalog()
+        .iter()
+        .filter(|l| l.family == Family::Ethernet && fcoe::ceiling(l.usable_bits_per_sec).is_some())
+        .collect();
+    if out.json {
+        out.print_json(&present::link::fcoe_document(&links))?;
+    } else {
+        out.print(&present::link::fcoe_over_ethernet(&links, out.style()));
     }
     Ok(Outcome::Ok)
 }

@@ -474,7 +474,18 @@ fn ethernet() -> Vec<Link> {
             400e9,
             None,
             None,
-            &["400g", "400gb", "400gbit", "400gbps", "qsfp-dd", "qsfpdd", "osfp"],
+            &["400g", "400gb", "400gbit", "400gbps", "400gbase-sr8", "400gbase-dr8", "qsfp-dd", "qsfpdd", "osfp"],
+        ),
+        entry(
+            "400GbE 4-lane",
+            E,
+            4.0 * 53.125e9,
+            4,
+            "256b/257b + RS(544,514) FEC, 4 x 106.25 Gb/s PAM4",
+            400e9,
+            None,
+            Some("the same 400 Gb/s as the 8-lane 400GbE, over 4 x 100G lanes"),
+            &["400gbe4", "400g4", "400gbe4x100g", "400g4x100g", "400gbase-dr4", "400gbase-fr4", "400gbase-lr4"],
         ),
         entry(
             "800GbE",
@@ -491,23 +502,36 @@ fn ethernet() -> Vec<Link> {
 }
 
 fn fibre_channel() -> Vec<Link> {
-    let fc = |gfc: u32, baud: f64, lanes: u32, encoding: &str, efficiency: f64, note: Option<&str>| {
-        let name = format!("{gfc}GFC");
-        let aliases = [format!("{gfc}g-fc"), format!("fc{gfc}"), format!("{gfc}gfc"), format!("fc-{gfc}g")];
-        let alias_refs: Vec<&str> = aliases.iter().map(String::as_str).collect();
-        let nominal = f64::from(gfc) * 100e6;
-        entry(&name, Family::FibreChannel, baud, lanes, encoding, baud * efficiency, Some(nominal), note, &alias_refs)
-    };
+    // `baud` is symbols per second over all lanes; PAM4 (64GFC and up) carries
+    // two bits per symbol, so 64GFC's 28.9 GBd is a 57.8 Gb/s line rate.
+    let fc =
+        |gfc: u32, baud: f64, bits_per_symbol: f64, lanes: u32, encoding: &str, efficiency: f64, note: Option<&str>| {
+            let name = format!("{gfc}GFC");
+            let aliases = [format!("{gfc}g-fc"), format!("fc{gfc}"), format!("{gfc}gfc"), format!("fc-{gfc}g")];
+            let alias_refs: Vec<&str> = aliases.iter().map(String::as_str).collect();
+            let nominal = f64::from(gfc) * 100e6;
+            let usable = baud * bits_per_symbol * efficiency;
+            entry(&name, Family::FibreChannel, baud, lanes, encoding, usable, Some(nominal), note, &alias_refs)
+        };
     let unconfirmed = Some("encoding and FEC unconfirmed: usable rate is an estimate; vendors quote the nominal MB/s");
     vec![
-        fc(1, 1.0625e9, 1, "8b/10b", E8B10B, None),
-        fc(2, 2.125e9, 1, "8b/10b", E8B10B, None),
-        fc(4, 4.25e9, 1, "8b/10b", E8B10B, None),
-        fc(8, 8.5e9, 1, "8b/10b", E8B10B, None),
-        fc(16, 14.025e9, 1, "64b/66b", E64B66B, Some("vendors often quote the full-duplex sum: 3,200 MB/s")),
-        fc(32, 28.05e9, 1, "256b/257b + RS(528,514) FEC", E256B257B_RS528, unconfirmed),
-        fc(64, 2.0 * 28.9e9, 1, "256b/257b + RS(544,514) FEC, PAM4 at 28.9 GBd", E256B257B_RS544, unconfirmed),
-        fc(128, 4.0 * 28.05e9, 4, "256b/257b + RS(528,514) FEC, 4 lanes", E256B257B_RS528, unconfirmed),
+        fc(1, 1.0625e9, 1.0, 1, "8b/10b", E8B10B, None),
+        fc(2, 2.125e9, 1.0, 1, "8b/10b", E8B10B, None),
+        fc(4, 4.25e9, 1.0, 1, "8b/10b", E8B10B, None),
+        fc(8, 8.5e9, 1.0, 1, "8b/10b", E8B10B, None),
+        fc(16, 14.025e9, 1.0, 1, "64b/66b", E64B66B, Some("vendors often quote the full-duplex sum: 3,200 MB/s")),
+        fc(32, 28.05e9, 1.0, 1, "256b/257b + RS(528,514) FEC", E256B257B_RS528, unconfirmed),
+        fc(64, 28.9e9, 2.0, 1, "256b/257b + RS(544,514) FEC, PAM4: 57.8 Gb/s", E256B257B_RS544, unconfirmed),
+        fc(128, 4.0 * 28.05e9, 1.0, 4, "256b/257b + RS(528,514) FEC, 4 lanes", E256B257B_RS528, unconfirmed),
+        fc(
+            256,
+            4.0 * 28.9e9,
+            2.0,
+            4,
+            "256b/257b + RS(544,514) FEC, 4 lanes of PAM4: 231.2 Gb/s",
+            E256B257B_RS544,
+            unconfirmed,
+        ),
     ]
 }
 

@@ -5,6 +5,7 @@
 //! - [`mod@catalog`]: link technologies (Ethernet, Fibre Channel, SATA, SAS, PCIe,
 //!   USB/Thunderbolt, InfiniBand) with the aliases users type, their signalling
 //!   rate, line encoding and usable data rate.
+//! - [`fcoe`]: what Fibre Channel over Ethernet leaves of a 10 GbE-and-faster link.
 //! - [`framing`]: Ethernet frame overhead: TCP, UDP and iSCSI goodput per MTU,
 //!   VLAN tags and IP version; serialization delay of a frame.
 //! - [`shaper`]: what a Linux `tbf` shaper lets through, for the test lab.
@@ -14,6 +15,7 @@
 //! Knows nothing of measurements, probes or output.
 
 pub mod catalog;
+pub mod fcoe;
 pub mod framing;
 pub mod protocol;
 pub mod shaper;

@@ -68,7 +68,8 @@ fn ethernet_is_named_by_its_data_rate() {
 
 #[test]
 fn fibre_channel_rows() {
-    // (name, GBd total, encoding contains, nominal MB/s, usable MB/s)
+    // (name, GBd total (symbols: PAM4 from 64GFC on carries two bits each),
+    // encoding contains, nominal MB/s, usable MB/s)
     let rows = [
         ("1gfc", 1.0625, "8b/10b", 100.0, 106.25),
         ("2gfc", 2.125, "8b/10b", 200.0, 212.5),
@@ -76,8 +77,9 @@ fn fibre_channel_rows() {
         ("8gfc", 8.5, "8b/10b", 800.0, 850.0),
         ("16gfc", 14.025, "64b/66b", 1600.0, 1700.0),
         ("32gfc", 28.05, "256b/257b", 3200.0, 3400.0),
-        ("64gfc", 57.8, "256b/257b", 6400.0, 6800.0),
+        ("64gfc", 28.9, "256b/257b", 6400.0, 6800.0),
         ("128gfc", 112.2, "256b/257b", 12800.0, 13600.0),
+        ("256gfc", 115.6, "256b/257b", 25600.0, 27200.0),
     ];
     for (spec, gbd, enc, nominal, usable) in rows {
         let l = lookup(spec).unwrap();
@@ -87,7 +89,7 @@ fn fibre_channel_rows() {
         assert_close(l.nominal_bytes_per_sec.unwrap(), nominal * 1e6, 1e-12);
         // FEC-coded speeds are estimates (unconfirmed) within 1% of 106.25% nominal.
         assert_close(l.usable_bytes_per_sec(), usable * 1e6, 0.01);
-        if spec.starts_with("32") || spec.starts_with("64") || spec.starts_with("128") {
+        if ["32", "64", "128", "256"].iter().any(|g| spec.starts_with(g)) {
             assert!(l.note.as_deref().unwrap().contains("unconfirmed"), "{spec}");
         }
     }
@@ -239,4 +241,16 @@ fn ethernet_from_sysfs_speed() {
     assert_eq!(ethernet_by_speed_mbps(10000).unwrap().name, "10GbE");
     assert_eq!(ethernet_by_speed_mbps(2500).unwrap().name, "2.5GbE");
     assert!(ethernet_by_speed_mbps(1234).is_none());
+}
+
+#[test]
+fn four_hundred_gigabit_ethernet_has_its_8_and_4_lane_variants() {
+    // 400GBASE-SR8/DR8: 8 x 26.5625 GBd PAM4; DR4/FR4/LR4: 4 x 53.125 GBd PAM4.
+    for (spec, lanes, gbd) in [("400gbe", 8, 212.5), ("400gbase-dr4", 4, 212.5), ("400gbe 4-lane", 4, 212.5)] {
+        let l = lookup(spec).unwrap();
+        assert_eq!((l.family, l.lanes), (Family::Ethernet, lanes), "{spec}");
+        assert_close(l.signalling_baud, gbd * 1e9, 1e-12);
+        assert_close(l.usable_bits_per_sec, 400e9, 1e-12);
+    }
+    assert_ne!(lookup("400gbase-fr4").unwrap().name, lookup("400gbase-sr8").unwrap().name);
 }

@@ -5,6 +5,7 @@
 
 use crate::table::truncate;
 use crate::Style;
+use headroom_limits::fcoe::{self, FcoeCeiling};
 use headroom_limits::framing::{FRAME_OVERHEAD, WIRE_OVERHEAD};
 use headroom_limits::protocol::{self, DataDirection, Negotiated, StorageProtocol};
 use headroom_limits::switching::{HopDelay, SwitchMode, CUT_THROUGH_HEADER, PREAMBLE};
@@ -81,7 +82,57 @@ pub fn link(link: &Link, shown: &Shown, style: Style) -> String {
     for (name, payload, bits) in rows {
         text += &format!("  {name:<8} {payload:>15} {}\n", format_rate_columns(bits));
     }
+    if let Some(fcoe) = fcoe::ceiling(rate) {
+        text += &fcoe_row("FCoE", 8, &fcoe);
+        text += &format!("  {FCOE_NOTE}\n");
+    }
     text
+}
+
+/// Said under every FCoE figure: why --mtu does not change it.
+const FCOE_NOTE: &str = "FCoE: full FC frames (2180 B with the VLAN tag), so every port needs baby jumbo \
+                         frames (2158 B payload) and lossless Ethernet; no IP, --mtu does not apply";
+
+fn fcoe_row(label: &str, width: usize, fcoe: &FcoeCeiling) -> String {
+    let payload = format!("{} B/frame", fcoe.payload_bytes_per_frame);
+    format!("  {label:<width$} {payload:>15} {}\n", format_rate_columns(fcoe.goodput_bits_per_sec))
+}
+
+/// `headroom link fcoe`: FCoE's goodput over each Ethernet speed it runs on.
+pub fn fcoe_over_ethernet(links: &[&Link], style: Style) -> String {
+    let mut text = format!(
+        "{}  (FC frames in Ethernet frames, FC-BB-5)\n  frame          {} B FC data in a {} B frame, {} B on the wire\n  {FCOE_NOTE}\n\n",
+        style.bold("FCoE"),
+        fcoe::FC_PAYLOAD,
+        fcoe::FRAME_BYTES,
+        fcoe::WIRE_BYTES,
+    );
+    let width = links.iter().map(|l| l.name.len()).max().unwrap_or(0);
+    text += &format!("  {:<width$} {:>15}  {}\n", "link", "payload", "goodput");
+    for link in links {
+        if let Some(fcoe) = fcoe::ceiling(link.usable_bits_per_sec) {
+            text += &fcoe_row(&link.name, width, &fcoe);
+        }
+    }
+    text
+}
+
+/// The `headroom.link-fcoe/v1` document: [`fcoe_over_ethernet`]'s figures.
+pub fn fcoe_document(links: &[&Link]) -> Value {
+    let rows: Vec<Value> = links
+        .iter()
+        .filter_map(|l| {
+            fcoe::ceiling(l.usable_bits_per_sec)
+                .map(|c| json!({"link": l.name, "usable_bits_per_sec": l.usable_bits_per_sec, "fcoe": c}))
+        })
+        .collect();
+    json!({
+        "schema": "headroom.link-fcoe/v1",
+        "frame_bytes": fcoe::FRAME_BYTES,
+        "wire_bytes_per_frame": fcoe::WIRE_BYTES,
+        "ethernet_payload_bytes": fcoe::ETHERNET_PAYLOAD,
+        "links": rows,
+    })
 }
 
 /// The `headroom.link/v1` document.
@@ -115,6 +166,9 @@ pub fn link_document(link: &Link, shown: &Shown) -> Value {
                 "goodput_bits_per_sec": framing.iscsi_goodput_bits(rate),
             },
         });
+        if let Some(fcoe) = fcoe::ceiling(rate) {
+            doc["ceilings"]["fcoe"] = json!(fcoe);
+        }
     }
     doc
 }
