@@ -8,13 +8,13 @@
 use crate::output::{Outcome, Output};
 use crate::progress::ProgressSink;
 use anyhow::{bail, Context};
-use headroom_disk::{looks_like_url, DiskError, DiskTarget, ShareOpener};
 use headroom_disk::{
     resolve, DirectMode, EngineChoice, Pattern, Preset, SyncMode, TestChoice, SWEEP_BLOCK_SIZES, SWEEP_QUEUE_DEPTHS,
 };
+use headroom_disk::{DiskError, DiskTarget, ShareOpener};
 use headroom_job::disk::{self, DiskJobError, DiskReport};
 use headroom_job::disk_spec;
-use headroom_proto::{Credentials, IscsiKeys, Opener, ShareUrl};
+use headroom_proto::{Credentials, DiskPath, IscsiKeys, Opener, ShareUrl};
 use headroom_report::present::{self, disk::Layout, disk::TargetSummary};
 use headroom_result::Probe;
 use headroom_runner::{PrepareEvent, Sink};
@@ -217,7 +217,8 @@ impl DiskTestArgs {
 /// credentials; None for a local path.
 fn share_opener(args: &DiskArgs, remote: bool) -> anyhow::Result<Option<Arc<dyn ShareOpener>>> {
     let text = args.path.to_string_lossy();
-    if !looks_like_url(&text) {
+    let path = DiskPath::parse(&args.path).map_err(|e| user_error(DiskError::Usage(e.to_string())))?;
+    let Some(share) = path.share() else {
         let flag = if !args.iscsi.is_empty() {
             Some("--iscsi")
         } else if args.credentials.is_some() {
@@ -231,16 +232,16 @@ fn share_opener(args: &DiskArgs, remote: bool) -> anyhow::Result<Option<Arc<dyn 
             bail!("{flag} is for nfs://, smb://, iscsi:// and nbd:// targets, and PATH {text} is a path");
         }
         return Ok(None);
-    }
-    let url = ShareUrl::parse(&text).map_err(|e| user_error(DiskError::Usage(e.to_string())))?;
-    let iscsi_keys = iscsi_keys(&args.iscsi, &url)?;
+    };
+    let iscsi_keys = iscsi_keys(&args.iscsi, share.url())?;
     if remote {
         bail!("PATH {text} is a URL: headroom's protocol clients run here, without --remote (the server's own disk is /its/path --remote HOST)");
     }
     let credentials =
         Credentials::load(args.credentials.as_deref()).map_err(|e| anyhow::anyhow!(crate::flags::line(&e)))?;
     let sources = sources(&args.bind, &args.interface)?;
-    Ok(Some(Arc::new(Opener::new(credentials).from_sources(sources).with_iscsi_keys(iscsi_keys))))
+    let opener = Opener::new(credentials).from_sources(sources).with_iscsi_keys(iscsi_keys).for_share(share.clone());
+    Ok(Some(Arc::new(opener)))
 }
 
 /// `--bind A,B,...` and `--interface a,b,...` as the sources jobs take round

@@ -8,11 +8,11 @@
 
 use crate::output::{Outcome, Output};
 use anyhow::bail;
-use headroom_disk::{looks_like_url, prepare_share, Share, TargetOptions};
+use headroom_disk::{prepare_share, Share, TargetOptions};
 use headroom_flushcheck::{SyncMode, WriteOptions};
 use headroom_net::wire::{FLUSH_BLOCK_RANGE, FLUSH_MAX_BLOCKS};
-use headroom_net::{split_host_port, Endpoint};
-use headroom_proto::{Credentials, Opener, ShareUrl};
+use headroom_net::Endpoint;
+use headroom_proto::{Credentials, DiskPath, Opener, ShareTarget, ShareUrl};
 use headroom_report::present::flushcheck as present;
 use headroom_units::{format_size, DurationArg, Size};
 use std::io::Write;
@@ -45,8 +45,8 @@ pub enum Action {
     Verify(VerifyArgs),
 }
 
-fn check_listener(spec: &str) -> Result<String, String> {
-    split_host_port(spec).map(|_| spec.to_string())
+fn check_listener(spec: &str) -> Result<Endpoint, String> {
+    Endpoint::parse(spec, None, LISTENER_TIMEOUT)
 }
 
 #[derive(clap::Args, Debug)]
@@ -56,7 +56,7 @@ pub struct WriteArgs {
     pub path: PathBuf,
     /// The `headroom serve --flushcheck-dir` on another machine that records acknowledged blocks
     #[arg(long, value_name = "HOST[:PORT]", value_parser = check_listener)]
-    pub to: String,
+    pub to: Endpoint,
     /// Token of the listener (`headroom serve --token`; also $HEADROOM_TOKEN)
     #[arg(long, env = "HEADROOM_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
@@ -97,7 +97,7 @@ pub struct VerifyArgs {
     pub path: PathBuf,
     /// The listener the writer reported to
     #[arg(long, value_name = "HOST[:PORT]", value_parser = check_listener)]
-    pub from: String,
+    pub from: Endpoint,
     /// Token of the listener (also $HEADROOM_TOKEN)
     #[arg(long, env = "HEADROOM_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
@@ -110,8 +110,9 @@ pub fn run(args: &FlushcheckArgs, out: &Output) -> anyhow::Result<Outcome> {
     }
 }
 
-fn endpoint(spec: &str, token: &Option<String>) -> Endpoint {
-    Endpoint::parse(spec, token.clone(), LISTENER_TIMEOUT).expect("checked by clap")
+/// The listener `--to`/`--from` named, with the token.
+fn endpoint(listener: &Endpoint, token: &Option<String>) -> Endpoint {
+    Endpoint { token: token.clone(), ..listener.clone() }
 }
 
 fn write(args: &WriteArgs, out: &Output) -> anyhow::Result<Outcome> {
@@ -143,7 +144,8 @@ fn write(args: &WriteArgs, out: &Output) -> anyhow::Result<Outcome> {
         SyncArg::Dsync => SyncMode::Dsync,
         SyncArg::None => SyncMode::None,
     };
-    let export = args.path.to_str().filter(|p| looks_like_url(p));
+    let target = DiskPath::parse(&args.path).map_err(|e| anyhow::anyhow!(e.to_string()))?;
+    let export = target.share();
     if export.is_none() {
         if let Some(flag) = [("--destructive", args.destructive), ("--force", args.force)].iter().find(|f| f.1) {
             bail!("{} is for nbd:// and iscsi:// exports, and {} is a path", flag.0, args.path.display());
@@ -200,7 +202,8 @@ fn write(args: &WriteArgs, out: &Output) -> anyhow::Result<Outcome> {
 
 fn verify(args: &VerifyArgs, out: &Output) -> anyhow::Result<Outcome> {
     let listener = endpoint(&args.from, &args.token);
-    let report = match args.path.to_str().filter(|p| looks_like_url(p)) {
+    let target = DiskPath::parse(&args.path).map_err(|e| anyhow::anyhow!(e.to_string()))?;
+    let report = match target.share() {
         Some(url) => headroom_flushcheck::verify_export(open_export(url, None, false, false)?.as_ref(), &listener)?,
         None => headroom_flushcheck::verify(&args.path, &listener)?,
     };
@@ -215,9 +218,14 @@ fn verify(args: &VerifyArgs, out: &Output) -> anyhow::Result<Outcome> {
 /// Opens an nbd:// or iscsi:// export as `disk` does, with the same checks
 /// before a write (`size`: the bytes the run will write from the start):
 /// `--destructive`, and no signature libblkid knows unless `--force`.
-fn open_export(url: &str, size: Option<u64>, destructive: bool, force: bool) -> anyhow::Result<Box<dyn Share>> {
-    let parsed = ShareUrl::parse(url).map_err(|e| anyhow::anyhow!(e.to_string()))?;
-    if matches!(parsed, ShareUrl::Nfs(_) | ShareUrl::Smb(_)) {
+fn open_export(
+    share: &ShareTarget,
+    size: Option<u64>,
+    destructive: bool,
+    force: bool,
+) -> anyhow::Result<Box<dyn Share>> {
+    let url = share.as_str();
+    if matches!(share.url(), ShareUrl::Nfs(_) | ShareUrl::Smb(_)) {
         bail!(
             "{url}: flushcheck speaks nbd:// and iscsi:// (whole exports) only; for an NFS or SMB share, \
              give a file on a mount of it (example: /mnt/nas/flushcheck.bin)"
@@ -235,5 +243,6 @@ fn open_export(url: &str, size: Option<u64>, destructive: bool, force: bool) -> 
         // (and the signal thread is up before the first connection).
         stop: crate::signals::shared_stop_flag(),
     };
-    prepare_share(&Opener::new(credentials), url, &options).map_err(|e| anyhow::anyhow!(e.to_string()))
+    prepare_share(&Opener::new(credentials).for_share(share.clone()), url, &options)
+        .map_err(|e| anyhow::anyhow!(e.to_string()))
 }

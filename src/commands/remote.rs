@@ -1,7 +1,7 @@
 //! `--remote HOST[:PORT]` of `disk`, `cpu` and `sys`: the flags that send a
 //! command's probes to a `headroom serve` and print the results here.
 
-use headroom_net::{split_host_port, Endpoint};
+use headroom_net::Endpoint;
 use std::time::Duration;
 
 /// How long connecting to the far end and its silent spells may take.
@@ -13,7 +13,7 @@ pub struct RemoteArgs {
     /// Run on the `headroom serve` at HOST[:PORT] (default port 5201) and print here; disk
     /// probes need the server started with --allow-path covering PATH
     #[arg(long, value_name = "HOST[:PORT]", value_parser = check_remote)]
-    pub remote: Option<String>,
+    pub remote: Option<Endpoint>,
     /// Token of a `headroom serve --token` server (also $HEADROOM_TOKEN)
     #[arg(long, env = "HEADROOM_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
@@ -31,15 +31,15 @@ pub fn is_absolute_on_far_end(path: &std::path::Path) -> bool {
     path.is_absolute() || text.starts_with('/') || drive || text.starts_with(r"\\")
 }
 
-fn check_remote(spec: &str) -> Result<String, String> {
-    split_host_port(spec).map(|_| spec.to_string())
+fn check_remote(spec: &str) -> Result<Endpoint, String> {
+    Endpoint::parse(spec, None, REMOTE_TIMEOUT)
 }
 
 impl RemoteArgs {
     /// The server to run on, when `--remote` was given.
     pub fn endpoint(&self) -> Option<Endpoint> {
-        let spec = self.remote.as_deref()?;
-        Some(Endpoint::parse(spec, self.token.clone(), REMOTE_TIMEOUT).expect("checked by clap"))
+        let endpoint = self.remote.as_ref()?;
+        Some(Endpoint { token: self.token.clone(), ..endpoint.clone() })
     }
 }
 

@@ -353,10 +353,13 @@ fn network_step(
         (Some(server), _) => server.clone(),
         (None, loopback) => {
             let addr = loopback.as_ref().expect("started above").addr;
-            let mut endpoint = Endpoint::parse(&addr.to_string(), None, RUN_CONNECT_TIMEOUT)
-                .map_err(|e| failed("the loopback server", e))?;
-            endpoint.source = settings.source.clone();
-            endpoint
+            Endpoint {
+                host: addr.ip().to_string(),
+                port: addr.port(),
+                token: None,
+                timeout: RUN_CONNECT_TIMEOUT,
+                source: settings.source.clone(),
+            }
         }
     };
     let Endpoint { host, port, token, timeout, source } = server;
@@ -480,7 +483,8 @@ pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks
     if let Some(share) = &settings.share {
         let opener = Opener::new(settings.credentials.clone())
             .from_source(settings.source.clone())
-            .with_iscsi_keys(settings.iscsi_keys.clone());
+            .with_iscsi_keys(settings.iscsi_keys.clone())
+            .for_share(share.clone());
         let mut runner = Runner::new().with(DiskEngine::new().with_shares(Arc::new(opener)));
         // A whole export holds someone's data: run reads only there.
         let export = share.url().is_whole_export();

@@ -203,6 +203,38 @@ impl std::str::FromStr for ShareTarget {
     }
 }
 
+/// What a command's PATH names: a path on this machine, or a share URL
+/// checked when the argument was read (the only place a command's URL is
+/// parsed; the opener is handed the parsed URL).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DiskPath {
+    /// A file, directory or device here (or, with `--remote`, on the server).
+    Local(std::path::PathBuf),
+    /// `nfs://`, `iscsi://`, `nbd://` or `smb://`.
+    Share(ShareTarget),
+}
+
+impl DiskPath {
+    /// `path` as a command line gives it: text that looks like a URL
+    /// (`scheme://`, [`headroom_disk::looks_like_url`]) must be one of
+    /// headroom's; anything else is a path.
+    pub fn parse(path: &std::path::Path) -> Result<DiskPath, UrlError> {
+        let text = path.to_string_lossy();
+        if headroom_disk::looks_like_url(&text) {
+            return text.parse().map(DiskPath::Share);
+        }
+        Ok(DiskPath::Local(path.to_path_buf()))
+    }
+
+    /// The share, when PATH is a URL.
+    pub fn share(&self) -> Option<&ShareTarget> {
+        match self {
+            DiskPath::Share(s) => Some(s),
+            DiskPath::Local(_) => None,
+        }
+    }
+}
+
 /// nfsd: the kernel server's threads; the rest user-space servers.
 const NFS_DAEMONS: &[&str] = &["nfsd", "ganesha.nfsd", "unfsd"];
 /// Every file server's daemons, for a mounted share whose protocol is unknown.
@@ -499,5 +531,18 @@ mod tests {
         assert!(err("nbd://nas:0/x").contains("port 0"));
         assert!(err("nbd://nas:99999/x").contains("nbd://HOST"));
         assert!(err("nbd:///x").contains("no server"));
+    }
+
+    #[test]
+    fn a_path_argument_is_a_share_only_when_it_is_written_as_a_url() {
+        use std::path::Path;
+        let DiskPath::Share(share) = DiskPath::parse(Path::new("nbd://nas/disk")).unwrap() else { panic!() };
+        assert_eq!(share.as_str(), "nbd://nas/disk");
+        assert!(matches!(share.url(), ShareUrl::Nbd(b) if b.server.host == "nas"));
+        for local in ["/mnt/nas", "relative/dir", "odd:name", "/a/nfs://b"] {
+            assert_eq!(DiskPath::parse(Path::new(local)).unwrap(), DiskPath::Local(local.into()), "{local}");
+        }
+        let e = DiskPath::parse(Path::new("nsf://nas/export")).unwrap_err();
+        assert_eq!(e, ShareUrl::parse("nsf://nas/export").unwrap_err());
     }
 }

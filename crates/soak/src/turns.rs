@@ -39,7 +39,7 @@ pub fn turns(config: &SoakConfig, token: Option<String>) -> Result<Vec<Turn>, Fl
     let mut turns = Vec::new();
     for name in &config.cycle {
         if name == "net" {
-            turns.push(net_turn(config.server.as_deref().unwrap_or_default(), token.clone())?);
+            turns.push(net_turn(endpoint(config, token.clone())?));
         } else if let Some(test) = name.strip_prefix(REMOTE) {
             let (Some(dir), Some(_)) = (config.remote_path(), &config.server) else {
                 return Err(FlagError::RemoteNeedsRemotePath(name.clone()));
@@ -103,18 +103,11 @@ fn disk_turn(name: &str, test: &str, target: &DiskTarget, at: Option<String>) ->
 /// The network turn: one TCP upload stream to the server, on a session of
 /// its own. Failing to connect, or losing the server mid-turn, is an outage
 /// (the live samples up to then stay in the database), not an error.
-fn net_turn(server: &str, token: Option<String>) -> Result<Turn, FlagError> {
-    let (host, port) = headroom_net::split_host_port(server).map_err(FlagError::Server)?;
-    let server = NetServer {
-        host,
-        port: port.unwrap_or(headroom_net::DEFAULT_PORT),
-        token,
-        timeout: SERVER_TIMEOUT,
-        source: Default::default(),
-        protocol: ProtocolChoice::Headroom,
-        session_per_test: true,
-    };
-    Ok(Turn {
+fn net_turn(server: Endpoint) -> Turn {
+    let Endpoint { host, port, token, timeout, source } = server;
+    let server =
+        NetServer { host, port, token, timeout, source, protocol: ProtocolChoice::Headroom, session_per_test: true };
+    Turn {
         name: "net".into(),
         uses_server: true,
         request: Box::new(move |time| {
@@ -132,7 +125,7 @@ fn net_turn(server: &str, token: Option<String>) -> Result<Turn, FlagError> {
             });
             NetRequest { server: server.clone(), test }.to_request()
         }),
-    })
+    }
 }
 
 /// Interfaces on the path to `server` (`HOST[:PORT]`): the one the kernel
