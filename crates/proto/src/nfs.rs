@@ -83,13 +83,8 @@ pub fn open(url: &NfsUrl, opts: &TargetOptions, sources: &[crate::Source]) -> Re
     })?;
     let dir_path = if dir.is_empty() { "/".to_string() } else { format!("/{dir}") };
     let st = ctx.stat(&dir_path).map_err(|e| {
-        e.map(|e| {
-            format!(
-                "{}: directory '{}' of export {export} cannot be examined ({e}); give a directory that exists on the server",
-                shown(url),
-                dir_path
-            )
-        })
+        let advice = advice_for(&e, "; give a directory that exists on the server");
+        e.map(|e| format!("{}: directory '{dir_path}' of export {export} cannot be examined ({e}){advice}", shown(url)))
     })?;
     if st.nfs_mode & libc::S_IFMT as u64 != libc::S_IFDIR as u64 {
         return Err(ProtoError::Usage(format!(
@@ -102,15 +97,12 @@ pub fn open(url: &NfsUrl, opts: &TargetOptions, sources: &[crate::Source]) -> Re
     let file = if dir.is_empty() { format!("/{name}") } else { format!("/{dir}/{name}") };
     let file_url = format!("nfs://{}{}/{}", url.server.addr(), url.path.trim_end_matches('/'), name);
     let fh = ctx.create_exclusive(&file).map_err(|e| {
-        e.map(|e| {
-            format!(
-                "{}: cannot create the test file {file_url}: {e}; the directory must be writable by this user (uid {}), \
-                 or the export must not squash it",
-                shown(url),
-                // SAFETY: getuid cannot fail.
-                unsafe { libc::getuid() }
-            )
-        })
+        // SAFETY: getuid cannot fail.
+        let uid = unsafe { libc::getuid() };
+        let advice =
+            format!("; the directory must be writable by this user (uid {uid}), or the export must not squash it");
+        let advice = advice_for(&e, &advice);
+        e.map(|e| format!("{}: cannot create the test file {file_url}: {e}{advice}", shown(url)))
     })?;
     ctx.close(fh);
     let mut info = ProtocolInfo {
@@ -163,6 +155,15 @@ fn interface_of(url: &NfsUrl, source: &crate::Source) -> Result<Option<String>, 
             shown(url)
         ))
     })
+}
+
+/// `advice` when `e` is the user's to fix; nothing for the server's or the
+/// network's fault, which no change of the URL mends.
+fn advice_for<'a>(e: &ProtoError, advice: &'a str) -> &'a str {
+    match e {
+        ProtoError::Usage(_) | ProtoError::Auth(_) => advice,
+        _ => "",
+    }
 }
 
 /// A server and the interface every connection to it leaves through.
@@ -594,7 +595,7 @@ impl Share for NfsShare {
             fh,
             buffers: BufferPool::new(io.depth.max(1), io.buf_size.max(1), 4096),
             queued: Vec::with_capacity(io.depth),
-            inner: Box::new(Inner { done: Vec::with_capacity(io.depth * 2) }),
+            inner: Box::new(Inner { done: Vec::with_capacity(io.depth * 2), failure: None }),
             inflight: 0,
             max_read,
             max_write,
@@ -646,6 +647,8 @@ impl Drop for NfsShare {
 /// Completions the callbacks hand back; boxed so its address stays put.
 struct Inner {
     done: Vec<Completion>,
+    /// The first failed request's code and libnfs's text for it.
+    failure: Option<(c_int, String)>,
 }
 
 /// One I/O of the runner, sent as one or more RPC requests (see
@@ -672,12 +675,16 @@ unsafe extern "C" fn on_complete(err: c_int, _nfs: *mut ffi::nfs_context, data: 
     // once; its Parent lives until its last request completes; `inner`
     // outlives the context (the engine destroys the context first); `dst` is
     // inside the I/O's buffer, untouched by the runner until the I/O's
-    // completion; on success `data` holds `err` bytes read.
+    // completion; on success `data` holds `err` bytes read, on failure
+    // libnfs's NUL-terminated error text (or NULL).
     let req = Box::from_raw(private as *mut Request);
     let parent = &mut *req.parent;
     let result = i64::from(err);
     if result < 0 {
         parent.error.get_or_insert(result);
+        // On failure `data` is libnfs's text (NULL in the unit tests).
+        let text = if data.is_null() { "unknown error".into() } else { tidy_error(data as *const std::ffi::c_char) };
+        (*parent.inner).failure.get_or_insert((err, text));
     } else {
         match req.kind {
             IoKind::Read => {
@@ -847,6 +854,20 @@ impl IoEngine for NfsEngine {
         let start_len = out.len();
         let mut last_progress = Instant::now();
         loop {
+            if let Some((err, text)) = self.inner.failure.take() {
+                // A reply libnfs could not take breaks the connection; a
+                // status the server answered (ENOSPC, EIO) is the I/O's.
+                if let e @ (ProtoError::Protocol(_) | ProtoError::Lost(_)) = fault::sort(err, text) {
+                    let what = if matches!(e, ProtoError::Protocol(_)) {
+                        "sent a reply libnfs could not take"
+                    } else {
+                        "lost a request"
+                    };
+                    let e = e.map(|t| format!("NFS server {} {what} ({t})", self.server));
+                    self.broken = Some(e.clone());
+                    return Err(io::Error::from(e));
+                }
+            }
             let got = self.inner.done.len();
             if got > 0 {
                 self.inflight = self.inflight.saturating_sub(got);
@@ -909,7 +930,7 @@ mod tests {
     /// copied to their places, or with the first error.
     #[test]
     fn split_ios_complete_once() {
-        let mut inner = Inner { done: Vec::new() };
+        let mut inner = Inner { done: Vec::new(), failure: None };
         let mut buf = vec![0u8; 8];
         for (results, expect) in [([4, 4], 8i64), ([4, -5], -5)] {
             buf.fill(0);
@@ -921,8 +942,10 @@ mod tests {
                 let dst = unsafe { buf.as_mut_ptr().add(i * 4) };
                 let req = Box::into_raw(Box::new(Request { parent, kind: IoKind::Read, dst, len: 4 }));
                 assert!(inner.done.is_empty(), "completed before its last part");
+                // A failure's data is libnfs's text: none here.
+                let data: *mut c_void = if r < 0 { std::ptr::null_mut() } else { data.as_mut_ptr().cast() };
                 // SAFETY: what libnfs hands the callback: the request and the data read.
-                unsafe { on_complete(r, std::ptr::null_mut(), data.as_mut_ptr().cast(), req.cast()) };
+                unsafe { on_complete(r, std::ptr::null_mut(), data, req.cast()) };
             }
             let done: Vec<(u64, i64)> = inner.done.drain(..).map(|c| (c.tag, c.result)).collect();
             assert_eq!(done, [(7, expect)]);
@@ -972,7 +995,9 @@ mod tests {
         for target in ["nfs://no-such-host.invalid/export?version=4", "nfs://no-such-host.invalid/export"] {
             let e = opened(target);
             assert_eq!(fault(&e), Some(headroom_disk::PeerFault::Unreachable), "{target}: {e:?}");
-            assert!(e.to_string().starts_with("nfs://no-such-host.invalid/export: "), "{e}");
+            let line = e.to_string();
+            assert!(line.starts_with("nfs://no-such-host.invalid:2049/export: "), "{line}");
+            assert!(line.contains("cannot resolve no-such-host.invalid"), "{line}");
         }
     }
 

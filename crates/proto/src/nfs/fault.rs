@@ -28,6 +28,13 @@ pub(super) const PORTMAPPER: u16 = 111;
 /// where the code says nothing, by what libnfs wrote.
 pub(super) fn sort(rc: c_int, text: String) -> ProtoError {
     let has = |s: &str| text.contains(s);
+    // A reply libnfs could not decode or take (its status, -EFAULT, would
+    // read as a lost connection). A server without the version asked for
+    // ("Server responded: Program version mismatch") stays the user's.
+    let broken = ["decode", "zdr_", "rejected by server", "not accepted by the server", "Unknown rpc response"];
+    if broken.iter().any(|b| has(b)) {
+        return ProtoError::Protocol(text);
+    }
     match rc.checked_neg().unwrap_or(0) {
         libc::EACCES => ProtoError::Auth(text),
         // -1 is also libnfs's bare failure: only the server's PERM status is the user's.
@@ -84,6 +91,10 @@ mod tests {
         assert!(matches!(s(-libc::EINTR, "mount_cb: command timed out"), ProtoError::Lost(_)));
         assert!(matches!(s(-libc::EFAULT, "mount_cb: nfs_service failed"), ProtoError::Lost(_)));
         assert!(matches!(s(-libc::EIO, "nfs_service failed"), ProtoError::Protocol(_)));
+        let cut = "mount_cb: zdr_replymsg failed in rpc_process_reply: libnfs_rpc_msg failed to decode REPLY";
+        assert!(matches!(s(-libc::EFAULT, cut), ProtoError::Protocol(_)));
+        let rejected = "stat call failed with \"Message rejected by server\"";
+        assert!(matches!(s(-libc::EFAULT, rejected), ProtoError::Protocol(_)));
         let dns = "nfs_mount_async failed. Failed to start connection. Invalid address:x.invalid.";
         assert!(matches!(s(-1, dns), ProtoError::Unreachable(_)));
     }
