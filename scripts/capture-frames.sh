@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Captures what the lab's real servers (nbdkit, Samba's smbd, tgt's tgtd) say to
+# Captures what the lab's real servers (nbdkit, Samba's smbd, tgt's tgtd, nfs-ganesha) say to
 # headroom's own clients on loopback, through a small TCP relay that records each
 # direction of each connection; the first connection's bytes become the fixtures
 # (every connection, numbered in accept order) under crates/proto/tests/frames/ that crates/proto/src/captured_frames.rs decodes.
-# Needs root (smbd on a port, tgtd) and the lab's servers; run once, by hand,
+# Needs root (smbd on a port, tgtd, ganesha) and the lab's servers; run once, by hand,
 # when a fixture must be recaptured. Usage: sudo scripts/capture-frames.sh
 set -euo pipefail
 HEADROOM=${HEADROOM:-target/release/headroom}
