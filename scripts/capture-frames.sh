@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Captures what the lab's real servers (nbdkit, Samba's smbd, tgt's tgtd) say to
+# Captures what the lab's real servers (nbdkit, Samba's smbd, tgt's tgtd, nfs-ganesha) say to
 # headroom's own clients on loopback, through a small TCP relay that records each
 # direction of each connection; the first connection's bytes become the fixtures
 # (every connection, numbered in accept order) under crates/proto/tests/frames/ that crates/proto/src/captured_frames.rs decodes.
-# Needs root (smbd on a port, tgtd) and the lab's servers; run once, by hand,
+# Needs root (smbd on a port, tgtd, ganesha) and the lab's servers; run once, by hand,
 # when a fixture must be recaptured. Usage: sudo scripts/capture-frames.sh
 set -euo pipefail
 HEADROOM=${HEADROOM:-target/release/headroom}
@@ -149,5 +149,28 @@ if want iscsi; then
     for f in "$WORK"/iscsi.*.*2*; do cp "$f" "$OUT/iscsi-tgt.${f#"$WORK/iscsi."}"; done
     tgtadm -C 3270 --op delete --mode system --force >/dev/null 2>&1 || true
     rm -f /var/run/tgtd/socket.3270 /var/run/tgtd/socket.3270.lock
+fi
+
+# NFS: nfs-ganesha (VFS backend), NFSv4 only on 20490 (one port: no
+# portmapper, no MOUNT), in a mount namespace with a private /run as the lab
+# runs it. The session is crates/proto/tests/nfs_replay.rs's own (open the
+# share, write 4 KiB, read it back, remove the file), which that test replays.
+if want nfs; then
+    mkdir -p "$WORK/nfs-export" "$WORK/nfs-recovery"
+    cat >"$WORK/ganesha.conf" <<CONF
+NFS_CORE_PARAM { Protocols = 4; NFS_Port = 20490; Bind_addr = 127.0.0.1; Enable_NLM = false; Enable_RQUOTA = false; Enable_UDP = false; }
+NFSV4 { Graceless = true; RecoveryBackend = fs; RecoveryRoot = "$WORK/nfs-recovery"; }
+EXPORT { Export_Id = 1; Path = "$WORK/nfs-export"; Pseudo = "/export"; Access_Type = RW; Squash = No_Root_Squash;
+         SecType = sys; Protocols = 4; Transports = TCP; FSAL { Name = VFS; } }
+CONF
+    unshare --mount --propagation private sh -c 'mount -t tmpfs -o mode=755 headroom-capture-run /run && exec ganesha.nfsd -F -f "$1" -L "$2" -p "$3" -N NIV_EVENT' \
+        ganesha "$WORK/ganesha.conf" "$WORK/ganesha.log" "$WORK/ganesha.pid" & PIDS+=($!)
+    wait_port 20490
+    relay 20491 20490 "$WORK/nfs"
+    NFS_CAPTURE_TARGET="nfs://127.0.0.1:20491/export?version=4" \
+        cargo test --release -p headroom-proto --test nfs_replay -- --ignored --exact capture_session >"$WORK/out.txt" 2>&1 \
+        || { cat "$WORK/out.txt" >&2; exit 1; }
+    sleep 0.5
+    for f in "$WORK"/nfs.*.*2*; do cp "$f" "$OUT/nfs-ganesha.${f#"$WORK/nfs."}"; done
 fi
 ls -l "$OUT"

@@ -12,17 +12,22 @@
 //! (nconnect-style: one context, so one TCP connection, per worker). Fsync is an NFS COMMIT; `dsync`
 //! opens the file O_SYNC, so libnfs sends every WRITE as FILE_SYNC (NFSv3) or
 //! DATA_SYNC4 (NFSv4). libnfs's own page cache and readahead stay off (its
-//! default), so every read is an RPC.
+//! default), so every read is an RPC. Every failure is a typed
+//! [`ProtoError`]: libnfs's code and text sorted, and a failure that is not
+//! the server's answer explained by one connect of headroom's own ([`fault`]),
+//! so a refused or unreachable server never reads as the user's mistake.
 //!
-//! Long (about 880 lines): one file per C library binding, so every `unsafe` call into libnfs (the
-//! context, the export list, the share and the engine's callbacks) is read in one place; about 830
+//! Long (about 1,010 lines): one file per C library binding, so every `unsafe` call into libnfs (the
+//! context, the export list, the share and the engine's callbacks) is read in one place; about 900
 //! lines of code, the rest its unit tests.
 
+mod fault;
 mod ffi;
 
 use crate::url::{NfsUrl, NfsVersion, Server};
+use crate::ProtoError;
 use headroom_disk::{
-    BufferPool, Completion, DiskError, IoEngine, IoKind, IoUnit, Share, ShareIo, ShareKind, SyncMode, TargetOptions,
+    BufferPool, Completion, IoEngine, IoKind, IoUnit, Share, ShareIo, ShareKind, SyncMode, TargetOptions,
 };
 use headroom_result::ProtocolInfo;
 use std::ffi::{c_int, c_void, CStr, CString};
@@ -55,37 +60,34 @@ pub const V4_WRITE_MAX: u64 = 3072;
 pub const V4_READ_MAX: u64 = 1 << 20;
 
 /// Prepares a test file in the directory `url` names on an NFS server.
-pub fn open(url: &NfsUrl, opts: &TargetOptions, sources: &[crate::Source]) -> Result<Box<dyn Share>, DiskError> {
-    ffi::load().map_err(DiskError::Usage)?;
+pub fn open(url: &NfsUrl, opts: &TargetOptions, sources: &[crate::Source]) -> Result<Box<dyn Share>, ProtoError> {
+    ffi::load().map_err(ProtoError::Usage)?;
     let size = opts.size.unwrap_or(opts.default_size);
     if size == 0 {
-        return Err(DiskError::Usage(format!("{}: --size must be more than 0 bytes, e.g. --size 1G", shown(url))));
+        return Err(ProtoError::Usage(format!("{}: --size must be more than 0 bytes, e.g. --size 1G", shown(url))));
     }
     let spread = crate::transport::Spread::new(sources);
     let workers = spread
         .all()
         .iter()
         .map(|source| Ok(Peer { server: url.server.clone(), interface: interface_of(url, source)? }))
-        .collect::<Result<Vec<Peer>, DiskError>>()?;
+        .collect::<Result<Vec<Peer>, ProtoError>>()?;
     let peer = workers[0].clone();
     let (version, export, dir, no_v3) = resolve_export(url, &peer)?;
     let ctx = Ctx::connect(&peer, version, &export).map_err(|e| match &no_v3 {
-        Some(v3) => DiskError::Usage(format!(
-            "{}: the server answered neither NFSv3 (its export list: {v3}) nor NFSv4 ({e})",
-            shown(url)
-        )),
-        None => mount_error(url, version, &export, &e),
+        // Typed by the NFSv4 attempt's fault: the last word on the server.
+        Some(v3) => e.map(|e| {
+            format!("{}: the server answered neither NFSv3 (its export list: {v3}) nor NFSv4 ({e})", shown(url))
+        }),
+        None => mount_error(url, version, &export, e),
     })?;
     let dir_path = if dir.is_empty() { "/".to_string() } else { format!("/{dir}") };
     let st = ctx.stat(&dir_path).map_err(|e| {
-        DiskError::Usage(format!(
-            "{}: directory '{}' of export {export} cannot be examined ({e}); give a directory that exists on the server",
-            shown(url),
-            dir_path
-        ))
+        let advice = advice_for(&e, "; give a directory that exists on the server");
+        e.map(|e| format!("{}: directory '{dir_path}' of export {export} cannot be examined ({e}){advice}", shown(url)))
     })?;
     if st.nfs_mode & libc::S_IFMT as u64 != libc::S_IFDIR as u64 {
-        return Err(DiskError::Usage(format!(
+        return Err(ProtoError::Usage(format!(
             "{}: '{}' in export {export} is not a directory; give the directory headroom may create its test file in",
             shown(url),
             dir_path
@@ -95,13 +97,12 @@ pub fn open(url: &NfsUrl, opts: &TargetOptions, sources: &[crate::Source]) -> Re
     let file = if dir.is_empty() { format!("/{name}") } else { format!("/{dir}/{name}") };
     let file_url = format!("nfs://{}{}/{}", url.server.addr(), url.path.trim_end_matches('/'), name);
     let fh = ctx.create_exclusive(&file).map_err(|e| {
-        DiskError::Usage(format!(
-            "{}: cannot create the test file {file_url}: {e}; the directory must be writable by this user (uid {}), \
-             or the export must not squash it",
-            shown(url),
-            // SAFETY: getuid cannot fail.
-            unsafe { libc::getuid() }
-        ))
+        // SAFETY: getuid cannot fail.
+        let uid = unsafe { libc::getuid() };
+        let advice =
+            format!("; the directory must be writable by this user (uid {uid}), or the export must not squash it");
+        let advice = advice_for(&e, &advice);
+        e.map(|e| format!("{}: cannot create the test file {file_url}: {e}{advice}", shown(url)))
     })?;
     ctx.close(fh);
     let mut info = ProtocolInfo {
@@ -142,18 +143,27 @@ pub fn open(url: &NfsUrl, opts: &TargetOptions, sources: &[crate::Source]) -> Re
 /// The interface libnfs's sockets are held to: `--interface`, or for
 /// `--bind` the interface holding that address (libnfs binds no source
 /// address of its own; the kernel then picks that interface's address).
-fn interface_of(url: &NfsUrl, source: &crate::Source) -> Result<Option<String>, DiskError> {
+fn interface_of(url: &NfsUrl, source: &crate::Source) -> Result<Option<String>, ProtoError> {
     if let Some(nic) = &source.interface {
         return Ok(Some(nic.clone()));
     }
     let Some(addr) = source.bind else { return Ok(None) };
     headroom_sys::interface_with_address(addr).map(Some).ok_or_else(|| {
-        DiskError::Usage(format!(
+        ProtoError::Usage(format!(
             "{}: --bind {addr}: libnfs cannot bind a source address and no interface holds {addr}; \
              use --interface NIC",
             shown(url)
         ))
     })
+}
+
+/// `advice` when `e` is the user's to fix; nothing for the server's or the
+/// network's fault, which no change of the URL mends.
+fn advice_for<'a>(e: &ProtoError, advice: &'a str) -> &'a str {
+    match e {
+        ProtoError::Usage(_) | ProtoError::Auth(_) => advice,
+        _ => "",
+    }
 }
 
 /// A server and the interface every connection to it leaves through.
@@ -181,7 +191,7 @@ impl NfsVersion {
 /// URL left the choice to headroom and the server has no MOUNT service.
 type Resolved = (NfsVersion, String, String, Option<String>);
 
-fn resolve_export(url: &NfsUrl, peer: &Peer) -> Result<Resolved, DiskError> {
+fn resolve_export(url: &NfsUrl, peer: &Peer) -> Result<Resolved, ProtoError> {
     if url.version == Some(NfsVersion::V4) {
         // NFSv4 has one namespace: mount the whole path, create the file at its root.
         return Ok((NfsVersion::V4, url.path.clone(), String::new(), None));
@@ -189,18 +199,22 @@ fn resolve_export(url: &NfsUrl, peer: &Peer) -> Result<Resolved, DiskError> {
     let exports = match export_list(&url.server.host, peer.interface.as_deref(), SERVER_TIMEOUT) {
         Ok(list) => list,
         // No MOUNT service: an NFSv4-only server, unless v3 was asked for.
-        Err(e) if url.version.is_none() => return Ok((NfsVersion::V4, url.path.clone(), String::new(), Some(e))),
+        Err(e) if url.version.is_none() => {
+            return Ok((NfsVersion::V4, url.path.clone(), String::new(), Some(e.to_string())))
+        }
         Err(e) => {
-            return Err(DiskError::Usage(format!(
-                "{}: cannot list the server's exports (MOUNT protocol via the portmapper, port 111): {e}; \
-                 if the server speaks only NFSv4, add ?version=4",
-                shown(url)
-            )))
+            return Err(e.map(|e| {
+                format!(
+                    "{}: cannot list the server's exports (MOUNT protocol via the portmapper, port 111): {e}; \
+                     if the server speaks only NFSv4, add ?version=4",
+                    shown(url)
+                )
+            }))
         }
     };
     match longest_export(&exports, &url.path) {
         Some((export, dir)) => Ok((NfsVersion::V3, export, dir, None)),
-        None => Err(DiskError::Usage(format!(
+        None => Err(ProtoError::Usage(format!(
             "{}: no export of {} leads the path {} (it exports {}); write nfs://{}/EXPORT[/DIR]",
             shown(url),
             url.server.host,
@@ -226,19 +240,25 @@ fn longest_export(exports: &[String], path: &str) -> Option<(String, String)> {
         .map(|(e, rest)| (e, rest.trim_matches('/').to_string()))
 }
 
-fn mount_error(url: &NfsUrl, version: NfsVersion, export: &str, e: &str) -> DiskError {
+fn mount_error(url: &NfsUrl, version: NfsVersion, export: &str, e: ProtoError) -> ProtoError {
     let what = match version {
         NfsVersion::V3 => format!("mounting export {export} over NFSv3 failed"),
         NfsVersion::V4 => format!("looking up {export} in the server's NFSv4 namespace failed"),
     };
-    DiskError::Usage(format!("{}: {what}: {e}", shown(url)))
+    e.context(format_args!("{}: {what}", shown(url)))
 }
 
-/// The server's export list (MOUNTPROC3_EXPORT), waiting at most `timeout`.
-fn export_list(host: &str, interface: Option<&str>, timeout: Duration) -> Result<Vec<String>, String> {
+/// The server's export list (MOUNTPROC3_EXPORT), waiting at most `timeout`;
+/// a failure that is not the server's answer is explained by a connect to
+/// the portmapper.
+fn export_list(host: &str, interface: Option<&str>, timeout: Duration) -> Result<Vec<String>, ProtoError> {
+    export_list_once(host, interface, timeout).map_err(|e| fault::explained(e, host, &[fault::PORTMAPPER], interface))
+}
+
+fn export_list_once(host: &str, interface: Option<&str>, timeout: Duration) -> Result<Vec<String>, ProtoError> {
     struct Answer {
         done: bool,
-        result: Result<Vec<String>, String>,
+        result: Result<Vec<String>, ProtoError>,
     }
     unsafe extern "C" fn on_exports(
         rpc: *mut ffi::rpc_context,
@@ -261,45 +281,48 @@ fn export_list(host: &str, interface: Option<&str>, timeout: Duration) -> Result
             }
             Ok(list)
         } else {
-            Err(rpc_error(rpc))
+            // RPC_STATUS_* says no more than the text does.
+            Err(fault::sort(0, rpc_error(rpc)))
         };
     }
-    let host_c = CString::new(host).map_err(|_| "the host name holds a NUL byte".to_string())?;
-    let nic = interface.map(CString::new).transpose().map_err(|_| "NUL byte in --interface".to_string())?;
+    let host_c = CString::new(host).map_err(|_| ProtoError::Usage("the host name holds a NUL byte".into()))?;
+    let nic =
+        interface.map(CString::new).transpose().map_err(|_| ProtoError::Usage("NUL byte in --interface".into()))?;
     // SAFETY: a fresh context, destroyed below on every path.
     let rpc = unsafe { ffi::rpc_init_context() };
     if rpc.is_null() {
-        return Err("libnfs could not create an RPC context".into());
+        return Err(ProtoError::Usage("libnfs could not create an RPC context".into()));
     }
     if let Some(nic) = &nic {
         // SAFETY: rpc is valid; libnfs copies the name (and `nic` outlives the context anyway).
         unsafe { ffi::rpc_set_interface(rpc, nic.as_ptr()) };
     }
-    let mut answer = Answer { done: false, result: Err("no answer".into()) };
+    let mut answer = Answer { done: false, result: Err(ProtoError::Lost("no answer".into())) };
     // SAFETY: rpc is valid; the callback's private data outlives the loop,
     // and destroying the context cancels a call still pending.
     let result = unsafe {
         if ffi::mount_getexports_async(rpc, host_c.as_ptr(), on_exports, &mut answer as *mut Answer as *mut c_void) != 0
         {
-            Err(rpc_error(rpc))
+            Err(fault::sort(-1, rpc_error(rpc)))
         } else {
             let deadline = Instant::now() + timeout;
             let mut failed = None;
             while !answer.done && failed.is_none() {
                 if Instant::now() >= deadline {
-                    failed = Some(format!("no answer from {host} within {} s", timeout.as_secs()));
+                    failed = Some(ProtoError::Lost(format!("no answer from {host} within {} s", timeout.as_secs())));
                     break;
                 }
                 let (fd, events) = (ffi::rpc_get_fd(rpc), ffi::rpc_which_events(rpc) as i16);
                 // A failed poll services nothing, as a timeout would; the deadline ends the loop.
                 let revents = c_int::from(crate::os::poll(fd, events, SERVICE_SLICE).unwrap_or(0));
                 if ffi::rpc_service(rpc, revents) < 0 && !answer.done {
-                    failed = Some(rpc_error(rpc));
+                    // The socket or the reply's decoding failed, not a status the server sent.
+                    failed = Some(ProtoError::Protocol(rpc_error(rpc)));
                 }
             }
             match failed {
                 Some(e) => Err(e),
-                None => std::mem::replace(&mut answer.result, Err(String::new())),
+                None => std::mem::replace(&mut answer.result, Ok(Vec::new())),
             }
         }
     };
@@ -337,27 +360,32 @@ struct Ctx(*mut ffi::nfs_context);
 unsafe impl Send for Ctx {}
 
 impl Ctx {
-    /// Connects to `peer` and mounts `export`.
-    fn connect(peer: &Peer, version: NfsVersion, export: &str) -> Result<Ctx, String> {
-        Self::connect_within(peer, version, export, SERVER_TIMEOUT)
+    /// Connects to `peer` and mounts `export`; a failure that is not the
+    /// server's answer is explained by a connect to the ports libnfs used.
+    fn connect(peer: &Peer, version: NfsVersion, export: &str) -> Result<Ctx, ProtoError> {
+        Self::connect_within(peer, version, export, SERVER_TIMEOUT).map_err(|e| {
+            let port = peer.server.port;
+            let ports: &[u16] = match version {
+                NfsVersion::V3 => &[fault::PORTMAPPER, port],
+                NfsVersion::V4 => &[port],
+            };
+            fault::explained(e, &peer.server.host, ports, peer.interface.as_deref())
+        })
     }
 
-    /// [`Ctx::connect`], each RPC (then each sync call) given up after `timeout`.
-    fn connect_within(peer: &Peer, version: NfsVersion, export: &str, timeout: Duration) -> Result<Ctx, String> {
+    /// [`Ctx::connect`] unexplained (a cleanup's quick try), each RPC (then
+    /// each sync call) given up after `timeout`.
+    fn connect_within(peer: &Peer, version: NfsVersion, export: &str, timeout: Duration) -> Result<Ctx, ProtoError> {
         let server = &peer.server;
         // SAFETY: a fresh context, owned by the returned Ctx.
         let ctx = Ctx(unsafe { ffi::nfs_init_context() });
         if ctx.0.is_null() {
-            return Err("libnfs could not create a context".into());
+            return Err(ProtoError::Usage("libnfs could not create a context".into()));
         }
-        let host = CString::new(server.host.as_str()).map_err(|_| "NUL byte in the host".to_string())?;
-        let export_c = CString::new(export).map_err(|_| "NUL byte in the export".to_string())?;
-        let nic = peer
-            .interface
-            .as_deref()
-            .map(CString::new)
-            .transpose()
-            .map_err(|_| "NUL byte in --interface".to_string())?;
+        let nul = |what: &str| ProtoError::Usage(format!("NUL byte in {what}"));
+        let host = CString::new(server.host.as_str()).map_err(|_| nul("the host"))?;
+        let export_c = CString::new(export).map_err(|_| nul("the export"))?;
+        let nic = peer.interface.as_deref().map(CString::new).transpose().map_err(|_| nul("--interface"))?;
         // SAFETY: ctx.0 is valid; the strings live across the calls.
         unsafe {
             if let Some(nic) = &nic {
@@ -380,8 +408,9 @@ impl Ctx {
                     ffi::nfs_destroy_url(parsed);
                 }
             }
-            if ffi::nfs_mount(ctx.0, host.as_ptr(), export_c.as_ptr()) != 0 {
-                return Err(ctx.error());
+            let rc = ffi::nfs_mount(ctx.0, host.as_ptr(), export_c.as_ptr());
+            if rc != 0 {
+                return Err(ctx.failed(rc));
             }
         }
         Ok(ctx)
@@ -404,38 +433,43 @@ impl Ctx {
         tidy_error(unsafe { ffi::nfs_get_error(self.0) })
     }
 
-    fn cpath(path: &str) -> Result<CString, String> {
-        CString::new(path).map_err(|_| "NUL byte in the path".to_string())
+    /// The failure of a sync call that returned `rc`.
+    fn failed(&self, rc: c_int) -> ProtoError {
+        fault::sort(rc, self.error())
     }
 
-    fn stat(&self, path: &str) -> Result<ffi::nfs_stat_64, String> {
+    fn cpath(path: &str) -> Result<CString, ProtoError> {
+        CString::new(path).map_err(|_| ProtoError::Usage("NUL byte in the path".into()))
+    }
+
+    fn stat(&self, path: &str) -> Result<ffi::nfs_stat_64, ProtoError> {
         let p = Self::cpath(path)?;
         let mut st = ffi::nfs_stat_64::default();
         // SAFETY: valid context, path and out-parameter.
         match unsafe { ffi::nfs_stat64(self.0, p.as_ptr(), &mut st) } {
             0 => Ok(st),
-            _ => Err(self.error()),
+            rc => Err(self.failed(rc)),
         }
     }
 
-    fn create_exclusive(&self, path: &str) -> Result<*mut ffi::nfsfh, String> {
+    fn create_exclusive(&self, path: &str) -> Result<*mut ffi::nfsfh, ProtoError> {
         let p = Self::cpath(path)?;
         let mut fh = std::ptr::null_mut();
         // SAFETY: valid context, path and out-parameter. O_EXCL: an NFSv3
         // GUARDED create, which fails on a file that exists.
         match unsafe { ffi::nfs_create(self.0, p.as_ptr(), libc::O_RDWR | libc::O_EXCL, 0o644, &mut fh) } {
             0 => Ok(fh),
-            _ => Err(self.error()),
+            rc => Err(self.failed(rc)),
         }
     }
 
-    fn open(&self, path: &str, flags: c_int) -> Result<*mut ffi::nfsfh, String> {
+    fn open(&self, path: &str, flags: c_int) -> Result<*mut ffi::nfsfh, ProtoError> {
         let p = Self::cpath(path)?;
         let mut fh = std::ptr::null_mut();
         // SAFETY: valid context, path and out-parameter.
         match unsafe { ffi::nfs_open(self.0, p.as_ptr(), flags, &mut fh) } {
             0 => Ok(fh),
-            _ => Err(self.error()),
+            rc => Err(self.failed(rc)),
         }
     }
 
@@ -444,12 +478,12 @@ impl Ctx {
         unsafe { ffi::nfs_close(self.0, fh) };
     }
 
-    fn unlink(&self, path: &str) -> Result<(), String> {
+    fn unlink(&self, path: &str) -> Result<(), ProtoError> {
         let p = Self::cpath(path)?;
         // SAFETY: valid context and path.
         match unsafe { ffi::nfs_unlink(self.0, p.as_ptr()) } {
             0 => Ok(()),
-            _ => Err(self.error()),
+            rc => Err(self.failed(rc)),
         }
     }
 
@@ -532,8 +566,8 @@ impl Share for NfsShare {
     }
 
     fn connect(&self, io: ShareIo) -> io::Result<Box<dyn IoEngine + Send>> {
-        let fail = |what: &str, e: String| {
-            io::Error::other(format!("NFS server {}: {what} {}: {e}", self.server.addr(), self.file_url))
+        let fail = |what: &str, e: ProtoError| {
+            io::Error::from(e.map(|e| format!("NFS server {}: {what} {}: {e}", self.server.addr(), self.file_url)))
         };
         let peer = &self.workers[self.spread.turn(io.job)];
         let ctx = Ctx::connect(peer, self.version, &self.export)
@@ -561,7 +595,7 @@ impl Share for NfsShare {
             fh,
             buffers: BufferPool::new(io.depth.max(1), io.buf_size.max(1), 4096),
             queued: Vec::with_capacity(io.depth),
-            inner: Box::new(Inner { done: Vec::with_capacity(io.depth * 2) }),
+            inner: Box::new(Inner { done: Vec::with_capacity(io.depth * 2), failure: None }),
             inflight: 0,
             max_read,
             max_write,
@@ -593,7 +627,7 @@ impl Drop for NfsShare {
         // until the timeout: one quick fresh connection tries instead.
         let first = match (&control, gone) {
             (Some(ctx), false) => ctx.unlink(&self.file),
-            _ => Err("the server was lost".into()),
+            _ => Err(ProtoError::Lost("the server was lost".into())),
         };
         drop(control);
         // The control connection may have died with a server that is back:
@@ -613,6 +647,8 @@ impl Drop for NfsShare {
 /// Completions the callbacks hand back; boxed so its address stays put.
 struct Inner {
     done: Vec<Completion>,
+    /// The first failed request's code and libnfs's text for it.
+    failure: Option<(c_int, String)>,
 }
 
 /// One I/O of the runner, sent as one or more RPC requests (see
@@ -639,12 +675,16 @@ unsafe extern "C" fn on_complete(err: c_int, _nfs: *mut ffi::nfs_context, data: 
     // once; its Parent lives until its last request completes; `inner`
     // outlives the context (the engine destroys the context first); `dst` is
     // inside the I/O's buffer, untouched by the runner until the I/O's
-    // completion; on success `data` holds `err` bytes read.
+    // completion; on success `data` holds `err` bytes read, on failure
+    // libnfs's NUL-terminated error text (or NULL).
     let req = Box::from_raw(private as *mut Request);
     let parent = &mut *req.parent;
     let result = i64::from(err);
     if result < 0 {
         parent.error.get_or_insert(result);
+        // On failure `data` is libnfs's text (NULL in the unit tests).
+        let text = if data.is_null() { "unknown error".into() } else { tidy_error(data as *const std::ffi::c_char) };
+        (*parent.inner).failure.get_or_insert((err, text));
     } else {
         match req.kind {
             IoKind::Read => {
@@ -681,7 +721,7 @@ pub struct NfsEngine {
     /// wsize); [`V4_WRITE_MAX`] for NFSv4.
     max_write: u64,
     /// Why the connection can no longer be used.
-    broken: Option<String>,
+    broken: Option<ProtoError>,
     server: String,
     file_url: String,
     gone: Arc<AtomicBool>,
@@ -704,13 +744,14 @@ impl NfsEngine {
             self.server, self.file_url
         );
         self.gone.store(true, Ordering::Relaxed);
-        self.broken = Some(msg.clone());
-        io::Error::other(msg)
+        let e = ProtoError::Lost(msg);
+        self.broken = Some(e.clone());
+        io::Error::from(e)
     }
 
     fn check(&self) -> io::Result<()> {
         match &self.broken {
-            Some(m) => Err(io::Error::other(m.clone())),
+            Some(e) => Err(io::Error::from(e.clone())),
             None => Ok(()),
         }
     }
@@ -799,8 +840,8 @@ impl IoEngine for NfsEngine {
                     drop(unsafe { Box::from_raw(req) });
                     let why = Ctx(ctx).error_borrowed();
                     let msg = format!("libnfs could not send a request to {} ({why})", self.server);
-                    self.broken = Some(msg.clone());
-                    return Err(io::Error::other(msg));
+                    self.broken = Some(ProtoError::Lost(msg));
+                    return self.check();
                 }
             }
             self.inflight += 1;
@@ -813,6 +854,20 @@ impl IoEngine for NfsEngine {
         let start_len = out.len();
         let mut last_progress = Instant::now();
         loop {
+            if let Some((err, text)) = self.inner.failure.take() {
+                // A reply libnfs could not take breaks the connection; a
+                // status the server answered (ENOSPC, EIO) is the I/O's.
+                if let e @ (ProtoError::Protocol(_) | ProtoError::Lost(_)) = fault::sort(err, text) {
+                    let what = if matches!(e, ProtoError::Protocol(_)) {
+                        "sent a reply libnfs could not take"
+                    } else {
+                        "lost a request"
+                    };
+                    let e = e.map(|t| format!("NFS server {} {what} ({t})", self.server));
+                    self.broken = Some(e.clone());
+                    return Err(io::Error::from(e));
+                }
+            }
             let got = self.inner.done.len();
             if got > 0 {
                 self.inflight = self.inflight.saturating_sub(got);
@@ -875,7 +930,7 @@ mod tests {
     /// copied to their places, or with the first error.
     #[test]
     fn split_ios_complete_once() {
-        let mut inner = Inner { done: Vec::new() };
+        let mut inner = Inner { done: Vec::new(), failure: None };
         let mut buf = vec![0u8; 8];
         for (results, expect) in [([4, 4], 8i64), ([4, -5], -5)] {
             buf.fill(0);
@@ -887,14 +942,62 @@ mod tests {
                 let dst = unsafe { buf.as_mut_ptr().add(i * 4) };
                 let req = Box::into_raw(Box::new(Request { parent, kind: IoKind::Read, dst, len: 4 }));
                 assert!(inner.done.is_empty(), "completed before its last part");
+                // A failure's data is libnfs's text: none here.
+                let data: *mut c_void = if r < 0 { std::ptr::null_mut() } else { data.as_mut_ptr().cast() };
                 // SAFETY: what libnfs hands the callback: the request and the data read.
-                unsafe { on_complete(r, std::ptr::null_mut(), data.as_mut_ptr().cast(), req.cast()) };
+                unsafe { on_complete(r, std::ptr::null_mut(), data, req.cast()) };
             }
             let done: Vec<(u64, i64)> = inner.done.drain(..).map(|c| (c.tag, c.result)).collect();
             assert_eq!(done, [(7, expect)]);
             if expect > 0 {
                 assert_eq!(buf, [1, 1, 1, 1, 2, 2, 2, 2]);
             }
+        }
+    }
+
+    /// The whole opening of a share as the disk engine sees it.
+    fn opened(target: &str) -> headroom_disk::DiskError {
+        use headroom_disk::ShareOpener;
+        let opts = TargetOptions { default_size: 1 << 20, ..TargetOptions::default() };
+        crate::Opener::default().open(target, &opts).expect_err("no server to open")
+    }
+
+    fn fault(e: &headroom_disk::DiskError) -> Option<headroom_disk::PeerFault> {
+        match e {
+            headroom_disk::DiskError::Peer { fault, .. } => Some(*fault),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn nobody_listening_is_the_servers_fault_not_a_usage_error() {
+        use headroom_disk::PeerFault;
+        use std::net::TcpListener;
+        let closed = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let mut targets = vec![format!("nfs://{closed}/export?version=4")];
+        // Without ?version, NFSv3's portmapper on port 111 is asked first:
+        // only when nobody listens there is the whole answer a refusal.
+        if std::net::TcpStream::connect(("127.0.0.1", fault::PORTMAPPER)).is_err() {
+            targets.push(format!("nfs://{closed}/export"));
+        }
+        for target in targets {
+            let e = opened(&target);
+            assert_eq!(fault(&e), Some(PeerFault::Refused), "{target}: {e:?}");
+            let line = e.to_string();
+            assert!(line.starts_with(&format!("nfs://{closed}/export: ")), "{line}");
+            assert!(line.contains(&format!("cannot connect to {closed}")) && !line.contains('\n'), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_name_that_does_not_resolve_is_unreachable() {
+        // .invalid never resolves (RFC 6761).
+        for target in ["nfs://no-such-host.invalid/export?version=4", "nfs://no-such-host.invalid/export"] {
+            let e = opened(target);
+            assert_eq!(fault(&e), Some(headroom_disk::PeerFault::Unreachable), "{target}: {e:?}");
+            let line = e.to_string();
+            assert!(line.starts_with("nfs://no-such-host.invalid:2049/export: "), "{line}");
+            assert!(line.contains("cannot resolve no-such-host.invalid"), "{line}");
         }
     }
 

@@ -43,7 +43,7 @@ pub(crate) fn file_mode(meta: &std::fs::Metadata) -> Result<u32, String> {
 
 #[cfg(feature = "nfs")]
 pub(crate) fn open_nfs(url: &NfsUrl, opts: &TargetOptions, sources: &[Source]) -> Result<Box<dyn Share>, DiskError> {
-    crate::nfs::open(url, opts, sources)
+    Ok(crate::nfs::open(url, opts, sources)?)
 }
 
 #[cfg(not(feature = "nfs"))]
