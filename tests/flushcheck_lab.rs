@@ -755,3 +755,98 @@ fn an_smb_server_whose_flush_lies_is_caught_at_a_power_cut_and_an_honest_one_is_
         assert!(lost.iter().any(|s| only_cached.contains(s)), "none of {only_cached:?} was lost: {lost:?}");
     }
 }
+
+/// Waits until the killed process `pid` has let go of its files (a zombie
+/// or gone), so the filesystem under them can be cut and unmounted.
+fn wait_released(pid: u32) {
+    let t0 = Instant::now();
+    while std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|mut d| d.next().is_some()) {
+        assert!(t0.elapsed() < Duration::from_secs(10), "process {pid} still holds files 10 s after SIGKILL");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A LUN of tgt over a file on the scene's ext4, through the NAS's page
+/// cache: SYNCHRONIZE CACHE and FUA are tgt's fdatasync, a no-op under
+/// eatmydata when `lying`. The writer and tgtd are killed, the filesystem
+/// is cut, an honest tgtd serves the file mounted again and verify reads
+/// it back over iSCSI. Returns as [`smb_power_cut`] does.
+fn iscsi_power_cut(sync: &str, lying: bool) -> (Option<i32>, serde_json::Value, i64, i64) {
+    let mut scene = Scene::new();
+    let backing = scene.mount.as_ref().unwrap().path().join("lun.img");
+    std::fs::write(&backing, vec![0u8; 16 << 20]).unwrap();
+    sh("sync", &["-f", &backing.to_string_lossy()]).unwrap();
+    let mut nas = headroom_lab::nas::Nas::new().unwrap();
+    let t = nas.serve_iscsi_cached(&backing, lying).unwrap();
+    let l = Listener::spawn_with(nas.client().command(headroom_bin().to_str().unwrap()), Some(scene.ledger_dir.path()));
+    let write = ["write", &t.url, "--to", &l.addr(), "--destructive", "--size", "8M", "--sync", sync];
+    let mut w = client_flushcheck(&nas, &l, &write).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    scene.wait_recorded(1, &mut w);
+    let before = scene.recorded();
+    sh("sync", &["-f", &backing.to_string_lossy()]).unwrap();
+    let synced = scene.recorded();
+    scene.wait_recorded(synced + 300, &mut w);
+    kill(w);
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(t.pid as i32, libc::SIGKILL) };
+    wait_released(t.pid);
+    drop(t);
+    scene.power_cut();
+    let backing = scene.mount.as_ref().unwrap().path().join("lun.img");
+    let t = nas.serve_iscsi_cached(&backing, false).unwrap();
+    let (code, doc) = client_document(&nas, &l, &["verify", &t.url, "--from", &l.addr()]);
+    eprintln!(
+        "iscsi {sync} lying={lying}: acknowledged {} lost {} torn {}",
+        doc["acknowledged"], doc["lost"], doc["torn"]
+    );
+    (code, doc, before, synced)
+}
+
+#[test]
+fn an_iscsi_target_whose_flush_lies_is_caught_at_a_power_cut_and_an_honest_one_is_not() {
+    headroom_lab::require_root!();
+    headroom_lab::require_program!("mkfs.ext4");
+    headroom_lab::require_program!("tgtd");
+    headroom_lab::require_program!("eatmydata");
+    let _machine = headroom_lab::hold_machine();
+    let (code, doc, _, _) = iscsi_power_cut("fsync", false);
+    assert_eq!(code, Some(0), "honest: {doc:#}");
+    assert!(doc["acknowledged"].as_u64().unwrap() >= 300, "{doc:#}");
+    assert_eq!((doc["lost"].as_u64(), doc["torn"].as_u64()), (Some(0), Some(0)), "{doc:#}");
+    for sync in ["fsync", "dsync"] {
+        let (code, doc, before, synced) = iscsi_power_cut(sync, true);
+        assert_eq!(code, Some(1), "{sync}, lying: the lie must fail verify: {doc:#}");
+        let findings = doc["findings"].as_array().unwrap();
+        let lost: Vec<u64> = findings.iter().map(|f| f["seq"].as_u64().unwrap()).collect();
+        assert!(lost.iter().all(|&s| s as i64 > before), "blocks synced from outside were reported lost: {lost:?}");
+        let only_cached = (synced as u64 + 2)..=doc["acknowledged"].as_u64().unwrap();
+        assert!(lost.iter().any(|s| only_cached.contains(s)), "none of {only_cached:?} was lost: {lost:?}");
+    }
+}
+
+/// A LUN that requires CHAP: written and verified with the account from a
+/// `--credentials` file (as `disk` takes it); without it the login fails.
+#[test]
+fn an_iscsi_lun_with_chap_takes_the_account_from_a_credentials_file() {
+    headroom_lab::require_root!();
+    headroom_lab::require_program!("tgtd");
+    let _machine = headroom_lab::hold_machine();
+    let mut nas = headroom_lab::nas::Nas::new().unwrap();
+    let lun = nas.dir().join("lun.img");
+    std::fs::write(&lun, vec![0u8; 8 << 20]).unwrap();
+    let t = nas.serve_iscsi(&lun, None, Some(("flushuser", "flush-secret-12"))).unwrap();
+    let creds = nas.dir().join("creds");
+    std::fs::write(&creds, "HEADROOM_ISCSI_USER=flushuser\nHEADROOM_ISCSI_PASSWORD=flush-secret-12\n").unwrap();
+    std::fs::set_permissions(&creds, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let creds = creds.to_string_lossy().into_owned();
+    let ledger = tempfile::tempdir().unwrap();
+    let l = Listener::spawn_with(nas.client().command(headroom_bin().to_str().unwrap()), Some(ledger.path()));
+    let write = ["write", &t.url, "--to", &l.addr(), "--destructive", "--size", "4M", "--duration", "1s"];
+    let out = client_flushcheck(&nas, &l, &write).env_remove("HEADROOM_ISCSI_USER").output().unwrap();
+    assert_ne!(out.status.code(), Some(0), "a login without the CHAP account: {}", stderr(&out));
+    let (code, w) = client_document(&nas, &l, &[&write[..], &["--credentials", &creds]].concat());
+    assert_eq!(code, Some(0), "{w:#}");
+    let (code, v) = client_document(&nas, &l, &["verify", &t.url, "--from", &l.addr(), "--credentials", &creds]);
+    assert_eq!(code, Some(0), "{v:#}");
+    assert!(v["intact"].as_u64().unwrap() > 0 && v["lost"] == 0, "{v:#}");
+}
