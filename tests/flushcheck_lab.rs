@@ -682,6 +682,15 @@ fn smb_and_nfs_files_are_written_and_verified_through_the_protocol_and_a_foreign
         assert!(err.contains("not a flushcheck file") && err.lines().count() == 1, "{err}");
         assert_eq!(std::fs::read(&precious).unwrap(), b"someone's data, not flushcheck's");
     }
+    // NFSv4: the file at the root of the mounted directory (WRITEs of 3 KiB at most with libnfs 4.0).
+    let url = format!("{}/fc4.bin?version=4", nfs.url);
+    let (code, w) = client_document(&nas, &l, &["write", &url, "--to", &l.addr(), "--size", "4M", "--duration", "1s"]);
+    assert_eq!(code, Some(0), "{w:#}");
+    let (code, v) = client_document(&nas, &l, &["verify", &url, "--from", &l.addr()]);
+    eprintln!("{url} fsync: acknowledged {}, verify intact {} lost {}", w["acknowledged"], v["intact"], v["lost"]);
+    assert_eq!(code, Some(0), "{v:#}");
+    assert!(v["intact"].as_u64().unwrap() > 0 && v["lost"] == 0, "{v:#}");
+    assert!(std::fs::read(nfs_dir.join("fc4.bin")).unwrap().starts_with(b"HRFLUSH1"));
     for url in [smb.url.clone(), format!("{}/", smb.url)] {
         let out = client_flushcheck(&nas, &l, &["write", &url, "--to", &l.addr()]).output().unwrap();
         let err = stderr(&out);

@@ -5,7 +5,9 @@
 //! What it owns: finding the export (the longest entry of the server's MOUNT
 //! export list that leads the URL's path; NFSv4 looks the path up in the
 //! server's namespace), creating headroom's own test file there with an
-//! exclusive create and removing it when the share is dropped, and one
+//! exclusive create and removing it when the share is dropped (or, with
+//! `TargetOptions::named_file`, the file the URL names: created the same
+//! way, or opened as it is when it exists, never removed), and one
 //! connection per worker whose queue depth is the number of READ/WRITE RPCs
 //! outstanding on the wire ([`NfsEngine`]); with several sources each
 //! worker's libnfs context is held to its turn of their interfaces

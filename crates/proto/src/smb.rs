@@ -37,6 +37,10 @@
 //! the share's handle closes, also when headroom dies, as soon as the
 //! server notices the connection is gone. Only a server that dies itself
 //! leaves it behind; the error then names it.
+//!
+//! With [`TargetOptions::named_file`] (`flushcheck`) the URL's last path
+//! component is the file: created exclusively, or opened as it is when it
+//! exists (the caller judges its content), never delete-on-close.
 
 #[cfg(test)]
 mod captured_frames;
@@ -119,7 +123,7 @@ pub fn open(
     let create = |session: &mut Session, access, disposition| {
         session
             .call(Command::Create, &wire::create(&path, access, disposition, options))
-            .map_err(|e| ProtoError::io(&e).context(format_args!("opening {shown}")))
+            .map_err(|e| ProtoError::io(&e).context(format_args!("creating {shown}")))
     };
     let mut existed = false;
     let (mut h, mut body) = if opts.named_file && !opts.writes {
@@ -156,11 +160,11 @@ pub fn open(
         }
         status::ACCESS_DENIED => {
             return Err(ProtoError::Usage(format!(
-                "opening {shown}: access denied ({}); the user needs write access to the directory",
+                "creating {shown}: access denied ({}); the user needs write access to the directory",
                 h.status
             )))
         }
-        _ => return Err(ProtoError::Usage(format!("opening {shown}: the server answered {}", h.status))),
+        _ => return Err(ProtoError::Usage(format!("creating {shown}: the server answered {}", h.status))),
     };
     let granted = Granted::from_session(&session, &target.source);
     Ok(Box::new(SmbShare {
