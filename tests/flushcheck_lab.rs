@@ -530,9 +530,10 @@ fn an_export_is_written_only_with_destructive_and_not_over_a_signature_without_f
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("--force") && err.lines().count() == 1, "{err}");
     assert_eq!(std::fs::read(&backing).unwrap(), data, "a refused run wrote to the export");
-    for (url, says) in
-        [("smb://127.0.0.1/share", "nbd:// and iscsi://"), ("nfs://127.0.0.1/export", "nbd:// and iscsi://")]
-    {
+    for (url, says) in [
+        ("smb://127.0.0.1/share/fc.bin", "nbd:// and iscsi://"),
+        ("nfs://127.0.0.1/export/fc.bin", "nbd:// and iscsi://"),
+    ] {
         let out = flushcheck_url("write", url, &l, &["--destructive"]).output().unwrap();
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{err}");
@@ -617,4 +618,244 @@ fn ctrl_c_ends_a_login_the_target_never_answers() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(130), "{err}");
     assert!(err.contains("stopped by Ctrl-C"), "the login was stopped, not timed out: {err}");
+}
+
+/// `headroom flushcheck ARGS --token --json` in the lab NAS's client
+/// namespace, where the listener runs too (its loopback is its own).
+fn client_flushcheck(nas: &headroom_lab::nas::Nas, l: &Listener, args: &[&str]) -> Command {
+    let mut c = nas.client().command(headroom_bin().to_str().unwrap());
+    c.arg("flushcheck").args(args).args(["--token", &l.token, "--json"]).env_remove("HEADROOM_TOKEN");
+    c
+}
+
+/// Runs `client_flushcheck`; its exit code and document.
+fn client_document(nas: &headroom_lab::nas::Nas, l: &Listener, args: &[&str]) -> (Option<i32>, serde_json::Value) {
+    let out = client_flushcheck(nas, l, args).output().unwrap();
+    let doc = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{args:?}: no document ({e}); stderr: {}", stderr(&out)));
+    (out.status.code(), doc)
+}
+
+/// A file on an SMB share and one on an NFS export, named by their URLs:
+/// written for a few seconds with FLUSH / COMMIT (fsync) and write-through /
+/// FILE_SYNC (dsync), the second run reusing the file by its header, each
+/// verified through the protocol; a file that is not flushcheck's is
+/// refused and left as it was, and a URL that names no file is an error.
+#[test]
+fn smb_and_nfs_files_are_written_and_verified_through_the_protocol_and_a_foreign_file_is_refused() {
+    headroom_lab::require_root!();
+    headroom_lab::require_program!("smbd");
+    headroom_lab::require_program!("ganesha.nfsd");
+    let _machine = headroom_lab::hold_machine();
+    let mut nas = headroom_lab::nas::Nas::new().unwrap();
+    let smb_dir = nas.subdir("smb").unwrap();
+    let smb = nas.serve_smb(&smb_dir, Default::default()).unwrap();
+    let nfs_dir = nas.subdir("nfs").unwrap();
+    let nfs = nas.serve_nfs(&nfs_dir, None).unwrap();
+    let ledger = tempfile::tempdir().unwrap();
+    let l = Listener::spawn_with(nas.client().command(headroom_bin().to_str().unwrap()), Some(ledger.path()));
+    for (base, dir) in [(&smb.url, &smb_dir), (&nfs.url, &nfs_dir)] {
+        let url = format!("{base}/fc.bin");
+        for sync in ["fsync", "dsync"] {
+            let write = ["write", &url, "--to", &l.addr(), "--size", "4M", "--duration", "2s", "--sync", sync];
+            let (code, w) = client_document(&nas, &l, &write);
+            assert_eq!(code, Some(0), "{url} {sync}: {w:#}");
+            let acked = w["acknowledged"].as_u64().unwrap();
+            let (code, v) = client_document(&nas, &l, &["verify", &url, "--from", &l.addr()]);
+            assert_eq!(code, Some(0), "{url} {sync}: {v:#}");
+            eprintln!("{url} {sync}: acknowledged {acked}, verify intact {} lost {}", v["intact"], v["lost"]);
+            // verify counts the latest block at each of the 1023 offsets.
+            let expected = acked.min(4 * 256 - 1);
+            assert!(expected > 0, "{w:#}");
+            assert_eq!((v["intact"].as_u64(), v["lost"].as_u64()), (Some(expected), Some(0)), "{v:#}");
+        }
+        let data = std::fs::read(dir.join("fc.bin")).unwrap();
+        assert!(data.starts_with(b"HRFLUSH1") && data.len() == 4 << 20, "{url}: not flushcheck's file on the NAS");
+
+        let precious = dir.join("precious.db");
+        std::fs::write(&precious, b"someone's data, not flushcheck's").unwrap();
+        let foreign = format!("{base}/precious.db");
+        let out =
+            client_flushcheck(&nas, &l, &["write", &foreign, "--to", &l.addr(), "--size", "4M"]).output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("not a flushcheck file") && err.lines().count() == 1, "{err}");
+        assert_eq!(std::fs::read(&precious).unwrap(), b"someone's data, not flushcheck's");
+    }
+    // NFSv4: the file at the root of the mounted directory (WRITEs of 3 KiB at most with libnfs 4.0).
+    let url = format!("{}/fc4.bin?version=4", nfs.url);
+    let (code, w) = client_document(&nas, &l, &["write", &url, "--to", &l.addr(), "--size", "4M", "--duration", "1s"]);
+    assert_eq!(code, Some(0), "{w:#}");
+    let (code, v) = client_document(&nas, &l, &["verify", &url, "--from", &l.addr()]);
+    eprintln!("{url} fsync: acknowledged {}, verify intact {} lost {}", w["acknowledged"], v["intact"], v["lost"]);
+    assert_eq!(code, Some(0), "{v:#}");
+    assert!(v["intact"].as_u64().unwrap() > 0 && v["lost"] == 0, "{v:#}");
+    assert!(std::fs::read(nfs_dir.join("fc4.bin")).unwrap().starts_with(b"HRFLUSH1"));
+    for url in [smb.url.clone(), format!("{}/", smb.url)] {
+        let out = client_flushcheck(&nas, &l, &["write", &url, "--to", &l.addr()]).output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("names no file") && err.lines().count() == 1, "{err}");
+    }
+}
+
+/// A file on Samba over the scene's ext4: the writer and smbd are killed,
+/// the filesystem is cut (what only the NAS's page cache held is gone), an
+/// honest smbd serves the filesystem mounted again and verify reads the
+/// blocks back over SMB. `lying`: `strict sync = no`, so FLUSH and
+/// write-through are acknowledged without an fsync. Returns verify's exit
+/// code and document, and the blocks recorded before and after the outside
+/// sync of the layout.
+fn smb_power_cut(sync: &str, lying: bool) -> (Option<i32>, serde_json::Value, i64, i64) {
+    let mut scene = Scene::new();
+    let share = |scene: &Scene| {
+        let d = scene.mount.as_ref().unwrap().path().join("share");
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    };
+    let dir = share(&scene);
+    let mut nas = headroom_lab::nas::Nas::new().unwrap();
+    let opts = headroom_lab::nas::smb::SmbOptions { lying_sync: lying, ..Default::default() };
+    let smb = nas.serve_smb(&dir, opts).unwrap();
+    let l = Listener::spawn_with(nas.client().command(headroom_bin().to_str().unwrap()), Some(scene.ledger_dir.path()));
+    let url = format!("{}/fc.bin", smb.url);
+    let mut w = client_flushcheck(&nas, &l, &["write", &url, "--to", &l.addr(), "--size", "8M", "--sync", sync])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // As for NBD: the layout (and the header verify starts from) written
+    // back from outside once the first block is recorded.
+    scene.wait_recorded(1, &mut w);
+    let before = scene.recorded();
+    sh("sync", &["-f", &dir.join("fc.bin").to_string_lossy()]).unwrap();
+    let synced = scene.recorded();
+    scene.wait_recorded(synced + 300, &mut w);
+    kill(w);
+    smb.kill();
+    scene.power_cut();
+    let smb = nas.serve_smb(&share(&scene), Default::default()).unwrap();
+    let url = format!("{}/fc.bin", smb.url);
+    let (code, doc) = client_document(&nas, &l, &["verify", &url, "--from", &l.addr()]);
+    eprintln!(
+        "smb {sync} lying={lying}: acknowledged {} lost {} torn {}",
+        doc["acknowledged"], doc["lost"], doc["torn"]
+    );
+    (code, doc, before, synced)
+}
+
+#[test]
+fn an_smb_server_whose_flush_lies_is_caught_at_a_power_cut_and_an_honest_one_is_not() {
+    headroom_lab::require_root!();
+    headroom_lab::require_program!("mkfs.ext4");
+    headroom_lab::require_program!("smbd");
+    let _machine = headroom_lab::hold_machine();
+    let (code, doc, _, _) = smb_power_cut("fsync", false);
+    assert_eq!(code, Some(0), "honest: {doc:#}");
+    assert!(doc["acknowledged"].as_u64().unwrap() >= 300, "{doc:#}");
+    assert_eq!((doc["lost"].as_u64(), doc["torn"].as_u64()), (Some(0), Some(0)), "{doc:#}");
+    for sync in ["fsync", "dsync"] {
+        let (code, doc, before, synced) = smb_power_cut(sync, true);
+        assert_eq!(code, Some(1), "{sync}, lying: the lie must fail verify: {doc:#}");
+        let findings = doc["findings"].as_array().unwrap();
+        let lost: Vec<u64> = findings.iter().map(|f| f["seq"].as_u64().unwrap()).collect();
+        assert!(lost.iter().all(|&s| s as i64 > before), "blocks synced from outside were reported lost: {lost:?}");
+        let only_cached = (synced as u64 + 2)..=doc["acknowledged"].as_u64().unwrap();
+        assert!(lost.iter().any(|s| only_cached.contains(s)), "none of {only_cached:?} was lost: {lost:?}");
+    }
+}
+
+/// Waits until the killed process `pid` has let go of its files (a zombie
+/// or gone), so the filesystem under them can be cut and unmounted.
+fn wait_released(pid: u32) {
+    let t0 = Instant::now();
+    while std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|mut d| d.next().is_some()) {
+        assert!(t0.elapsed() < Duration::from_secs(10), "process {pid} still holds files 10 s after SIGKILL");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A LUN of tgt over a file on the scene's ext4, through the NAS's page
+/// cache: SYNCHRONIZE CACHE and FUA are tgt's fdatasync, a no-op under
+/// eatmydata when `lying`. The writer and tgtd are killed, the filesystem
+/// is cut, an honest tgtd serves the file mounted again and verify reads
+/// it back over iSCSI. Returns as [`smb_power_cut`] does.
+fn iscsi_power_cut(sync: &str, lying: bool) -> (Option<i32>, serde_json::Value, i64, i64) {
+    let mut scene = Scene::new();
+    let backing = scene.mount.as_ref().unwrap().path().join("lun.img");
+    std::fs::write(&backing, vec![0u8; 16 << 20]).unwrap();
+    sh("sync", &["-f", &backing.to_string_lossy()]).unwrap();
+    let mut nas = headroom_lab::nas::Nas::new().unwrap();
+    let t = nas.serve_iscsi_cached(&backing, lying).unwrap();
+    let l = Listener::spawn_with(nas.client().command(headroom_bin().to_str().unwrap()), Some(scene.ledger_dir.path()));
+    let write = ["write", &t.url, "--to", &l.addr(), "--destructive", "--size", "8M", "--sync", sync];
+    let mut w = client_flushcheck(&nas, &l, &write).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    scene.wait_recorded(1, &mut w);
+    let before = scene.recorded();
+    sh("sync", &["-f", &backing.to_string_lossy()]).unwrap();
+    let synced = scene.recorded();
+    scene.wait_recorded(synced + 300, &mut w);
+    kill(w);
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(t.pid as i32, libc::SIGKILL) };
+    wait_released(t.pid);
+    drop(t);
+    scene.power_cut();
+    let backing = scene.mount.as_ref().unwrap().path().join("lun.img");
+    let t = nas.serve_iscsi_cached(&backing, false).unwrap();
+    let (code, doc) = client_document(&nas, &l, &["verify", &t.url, "--from", &l.addr()]);
+    eprintln!(
+        "iscsi {sync} lying={lying}: acknowledged {} lost {} torn {}",
+        doc["acknowledged"], doc["lost"], doc["torn"]
+    );
+    (code, doc, before, synced)
+}
+
+#[test]
+fn an_iscsi_target_whose_flush_lies_is_caught_at_a_power_cut_and_an_honest_one_is_not() {
+    headroom_lab::require_root!();
+    headroom_lab::require_program!("mkfs.ext4");
+    headroom_lab::require_program!("tgtd");
+    headroom_lab::require_program!("eatmydata");
+    let _machine = headroom_lab::hold_machine();
+    let (code, doc, _, _) = iscsi_power_cut("fsync", false);
+    assert_eq!(code, Some(0), "honest: {doc:#}");
+    assert!(doc["acknowledged"].as_u64().unwrap() >= 300, "{doc:#}");
+    assert_eq!((doc["lost"].as_u64(), doc["torn"].as_u64()), (Some(0), Some(0)), "{doc:#}");
+    for sync in ["fsync", "dsync"] {
+        let (code, doc, before, synced) = iscsi_power_cut(sync, true);
+        assert_eq!(code, Some(1), "{sync}, lying: the lie must fail verify: {doc:#}");
+        let findings = doc["findings"].as_array().unwrap();
+        let lost: Vec<u64> = findings.iter().map(|f| f["seq"].as_u64().unwrap()).collect();
+        assert!(lost.iter().all(|&s| s as i64 > before), "blocks synced from outside were reported lost: {lost:?}");
+        let only_cached = (synced as u64 + 2)..=doc["acknowledged"].as_u64().unwrap();
+        assert!(lost.iter().any(|s| only_cached.contains(s)), "none of {only_cached:?} was lost: {lost:?}");
+    }
+}
+
+/// A LUN that requires CHAP: written and verified with the account from a
+/// `--credentials` file (as `disk` takes it); without it the login fails.
+#[test]
+fn an_iscsi_lun_with_chap_takes_the_account_from_a_credentials_file() {
+    headroom_lab::require_root!();
+    headroom_lab::require_program!("tgtd");
+    let _machine = headroom_lab::hold_machine();
+    let mut nas = headroom_lab::nas::Nas::new().unwrap();
+    let lun = nas.dir().join("lun.img");
+    std::fs::write(&lun, vec![0u8; 8 << 20]).unwrap();
+    let t = nas.serve_iscsi(&lun, None, Some(("flushuser", "flush-secret-12"))).unwrap();
+    let creds = nas.dir().join("creds");
+    std::fs::write(&creds, "HEADROOM_ISCSI_USER=flushuser\nHEADROOM_ISCSI_PASSWORD=flush-secret-12\n").unwrap();
+    std::fs::set_permissions(&creds, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let creds = creds.to_string_lossy().into_owned();
+    let ledger = tempfile::tempdir().unwrap();
+    let l = Listener::spawn_with(nas.client().command(headroom_bin().to_str().unwrap()), Some(ledger.path()));
+    let write = ["write", &t.url, "--to", &l.addr(), "--destructive", "--size", "4M", "--duration", "1s"];
+    let out = client_flushcheck(&nas, &l, &write).env_remove("HEADROOM_ISCSI_USER").output().unwrap();
+    assert_ne!(out.status.code(), Some(0), "a login without the CHAP account: {}", stderr(&out));
+    let (code, w) = client_document(&nas, &l, &[&write[..], &["--credentials", &creds]].concat());
+    assert_eq!(code, Some(0), "{w:#}");
+    let (code, v) = client_document(&nas, &l, &["verify", &t.url, "--from", &l.addr(), "--credentials", &creds]);
+    assert_eq!(code, Some(0), "{v:#}");
+    assert!(v["intact"].as_u64().unwrap() > 0 && v["lost"] == 0, "{v:#}");
 }

@@ -3,8 +3,9 @@
 //! reboot; `headroom serve --flushcheck-dir` on another machine keeps the
 //! list of acknowledged blocks in between. The procedures are in
 //! `headroom-flushcheck`; this file parses flags and wires them (an
-//! nbd:// or iscsi:// export is opened with headroom-proto's clients and
-//! headroom-disk's safety checks, as `disk` opens it).
+//! nbd:// or iscsi:// export, or a file named by an smb:// or nfs:// URL,
+//! is opened with headroom-proto's clients and headroom-disk's safety
+//! checks, as `disk` opens it).
 
 use crate::output::{Outcome, Output};
 use anyhow::bail;
@@ -29,6 +30,8 @@ const LISTENER_TIMEOUT: Duration = Duration::from_secs(10);
   headroom serve --bind 0.0.0.0 --token $TOKEN --flushcheck-dir /var/lib/headroom  the listener (another machine)
   headroom flushcheck write nbd://nas/disk0 --destructive --to listener:5201        a whole NBD export (FLUSH / FUA)
   headroom flushcheck write iscsi://nas/iqn.2004-01.x:t/0 --destructive --to ...    a whole LUN (SYNCHRONIZE CACHE / FUA)
+  headroom flushcheck write smb://alice@nas/share/fc.bin --to ...                     a file over SMB (FLUSH / write-through)
+  headroom flushcheck write nfs://nas/export/fc.bin --to ...                          a file over NFS (COMMIT / FILE_SYNC)
 
 Exit codes of verify: 0 every acknowledged write survived (or --sync none, where losses
 are expected), 1 the storage lost an acknowledged fsync/O_DSYNC write, 2 error.")]
@@ -51,7 +54,8 @@ fn check_listener(spec: &str) -> Result<Endpoint, String> {
 
 #[derive(clap::Args, Debug)]
 pub struct WriteArgs {
-    /// The file to write: a new file, or one an earlier flushcheck wrote (anything else is refused);
+    /// The file to write: a new file, or one an earlier flushcheck wrote (anything else is refused),
+    /// local or smb://[USER@]HOST/SHARE/[DIR/]FILE or nfs://HOST/EXPORT/[DIR/]FILE;
     /// or a whole export, nbd://HOST[:PORT]/EXPORT or iscsi://HOST[:PORT]/IQN/LUN (with --destructive)
     pub path: PathBuf,
     /// The `headroom serve --flushcheck-dir` on another machine that records acknowledged blocks
@@ -78,6 +82,11 @@ pub struct WriteArgs {
     /// nbd:// and iscsi://: write even over a filesystem, partition table or RAID signature found on the export
     #[arg(long)]
     pub force: bool,
+    /// URLs: KEY=VALUE file (mode 600) with HEADROOM_SMB_USER, HEADROOM_SMB_PASSWORD,
+    /// HEADROOM_SMB_DOMAIN, HEADROOM_ISCSI_USER, HEADROOM_ISCSI_PASSWORD (CHAP); the same keys
+    /// are read from the environment. Never put a password in the URL
+    #[arg(long, value_name = "FILE")]
+    pub credentials: Option<PathBuf>,
 }
 
 /// `--sync`.
@@ -93,7 +102,7 @@ pub enum SyncArg {
 
 #[derive(clap::Args, Debug)]
 pub struct VerifyArgs {
-    /// The file (or the nbd:// or iscsi:// export) `flushcheck write` wrote
+    /// The file (local, smb:// or nfs://) or the nbd:// or iscsi:// export `flushcheck write` wrote
     pub path: PathBuf,
     /// The listener the writer reported to
     #[arg(long, value_name = "HOST[:PORT]", value_parser = check_listener)]
@@ -101,6 +110,11 @@ pub struct VerifyArgs {
     /// Token of the listener (also $HEADROOM_TOKEN)
     #[arg(long, env = "HEADROOM_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// URLs: KEY=VALUE file (mode 600) with HEADROOM_SMB_USER, HEADROOM_SMB_PASSWORD,
+    /// HEADROOM_SMB_DOMAIN, HEADROOM_ISCSI_USER, HEADROOM_ISCSI_PASSWORD (CHAP); the same keys
+    /// are read from the environment. Never put a password in the URL
+    #[arg(long, value_name = "FILE")]
+    pub credentials: Option<PathBuf>,
 }
 
 pub fn run(args: &FlushcheckArgs, out: &Output) -> anyhow::Result<Outcome> {
@@ -150,10 +164,11 @@ fn write(args: &WriteArgs, out: &Output) -> anyhow::Result<Outcome> {
         if let Some(flag) = [("--destructive", args.destructive), ("--force", args.force)].iter().find(|f| f.1) {
             bail!("{} is for nbd:// and iscsi:// exports, and {} is a path", flag.0, args.path.display());
         }
+        no_credentials_for_a_path(&args.credentials, &args.path)?;
     }
     let size = (blocks + 1) * block;
     let share = match export {
-        Some(url) => Some(open_export(url, Some(size), args.destructive, args.force)?),
+        Some(url) => Some(open_export(url, Some(size), args.destructive, args.force, &args.credentials)?),
         None => None,
     };
     let opts = WriteOptions {
@@ -204,8 +219,14 @@ fn verify(args: &VerifyArgs, out: &Output) -> anyhow::Result<Outcome> {
     let listener = endpoint(&args.from, &args.token);
     let target = DiskPath::parse(&args.path).map_err(|e| anyhow::anyhow!(e.to_string()))?;
     let report = match target.share() {
-        Some(url) => headroom_flushcheck::verify_export(open_export(url, None, false, false)?.as_ref(), &listener)?,
-        None => headroom_flushcheck::verify(&args.path, &listener)?,
+        Some(url) => headroom_flushcheck::verify_export(
+            open_export(url, None, false, false, &args.credentials)?.as_ref(),
+            &listener,
+        )?,
+        None => {
+            no_credentials_for_a_path(&args.credentials, &args.path)?;
+            headroom_flushcheck::verify(&args.path, &listener)?
+        }
     };
     if out.json {
         out.print_json(&report)?;
@@ -217,21 +238,29 @@ fn verify(args: &VerifyArgs, out: &Output) -> anyhow::Result<Outcome> {
 
 /// Opens an nbd:// or iscsi:// export as `disk` does, with the same checks
 /// before a write (`size`: the bytes the run will write from the start):
-/// `--destructive`, and no signature libblkid knows unless `--force`.
+/// `--destructive`, and no signature libblkid knows unless `--force`. An
+/// smb:// or nfs:// URL names the file itself (created exclusively, or
+/// reused when it carries a flushcheck header: the writer checks).
 fn open_export(
     share: &ShareTarget,
     size: Option<u64>,
     destructive: bool,
     force: bool,
+    credentials: &Option<PathBuf>,
 ) -> anyhow::Result<Box<dyn Share>> {
     let url = share.as_str();
-    if matches!(share.url(), ShareUrl::Nfs(_) | ShareUrl::Smb(_)) {
-        bail!(
-            "{url}: flushcheck speaks nbd:// and iscsi:// (whole exports) only; for an NFS or SMB share, \
-             give a file on a mount of it (example: /mnt/nas/flushcheck.bin)"
-        );
+    let named_file = matches!(share.url(), ShareUrl::Nfs(_) | ShareUrl::Smb(_));
+    if named_file {
+        if let Some(flag) = [("--destructive", destructive), ("--force", force)].iter().find(|f| f.1) {
+            bail!(
+                "{} is for nbd:// and iscsi:// exports; {url} names a file of flushcheck's own, \
+                 which needs neither (leave {} out)",
+                flag.0,
+                flag.0
+            );
+        }
     }
-    let credentials = Credentials::load(None).map_err(|e| anyhow::anyhow!(e))?;
+    let credentials = Credentials::load(credentials.as_deref()).map_err(|e| anyhow::anyhow!(crate::flags::line(&e)))?;
     let options = TargetOptions {
         size,
         default_size: size.unwrap_or(0),
@@ -239,10 +268,19 @@ fn open_export(
         destructive,
         force,
         keep: true,
+        named_file,
         // Ctrl-C ends a login or a request the server leaves unanswered at once
         // (and the signal thread is up before the first connection).
         stop: crate::signals::shared_stop_flag(),
     };
     prepare_share(&Opener::new(credentials).for_share(share.clone()), url, &options)
         .map_err(|e| anyhow::anyhow!(e.to_string()))
+}
+
+/// `--credentials` is for URLs: with a local path it is a mistake to say so.
+fn no_credentials_for_a_path(credentials: &Option<PathBuf>, path: &std::path::Path) -> anyhow::Result<()> {
+    if credentials.is_some() {
+        bail!("--credentials is for smb://, nfs://, iscsi:// and nbd:// targets, and {} is a path", path.display());
+    }
+    Ok(())
 }

@@ -172,6 +172,7 @@ impl DiskEngine {
             destructive: target.destructive,
             force: target.force,
             keep: target.keep,
+            named_file: false,
             stop: Arc::clone(&self.share_stop),
         };
         let prepared = forward_stop(stop, &self.share_stop, || self.open_target(target, &options))?;

@@ -73,6 +73,11 @@ pub trait Share: Send + Sync + fmt::Debug {
     /// The protocol and what the server granted so far (the connections made
     /// update it: queue depth granted, sizes negotiated).
     fn info(&self) -> ProtocolInfo;
+    /// A file named by the URL ([`TargetOptions::named_file`]) that existed
+    /// before it was opened: its content is someone's until proven otherwise.
+    fn existed(&self) -> bool {
+        false
+    }
 }
 
 /// Opens URLs of the schemes it knows (headroom-proto's opener).

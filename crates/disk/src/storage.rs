@@ -120,6 +120,12 @@ pub struct TargetOptions {
     pub force: bool,
     /// `--keep`: leave the test file in place after the run.
     pub keep: bool,
+    /// The URL of a file share (NFS, SMB) names the file itself, not the
+    /// directory for headroom's test file (`flushcheck`): it is created
+    /// exclusively when absent, opened as it is when present (the caller
+    /// judges its content), opened only when `writes` is false, and never
+    /// removed. Ignored for exports and local paths.
+    pub named_file: bool,
     /// Set on Ctrl-C: a protocol client (headroom-proto) gives up whatever
     /// it waits for (login, a request) at once. Shared, not borrowed, since
     /// its connections live in the run's worker threads.

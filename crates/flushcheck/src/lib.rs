@@ -1,8 +1,8 @@
 //! headroom-flushcheck: does storage keep what it acknowledged?
 //!
 //! In the spirit of diskchecker: a writer on the machine under test writes
-//! numbered, checksummed blocks into a file of its own or a whole NBD or
-//! iSCSI export ([`block`], [`storage`]), makes
+//! numbered, checksummed blocks into a file of its own (local, or on an SMB
+//! or NFS share) or a whole NBD or iSCSI export ([`block`], [`storage`]), makes
 //! each one durable as asked (fsync, O_DSYNC or nothing) and, once the
 //! storage acknowledged it, reports it to a `headroom serve` on another
 //! machine ([`writer`]), which keeps the list on its own disk ([`ledger`]).

@@ -1,6 +1,7 @@
 //! Where a flushcheck's blocks live: the [`Storage`] the writer and verify
 //! go through, a local file ([`LocalFile`]) or an export reached through
-//! headroom's protocol clients ([`ShareStorage`]: NBD, iSCSI).
+//! headroom's protocol clients ([`ShareStorage`]: NBD, iSCSI, or a file
+//! on an SMB or NFS share).
 //!
 //! It owns only moving bytes and asking for durability; the block layout,
 //! the ledger and the judging stay in `block`, `writer` and `verify`. It
@@ -16,7 +17,8 @@ pub trait Storage {
     /// Writes all of `buf` at `offset`; durable on return if the storage was
     /// opened for dsync (O_DSYNC, FUA).
     fn write_at(&mut self, buf: &[u8], offset: u64) -> io::Result<()>;
-    /// Makes every write so far durable: fsync, NBD_CMD_FLUSH, SYNCHRONIZE CACHE.
+    /// Makes every write so far durable: fsync, NBD_CMD_FLUSH, SYNCHRONIZE CACHE,
+    /// SMB2 FLUSH, NFS COMMIT.
     fn make_durable(&mut self) -> io::Result<()>;
     /// Fills `buf` from `offset` from the storage itself, not a cache of
     /// this machine; returns how many bytes it had there.

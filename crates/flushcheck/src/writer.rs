@@ -9,7 +9,9 @@
 //! refused. A file it created and had not finished laying out when stopped
 //! is removed; a laid-out file stays, since `verify` needs it after the
 //! power cut. An export is checked by the caller (`--destructive`,
-//! `--force`), not here.
+//! `--force`), not here. A file on an SMB or NFS share named by its URL
+//! is created exclusively by the protocol client, or reused only when its
+//! first block is a flushcheck header; it is never removed.
 
 use crate::block::{self, RunId};
 use crate::report::{WriteReport, SCHEMA};
@@ -28,6 +30,9 @@ use std::time::{Duration, Instant};
 /// breaks (the listener restarted, a switch flapped) before giving up.
 const RECONNECTS: u32 = 5;
 const LAYOUT_CHUNK: usize = 1 << 20;
+/// Why a file that is there and not flushcheck's is refused.
+const NOT_OURS: &str = "exists and is not a flushcheck file: headroom never overwrites data it did not create; \
+     give a new file name (example: /mnt/data/flushcheck.bin)";
 
 /// What to write, where, and whom to tell.
 #[derive(Debug, Clone)]
@@ -77,10 +82,7 @@ fn check_path(path: &Path) -> Result<bool, FlushError> {
     let mut head = [0u8; 8];
     let mut f = File::open(path).map_err(FlushError::io(path))?;
     if f.read_exact(&mut head).is_err() || !block::is_flushcheck(&head) {
-        return Err(refuse(
-            "exists and is not a flushcheck file: headroom never overwrites data it did not create; \
-             give a new file name (example: /mnt/data/flushcheck.bin)",
-        ));
+        return Err(refuse(NOT_OURS));
     }
     Ok(true)
 }
@@ -216,10 +218,12 @@ pub fn write(
     write_blocks(&mut LocalFile(f), path, opts, &id, &run, listener, stop, on)
 }
 
-/// Runs the writer on a whole export (`opts.path` is ignored): the caller
-/// opened it with headroom-disk's `prepare_share`, which refuses an export
-/// without `--destructive` or one holding a signature without `--force`.
-/// The run takes `opts.size` or the export's size, whichever is smaller.
+/// Runs the writer on a whole export or a file share's named file
+/// (`opts.path` is ignored): the caller opened it with headroom-disk's
+/// `prepare_share`, which refuses an export without `--destructive` or one
+/// holding a signature without `--force`; a named file that was there
+/// already is refused here unless it starts with a flushcheck header. The
+/// run takes `opts.size` or the target's size, whichever is smaller.
 pub fn write_export(
     share: &dyn Share,
     opts: &WriteOptions,
@@ -244,6 +248,14 @@ pub fn write_export(
             path: name,
             reason: format!("the export ({} bytes) holds no block after the header", share.size()),
         });
+    }
+    if share.existed() {
+        let mut head = crate::io::AlignedBuf::new(crate::io::ALIGN);
+        let mut probe = ShareStorage::connect(share, None, crate::io::ALIGN).map_err(FlushError::io(&name))?;
+        let n = probe.read_at(head.bytes_mut(), 0).map_err(FlushError::io(&name))?;
+        if !block::is_flushcheck(&head.bytes()[..n]) {
+            return Err(FlushError::File { path: name, reason: NOT_OURS.into() });
+        }
     }
     let (id, run) = new_run(opts, url, blocks)?;
     let listener = Listener::open(&opts.listener, &run)?;

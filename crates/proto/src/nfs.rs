@@ -5,7 +5,9 @@
 //! What it owns: finding the export (the longest entry of the server's MOUNT
 //! export list that leads the URL's path; NFSv4 looks the path up in the
 //! server's namespace), creating headroom's own test file there with an
-//! exclusive create and removing it when the share is dropped, and one
+//! exclusive create and removing it when the share is dropped (or, with
+//! `TargetOptions::named_file`, the file the URL names: created the same
+//! way, or opened as it is when it exists, never removed), and one
 //! connection per worker whose queue depth is the number of READ/WRITE RPCs
 //! outstanding on the wire ([`NfsEngine`]); with several sources each
 //! worker's libnfs context is held to its turn of their interfaces
@@ -62,8 +64,11 @@ pub const V4_READ_MAX: u64 = 1 << 20;
 /// Prepares a test file in the directory `url` names on an NFS server.
 pub fn open(url: &NfsUrl, opts: &TargetOptions, sources: &[crate::Source]) -> Result<Box<dyn Share>, ProtoError> {
     ffi::load().map_err(ProtoError::Usage)?;
+    // A named file: its directory is what the server resolves, as for a test file's.
+    let (named, url) = if opts.named_file { named_file(url)? } else { (None, url.clone()) };
+    let url = &url;
     let size = opts.size.unwrap_or(opts.default_size);
-    if size == 0 {
+    if size == 0 && named.is_none() {
         return Err(ProtoError::Usage(format!("{}: --size must be more than 0 bytes, e.g. --size 1G", shown(url))));
     }
     let spread = crate::transport::Spread::new(sources);
@@ -93,18 +98,30 @@ pub fn open(url: &NfsUrl, opts: &TargetOptions, sources: &[crate::Source]) -> Re
             dir_path
         )));
     }
-    let name = headroom_disk::test_file_name();
+    let name = named.clone().unwrap_or_else(headroom_disk::test_file_name);
     let file = if dir.is_empty() { format!("/{name}") } else { format!("/{dir}/{name}") };
     let file_url = format!("nfs://{}{}/{}", url.server.addr(), url.path.trim_end_matches('/'), name);
-    let fh = ctx.create_exclusive(&file).map_err(|e| {
-        // SAFETY: getuid cannot fail.
-        let uid = unsafe { libc::getuid() };
-        let advice =
-            format!("; the directory must be writable by this user (uid {uid}), or the export must not squash it");
-        let advice = advice_for(&e, &advice);
-        e.map(|e| format!("{}: cannot create the test file {file_url}: {e}{advice}", shown(url)))
-    })?;
-    ctx.close(fh);
+    let found = named.as_ref().and_then(|_| ctx.stat(&file).ok());
+    if let Some(st) = &found {
+        if st.nfs_mode & libc::S_IFMT as u64 != libc::S_IFREG as u64 {
+            return Err(ProtoError::Usage(format!("{file_url} exists and is not a regular file; name a file of its own")));
+        }
+    } else if named.is_some() && !opts.writes {
+        return Err(ProtoError::Usage(format!("{file_url}: no such file on the server; give the file `write` wrote")));
+    } else {
+        let fh = ctx.create_exclusive(&file).map_err(|e| {
+            // SAFETY: getuid cannot fail.
+            let uid = unsafe { libc::getuid() };
+            let advice =
+                format!("; the directory must be writable by this user (uid {uid}), or the export must not squash it");
+            let advice = advice_for(&e, &advice);
+            e.map(|e| format!("{}: cannot create the test file {file_url}: {e}{advice}", shown(url)))
+        })?;
+        ctx.close(fh);
+    }
+    let size = opts.size.or(found.as_ref().map(|st| st.nfs_size)).unwrap_or(size);
+    // A named file is someone's to keep: never removed.
+    let keep = opts.keep || named.is_some();
     let mut info = ProtocolInfo {
         name: "nfs".into(),
         version: Some(version.number().into()),
@@ -116,7 +133,7 @@ pub fn open(url: &NfsUrl, opts: &TargetOptions, sources: &[crate::Source]) -> Re
     ctx.origin(&peer).record(&mut info);
     // A second Ctrl-C exits at once, without this share's Drop: the file
     // is then removed over a fresh connection (headroom_disk::remove_test_files_now).
-    let at_exit = (!opts.keep).then(|| {
+    let at_exit = (!keep).then(|| {
         let (peer, export, file) = (peer.clone(), export.clone(), file.clone());
         headroom_disk::register_remote_test_file(Box::new(move || {
             let _ = Ctx::connect_within(&peer, version, &export, CLEANUP_TIMEOUT).and_then(|c| c.unlink(&file));
@@ -132,12 +149,31 @@ pub fn open(url: &NfsUrl, opts: &TargetOptions, sources: &[crate::Source]) -> Re
         file,
         file_url,
         size,
-        keep: opts.keep,
+        keep,
+        existed: found.is_some(),
+        capacity: found.as_ref().map_or(size, |st| st.nfs_size),
         control: Mutex::new(Some(ctx)),
         info: Mutex::new(info),
         gone: Arc::new(AtomicBool::new(false)),
         at_exit,
     }))
+}
+
+/// A named file's URL (`nfs://HOST/EXPORT/[DIR/]FILE`) split into the file
+/// name and the URL of its directory.
+fn named_file(url: &NfsUrl) -> Result<(Option<String>, NfsUrl), ProtoError> {
+    let trimmed = url.path.trim_end_matches('/');
+    match trimmed.rsplit_once('/') {
+        Some((dir, name)) if !dir.is_empty() && !name.is_empty() => {
+            Ok((Some(name.to_string()), NfsUrl { path: dir.to_string(), ..url.clone() }))
+        }
+        _ => Err(ProtoError::Usage(format!(
+            "{}: the URL names no file; give the file after the export's directory \
+             (example: nfs://{}/export/flushcheck.bin)",
+            shown(url),
+            url.server.addr()
+        ))),
+    }
 }
 
 /// The interface libnfs's sockets are held to: `--interface`, or for
@@ -529,6 +565,11 @@ struct NfsShare {
     file_url: String,
     size: u64,
     keep: bool,
+    /// The URL named a file that was there before.
+    existed: bool,
+    /// The file's own end when it was there before (its first bytes are
+    /// read before anything is written); `size` otherwise.
+    capacity: u64,
     /// The connection that created the file, kept to remove it.
     control: Mutex<Option<Ctx>>,
     info: Mutex<ProtocolInfo>,
@@ -553,12 +594,16 @@ impl Share for NfsShare {
         ShareKind::TestFile
     }
 
+    fn existed(&self) -> bool {
+        self.existed
+    }
+
     fn size(&self) -> u64 {
         self.size
     }
 
     fn capacity(&self) -> u64 {
-        self.size
+        self.capacity
     }
 
     fn block_size(&self) -> u64 {

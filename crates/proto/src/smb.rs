@@ -37,6 +37,10 @@
 //! the share's handle closes, also when headroom dies, as soon as the
 //! server notices the connection is gone. Only a server that dies itself
 //! leaves it behind; the error then names it.
+//!
+//! With [`TargetOptions::named_file`] (`flushcheck`) the URL's last path
+//! component is the file: created exclusively, or opened as it is when it
+//! exists (the caller judges its content), never delete-on-close.
 
 #[cfg(test)]
 mod captured_frames;
@@ -87,8 +91,9 @@ pub fn open(
     let spread = Spread::new(sources);
     let addrs = transport::resolve(&url.server.addr())
         .map_err(|e| ProtoError::Unreachable(format!("smb://{}: {e}", url.server)))?;
-    let name = headroom_disk::test_file_name();
-    let path = if url.dir.is_empty() { name.clone() } else { format!("{}\\{name}", url.dir.replace('/', "\\")) };
+    let (dir, name) =
+        if opts.named_file { named_file(url)? } else { (url.dir.clone(), headroom_disk::test_file_name()) };
+    let path = if dir.is_empty() { name.clone() } else { format!("{}\\{name}", dir.replace('/', "\\")) };
     let shown = format!(
         "smb://{}{}/{}/{}",
         url.user.as_ref().map(|u| format!("{u}@")).unwrap_or_default(),
@@ -107,26 +112,50 @@ pub fn open(
         encrypt: url.encrypt,
     };
     let mut session = Session::connect(&target, 1).map_err(|e| ProtoError::io(&e))?;
-    let options = wire::FILE_NON_DIRECTORY_FILE | if opts.keep { 0 } else { wire::FILE_DELETE_ON_CLOSE };
+    // A named file is someone's to keep: never delete-on-close.
+    let keep = opts.keep || opts.named_file;
+    let options = wire::FILE_NON_DIRECTORY_FILE | if keep { 0 } else { wire::FILE_DELETE_ON_CLOSE };
     let rw = wire::access::READ_DATA
         | wire::access::WRITE_DATA
         | wire::access::READ_ATTRIBUTES
         | wire::access::WRITE_ATTRIBUTES
         | wire::access::DELETE;
-    let (h, body) = session
-        .call(Command::Create, &wire::create(&path, rw, wire::FILE_CREATE, options))
-        .map_err(|e| ProtoError::io(&e).context(format_args!("creating {shown}")))?;
-    let file = match h.status.0 {
-        status::SUCCESS => wire::parse_create(&body).map_err(|e| ProtoError::Protocol(format!("{shown}: {e}")))?.0,
+    let create = |session: &mut Session, access, disposition| {
+        session
+            .call(Command::Create, &wire::create(&path, access, disposition, options))
+            .map_err(|e| ProtoError::io(&e).context(format_args!("creating {shown}")))
+    };
+    let mut existed = false;
+    let (mut h, mut body) = if opts.named_file && !opts.writes {
+        existed = true;
+        create(&mut session, wire::access::READ_DATA | wire::access::READ_ATTRIBUTES, wire::FILE_OPEN)?
+    } else {
+        create(&mut session, rw, wire::FILE_CREATE)?
+    };
+    if opts.named_file && h.status.0 == status::OBJECT_NAME_COLLISION {
+        // Opened as it is: the caller reads it before writing anything.
+        existed = true;
+        (h, body) = create(&mut session, rw, wire::FILE_OPEN)?;
+    }
+    let (file, end_of_file) = match h.status.0 {
+        status::SUCCESS => wire::parse_create(&body).map_err(|e| ProtoError::Protocol(format!("{shown}: {e}")))?,
+        status::OBJECT_NAME_NOT_FOUND if existed => {
+            return Err(ProtoError::Usage(format!("{shown}: no such file on the share; give the file `write` wrote")))
+        }
         status::OBJECT_PATH_NOT_FOUND | status::OBJECT_NAME_NOT_FOUND | status::NOT_A_DIRECTORY => {
             return Err(ProtoError::Usage(format!(
-                "no directory '{}' in share '{}' on {} ({}); give an existing directory, e.g. smb://{}/{}",
-                url.dir, url.share, url.server, h.status, url.server, url.share
+                "no directory '{dir}' in share '{}' on {} ({}); give an existing directory, e.g. smb://{}/{}",
+                url.share, url.server, h.status, url.server, url.share
             )))
         }
         status::OBJECT_NAME_COLLISION => {
             return Err(ProtoError::Usage(format!(
                 "{shown} exists already and headroom only writes files it creates: remove it if it is a leftover"
+            )))
+        }
+        status::FILE_IS_A_DIRECTORY => {
+            return Err(ProtoError::Usage(format!(
+                "{shown} is a directory; name a file (example: {shown}/flushcheck.bin)"
             )))
         }
         status::ACCESS_DENIED => {
@@ -141,12 +170,28 @@ pub fn open(
     Ok(Box::new(SmbShare {
         target,
         path,
-        size: opts.size.unwrap_or(opts.default_size),
+        size: opts.size.unwrap_or(if existed { end_of_file } else { opts.default_size }),
+        existed,
+        capacity: if existed { end_of_file } else { opts.size.unwrap_or(opts.default_size) },
         owner: Mutex::new(Some((session, file))),
         granted: Arc::new(Mutex::new(granted)),
         server_gone: Arc::new(AtomicBool::new(false)),
         spread,
     }))
+}
+
+/// The directory and the file name a named file's URL gives
+/// (`smb://HOST/SHARE/[DIR/]FILE`).
+fn named_file(url: &SmbUrl) -> Result<(String, String), ProtoError> {
+    let trimmed = url.dir.trim_end_matches('/');
+    match trimmed.rsplit_once('/') {
+        _ if trimmed.is_empty() => Err(ProtoError::Usage(format!(
+            "smb://{}/{}: the URL names no file; give the file after the share (example: smb://{}/{}/flushcheck.bin)",
+            url.server, url.share, url.server, url.share
+        ))),
+        Some((dir, name)) => Ok((dir.to_string(), name.to_string())),
+        None => Ok((String::new(), trimmed.to_string())),
+    }
 }
 
 /// Who authenticates; `Debug` hides the password.
@@ -239,6 +284,11 @@ struct SmbShare {
     /// Share-relative path, `\`-separated.
     path: String,
     size: u64,
+    /// The URL named a file that was there before.
+    existed: bool,
+    /// The file's own end when it was there before (its first bytes are
+    /// read before anything is written); `size` otherwise.
+    capacity: u64,
     /// The connection holding the delete-on-close handle.
     owner: Mutex<Option<(Session, FileId)>>,
     granted: Arc<Mutex<Granted>>,
@@ -263,12 +313,16 @@ impl Share for SmbShare {
         ShareKind::TestFile
     }
 
+    fn existed(&self) -> bool {
+        self.existed
+    }
+
     fn size(&self) -> u64 {
         self.size
     }
 
     fn capacity(&self) -> u64 {
-        self.size
+        self.capacity
     }
 
     fn block_size(&self) -> u64 {

@@ -2,6 +2,9 @@
 //! target with one LUN (LUN 1: tgt puts its controller on LUN 0) backed by
 //! a file or a block device with `--bsoflags direct`, so reads reach the
 //! device (and its blkio throttle) instead of the NAS's page cache.
+//! [`Nas::serve_iscsi_cached`] instead leaves the NAS's page cache in
+//! between, as a write cache that SYNCHRONIZE CACHE and FUA flush
+//! (fdatasync), or that lies under eatmydata (the flush is a no-op).
 //!
 //! tgtd keeps its control socket at /var/run/tgtd/socket.N (tgt has no
 //! option to move it); N is unique per target so parallel tests never
@@ -56,17 +59,41 @@ impl Nas {
         throttle: Option<&BlkioThrottle>,
         chap: Option<(&str, &str)>,
     ) -> io::Result<IscsiTarget> {
+        self.start_tgtd(backing, throttle, chap, true, false)
+    }
+
+    /// Starts tgtd serving `backing` through the NAS's page cache (no
+    /// `--bsoflags direct`): SYNCHRONIZE CACHE and FUA writes are tgt's
+    /// fdatasync. `lying`: tgtd runs under eatmydata, which turns that
+    /// fdatasync into a no-op, so an acknowledged flush leaves the data in
+    /// the page cache, where a power cut of the NAS loses it.
+    pub fn serve_iscsi_cached(&mut self, backing: &Path, lying: bool) -> io::Result<IscsiTarget> {
+        self.start_tgtd(backing, None, None, false, lying)
+    }
+
+    fn start_tgtd(
+        &mut self,
+        backing: &Path,
+        throttle: Option<&BlkioThrottle>,
+        chap: Option<(&str, &str)>,
+        direct: bool,
+        lying: bool,
+    ) -> io::Result<IscsiTarget> {
         let port = 3260;
         let control = free_control_port();
         let control_s = control.to_string();
         let portal = format!("portal={}:{port}", self.addr());
         let ns = self.server().name.clone();
-        let args = ["netns", "exec", &ns, "tgtd", "-f", "--iscsi", &portal, "-C", &control_s];
+        let mut args = vec!["netns", "exec", &ns];
+        if lying {
+            args.push("eatmydata");
+        }
+        args.extend(["tgtd", "-f", "--iscsi", &portal, "-C", &control_s]);
         let mut command = match throttle {
             Some(t) => t.command(Path::new("ip"), &args),
             None => {
                 let mut c = std::process::Command::new("ip");
-                c.args(args);
+                c.args(&args);
                 c
             }
         };
@@ -89,20 +116,11 @@ impl Nas {
         let iqn = format!("iqn.2026-11.dev.headroom.lab:{}", unique_name("t").to_ascii_lowercase());
         let backing_s = backing.to_str().ok_or_else(|| io::Error::other("backing path is not UTF-8"))?;
         tgtadm(&["--op", "new", "--mode", "target", "--tid", "1", "-T", &iqn])?;
-        tgtadm(&[
-            "--op",
-            "new",
-            "--mode",
-            "logicalunit",
-            "--tid",
-            "1",
-            "--lun",
-            "1",
-            "-b",
-            backing_s,
-            "--bsoflags",
-            "direct",
-        ])?;
+        let mut lun = vec!["--op", "new", "--mode", "logicalunit", "--tid", "1", "--lun", "1", "-b", backing_s];
+        if direct {
+            lun.extend(["--bsoflags", "direct"]);
+        }
+        tgtadm(&lun)?;
         tgtadm(&["--op", "bind", "--mode", "target", "--tid", "1", "-I", "ALL"])?;
         if let Some((user, secret)) = chap {
             tgtadm(&["--op", "new", "--mode", "account", "--user", user, "--password", secret])?;

@@ -46,6 +46,10 @@ pub struct SmbOptions<'a> {
     pub encrypt: Option<&'a str>,
     /// `server smb encrypt` of the share alone.
     pub share_encrypt: Option<&'a str>,
+    /// `strict sync = no`: FLUSH and write-through are acknowledged without
+    /// an fsync, so acknowledged data sits in the NAS's page cache (a lying
+    /// write cache, as a power cut of the NAS shows).
+    pub lying_sync: bool,
 }
 
 /// A running smbd exporting one directory as [`SMB_SHARE`].
@@ -113,7 +117,10 @@ impl Nas {
     /// (read-write, files owned by root), user [`SMB_USER`] with
     /// [`SMB_PASSWORD`], guests mapped to the same share.
     pub fn serve_smb(&mut self, dir: &Path, opts: SmbOptions<'_>) -> io::Result<SmbExport> {
-        let base = self.subdir(&format!("smb-{}", std::process::id()))?;
+        // One directory per smbd: a second one (after a kill) gets a fresh passdb.
+        static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let base = self.subdir(&format!("smb-{}-{n}", std::process::id()))?;
         for sub in ["private", "lock", "state", "cache", "pid", "ncalrpc"] {
             std::fs::create_dir_all(base.join(sub))?;
         }
@@ -158,7 +165,7 @@ impl Nas {
   read only = no
   guest ok = yes
   force user = root
-{share_encrypt}",
+{share_encrypt}{sync}",
                 addr = self.addr(),
                 dir = dir.display(),
                 credits = opts.max_credits.unwrap_or(8192),
@@ -167,6 +174,7 @@ impl Nas {
                 min_protocol = opts.min_protocol.unwrap_or("SMB2_10"),
                 encrypt = opts.encrypt.map(|e| format!("  server smb encrypt = {e}\n")).unwrap_or_default(),
                 share_encrypt = opts.share_encrypt.map(|e| format!("  server smb encrypt = {e}\n")).unwrap_or_default(),
+                sync = if opts.lying_sync { "  strict sync = no\n  sync always = no\n" } else { "" },
             ),
         )?;
         let conf_s = conf.to_string_lossy().to_string();

@@ -105,6 +105,8 @@ pub mod status {
     pub const QUOTA_EXCEEDED: u32 = 0xC000_0044;
     /// Not a directory.
     pub const NOT_A_DIRECTORY: u32 = 0xC000_0103;
+    /// A directory where a file was asked for (FILE_NON_DIRECTORY_FILE).
+    pub const FILE_IS_A_DIRECTORY: u32 = 0xC000_00BA;
 }
 
 /// An NTSTATUS with its name where headroom knows it.
@@ -123,6 +125,7 @@ impl fmt::Display for NtStatus {
             status::OBJECT_NAME_COLLISION => "STATUS_OBJECT_NAME_COLLISION",
             status::OBJECT_NAME_NOT_FOUND => "STATUS_OBJECT_NAME_NOT_FOUND",
             status::OBJECT_PATH_NOT_FOUND => "STATUS_OBJECT_PATH_NOT_FOUND",
+            status::FILE_IS_A_DIRECTORY => "STATUS_FILE_IS_A_DIRECTORY",
             status::BAD_NETWORK_NAME => "STATUS_BAD_NETWORK_NAME",
             status::DISK_FULL => "STATUS_DISK_FULL",
             status::QUOTA_EXCEEDED => "STATUS_QUOTA_EXCEEDED",
