@@ -39,6 +39,16 @@ pub fn write_all_at(file: &std::fs::File, buf: &[u8], offset: u64) -> io::Result
     std::os::unix::fs::FileExt::write_all_at(file, buf, offset)
 }
 
+/// Asks for `len` bytes at `ptr` (huge-page aligned, not yet touched) to be
+/// backed by transparent huge pages, so each engine buffer is one physical
+/// segment. THP's default mode ("madvise") grants only regions that ask; where
+/// THP is off or no huge page is free the region stays on ordinary pages,
+/// which is correct, only split more often.
+pub fn prefer_huge_pages(ptr: *mut u8, len: usize) {
+    // SAFETY: madvise only changes how the kernel backs the range; the range is owned by the caller.
+    let _ = unsafe { libc::madvise(ptr.cast(), len, libc::MADV_HUGEPAGE) };
+}
+
 /// Whether this kernel lets this process set up an io_uring (it may lack it,
 /// or refuse it: seccomp, the io_uring_disabled sysctl).
 pub fn uring_available() -> io::Result<()> {
