@@ -143,8 +143,7 @@ impl AlignedBuf {
     }
 
     /// A zeroed buffer of `len` bytes on huge-page boundaries (and at least
-    /// `align`), asked to be backed by huge pages before its first touch:
-    /// pages faulted in before the advice stay small.
+    /// `align`), backed by huge pages where the platform grants them.
     fn new_huge(len: usize, align: usize) -> Self {
         let align = align.max(HUGE_PAGE).next_power_of_two();
         let layout = std::alloc::Layout::from_size_align(len.max(1), align).expect("buffer layout");
@@ -154,8 +153,9 @@ impl AlignedBuf {
             std::alloc::handle_alloc_error(layout);
         }
         crate::os::prefer_huge_pages(ptr, len);
-        // SAFETY: ptr is valid for len bytes; zeroed so reads of untouched bytes are defined,
-        // and the first touch is what faults the huge pages in.
+        // SAFETY: ptr is valid for len bytes. Zeroed so reads of untouched bytes are defined
+        // where the platform discarded nothing, and so every page is faulted in before the
+        // test starts rather than on its first I/O.
         unsafe { std::ptr::write_bytes(ptr, 0, len) };
         AlignedBuf { ptr, len, layout }
     }
