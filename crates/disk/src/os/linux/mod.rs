@@ -96,11 +96,11 @@ mod tests {
             eprintln!("SKIPPED: this kernel has no transparent huge pages");
             return;
         }
-        // 8 x 1 MiB, as a 1M QD8 test, twice: the second pool may reuse the
-        // first one's memory. Each region carries the advice ("hg"), whether
-        // or not the kernel had a huge page free to grant.
-        for round in 0..2 {
-            let pool = BufferPool::new(8, 1 << 20, 4096);
+        // 8 x 1 MiB, as a 1M QD8 test, twice (the second pool may reuse the
+        // first one's memory), then 1 x 1 MiB (1M QD1). Each region carries
+        // the advice ("hg"), whether or not the kernel had a huge page free.
+        for (round, count) in [8, 8, 1].into_iter().enumerate() {
+            let pool = BufferPool::new(count, 1 << 20, 4096);
             for i in 0..pool.len() {
                 let flags = vm_flags_at(pool.ptr(i) as usize).expect("buffer mapping in smaps");
                 assert!(flags.split(' ').any(|f| f == "hg"), "pool {round}, buffer {i}: VmFlags {flags}");
