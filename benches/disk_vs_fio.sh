@@ -9,6 +9,11 @@
 # fio runs with the options headroom records as its fio equivalent (io_uring,
 # registerfiles, force_async above 128 KiB, norandommap, same ramp and
 # runtime). FIXEDBUFS=1 runs both with registered buffers (--fixedbufs).
+# headroom's 1M buffers are on transparent huge pages, one segment each, so
+# its 1M I/Os reach the device whole; fio's malloc'd buffers are ~250 separate
+# pages each and split into two requests at virtio-blk's 254 segments as often
+# as not. FIO_IOMEM=mmaphuge gives fio hugetlb buffers too (equal request
+# sizes; reserve pages first: echo 8 >/proc/sys/vm/nr_hugepages as root).
 #
 # Usage: benches/disk_vs_fio.sh [DIR|ram] [ROUNDS] [SECONDS]   (DIR defaults to target/)
 #   ram: a loop device over a 1 GiB file in /dev/shm (root), a device with
@@ -78,7 +83,7 @@ run_fio() {
   case $rw in *write) dirn=write ;; esac
   case $bs in 1M) async=(--force_async=1) ;; esac
   cpu_of fio --name=bench --filename="$file" --rw="$rw" --bs="$bs" --iodepth="$qd" --numjobs=1 \
-    --ioengine=io_uring --fixedbufs="$fixedbufs" --registerfiles=1 "${async[@]}" --direct=1 --size=1g --norandommap \
+    --ioengine=io_uring --fixedbufs="$fixedbufs" --registerfiles=1 "${async[@]}" --iomem="${FIO_IOMEM:-malloc}" --direct=1 --size=1g --norandommap \
     --randrepeat=0 "${FIO_DATA:---refill_buffers}" --time_based --runtime="$secs" --ramp_time="$ramp" --output-format=json
   jq -r --arg d "$dirn" --argjson cpu "$(cat "$tmp/cpu")" --argjson req "$(cat "$tmp/req")" \
     '.jobs[0][$d] | "\(.bw_bytes / 1e6) \(.iops) \(.lat_ns.mean) \($cpu / .total_ios) \($req)"' "$tmp/out"

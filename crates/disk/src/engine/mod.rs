@@ -115,6 +115,14 @@ pub fn resolve_engine(choice: EngineChoice) -> Result<EngineKind, io::Error> {
     }
 }
 
+/// Huge-page size the buffer pool aligns to (x86-64 and aarch64 with 4 KiB pages).
+const HUGE_PAGE: usize = 2 << 20;
+
+/// Buffers this large or larger go on huge pages however few there are (a
+/// 1M QD1 test has one): 16 ordinary pages and more may exceed a device's
+/// segment limit (NVMe from 33, virtio-blk 254, MMC hosts fewer).
+const HUGE_FROM: usize = 64 << 10;
+
 /// A heap buffer aligned for O_DIRECT (the memory alignment statx reports,
 /// at least a page so every filesystem accepts it).
 pub struct AlignedBuf {
@@ -139,6 +147,24 @@ impl AlignedBuf {
         AlignedBuf { ptr, len, layout }
     }
 
+    /// A zeroed buffer of `len` bytes on huge-page boundaries (and at least
+    /// `align`), backed by huge pages where the platform grants them.
+    fn new_huge(len: usize, align: usize) -> Self {
+        let align = align.max(HUGE_PAGE).next_power_of_two();
+        let layout = std::alloc::Layout::from_size_align(len.max(1), align).expect("buffer layout");
+        // SAFETY: layout has non-zero size.
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        crate::os::prefer_huge_pages(ptr, len);
+        // SAFETY: ptr is valid for len bytes. Zeroed so reads of untouched bytes are defined
+        // where the platform discarded nothing, and so every page is faulted in before the
+        // test starts rather than on its first I/O.
+        unsafe { std::ptr::write_bytes(ptr, 0, len) };
+        AlignedBuf { ptr, len, layout }
+    }
+
     /// The whole buffer, writable.
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: ptr is valid for len bytes and uniquely borrowed through &mut self.
@@ -151,13 +177,19 @@ impl AlignedBuf {
     }
 }
 
-/// The buffers of one engine, carved out of one region of ordinary pages.
+/// The buffers of one engine, carved out of one region.
 ///
-/// Not transparent huge pages, on purpose: a huge-page buffer reaches the
-/// device as one segment, so a 1 MiB I/O stays one request where fio's (and
-/// most applications') page-backed buffers split into two on a device with
-/// 254 segments per request (virtio-blk). That changed 1M figures by -35% to
-/// +55% against the fio equivalent on the same file; ordinary pages match it.
+/// A region of 2 MiB or more, or of buffers of 64 KiB or more, is backed by
+/// transparent huge pages where the kernel has them (`os::prefer_huge_pages`),
+/// so a buffer is one physically contiguous segment and an I/O of any block
+/// size reaches the device whole.
+/// On ordinary pages a 1 MiB buffer is ~240-256 separate 4 KiB pages on a
+/// machine whose memory is fragmented, against 254 segments per request on
+/// virtio-blk (33-127 on NVMe): whether a 1 MiB I/O went out as one request
+/// or two then depended on the page allocator, not on the tool, and moved
+/// the mean request from 512 to 1024 KiB between runs (fio's as much as
+/// headroom's; measured with /proc/PID/pagemap and the block_split
+/// tracepoint, docs/performance.md "Disk").
 pub struct BufferPool {
     region: AlignedBuf,
     stride: usize,
@@ -170,7 +202,12 @@ impl BufferPool {
     pub fn new(count: usize, buf_len: usize, align: usize) -> Self {
         let align = align.max(4096).next_power_of_two();
         let stride = buf_len.max(1).div_ceil(align) * align;
-        let region = AlignedBuf::new(stride * count.max(1), align);
+        let len = stride * count.max(1);
+        let region = if buf_len >= HUGE_FROM || len >= HUGE_PAGE {
+            AlignedBuf::new_huge(len.div_ceil(HUGE_PAGE) * HUGE_PAGE, align)
+        } else {
+            AlignedBuf::new(len, align)
+        };
         BufferPool { region, stride, buf_len, count }
     }
 

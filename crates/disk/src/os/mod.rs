@@ -15,6 +15,8 @@
 //!   result document, `FIO_ASYNC_ENGINE` in the fio equivalent;
 //! - `DIRECT_FLAG`: the open flag an unbuffered test used (O_DIRECT,
 //!   FILE_FLAG_NO_BUFFERING), recorded in the result and its warnings;
+//! - `prefer_huge_pages`: backs the engines' buffer region with huge pages
+//!   where the platform grants them (a no-op where it does not);
 //!
 //! - `probe_signatures`: every signature (filesystem, RAID, partition table)
 //!   on an open device or file, for safety.rs; failing with NotFound when

@@ -39,6 +39,23 @@ pub fn write_all_at(file: &std::fs::File, buf: &[u8], offset: u64) -> io::Result
     std::os::unix::fs::FileExt::write_all_at(file, buf, offset)
 }
 
+/// Asks for `len` bytes at `ptr` (huge-page aligned, owned by the caller) to
+/// be backed by transparent huge pages, so each engine buffer is one physical
+/// segment, and discards what the range held: it reads back as zeros. The
+/// discard matters when the allocator hands back memory an earlier test
+/// already touched: pages faulted in before the advice stay small, and the
+/// next 1M test would split again. THP's default mode ("madvise") grants only
+/// regions that ask; where THP is off or no huge page is free the range stays
+/// on ordinary pages, which is correct, only split more often.
+pub fn prefer_huge_pages(ptr: *mut u8, len: usize) {
+    // SAFETY: both calls only change how the kernel backs a range the caller owns
+    // and has not handed out; MADV_DONTNEED makes anonymous memory read as zeros.
+    unsafe {
+        let _ = libc::madvise(ptr.cast(), len, libc::MADV_HUGEPAGE);
+        let _ = libc::madvise(ptr.cast(), len, libc::MADV_DONTNEED);
+    }
+}
+
 /// Whether this kernel lets this process set up an io_uring (it may lack it,
 /// or refuse it: seccomp, the io_uring_disabled sysctl).
 pub fn uring_available() -> io::Result<()> {
@@ -46,3 +63,48 @@ pub fn uring_available() -> io::Result<()> {
 }
 
 use std::io;
+
+#[cfg(test)]
+mod tests {
+    use crate::engine::BufferPool;
+
+    /// The VmFlags of the mapping that holds `addr`, from /proc/self/smaps.
+    fn vm_flags_at(addr: usize) -> Option<String> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+        let mut inside = false;
+        for line in smaps.lines() {
+            if let Some((range, _)) = line.split_once(' ') {
+                if let Some((a, b)) = range.split_once('-') {
+                    if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) {
+                        inside = (a..b).contains(&addr);
+                        continue;
+                    }
+                }
+            }
+            if inside {
+                if let Some(flags) = line.strip_prefix("VmFlags:") {
+                    return Some(flags.trim().to_string());
+                }
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn large_buffer_pools_ask_for_huge_pages() {
+        if !std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists() {
+            eprintln!("SKIPPED: this kernel has no transparent huge pages");
+            return;
+        }
+        // 8 x 1 MiB, as a 1M QD8 test, twice (the second pool may reuse the
+        // first one's memory), then 1 x 1 MiB (1M QD1). Each region carries
+        // the advice ("hg"), whether or not the kernel had a huge page free.
+        for (round, count) in [8, 8, 1].into_iter().enumerate() {
+            let pool = BufferPool::new(count, 1 << 20, 4096);
+            for i in 0..pool.len() {
+                let flags = vm_flags_at(pool.ptr(i) as usize).expect("buffer mapping in smaps");
+                assert!(flags.split(' ').any(|f| f == "hg"), "pool {round}, buffer {i}: VmFlags {flags}");
+            }
+        }
+    }
+}

@@ -66,6 +66,10 @@ pub fn force_async(_block_size: u64, _direct: bool) -> bool {
     false
 }
 
+/// Large pages on Windows need a privilege (SeLockMemoryPrivilege) users
+/// rarely hold: buffers stay on ordinary pages.
+pub fn prefer_huge_pages(_ptr: *mut u8, _len: usize) {}
+
 /// The iocp engine needs nothing the system may refuse.
 pub fn uring_available() -> io::Result<()> {
     Ok(())
