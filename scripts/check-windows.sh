@@ -6,7 +6,7 @@
 # binary prints), disk on directories of the prefix's C: drive, then net and ping from headroom.exe to the Linux binary's
 # `serve` on 127.0.0.1, and the other way: the Linux binary's net, ping and
 # disk --remote against headroom.exe's `serve`; headroom.exe's iSCSI client
-# against tgtd on 127.0.0.1 (as root). Each check prints PASS or FAIL and its finding; the
+# against tgtd and its SMB client against smbd, both on 127.0.0.1 (as root). Each check prints PASS or FAIL and its finding; the
 # script exits 1 if any failed, 2 if the build or its tools are missing.
 # Wine proves the code paths, not Windows' speed (docs/platform.md, "Windows").
 #   bash scripts/check-windows.sh
@@ -307,6 +307,86 @@ iscsi() {
   echo "headroom.exe iscsi:// -> tgtd on 127.0.0.1:$port: randread 4K Q1 $(jq -r '.probes[0].summary.iops | round' iscsi-q1.json) IOPS, Q8 $(jq -r '.probes[0].summary.iops | round' iscsi-q8.json) IOPS (CmdSN window $(jq -r '.probes[0].spec.protocol.granted.cmdsn_window' iscsi-q8.json)); a write refused in one line: $(tr -d '\r' <iscsi-w.err)"
 }
 
+# headroom.exe's own SMB client (Winsock, WSAPoll, NTLMv2, signing) against
+# Samba's smbd on 127.0.0.1 (as root, no namespace: a private smbd with its
+# own smb.conf, port, passdb and directories under the work dir, as the lab
+# NAS runs it): the quick preset on the share with figures and its test file
+# removed, then a wrong password refused in one line (exit 2). smbd and the
+# children it forked per connection are stopped (its process group), the
+# port left free.
+smb() {
+  local port base="$PWD/smb" url pw=check-windows-pw rc=0
+  port=$((20000 + RANDOM % 20000))
+  mkdir -p "$base"/{share,private,lock,state,cache,pid,ncalrpc}
+  cat >"$base/smb.conf" <<EOF
+[global]
+  netbios name = HRCHECK
+  workgroup = HRCHECK
+  server role = standalone server
+  security = user
+  passdb backend = tdbsam:$base/private/passdb.tdb
+  private dir = $base/private
+  lock directory = $base/lock
+  state directory = $base/state
+  cache directory = $base/cache
+  pid directory = $base/pid
+  ncalrpc dir = $base/ncalrpc
+  log file = $base/log.smbd
+  max log size = 0
+  smb ports = $port
+  interfaces = 127.0.0.1/32
+  bind interfaces only = yes
+  disable netbios = yes
+  load printers = no
+  printing = bsd
+  printcap name = /dev/null
+  disable spoolss = yes
+  rpc start on demand helpers = no
+  kernel oplocks = no
+[bench]
+  path = $base/share
+  read only = no
+  force user = root
+EOF
+  # The password twice on stdin (-t), into the private passdb.
+  printf '%s\n%s\n' "$pw" "$pw" | pdbedit -s "$base/smb.conf" -a -t -u root >/dev/null
+  # In a session of its own (setsid execs smbd: same pid, its own process
+  # group): smbd signals its whole process group when it ends, which would
+  # otherwise be this script's.
+  setsid smbd --foreground --no-process-group -s "$base/smb.conf" </dev/null >smbd.out 2>&1 &
+  # Global: the EXIT trap runs after the function's locals are gone.
+  smbd_pid=$!
+  # smbd forks a child per connection and helpers, all in its group: stop the group.
+  trap 'kill -- -"$smbd_pid" 2>/dev/null; wait "$smbd_pid" 2>/dev/null || true' EXIT
+  for _ in $(seq 100); do
+    ss -Htln "sport = :$port" | grep -q . && break
+    sleep 0.1
+  done
+  ss -Htln "sport = :$port" | grep -q . || { echo "smbd did not listen on 127.0.0.1:$port:"; cat smbd.out "$base/log.smbd"; return 1; }
+  url="smb://root@127.0.0.1:$port/bench"
+  HEADROOM_SMB_PASSWORD=$pw win --json disk "$url" --preset quick --size 32M --time 1s --ramp 0s --quiet >smb-quick.json
+  # Each direction must move bytes. Not every probe: wine on a loaded 2-core
+  # machine can stall one 1 s probe whole (the quick preset's own
+  # no_io_completed warning then says so).
+  jq -e '(.probes | length) == 6 and all(.probes[]; .spec.engine == "smb" and .spec.protocol.name == "smb")
+         and ([.probes[] | select(.spec.rw | test("read")) | .summary.ops] | add > 0)
+         and ([.probes[] | select(.spec.rw | test("write")) | .summary.ops] | add > 0)' smb-quick.json >/dev/null ||
+    { echo "no SMB figures"; jq -c '.probes[] | [.id, .spec.engine, .summary.ops]' smb-quick.json; return 1; }
+  [ -z "$(ls -A "$base/share")" ] || { echo "left behind on the share: $(ls "$base/share")"; return 1; }
+  HEADROOM_SMB_PASSWORD=wrong-$pw win disk "$url" --preset quick --quiet >smb-bad.out 2>smb-bad.err || rc=$?
+  [ "$rc" -eq 2 ] && [ "$(wc -l <smb-bad.err)" -eq 1 ] && grep -q STATUS_LOGON_FAILURE smb-bad.err ||
+    { echo "a wrong password: exit $rc, not 2 in one line naming STATUS_LOGON_FAILURE:"; cat smb-bad.err; return 1; }
+  kill -- -"$smbd_pid"
+  wait "$smbd_pid" 2>/dev/null || true
+  for _ in $(seq 50); do
+    pgrep -g "$smbd_pid" >/dev/null || break
+    sleep 0.1
+  done
+  ! pgrep -g "$smbd_pid" >/dev/null || { echo "smbd's processes still run: $(pgrep -g "$smbd_pid" | paste -sd ' ' -)"; return 1; }
+  ! ss -Htln "sport = :$port" | grep -q . || { echo "port $port still bound after smbd stopped"; return 1; }
+  echo "headroom.exe smb:// -> smbd on 127.0.0.1:$port ($(jq -r '.probes[0].spec.protocol.version' smb-quick.json), signing $(jq -r '.probes[0].spec.protocol.granted.signing' smb-quick.json)): $(jq -r '[.probes[] | "\(.id) \(if .spec.block_size >= 1048576 then "\(.summary.bytes_per_sec / 1e6 | round) MB/s" else "\(.summary.iops | round) IOPS" end)"] | join(", ")' smb-quick.json); no test file left; a wrong password: exit 2, $(tr -d '\r' <smb-bad.err)"
+}
+
 check version version
 check link link
 check cpu cpu
@@ -320,6 +400,11 @@ if [ "$(id -u)" -eq 0 ] && command -v tgtd >/dev/null && command -v tgtadm >/dev
   check iscsi iscsi
 else
   echo "check-windows: SKIPPED iscsi: needs root and tgt's tgtd and tgtadm (scripts/install-deps.sh)"
+fi
+if [ "$(id -u)" -eq 0 ] && command -v smbd >/dev/null && command -v pdbedit >/dev/null; then
+  check smb smb
+else
+  echo "check-windows: SKIPPED smb: needs root and Samba's smbd and pdbedit (scripts/install-deps.sh)"
 fi
 
 echo "check-windows: checks took $((SECONDS - checks_start)) s under wine (build and prefix before: $((checks_start - start)) s)"
