@@ -276,8 +276,8 @@ serve() {
 
 # headroom.exe's own iSCSI client (Winsock, WSAPoll) against tgt's tgtd on
 # 127.0.0.1 (as root, no namespace; a control port and a backing file of its
-# own): reads through the protocol at Q1 and Q8 with figures; a write is
-# refused in one line (exit 2: no signature probe on Windows yet). tgtd
+# own): reads through the protocol at Q1 and Q8 with figures, a write to
+# the zeroed LUN, then a write over what it wrote refused in one line. tgtd
 # ignores SIGTERM with a session open: it is killed, its socket files removed.
 iscsi() {
   local port iqn=iqn.2026-11.dev.headroom.check:windows rc=0 url
@@ -302,9 +302,16 @@ iscsi() {
   jq -e '(.probes | length) == 1 and (.probes[0] | .summary.ops > 0 and .spec.engine == "iscsi"
          and .spec.protocol.name == "iscsi")' iscsi-q1.json iscsi-q8.json >/dev/null ||
     { echo "no iSCSI figures"; jq -c '.probes[] | [.spec, .summary.ops]' iscsi-q1.json iscsi-q8.json; return 1; }
+  # The LUN is all zeros: the signature check lets a write through. It
+  # writes from offset 0, so a second write finds data there and is refused
+  # in one line (headroom.exe cannot tell a filesystem from test data).
+  win --json disk "$url" --rw write --bs 64k --size 16M --time 1s --ramp 0s --quiet --destructive >iscsi-w.json
+  jq -e '(.probes | length) == 1 and .probes[0].summary.ops > 0 and .probes[0].spec.rw == "write"' iscsi-w.json >/dev/null ||
+    { echo "no iSCSI write figures"; jq -c '.probes[] | [.spec.rw, .summary.ops]' iscsi-w.json; return 1; }
   win disk "$url" --rw randwrite --time 1s --ramp 0s --quiet --destructive >iscsi-w.out 2>iscsi-w.err || rc=$?
-  [ "$rc" -eq 2 ] && [ "$(wc -l <iscsi-w.err)" -eq 1 ] || { echo "a write: exit $rc, not 2 in one line:"; cat iscsi-w.err; return 1; }
-  echo "headroom.exe iscsi:// -> tgtd on 127.0.0.1:$port: randread 4K Q1 $(jq -r '.probes[0].summary.iops | round' iscsi-q1.json) IOPS, Q8 $(jq -r '.probes[0].summary.iops | round' iscsi-q8.json) IOPS (CmdSN window $(jq -r '.probes[0].spec.protocol.granted.cmdsn_window' iscsi-q8.json)); a write refused in one line: $(tr -d '\r' <iscsi-w.err)"
+  [ "$rc" -eq 2 ] && [ "$(wc -l <iscsi-w.err)" -eq 1 ] && grep -q -- "--force" iscsi-w.err ||
+    { echo "a write over data: exit $rc, not 2 in one line naming --force:"; cat iscsi-w.err; return 1; }
+  echo "headroom.exe iscsi:// -> tgtd on 127.0.0.1:$port: randread 4K Q1 $(jq -r '.probes[0].summary.iops | round' iscsi-q1.json) IOPS, Q8 $(jq -r '.probes[0].summary.iops | round' iscsi-q8.json) IOPS (CmdSN window $(jq -r '.probes[0].spec.protocol.granted.cmdsn_window' iscsi-q8.json)); write 64K Q1 on the zeroed LUN $(jq -r '.probes[0].summary.bytes_per_sec / 1e6 | round' iscsi-w.json) MB/s; a write over it then refused: $(tr -d '\r' <iscsi-w.err)"
 }
 
 # headroom.exe's own SMB client (Winsock, WSAPoll, NTLMv2, signing) against
@@ -357,7 +364,7 @@ EOF
   # Global: the EXIT trap runs after the function's locals are gone.
   smbd_pid=$!
   # smbd forks a child per connection and helpers, all in its group: stop the group.
-  trap 'kill -- -"$smbd_pid" 2>/dev/null; wait "$smbd_pid" 2>/dev/null || true' EXIT
+  trap 'kill -- -"$smbd_pid" 2>/dev/null || true; wait "$smbd_pid" 2>/dev/null || true' EXIT
   for _ in $(seq 100); do
     ss -Htln "sport = :$port" | grep -q . && break
     sleep 0.1
