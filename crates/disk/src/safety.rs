@@ -8,7 +8,9 @@
 //! missed LUKS and md, and every list will miss the next format. Without
 //! libblkid the probe fails, so the write is refused. The probe reads through
 //! the descriptor the caller already holds, so what is checked is exactly
-//! what is written.
+//! what is written. Windows has no libblkid: there a share's export is
+//! written only when the parts of it a probe would read are all zeros
+//! (`probe_copy` in os/windows), and a local device or existing file not at all.
 //!
 //! The probe and what the kernel holds are system calls and paths: they live
 //! in `crate::os` (os/linux/safety.rs); this file keeps what a signature

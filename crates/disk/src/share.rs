@@ -124,16 +124,13 @@ pub fn prepare_share(opener: &dyn ShareOpener, target: &str, opts: &TargetOption
     Ok(share)
 }
 
-/// What libblkid finds in the whole export's first and last 4 MiB
-/// (superblocks, partition tables and their backups, RAID members), read
-/// through the protocol into a sparse in-memory file of the export's size.
+/// What the platform's probe finds in the whole export's first and last
+/// 4 MiB (superblocks, partition tables and their backups, RAID members),
+/// read through the protocol (libblkid on Linux; `crate::os::probe_copy`).
 /// The whole export, not the tested region: a write to the first 8 MiB
 /// destroys an md 1.0 member whose superblock sits at the export's end.
 fn export_signatures(share: &dyn Share) -> Result<String> {
     let size = share.capacity();
-    let file = crate::os::memory_file("headroom-export-head")
-        .map_err(|e| DiskError::io("the signature check before a write", e))?;
-    file.set_len(size).map_err(|e| DiskError::io("sizing the signature copy", e))?;
     let chunk = 1u64 << 20;
     let window = 4 * chunk;
     let mut offsets: Vec<u64> = (0..window.min(size)).step_by(chunk as usize).collect();
@@ -142,6 +139,7 @@ fn export_signatures(share: &dyn Share) -> Result<String> {
     let mut engine = share
         .connect(ShareIo { write: false, sync: SyncMode::None, depth: 1, buf_size: chunk as usize, job: 0 })
         .map_err(|e| DiskError::io(format!("reading {} for signatures", share.url()), e))?;
+    let mut parts = Vec::with_capacity(offsets.len());
     for offset in offsets {
         let len = chunk.min(size - offset) as u32;
         let len = len - len % share.block_size().max(1) as u32;
@@ -150,11 +148,9 @@ fn export_signatures(share: &dyn Share) -> Result<String> {
         }
         one_io(engine.as_mut(), IoUnit { kind: IoKind::Read, offset, len, buf_index: 0, tag: 0 })
             .map_err(|e| DiskError::io(format!("reading {} at {offset} for signatures", share.url()), e))?;
-        crate::os::write_all_at(&file, &engine.buffer_mut(0)[..len as usize], offset)
-            .map_err(|e| DiskError::io("copying for signatures", e))?;
+        parts.push((offset, engine.buffer_mut(0)[..len as usize].to_vec()));
     }
-    let signatures =
-        crate::safety::probe_signatures(&file).map_err(|e| crate::safety::probe_failed(&share.url(), e))?;
+    let signatures = crate::os::probe_copy(size, &parts).map_err(|e| crate::safety::probe_failed(&share.url(), e))?;
     Ok(if signatures.is_empty() { String::new() } else { crate::safety::describe(&signatures) })
 }
 

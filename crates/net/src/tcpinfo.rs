@@ -14,14 +14,17 @@ pub struct TcpInfo {
     pub retransmits: u64,
     /// Smoothed RTT, microseconds.
     pub srtt_us: u64,
-    /// RTT variation, microseconds.
-    pub rttvar_us: u64,
+    /// RTT variation, microseconds (absent where the platform does not say
+    /// it: Windows' SIO_TCP_INFO has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rttvar_us: Option<u64>,
     /// Congestion window, bytes (segments x MSS).
     pub cwnd_bytes: u64,
     /// Send maximum segment size, bytes.
     pub snd_mss: u32,
-    /// Path MTU, bytes.
-    pub pmtu: u32,
+    /// Path MTU, bytes (absent where the platform does not say it, as rttvar_us).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pmtu: Option<u32>,
     /// Time the connection had data in flight, microseconds (busy_time).
     pub busy_us: u64,
     /// Time limited by the receiver's window, microseconds.
@@ -42,26 +45,26 @@ impl TcpInfo {
         share(self.sndbuf_limited_us, self.busy_us)
     }
 
-    /// Adds another stream's counters (times and retransmits sum; RTT and cwnd average).
+    /// Adds another stream's counters (times and retransmits sum; RTT and
+    /// cwnd average; a figure some stream lacks is absent).
     pub fn merge(items: &[TcpInfo]) -> Option<TcpInfo> {
         if items.is_empty() {
             return None;
         }
         let n = items.len() as u64;
         let mut out = TcpInfo { has_limits: items.iter().all(|t| t.has_limits), ..Default::default() };
+        out.rttvar_us = items.iter().map(|t| t.rttvar_us).sum::<Option<u64>>().map(|sum| sum / n);
+        out.pmtu = items.iter().map(|t| t.pmtu).collect::<Option<Vec<u32>>>().and_then(|all| all.into_iter().max());
         for t in items {
             out.retransmits += t.retransmits;
             out.srtt_us += t.srtt_us;
-            out.rttvar_us += t.rttvar_us;
             out.cwnd_bytes += t.cwnd_bytes;
             out.busy_us += t.busy_us;
             out.rwnd_limited_us += t.rwnd_limited_us;
             out.sndbuf_limited_us += t.sndbuf_limited_us;
             out.snd_mss = out.snd_mss.max(t.snd_mss);
-            out.pmtu = out.pmtu.max(t.pmtu);
         }
         out.srtt_us /= n;
-        out.rttvar_us /= n;
         out.cwnd_bytes /= n;
         Some(out)
     }
@@ -138,5 +141,18 @@ mod tests {
         assert!(!capped.contains("rmem_max"), "{capped}");
         let sndbuf = TcpInfo { busy_us: 1000, sndbuf_limited_us: 500, has_limits: true, ..Default::default() };
         assert!(explain(&sndbuf, None).unwrap().contains("send buffer"));
+    }
+
+    #[test]
+    fn a_figure_one_stream_lacks_is_absent_from_the_merge_never_zero() {
+        let linux = TcpInfo { srtt_us: 300, rttvar_us: Some(50), pmtu: Some(1500), ..Default::default() };
+        let windows = TcpInfo { srtt_us: 100, ..Default::default() };
+        let both = TcpInfo::merge(&[linux.clone(), windows]).unwrap();
+        assert_eq!((both.srtt_us, both.rttvar_us, both.pmtu), (200, None, None));
+        let json = serde_json::to_value(&both).unwrap();
+        assert!(json.get("rttvar_us").is_none() && json.get("pmtu").is_none(), "{json}");
+        let two =
+            TcpInfo::merge(&[linux.clone(), TcpInfo { rttvar_us: Some(150), pmtu: Some(9000), ..linux }]).unwrap();
+        assert_eq!((two.rttvar_us, two.pmtu), (Some(100), Some(9000)));
     }
 }

@@ -28,9 +28,6 @@ mod error;
 mod frame;
 mod iscsi_keys;
 mod os;
-// The clients headroom speaks itself wait on sockets with poll(2) and
-// answer in errno numbers: Linux only until their Windows side is written
-// (os/ refuses their schemes elsewhere).
 mod transport;
 mod url;
 mod wait;
@@ -40,7 +37,6 @@ pub mod iscsi;
 pub mod nbd;
 #[cfg(feature = "nfs")]
 pub mod nfs;
-#[cfg(target_os = "linux")]
 pub mod smb;
 
 /// Entry points for the fuzz targets (feature `fuzzing`): each takes what a

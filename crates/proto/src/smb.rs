@@ -433,7 +433,12 @@ pub fn fuzz_server(data: &[u8]) {
         let Ok(h) = wire::parse_header(frame) else { continue };
         let body = &frame[wire::HEADER..];
         let all = crate::url::SmbCipher::ALL;
-        let _ = (h.status.errno(), wire::parse_negotiate(body, &all), wire::parse_create(body), wire::parse_read(body));
+        let _ = (
+            h.status.error_kind(),
+            wire::parse_negotiate(body, &all),
+            wire::parse_create(body),
+            wire::parse_read(body),
+        );
         let _ = (wire::parse_write(body), wire::parse_tree_connect(body));
         if let Ok((_, token)) = wire::parse_session_setup(body) {
             if let Ok(c) = ntlm::parse_challenge(token) {

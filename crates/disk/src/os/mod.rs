@@ -21,8 +21,9 @@
 //! - `probe_signatures`: every signature (filesystem, RAID, partition table)
 //!   on an open device or file, for safety.rs; failing with NotFound when
 //!   the probe itself is missing (the write is then refused);
-//! - for a share's signature check: `memory_file` (a file that lives in
-//!   memory only) and `write_all_at`.
+//! - `probe_copy`: the same for a share's export from the parts of it that
+//!   were read through the protocol (Windows, without libblkid, lets only
+//!   zeros through; NotFound otherwise, so the write is refused).
 //!
 //! Opening a local target is not behind this seam: target.rs does it with
 //! Linux's calls (O_DIRECT, statx, /proc/self/fd; listed in docs/platform.md),

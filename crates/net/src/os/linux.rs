@@ -133,10 +133,10 @@ pub(crate) fn tcp_info(socket: &impl AsSocket) -> Option<TcpInfo> {
     Some(TcpInfo {
         retransmits: u64::from(raw.total_retrans),
         srtt_us: u64::from(raw.rtt),
-        rttvar_us: u64::from(raw.rttvar),
+        rttvar_us: Some(u64::from(raw.rttvar)),
         cwnd_bytes: u64::from(raw.snd_cwnd) * u64::from(raw.snd_mss),
         snd_mss: raw.snd_mss,
-        pmtu: raw.pmtu,
+        pmtu: Some(raw.pmtu),
         busy_us: raw.busy_time,
         rwnd_limited_us: raw.rwnd_limited,
         sndbuf_limited_us: raw.sndbuf_limited,

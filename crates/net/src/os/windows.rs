@@ -3,9 +3,8 @@
 //! system calls and their error numbers; no protocol, no policy.
 //!
 //! Not written for Windows yet, each absent rather than made up: binding to
-//! an interface by name (an error that says so), SIO_TCP_INFO (no TCP state
-//! is recorded) and the destination address of a datagram (the reply leaves
-//! from the address Windows picks).
+//! an interface by name (an error that says so) and the destination address
+//! of a datagram (the reply leaves from the address Windows picks).
 
 use super::BindDeviceRefusal;
 use crate::tcpinfo::TcpInfo;
@@ -15,7 +14,8 @@ use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::os::windows::io::AsRawSocket;
 use std::time::Duration;
 use windows_sys::Win32::Networking::WinSock::{
-    WSAPoll, POLLRDNORM, WSAEHOSTUNREACH, WSAENETUNREACH, WSAENOBUFS, WSAPOLLFD,
+    TCP_INFO_v0, TCP_INFO_v1, WSAIoctl, WSAPoll, POLLRDNORM, SIO_TCP_INFO, WSAEHOSTUNREACH, WSAENETUNREACH, WSAENOBUFS,
+    WSAPOLLFD,
 };
 
 /// What a socket is to this platform's system calls (socket2 and std take it too).
@@ -66,9 +66,60 @@ pub(crate) fn is_no_buffer_space(e: &io::Error) -> bool {
     e.raw_os_error() == Some(WSAENOBUFS)
 }
 
-/// None: SIO_TCP_INFO is not read on Windows yet, so no TCP state is recorded.
-pub(crate) fn tcp_info(_socket: &impl AsSocket) -> Option<TcpInfo> {
-    None
+/// The sender's TCP state from WSAIoctl(SIO_TCP_INFO): version 1 (Windows
+/// 10 1709 and later) with the time the sender was limited by the receive
+/// window, by the congestion window and by its send buffer (milliseconds,
+/// RFC 4898's SndLimTime*, whose sum is the busy time), else version 0
+/// (1703) without them. Windows counts retransmitted bytes: in segments of
+/// the MSS, rounded up. It says no RTT variation and no path MTU: those stay
+/// absent. None when Winsock refuses both versions (older Windows; wine 8
+/// answers WSAEOPNOTSUPP: docs/platform.md, "Windows"), never zeros.
+pub(crate) fn tcp_info(socket: &impl AsSocket) -> Option<TcpInfo> {
+    let socket = socket.as_socket().as_raw_socket() as usize;
+    let from = |mss: u32, rtt_us: u32, cwnd: u32, bytes_retrans: u32| TcpInfo {
+        retransmits: u64::from(bytes_retrans).div_ceil(u64::from(mss.max(1))),
+        srtt_us: u64::from(rtt_us),
+        rttvar_us: None,
+        cwnd_bytes: u64::from(cwnd),
+        snd_mss: mss,
+        pmtu: None,
+        ..TcpInfo::default()
+    };
+    if let Some(v1) = sio_tcp_info::<TCP_INFO_v1>(socket, 1) {
+        let us = |ms: u32| u64::from(ms) * 1000;
+        return Some(TcpInfo {
+            busy_us: us(v1.SndLimTimeRwin) + us(v1.SndLimTimeCwnd) + us(v1.SndLimTimeSnd),
+            rwnd_limited_us: us(v1.SndLimTimeRwin),
+            sndbuf_limited_us: us(v1.SndLimTimeSnd),
+            has_limits: true,
+            ..from(v1.Mss, v1.RttUs, v1.Cwnd, v1.BytesRetrans)
+        });
+    }
+    let v0 = sio_tcp_info::<TCP_INFO_v0>(socket, 0)?;
+    Some(from(v0.Mss, v0.RttUs, v0.Cwnd, v0.BytesRetrans))
+}
+
+/// One WSAIoctl(SIO_TCP_INFO) of `version` into a `T` (TCP_INFO_v0 or _v1);
+/// None when it fails or fills less than a whole `T`.
+fn sio_tcp_info<T: Default>(socket: usize, version: u32) -> Option<T> {
+    let mut info = T::default();
+    let mut returned = 0u32;
+    // SAFETY: the input is one u32 (the version), the output a plain-data T
+    // of the size given; no OVERLAPPED, so the call completes before it returns.
+    let rc = unsafe {
+        WSAIoctl(
+            socket,
+            SIO_TCP_INFO,
+            (&version as *const u32).cast(),
+            std::mem::size_of::<u32>() as u32,
+            (&mut info as *mut T).cast(),
+            std::mem::size_of::<T>() as u32,
+            &mut returned,
+            std::ptr::null_mut(),
+            None,
+        )
+    };
+    (rc == 0 && returned as usize >= std::mem::size_of::<T>()).then_some(info)
 }
 
 /// User and system CPU time this process used so far.

@@ -69,6 +69,17 @@ fn not_built(protocol: &str, library: &str) -> DiskError {
     ))
 }
 
+/// The errno an I/O completion reports for a failure of `kind` (the
+/// negative completion result the disk engine turns back into an error).
+pub(crate) fn io_error_code(kind: io::ErrorKind) -> i32 {
+    match kind {
+        io::ErrorKind::StorageFull => libc::ENOSPC,
+        io::ErrorKind::PermissionDenied => libc::EACCES,
+        io::ErrorKind::NotFound => libc::ENOENT,
+        _ => libc::EIO,
+    }
+}
+
 /// What a socket is to this platform's system calls (socket2 and std take it too).
 pub(crate) use std::os::fd::AsFd as AsSocket;
 

@@ -13,6 +13,8 @@
 //!   `connect_in_progress`: whether a non-blocking connect's error means
 //!   it goes on (Linux also has `poll`, for the sockets libnbd and libnfs
 //!   hold as file descriptors);
+//! - `io_error_code`: the error number a failed I/O's completion carries
+//!   for a kind of failure (errno on Linux, a Win32 error on Windows);
 //! - `file_mode`: a file's Unix permission bits, or why they cannot be read.
 //!
 //! Must not hold a protocol: the clients are their own modules.

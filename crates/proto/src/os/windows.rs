@@ -1,8 +1,7 @@
-//! Windows: headroom's own iSCSI client (its waits on the socket are
-//! WSAPoll); the SMB client still answers in errno numbers, so it is not
-//! built for Windows yet; the NFS and NBD clients call libnfs and libnbd,
-//! Linux libraries. Each client not here is refused in one line. A file has
-//! no Unix mode here.
+//! Windows: headroom's own iSCSI and SMB clients (their waits on the socket
+//! are WSAPoll, their failed I/Os Win32 error numbers); the NFS and NBD
+//! clients call libnfs and libnbd, Linux libraries, and are refused in one
+//! line. A file has no Unix mode here.
 
 use super::Ready;
 use crate::{Credentials, IscsiKeys, IscsiUrl, NbdUrl, NfsUrl, SmbUrl, Source};
@@ -10,6 +9,7 @@ use headroom_disk::{DiskError, Share, TargetOptions};
 use std::io;
 use std::os::windows::io::AsRawSocket;
 use std::time::Duration;
+use windows_sys::Win32::Foundation::{ERROR_ACCESS_DENIED, ERROR_DISK_FULL, ERROR_FILE_NOT_FOUND, ERROR_IO_DEVICE};
 use windows_sys::Win32::Networking::WinSock::{
     WSAGetLastError, WSAPoll, POLLRDNORM, POLLWRNORM, SOCKET_ERROR, WSAEWOULDBLOCK, WSAPOLLFD,
 };
@@ -29,14 +29,26 @@ pub(crate) fn open_iscsi(
     Ok(crate::iscsi::open(url, opts, credentials, sources, keys)?)
 }
 
-/// Refused: not available on Windows yet.
+/// A share on an SMB server.
 pub(crate) fn open_smb(
-    _: &SmbUrl,
-    _: &TargetOptions,
-    _: &Credentials,
-    _: &[Source],
+    url: &SmbUrl,
+    opts: &TargetOptions,
+    credentials: &Credentials,
+    sources: &[Source],
 ) -> Result<Box<dyn Share>, DiskError> {
-    Err(not_yet("smb"))
+    Ok(crate::smb::open(url, opts, credentials, sources)?)
+}
+
+/// The Win32 error an I/O completion reports for a failure of `kind` (the
+/// negative completion result the disk engine turns back into an error with
+/// `io::Error::from_raw_os_error`, as for the iocp engine's own failures).
+pub(crate) fn io_error_code(kind: io::ErrorKind) -> i32 {
+    (match kind {
+        io::ErrorKind::StorageFull => ERROR_DISK_FULL,
+        io::ErrorKind::PermissionDenied => ERROR_ACCESS_DENIED,
+        io::ErrorKind::NotFound => ERROR_FILE_NOT_FOUND,
+        _ => ERROR_IO_DEVICE,
+    }) as i32
 }
 
 /// Refused: headroom's NFS client calls libnfs.

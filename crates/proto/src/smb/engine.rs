@@ -337,6 +337,6 @@ fn result(conn: &Conn, h: &wire::ResponseHeader, io: IoUnit, body: &[u8]) -> io:
             i64::from(count)
         }
         (IoKind::Fsync, status::SUCCESS) => 0,
-        (_, s) => -i64::from(NtStatus(s).errno()),
+        (_, s) => -i64::from(crate::os::io_error_code(NtStatus(s).error_kind())),
     })
 }

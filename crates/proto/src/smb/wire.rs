@@ -149,13 +149,15 @@ impl fmt::Debug for NtStatus {
 }
 
 impl NtStatus {
-    /// The errno an I/O completion reports for this status.
-    pub fn errno(self) -> i32 {
+    /// What kind of failure an I/O completion reports for this status (the
+    /// platform's error number for it: `os::io_error_code`).
+    pub fn error_kind(self) -> std::io::ErrorKind {
+        use std::io::ErrorKind;
         match self.0 {
-            status::DISK_FULL | status::QUOTA_EXCEEDED => libc::ENOSPC,
-            status::ACCESS_DENIED => libc::EACCES,
-            status::OBJECT_NAME_NOT_FOUND | status::OBJECT_PATH_NOT_FOUND => libc::ENOENT,
-            _ => libc::EIO,
+            status::DISK_FULL | status::QUOTA_EXCEEDED => ErrorKind::StorageFull,
+            status::ACCESS_DENIED => ErrorKind::PermissionDenied,
+            status::OBJECT_NAME_NOT_FOUND | status::OBJECT_PATH_NOT_FOUND => ErrorKind::NotFound,
+            _ => ErrorKind::Other,
         }
     }
 }

@@ -28,15 +28,18 @@ pub fn raw_file(file: &std::fs::File) -> RawFile {
     std::os::fd::AsRawFd::as_raw_fd(file)
 }
 
-/// A file that lives in memory only (memfd), gone when closed.
-pub fn memory_file(name: &str) -> io::Result<std::fs::File> {
-    let memfd = rustix::fs::memfd_create(name, rustix::fs::MemfdFlags::CLOEXEC)?;
-    Ok(std::fs::File::from(memfd))
-}
-
-/// Writes all of `buf` at `offset` (pwrite).
-pub fn write_all_at(file: &std::fs::File, buf: &[u8], offset: u64) -> io::Result<()> {
-    std::os::unix::fs::FileExt::write_all_at(file, buf, offset)
+/// Every signature libblkid finds on a device of `size` bytes of which only
+/// `parts` (offset, bytes) were read: they go into a sparse copy that lives
+/// in memory only (memfd, the rest reading as zeros, gone when closed),
+/// which libblkid probes as it would the device.
+pub fn probe_copy(size: u64, parts: &[(u64, Vec<u8>)]) -> io::Result<Vec<crate::safety::Signature>> {
+    let memfd = rustix::fs::memfd_create("headroom-export-head", rustix::fs::MemfdFlags::CLOEXEC)?;
+    let file = std::fs::File::from(memfd);
+    file.set_len(size)?;
+    for (offset, bytes) in parts {
+        std::os::unix::fs::FileExt::write_all_at(&file, bytes, *offset)?;
+    }
+    probe_signatures(&file)
 }
 
 /// Asks for `len` bytes at `ptr` (huge-page aligned, owned by the caller) to
