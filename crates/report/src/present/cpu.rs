@@ -313,8 +313,8 @@ mod tests {
         assert!(text.contains("  yes 4.1x\n") && text.contains("  no 0.2x\n"), "{text}");
         assert!(
             text.contains(
-                "Implementations\n  AES-256-GCM                          aes-256-gcm by test code\n  \
-                 ChaCha20-Poly1305                    chacha20-poly1305 by test code\n"
+                "Implementations\n  AES-256-GCM                        aes-256-gcm by test code\n  \
+                 ChaCha20-Poly1305                  chacha20-poly1305 by test code\n"
             ),
             "{text}"
         );
