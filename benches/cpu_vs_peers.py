@@ -13,7 +13,8 @@ ratio headroom/peer. Expect ~1.0 for SHA-256 (both use SHA-NI) and zstd (both
 libzstd); AES-GCM differs when ring and the installed OpenSSL pick different
 code paths (ring has VAES/AVX-512 GCM, OpenSSL 3.0 does not).
 
-Usage: python3 benches/cpu_vs_peers.py [ROUNDS]   (builds target/release/headroom)
+Usage: python3 benches/cpu_vs_peers.py [ROUNDS]   (builds target/release/headroom,
+or runs $HEADROOM as it is when that is set)
 The machine should be otherwise idle: wall-clock figures from a shared CPU are
 low for every tool (headroom marks such figures with *; see cpu_share in --json).
 """
@@ -28,7 +29,10 @@ import tempfile
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else int(os.environ.get("ROUNDS", "5"))
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HEADROOM = os.path.join(ROOT, "target", "release", "headroom")
+HEADROOM = os.environ.get("HEADROOM") or os.path.join(ROOT, "target", "release", "headroom")
+
+# headroom kernel id -> the implementation its document names.
+IMPLEMENTATIONS = {}
 
 # kernel key -> (headroom kernel id, data, cache_resident), (peer name)
 OPENSSL = {
@@ -52,6 +56,7 @@ def headroom_round(data_size):
     for p in doc["probes"]:
         s = p["spec"]
         k = s["kernel"]
+        IMPLEMENTATIONS[k] = s.get("implementation")
         if k.startswith("zstd"):
             if s.get("data") == "compressible-2to1" and not s.get("cache_resident"):
                 figures[k] = p["summary"]["bytes_per_sec"]
@@ -90,7 +95,8 @@ def write_2to1(path, size=16 << 20):
 
 
 def main():
-    subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "headroom"], cwd=ROOT, check=True)
+    if not os.environ.get("HEADROOM"):
+        subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "headroom"], cwd=ROOT, check=True)
     have_openssl = shutil.which("openssl") is not None
     have_zstd = shutil.which("zstd") is not None
     ours, peers = {}, {}
@@ -119,6 +125,7 @@ def main():
         peer_values = [v for _, v in peers[k]]
         ratio = statistics.median(ours[k]) / statistics.median(peer_values)
         print(f"{k:<20} {fmt(ours[k]):<32} {peer_name:<14} {fmt(peer_values):<32} {ratio:.2f}")
+    print(f"implementations: {json.dumps(IMPLEMENTATIONS, sort_keys=True)}")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,8 @@ const KERNELS: &[&str] = &[
     "aes-128-gcm",
     "aes-256-gcm",
     "chacha20-poly1305",
+    "aes-128-ccm",
+    "aes-256-ccm",
 ];
 
 #[test]
@@ -57,6 +59,9 @@ fn json_holds_one_cpu_probe_per_kernel_and_column_with_a_positive_rate() {
         assert!(seen.insert((key, spec.cache_resident)), "duplicate probe {}", probe.id);
         assert_eq!(probe.details["link"], "10GbE");
         assert!(probe.details.contains_key("fills_link"));
+        // Which code ran, typed, so a figure is compared with the user's software.
+        let implementation = spec.implementation.as_deref().unwrap_or_default();
+        assert!(!implementation.is_empty(), "{}: no implementation", probe.id);
     }
     for cache_resident in [Some(false), Some(true)] {
         for kernel in KERNELS {

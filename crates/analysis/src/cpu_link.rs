@@ -84,6 +84,7 @@ mod tests {
                 buffer_size: 64 << 20,
                 data: None,
                 cache_resident: Some(false),
+                implementation: None,
             }),
             summary: Summary { bytes_per_sec, ..Summary::default() },
             samples: vec![],

@@ -187,7 +187,10 @@ mod tests {
             select_kernels(&owned).map(|ks| ks.iter().map(|k| k.id()).collect::<Vec<_>>())
         };
         assert_eq!(names(&["aes-256-gcm", "sha256"]).unwrap(), ["sha256", "aes-256-gcm"]);
-        assert_eq!(names(&["encryption"]).unwrap(), ["aes-128-gcm", "aes-256-gcm", "chacha20-poly1305"]);
+        assert_eq!(
+            names(&["encryption"]).unwrap(),
+            ["aes-128-gcm", "aes-256-gcm", "chacha20-poly1305", "aes-128-ccm", "aes-256-ccm"]
+        );
         assert_eq!(names(&["zstd-3-compress"]).unwrap().len(), 2, "both data kinds");
         assert_eq!(names(&[]).unwrap().len(), all_kernels().len());
         let err = names(&["md5"]).unwrap_err().to_string();

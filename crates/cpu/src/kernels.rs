@@ -39,8 +39,29 @@ pub fn implementation(kernel: &Kernel) -> String {
         Kernel::Aes128Gcm | Kernel::Aes256Gcm => {
             "ring 0.17 (BoringSSL/OpenSSL assembly: AES-NI + PCLMULQDQ, stitched AVX/VAES paths)".into()
         }
-        Kernel::ChaCha20Poly1305 => "ring 0.17 (BoringSSL/OpenSSL assembly, SSSE3/AVX2)".into(),
+        // No Rust crate offers OpenSSL's AVX-512 ChaCha20 and Poly1305 in a
+        // default build: on such a CPU ring does about 0.7x `openssl speed`
+        // per CPU-second (docs/performance.md), and the record says so.
+        Kernel::ChaCha20Poly1305 if avx512_chacha() => {
+            "ring 0.17 (BoringSSL AVX2 assembly; OpenSSL 3 has a faster AVX-512 path for this CPU)".into()
+        }
+        Kernel::ChaCha20Poly1305 => "ring 0.17 (BoringSSL assembly, SSSE3/AVX2, as OpenSSL's on this CPU)".into(),
+        Kernel::Aes128Ccm | Kernel::Aes256Ccm => {
+            "RustCrypto ccm 0.5 + aes 0.8 (AES-NI when present), as headroom's SMB client seals".into()
+        }
     }
+}
+
+/// Whether OpenSSL would take its AVX-512 ChaCha20 path on this CPU (it
+/// wants AVX-512F and AVX-512VL).
+#[cfg(target_arch = "x86_64")]
+fn avx512_chacha() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512vl")
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn avx512_chacha() -> bool {
+    false
 }
 
 /// Which crate (or code) computes it and, where the crate picks a path
@@ -81,6 +102,11 @@ pub fn implementation(kernel: &Kernel) -> String {
             "ring 0.17 (NEON vector-permute AES and NEON GHASH: no ARMv8 crypto extensions)",
         ),
         Kernel::ChaCha20Poly1305 => "ring 0.17 (ChaCha20 NEON assembly, Poly1305 portable C)".into(),
+        Kernel::Aes128Ccm | Kernel::Aes256Ccm => pick(
+            has!("aes"),
+            "RustCrypto ccm 0.5 + aes 0.8 (ARMv8 AES), as headroom's SMB client seals",
+            "RustCrypto ccm 0.5 + aes 0.8 (bitsliced software AES), as headroom's SMB client seals",
+        ),
     }
 }
 
@@ -92,7 +118,9 @@ fn chunk(kernel: &Kernel, len: usize) -> usize {
             let block = (len / data).min(PARITY_BLOCK) / 64 * 64;
             return block.max(64) * data;
         }
-        Kernel::Aes128Gcm | Kernel::Aes256Gcm | Kernel::ChaCha20Poly1305 => AEAD_MESSAGE,
+        Kernel::Aes128Gcm | Kernel::Aes256Gcm | Kernel::ChaCha20Poly1305 | Kernel::Aes128Ccm | Kernel::Aes256Ccm => {
+            AEAD_MESSAGE
+        }
         _ => RECORD,
     };
     chunk.min(len) / 64 * 64
@@ -190,6 +218,9 @@ pub(crate) fn worker<'a>(kernel: Kernel, slice: &'a mut [u8]) -> Result<Box<dyn 
         }
         Kernel::Aes128Gcm | Kernel::Aes256Gcm | Kernel::ChaCha20Poly1305 => {
             Box::new(AeadWorker { slice, cursor, key: aead_key(kernel, 0x42)?, counter: 0 })
+        }
+        Kernel::Aes128Ccm | Kernel::Aes256Ccm => {
+            Box::new(CcmWorker { slice, cursor, cipher: SmbCcm::new(kernel, 0x42)?, counter: 0 })
         }
     })
 }
@@ -405,6 +436,77 @@ impl Worker for AeadWorker<'_> {
                 message.len() as u64
             }
             Err(_) => 0,
+        }
+    }
+}
+
+type Aes128Ccm = ccm::Ccm<aes::Aes128, ccm::consts::U16, ccm::consts::U11>;
+type Aes256Ccm = ccm::Ccm<aes::Aes256, ccm::consts::U16, ccm::consts::U11>;
+
+/// AES-CCM as SMB3 parameterises it (MS-SMB2 3.1.4.3: 11-byte nonce,
+/// 16-byte signature), on the crates headroom-proto's sealing uses.
+pub(crate) enum SmbCcm {
+    Aes128(Box<Aes128Ccm>),
+    Aes256(Box<Aes256Ccm>),
+}
+
+impl SmbCcm {
+    /// The cipher of a CCM kernel, every key byte `fill`.
+    pub(crate) fn new(kernel: Kernel, fill: u8) -> Result<SmbCcm, String> {
+        Self::with_key(kernel, &[fill; 32])
+    }
+
+    /// The cipher of a CCM kernel with the first 16 or 32 bytes of `key`.
+    pub(crate) fn with_key(kernel: Kernel, key: &[u8; 32]) -> Result<SmbCcm, String> {
+        use ccm::aead::KeyInit;
+        Ok(match kernel {
+            Kernel::Aes128Ccm => SmbCcm::Aes128(Box::new(Aes128Ccm::new(key[..16].into()))),
+            Kernel::Aes256Ccm => SmbCcm::Aes256(Box::new(Aes256Ccm::new(key.into()))),
+            _ => return Err(format!("{} is not AES-CCM", kernel.id())),
+        })
+    }
+
+    /// Encrypts `msg` in place; the tag.
+    pub(crate) fn seal(&self, nonce: &[u8; 11], aad: &[u8], msg: &mut [u8]) -> Option<[u8; 16]> {
+        use ccm::aead::AeadInPlace;
+        let tag = match self {
+            SmbCcm::Aes128(c) => c.encrypt_in_place_detached(nonce.into(), aad, msg),
+            SmbCcm::Aes256(c) => c.encrypt_in_place_detached(nonce.into(), aad, msg),
+        };
+        tag.ok().map(Into::into)
+    }
+
+    /// Authenticates and decrypts `msg` in place.
+    pub(crate) fn open(&self, nonce: &[u8; 11], aad: &[u8], msg: &mut [u8], tag: &[u8; 16]) -> bool {
+        use ccm::aead::AeadInPlace;
+        match self {
+            SmbCcm::Aes128(c) => c.decrypt_in_place_detached(nonce.into(), aad, msg, tag.into()),
+            SmbCcm::Aes256(c) => c.decrypt_in_place_detached(nonce.into(), aad, msg, tag.into()),
+        }
+        .is_ok()
+    }
+}
+
+struct CcmWorker<'a> {
+    slice: &'a mut [u8],
+    cursor: Cursor,
+    cipher: SmbCcm,
+    counter: u64,
+}
+
+impl Worker for CcmWorker<'_> {
+    fn step(&mut self) -> u64 {
+        let range = self.cursor.next();
+        self.counter += 1;
+        let mut nonce = [0u8; 11];
+        nonce[..8].copy_from_slice(&self.counter.to_le_bytes());
+        let message = &mut self.slice[range];
+        match self.cipher.seal(&nonce, &[], black_box(message)) {
+            Some(tag) => {
+                black_box(tag);
+                message.len() as u64
+            }
+            None => 0,
         }
     }
 }

@@ -148,7 +148,12 @@ pub fn measurement_of(probe: &Probe) -> Option<Measurement> {
         cpu_share: number("cpu_share").unwrap_or(1.0),
         bytes_per_cpu_sec: number("bytes_per_cpu_sec").unwrap_or(0.0),
         quota: probe.details.get(details::CGROUP).and_then(|v| serde_json::from_value(v.clone()).ok()),
-        implementation: probe.details.get("implementation").and_then(|v| v.as_str()).unwrap_or_default().to_string(),
+        // Documents written before the field was typed kept it in details.
+        implementation: spec
+            .implementation
+            .clone()
+            .or_else(|| probe.details.get("implementation").and_then(|v| v.as_str()).map(str::to_string))
+            .unwrap_or_default(),
     })
 }
 

@@ -86,6 +86,7 @@ fn check(kernel: &Kernel) -> Result<(), String> {
             aead_round_trip(kernel)
         }
         Kernel::Aes128Gcm | Kernel::ChaCha20Poly1305 => aead_round_trip(kernel),
+        Kernel::Aes128Ccm | Kernel::Aes256Ccm => ccm_known_answer(kernel),
     }
 }
 
@@ -201,6 +202,34 @@ fn aead_round_trip(kernel: &Kernel) -> Result<(), String> {
     let opened = key.open_in_place(nonce(), Aad::from(b"hdr"), &mut sealed).map_err(|_| "decryption failed")?;
     if opened != &plain[..] {
         return Err("decrypted data differs from the original".into());
+    }
+    Ok(())
+}
+
+/// Key bytes 0, 1, 2, ..., a zero nonce, AAD "smb3": ciphertext and tag as
+/// OpenSSL computes them (Python's cryptography AESCCM, tag_length=16), then
+/// a flipped bit must be rejected and the message must open again.
+fn ccm_known_answer(kernel: &Kernel) -> Result<(), String> {
+    let key: [u8; 32] = std::array::from_fn(|i| i as u8);
+    let want = match kernel {
+        Kernel::Aes128Ccm => {
+            "0e3decb60e43f09300c19ce9ca89b15fe82116d3266108368127b9e61f611532b3870d4c5700f2c669b4b03ba0ff9d18"
+        }
+        _ => "7a8de5780dbeefe6091feb6857d2bfd0e7e278f8372245bd8a16a18abcf828e7017ee9ff45c7c4d7e0270fd52b8f1324",
+    };
+    let cipher = crate::kernels::SmbCcm::with_key(*kernel, &key)?;
+    let plain = *b"headroom CCM known answer.......";
+    let mut msg = plain;
+    let tag = cipher.seal(&[0; 11], b"smb3", &mut msg).ok_or("encryption failed")?;
+    let sealed: Vec<u8> = msg.iter().chain(tag.iter()).copied().collect();
+    expect_hex(&format!("{} known answer", kernel.name()), &sealed, want)?;
+    let mut tampered = msg;
+    tampered[3] ^= 1;
+    if cipher.open(&[0; 11], b"smb3", &mut tampered, &tag) {
+        return Err("a tampered message decrypted without error".into());
+    }
+    if !cipher.open(&[0; 11], b"smb3", &mut msg, &tag) || msg != plain {
+        return Err("the sealed message did not open to the original".into());
     }
     Ok(())
 }

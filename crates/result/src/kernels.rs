@@ -97,6 +97,11 @@ pub enum Kernel {
     Aes256Gcm,
     /// ChaCha20-Poly1305, SSH's and WireGuard's cipher on CPUs without AES-NI.
     ChaCha20Poly1305,
+    /// AES-128-CCM with SMB3's parameters (11-byte nonce, 16-byte tag): SMB
+    /// 3.0's only cipher, still what 3.1.1 servers offer first by default.
+    Aes128Ccm,
+    /// AES-256-CCM with SMB3's parameters.
+    Aes256Ccm,
 }
 
 /// Every kernel, in the order they are shown.
@@ -119,7 +124,13 @@ pub fn all_kernels() -> Vec<Kernel> {
             kernels.push(Kernel::Zstd { level: 3, direction, data });
         }
     }
-    kernels.extend([Kernel::Aes128Gcm, Kernel::Aes256Gcm, Kernel::ChaCha20Poly1305]);
+    kernels.extend([
+        Kernel::Aes128Gcm,
+        Kernel::Aes256Gcm,
+        Kernel::ChaCha20Poly1305,
+        Kernel::Aes128Ccm,
+        Kernel::Aes256Ccm,
+    ]);
     kernels
 }
 
@@ -140,6 +151,8 @@ impl Kernel {
             Kernel::Aes128Gcm => "aes-128-gcm".into(),
             Kernel::Aes256Gcm => "aes-256-gcm".into(),
             Kernel::ChaCha20Poly1305 => "chacha20-poly1305".into(),
+            Kernel::Aes128Ccm => "aes-128-ccm".into(),
+            Kernel::Aes256Ccm => "aes-256-ccm".into(),
         }
     }
 
@@ -159,6 +172,8 @@ impl Kernel {
             Kernel::Aes128Gcm => "AES-128-GCM".into(),
             Kernel::Aes256Gcm => "AES-256-GCM".into(),
             Kernel::ChaCha20Poly1305 => "ChaCha20-Poly1305".into(),
+            Kernel::Aes128Ccm => "AES-128-CCM".into(),
+            Kernel::Aes256Ccm => "AES-256-CCM".into(),
         }
     }
 
@@ -170,7 +185,11 @@ impl Kernel {
                 Group::Checksum
             }
             Kernel::Lz4 { .. } | Kernel::Zstd { .. } => Group::Compression,
-            Kernel::Aes128Gcm | Kernel::Aes256Gcm | Kernel::ChaCha20Poly1305 => Group::Encryption,
+            Kernel::Aes128Gcm
+            | Kernel::Aes256Gcm
+            | Kernel::ChaCha20Poly1305
+            | Kernel::Aes128Ccm
+            | Kernel::Aes256Ccm => Group::Encryption,
         }
     }
 
@@ -280,7 +299,7 @@ pub struct Measurement {
     /// during the measurement, when it has one (set by the engine).
     pub quota: Option<CgroupCpu>,
     /// Which crate (or code) computed the kernel, as the engine names it
-    /// (`details.implementation` of the probe).
+    /// (`spec.implementation` of the probe).
     pub implementation: String,
 }
 
@@ -313,7 +332,6 @@ impl Measurement {
     /// The measurement as a result-document probe of kind `cpu`.
     pub fn to_probe(&self) -> Probe {
         let mut details = std::collections::BTreeMap::new();
-        details.insert("implementation".into(), serde_json::json!(self.implementation));
         if let Some(r) = self.ratio {
             details.insert("compression_ratio".into(), serde_json::json!(r));
         }
@@ -359,6 +377,7 @@ impl Measurement {
                 buffer_size: self.buffer_bytes,
                 data: self.kernel.data_matters().then(|| self.kernel.data().as_str().to_string()),
                 cache_resident: Some(self.cache_resident),
+                implementation: Some(self.implementation.clone()),
             }),
             summary: Summary {
                 bytes_per_sec: self.bytes_per_sec,

@@ -470,6 +470,13 @@ pub struct CpuSpec {
     /// bytes of its own) or streams from RAM (false: the threads share it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_resident: Option<bool>,
+    /// Which code computed the kernel: crate, version and the path this CPU
+    /// took (e.g. `ring 0.17 (BoringSSL/OpenSSL assembly, SSSE3/AVX2)`), so
+    /// a figure is compared with what the user's software runs. Absent in
+    /// documents written before it was typed (they have it in
+    /// `details.implementation`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub implementation: Option<String>,
 }
 
 /// The figures of a probe as a whole.

@@ -395,6 +395,7 @@ mod tests {
                 buffer_size: 1 << 20,
                 data: None,
                 cache_resident: None,
+                implementation: None,
             }),
             summary: Summary { bytes_per_sec: (low + high) / 2.0, ..Summary::default() },
             samples,

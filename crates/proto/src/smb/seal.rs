@@ -2,8 +2,9 @@
 //! wraps each message once a session or share encrypts, the two keys
 //! (client to server, server to client) from the session key (3.0's labels,
 //! or 3.1.1's with the preauthentication hash) and the AEAD of the
-//! negotiated cipher: AES-128-CCM, AES-128-GCM, AES-256-CCM, AES-256-GCM
-//! (RustCrypto's `ccm` and `aes-gcm`).
+//! negotiated cipher: AES-128-CCM, AES-256-CCM (RustCrypto's `ccm`: ring
+//! has no CCM), AES-128-GCM, AES-256-GCM (ring's assembly, the
+//! implementation `headroom cpu` prices).
 //!
 //! What it owns: the keys, the nonces of sent messages, sealing a message
 //! in place and opening (authenticating, then decrypting in place) an
@@ -13,10 +14,10 @@
 use super::sign::kdf;
 use crate::url::SmbCipher;
 use aes::{Aes128, Aes256};
-use aes_gcm::aead::consts::{U11, U16};
-use aes_gcm::aead::{AeadInPlace, KeyInit};
-use aes_gcm::{Aes128Gcm, Aes256Gcm};
+use ccm::aead::consts::{U11, U16};
+use ccm::aead::{AeadInPlace, KeyInit};
 use ccm::Ccm;
+use ring::aead::{Aad, LessSafeKey, Nonce, Tag, UnboundKey, AES_128_GCM, AES_256_GCM};
 
 /// Bytes of the TRANSFORM_HEADER.
 pub const TRANSFORM: usize = 52;
@@ -31,20 +32,24 @@ type Aes256Ccm = Ccm<Aes256, U16, U11>;
 /// One direction's cipher with its key.
 enum Aead {
     Ccm128(Box<Aes128Ccm>),
-    Gcm128(Box<Aes128Gcm>),
     Ccm256(Box<Aes256Ccm>),
-    Gcm256(Box<Aes256Gcm>),
+    /// AES-128-GCM or AES-256-GCM, by the key's algorithm.
+    Gcm(Box<LessSafeKey>),
 }
 
 impl Aead {
     fn new(cipher: SmbCipher, session_key: &[u8; 16], label: &[u8], context: &[u8]) -> Aead {
         let k16 = || kdf::<16>(session_key, label, context);
         let k32 = || kdf::<32>(session_key, label, context);
+        // The key is the algorithm's length by construction.
+        let gcm = |algorithm, key: &[u8]| {
+            Aead::Gcm(Box::new(LessSafeKey::new(UnboundKey::new(algorithm, key).expect("a GCM key of its length"))))
+        };
         match cipher {
             SmbCipher::Aes128Ccm => Aead::Ccm128(Box::new(Aes128Ccm::new(&k16().into()))),
-            SmbCipher::Aes128Gcm => Aead::Gcm128(Box::new(Aes128Gcm::new(&k16().into()))),
+            SmbCipher::Aes128Gcm => gcm(&AES_128_GCM, &k16()),
             SmbCipher::Aes256Ccm => Aead::Ccm256(Box::new(Aes256Ccm::new(&k32().into()))),
-            SmbCipher::Aes256Gcm => Aead::Gcm256(Box::new(Aes256Gcm::new(&k32().into()))),
+            SmbCipher::Aes256Gcm => gcm(&AES_256_GCM, &k32()),
         }
     }
 
@@ -52,16 +57,23 @@ impl Aead {
     fn nonce_len(&self) -> usize {
         match self {
             Aead::Ccm128(_) | Aead::Ccm256(_) => 11,
-            Aead::Gcm128(_) | Aead::Gcm256(_) => 12,
+            Aead::Gcm(_) => 12,
         }
     }
 
     fn seal(&self, nonce: &[u8], aad: &[u8], msg: &mut [u8]) -> [u8; 16] {
         let tag = match self {
             Aead::Ccm128(c) => c.encrypt_in_place_detached(nonce.into(), aad, msg),
-            Aead::Gcm128(c) => c.encrypt_in_place_detached(nonce.into(), aad, msg),
             Aead::Ccm256(c) => c.encrypt_in_place_detached(nonce.into(), aad, msg),
-            Aead::Gcm256(c) => c.encrypt_in_place_detached(nonce.into(), aad, msg),
+            Aead::Gcm(key) => {
+                let nonce = Nonce::try_assume_unique_for_key(nonce).expect("GCM's 12-byte nonce");
+                return key
+                    .seal_in_place_separate_tag(nonce, Aad::from(aad), msg)
+                    .expect("an SMB message is far below the AEAD's limit")
+                    .as_ref()
+                    .try_into()
+                    .expect("a 16-byte tag");
+            }
         };
         // Only a message longer than CCM's 2^64 bytes fails.
         tag.expect("an SMB message is far below the AEAD's limit").into()
@@ -69,12 +81,15 @@ impl Aead {
 
     fn open(&self, nonce: &[u8], aad: &[u8], msg: &mut [u8], tag: &[u8]) -> bool {
         match self {
-            Aead::Ccm128(c) => c.decrypt_in_place_detached(nonce.into(), aad, msg, tag.into()),
-            Aead::Gcm128(c) => c.decrypt_in_place_detached(nonce.into(), aad, msg, tag.into()),
-            Aead::Ccm256(c) => c.decrypt_in_place_detached(nonce.into(), aad, msg, tag.into()),
-            Aead::Gcm256(c) => c.decrypt_in_place_detached(nonce.into(), aad, msg, tag.into()),
+            Aead::Ccm128(c) => c.decrypt_in_place_detached(nonce.into(), aad, msg, tag.into()).is_ok(),
+            Aead::Ccm256(c) => c.decrypt_in_place_detached(nonce.into(), aad, msg, tag.into()).is_ok(),
+            Aead::Gcm(key) => {
+                let (Ok(nonce), Ok(tag)) = (Nonce::try_assume_unique_for_key(nonce), Tag::try_from(tag)) else {
+                    return false;
+                };
+                key.open_in_place_separate_tag(nonce, Aad::from(aad), tag, msg, 0..).is_ok()
+            }
         }
-        .is_ok()
     }
 }
 

@@ -91,6 +91,8 @@ pub fn render(run: &CpuRun, style: Style) -> String {
         text += "\n";
     }
 
+    text += &implementations(plan, results, style);
+
     let shared: Vec<&Measurement> = results.iter().filter(|m| m.contended()).collect();
     let quota = shared
         .iter()
@@ -138,12 +140,29 @@ pub fn render(run: &CpuRun, style: Style) -> String {
     text
 }
 
+/// Which code computed each kernel shown: a figure is only comparable with
+/// the user's software when both run the same implementation (OpenSSL's
+/// ChaCha20 is not ring's).
+fn implementations(plan: &KernelMatrix, results: &[Measurement], style: Style) -> String {
+    let mut text = String::new();
+    for kernel in &plan.kernels {
+        let Some(m) = results.iter().find(|m| m.kernel == *kernel && !m.implementation.is_empty()) else { continue };
+        if text.is_empty() {
+            text += &format!("{}\n", style.bold("Implementations"));
+        }
+        text += &format!("  {:<34} {}\n", kernel_label(kernel, results), m.implementation);
+    }
+    text
+}
+
 /// What one stream of this kernel does on a storage path, for the sentences.
 fn role(kernel: &Kernel) -> &'static str {
     match kernel {
         Kernel::Aes128Gcm => "one SMB3-encrypted stream (AES-128-GCM)",
         Kernel::Aes256Gcm => "one SMB3-encrypted stream (AES-256-GCM)",
         Kernel::ChaCha20Poly1305 => "one SSH/sshfs stream (chacha20-poly1305)",
+        Kernel::Aes128Ccm => "one SMB3-encrypted stream (AES-128-CCM)",
+        Kernel::Aes256Ccm => "one SMB3-encrypted stream (AES-256-CCM)",
         _ => match kernel.group() {
             Group::Parity => "parity for a write stream",
             Group::Checksum => "checksumming a stream",
@@ -277,6 +296,9 @@ mod tests {
             }
         }
         results[1].cpu_share = 0.5;
+        for m in &mut results {
+            m.implementation = format!("{} by test code", m.kernel.id());
+        }
         let link =
             LinkTarget { name: "10GbE".into(), bytes_per_sec: 1.177e9, basis: "TCP at MTU 1500".into(), caveat: None };
         let host = Host::default();
@@ -289,6 +311,13 @@ mod tests {
         assert!(lines[2].ends_with("fills 10GbE?"), "{text}");
         assert!(text.contains("  AES-256-GCM                          4800 MB/s   38.4 Gb/s    4800 MB/s   38.4 Gb/s    9000 MB/s   72.0 Gb/s*"), "{text}");
         assert!(text.contains("  yes 4.1x\n") && text.contains("  no 0.2x\n"), "{text}");
+        assert!(
+            text.contains(
+                "Implementations\n  AES-256-GCM                        aes-256-gcm by test code\n  \
+                 ChaCha20-Poly1305                  chacha20-poly1305 by test code\n"
+            ),
+            "{text}"
+        );
         assert!(
             text.contains("* other processes shared the CPU during 1 of 8 figures (down to 50% of a core"),
             "{text}"
