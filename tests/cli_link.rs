@@ -191,11 +191,7 @@ fn fcoe_goodput_is_listed_per_ethernet_speed_and_ip_flags_are_refused() {
     assert!(links.iter().all(|l| l["usable_bits_per_sec"].as_f64().unwrap() >= 10e9));
     let ten = links.iter().find(|l| l["link"] == "10GbE").expect("10GbE listed");
     assert_eq!(ten["fcoe"]["goodput_bits_per_sec"].as_f64().unwrap(), 9.6e9);
-    headroom()
-        .args(["link", "fcoe", "--mtu", "9000"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("--mtu"));
+    headroom().args(["link", "fcoe", "--mtu", "9000"]).assert().code(2).stderr(predicate::str::contains("--mtu"));
     // The same figure as a row under 25 GbE; none under gigabit.
     assert_eq!(link_json(&["25gbe"])["ceilings"]["fcoe"]["goodput_bits_per_sec"].as_f64().unwrap(), 24e9);
     assert!(link_json(&["1gbe"])["ceilings"]["fcoe"].is_null());

@@ -104,7 +104,9 @@ pub fn open(url: &NfsUrl, opts: &TargetOptions, sources: &[crate::Source]) -> Re
     let found = named.as_ref().and_then(|_| ctx.stat(&file).ok());
     if let Some(st) = &found {
         if st.nfs_mode & libc::S_IFMT as u64 != libc::S_IFREG as u64 {
-            return Err(ProtoError::Usage(format!("{file_url} exists and is not a regular file; name a file of its own")));
+            return Err(ProtoError::Usage(format!(
+                "{file_url} exists and is not a regular file; name a file of its own"
+            )));
         }
     } else if named.is_some() && !opts.writes {
         return Err(ProtoError::Usage(format!("{file_url}: no such file on the server; give the file `write` wrote")));
