@@ -489,7 +489,7 @@ fn resume(store: Store, planned: Option<Duration>) -> Result<Opened, StoreError>
     let info = store.info()?;
     let last = store.sessions()?.last().map(|s| s.ended_unix.unwrap_or(s.started_unix));
     let last_sample = store.last_sample_unix()?;
-    let since = last_sample.into_iter().chain(last).fold(f64::NEG_INFINITY, f64::max);
+    let since = last_sample.into_iter().chain(last).fold(f64::NEG_INFINITY, f64::max).min(now);
     let gap_s = since.is_finite().then(|| (now - since).max(0.0));
     if let Some(gap) = gap_s {
         store.add_event(&EventRow {
