@@ -336,7 +336,9 @@ fn no_help_says_a_default_twice() {
         let help = String::from_utf8(out.stdout).unwrap();
         let mut block = String::new();
         for line in help.lines().chain(std::iter::once("  -")) {
-            if line.starts_with("  -") {
+            // An option's first line: `-s, --long` at 2 columns, `--long` alone at 6.
+            let text = line.trim_start();
+            if text.starts_with('-') && line.len() - text.len() <= 6 {
                 assert!(block.matches("[default:").count() < 2, "{long:?} says a default twice:\n{block}");
                 block.clear();
             }
