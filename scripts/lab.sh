@@ -79,7 +79,8 @@ nas() {
   . "$facts"; rm -f "$facts"
   [ -n "${CLIENT_NS:-}" ] || { echo "lab.sh: the lab NAS did not start" >&2; exit 1; }
   ip netns exec "$NAS_NS" "$HEADROOM" serve --bind "$NAS_ADDR" --no-auth --allow-path "$SHARE_DIR" >/dev/null 2>&1 &
-  local serve=$!
+  # Globals, not locals: the EXIT trap runs after nas() has returned, with `set -u`.
+  LAB_SERVE=$! LAB_NAS_PID=$NAS_PID LAB_NAS_IN=${NAS[1]}
   echo "lab NAS up at $NAS_ADDR${rate:+, shaped like a $rate Ethernet link}; run headroom as the client with:"
   echo "  ip netns exec $CLIENT_NS $HEADROOM disk $NFS_URL"
   echo "  HEADROOM_SMB_PASSWORD=$SMB_PASSWORD ip netns exec $CLIENT_NS $HEADROOM disk $SMB_URL"
@@ -87,7 +88,7 @@ nas() {
   echo "  ip netns exec $CLIENT_NS $HEADROOM disk $ISCSI_URL --rw read"
   echo "  ip netns exec $CLIENT_NS $HEADROOM run --server $NAS_ADDR --remote-path $SHARE_DIR --share $NFS_URL${rate:+ --link $rate}"
   echo "press Enter or Ctrl-C to take it down"
-  trap 'kill $serve 2>/dev/null; exec {NAS[1]}>&-; wait "$NAS_PID" 2>/dev/null' EXIT
+  trap 'kill "$LAB_SERVE" 2>/dev/null; exec {LAB_NAS_IN}>&-; wait "$LAB_NAS_PID" 2>/dev/null || true' EXIT
   read -r _ || true
 }
 

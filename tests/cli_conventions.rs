@@ -308,3 +308,55 @@ fn docs_link_only_to_files_inside_the_repository() {
     assert!(checked > 10, "only {checked} links found; is the scan working?");
     assert!(outside.is_empty(), "links that leave the repository or lead nowhere: {outside:#?}");
 }
+
+/// The subcommands a help text lists under "Commands:" (without `help`).
+fn listed_subcommands(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next().map(String::from))
+        .filter(|name| name != "help")
+        .collect()
+}
+
+/// No option's help says its default twice (a "[default: X]" written in the
+/// doc line beside the one clap adds): checked per option in every command's
+/// `--help` (an option's text runs until the next option) and per line of `-h`.
+#[test]
+fn no_help_says_a_default_twice() {
+    let mut todo = vec![Vec::<String>::new()];
+    let mut seen = 0;
+    while let Some(path) = todo.pop() {
+        let mut long = path.clone();
+        long.push("--help".into());
+        let out = headroom().args(&long).output().unwrap();
+        assert!(out.status.success(), "{long:?}");
+        let help = String::from_utf8(out.stdout).unwrap();
+        let mut block = String::new();
+        for line in help.lines().chain(std::iter::once("  -")) {
+            // An option's first line: `-s, --long` at 2 columns, `--long` alone at 6.
+            let text = line.trim_start();
+            if text.starts_with('-') && line.len() - text.len() <= 6 {
+                assert!(block.matches("[default:").count() < 2, "{long:?} says a default twice:\n{block}");
+                block.clear();
+            }
+            block += line;
+            block.push('\n');
+        }
+        let mut short = path.clone();
+        short.push("-h".into());
+        let out = headroom().args(&short).output().unwrap();
+        for line in String::from_utf8(out.stdout).unwrap().lines() {
+            assert!(line.matches("[default:").count() < 2, "{short:?}: {line}");
+        }
+        seen += 1;
+        for sub in listed_subcommands(&help) {
+            let mut next = path.clone();
+            next.push(sub);
+            todo.push(next);
+        }
+    }
+    assert!(seen > 20, "only {seen} commands' help walked");
+}

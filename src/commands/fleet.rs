@@ -94,7 +94,7 @@ pub struct FleetNetArgs {
     /// (resolved here: the agents get its address)
     #[arg(value_parser = check_server)]
     pub server: String,
-    /// Measured time [default: 10s]
+    /// Measured time
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     pub time: DurationArg,
     /// Parallel TCP streams from each agent

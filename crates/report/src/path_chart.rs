@@ -175,16 +175,17 @@ fn cut(s: &str, n: usize) -> String {
 }
 
 /// One direction's block at vertical offset `y`; returns its SVG and height.
-fn direction_block(v: &DirectionVerdict, here_name: &str, y: f64) -> (String, f64) {
+fn direction_block(v: &DirectionVerdict, here_name: &str, y: f64, sentences: bool) -> (String, f64) {
     let mut s = String::new();
     let mut y = y;
-    let title = format!("{}: {}", v.direction.as_str().to_uppercase(), v.explanation);
+    let direction = v.direction.as_str().to_uppercase();
+    let title = if sentences { format!("{direction}: {}", v.explanation) } else { direction };
     for (i, line) in wrap(&title, WRAP).into_iter().enumerate() {
         y += 20.0;
         let weight = if i == 0 { " font-weight=\"600\"" } else { "" };
         let _ = write!(s, "<text x=\"12\" y=\"{y}\" font-size=\"14\"{weight}>{}</text>", xml_text(&line));
     }
-    if let Some(h) = &v.headroom {
+    if let Some(h) = v.headroom.as_ref().filter(|_| sentences) {
         for line in wrap(h, WRAP) {
             y += 18.0;
             let _ = write!(s, "<text x=\"12\" y=\"{y}\" font-size=\"13\" fill=\"#444\">{}</text>", xml_text(&line));
@@ -327,9 +328,11 @@ pub fn path_svg(view: &ResultView) -> Option<String> {
     render(view, true)
 }
 
-/// The picture, with or without its heading (the HTML report's section
-/// heading already says it).
-fn render(view: &ResultView, heading: bool) -> Option<String> {
+/// The picture, with or without its heading and the verdict's sentences:
+/// the HTML report's section heading and verdict box already say them, as
+/// text, so there the picture carries only each direction's name.
+fn render(view: &ResultView, standalone: bool) -> Option<String> {
+    let heading = standalone;
     if view.directions.is_empty() {
         return None;
     }
@@ -346,7 +349,7 @@ fn render(view: &ResultView, heading: bool) -> Option<String> {
     }
     y += 6.0;
     for v in &view.directions {
-        let (block, end) = direction_block(v, here(view), y);
+        let (block, end) = direction_block(v, here(view), y, standalone);
         body += &block;
         y = end;
     }

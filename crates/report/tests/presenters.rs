@@ -124,3 +124,23 @@ fn the_chain_says_which_machine_each_hop_is_on_once_the_server_measured_its_own_
     let md = render(Format::Markdown, &["link-bound"], Style::default());
     assert!(md.contains("| hop | what | ceiling | measured | of ceiling |") && !md.contains("| on |"), "{md}");
 }
+
+/// The verdict's sentences are said once in the HTML: in the verdict box as
+/// text; the path picture above it names only the direction.
+#[test]
+fn html_says_the_verdict_once() {
+    for name in ["link-bound", "disk-bound", "cache", "far-disk-bound"] {
+        let html = render(Format::Html, &[name], Style::default());
+        let view = &Report::new(vec![fixture(name)]).results[0];
+        assert!(!view.directions.is_empty(), "{name} has a verdict");
+        for v in &view.directions {
+            let mut sentences = vec![v.explanation.clone()];
+            sentences.extend(v.headroom.clone());
+            for s in sentences {
+                // Cut at the first character HTML escapes, so the text matches as written.
+                let plain: String = s.chars().take_while(|c| !"<>&'\"".contains(*c)).take(40).collect();
+                assert_eq!(html.matches(&plain).count(), 1, "{name}: {plain:?}");
+            }
+        }
+    }
+}

@@ -210,7 +210,11 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
     let mut gaps = Vec::new();
     for pair in sessions.windows(2) {
         let (prev, next) = (&pair[0], &pair[1]);
-        let from = prev.ended_unix.unwrap_or(prev.started_unix);
+        // A killed session's end is its newest sample, and a far end's samples
+        // carry that host's clock: one running ahead would put the end after the
+        // next session's start. The next start is this host's own clock, so the
+        // gap ends there and never runs backwards.
+        let from = prev.ended_unix.unwrap_or(prev.started_unix).min(next.started_unix);
         gaps.push(SoakGap {
             from_s: rel(from),
             to_s: rel(next.started_unix),
@@ -545,6 +549,48 @@ mod tests {
         assert_eq!(again.soak.unwrap().detections.len(), soak.detections.len());
         // Without samples for --json.
         assert!(result_from_store(&store, SampleDetail::None).unwrap().probes[0].samples.is_empty());
+    }
+
+    /// A killed session whose newest samples are stamped after the resumed
+    /// session's start (a far end's clock 20 s ahead) still has a gap that
+    /// runs forwards: from no later than the resume, never negative.
+    #[test]
+    fn a_resume_after_samples_stamped_ahead_has_no_negative_gap() {
+        let dir = tempfile::tempdir().unwrap();
+        let t0 = 1_800_000_000.0;
+        let info = SoakInfo {
+            started_at: crate::rfc3339(t0),
+            started_unix: t0,
+            planned_s: Some(120.0),
+            config: SoakConfig {
+                cycle: vec!["remote-write".into()],
+                probe_s: 30.0,
+                path: None,
+                server: Some("127.0.0.1".into()),
+                vmkernel_log: None,
+                extra: serde_json::Value::Null,
+            },
+            host: None,
+        };
+        let store = Store::create(&dir.path().join("g.sqlite"), &info).unwrap();
+        let killed = store.begin_session(t0).unwrap();
+        let cycle = store.begin_cycle(killed, 1, "remote-write", t0).unwrap();
+        for i in 1..=31 {
+            let row = SampleRow { t_unix: t0 + 0.4 + i as f64, bytes_per_sec: 100e6, ..SampleRow::default() };
+            store.add_sample(cycle, "remote-write", &row).unwrap();
+        }
+        let resumed = store.begin_session(t0 + 12.0).unwrap();
+        let cycle = store.begin_cycle(resumed, 2, "remote-write", t0 + 12.0).unwrap();
+        let row = SampleRow { t_unix: t0 + 13.0, bytes_per_sec: 100e6, ..SampleRow::default() };
+        store.add_sample(cycle, "remote-write", &row).unwrap();
+        let doc = result_from_store(&store, SampleDetail::None).unwrap();
+        let gaps = doc.soak.unwrap().gaps;
+        assert_eq!(gaps.len(), 1, "{gaps:?}");
+        assert!(gaps[0].duration_s >= 0.0 && gaps[0].from_s <= gaps[0].to_s, "{gaps:?}");
+        assert!((gaps[0].to_s - 12.0).abs() < 1e-6, "{gaps:?}");
+        for w in &doc.warnings {
+            assert!(!w.message.contains("for -"), "{}", w.message);
+        }
     }
 
     #[test]

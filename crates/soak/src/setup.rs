@@ -423,7 +423,8 @@ pub fn open(db: &Path, flags: &SoakFlags, schedule: Option<&Schedule>) -> Result
             vmkernel_log: flags.vmkernel_log.as_ref().map(|p| p.display().to_string()),
             extra: settings_extra(flags),
         },
-        host: None,
+        // Recorded once, here: a report read later (or on another machine) names this host.
+        host: serde_json::to_value(headroom_sys::inventory_live()).ok(),
     };
     let store = Store::create(db, &info)?;
     let session = store.begin_session(now)?;
@@ -489,7 +490,7 @@ fn resume(store: Store, planned: Option<Duration>) -> Result<Opened, StoreError>
     let info = store.info()?;
     let last = store.sessions()?.last().map(|s| s.ended_unix.unwrap_or(s.started_unix));
     let last_sample = store.last_sample_unix()?;
-    let since = last_sample.into_iter().chain(last).fold(f64::NEG_INFINITY, f64::max);
+    let since = last_sample.into_iter().chain(last).fold(f64::NEG_INFINITY, f64::max).min(now);
     let gap_s = since.is_finite().then(|| (now - since).max(0.0));
     if let Some(gap) = gap_s {
         store.add_event(&EventRow {
@@ -741,5 +742,23 @@ mod tests {
         let resumed = open(&db, &flags, None).unwrap();
         assert!(resumed.gap_s.is_some());
         assert_eq!(resumed.store.sessions().unwrap().len(), 2);
+    }
+
+    /// A new soak records this machine's inventory, so its report names the
+    /// host (the kernel's hostname) rather than "unknown host".
+    #[test]
+    fn a_new_soak_records_its_host() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("h.sqlite");
+        let flags = SoakFlags {
+            duration: Some(Duration::from_secs(60)),
+            cycle: cycle("write"),
+            path: Some(dir.path().to_path_buf()),
+            ..Default::default()
+        };
+        let opened = open(&db, &flags, Some(&Schedule::new(&flags).unwrap())).unwrap();
+        let doc = crate::doc::result_from_store(&opened.store, crate::doc::SampleDetail::None).unwrap();
+        let kernel = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+        assert_eq!(doc.host.hostname.as_deref(), Some(kernel.trim()));
     }
 }
