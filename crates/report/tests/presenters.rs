@@ -39,6 +39,22 @@ fn markdown_is_a_forum_ready_table() {
 }
 
 #[test]
+fn several_results_lead_with_their_comparison_in_every_text_format() {
+    let names = ["compare-before", "compare-after"];
+    for (format, table, first_result) in [
+        (Format::Table, "comparison", "headroom: "),
+        (Format::Markdown, "Mann-Whitney", "### headroom: "),
+        (Format::Html, "<section class=\"comparison\">", "<section class=\"result\">"),
+    ] {
+        let text = render(format, &names, Style::default());
+        let headline = text.find("after-10gbe: reads 1.40x, writes 10.00x").expect("the comparison's headline");
+        let table = text.find(table).expect("the comparison table");
+        let result = text.find(first_result).expect("a result's own report");
+        assert!(headline < result && table < result, "{format:?}: the comparison comes after a result:\n{text}");
+    }
+}
+
+#[test]
 fn csv_is_tidy_numbers() {
     let csv = render(Format::Csv, &["link-bound"], Style::default());
     let mut lines = csv.lines();

@@ -82,25 +82,64 @@ pub struct LatencyDrift {
     pub fitted_end_ns: f64,
     /// (end - start) / start of the fitted line.
     pub relative_change: f64,
+    /// Measured mean latency at the start: the mean of the per-second means
+    /// in the first [`EDGE_S`] seconds (a tenth of a shorter span), ns.
+    #[serde(default)]
+    pub measured_start_ns: f64,
+    /// The same over the last [`EDGE_S`] seconds, ns.
+    #[serde(default)]
+    pub measured_end_ns: f64,
     /// |slope| / standard error of the slope.
     pub t_stat: f64,
     /// Whether the trend passes both thresholds.
     pub drifting: bool,
 }
 
+/// How much of each end of the series the measured start and end average:
+/// a minute, or a tenth of a shorter span.
+pub const EDGE_S: f64 = 60.0;
+
 impl LatencyDrift {
-    /// "mean latency rose from 1.2 ms to 3.4 ms (+183%) over 24.0 h (+92 us/h)".
+    /// "mean latency rose from 1.2 ms in the first minute to 3.4 ms in the
+    /// last (+183%; the fitted trend +170%, +92 us/h) over 24.0 h": the change
+    /// the user can check against the samples leads, the fit (what decided
+    /// that this is drift) follows.
     pub fn describe(&self, span_s: f64) -> String {
-        let direction = if self.relative_change >= 0.0 { "rose" } else { "fell" };
+        let measured = self.measured_change();
+        let direction = if measured >= 0.0 { "rose" } else { "fell" };
+        let edge =
+            if span_s >= 10.0 * EDGE_S { "minute".to_string() } else { super::periodic::format_span(span_s / 10.0) };
         format!(
-            "mean latency {direction} from {} to {} ({:+.0}%) over {} ({}/h)",
-            format_latency(self.fitted_start_ns),
-            format_latency(self.fitted_end_ns),
+            "mean latency {direction} from {} in the first {edge} to {} in the last ({:+.0}%; the fitted trend {:+.0}%, {}/h) over {}",
+            format_latency(self.measured_start_ns),
+            format_latency(self.measured_end_ns),
+            measured * 100.0,
             self.relative_change * 100.0,
+            format_signed_ns(self.slope_ns_per_hour),
             super::periodic::format_span(span_s),
-            format_signed_ns(self.slope_ns_per_hour)
         )
     }
+
+    /// (end - start) / start of the measured ends.
+    pub fn measured_change(&self) -> f64 {
+        if self.measured_start_ns > 0.0 {
+            (self.measured_end_ns - self.measured_start_ns) / self.measured_start_ns
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Mean of the per-second means within `edge_s` of the series' first
+/// point, or of its last with `at_end` (never empty: the end point itself counts).
+fn edge_mean(points: &[&LatencyPoint], edge_s: f64, at_end: bool) -> f64 {
+    let (first, last) = (points[0].t_s, points[points.len() - 1].t_s);
+    let inside: Vec<f64> = points
+        .iter()
+        .filter(|p| if at_end { p.t_s >= last - edge_s } else { p.t_s <= first + edge_s })
+        .map(|p| p.mean_ns)
+        .collect();
+    inside.iter().sum::<f64>() / inside.len() as f64
 }
 
 fn format_signed_ns(ns: f64) -> String {
@@ -164,7 +203,11 @@ pub fn latency_drift(points: &[LatencyPoint], config: &DriftConfig) -> Option<La
     } else {
         0.0
     };
+    let span = points[points.len() - 1].t_s - origin;
+    let edge = EDGE_S.min(span / 10.0);
     Some(LatencyDrift {
+        measured_start_ns: edge_mean(&points, edge, false),
+        measured_end_ns: edge_mean(&points, edge, true),
         buckets,
         slope_ns_per_hour: slope,
         p99_slope_ns_per_hour: p99_slope,
@@ -210,6 +253,24 @@ mod tests {
         let p99_slope = drift.p99_slope_ns_per_hour.unwrap();
         assert!((p99_slope - 3.0 * 2.0e6 / 24.0).abs() < 1e4);
         assert!(drift.describe(24.0 * 3600.0).contains("rose"), "{}", drift.describe(86400.0));
+    }
+
+    #[test]
+    fn the_headline_says_the_measured_change_and_the_fit_after_it() {
+        // Flat at 1 ms for most of the day, then doubling in the last hours:
+        // the first and last minutes moved +100%, a straight fit says otherwise.
+        let points: Vec<LatencyPoint> = (0..86_400)
+            .map(|i| {
+                let t = i as f64;
+                let mean = if t < 72_000.0 { 1.0e6 } else { 1.0e6 + 1.0e6 * (t - 72_000.0) / 14_340.0 };
+                LatencyPoint { t_s: t, mean_ns: mean.min(2.0e6), p99_ns: None }
+            })
+            .collect();
+        let drift = latency_drift(&points, &DriftConfig::default()).expect("enough samples");
+        assert!((drift.measured_change() - 1.0).abs() < 0.01, "{}", drift.measured_change());
+        assert!((drift.relative_change - 1.0).abs() > 0.05, "the fit differs: {}", drift.relative_change);
+        let text = drift.describe(86_400.0);
+        assert!(text.contains("in the first minute") && text.contains("(+100%; the fitted trend"), "{text}");
     }
 
     #[test]

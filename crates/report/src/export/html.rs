@@ -75,10 +75,27 @@ impl Presenter for HtmlPresenter {
             }
         };
         let mut body = format!("<h1>{}</h1>\n", escape(&title));
+        // Several results lead with what changed between them, each result's
+        // own report after it.
         if let Some(c) = &report.comparison {
             for line in sections::comparison_headline(c) {
                 body += &format!("<p class=\"strong\">{}</p>\n", escape(&line));
             }
+        }
+        if let Some(c) = &report.comparison {
+            body += "<section class=\"comparison\">\n<h2>Comparison</h2>\n";
+            body += &crate::paired::html_figure(c);
+            body += &table_html(&sections::comparison_table(c, style));
+            body += &format!("<p>{}</p>\n", escape(&sections::comparison_legend(c)));
+            for figure in [Figure::Throughput, Figure::Iops, Figure::LatencyMean] {
+                if let Some(svg) = charts::comparison_chart(c, figure) {
+                    body += &format!("<div class=\"chart comparison-chart\">{svg}</div>\n");
+                }
+            }
+            body += &latency_chart::across_html(report);
+            body += "</section>\n";
+        } else if let Some(e) = &report.comparison_error {
+            body += &format!("<p>No comparison: {}</p>\n", escape(&e.to_string()));
         }
         for view in &report.results {
             body += &format!("<section class=\"result\">\n<h2>{}</h2>\n", escape(&sections::heading(view)));
@@ -167,21 +184,6 @@ impl Presenter for HtmlPresenter {
             }
             body += &latency_chart::result_html(view);
             body += "</section>\n";
-        }
-        if let Some(c) = &report.comparison {
-            body += "<section class=\"comparison\">\n<h2>Comparison</h2>\n";
-            body += &crate::paired::html_figure(c);
-            body += &table_html(&sections::comparison_table(c, style));
-            body += &format!("<p>{}</p>\n", escape(&sections::comparison_legend(c)));
-            for figure in [Figure::Throughput, Figure::Iops, Figure::LatencyMean] {
-                if let Some(svg) = charts::comparison_chart(c, figure) {
-                    body += &format!("<div class=\"chart comparison-chart\">{svg}</div>\n");
-                }
-            }
-            body += &latency_chart::across_html(report);
-            body += "</section>\n";
-        } else if let Some(e) = &report.comparison_error {
-            body += &format!("<p>No comparison: {}</p>\n", escape(&e.to_string()));
         }
         format!(
             "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\

@@ -11,7 +11,17 @@ pub struct MarkdownPresenter;
 impl Presenter for MarkdownPresenter {
     fn render(&self, report: &Report, style: Style) -> String {
         let style = Style { color: false, ..style };
+        // Several results lead with what changed between them.
         let mut out = String::new();
+        if let Some(c) = &report.comparison {
+            for line in sections::comparison_headline(c) {
+                out += &format!("**{line}**\n\n");
+            }
+            out += &sections::comparison_table(c, style).to_markdown();
+            out += &format!("\n{}\n\n", sections::comparison_legend(c));
+        } else if let Some(e) = &report.comparison_error {
+            out += &format!("no comparison: {e}\n\n");
+        }
         for view in &report.results {
             out += &format!("### headroom: {}\n\n", sections::heading(view));
             let findings = sections::soak_findings(&view.doc);
@@ -45,15 +55,6 @@ impl Presenter for MarkdownPresenter {
                 out += &goals.to_markdown();
             }
             out.push('\n');
-        }
-        if let Some(c) = &report.comparison {
-            for line in sections::comparison_headline(c) {
-                out += &format!("**{line}**\n\n");
-            }
-            out += &sections::comparison_table(c, style).to_markdown();
-            out += &format!("\n{}\n", sections::comparison_legend(c));
-        } else if let Some(e) = &report.comparison_error {
-            out += &format!("no comparison: {e}\n");
         }
         out += "\n<sub>measured with headroom</sub>\n";
         out

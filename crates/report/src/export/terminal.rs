@@ -1,6 +1,6 @@
 //! The terminal: the verdict first, then (on a wide terminal) the hop chain
-//! as bars, then the hop chain as tables, probes, goals and
-//! the comparison as aligned tables; colour when the caller says so.
+//! as bars, then the hop chain as tables, probes and goals as aligned
+//! tables, several results led by their comparison; colour when the caller says so.
 
 use crate::model::Report;
 use crate::sections::{self, bottleneck_tone};
@@ -12,7 +12,20 @@ pub struct TerminalPresenter;
 
 impl Presenter for TerminalPresenter {
     fn render(&self, report: &Report, style: Style) -> String {
+        // Several results lead with what changed between them; each result's
+        // own report follows.
         let mut out = String::new();
+        if let Some(c) = &report.comparison {
+            for line in sections::comparison_headline(c) {
+                out += &paint(&line, Tone::Bold, style.color);
+                out.push('\n');
+            }
+            out += &sections::comparison_table(c, style).to_terminal(style.color);
+            out += &sections::comparison_legend(c);
+            out += "\n\n";
+        } else if let Some(e) = &report.comparison_error {
+            out += &format!("no comparison: {e}\n\n");
+        }
         for view in &report.results {
             out += &paint(&format!("headroom: {}", sections::heading(view)), Tone::Bold, style.color);
             out += "\n\n";
@@ -69,17 +82,6 @@ impl Presenter for TerminalPresenter {
                 out += &goals.to_terminal(style.color);
             }
             out.push('\n');
-        }
-        if let Some(c) = &report.comparison {
-            for line in sections::comparison_headline(c) {
-                out += &paint(&line, Tone::Bold, style.color);
-                out.push('\n');
-            }
-            out += &sections::comparison_table(c, style).to_terminal(style.color);
-            out += &sections::comparison_legend(c);
-            out.push('\n');
-        } else if let Some(e) = &report.comparison_error {
-            out += &format!("no comparison: {e}\n");
         }
         out
     }
