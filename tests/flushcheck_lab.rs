@@ -744,18 +744,21 @@ fn smb_power_cut(sync: &str, lying: bool) -> (Option<i32>, serde_json::Value, i6
     (code, doc, before, synced)
 }
 
-#[test]
-fn an_smb_server_whose_flush_lies_is_caught_at_a_power_cut_and_an_honest_one_is_not() {
-    headroom_lab::require_root!();
-    headroom_lab::require_program!("mkfs.ext4");
-    headroom_lab::require_program!("smbd");
-    let _machine = headroom_lab::hold_machine();
-    let (code, doc, _, _) = smb_power_cut("fsync", false);
+/// One power-cut round against an honest target with --sync fsync, then
+/// against a lying one with fsync and with dsync; returns verify's exit
+/// code, its document, the last block recorded before the outside sync and
+/// the last one that sync covered.
+type PowerCut = fn(&str, bool) -> (Option<i32>, serde_json::Value, i64, i64);
+
+/// The honest target loses nothing; the lying one fails verify, loses only
+/// blocks after the outside sync, and at least one that only its cache held.
+fn honest_kept_and_lying_caught(power_cut: PowerCut) {
+    let (code, doc, _, _) = power_cut("fsync", false);
     assert_eq!(code, Some(0), "honest: {doc:#}");
     assert!(doc["acknowledged"].as_u64().unwrap() >= 300, "{doc:#}");
     assert_eq!((doc["lost"].as_u64(), doc["torn"].as_u64()), (Some(0), Some(0)), "{doc:#}");
     for sync in ["fsync", "dsync"] {
-        let (code, doc, before, synced) = smb_power_cut(sync, true);
+        let (code, doc, before, synced) = power_cut(sync, true);
         assert_eq!(code, Some(1), "{sync}, lying: the lie must fail verify: {doc:#}");
         let findings = doc["findings"].as_array().unwrap();
         let lost: Vec<u64> = findings.iter().map(|f| f["seq"].as_u64().unwrap()).collect();
@@ -763,6 +766,15 @@ fn an_smb_server_whose_flush_lies_is_caught_at_a_power_cut_and_an_honest_one_is_
         let only_cached = (synced as u64 + 2)..=doc["acknowledged"].as_u64().unwrap();
         assert!(lost.iter().any(|s| only_cached.contains(s)), "none of {only_cached:?} was lost: {lost:?}");
     }
+}
+
+#[test]
+fn an_smb_server_whose_flush_lies_is_caught_at_a_power_cut_and_an_honest_one_is_not() {
+    headroom_lab::require_root!();
+    headroom_lab::require_program!("mkfs.ext4");
+    headroom_lab::require_program!("smbd");
+    let _machine = headroom_lab::hold_machine();
+    honest_kept_and_lying_caught(smb_power_cut);
 }
 
 /// Waits until the killed process `pid` has let go of its files (a zombie
@@ -818,19 +830,7 @@ fn an_iscsi_target_whose_flush_lies_is_caught_at_a_power_cut_and_an_honest_one_i
     headroom_lab::require_program!("tgtd");
     headroom_lab::require_program!("eatmydata");
     let _machine = headroom_lab::hold_machine();
-    let (code, doc, _, _) = iscsi_power_cut("fsync", false);
-    assert_eq!(code, Some(0), "honest: {doc:#}");
-    assert!(doc["acknowledged"].as_u64().unwrap() >= 300, "{doc:#}");
-    assert_eq!((doc["lost"].as_u64(), doc["torn"].as_u64()), (Some(0), Some(0)), "{doc:#}");
-    for sync in ["fsync", "dsync"] {
-        let (code, doc, before, synced) = iscsi_power_cut(sync, true);
-        assert_eq!(code, Some(1), "{sync}, lying: the lie must fail verify: {doc:#}");
-        let findings = doc["findings"].as_array().unwrap();
-        let lost: Vec<u64> = findings.iter().map(|f| f["seq"].as_u64().unwrap()).collect();
-        assert!(lost.iter().all(|&s| s as i64 > before), "blocks synced from outside were reported lost: {lost:?}");
-        let only_cached = (synced as u64 + 2)..=doc["acknowledged"].as_u64().unwrap();
-        assert!(lost.iter().any(|s| only_cached.contains(s)), "none of {only_cached:?} was lost: {lost:?}");
-    }
+    honest_kept_and_lying_caught(iscsi_power_cut);
 }
 
 /// A LUN that requires CHAP: written and verified with the account from a
