@@ -190,7 +190,7 @@ fn a_throttled_disk_behind_samba_is_measured_at_its_throttle() {
                 "--quiet",
             ],
         ));
-        eprintln!("smbd's page cache after the run: {:?} bytes", export.cached_bytes());
+        eprintln!("smbd's memory group after the run: {:?}", export.memory_summary());
         (doc(&out).probes[0].summary.bytes_per_sec, rate as f64)
     });
     assert!(disk_leftovers(mount.path()).is_empty());

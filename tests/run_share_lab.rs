@@ -171,10 +171,10 @@ fn run_against_a_throttled_nas(share: Share, daemon_memory: Option<u64>) -> Resu
         .output()
         .expect("headroom run");
     if let Some(export) = &daemon {
-        eprintln!("smbd's page cache after the run: {:?} bytes", export.cached_bytes());
+        eprintln!("smbd's memory group after the run: {:?}", export.memory_summary());
     }
     if let Some(group) = &ganesha_memory {
-        eprintln!("ganesha's page cache after the run: {:?} bytes", group.cached_bytes());
+        eprintln!("ganesha's memory group after the run: {}", group.summary());
     }
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let doc = ResultDoc::from_json(&String::from_utf8_lossy(&out.stdout)).expect("a result document");

@@ -41,12 +41,24 @@ impl MemoryLimit {
         std::fs::write(self.dir.join("cgroup.procs"), format!("{pid}\n"))
     }
 
-    /// Bytes of page cache charged to the group (memory.stat `cache`).
-    pub fn cached_bytes(&self) -> io::Result<u64> {
-        let stat = std::fs::read_to_string(self.dir.join("memory.stat"))?;
-        stat.lines()
-            .find_map(|l| l.strip_prefix("cache ").and_then(|v| v.trim().parse().ok()))
-            .ok_or_else(|| io::Error::other("memory.stat has no cache line"))
+    /// What the group holds after a run, for a test's log: page cache,
+    /// dirty pages, the peak against the limit and the OOM kills (a server
+    /// killed by its own group ends a run with a connection error).
+    pub fn summary(&self) -> String {
+        let read = |file: &str| std::fs::read_to_string(self.dir.join(file)).unwrap_or_default();
+        let field = |text: &str, name: &str| {
+            text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse::<u64>().ok())
+        };
+        let stat = read("memory.stat");
+        let mib = |v: Option<u64>| v.map_or("?".to_string(), |b| format!("{:.1} MiB", b as f64 / 1048576.0));
+        format!(
+            "page cache {}, dirty {}, peak {} of {}, OOM kills {}",
+            mib(field(&stat, "cache")),
+            mib(field(&stat, "dirty")),
+            mib(read("memory.max_usage_in_bytes").trim().parse().ok()),
+            mib(read("memory.limit_in_bytes").trim().parse().ok()),
+            field(&read("memory.oom_control"), "oom_kill").map_or("?".to_string(), |n| n.to_string()),
+        )
     }
 }
 
