@@ -117,6 +117,11 @@ def main():
     def fmt(values):
         return f"{statistics.median(values) / 1e6:8.0f} MB/s ({min(values) / 1e6:.0f}..{max(values) / 1e6:.0f})"
 
+    def spread_pct(values):
+        m = statistics.median(values)
+        return (max(values) - min(values)) / m * 100 if m else 0
+
+    rows = []
     print(f"{'kernel':<20} {'headroom median (min..max)':<32} {'peer':<14} {'peer median (min..max)':<32} ratio")
     for k in sorted(ours):
         if k not in peers:
@@ -125,6 +130,13 @@ def main():
         peer_values = [v for _, v in peers[k]]
         ratio = statistics.median(ours[k]) / statistics.median(peer_values)
         print(f"{k:<20} {fmt(ours[k]):<32} {peer_name:<14} {fmt(peer_values):<32} {ratio:.2f}")
+        rows.append((k, ours[k], peer_name, peer_values, ratio))
+    for k, mine, peer_name, peer_values, ratio in rows:
+        # The line benches/all.sh collects (benches/lib.sh's bench_row), in MB/s.
+        print(
+            f"BENCHROW|cpu (one core)|{k}|MB/s|{statistics.median(mine) / 1e6:.6g}|{spread_pct(mine):.1f}"
+            f"|{peer_name}|{statistics.median(peer_values) / 1e6:.6g}|{spread_pct(peer_values):.1f}|{ratio:.3f}|>= 0.95"
+        )
     print(f"implementations: {json.dumps(IMPLEMENTATIONS, sort_keys=True)}")
 
 

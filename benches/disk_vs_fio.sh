@@ -24,6 +24,8 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+# shellcheck source=benches/lib.sh
+. benches/lib.sh
 dir=${1:-target}
 rounds=${2:-7}
 secs=${3:-3}
@@ -58,6 +60,7 @@ fi
 # empty when it is not a plain block device (tmpfs, NFS, ...).
 if [ -n "$loopdev" ]; then dev=$(basename "$loopdev"); else dev=$(basename "$(findmnt -no SOURCE -T "$dir" 2>/dev/null || true)"); fi
 grep -qw "$dev" /proc/diskstats 2>/dev/null || dev=""
+if [ "$dir" = ram ]; then where="RAM loop device"; else where="$dir${dev:+ on $dev}"; fi
 
 # diskstat: "requests sectors" completed so far (reads and writes) on $dev.
 diskstat() {
@@ -100,20 +103,15 @@ run_hr() {
     '.probes[0].summary | "\(.bytes_per_sec / 1e6) \(.iops) \(.latency_ns.mean) \($cpu / .ops) \($req)"' "$tmp/out"
 }
 
-# stats FILE COLUMN -> "median spread%"
-stats() {
-  awk -v c="$2" '{print $c}' "$1" | sort -g | awk '
-    { v[NR] = $1 }
-    END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
-          printf "%.6g %.1f", m, (m > 0 ? (v[NR] - v[1]) / m * 100 : 0) }'
-}
-
 report() { # NAME COLUMN UNIT GOAL [FIO_SERIES]
   local name=$1 col=$2 unit=$3 goal=$4 series=${5:-fio}
   read -r fm fs <<<"$(stats "$tmp/$series" "$col")"
   read -r hm hs <<<"$(stats "$tmp/hr" "$col")"
-  printf "%-34s fio %12.6g %-6s (spread %5.1f%%)  headroom %12.6g (spread %5.1f%%)  ratio %.3f  goal %s\n" \
-    "$name" "$fm" "$unit" "$fs" "$hm" "$hs" "$(awk -v h="$hm" -v f="$fm" 'BEGIN { print (f > 0 ? h / f : 0) }')" "$goal"
+  printf "%-34s fio %12.6g %-6s (spread %5.1f%%)  headroom %12.6g (spread %5.1f%%)  ratio %s  goal %s\n" \
+    "$name" "$fm" "$unit" "$fs" "$hm" "$hs" "$(ratio "$hm" "$fm")" "$goal"
+  local peer=fio
+  [ "$series" = fio_static ] && peer="fio, same buffers"
+  bench_row "disk ($where)" "$(echo "$name" | sed 's/^ *//')" "$unit" "$hm" "$hs" "$peer" "$fm" "$fs" "$goal"
 }
 
 # bench LABEL RW BS QD: fio and headroom interleaved. For writes a third

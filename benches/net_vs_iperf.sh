@@ -60,11 +60,16 @@ for r in range(1, n + 1):
     sp.append(2 * float(m.group(1)))
 rows = [
     ("TCP 1 stream Gb/s", [x / 1e9 for x in hr1], "iperf3", [x / 1e9 for x in i3], ">= 1.0"),
-    ("CPU s/GB, both ends", hrcpu, "iperf3", i3cpu, "<= 1.0"),
+    ("TCP 1 stream CPU, both ends s/GB", hrcpu, "iperf3", i3cpu, "<= 1.0"),
     ("TCP 4 streams Gb/s", [x / 1e9 for x in hr4], "iperf2 -P 4", [x / 1e9 for x in i2], ">= 1.0"),
     ("TCP RR RTT p50 us", hrrr, "sockperf pp x2", sp, "0.9 .. 1.1"),
 ]
-print(f"{'metric':<22} {'headroom median':>16} {'peer':>15} {'peer median':>12} {'ratio':>7}  goal      spread headroom / peer")
+print(f"{'metric':<33} {'headroom median':>16} {'peer':>15} {'peer median':>12} {'ratio':>7}  goal      spread headroom / peer")
+def pct(xs): return (max(xs) - min(xs)) / med(xs) * 100 if med(xs) else 0
 for name, a, peer, b, goal in rows:
-    print(f"{name:<22} {med(a):>16.4g} {peer:>15} {med(b):>12.4g} {med(a)/med(b):>7.3f}  {goal:<9} {spread(a)} / {spread(b)}")
+    print(f"{name:<33} {med(a):>16.4g} {peer:>15} {med(b):>12.4g} {med(a)/med(b):>7.3f}  {goal:<9} {spread(a)} / {spread(b)}")
+for name, a, peer, b, goal in rows:
+    # The line benches/all.sh collects (benches/lib.sh's bench_row).
+    metric, unit = name.rsplit(" ", 1)
+    print(f"BENCHROW|network (loopback)|{metric}|{unit}|{med(a):.6g}|{pct(a):.1f}|{peer}|{med(b):.6g}|{pct(b):.1f}|{med(a)/med(b):.3f}|{goal}")
 PY

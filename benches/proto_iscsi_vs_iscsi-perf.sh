@@ -15,6 +15,8 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+# shellcheck source=benches/lib.sh
+. benches/lib.sh
 rounds=${1:-5}
 secs=${2:-5}
 rate=${3:-}
@@ -101,8 +103,13 @@ bench() {
   # CPU seconds per GB moved: the process's CPU over the whole run / bytes (MB/s x seconds).
   pc=$(awk -v s="$secs" '{ if ($1 > 0) print $3 / ($1 * s / 1000) }' "$tmp/p" | median)
   hc=$(awk -v s="$secs" '{ if ($1 > 0) print $3 / ($1 * s / 1000) }' "$tmp/h" | median)
-  printf '%-22s iscsi-perf %8.1f MB/s %8.0f IOPS %6.2f CPU s/GB | headroom %8.1f MB/s %8.0f IOPS %6.2f CPU s/GB | ratio %.3f\n' \
-    "$name" "$pm" "$pi" "$pc" "$hm" "$hi" "$hc" "$(awk -v a="$hm" -v b="$pm" 'BEGIN { print (b > 0 ? a / b : 0) }')"
+  printf '%-22s iscsi-perf %8.1f MB/s %8.0f IOPS %6.2f CPU s/GB | headroom %8.1f MB/s %8.0f IOPS %6.2f CPU s/GB | ratio %s\n' \
+    "$name" "$pm" "$pi" "$pc" "$hm" "$hi" "$hc" "$(ratio "$hm" "$pm")"
+  # CPU seconds per GB, per round, as a third column for the shared row.
+  awk -v s="$secs" '{ print $1, $2, ($1 > 0 ? $3 / ($1 * s / 1000) : 0) }' "$tmp/p" >"$tmp/p3"
+  awk -v s="$secs" '{ print $1, $2, ($1 > 0 ? $3 / ($1 * s / 1000) : 0) }' "$tmp/h" >"$tmp/h3"
+  bench_row_from "iSCSI (tgt)" "$name" "MB/s" "iscsi-perf" ">= 1.0" "$tmp/h3" "$tmp/p3" 1
+  bench_row_from "iSCSI (tgt)" "$name: CPU s per GB" "s/GB" "iscsi-perf" "<= 1.0" "$tmp/h3" "$tmp/p3" 3
 }
 
 bench "4K randread QD32" 4096 "-r -m 32 -b 8" --rw randread --bs 4k --qd 32

@@ -22,6 +22,8 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+# shellcheck source=benches/lib.sh
+. benches/lib.sh
 rounds=${1:-5}
 secs=${2:-3}
 ramp=1
@@ -99,19 +101,12 @@ run_hr() {
     "$tmp/out"
 }
 
-# stats FILE COLUMN -> "median spread%"
-stats() {
-  awk -v c="$2" '{print $c}' "$1" | sort -g | awk '
-    { v[NR] = $1 }
-    END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
-          printf "%.6g %.1f", m, (m > 0 ? (v[NR] - v[1]) / m * 100 : 0) }'
-}
-
 report() { # NAME COLUMN UNIT GOAL
   read -r fm fs <<<"$(stats "$tmp/fio" "$2")"
   read -r hm hs <<<"$(stats "$tmp/hr" "$2")"
-  printf "%-30s fio %10.5g %-8s (spread %5.1f%%)  headroom %10.5g (spread %5.1f%%)  ratio %.3f  goal %s\n" \
-    "$1" "$fm" "$3" "$fs" "$hm" "$hs" "$(awk -v h="$hm" -v f="$fm" 'BEGIN { print (f > 0 ? h / f : 0) }')" "$4"
+  printf "%-30s fio %10.5g %-8s (spread %5.1f%%)  headroom %10.5g (spread %5.1f%%)  ratio %s  goal %s\n" \
+    "$1" "$fm" "$3" "$fs" "$hm" "$hs" "$(ratio "$hm" "$fm")" "$4"
+  bench_row "NBD (nbdkit memory)" "$last_test$(echo "$1" | sed 's/^ *//')" "$3" "$hm" "$hs" "fio nbd engine" "$fm" "$fs" "$4"
 }
 
 bench() { # RW BS QD
@@ -124,9 +119,13 @@ bench() { # RW BS QD
 
 echo "proto_nbd_vs_fio: $rounds rounds of ${secs}s (+${ramp}s ramp) each, interleaved fio/headroom, nbdkit memory over a veth, PIN=${PIN:-1}"
 bench read 1M 8
+last_test=""
 report "1M seq read QD8" 1 "MB/s" ">= 1.0"
+last_test="1M seq read QD8: "
 report "  CPU s per GB" 3 "s/GB" "<= 1.0"
 bench randread 4k 32
+last_test=""
 report "4K randread QD32" 2 "IOPS" ">= 1.0"
+last_test="4K randread QD32: "
 report "  CPU s per GB" 3 "s/GB" "<= 1.0"
 exit 0

@@ -20,6 +20,8 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+# shellcheck source=benches/lib.sh
+. benches/lib.sh
 rounds=${1:-5}
 secs=${2:-3}
 size_mib=${3:-512}
@@ -99,13 +101,6 @@ run_hr() {
      "\(.bytes_per_sec / 1e6) \($cpu / ($moved / 1e9))"' "$tmp/out"
 }
 
-stats() { # FILE COLUMN -> "median spread%"
-  awk -v c="$2" '{print $c}' "$1" | sort -g | awk '
-    { v[NR] = $1 }
-    END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
-          printf "%.6g %.1f", m, (m > 0 ? (v[NR] - v[1]) / m * 100 : 0) }'
-}
-
 # Hold the lab's machine lock (crates/lab: hold_machine) while measuring.
 exec 9>"${TMPDIR:-/tmp}/headroom-lab-machine.lock"
 flock 9
@@ -120,8 +115,9 @@ for dirn in read write; do
   read -r hm hs <<<"$(stats "$tmp/hr" 1)"
   read -r cc _ <<<"$(stats "$tmp/cp" 2)"
   read -r hc _ <<<"$(stats "$tmp/hr" 2)"
-  printf "1M %-5s QD1  nfs-cp %8.1f MB/s (spread %5.1f%%)  headroom %8.1f MB/s (spread %5.1f%%)  ratio %.3f  goal >= 1.0\n" \
-    "$dirn" "$cm" "$cs" "$hm" "$hs" "$(awk -v h="$hm" -v c="$cm" 'BEGIN { print (c > 0 ? h / c : 0) }')"
-  printf "          CPU s/GB  nfs-cp %8.3f  headroom %8.3f  ratio %.3f\n" \
-    "$cc" "$hc" "$(awk -v h="$hc" -v c="$cc" 'BEGIN { print (c > 0 ? h / c : 0) }')"
+  printf "1M %-5s QD1  nfs-cp %8.1f MB/s (spread %5.1f%%)  headroom %8.1f MB/s (spread %5.1f%%)  ratio %s  goal >= 1.0\n" \
+    "$dirn" "$cm" "$cs" "$hm" "$hs" "$(ratio "$hm" "$cm")"
+  printf "          CPU s/GB  nfs-cp %8.3f  headroom %8.3f  ratio %s\n" "$cc" "$hc" "$(ratio "$hc" "$cc")"
+  bench_row_from "NFS (ganesha)" "1M $dirn QD1" "MB/s" "nfs-cp" ">= 1.0" "$tmp/hr" "$tmp/cp" 1
+  bench_row_from "NFS (ganesha)" "1M $dirn QD1: CPU s per GB" "s/GB" "nfs-cp" "<= 1.0" "$tmp/hr" "$tmp/cp" 2
 done

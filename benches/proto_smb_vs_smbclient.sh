@@ -20,6 +20,8 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+# shellcheck source=benches/lib.sh
+. benches/lib.sh
 rounds=${1:-5}
 secs=${2:-4}
 rate=${3:-}
@@ -132,4 +134,6 @@ for dir in read write; do
   pc=$(cut -d' ' -f2 "$tmp/p" | median); hc=$(cut -d' ' -f2 "$tmp/h" | median)
   printf "%-10s %12s %8s %12s %8s %7s %14s %14s\n" "1M $dir" "$pm MB/s" "$(cut -d' ' -f1 "$tmp/p" | spread)" \
     "$hm MB/s" "$(cut -d' ' -f1 "$tmp/h" | spread)" "$(awk -v h=$hm -v p=$pm 'BEGIN { printf "%.2f", h / p }')" "$pc" "$hc"
+  bench_row_from "SMB (smbd${rate:+, $rate})" "1M $dir QD$qd" "MB/s" "smbclient" ">= 1.0" "$tmp/h" "$tmp/p" 1
+  bench_row_from "SMB (smbd${rate:+, $rate})" "1M $dir QD$qd: CPU s per GB" "s/GB" "smbclient" "<= 1.0" "$tmp/h" "$tmp/p" 2
 done
