@@ -6,28 +6,11 @@
 //! the test sees the typed error rather than only the exit code (2 for all).
 
 use headroom_disk::{IoKind, IoUnit, Share, ShareIo, SyncMode, TargetOptions};
-use headroom_lab::nas::nfs::NfsExport;
+use headroom_lab::nas::nfs::nfs_lab_ready;
 use headroom_lab::nas::Nas;
 use headroom_proto::{ProtoError, ShareUrl};
 use std::io;
 use std::os::fd::AsRawFd;
-
-fn lab_ready() -> bool {
-    for program in ["ganesha.nfsd", "rpcbind", "nfs-ls", "unshare"] {
-        if !headroom_lab::has_program(program) {
-            eprintln!("SKIPPED: `{program}` is not installed (run scripts/install-deps.sh)");
-            return false;
-        }
-    }
-    true
-}
-
-fn nas_with_export() -> (Nas, NfsExport) {
-    let mut nas = Nas::new().expect("lab NAS namespaces");
-    let dir = nas.subdir("export").expect("export dir");
-    let export = nas.serve_nfs(&dir, None).expect("ganesha");
-    (nas, export)
-}
 
 /// Runs `f` on a thread inside `nas`'s client namespace (setns(2) moves only
 /// the calling thread), as user `uid` when given: the raw setresuid(2)
@@ -63,10 +46,10 @@ fn open(target: &str) -> Result<Box<dyn Share>, ProtoError> {
 #[test]
 fn a_missing_export_and_a_refused_write_are_the_users_a_killed_server_is_lost() {
     headroom_lab::require_root!();
-    if !lab_ready() {
+    if !nfs_lab_ready() {
         return;
     }
-    let (nas, export) = nas_with_export();
+    let (nas, export) = Nas::with_nfs_export().expect("lab NAS serving NFS");
     let addr = nas.addr();
 
     // No such export: the MOUNT list (NFSv3) and the NFSv4 namespace.

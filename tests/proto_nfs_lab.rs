@@ -8,7 +8,7 @@
 mod support;
 
 use headroom_lab::blockdev::{BlkioThrottle, LoopDevice, Mount};
-use headroom_lab::nas::nfs::{drop_cached_pages, NfsExport};
+use headroom_lab::nas::nfs::{drop_cached_pages, nfs_lab_ready, NfsExport};
 use headroom_lab::nas::Nas;
 use headroom_limits::protocol::{goodput_bits, DataDirection, Negotiated, StorageProtocol};
 use headroom_limits::{tbf_tcp_goodput_bits, Framing};
@@ -23,24 +23,6 @@ use support::{disk_leftovers, headroom_bin, one_error_line, stderr};
 /// directory shared by several checkouts may hold another checkout's build).
 fn bin() -> std::path::PathBuf {
     std::env::var_os("HEADROOM_TEST_BIN").map(Into::into).unwrap_or_else(|| headroom_bin().to_path_buf())
-}
-
-/// A NAS serving a fresh directory of its scratch space over NFS.
-fn nas_with_export() -> (Nas, NfsExport) {
-    let mut nas = Nas::new().expect("lab NAS namespaces");
-    let dir = nas.subdir("export").expect("export dir");
-    let export = nas.serve_nfs(&dir, None).expect("ganesha");
-    (nas, export)
-}
-
-fn lab_ready() -> bool {
-    for program in ["ganesha.nfsd", "rpcbind", "nfs-ls", "unshare"] {
-        if !headroom_lab::has_program(program) {
-            eprintln!("SKIPPED: `{program}` is not installed (run scripts/install-deps.sh)");
-            return false;
-        }
-    }
-    true
 }
 
 /// `headroom disk ARGS` in the NAS's client namespace.
@@ -69,10 +51,10 @@ fn doc_of(out: &Output) -> ResultDoc {
 #[test]
 fn quick_preset_over_nfsv3_and_v4_leaves_nothing_behind() {
     headroom_lab::require_root!();
-    if !lab_ready() {
+    if !nfs_lab_ready() {
         return;
     }
-    let (nas, export) = nas_with_export();
+    let (nas, export) = Nas::with_nfs_export().expect("lab NAS serving NFS");
     // A directory inside the export: v3 finds the export by its MOUNT list.
     std::fs::create_dir(export.dir.join("bench")).unwrap();
     let url = format!("{}/bench", export.url);
@@ -115,11 +97,11 @@ fn quick_preset_over_nfsv3_and_v4_leaves_nothing_behind() {
 #[test]
 fn sequential_reads_fill_a_shaped_gigabit_link_to_the_protocol_ceiling() {
     headroom_lab::require_root!();
-    if !lab_ready() {
+    if !nfs_lab_ready() {
         return;
     }
     let _machine = headroom_lab::hold_machine();
-    let (nas, export) = nas_with_export();
+    let (nas, export) = Nas::with_nfs_export().expect("lab NAS serving NFS");
     nas.shape(1_000_000_000).expect("tbf");
     let out = headroom_in(
         &nas,
@@ -157,7 +139,7 @@ fn sequential_reads_fill_a_shaped_gigabit_link_to_the_protocol_ceiling() {
 #[test]
 fn a_throttled_backing_device_is_measured_through_nfs() {
     headroom_lab::require_root!();
-    if !lab_ready() || !BlkioThrottle::available() {
+    if !nfs_lab_ready() || !BlkioThrottle::available() {
         eprintln!("SKIPPED: needs ganesha and cgroup v1 blkio");
         return;
     }
@@ -237,10 +219,10 @@ fn drop_once_laid_out(dir: &Path, size: u64, timeout: Duration) -> bool {
 #[test]
 fn a_wrong_export_is_named() {
     headroom_lab::require_root!();
-    if !lab_ready() {
+    if !nfs_lab_ready() {
         return;
     }
-    let (nas, export) = nas_with_export();
+    let (nas, export) = Nas::with_nfs_export().expect("lab NAS serving NFS");
     let addr = nas.addr();
     let out = headroom_in(&nas, &["disk", &format!("nfs://{addr}/no/such/export"), "--quiet"]);
     one_error_line(&out, &["/no/such/export", &export.dir.display().to_string()]);
@@ -275,10 +257,10 @@ fn long_read(nas: &Nas, export: &NfsExport) -> std::process::Child {
 #[test]
 fn a_server_killed_mid_test_ends_the_run_in_seconds() {
     headroom_lab::require_root!();
-    if !lab_ready() {
+    if !nfs_lab_ready() {
         return;
     }
-    let (nas, export) = nas_with_export();
+    let (nas, export) = Nas::with_nfs_export().expect("lab NAS serving NFS");
     let child = long_read(&nas, &export);
     // The read test runs (the file is laid out): kill ganesha.
     // SAFETY: a signal to the ganesha this test started.
@@ -296,10 +278,10 @@ fn a_server_killed_mid_test_ends_the_run_in_seconds() {
 #[test]
 fn a_server_that_falls_silent_ends_the_run_in_seconds() {
     headroom_lab::require_root!();
-    if !lab_ready() {
+    if !nfs_lab_ready() {
         return;
     }
-    let (nas, export) = nas_with_export();
+    let (nas, export) = Nas::with_nfs_export().expect("lab NAS serving NFS");
     let child = long_read(&nas, &export);
     // No RST, no FIN: the link goes down and the server just stops answering.
     nas.hosts.cut().expect("link down");
@@ -314,7 +296,7 @@ fn a_server_that_falls_silent_ends_the_run_in_seconds() {
 #[test]
 fn a_server_answering_garbage_is_an_error_not_a_hang() {
     headroom_lab::require_root!();
-    if !lab_ready() {
+    if !nfs_lab_ready() {
         return;
     }
     // NFSv4 straight to a listener on loopback that answers random bytes.
@@ -380,10 +362,10 @@ impl AddrPort for NfsExport {
 #[test]
 fn a_second_ctrl_c_still_removes_the_test_file_on_the_server() {
     headroom_lab::require_root!();
-    if !lab_ready() {
+    if !nfs_lab_ready() {
         return;
     }
-    let (nas, export) = nas_with_export();
+    let (nas, export) = Nas::with_nfs_export().expect("lab NAS serving NFS");
     let child = long_read(&nas, &export);
     assert_eq!(disk_leftovers(&export.dir).len(), 1, "the test file is there while the read runs");
     // `ip netns exec` execs headroom, so the child's pid is headroom's. The

@@ -37,7 +37,29 @@ pub struct NfsExport {
     pub log: PathBuf,
 }
 
+/// The programs [`Nas::serve_nfs`] runs (nfs-ls lists the export to see it is up).
+pub const NFS_PROGRAMS: [&str; 4] = ["ganesha.nfsd", "rpcbind", "nfs-ls", "unshare"];
+
+/// Whether this machine has [`NFS_PROGRAMS`]; prints SKIPPED naming the first missing one otherwise.
+pub fn nfs_lab_ready() -> bool {
+    match NFS_PROGRAMS.iter().find(|p| !crate::has_program(p)) {
+        Some(program) => {
+            eprintln!("SKIPPED: `{program}` is not installed (run scripts/install-deps.sh)");
+            false
+        }
+        None => true,
+    }
+}
+
 impl Nas {
+    /// A new lab NAS serving a fresh directory of its scratch space (`export`) over NFS.
+    pub fn with_nfs_export() -> io::Result<(Nas, NfsExport)> {
+        let mut nas = Nas::new()?;
+        let dir = nas.subdir("export")?;
+        let export = nas.serve_nfs(&dir, None)?;
+        Ok((nas, export))
+    }
+
     /// Serves `dir` over NFSv3 and NFSv4 from nfs-ganesha (VFS backend), with
     /// root not squashed; inside `throttle`'s blkio group when given (so its
     /// reads of a throttled device run at the throttle). Waits until the
