@@ -9,7 +9,7 @@ use crate::table::{Cell, Table, Tone};
 use crate::Style;
 use headroom_analysis::{Bottleneck, DirectionVerdict};
 use headroom_analysis::{Comparison, Figure, Significance};
-use headroom_result::{DetectionKind, Hop, HopFigure, Probe, ProbeSpec, ResultDoc, Side, SoakEventKind};
+use headroom_result::{DetectionKind, Hop, HopFigure, Probe, ProbeSpec, ResultDoc, Side, SoakEventKind, WarningCode};
 use headroom_units::{format_duration, format_rate};
 use std::time::Duration;
 
@@ -209,6 +209,23 @@ pub fn probes_table(view: &ResultView, style: Style) -> Table {
         ]);
     }
     t
+}
+
+/// One line per figure other processes' memory traffic shared, under the
+/// probes table (which shows only the `memory_shared` code): "cpu-xxh3-64-t1-memory:
+/// measured while other processes kept 1.0 cores busy ...: memory bandwidth
+/// is shared; rerun on a quiet machine".
+pub fn memory_shared_lines(view: &ResultView) -> Vec<String> {
+    view.doc
+        .probes
+        .iter()
+        .flat_map(|p| {
+            p.warnings
+                .iter()
+                .filter(|w| w.code == WarningCode::MemoryShared)
+                .map(move |w| format!("{}: {}", p.id, w.message))
+        })
+        .collect()
 }
 
 /// Goals next to the figures they were held against.
