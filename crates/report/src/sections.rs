@@ -519,6 +519,31 @@ mod tests {
     }
 
     #[test]
+    fn a_figure_other_processes_shared_is_spelled_out_under_the_probes_in_every_format() {
+        let shared = headroom_result::Contention {
+            other_busy_cores: 1.04,
+            window_s: 0.6,
+            busiest: vec![headroom_result::ProcessLoad { name: "dd".into(), pid: 7, percent: 97.0 }],
+        };
+        let mut marked = soak_probe("xxh3");
+        marked.id = "cpu-xxh3-64-t1-memory".into();
+        marked.warnings.push(headroom_result::Warning::new(WarningCode::MemoryShared, shared.sentence()));
+        let mut quiet = soak_probe("crc");
+        quiet.warnings.push(headroom_result::Warning::new(WarningCode::CpuContended, "the workers got 50%"));
+        let mut doc = ResultDoc::new("2026-11-27T00:00:00Z");
+        doc.probes = vec![marked, quiet];
+        let report = crate::model::Report::new(vec![(doc, "cpu.json".into())]);
+        let line =
+            "cpu-xxh3-64-t1-memory: measured while other processes kept 1.0 cores busy (busiest: dd 97% of a core): \
+                    memory bandwidth is shared; rerun on a quiet machine";
+        assert_eq!(memory_shared_lines(&report.results[0]), vec![line.to_string()], "one line, the marked probe's");
+        for format in [crate::export::Format::Table, crate::export::Format::Markdown, crate::export::Format::Html] {
+            let text = crate::export::presenter(format).render(&report, Style::default());
+            assert!(text.contains(&format!("~ {line}")), "{format:?}: {text}");
+        }
+    }
+
+    #[test]
     fn a_cliff_is_marked_on_the_probe_it_was_found_in() {
         let series: Vec<Sample> = (0..40)
             .map(|i| Sample { t_s: i as f64, bytes_per_sec: if i < 20 { 500e6 } else { 100e6 }, ..Sample::default() })
