@@ -6,7 +6,9 @@
 //! The load is real: `dd if=/dev/zero of=/dev/null bs=64M` has the kernel
 //! clear a 64 MiB buffer, larger than the caches, over and over (one core of
 //! memory writes, in dd's system time), while `cpu` measures XXH3 on one
-//! core over a 64 MiB buffer: a figure bound by memory bandwidth.
+//! core over a 64 MiB buffer: a figure bound by memory bandwidth. The test
+//! prints, beside the figure's reading, one taken independently over the
+//! whole run (/proc/stat less headroom's CPU time as GNU time reports it).
 
 use headroom_result::{Probe, ProbeSpec, ResultDoc, WarningCode};
 use std::process::{Child, Command, Stdio};
@@ -45,9 +47,49 @@ impl Drop for MemoryLoader {
 }
 
 fn cpu_json() -> ResultDoc {
-    let out = headroom_plain().args(CPU_ARGS).args(["--link", "10gbe", "--json"]).output().unwrap();
+    cpu_json_with_others().0
+}
+
+/// The document, and for the record an independent reading of the cores
+/// others kept busy over the whole run: the machine's busy time from
+/// /proc/stat less headroom's own CPU time as GNU time reports it.
+fn cpu_json_with_others() -> (ResultDoc, Option<f64>) {
+    let times = tempfile::NamedTempFile::new().unwrap();
+    let before = machine_busy_and_total();
+    let out = Command::new("/usr/bin/time")
+        .args(["-f", "%U %S %e", "-o"])
+        .arg(times.path())
+        .arg(support::headroom_bin())
+        .args(CPU_ARGS)
+        .args(["--link", "10gbe", "--json"])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let after = machine_busy_and_total();
     assert!(out.status.success(), "headroom cpu failed: {}", stderr(&out));
-    ResultDoc::from_json(&String::from_utf8(out.stdout).unwrap()).expect("a result document")
+    let doc = ResultDoc::from_json(&String::from_utf8(out.stdout).unwrap()).expect("a result document");
+    let own: Vec<f64> = std::fs::read_to_string(times.path())
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    let others = match (before, after, own.as_slice()) {
+        (Some((b0, t0)), Some((b1, t1)), [user, sys, wall]) if t1 > t0 && *wall > 0.0 => {
+            let cores = std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64);
+            Some((b1 - b0) / (t1 - t0) * cores - (user + sys) / wall)
+        }
+        _ => None,
+    };
+    (doc, others)
+}
+
+/// Busy and total ticks of the machine (the `cpu` line of /proc/stat; idle and iowait are not busy, steal is left out).
+fn machine_busy_and_total() -> Option<(f64, f64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let ticks: Vec<f64> =
+        stat.lines().next()?.split_whitespace().skip(1).take(8).filter_map(|x| x.parse().ok()).collect();
+    let total: f64 = ticks.iter().sum();
+    Some((total - ticks.get(3)? - ticks.get(4)? - ticks.get(7)?, total))
 }
 
 /// The out-of-cache figure and the cache-resident one.
@@ -67,7 +109,7 @@ fn a_memory_stream_beside_the_figure_marks_it_with_the_cores_it_kept_busy() {
     let _machine = headroom_lab::hold_machine();
     let loader = MemoryLoader::start();
     let dd = loader.0.id();
-    let doc = cpu_json();
+    let (doc, whole_run) = cpu_json_with_others();
     let (memory, cache) = figures(&doc);
     let c = memory.summary.contention.as_ref().expect("the memory figure records its contention");
     assert!(c.other_busy_cores > 0.5, "dd streamed all along: {c:?}");
@@ -108,10 +150,11 @@ fn a_memory_stream_beside_the_figure_marks_it_with_the_cores_it_kept_busy() {
     let alone = figures(&quiet).0.summary.bytes_per_sec;
     let quiet_others = figures(&quiet).0.summary.contention.as_ref().map_or(f64::NAN, |c| c.other_busy_cores);
     println!(
-        "xxh3-64 on 64 MiB, one core: {:.0} MB/s beside dd ({:.2} other cores busy; dd {}), \
-         {:.0} MB/s without ({quiet_others:.2} other cores busy): {:.2}x",
+        "xxh3-64 on 64 MiB, one core: {:.0} MB/s beside dd ({:.2} other cores busy, {:.2} by /proc/stat and \
+         GNU time over the whole run; dd {}), {:.0} MB/s without ({quiet_others:.2} other cores busy): {:.2}x",
         loaded / 1e6,
         c.other_busy_cores,
+        whole_run.unwrap_or(f64::NAN),
         dd_named.map_or("not among the busiest".to_string(), |p| format!("{:.0}% of a core", p.percent)),
         alone / 1e6,
         loaded / alone
