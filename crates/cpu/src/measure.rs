@@ -235,6 +235,7 @@ fn measure(
         cpu_share: shares.iter().sum::<f64>() / shares.len().max(1) as f64,
         bytes_per_cpu_sec: cpu_rate,
         quota: None,
+        contention: None,
         implementation: crate::kernels::implementation(&kernel),
     })
 }

@@ -4,7 +4,7 @@
 //! and probes; the timing itself stays in `measure`.
 
 use crate::{all_kernels, BufferSpec, Kernel, KernelBench, Measurement};
-use headroom_result::{details, Probe, ProbeSpec, Warning};
+use headroom_result::{details, Contention, Probe, ProbeSpec, Warning};
 use headroom_runner::{unix_now, EngineKind, Expected, Measured, ProbeEngine, ProbeError, ProbeRequest};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::AtomicBool;
@@ -147,6 +147,7 @@ pub fn measurement_of(probe: &Probe) -> Option<Measurement> {
         samples: probe.samples.iter().map(|s| (s.t_s, s.bytes_per_sec)).collect(),
         cpu_share: number("cpu_share").unwrap_or(1.0),
         bytes_per_cpu_sec: number("bytes_per_cpu_sec").unwrap_or(0.0),
+        contention: probe.summary.contention.clone(),
         quota: probe.details.get(details::CGROUP).and_then(|v| serde_json::from_value(v.clone()).ok()),
         // Documents written before the field was typed kept it in details.
         implementation: spec
@@ -208,7 +209,12 @@ impl ProbeEngine for CpuEngine {
             .bench()
             .measure(kernel, req.threads, req.buffer(), req.time, req.warmup, stop)
             .map_err(|e| ProbeError::Failed(e.to_string()))?;
-        m.quota = before.and_then(|b| headroom_sys::CpuSnapshot::take()?.load_since(&b).cgroup);
+        let load = before.and_then(|b| Some(headroom_sys::CpuSnapshot::take()?.load_since(&b)));
+        m.quota = load.as_ref().and_then(|l| l.cgroup.clone());
+        // Other processes streaming memory share the bandwidth an
+        // out-of-cache figure depends on, yet leave the workers their CPUs
+        // (cpu_share stays 1): the machine's counters tell.
+        m.contention = load.filter(|_| !req.cache_resident).map(|l| Contention::of(&l, std::process::id()));
         // The workers count bytes without a clock of their own; the series
         // reaches sinks when the figure is final.
         for (t, rate) in &m.samples {

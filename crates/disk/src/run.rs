@@ -514,6 +514,7 @@ fn summarise(base: Snapshot, end: Snapshot, dur: Duration, hist: &Histogram<u64>
         bytes: Some(bytes),
         ops: Some(ops),
         sample_interval_s: None,
+        contention: None,
     }
 }
 

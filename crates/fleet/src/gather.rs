@@ -46,6 +46,8 @@ pub fn gather(plan: &Plan, outcomes: &[HostOutcome]) -> (Vec<Probe>, Fleet) {
             ops: summaries.iter().any(|s| s.ops.is_some()).then(|| summaries.iter().filter_map(|s| s.ops).sum()),
             // The sums are on their own grid, not one probe's intervals.
             sample_interval_s: None,
+            // Other processes' load is each host's own, not a sum's.
+            contention: None,
         };
         sum.histogram = histogram;
         // The earliest start of this test on the client's clock: t = 0 of the aggregate samples.

@@ -9,7 +9,7 @@ use crate::table::{Cell, Table, Tone};
 use crate::Style;
 use headroom_analysis::{Bottleneck, DirectionVerdict};
 use headroom_analysis::{Comparison, Figure, Significance};
-use headroom_result::{DetectionKind, Hop, HopFigure, Probe, ProbeSpec, ResultDoc, Side, SoakEventKind};
+use headroom_result::{DetectionKind, Hop, HopFigure, Probe, ProbeSpec, ResultDoc, Side, SoakEventKind, WarningCode};
 use headroom_units::{format_duration, format_rate};
 use std::time::Duration;
 
@@ -209,6 +209,23 @@ pub fn probes_table(view: &ResultView, style: Style) -> Table {
         ]);
     }
     t
+}
+
+/// One line per figure other processes' memory traffic shared, under the
+/// probes table (which shows only the `memory_shared` code): "cpu-xxh3-64-t1-memory:
+/// measured while other processes kept 1.0 cores busy ...: memory bandwidth
+/// is shared; rerun on a quiet machine".
+pub fn memory_shared_lines(view: &ResultView) -> Vec<String> {
+    view.doc
+        .probes
+        .iter()
+        .flat_map(|p| {
+            p.warnings
+                .iter()
+                .filter(|w| w.code == WarningCode::MemoryShared)
+                .map(move |w| format!("{}: {}", p.id, w.message))
+        })
+        .collect()
 }
 
 /// Goals next to the figures they were held against.
@@ -498,6 +515,31 @@ mod tests {
             warnings: Vec::new(),
             details: Default::default(),
             host: None,
+        }
+    }
+
+    #[test]
+    fn a_figure_other_processes_shared_is_spelled_out_under_the_probes_in_every_format() {
+        let shared = headroom_result::Contention {
+            other_busy_cores: 1.04,
+            window_s: 0.6,
+            busiest: vec![headroom_result::ProcessLoad { name: "dd".into(), pid: 7, percent: 97.0 }],
+        };
+        let mut marked = soak_probe("xxh3");
+        marked.id = "cpu-xxh3-64-t1-memory".into();
+        marked.warnings.push(headroom_result::Warning::new(WarningCode::MemoryShared, shared.sentence()));
+        let mut quiet = soak_probe("crc");
+        quiet.warnings.push(headroom_result::Warning::new(WarningCode::CpuContended, "the workers got 50%"));
+        let mut doc = ResultDoc::new("2026-11-27T00:00:00Z");
+        doc.probes = vec![marked, quiet];
+        let report = crate::model::Report::new(vec![(doc, "cpu.json".into())]);
+        let line =
+            "cpu-xxh3-64-t1-memory: measured while other processes kept 1.0 cores busy (busiest: dd 97% of a core): \
+                    memory bandwidth is shared; rerun on a quiet machine";
+        assert_eq!(memory_shared_lines(&report.results[0]), vec![line.to_string()], "one line, the marked probe's");
+        for format in [crate::export::Format::Table, crate::export::Format::Markdown, crate::export::Format::Html] {
+            let text = crate::export::presenter(format).render(&report, Style::default());
+            assert!(text.contains(&format!("~ {line}")), "{format:?}: {text}");
         }
     }
 

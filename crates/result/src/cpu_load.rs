@@ -3,7 +3,9 @@
 //! the periods it throttled. Net probes carry one per end in `details`
 //! (`cpu_load_local`: this machine, `cpu_load_remote`: the server); an
 //! absolute "12% CPU" hides one saturated core among eight, a quota or a
-//! hypervisor taking the time, and these figures do not.
+//! hypervisor taking the time, and these figures do not. A cpu probe's
+//! memory-resident figure carries its [`Contention`]: the cores other
+//! processes kept busy while it was measured.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -221,5 +223,113 @@ impl CpuLoad {
         } else {
             self.per_core.iter().map(|c| c.busy_percent).sum::<f64>() / self.per_core.len() as f64
         }
+    }
+}
+
+/// Other processes kept more than this many cores busy on average during a
+/// memory-resident figure: the figure is marked. Half a core is a streaming
+/// process running half the time, and one core streaming memory can draw
+/// most of a desktop's or a small VM's DRAM bandwidth; an idle machine's
+/// daemons and kernel threads, and the 10 ms tick resolution of /proc/stat
+/// over a 100 ms figure (about 0.1 core per core read), stay well below it.
+pub const OTHERS_BUSY_CORES: f64 = 0.5;
+
+/// Below this window the counters hold too few clock ticks (10 per core at
+/// 100 Hz) for the cores busy with other work to mean anything: no mark.
+pub const MIN_CONTENTION_WINDOW_S: f64 = 0.1;
+
+/// Busiest other processes kept in a [`Contention`].
+const OTHERS_SHOWN: usize = 3;
+
+/// What other processes did with the machine while one memory-resident
+/// figure was measured: they share the memory bandwidth its workers stream
+/// through, without taking the workers' CPU (so `cpu_share` stays 1.0).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Contention {
+    /// Cores kept busy by everything but the measuring process, averaged
+    /// over the window: the machine's busy cores (user, system, irq, softirq;
+    /// steal left out) less the process's own CPU time, never below 0.
+    pub other_busy_cores: f64,
+    /// The window the figure covers (set-up, warm-up and measured time), seconds.
+    pub window_s: f64,
+    /// The busiest other processes over the window, busiest first (at most three).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub busiest: Vec<ProcessLoad>,
+}
+
+impl Contention {
+    /// Other work during `load`, the measuring process being `own_pid`.
+    pub fn of(load: &CpuLoad, own_pid: u32) -> Contention {
+        let machine: f64 = load.per_core.iter().map(|c| c.busy_percent - c.steal_percent).sum::<f64>() / 100.0;
+        let own = load.process_percent / 100.0;
+        Contention {
+            other_busy_cores: (machine - own).max(0.0),
+            window_s: load.wall_s,
+            busiest: load.processes.iter().filter(|p| p.pid != own_pid).take(OTHERS_SHOWN).cloned().collect(),
+        }
+    }
+
+    /// Whether the figure is marked: more than [`OTHERS_BUSY_CORES`] over a
+    /// window long enough to tell.
+    pub fn shares_memory(&self) -> bool {
+        self.window_s >= MIN_CONTENTION_WINDOW_S && self.other_busy_cores > OTHERS_BUSY_CORES
+    }
+
+    /// "measured while other processes kept 1.0 cores busy (busiest: dd 98%
+    /// of a core): memory bandwidth is shared; rerun on a quiet machine".
+    pub fn sentence(&self) -> String {
+        let busiest = match self.busiest.first() {
+            Some(p) => format!(" (busiest: {} {:.0}% of a core)", p.name, p.percent),
+            None => String::new(),
+        };
+        format!(
+            "measured while other processes kept {:.1} cores busy{busiest}: memory bandwidth is shared; \
+             rerun on a quiet machine",
+            self.other_busy_cores
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two cores: the measuring process (pid 10) on one, dd (pid 20) and the hypervisor's steal on the other.
+    fn load(others_percent: f64, steal_percent: f64, wall_s: f64) -> CpuLoad {
+        let core = |cpu, busy, steal_percent| CoreLoad { cpu, busy_percent: busy, softirq_percent: 0.0, steal_percent };
+        CpuLoad {
+            wall_s,
+            cores: 2,
+            process_percent: 100.0,
+            per_core: vec![core(0, 100.0, 0.0), core(1, others_percent + steal_percent, steal_percent)],
+            processes: vec![
+                ProcessLoad { name: "headroom".into(), pid: 10, percent: 100.0 },
+                ProcessLoad { name: "dd".into(), pid: 20, percent: others_percent },
+            ],
+            ..CpuLoad::default()
+        }
+    }
+
+    #[test]
+    fn others_are_the_machine_less_the_process_and_steal() {
+        let c = Contention::of(&load(80.0, 0.0, 0.6), 10);
+        assert!((c.other_busy_cores - 0.8).abs() < 1e-9, "{c:?}");
+        assert_eq!(c.busiest.iter().map(|p| p.pid).collect::<Vec<_>>(), vec![20], "the process itself is not 'other'");
+        assert!(c.shares_memory());
+        assert_eq!(
+            c.sentence(),
+            "measured while other processes kept 0.8 cores busy (busiest: dd 80% of a core): \
+             memory bandwidth is shared; rerun on a quiet machine"
+        );
+        // A hypervisor's steal is not a process of this machine.
+        let stolen = Contention::of(&load(10.0, 30.0, 0.6), 10);
+        assert!((stolen.other_busy_cores - 0.1).abs() < 1e-9 && !stolen.shares_memory(), "{stolen:?}");
+        // Half a core is not more than half a core; a window of a few ticks tells nothing.
+        assert!(!Contention::of(&load(50.0, 0.0, 0.6), 10).shares_memory());
+        assert!(!Contention::of(&load(100.0, 0.0, 0.05), 10).shares_memory());
+        // Tick rounding can put the process above the machine: never below zero.
+        let mut idle = load(0.0, 0.0, 0.6);
+        idle.process_percent = 110.0;
+        assert_eq!(Contention::of(&idle, 10).other_busy_cores, 0.0);
     }
 }

@@ -5,7 +5,7 @@
 //! engine; headroom-cpu re-exports them and owns how they are measured (the
 //! workers, which crate computes each kernel, feature detection).
 
-use crate::{details, CgroupCpu, CpuSpec, Probe, ProbeSpec, Sample, Summary};
+use crate::{details, CgroupCpu, Contention, CpuSpec, Probe, ProbeSpec, Sample, Summary};
 use std::time::Duration;
 
 /// What the buffer holds.
@@ -298,6 +298,10 @@ pub struct Measurement {
     /// The CPU quota of the measuring process's cgroup and what it throttled
     /// during the measurement, when it has one (set by the engine).
     pub quota: Option<CgroupCpu>,
+    /// The cores other processes kept busy during a memory-resident
+    /// measurement (set by the engine where it can read the machine's CPU
+    /// counters; None on cache-resident ones and on Windows).
+    pub contention: Option<Contention>,
     /// Which crate (or code) computed the kernel, as the engine names it
     /// (`spec.implementation` of the probe).
     pub implementation: String,
@@ -315,6 +319,13 @@ impl Measurement {
     /// (the figure is low; the probe carries a `cpu_contended` warning).
     pub fn contended(&self) -> bool {
         self.cpu_share < CONTENDED_SHARE
+    }
+
+    /// What other processes did during the measurement, when they kept
+    /// enough cores busy to share its memory bandwidth (the probe carries a
+    /// `memory_shared` warning).
+    pub fn memory_shared(&self) -> Option<&Contention> {
+        self.contention.as_ref().filter(|c| c.shares_memory())
     }
 
     /// The cgroup quota that held the workers back, when one throttled.
@@ -362,6 +373,9 @@ impl Measurement {
                 ),
             ));
         }
+        if let Some(c) = self.memory_shared() {
+            warnings.push(crate::Warning::new(crate::WarningCode::MemoryShared, c.sentence()));
+        }
         let name = if self.kernel.data_matters() {
             format!("{} ({})", self.kernel.name(), self.kernel.data().as_str())
         } else {
@@ -383,6 +397,7 @@ impl Measurement {
                 bytes_per_sec: self.bytes_per_sec,
                 duration_s: self.duration.as_secs_f64(),
                 bytes: Some(self.bytes),
+                contention: self.contention.clone(),
                 ..Summary::default()
             },
             samples: self

@@ -505,6 +505,12 @@ pub struct Summary {
     /// sampled once a second unless `--sample-interval` said otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample_interval_s: Option<f64>,
+    /// Cores other processes kept busy while the figure was measured, on a
+    /// cpu probe's memory-resident figure (they share its memory bandwidth);
+    /// absent on cache-resident figures, other probe kinds, platforms whose
+    /// CPU counters headroom cannot read (Windows) and older documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contention: Option<Contention>,
 }
 
 /// Latency statistics in nanoseconds.

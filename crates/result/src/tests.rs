@@ -68,6 +68,11 @@ fn impossible_figures_are_refused_with_the_field_path() {
         ("/probes/1/summary/duration_s", "-3", "probes[1].summary.duration_s"),
         ("/probes/0/summary/latency_ns/p99", "-7450580596.92", "probes[0].summary.latency_ns.p99"),
         ("/ceilings/0/bytes_per_sec", "1e300", "ceilings[0].bytes_per_sec"),
+        (
+            "/probes/0/summary",
+            r#"{"bytes_per_sec": 1, "duration_s": 1, "contention": {"other_busy_cores": -1, "window_s": 1}}"#,
+            "probes[0].summary.contention.other_busy_cores",
+        ),
     ];
     for (pointer, raw, path) in cases {
         let err = ResultDoc::from_json(&fixture_with(pointer, raw)).unwrap_err();

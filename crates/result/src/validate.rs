@@ -17,6 +17,9 @@ pub const MAX_LATENCY_NS: f64 = 1e15;
 /// The longest time span (durations, sample and event times): 10^9 s (31 years).
 pub const MAX_SECONDS: f64 = 1e9;
 
+/// The most cores a machine schedules on: Linux's largest NR_CPUS.
+pub const MAX_CORES: f64 = 8192.0;
+
 /// A field whose value no measurement can produce.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{path} = {value}: {reason}")]
@@ -51,6 +54,7 @@ const RATE: &str = "bytes per second";
 const OPS: &str = "operations per second";
 const NS: &str = "nanoseconds";
 const SECONDS: &str = "seconds";
+const CORES: &str = "cores";
 const SECONDS_EITHER_WAY: &str = "seconds before or after the start";
 
 fn latency(at: &str, l: &Latency) -> Result<(), InvalidField> {
@@ -67,6 +71,10 @@ fn probe(at: &str, p: &Probe) -> Result<(), InvalidField> {
     check_opt(|| format!("{at}.summary.iops"), s.iops, MAX_OPS_PER_SEC, OPS)?;
     check(|| format!("{at}.summary.duration_s"), s.duration_s, MAX_SECONDS, SECONDS)?;
     check_opt(|| format!("{at}.summary.sample_interval_s"), s.sample_interval_s, MAX_SECONDS, SECONDS)?;
+    if let Some(c) = &s.contention {
+        check(|| format!("{at}.summary.contention.other_busy_cores"), c.other_busy_cores, MAX_CORES, CORES)?;
+        check(|| format!("{at}.summary.contention.window_s"), c.window_s, MAX_SECONDS, SECONDS)?;
+    }
     if let Some(l) = &s.latency_ns {
         latency(&format!("{at}.summary.latency_ns"), l)?;
     }

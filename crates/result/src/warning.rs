@@ -42,6 +42,8 @@ words_enum! {
         CpuLimited = "cpu_limited",
         /// Other work competed for the CPU during the test.
         CpuContended = "cpu_contended",
+        /// Other processes kept cores busy during a memory-resident CPU figure: its memory bandwidth was shared.
+        MemoryShared = "memory_shared",
         /// A CPU kernel cannot fill the link it is compared with.
         CpuBelowLink = "cpu_below_link",
         /// No interface reported a link speed: the link compared with is assumed.

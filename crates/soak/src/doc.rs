@@ -350,6 +350,7 @@ fn summarise_probe(name: &str, cycles: &[&CycleRow], points: &[Point]) -> Probe 
         ops: Some(results.iter().filter_map(|r| r.summary.ops).sum()),
         // A soak's points are on their own grid, not one probe's intervals.
         sample_interval_s: None,
+        contention: None,
     };
     probe.histogram = merged;
     probe.details.insert("cycles".into(), cycles.len().into());

@@ -142,6 +142,9 @@ impl Presenter for HtmlPresenter {
             }
             body += "<h3>Probes</h3>\n";
             body += &table_html(&sections::probes_table(view, style));
+            for line in sections::memory_shared_lines(view) {
+                body += &format!("<p class=\"warn\">~ {}</p>\n", escape(&line));
+            }
             body += &heatmap::result_html(view);
             let far_hops: Vec<_> = view.directions.iter().flat_map(|d| d.hops.iter().cloned()).collect();
             let probes = view.doc.probes_and_fleet_sums().count();

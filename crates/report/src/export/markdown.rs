@@ -50,6 +50,13 @@ impl Presenter for MarkdownPresenter {
                 out.push('\n');
             }
             out += &sections::probes_table(view, style).to_markdown();
+            let shared = sections::memory_shared_lines(view);
+            if !shared.is_empty() {
+                out.push('\n');
+                for line in shared {
+                    out += &format!("- ~ {line}\n");
+                }
+            }
             if let Some(goals) = sections::goals_table(view, style) {
                 out.push('\n');
                 out += &goals.to_markdown();

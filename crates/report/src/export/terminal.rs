@@ -77,6 +77,9 @@ impl Presenter for TerminalPresenter {
                 out.push('\n');
             }
             out += &sections::probes_table(view, style).to_terminal(style.color);
+            for line in sections::memory_shared_lines(view) {
+                out += &format!("~ {}\n", paint(&line, Tone::Warn, style.color));
+            }
             if let Some(goals) = sections::goals_table(view, style) {
                 out.push('\n');
                 out += &goals.to_terminal(style.color);

@@ -3,7 +3,8 @@
 //! count and buffer, and the sentences (encryption, and the slowest kernel of
 //! each other group) saying whether one stream keeps up with the link. The
 //! fill judgement is `headroom_analysis::cpu_link`'s; a figure is marked
-//! contended when the engine said so ([`Measurement::contended`]).
+//! contended when the engine said so ([`Measurement::contended`], `*`), or
+//! shared with other processes' memory traffic ([`Measurement::memory_shared`], `~`).
 
 use crate::Style;
 use headroom_analysis::LinkTarget;
@@ -80,7 +81,7 @@ pub fn render(run: &CpuRun, style: Style) -> String {
             let cell = results
                 .iter()
                 .find(|m| m.kernel == *kernel && m.threads == *t && m.cache_resident == b.cache_resident)
-                .map(|m| format!("{}{}", format_rate_cell(m.bytes_per_sec), if m.contended() { "*" } else { " " }))
+                .map(|m| format!("{}{}", format_rate_cell(m.bytes_per_sec), mark(m)))
                 .unwrap_or_else(|| "- ".into());
             text += &format!(" {cell:>24}");
         }
@@ -120,6 +121,7 @@ pub fn render(run: &CpuRun, style: Style) -> String {
             100.0 * least
         );
     }
+    text += &memory_shared_line(results);
     text += "\n";
     for kernel in plan.kernels.iter().filter(|k| k.group() == Group::Encryption) {
         if let Some(s) = sentence(results, kernel, link, style) {
@@ -138,6 +140,29 @@ pub fn render(run: &CpuRun, style: Style) -> String {
         }
     }
     text
+}
+
+/// A figure's mark: `*` when other processes took its workers' CPU (or a
+/// quota held them), else `~` when they kept cores busy beside an
+/// out-of-cache figure and so shared its memory bandwidth.
+fn mark(m: &Measurement) -> &'static str {
+    if m.contended() {
+        "*"
+    } else if m.memory_shared().is_some() {
+        "~"
+    } else {
+        " "
+    }
+}
+
+/// The `~` line: how many figures shared the memory bandwidth, in the words
+/// of the busiest case (`Contention::sentence`, as the probe's warning says).
+fn memory_shared_line(results: &[Measurement]) -> String {
+    let shared: Vec<_> = results.iter().filter_map(Measurement::memory_shared).collect();
+    let Some(worst) = shared.iter().max_by(|a, b| a.other_busy_cores.total_cmp(&b.other_busy_cores)) else {
+        return String::new();
+    };
+    format!("~ {} of {} figures were {}\n", shared.len(), results.len(), worst.sentence())
 }
 
 /// Which code computed each kernel shown: a figure is only comparable with
@@ -254,6 +279,7 @@ fn kernel_label(kernel: &Kernel, results: &[Measurement]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use headroom_result::{Contention, ProcessLoad};
     use std::time::Duration;
 
     fn measured(kernel: Kernel, threads: usize, cache_resident: bool, bytes_per_sec: f64) -> Measurement {
@@ -270,6 +296,7 @@ mod tests {
             cpu_share: 1.0,
             bytes_per_cpu_sec: bytes_per_sec,
             quota: None,
+            contention: None,
             implementation: String::new(),
         }
     }
@@ -296,6 +323,15 @@ mod tests {
             }
         }
         results[1].cpu_share = 0.5;
+        // A memory stream beside the one-core AES figure; a quiet-enough
+        // machine beside ChaCha's (a fifth of a core: no mark).
+        let others = |cores: f64| Contention {
+            other_busy_cores: cores,
+            window_s: 0.13,
+            busiest: vec![ProcessLoad { name: "dd".into(), pid: 7, percent: 98.0 }],
+        };
+        results[0].contention = Some(others(1.02));
+        results[4].contention = Some(others(0.2));
         for m in &mut results {
             m.implementation = format!("{} by test code", m.kernel.id());
         }
@@ -309,7 +345,15 @@ mod tests {
         assert_eq!(lines[0], "Link 10GbE TCP at MTU 1500: 9.416 Gb/s (1.177 GB/s)");
         assert!(lines[2].contains("1 core, 64 MiB") && lines[2].contains("2 cores, 256 KiB each"), "{text}");
         assert!(lines[2].ends_with("fills 10GbE?"), "{text}");
-        assert!(text.contains("  AES-256-GCM                          4800 MB/s   38.4 Gb/s    4800 MB/s   38.4 Gb/s    9000 MB/s   72.0 Gb/s*"), "{text}");
+        assert!(text.contains("  AES-256-GCM                          4800 MB/s   38.4 Gb/s~   4800 MB/s   38.4 Gb/s    9000 MB/s   72.0 Gb/s*"), "{text}");
+        assert!(text.contains("  ChaCha20-Poly1305                     287 MB/s    2.3 Gb/s     287 MB/s"), "{text}");
+        assert!(
+            text.contains(
+                "~ 1 of 8 figures were measured while other processes kept 1.0 cores busy (busiest: dd 98% of a core): \
+                 memory bandwidth is shared; rerun on a quiet machine\n"
+            ),
+            "{text}"
+        );
         assert!(text.contains("  yes 4.1x\n") && text.contains("  no 0.2x\n"), "{text}");
         assert!(
             text.contains(
