@@ -230,6 +230,8 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
         cpu: args.cpu,
         label: args.label.clone(),
         source: source.clone(),
+        disk_spelling: crate::flags::disk,
+        serve_spelling: crate::flags::serve,
     };
     Ok(RunSetup { job, goals })
 }

@@ -30,6 +30,9 @@ pub struct DiskJob {
     pub share: Option<Arc<dyn ShareOpener>>,
     /// Thresholds held against the best test of each kind.
     pub goals: Vec<Goal>,
+    /// How an error of the tests here names a disk setting (the binary's
+    /// flags).
+    pub spelling: fn(headroom_disk::Setting) -> &'static str,
 }
 
 /// What the disk job tells its caller while it runs, beside progress.
@@ -97,7 +100,11 @@ pub fn run(
             Runner::new().with(RemoteEngine::new(EngineKind::Disk, server))
         }
         None => {
-            Runner::new().with(job.share.map_or_else(DiskEngine::new, |opener| DiskEngine::new().with_shares(opener)))
+            let engine = DiskEngine::new().spelling_settings(job.spelling);
+            Runner::new().with(match job.share {
+                Some(opener) => engine.with_shares(opener),
+                None => engine,
+            })
         }
     };
     let mut seen = TargetSeen::default();

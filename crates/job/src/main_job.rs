@@ -81,6 +81,12 @@ pub struct JobSettings {
     pub cpu: bool,
     /// The run's name in `compare`.
     pub label: Option<String>,
+    /// How an error of the disk tests names a disk setting (the binary's
+    /// flags).
+    pub disk_spelling: fn(headroom_disk::Setting) -> &'static str,
+    /// How the loopback server (no `server`) names its limits when it
+    /// refuses a test.
+    pub serve_spelling: fn(headroom_net::ServerSetting) -> &'static str,
 }
 
 /// Why the main job stopped without a document.
@@ -344,9 +350,12 @@ fn network_step(
     let loopback = match &settings.server {
         Some(_) => None,
         None => Some(
-            headroom_net::Server::bind(headroom_net::ServerConfig::loopback(0))
-                .map_err(|e| failed("starting the loopback server", e))?
-                .spawn(),
+            headroom_net::Server::bind(headroom_net::ServerConfig {
+                spelling: settings.serve_spelling,
+                ..headroom_net::ServerConfig::loopback(0)
+            })
+            .map_err(|e| failed("starting the loopback server", e))?
+            .spawn(),
         ),
     };
     let server = match (&settings.server, &loopback) {
@@ -462,7 +471,8 @@ fn far_end_cpu(
 pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks<'_>) -> Result<ResultDoc, JobError> {
     let started_at = headroom_result::now_rfc3339();
     let host = headroom_sys::inventory_live();
-    let mut runner = Runner::new().with(CpuEngine::new()).with(NetEngine::new()).with(DiskEngine::new());
+    let disk = DiskEngine::new().spelling_settings(settings.disk_spelling);
+    let mut runner = Runner::new().with(CpuEngine::new()).with(NetEngine::new()).with(disk);
 
     let mut probes: Vec<Probe> = Vec::new();
     let mut warnings: Vec<Warning> = Vec::new();
@@ -485,7 +495,8 @@ pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks
             .from_source(settings.source.clone())
             .with_iscsi_keys(settings.iscsi_keys.clone())
             .for_share(share.clone());
-        let mut runner = Runner::new().with(DiskEngine::new().with_shares(Arc::new(opener)));
+        let disk = DiskEngine::new().spelling_settings(settings.disk_spelling).with_shares(Arc::new(opener));
+        let mut runner = Runner::new().with(disk);
         // A whole export holds someone's data: run reads only there.
         let export = share.url().is_whole_export();
         let plan = disk_plan(

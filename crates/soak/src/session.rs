@@ -28,6 +28,8 @@ pub struct Session {
     gap_s: Option<f64>,
     // A database this session created is removed again when nothing was measured.
     created: bool,
+    /// How an error of the disk turns names a disk setting.
+    disk_spelling: Option<fn(headroom_disk::Setting) -> &'static str>,
 }
 
 /// A prepared session: the turns, their Runner and the laid-out test file.
@@ -51,7 +53,15 @@ impl Session {
             remaining: opened.remaining,
             gap_s: opened.gap_s,
             created,
+            disk_spelling: None,
         })
+    }
+
+    /// Names a disk setting in an error of the disk turns as `spell` does
+    /// (the binary's flags); without it, by the setting's own name.
+    pub fn spelling_disk_settings(mut self, spell: fn(headroom_disk::Setting) -> &'static str) -> Self {
+        self.disk_spelling = Some(spell);
+        self
     }
 
     /// The gap since the resumed soak's last sample, seconds; None for a new soak.
@@ -85,7 +95,7 @@ impl Session {
         progress: impl FnOnce(&Plan) -> S,
     ) -> Result<Option<Ready>, SetupError> {
         let turns = turns(&self.config, token.clone())?;
-        let mut runner = runner(&self.config, token)?;
+        let mut runner = runner(&self.config, token, self.disk_spelling)?;
         let plan = Turn::cycle_plan(&turns, self.config.probe_time());
         let mut sink = progress(&plan);
         let prepared = prepare(&mut runner, &plan, &self.store, self.id, stop, &mut sink);

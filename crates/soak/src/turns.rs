@@ -54,9 +54,18 @@ pub fn turns(config: &SoakConfig, token: Option<String>) -> Result<Vec<Turn>, Fl
 }
 
 /// A Runner with the engines the turns of `config` need: disk and net here,
-/// and with `--remote-path` the server's disk. `token` is the server's.
-pub fn runner(config: &SoakConfig, token: Option<String>) -> Result<Runner<'static>, FlagError> {
-    let runner = Runner::new().with(DiskEngine::new()).with(NetEngine::new());
+/// and with `--remote-path` the server's disk. `token` is the server's;
+/// `disk_spelling` names a disk setting in an error (the front end's flags).
+pub fn runner(
+    config: &SoakConfig,
+    token: Option<String>,
+    disk_spelling: Option<fn(headroom_disk::Setting) -> &'static str>,
+) -> Result<Runner<'static>, FlagError> {
+    let disk = match disk_spelling {
+        Some(spell) => DiskEngine::new().spelling_settings(spell),
+        None => DiskEngine::new(),
+    };
+    let runner = Runner::new().with(disk).with(NetEngine::new());
     if config.remote_path().is_none() || config.server.is_none() {
         return Ok(runner);
     }
