@@ -62,6 +62,23 @@ pub fn far_end(s: headroom_job::ServeSetting) -> &'static str {
     }
 }
 
+/// `headroom net`'s (and `run`'s, `ping`'s) network test settings, in
+/// errors and in the warnings of the document.
+pub fn net(s: headroom_net::NetSetting) -> &'static str {
+    use headroom_net::NetSetting::*;
+    match s {
+        Protocol => "--protocol",
+        Token => "--token",
+        Tests => "--tests",
+        Time => "--time",
+        Bytes => "--bytes",
+        Window => "--window",
+    }
+}
+
+/// Every table, for a job that names settings of several libraries.
+pub const SPELLING: headroom_job::Spelling = headroom_job::Spelling { disk, net, serve };
+
 /// `headroom cpu`'s settings.
 fn cpu(s: headroom_cpu::Setting) -> &'static str {
     use headroom_cpu::Setting::*;
@@ -120,6 +137,12 @@ pub fn line(e: &(dyn Error + 'static)) -> String {
     }
     if let Some(headroom_net::ServerSettingError(m)) = e.downcast_ref() {
         return m.spelled(serve);
+    }
+    if let Some(e) = e.downcast_ref::<headroom_net::NetError>() {
+        return e.spelled(net);
+    }
+    if let Some(headroom_flushcheck::FlushError::Net(e)) = e.downcast_ref() {
+        return e.spelled(net);
     }
     if let Some(headroom_cpu::BadChoice(m)) = e.downcast_ref() {
         return m.spelled(cpu);

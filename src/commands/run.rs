@@ -230,8 +230,7 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
         cpu: args.cpu,
         label: args.label.clone(),
         source: source.clone(),
-        disk_spelling: crate::flags::disk,
-        serve_spelling: crate::flags::serve,
+        spelling: crate::flags::SPELLING,
     };
     Ok(RunSetup { job, goals })
 }

@@ -192,7 +192,8 @@ pub fn run(args: &ServeArgs, out: &Output) -> anyhow::Result<Outcome> {
         .allowing_net_to(args.allow_net_to.clone())
         .with_caps(caps)
         .spelling_disk_settings(crate::flags::disk)
-        .spelling_serve_settings(crate::flags::far_end);
+        .spelling_serve_settings(crate::flags::far_end)
+        .spelling_net_settings(crate::flags::net);
     let disk_dirs: Vec<String> = probes.allowed().iter().map(|d| d.display().to_string()).collect();
     let json = out.json;
     let log = move |line: &str| {

@@ -59,6 +59,9 @@ pub struct ServedProbes {
     /// How a refusal names this server's own settings (the operator's
     /// `serve` flags, given by the binary); by default their own names.
     serve_spelling: fn(ServeSetting) -> &'static str,
+    /// How a refusal of a client's network test names its settings (the
+    /// client's `net` flags, given by the binary); by default their names.
+    net_spelling: headroom_net::NetSpelling,
 }
 
 /// What an operator starts a far end with; a refusal at start-up names
@@ -128,7 +131,15 @@ impl ServedProbes {
             caps: ProbeCaps::default(),
             disk_spelling: None,
             serve_spelling: ServeSetting::name,
+            net_spelling: headroom_net::NetSetting::name,
         })
+    }
+
+    /// Names a network test's setting in a refusal or warning as the
+    /// client's command line spells it (the binary's table).
+    pub fn spelling_net_settings(mut self, spell: headroom_net::NetSpelling) -> Self {
+        self.net_spelling = spell;
+        self
     }
 
     /// Names this server's own settings in a refusal as the operator's
@@ -198,7 +209,7 @@ impl ServedProbes {
             )));
         }
         let net: NetRequest = request.params()?;
-        net.check()?;
+        net.check(self.net_spelling)?;
         let host = net.server.host.trim_start_matches('[').trim_end_matches(']');
         // An address, not a name: what was checked is what is connected to.
         let ip: IpAddr = host.parse().map_err(|_| {
@@ -337,7 +348,7 @@ impl ProbeHost for ServedProbes {
             Some(spell) => disk.spelling_settings(spell),
             None => disk,
         };
-        Runner::new().with(disk).with(CpuEngine::new()).with(NetEngine::new())
+        Runner::new().with(disk).with(CpuEngine::new()).with(NetEngine::new().spelling_settings(self.net_spelling))
     }
 
     fn admit(&self, request: &ProbeRequest, max_duration: Duration) -> Result<(), ProbeError> {

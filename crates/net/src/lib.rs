@@ -41,6 +41,7 @@ mod probe_engine;
 mod process_cpu;
 mod remote;
 mod server;
+mod setting;
 mod socket;
 mod stats;
 mod tcpinfo;
@@ -60,6 +61,7 @@ pub use server::{
     check_bind_policy, FlushLedger, ProbeHost, Server, ServerConfig, ServerHandle, ServerSetting, ServerSettingError,
     MAX_PLAN,
 };
+pub use setting::{NetSetting, NetSpelling};
 pub use socket::{Source, SourceError, SourceSetting, DEFAULT_TCP_LEN, DEFAULT_UDP_LEN, MAX_WINDOW};
 pub use stats::{LatencyRecorder, UdpRecvStats, UdpRecvSummary};
 pub use tcpinfo::TcpInfo;
