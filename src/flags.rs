@@ -27,8 +27,57 @@ pub fn disk(s: headroom_disk::Setting) -> &'static str {
         Sync => "--sync",
         Engine => "--engine",
         FixedBufs => "--fixedbufs",
+        Destructive => "--destructive",
+        Force => "--force",
+        Keep => "--keep",
     }
 }
+
+/// `headroom serve`'s listening, client and limit settings, in refusals
+/// sent to clients and in its log lines.
+pub fn serve(s: headroom_net::ServerSetting) -> &'static str {
+    use headroom_net::ServerSetting::*;
+    match s {
+        Bind => "--bind",
+        Port => "--port",
+        Token => "--token",
+        NoAuth => "--no-auth",
+        MaxClients => "--max-clients",
+        MaxDuration => "--max-duration",
+        Iperf3 => "--iperf3",
+        Iperf2 => "--iperf2",
+        FlushcheckDir => "--flushcheck-dir",
+    }
+}
+
+/// `headroom serve`'s far-end settings: what clients' probes may use.
+pub fn far_end(s: headroom_job::ServeSetting) -> &'static str {
+    use headroom_job::ServeSetting::*;
+    match s {
+        AllowPath => "--allow-path",
+        AllowNetTo => "--allow-net-to",
+        MaxJobs => "--max-jobs",
+        MaxBufferMemory => "--max-buffer-memory",
+        MaxDuration => "--max-duration",
+    }
+}
+
+/// `headroom net`'s (and `run`'s, `ping`'s) network test settings, in
+/// errors and in the warnings of the document.
+pub fn net(s: headroom_net::NetSetting) -> &'static str {
+    use headroom_net::NetSetting::*;
+    match s {
+        Protocol => "--protocol",
+        Token => "--token",
+        Tests => "--tests",
+        Time => "--time",
+        Bytes => "--bytes",
+        Window => "--window",
+    }
+}
+
+/// Every table, for a job that names settings of several libraries.
+pub const SPELLING: headroom_job::Spelling = headroom_job::Spelling { disk, net, serve };
 
 /// `headroom cpu`'s settings.
 fn cpu(s: headroom_cpu::Setting) -> &'static str {
@@ -59,8 +108,8 @@ fn soak(s: headroom_soak::Setting) -> &'static str {
 /// An error's own line (its causes are separate links of the chain), with
 /// the settings a library names spelled as flags.
 pub fn line(e: &(dyn Error + 'static)) -> String {
-    if let Some(headroom_disk::DiskError::Invalid(m)) = e.downcast_ref() {
-        return m.spelled(disk);
+    if let Some(e) = e.downcast_ref::<headroom_disk::DiskError>() {
+        return e.spelled(disk);
     }
     if let Some(headroom_job::JobError::Invalid(m)) = e.downcast_ref() {
         return m.spelled(disk);
@@ -84,10 +133,16 @@ pub fn line(e: &(dyn Error + 'static)) -> String {
         return m.spelled(|headroom_proto::CredentialsSetting::File| "--credentials");
     }
     if let Some(headroom_job::ServeSettingError(m)) = e.downcast_ref() {
-        return m.spelled(|s| match s {
-            headroom_job::ServeSetting::AllowPath => "--allow-path",
-            headroom_job::ServeSetting::AllowNetTo => "--allow-net-to",
-        });
+        return m.spelled(far_end);
+    }
+    if let Some(headroom_net::ServerSettingError(m)) = e.downcast_ref() {
+        return m.spelled(serve);
+    }
+    if let Some(e) = e.downcast_ref::<headroom_net::NetError>() {
+        return e.spelled(net);
+    }
+    if let Some(headroom_flushcheck::FlushError::Net(e)) = e.downcast_ref() {
+        return e.spelled(net);
     }
     if let Some(headroom_cpu::BadChoice(m)) = e.downcast_ref() {
         return m.spelled(cpu);

@@ -75,7 +75,7 @@ pub fn run(args: &CpuArgs, out: &Output) -> anyhow::Result<Outcome> {
     let mut runner = match &server {
         Some(server) => {
             runner_plan = runner_plan.placed_at(&server.display());
-            Runner::new().with(RemoteEngine::new(EngineKind::Cpu, server.clone()))
+            Runner::new().with(RemoteEngine::new(EngineKind::Cpu, server.clone()).spelling_settings(crate::flags::net))
         }
         None => Runner::new().with(CpuEngine::new()),
     };

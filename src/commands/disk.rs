@@ -319,7 +319,7 @@ pub fn run(args: &DiskArgs, out: &Output) -> anyhow::Result<Outcome> {
         Some(Preset::Sync) => Layout::Sync,
         _ => Layout::Table,
     };
-    let job = disk::DiskJob { target, selection, server, share, goals };
+    let job = disk::DiskJob { target, selection, server, share, goals, spelling: crate::flags::SPELLING };
     let (progress, iec) = (out.progress && !out.json, out.iec);
     let mut bars = |plan: &headroom_runner::Plan| -> Box<dyn Sink> { Box::new(ProgressSink::new(progress, iec, plan)) };
     let done = match disk::run(job, stop, &mut bars, &mut Notices { json: out.json }) {

@@ -151,7 +151,7 @@ pub fn run(args: &FleetArgs, out: &Output) -> anyhow::Result<Outcome> {
         FleetEvent::Starting { .. } => {}
     };
     let started_at = headroom_result::now_rfc3339();
-    let outcomes = headroom_fleet::run_fleet(&hosts, &plan, stop, &on_event);
+    let outcomes = headroom_fleet::run_fleet(&hosts, &plan, stop, &on_event, crate::flags::net);
     let (probes, fleet) = headroom_fleet::gather(&plan, &outcomes);
     let failed: Vec<String> = fleet.hosts.iter().filter(|h| h.error.is_some()).map(|h| h.name.clone()).collect();
     let failed_line = format!(

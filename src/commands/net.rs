@@ -235,7 +235,14 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
         None => server.display(),
     };
     let tests = tests.into_iter().map(|t| (t.clone(), net_test(&t, args, want_rr_load))).collect();
-    let job = net::NetJob { server, tests, tests_named: args.tests.is_some(), link: args.link.clone(), goals };
+    let job = net::NetJob {
+        server,
+        tests,
+        tests_named: args.tests.is_some(),
+        link: args.link.clone(),
+        goals,
+        spelling: crate::flags::SPELLING,
+    };
     let (progress, iec) = (out.progress, out.iec);
     let mut bars = |plan: &headroom_runner::Plan| -> Box<dyn Sink> { Box::new(ProgressSink::new(progress, iec, plan)) };
     let done = net::run(job, crate::signals::stop_flag(), &mut bars, &mut Live { out, target })?;

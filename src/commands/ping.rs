@@ -90,7 +90,7 @@ pub fn run(args: &PingArgs, out: &Output) -> anyhow::Result<Outcome> {
                 headroom_net::NetError::IsIperf3 => {
                     anyhow::anyhow!("{} is an iperf3 server: UDP echo needs `headroom serve`; give a port for TCP handshakes (HOST:PORT)", target.display())
                 }
-                e => anyhow::anyhow!("{e}"),
+                e => anyhow::anyhow!(crate::flags::line(&e)),
             })?;
             if !out.json {
                 out.print(&present::ping::udp_heading(

@@ -230,6 +230,7 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
         cpu: args.cpu,
         label: args.label.clone(),
         source: source.clone(),
+        spelling: crate::flags::SPELLING,
     };
     Ok(RunSetup { job, goals })
 }

@@ -170,7 +170,7 @@ pub fn run(args: &ServeArgs, out: &Output) -> anyhow::Result<Outcome> {
     if args.max_duration.0.is_zero() {
         bail!("--max-duration must be above zero (example: --max-duration 10m)");
     }
-    check_bind_policy(args.bind, token.as_deref(), args.no_auth).map_err(anyhow::Error::msg)?;
+    check_bind_policy(args.bind, token.as_deref(), args.no_auth)?;
     if let Some(weak) = token.as_deref().and_then(token_weakness) {
         eprintln!("headroom serve: warning: {weak}; make one with `openssl rand -hex 16`");
     }
@@ -191,7 +191,9 @@ pub fn run(args: &ServeArgs, out: &Output) -> anyhow::Result<Outcome> {
     let probes = ServedProbes::new(&args.allow_path)?
         .allowing_net_to(args.allow_net_to.clone())
         .with_caps(caps)
-        .spelling_disk_settings(crate::flags::disk);
+        .spelling_disk_settings(crate::flags::disk)
+        .spelling_serve_settings(crate::flags::far_end)
+        .spelling_net_settings(crate::flags::net);
     let disk_dirs: Vec<String> = probes.allowed().iter().map(|d| d.display().to_string()).collect();
     let json = out.json;
     let log = move |line: &str| {
@@ -215,6 +217,7 @@ pub fn run(args: &ServeArgs, out: &Output) -> anyhow::Result<Outcome> {
         log: Arc::new(log),
         probes: Some(Arc::new(probes)),
         flush: flush.map(|l| Arc::new(l) as Arc<dyn headroom_net::FlushLedger>),
+        spelling: crate::flags::serve,
     };
     let iperf3 = cfg.allow_iperf3;
     let iperf2 = cfg.iperf2_port;

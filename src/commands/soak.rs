@@ -137,7 +137,8 @@ pub fn run(args: &SoakArgs, out: &Output) -> anyhow::Result<Outcome> {
         }
     }
 
-    let session = headroom_soak::Session::open(&db, &flags, schedule.as_ref())?;
+    let session = headroom_soak::Session::open(&db, &flags, schedule.as_ref())?
+        .spelling_settings(crate::flags::disk, crate::flags::net);
     if let (Some(gap), false) = (session.gap_s(), out.json) {
         eprintln!("headroom: resuming {} after a gap of {:.1} s", db.display(), gap);
     }

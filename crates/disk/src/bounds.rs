@@ -50,6 +50,12 @@ pub enum Setting {
     Engine,
     /// Registered io_uring buffers.
     FixedBufs,
+    /// Leave to write over a device, a file or a whole export.
+    Destructive,
+    /// Leave to write over data that carries a signature.
+    Force,
+    /// Keeping the test file after the run.
+    Keep,
 }
 
 impl fmt::Display for Setting {
@@ -69,6 +75,9 @@ impl fmt::Display for Setting {
             Setting::Sync => "sync mode",
             Setting::Engine => "engine",
             Setting::FixedBufs => "fixed buffers",
+            Setting::Destructive => "leave to destroy data",
+            Setting::Force => "leave to write over a signature",
+            Setting::Keep => "keeping the test file",
         })
     }
 }

@@ -318,7 +318,7 @@ pub enum DiskError {
     #[error("{0}")]
     Invalid(headroom_units::setting::Message<Setting>),
     /// The target filled up (ENOSPC); the test file has been removed.
-    #[error("the disk is full ({context}); the test file was removed. Use a smaller --size or free some space")]
+    #[error("{}", disk_full(context))]
     DiskFull {
         /// What headroom was doing, e.g. `laying out /mnt/x/headroom.tmp`.
         context: String,
@@ -347,9 +347,19 @@ pub enum DiskError {
     Refused {
         /// The target refused.
         path: String,
-        /// What was found there, e.g. an ext4 superblock.
-        reason: String,
+        /// What was found there, e.g. an ext4 superblock, and the setting
+        /// that would allow the write.
+        reason: headroom_units::setting::Message<Setting>,
     },
+}
+
+/// [`DiskError::DiskFull`]'s line, naming the setting to lower.
+fn disk_full(context: &str) -> headroom_units::setting::Message<Setting> {
+    headroom_units::setting::Message::text(format!(
+        "the disk is full ({context}); the test file was removed. Use a smaller "
+    ))
+    .and(Setting::Size)
+    .then(" or free some space")
 }
 
 /// How the far end of a network target failed ([`DiskError::Peer`]).
@@ -373,6 +383,17 @@ impl DiskError {
             DiskError::DiskFull { context: context.into() }
         } else {
             DiskError::Io { context: context.into(), source }
+        }
+    }
+
+    /// The error's line with each setting it names written as `spell`
+    /// spells it (the front end's flags); `Display` names them plainly.
+    pub fn spelled<N: AsRef<str>>(&self, spell: impl Fn(Setting) -> N) -> String {
+        match self {
+            DiskError::Invalid(m) => m.spelled(spell),
+            DiskError::DiskFull { context } => disk_full(context).spelled(spell),
+            DiskError::Refused { path, reason } => format!("refusing to write to {path}: {}", reason.spelled(spell)),
+            other => other.to_string(),
         }
     }
 

@@ -11,7 +11,7 @@ use crate::run::{check_test, run_test, RunSettings, Tick};
 use crate::share::{layout_share, looks_like_url, prepare_share, ShareOpener};
 use crate::storage::Storage;
 use crate::target::{test_file_name, PreparedTarget, TargetKind, TargetOptions};
-use crate::{DirectMode, DiskError, PeerFault, Rw, TestDef};
+use crate::{DirectMode, DiskError, PeerFault, Rw, Setting, TestDef};
 use headroom_result::{details, Warning};
 use headroom_runner::{
     unix_now, EngineKind, Expected, LiveSample, Measured, Plan, PrepareEvent, ProbeEngine, ProbeError, ProbeRequest,
@@ -90,12 +90,15 @@ pub struct DiskEngine {
     shares: Option<Arc<dyn ShareOpener>>,
     /// The caller's stop flag as the protocol clients see it (see [`forward_stop`]).
     share_stop: Arc<AtomicBool>,
+    /// How an error names a setting: the front end's table
+    /// ([`DiskEngine::spelling_settings`]); None, the setting's own name.
+    spelling: Option<fn(Setting) -> &'static str>,
 }
 
 impl DiskEngine {
     /// An engine with nothing prepared yet.
     pub fn new() -> Self {
-        DiskEngine { prepared: None, confined_to: None, shares: None, share_stop: Arc::default() }
+        DiskEngine { prepared: None, confined_to: None, shares: None, share_stop: Arc::default(), spelling: None }
     }
 
     /// This engine also tests the URLs `opener` handles.
@@ -108,7 +111,20 @@ impl DiskEngine {
     /// (canonical paths) or below: the far end's engine, for requests that
     /// come from the network.
     pub fn confined_to(roots: Vec<PathBuf>) -> Self {
-        DiskEngine { prepared: None, confined_to: Some(roots), shares: None, share_stop: Arc::default() }
+        DiskEngine {
+            prepared: None,
+            confined_to: Some(roots),
+            shares: None,
+            share_stop: Arc::default(),
+            spelling: None,
+        }
+    }
+
+    /// Names a setting in an error as `spell` does (the binary's flags, or
+    /// for a server the client's).
+    pub fn spelling_settings(mut self, spell: fn(Setting) -> &'static str) -> Self {
+        self.spelling = Some(spell);
+        self
     }
 
     /// Refuses a prepared target outside the confinement, judged on the
@@ -139,7 +155,7 @@ impl DiskEngine {
     fn open_target(&self, target: &DiskTarget, options: &TargetOptions) -> Result<Storage, ProbeError> {
         let shown = target.path.to_string_lossy();
         if let Some(opener) = self.shares.as_ref().filter(|o| o.handles(&shown)) {
-            let share = prepare_share(opener.as_ref(), &shown, options).map_err(disk_error)?;
+            let share = prepare_share(opener.as_ref(), &shown, options).map_err(|e| disk_error(e, self.spelling))?;
             return Ok(Storage::Share(Arc::from(share)));
         }
         if looks_like_url(&shown) {
@@ -148,7 +164,7 @@ impl DiskEngine {
                  smb:// URLs on the client, and paths on a server"
             )));
         }
-        let prepared = PreparedTarget::prepare(&target.path, options).map_err(disk_error)?;
+        let prepared = PreparedTarget::prepare(&target.path, options).map_err(|e| disk_error(e, self.spelling))?;
         self.check_confined(&prepared)?;
         Ok(Storage::Local(prepared))
     }
@@ -188,7 +204,7 @@ impl DiskEngine {
             size: prepared.size(),
         });
         for t in tests {
-            check_test(&prepared, &t.test, t.wants_direct()).map_err(disk_error)?;
+            check_test(&prepared, &t.test, t.wants_direct()).map_err(|e| disk_error(e, self.spelling))?;
         }
         let only_seq_writes = tests.iter().all(|t| t.test.rw == Rw::Write);
         let mut warnings = Vec::new();
@@ -208,7 +224,7 @@ impl DiskEngine {
             if stop.load(Ordering::Relaxed) {
                 return Err(ProbeError::Stopped);
             }
-            warnings = laid.map_err(disk_error)?;
+            warnings = laid.map_err(|e| disk_error(e, self.spelling))?;
         }
         self.prepared = Some((target.clone(), prepared));
         Ok(warnings)
@@ -241,8 +257,17 @@ fn forward_stop<R>(stop: &AtomicBool, shared: &Arc<AtomicBool>, f: impl FnOnce()
     })
 }
 
-/// A disk error as the Runner sees it: the user's mistake, or the machine's.
-fn disk_error(e: DiskError) -> ProbeError {
+/// `e`'s line, its settings named as `spelling` spells them.
+fn spelled(e: &DiskError, spelling: Option<fn(Setting) -> &'static str>) -> String {
+    match spelling {
+        Some(spell) => e.spelled(spell),
+        None => e.to_string(),
+    }
+}
+
+/// A disk error as the Runner sees it: the user's mistake, or the machine's;
+/// its settings named as `spelling` spells them.
+fn disk_error(e: DiskError, spelling: Option<fn(Setting) -> &'static str>) -> ProbeError {
     if let DiskError::Peer { fault, message } = e {
         return match fault {
             PeerFault::Unreachable | PeerFault::Refused => ProbeError::Unreachable(message),
@@ -250,10 +275,11 @@ fn disk_error(e: DiskError) -> ProbeError {
             PeerFault::Protocol => ProbeError::Failed(message),
         };
     }
+    let line = spelled(&e, spelling);
     if e.is_usage() {
-        ProbeError::Usage(e.to_string())
+        ProbeError::Usage(line)
     } else {
-        ProbeError::Failed(e.to_string())
+        ProbeError::Failed(line)
     }
 }
 
@@ -305,7 +331,7 @@ impl ProbeEngine for DiskEngine {
             }
             Storage::Local(_) => run_test(target, &req.test, req.settings, stop, &mut on_tick),
         }
-        .map_err(disk_error)?;
+        .map_err(|e| disk_error(e, self.spelling))?;
         let cpu_load = cpu_before.and_then(|before| Some(headroom_sys::CpuSnapshot::take()?.load_since(&before)));
         let warnings = honesty_warnings(&outcome, target, req.bus.as_ref());
         let mut probe = to_probe(&outcome, target, req.settings, warnings);
@@ -321,7 +347,7 @@ impl ProbeEngine for DiskEngine {
         Ok(Measured {
             probe,
             started_unix: started_unix + req.test.ramp.as_secs_f64(),
-            error: outcome.error.map(|e| ProbeError::Failed(e.to_string())),
+            error: outcome.error.map(|e| ProbeError::Failed(spelled(&e, self.spelling))),
         })
     }
 

@@ -16,6 +16,7 @@
 //! in `crate::os` (os/linux/safety.rs); this file keeps what a signature
 //! means and how a refusal is worded.
 
+use headroom_units::setting::Message;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -62,7 +63,7 @@ pub fn probe_failed(shown: &str, e: io::Error) -> crate::DiskError {
     if e.kind() == io::ErrorKind::NotFound {
         crate::DiskError::Refused {
             path: shown.to_string(),
-            reason: format!("it cannot be checked for signatures: {e}"),
+            reason: Message::text(format!("it cannot be checked for signatures: {e}")),
         }
     } else {
         crate::DiskError::io(format!("cannot read {shown} to check for signatures"), e)

@@ -14,8 +14,9 @@
 
 use crate::engine::{Completion, IoEngine, IoKind, IoUnit};
 use crate::target::TargetOptions;
-use crate::{DiskError, FastRng, Result, SyncMode};
+use crate::{DiskError, FastRng, Result, Setting, SyncMode};
 use headroom_result::ProtocolInfo;
+use headroom_units::setting::Message;
 use std::fmt;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -105,18 +106,20 @@ pub fn prepare_share(opener: &dyn ShareOpener, target: &str, opts: &TargetOption
     let share = opener.open(target, opts)?;
     if share.kind() == ShareKind::Export && opts.writes {
         if !opts.destructive {
-            return Err(DiskError::Usage(format!(
-                "{} is a whole export and this run writes to it: add --destructive if its data may be destroyed, \
-                 or run read-only tests",
-                share.url()
-            )));
+            return Err(DiskError::Invalid(
+                Message::text(format!("{} is a whole export and this run writes to it: add ", share.url()))
+                    .and(Setting::Destructive)
+                    .then(" if its data may be destroyed, or run read-only tests"),
+            ));
         }
         if !opts.force {
             let found = export_signatures(share.as_ref())?;
             if !found.is_empty() {
                 return Err(DiskError::Refused {
                     path: share.url(),
-                    reason: format!("it holds {found}; add --force to write over it"),
+                    reason: Message::text(format!("it holds {found}; add "))
+                        .and(Setting::Force)
+                        .then(" to write over it"),
                 });
             }
         }

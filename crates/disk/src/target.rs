@@ -21,6 +21,7 @@ use crate::storage::{check_space, fill_test_file, space_margin, CreatedTestFile,
 pub use crate::storage::{filesystem_caveat, test_file_name, FsInfo, RemoteRemoval, TargetKind, TargetOptions};
 use crate::{DiskError, Result, SyncMode};
 use headroom_result::Warning;
+use headroom_units::setting::Message;
 use rustix::fs::{self, Access, AtFlags, Mode, OFlags, StatxFlags};
 use rustix::io::Errno;
 use std::ffi::CString;
@@ -236,7 +237,7 @@ impl PreparedTarget {
     ) -> Result<PreparedTarget> {
         let what = if block { "a block device" } else { "an existing file" };
         let shown = path.display().to_string();
-        let refused = |reason: String| DiskError::Refused { path: shown.clone(), reason };
+        let refused = |reason: String| DiskError::Refused { path: shown.clone(), reason: Message::text(reason) };
         if opts.writes && !opts.destructive {
             return Err(refused(format!(
                 "it is {what} and the tests write, which destroys its contents. Add --destructive if that is \

@@ -20,7 +20,7 @@
 //! what it measured. So a slow or trickling agent holds the others for a
 //! bounded time, then is reported as failed.
 
-use headroom_net::{ClockReading, Endpoint, RemoteEngine, RunStep};
+use headroom_net::{ClockReading, Endpoint, NetSpelling, RemoteEngine, RunStep};
 use headroom_result::{Host, Sample, Warning};
 use headroom_runner::{unix_now, EngineKind, Expected, LiveSample, Measured, Plan, ProbeEngine, ProbeRequest};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -138,6 +138,7 @@ pub fn run_fleet(
     plan: &Plan,
     stop: &AtomicBool,
     on_event: &(dyn Fn(&FleetEvent) + Sync),
+    spelling: NetSpelling,
 ) -> Vec<HostOutcome> {
     let workers = hosts.len().clamp(1, MAX_WORKERS);
     let barrier = Barrier::new(workers);
@@ -150,7 +151,7 @@ pub fn run_fleet(
                 scope.spawn(move || {
                     let mine: Vec<(usize, &Endpoint)> = hosts.iter().enumerate().skip(w).step_by(workers).collect();
                     let mut agents: Vec<Agent> =
-                        mine.iter().map(|(_, h)| prepare(h, plan, hosts.len(), stop, on_event)).collect();
+                        mine.iter().map(|(_, h)| prepare(h, plan, hosts.len(), stop, on_event, spelling)).collect();
                     for (index, request) in plan.requests.iter().enumerate() {
                         ready.fetch_add(agents.iter().filter(|a| a.alive).count(), Ordering::SeqCst);
                         if barrier.wait().is_leader() {
@@ -192,6 +193,7 @@ fn prepare(
     fleet_size: usize,
     stop: &AtomicBool,
     on_event: &(dyn Fn(&FleetEvent) + Sync),
+    spelling: NetSpelling,
 ) -> Agent {
     let name = host.display();
     let n = plan.len();
@@ -205,7 +207,8 @@ fn prepare(
     // The engine's kind only routes requests inside a Runner; the fleet
     // drives the engine itself, whatever engines the plan's requests name.
     let kind = plan.requests.first().map_or(EngineKind::Disk, |r| r.engine);
-    let mut agent = Agent { engine: RemoteEngine::new(kind, host.clone()), out, alive: true };
+    let engine = RemoteEngine::new(kind, host.clone()).spelling_settings(spelling);
+    let mut agent = Agent { engine, out, alive: true };
     if stop.load(Ordering::Relaxed) {
         agent.fail("stopped by Ctrl-C before it was prepared".into(), on_event);
         return agent;

@@ -10,6 +10,7 @@
 use crate::main_job::StepSinks;
 use crate::path::bus_under;
 use crate::post::with_write_cliff;
+use crate::Spelling;
 use headroom_analysis::{Goal, GoalResult};
 use headroom_disk::{DiskEngine, DiskRequest, DiskTarget, ShareOpener, TestSelection};
 use headroom_net::{Endpoint, RemoteEngine};
@@ -30,6 +31,8 @@ pub struct DiskJob {
     pub share: Option<Arc<dyn ShareOpener>>,
     /// Thresholds held against the best test of each kind.
     pub goals: Vec<Goal>,
+    /// How an error names a setting (the binary's flags).
+    pub spelling: Spelling,
 }
 
 /// What the disk job tells its caller while it runs, beside progress.
@@ -94,10 +97,14 @@ pub fn run(
     let mut runner = match job.server {
         Some(server) => {
             plan = plan.placed_at(&server.display());
-            Runner::new().with(RemoteEngine::new(EngineKind::Disk, server))
+            Runner::new().with(RemoteEngine::new(EngineKind::Disk, server).spelling_settings(job.spelling.net))
         }
         None => {
-            Runner::new().with(job.share.map_or_else(DiskEngine::new, |opener| DiskEngine::new().with_shares(opener)))
+            let engine = DiskEngine::new().spelling_settings(job.spelling.disk);
+            Runner::new().with(match job.share {
+                Some(opener) => engine.with_shares(opener),
+                None => engine,
+            })
         }
     };
     let mut seen = TargetSeen::default();

@@ -56,6 +56,12 @@ pub struct ServedProbes {
     hostname: String,
     caps: ProbeCaps,
     disk_spelling: Option<fn(headroom_disk::Setting) -> &'static str>,
+    /// How a refusal names this server's own settings (the operator's
+    /// `serve` flags, given by the binary); by default their own names.
+    serve_spelling: fn(ServeSetting) -> &'static str,
+    /// How a refusal of a client's network test names its settings (the
+    /// client's `net` flags, given by the binary); by default their names.
+    net_spelling: headroom_net::NetSpelling,
 }
 
 /// What an operator starts a far end with; a refusal at start-up names
@@ -66,14 +72,30 @@ pub enum ServeSetting {
     AllowPath,
     /// An address or network clients' network tests may go to.
     AllowNetTo,
+    /// Most jobs or threads of one probe.
+    MaxJobs,
+    /// Most buffer memory of one probe.
+    MaxBufferMemory,
+    /// The longest probe a client may ask for.
+    MaxDuration,
+}
+
+impl ServeSetting {
+    /// The setting's own name, for a far end whose front end gives none.
+    pub fn name(self) -> &'static str {
+        match self {
+            ServeSetting::AllowPath => "allowed directory",
+            ServeSetting::AllowNetTo => "allowed network",
+            ServeSetting::MaxJobs => "job limit",
+            ServeSetting::MaxBufferMemory => "buffer memory limit",
+            ServeSetting::MaxDuration => "duration limit",
+        }
+    }
 }
 
 impl std::fmt::Display for ServeSetting {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            ServeSetting::AllowPath => "allowed directory",
-            ServeSetting::AllowNetTo => "allowed network",
-        })
+        f.write_str(self.name())
     }
 }
 
@@ -102,7 +124,34 @@ impl ServedProbes {
     pub fn new(allow_paths: &[PathBuf]) -> Result<Self, ServeSettingError> {
         let allowed = allow_paths.iter().map(|p| allowed_dir(p)).collect::<Result<_, _>>()?;
         let hostname = headroom_sys::hostname(&headroom_sys::SysRoot::live()).unwrap_or_else(|| "unknown".into());
-        Ok(ServedProbes { allowed, allowed_net: Vec::new(), hostname, caps: ProbeCaps::default(), disk_spelling: None })
+        Ok(ServedProbes {
+            allowed,
+            allowed_net: Vec::new(),
+            hostname,
+            caps: ProbeCaps::default(),
+            disk_spelling: None,
+            serve_spelling: ServeSetting::name,
+            net_spelling: headroom_net::NetSetting::name,
+        })
+    }
+
+    /// Names a network test's setting in a refusal or warning as the
+    /// client's command line spells it (the binary's table).
+    pub fn spelling_net_settings(mut self, spell: headroom_net::NetSpelling) -> Self {
+        self.net_spelling = spell;
+        self
+    }
+
+    /// Names this server's own settings in a refusal as the operator's
+    /// command line spells them (the binary's `serve` flags).
+    pub fn spelling_serve_settings(mut self, spell: fn(ServeSetting) -> &'static str) -> Self {
+        self.serve_spelling = spell;
+        self
+    }
+
+    /// A disk setting as the client's command line spells it, else by name.
+    fn disk_flag(&self, setting: headroom_disk::Setting) -> String {
+        self.disk_spelling.map_or_else(|| setting.to_string(), |spell| spell(setting).to_string())
     }
 
     /// Names a disk setting in a refusal as the client's command line spells
@@ -122,16 +171,19 @@ impl ServedProbes {
     fn within_caps(&self, jobs: u64, buffer_bytes: u64, what: &str) -> Result<(), ProbeError> {
         if jobs > u64::from(self.caps.max_jobs) {
             return Err(ProbeError::Refused(format!(
-                "{jobs} {what} asked; {} runs at most {} (its --max-jobs)",
-                self.hostname, self.caps.max_jobs
+                "{jobs} {what} asked; {} runs at most {} (its {})",
+                self.hostname,
+                self.caps.max_jobs,
+                (self.serve_spelling)(ServeSetting::MaxJobs)
             )));
         }
         if buffer_bytes > self.caps.max_buffer_bytes {
             return Err(ProbeError::Refused(format!(
-                "buffers of {} asked; {} allocates at most {} per probe (its --max-buffer-memory)",
+                "buffers of {} asked; {} allocates at most {} per probe (its {})",
                 headroom_units::format_size(buffer_bytes),
                 self.hostname,
-                headroom_units::format_size(self.caps.max_buffer_bytes)
+                headroom_units::format_size(self.caps.max_buffer_bytes),
+                (self.serve_spelling)(ServeSetting::MaxBufferMemory)
             )));
         }
         Ok(())
@@ -149,14 +201,15 @@ impl ServedProbes {
     }
 
     fn admit_net(&self, request: &ProbeRequest, max_duration: Duration) -> Result<(), ProbeError> {
+        let allow_net_to = (self.serve_spelling)(ServeSetting::AllowNetTo);
         if self.allowed_net.is_empty() {
             return Err(ProbeError::Refused(format!(
-                "{} runs no network tests for clients: start it with `headroom serve --allow-net-to ADDR|CIDR` naming the servers it may test against (e.g. --allow-net-to 192.168.1.10)",
+                "{} runs no network tests for clients: start it with `headroom serve {allow_net_to} ADDR|CIDR` naming the servers it may test against (e.g. {allow_net_to} 192.168.1.10)",
                 self.hostname
             )));
         }
         let net: NetRequest = request.params()?;
-        net.check()?;
+        net.check(self.net_spelling)?;
         let host = net.server.host.trim_start_matches('[').trim_end_matches(']');
         // An address, not a name: what was checked is what is connected to.
         let ip: IpAddr = host.parse().map_err(|_| {
@@ -167,7 +220,7 @@ impl ServedProbes {
         })?;
         if !self.allowed_net.iter().any(|n| n.contains(&ip)) {
             return Err(ProbeError::Refused(format!(
-                "{ip} is outside every --allow-net-to of {} ({})",
+                "{ip} is outside every {allow_net_to} of {} ({})",
                 self.hostname,
                 self.allowed_net.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
             )));
@@ -183,9 +236,9 @@ impl ServedProbes {
             NetTest::Throughput(t) => {
                 let streams = if t.direction == headroom_net::TrafficDirection::Bidir { 2 } else { 1 } * t.streams;
                 self.within_caps(u64::from(streams), 0, "streams")?;
-                within(t.duration, max_duration)
+                self.within(t.duration, max_duration)
             }
-            NetTest::Rtt { time } => within(*time, max_duration),
+            NetTest::Rtt { time } => self.within(*time, max_duration),
             NetTest::Echo | NetTest::Connect => Ok(()),
         }
     }
@@ -202,19 +255,23 @@ impl ServedProbes {
     }
 
     fn admit_disk(&self, request: &ProbeRequest, max_duration: Duration) -> Result<(), ProbeError> {
+        let allow_path = (self.serve_spelling)(ServeSetting::AllowPath);
         if self.allowed.is_empty() {
             return Err(ProbeError::Refused(format!(
-                "{} does not allow disk probes: start it with `headroom serve --allow-path DIR` (e.g. --allow-path /tank/bench)",
+                "{} does not allow disk probes: start it with `headroom serve {allow_path} DIR` (e.g. {allow_path} /tank/bench)",
                 self.hostname
             )));
         }
         let disk: DiskRequest = request.params()?;
         let target = &disk.target;
         if target.destructive || target.force || target.keep {
-            return Err(ProbeError::Usage(
-                "--destructive, --force and --keep are for local runs: a server only creates and removes its own test files"
-                    .into(),
-            ));
+            use headroom_disk::Setting::{Destructive, Force, Keep};
+            return Err(ProbeError::Usage(format!(
+                "{}, {} and {} are for local runs: a server only creates and removes its own test files",
+                self.disk_flag(Destructive),
+                self.disk_flag(Force),
+                self.disk_flag(Keep)
+            )));
         }
         // Every field within the command line's ranges first: the arithmetic
         // below, and the engine, may then trust them.
@@ -225,13 +282,13 @@ impl ServedProbes {
             })
         })?;
         self.within_caps(u64::from(disk.test.jobs), headroom_disk::buffer_bytes(&disk.test), "jobs")?;
-        within(disk.test.ramp.saturating_add(disk.test.time), max_duration)?;
+        self.within(disk.test.ramp.saturating_add(disk.test.time), max_duration)?;
         let path = &target.path;
         let real = std::fs::canonicalize(path)
             .map_err(|e| ProbeError::Usage(format!("'{}' cannot be used on {}: {e}", path.display(), self.hostname)))?;
         if !under_any(&real, &self.allowed) {
             return Err(ProbeError::Usage(format!(
-                "'{}'{} is outside every --allow-path of {} ({})",
+                "'{}'{} is outside every {allow_path} of {} ({})",
                 path.display(),
                 if real != *path { format!(" (it leads to {})", real.display()) } else { String::new() },
                 self.hostname,
@@ -251,7 +308,20 @@ impl ServedProbes {
         let cpu: CpuRequest = request.params()?;
         cpu.check()?;
         self.within_caps(cpu.threads as u64, cpu.buffer_bytes_total(), "threads")?;
-        within(cpu.warmup.saturating_add(cpu.time), max_duration)
+        self.within(cpu.warmup.saturating_add(cpu.time), max_duration)
+    }
+
+    /// Refuses a probe longer than the server's duration limit.
+    fn within(&self, asked: Duration, max_duration: Duration) -> Result<(), ProbeError> {
+        if asked > max_duration {
+            return Err(ProbeError::Refused(format!(
+                "a {:.0} s probe exceeds this server's {} of {:.0} s",
+                asked.as_secs_f64(),
+                (self.serve_spelling)(ServeSetting::MaxDuration),
+                max_duration.as_secs_f64()
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -271,20 +341,14 @@ fn allowed_dir(path: &Path) -> Result<PathBuf, ServeSettingError> {
     Ok(real)
 }
 
-fn within(asked: Duration, max_duration: Duration) -> Result<(), ProbeError> {
-    if asked > max_duration {
-        return Err(ProbeError::Refused(format!(
-            "a {:.0} s probe exceeds this server's --max-duration of {:.0} s",
-            asked.as_secs_f64(),
-            max_duration.as_secs_f64()
-        )));
-    }
-    Ok(())
-}
-
 impl ProbeHost for ServedProbes {
     fn runner(&self) -> Runner<'static> {
-        Runner::new().with(DiskEngine::confined_to(self.allowed.clone())).with(CpuEngine::new()).with(NetEngine::new())
+        let disk = DiskEngine::confined_to(self.allowed.clone());
+        let disk = match self.disk_spelling {
+            Some(spell) => disk.spelling_settings(spell),
+            None => disk,
+        };
+        Runner::new().with(disk).with(CpuEngine::new()).with(NetEngine::new().spelling_settings(self.net_spelling))
     }
 
     fn admit(&self, request: &ProbeRequest, max_duration: Duration) -> Result<(), ProbeError> {

@@ -26,6 +26,7 @@ mod main_job;
 pub mod net;
 mod path;
 mod post;
+mod spelling;
 
 pub use disk::disk_spec;
 pub use far_end::{parse_allowed_net, ProbeCaps, ServeSetting, ServeSettingError, ServedProbes};
@@ -35,3 +36,4 @@ pub use main_job::{
 };
 pub use path::{bus_under, interface_towards, link_towards, link_towards_from};
 pub use post::{cpu_probe_with_link, with_write_cliff};
+pub use spelling::Spelling;

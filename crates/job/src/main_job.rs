@@ -11,6 +11,7 @@
 use crate::disk::DiskFailure;
 use crate::path::{bus_under, link_towards};
 use crate::post::cpu_probe_with_link;
+use crate::Spelling;
 use headroom_analysis::{annotate, evaluate, Analysis, BadLinkSpec, Goal, GoalResult, LinkSpec, LinkTarget, PathHints};
 use headroom_cpu::{BufferSpec, CpuEngine, CpuRequest};
 use headroom_disk::{BusCeiling, DiskEngine, DiskRequest, DiskTarget, TestChoice, TestDef};
@@ -81,6 +82,9 @@ pub struct JobSettings {
     pub cpu: bool,
     /// The run's name in `compare`.
     pub label: Option<String>,
+    /// How errors and warnings name a setting (the binary's flags); the
+    /// loopback server (no `server`) names its limits with it too.
+    pub spelling: Spelling,
 }
 
 /// Why the main job stopped without a document.
@@ -344,9 +348,12 @@ fn network_step(
     let loopback = match &settings.server {
         Some(_) => None,
         None => Some(
-            headroom_net::Server::bind(headroom_net::ServerConfig::loopback(0))
-                .map_err(|e| failed("starting the loopback server", e))?
-                .spawn(),
+            headroom_net::Server::bind(headroom_net::ServerConfig {
+                spelling: settings.spelling.serve,
+                ..headroom_net::ServerConfig::loopback(0)
+            })
+            .map_err(|e| failed("starting the loopback server", e))?
+            .spawn(),
         ),
     };
     let server = match (&settings.server, &loopback) {
@@ -421,7 +428,8 @@ fn far_end_step(
     peer.reached_as = Some(server.host.clone());
     let (plan, requests) = disk_plan(remote_path, settings.preset, settings.time, None, false, None)?;
     let plan = (plan.placed_at(&server.display()), requests);
-    let mut runner = Runner::new().with(RemoteEngine::new(EngineKind::Disk, server));
+    let remote = RemoteEngine::new(EngineKind::Disk, server).spelling_settings(settings.spelling.net);
+    let mut runner = Runner::new().with(remote);
     let (probes, _) = disk_step(&mut runner, &plan, "the server's disk probes", stop, sinks, None)?;
     Ok((probes, peer))
 }
@@ -462,7 +470,9 @@ fn far_end_cpu(
 pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks<'_>) -> Result<ResultDoc, JobError> {
     let started_at = headroom_result::now_rfc3339();
     let host = headroom_sys::inventory_live();
-    let mut runner = Runner::new().with(CpuEngine::new()).with(NetEngine::new()).with(DiskEngine::new());
+    let disk = DiskEngine::new().spelling_settings(settings.spelling.disk);
+    let net = NetEngine::new().spelling_settings(settings.spelling.net);
+    let mut runner = Runner::new().with(CpuEngine::new()).with(net).with(disk);
 
     let mut probes: Vec<Probe> = Vec::new();
     let mut warnings: Vec<Warning> = Vec::new();
@@ -485,7 +495,8 @@ pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks
             .from_source(settings.source.clone())
             .with_iscsi_keys(settings.iscsi_keys.clone())
             .for_share(share.clone());
-        let mut runner = Runner::new().with(DiskEngine::new().with_shares(Arc::new(opener)));
+        let disk = DiskEngine::new().spelling_settings(settings.spelling.disk).with_shares(Arc::new(opener));
+        let mut runner = Runner::new().with(disk);
         // A whole export holds someone's data: run reads only there.
         let export = share.url().is_whole_export();
         let plan = disk_plan(

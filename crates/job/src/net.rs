@@ -28,6 +28,8 @@ pub struct NetJob {
     pub link: Option<LinkSpec>,
     /// Thresholds held against the best test of each kind.
     pub goals: Vec<Goal>,
+    /// How errors and warnings name a setting (the binary's flags).
+    pub spelling: crate::Spelling,
 }
 
 /// What the network job tells its caller while it runs, beside progress.
@@ -84,7 +86,7 @@ pub fn run(
             .collect(),
     );
     let started_at = headroom_result::now_rfc3339();
-    let mut runner = Runner::new().with(NetEngine::new());
+    let mut runner = Runner::new().with(NetEngine::new().spelling_settings(job.spelling.net));
     // Detect the protocol (and fail early on DNS, refused port, wrong token).
     let mut peer = PeerSeen::default();
     runner.prepare(&plan, stop, &mut [&mut peer]).map_err(|e| NetJobError(e.to_string()))?;

@@ -3,7 +3,7 @@
 //! operator's `--allow-path`, duration limit and one-probe-at-a-time rule.
 
 use headroom_disk::{test_def, DiskRequest, DiskTarget, RunSettings, Rw};
-use headroom_job::ServedProbes;
+use headroom_job::{ServeSetting, ServedProbes};
 use headroom_net::wire::TrafficDirection;
 use headroom_net::{
     Endpoint, NetRequest, NetServer, NetTest, ProtocolChoice, RemoteEngine, Server, ServerConfig, ServerHandle,
@@ -18,7 +18,10 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 fn serve(allowed: &[PathBuf], max_duration: Duration) -> ServerHandle {
-    let probes = ServedProbes::new(allowed).expect("allowed directories").spelling_disk_settings(flag);
+    let probes = ServedProbes::new(allowed)
+        .expect("allowed directories")
+        .spelling_disk_settings(flag)
+        .spelling_serve_settings(serve_flag);
     let cfg = ServerConfig { probes: Some(Arc::new(probes)), max_duration, ..ServerConfig::loopback(0) };
     Server::bind(cfg).expect("bind").spawn()
 }
@@ -35,6 +38,17 @@ fn flag(setting: headroom_disk::Setting) -> &'static str {
         Time => "--time",
         SampleInterval => "--sample-interval",
         _ => "another flag",
+    }
+}
+
+/// `headroom serve`'s spelling of its own settings (the binary's table).
+fn serve_flag(setting: ServeSetting) -> &'static str {
+    match setting {
+        ServeSetting::AllowPath => "--allow-path",
+        ServeSetting::AllowNetTo => "--allow-net-to",
+        ServeSetting::MaxJobs => "--max-jobs",
+        ServeSetting::MaxBufferMemory => "--max-buffer-memory",
+        ServeSetting::MaxDuration => "--max-duration",
     }
 }
 
@@ -235,7 +249,7 @@ fn network_probes_need_allow_net_to_and_go_only_there() {
     // Allowed elsewhere only: refused, naming the allowed networks.
     let allow = |nets: &[&str]| {
         let nets = nets.iter().map(|n| headroom_job::parse_allowed_net(n).unwrap()).collect();
-        let probes = ServedProbes::new(&[]).unwrap().allowing_net_to(nets);
+        let probes = ServedProbes::new(&[]).unwrap().allowing_net_to(nets).spelling_serve_settings(serve_flag);
         let cfg = ServerConfig { probes: Some(Arc::new(probes)), ..ServerConfig::loopback(0) };
         Server::bind(cfg).expect("bind").spawn()
     };

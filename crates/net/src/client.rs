@@ -402,10 +402,7 @@ fn flush_refusal(reply: Reply) -> NetError {
 /// from the exchange.
 fn answer_challenge(control: &mut TcpStream, target: &Endpoint, nonce: &str) -> Result<wire::SessionKeys, NetError> {
     let Some(token) = &target.token else {
-        return Err(NetError::Refused(format!(
-            "{} requires a token: pass --token (the one given to `headroom serve --token`)",
-            target.display()
-        )));
+        return Err(NetError::TokenNeeded { server: target.display() });
     };
     let theirs = wire::from_hex::<{ wire::NONCE_LEN }>(nonce)
         .ok_or_else(|| NetError::Protocol("the server's challenge is not a nonce".into()))?;

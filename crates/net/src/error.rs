@@ -1,6 +1,8 @@
 //! Why a network test could not run or could not finish: the one error type
 //! of the crate, each variant a line the user reads.
 
+use crate::setting::{NetSetting, NetSpelling};
+use headroom_units::setting::Message;
 use std::io;
 
 /// Why a network test could not run or could not finish.
@@ -40,9 +42,41 @@ pub enum NetError {
     #[error("{0}")]
     Broken(String),
     /// The server at this address speaks iperf3, not headroom (auto-detection falls back).
-    #[error("the server speaks iperf3, not headroom (use --protocol iperf3)")]
+    #[error("{}", is_iperf3())]
     IsIperf3,
+    /// The server asks for a token and none was given.
+    #[error("{}", token_needed(server))]
+    TokenNeeded {
+        /// The server, as the user named it.
+        server: String,
+    },
     /// Any other socket error.
     #[error("{0}")]
     Io(#[from] io::Error),
+}
+
+/// [`NetError::IsIperf3`]'s line, naming the setting that chooses iperf3.
+fn is_iperf3() -> Message<NetSetting> {
+    Message::text("the server speaks iperf3, not headroom (use ").and(NetSetting::Protocol).then(" iperf3)")
+}
+
+/// [`NetError::TokenNeeded`]'s line, naming the token on both ends.
+fn token_needed(server: &str) -> Message<NetSetting> {
+    Message::text(format!("{server} requires a token: pass "))
+        .and(NetSetting::Token)
+        .then(" (the one given to `headroom serve ")
+        .and(NetSetting::Token)
+        .then("`)")
+}
+
+impl NetError {
+    /// The error's line with each setting it names written as `spell`
+    /// spells it (the front end's flags); `Display` names them plainly.
+    pub fn spelled(&self, spell: NetSpelling) -> String {
+        match self {
+            NetError::IsIperf3 => is_iperf3().spelled(spell),
+            NetError::TokenNeeded { server } => token_needed(server).spelled(spell),
+            other => other.to_string(),
+        }
+    }
 }

@@ -41,6 +41,7 @@ mod probe_engine;
 mod process_cpu;
 mod remote;
 mod server;
+mod setting;
 mod socket;
 mod stats;
 mod tcpinfo;
@@ -56,7 +57,11 @@ pub use probe::{connect_probe, echo_probe, rr_probe, throughput_id, throughput_p
 pub use probe_engine::{probe_error, NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice};
 pub use process_cpu::CpuUse;
 pub use remote::{remote_inventory, ClockReading, FarCpuWatch, RemoteEngine, RunStep, MAX_CLOCK_OFFSET_S};
-pub use server::{check_bind_policy, FlushLedger, ProbeHost, Server, ServerConfig, ServerHandle, MAX_PLAN};
+pub use server::{
+    check_bind_policy, FlushLedger, ProbeHost, Server, ServerConfig, ServerHandle, ServerSetting, ServerSettingError,
+    MAX_PLAN,
+};
+pub use setting::{NetSetting, NetSpelling};
 pub use socket::{Source, SourceError, SourceSetting, DEFAULT_TCP_LEN, DEFAULT_UDP_LEN, MAX_WINDOW};
 pub use stats::{LatencyRecorder, UdpRecvStats, UdpRecvSummary};
 pub use tcpinfo::TcpInfo;

@@ -5,6 +5,7 @@
 
 use crate::client::{EchoResult, RrResult};
 use crate::ping::ConnectResult;
+use crate::setting::{NetSetting, NetSpelling};
 use crate::stats::LatencyRecorder;
 use crate::tcpinfo::{self, TcpInfo};
 use crate::throughput::ThroughputResult;
@@ -45,7 +46,8 @@ pub fn throughput_id(r: &ThroughputResult) -> String {
 }
 
 /// A throughput test as a probe.
-pub fn throughput_probe(r: &ThroughputResult) -> Probe {
+/// Its warnings name settings as `spell` spells them.
+pub fn throughput_probe(r: &ThroughputResult, spell: NetSpelling) -> Probe {
     let dir = r.direction.unwrap_or(crate::wire::TrafficDirection::Upload);
     let test = dir.test_name(r.udp);
     let name = format!(
@@ -85,7 +87,7 @@ pub fn throughput_probe(r: &ThroughputResult) -> Probe {
         },
     );
     p.samples = r.samples.clone();
-    if let Some(w) = buffer_cap_warning(r) {
+    if let Some(w) = buffer_cap_warning(r, spell) {
         p.warnings.push(w);
     }
     let d = &mut p.details;
@@ -113,7 +115,7 @@ pub fn throughput_probe(r: &ThroughputResult) -> Probe {
     if let Some(merged) = TcpInfo::merge(&r.sender_tcp_info) {
         d.insert(details::TCP_INFO.into(), serde_json::to_value(&merged).unwrap_or_default());
         if r.streams == 1 {
-            if let Some(why) = tcpinfo::explain(&merged, r.window) {
+            if let Some(why) = tcpinfo::explain(&merged, r.window, spell) {
                 d.insert("why".into(), json!(why));
                 p.warnings.push(Warning::new(headroom_result::WarningCode::SingleStreamLimited, why));
             }
@@ -140,7 +142,7 @@ pub fn throughput_probe(r: &ThroughputResult) -> Probe {
 
 /// A kernel that granted less socket buffer than `--window` asked: capped
 /// by net.core.wmem_max / rmem_max (the sysctl to raise is named).
-fn buffer_cap_warning(r: &ThroughputResult) -> Option<Warning> {
+fn buffer_cap_warning(r: &ThroughputResult, spell: NetSpelling) -> Option<Warning> {
     let asked = u64::from(r.window?);
     let capped: Vec<String> = [("this machine", r.buffers_local), ("the server", r.buffers_remote)]
         .into_iter()
@@ -153,8 +155,9 @@ fn buffer_cap_warning(r: &ThroughputResult) -> Option<Warning> {
         Warning::new(
             headroom_result::WarningCode::SocketBufferCapped,
             format!(
-                "--window {} asked, but {}: the kernel caps it at net.core.wmem_max / rmem_max \
+                "{} {} asked, but {}: the kernel caps it at net.core.wmem_max / rmem_max \
                  (raise both there, e.g. sysctl -w net.core.rmem_max={asked} net.core.wmem_max={asked})",
+                spell(NetSetting::Window),
                 format_size(asked),
                 capped.join(" and "),
             ),

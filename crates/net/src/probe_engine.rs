@@ -5,6 +5,7 @@
 //! the commands use: `Session`, `iperf3_throughput`,
 //! `ping::tcp_connect_series` and the `probe` constructors.
 
+use crate::setting::{NetSetting, NetSpelling};
 use crate::{
     connect_probe, echo_probe, iperf2_throughput, iperf3_throughput, rr_probe, tcp_connect_series, throughput_probe,
     Endpoint, NetError, Session, Source, ThroughputSpec,
@@ -13,6 +14,7 @@ use headroom_result::{NetProtocol, Probe, ProbeSpec, Sample, Warning};
 use headroom_runner::{
     unix_now, EngineKind, Expected, LiveSample, Measured, PrepareEvent, ProbeEngine, ProbeError, ProbeRequest,
 };
+use headroom_units::setting::Message;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -113,21 +115,25 @@ impl NetRequest {
     }
 
     /// Checks the test against the command line's ranges, so a request
-    /// from the wire cannot ask for what `headroom net` refuses.
-    pub fn check(&self) -> Result<(), ProbeError> {
+    /// from the wire cannot ask for what `headroom net` refuses; the refusal
+    /// names settings as `spell` spells them.
+    pub fn check(&self, spell: NetSpelling) -> Result<(), ProbeError> {
         let checked = match &self.test {
             NetTest::Throughput(t) if self.server.protocol == ProtocolChoice::Iperf2 => {
-                t.check().and_then(|()| crate::throughput::iperf2::unsupported(t).map_or(Ok(()), |why| Err(why.into())))
+                t.check().and_then(|()| crate::throughput::iperf2::unsupported(t).map_or(Ok(()), Err))
             }
             NetTest::Throughput(t) => t.check(),
             NetTest::Rtt { time }
                 if !(Duration::from_millis(100)..=crate::throughput::MAX_TEST_TIME).contains(time) =>
             {
-                Err(format!("a {:.3} s round-trip test is out of range: 100 ms to 24 h", time.as_secs_f64()))
+                Err(Message::text(format!(
+                    "a {:.3} s round-trip test is out of range: 100 ms to 24 h",
+                    time.as_secs_f64()
+                )))
             }
             NetTest::Rtt { .. } | NetTest::Echo | NetTest::Connect => Ok(()),
         };
-        checked.map_err(ProbeError::Usage)
+        checked.map_err(|m| ProbeError::Usage(m.spelled(spell)))
     }
 
     /// The test's name as `--tests` spells the headroom-only ones.
@@ -141,12 +147,13 @@ impl NetRequest {
     }
 }
 
-/// A network error as the Runner sees it.
-pub fn probe_error(e: NetError) -> ProbeError {
-    let text = e.to_string();
+/// A network error as the Runner sees it, its settings named as `spell`
+/// spells them.
+pub fn probe_error(e: NetError, spell: NetSpelling) -> ProbeError {
+    let text = e.spelled(spell);
     match e {
         NetError::Resolve { .. } | NetError::Connect { .. } => ProbeError::Unreachable(text),
-        NetError::Refused(_) => ProbeError::Refused(text),
+        NetError::Refused(_) | NetError::TokenNeeded { .. } => ProbeError::Refused(text),
         NetError::Broken(_) | NetError::Io(_) => ProbeError::Lost(text),
         NetError::Protocol(_) | NetError::IsIperf3 | NetError::Listen { .. } => ProbeError::Failed(text),
     }
@@ -173,15 +180,29 @@ impl Connected {
 }
 
 /// The net engine.
-#[derive(Default)]
 pub struct NetEngine {
     connected: Option<Connected>,
+    /// How its errors and warnings name a setting ([`NetEngine::spelling_settings`]).
+    spelling: NetSpelling,
+}
+
+impl Default for NetEngine {
+    fn default() -> Self {
+        NetEngine::new()
+    }
 }
 
 impl NetEngine {
     /// An engine with no session yet (it connects when prepared).
     pub fn new() -> Self {
-        NetEngine { connected: None }
+        NetEngine { connected: None, spelling: NetSetting::name }
+    }
+
+    /// Names a setting in an error or warning as `spell` does (the binary's
+    /// flags, or for a far end the client's); by default its own name.
+    pub fn spelling_settings(mut self, spell: NetSpelling) -> Self {
+        self.spelling = spell;
+        self
     }
 
     /// Opens a session to `server`, detecting a stock iperf3 server (and
@@ -199,7 +220,7 @@ impl NetEngine {
                     std::thread::sleep(Duration::from_millis(100));
                     None
                 }
-                Err(e) => return Err(probe_error(e)),
+                Err(e) => return Err(probe_error(e, self.spelling)),
             },
         };
         Ok(self.connected.insert(Connected { server: server.clone(), session, gone: false }))
@@ -228,6 +249,7 @@ impl NetEngine {
         stop: &AtomicBool,
         on_sample: &mut dyn FnMut(&Sample),
     ) -> Result<Probe, NetError> {
+        let spell = self.spelling;
         let c = self.connected.as_mut().expect("connected before measuring");
         let protocol = c.protocol();
         let target = c.server.target();
@@ -245,7 +267,8 @@ impl NetEngine {
                 Ok(connect_probe(&r, Some(protocol), 20.0))
             }
             (NetTest::Throughput(t), Some(s)) => {
-                Ok(throughput_probe(&s.throughput(&t.with_rtt_under_load(t.rtt_under_load), stop, on_sample)?))
+                let r = s.throughput(&t.with_rtt_under_load(t.rtt_under_load), stop, on_sample)?;
+                Ok(throughput_probe(&r, spell))
             }
             (NetTest::Throughput(t), None) => {
                 let t = t.with_rtt_under_load(false);
@@ -255,7 +278,7 @@ impl NetEngine {
                 };
                 // A stock server needs a moment between tests.
                 std::thread::sleep(Duration::from_millis(300));
-                Ok(throughput_probe(&r?))
+                Ok(throughput_probe(&r?, spell))
             }
             (_, None) => unreachable!("headroom-only tests are refused before measuring"),
         }
@@ -274,7 +297,7 @@ impl ProbeEngine for NetEngine {
         events: &mut dyn FnMut(&PrepareEvent),
     ) -> Result<Vec<Warning>, ProbeError> {
         for request in requests {
-            request.params::<NetRequest>()?.check()?;
+            request.params::<NetRequest>()?.check(self.spelling)?;
         }
         let Some(first) = requests.first() else { return Ok(Vec::new()) };
         let req: NetRequest = first.params()?;
@@ -344,7 +367,7 @@ impl ProbeEngine for NetEngine {
             }
             Err(e) => {
                 self.reopen_session();
-                Err(probe_error(e))
+                Err(probe_error(e, self.spelling))
             }
         }
     }

@@ -14,6 +14,7 @@ use crate::client::Session;
 use crate::error::NetError;
 use crate::probe_engine::probe_error;
 use crate::process_cpu::CpuMeter;
+use crate::setting::{NetSetting, NetSpelling};
 use crate::socket::POLL;
 use crate::wire::{self, Reply, Request};
 use headroom_result::details::cpu_load_key;
@@ -39,6 +40,8 @@ pub struct RemoteEngine {
     /// When the current phase (a preparation, a run) must be over, and how
     /// long it was given, if its caller set one ([`RemoteEngine::set_deadline`]).
     deadline: Option<(Instant, Duration)>,
+    /// How an error of this side names a setting (a missing token).
+    spelling: NetSpelling,
 }
 
 impl RemoteEngine {
@@ -53,12 +56,20 @@ impl RemoteEngine {
             plan: Vec::new(),
             meter: None,
             deadline: None,
+            spelling: NetSetting::name,
         }
+    }
+
+    /// Names a setting in an error of this side as `spell` does (the
+    /// binary's flags); by default its own name.
+    pub fn spelling_settings(mut self, spell: NetSpelling) -> Self {
+        self.spelling = spell;
+        self
     }
 
     fn session(&mut self) -> Result<&mut Session, ProbeError> {
         if self.session.is_none() {
-            self.session = Some(open_for_probes(&self.server).map_err(probe_error)?);
+            self.session = Some(open_for_probes(&self.server).map_err(|e| probe_error(e, self.spelling))?);
         }
         Ok(self.session.as_mut().expect("opened above"))
     }
@@ -199,9 +210,9 @@ impl RemoteEngine {
     /// The inventory of the machine the server runs on, over this engine's
     /// own session (a fleet asks each agent once, beside its probes).
     pub fn inventory(&mut self) -> Result<Host, ProbeError> {
-        let place = self.place.clone();
+        let (place, spell) = (self.place.clone(), self.spelling);
         let session = self.session()?;
-        match exchange(session, &Request::Inventory).map_err(probe_error)? {
+        match exchange(session, &Request::Inventory).map_err(|e| probe_error(e, spell))? {
             Reply::Inventory(host) => Ok(*host),
             other => Err(unexpected(&place, &other)),
         }

@@ -86,8 +86,8 @@ pub fn read(socket: &impl crate::os::AsSocket) -> Option<TcpInfo> {
 /// Why a single stream falls short, from the sender's TCP_INFO, as one
 /// sentence with what to do; None when nothing stands out. `window` is the
 /// socket buffer the user asked for (`--window`): then that cap, not a
-/// sysctl, is what limited the stream.
-pub fn explain(info: &TcpInfo, window: Option<u32>) -> Option<String> {
+/// sysctl, is what limited the stream; `spell` names that setting.
+pub fn explain(info: &TcpInfo, window: Option<u32>, spell: crate::setting::NetSpelling) -> Option<String> {
     if !info.has_limits {
         return None;
     }
@@ -95,8 +95,9 @@ pub fn explain(info: &TcpInfo, window: Option<u32>) -> Option<String> {
     let sndbuf = info.sndbuf_limited_share();
     if let Some(asked) = window.filter(|_| rwnd.max(sndbuf) >= 0.2) {
         let which = if rwnd >= sndbuf { "receive window" } else { "send buffer" };
+        let window = spell(crate::setting::NetSetting::Window);
         return Some(format!(
-            "{which} limited {:.0}% of the time by the --window {} asked for: a larger --window (or none, the kernel's autotuning) lets the stream go faster",
+            "{which} limited {:.0}% of the time by the {window} {} asked for: a larger {window} (or none, the kernel's autotuning) lets the stream go faster",
             rwnd.max(sndbuf) * 100.0,
             headroom_units::format_size(u64::from(asked))
         ));
@@ -134,6 +135,7 @@ mod tests {
         let info = read(&c).expect("TCP_INFO on a connected socket");
         assert!(info.snd_mss > 0);
         let limited = TcpInfo { busy_us: 1000, rwnd_limited_us: 800, has_limits: true, ..Default::default() };
+        let explain = |info, window| explain(info, window, crate::setting::test_flags);
         assert!(explain(&limited, None).unwrap().contains("receive window limited 80%"));
         // Issue 29.4: with --window 12K the cap the user set is what to change, not a sysctl.
         let capped = explain(&limited, Some(12 * 1024)).unwrap();

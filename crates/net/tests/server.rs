@@ -2,7 +2,9 @@
 //! it keeps serving the next legitimate client with bounded memory.
 
 use headroom_net::wire;
-use headroom_net::{iperf3, Endpoint, Server, ServerConfig, ServerHandle, Session, ThroughputSpec, TrafficDirection};
+use headroom_net::{
+    iperf3, Endpoint, Server, ServerConfig, ServerHandle, ServerSetting, Session, ThroughputSpec, TrafficDirection,
+};
 use std::io::{Read, Write};
 use std::net::{TcpStream, UdpSocket};
 use std::sync::atomic::AtomicBool;
@@ -12,11 +14,20 @@ use std::time::{Duration, Instant};
 fn start(tweak: impl FnOnce(&mut ServerConfig)) -> (ServerHandle, Arc<Mutex<Vec<String>>>) {
     let log = Arc::new(Mutex::new(Vec::new()));
     let mut cfg = ServerConfig::loopback(0);
+    cfg.spelling = serve_flag;
     cfg.idle_timeout = Duration::from_secs(1);
     let l2 = log.clone();
     cfg.log = Arc::new(move |line: &str| l2.lock().unwrap().push(line.to_string()));
     tweak(&mut cfg);
     (Server::bind(cfg).expect("bind").spawn(), log)
+}
+
+/// `headroom serve`'s spelling of the limits these tests see refused.
+fn serve_flag(setting: ServerSetting) -> &'static str {
+    match setting {
+        ServerSetting::MaxDuration => "--max-duration",
+        other => other.name(),
+    }
 }
 
 fn target(h: &ServerHandle) -> Endpoint {

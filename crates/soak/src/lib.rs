@@ -49,7 +49,7 @@ pub use setup::{
     default_db, discard_new, open, FlagError, Opened, Schedule, Setting, SetupError, SoakFlags, DEFAULT_SIZE,
 };
 pub use store::{EventRow, SampleRow, SoakConfig, SoakInfo, Store, StoreError};
-pub use turns::{path_interfaces, runner, turns};
+pub use turns::{path_interfaces, runner, turns, Spelling};
 pub use watch::{import_vmkernel_log, Watcher};
 
 use std::path::Path;

@@ -10,7 +10,7 @@
 //! fail every later turn; this engine's preparation never fails for an
 //! outage, and a fresh RemoteEngine per outage prepares the plan again.
 
-use headroom_net::{Endpoint, RemoteEngine};
+use headroom_net::{Endpoint, NetSpelling, RemoteEngine};
 use headroom_result::Warning;
 use headroom_runner::{EngineKind, LiveSample, Measured, PrepareEvent, ProbeEngine, ProbeError, ProbeRequest};
 use std::sync::atomic::AtomicBool;
@@ -23,12 +23,14 @@ pub(crate) struct FarEnd {
     plan: Vec<ProbeRequest>,
     /// The engine of the current session; None while the server is away.
     engine: Option<RemoteEngine>,
+    /// How an error of this side names a network setting (a missing token).
+    spelling: NetSpelling,
 }
 
 impl FarEnd {
     /// Disk requests placed at `server` (its [`Endpoint::display`]).
-    pub(crate) fn new(server: Endpoint) -> Self {
-        FarEnd { place: server.display(), server, plan: Vec::new(), engine: None }
+    pub(crate) fn new(server: Endpoint, spelling: NetSpelling) -> Self {
+        FarEnd { place: server.display(), server, plan: Vec::new(), engine: None, spelling }
     }
 
     /// A new session with the plan prepared on it (the server lays out its test file).
@@ -37,7 +39,7 @@ impl FarEnd {
         stop: &AtomicBool,
         events: &mut dyn FnMut(&PrepareEvent),
     ) -> Result<Vec<Warning>, ProbeError> {
-        let mut engine = RemoteEngine::new(EngineKind::Disk, self.server.clone());
+        let mut engine = RemoteEngine::new(EngineKind::Disk, self.server.clone()).spelling_settings(self.spelling);
         let plan: Vec<&ProbeRequest> = self.plan.iter().collect();
         let warnings = engine.prepare(&plan, stop, &mut |event| {
             // The server's test file is the server's to remove (with the

@@ -11,7 +11,7 @@ use crate::leftovers::{mark_removed, prepare, remove_left_test_files, LeftFile, 
 use crate::run::{run_cycles, LoopSettings, SoakEvent, StopReason, Turn};
 use crate::setup::{discard_new, open, Schedule, SetupError, SoakFlags};
 use crate::store::{SoakConfig, Store, StoreError};
-use crate::turns::{path_interfaces, runner, turns};
+use crate::turns::{path_interfaces, runner, turns, Spelling};
 use crate::{doc, now_unix, Metrics, Watcher};
 use headroom_result::ResultDoc;
 use headroom_runner::{Plan, Runner, Sink};
@@ -28,6 +28,8 @@ pub struct Session {
     gap_s: Option<f64>,
     // A database this session created is removed again when nothing was measured.
     created: bool,
+    /// How an error or warning of the turns names a setting.
+    spelling: Spelling,
 }
 
 /// A prepared session: the turns, their Runner and the laid-out test file.
@@ -51,7 +53,19 @@ impl Session {
             remaining: opened.remaining,
             gap_s: opened.gap_s,
             created,
+            spelling: Spelling::default(),
         })
+    }
+
+    /// Names a setting in an error or warning of the turns as the front
+    /// end spells it (the binary's flags); without it, by its own name.
+    pub fn spelling_settings(
+        mut self,
+        disk: fn(headroom_disk::Setting) -> &'static str,
+        net: headroom_net::NetSpelling,
+    ) -> Self {
+        self.spelling = Spelling { disk: Some(disk), net };
+        self
     }
 
     /// The gap since the resumed soak's last sample, seconds; None for a new soak.
@@ -85,7 +99,7 @@ impl Session {
         progress: impl FnOnce(&Plan) -> S,
     ) -> Result<Option<Ready>, SetupError> {
         let turns = turns(&self.config, token.clone())?;
-        let mut runner = runner(&self.config, token)?;
+        let mut runner = runner(&self.config, token, &self.spelling)?;
         let plan = Turn::cycle_plan(&turns, self.config.probe_time());
         let mut sink = progress(&plan);
         let prepared = prepare(&mut runner, &plan, &self.store, self.id, stop, &mut sink);

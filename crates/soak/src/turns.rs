@@ -53,14 +53,36 @@ pub fn turns(config: &SoakConfig, token: Option<String>) -> Result<Vec<Turn>, Fl
     Ok(turns)
 }
 
+/// How a soak's errors and warnings name the disk and network settings
+/// (the front end's tables; by default the settings' own names).
+#[derive(Debug, Clone, Copy)]
+pub struct Spelling {
+    /// The disk turns' settings; None: their own names.
+    pub disk: Option<fn(headroom_disk::Setting) -> &'static str>,
+    /// The network turns' settings.
+    pub net: headroom_net::NetSpelling,
+}
+
+impl Default for Spelling {
+    fn default() -> Self {
+        Spelling { disk: None, net: headroom_net::NetSetting::name }
+    }
+}
+
 /// A Runner with the engines the turns of `config` need: disk and net here,
-/// and with `--remote-path` the server's disk. `token` is the server's.
-pub fn runner(config: &SoakConfig, token: Option<String>) -> Result<Runner<'static>, FlagError> {
-    let runner = Runner::new().with(DiskEngine::new()).with(NetEngine::new());
+/// and with `--remote-path` the server's disk. `token` is the server's;
+/// `spelling` names a setting in an error or warning (the front end's flags).
+pub fn runner(config: &SoakConfig, token: Option<String>, spelling: &Spelling) -> Result<Runner<'static>, FlagError> {
+    let disk = match spelling.disk {
+        Some(spell) => DiskEngine::new().spelling_settings(spell),
+        None => DiskEngine::new(),
+    };
+    let net = NetEngine::new().spelling_settings(spelling.net);
+    let runner = Runner::new().with(disk).with(net);
     if config.remote_path().is_none() || config.server.is_none() {
         return Ok(runner);
     }
-    Ok(runner.with(FarEnd::new(endpoint(config, token)?)))
+    Ok(runner.with(FarEnd::new(endpoint(config, token)?, spelling.net)))
 }
 
 /// The stored server as an endpoint of remote probes.

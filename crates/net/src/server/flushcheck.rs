@@ -9,6 +9,7 @@
 //! it; pages of the list are bounded ([`wire::FLUSH_PAGE`]).
 
 use super::registry::Shared;
+use super::ServerSetting;
 use crate::wire::{self, FlushAck, FlushRun, Reply, Request};
 use std::io;
 use std::net::TcpStream;
@@ -31,14 +32,20 @@ pub trait FlushLedger: Send + Sync {
 /// Answers one flushcheck request; Err when the connection is gone.
 pub(super) fn answer(conn: &mut TcpStream, req: Request, s: &Shared) -> io::Result<()> {
     let reply = match &s.cfg.flush {
-        None => Reply::Refused {
-            reason: "this server keeps no flushcheck records: start it with --flushcheck-dir DIR \
-                     (example: headroom serve --bind 0.0.0.0 --token s3cret --flushcheck-dir /var/lib/headroom)"
-                .into(),
-        },
+        None => Reply::Refused { reason: no_ledger(s) },
         Some(ledger) => handle(ledger.as_ref(), req).unwrap_or_else(|reason| Reply::Refused { reason }),
     };
     wire::write_frame(conn, &reply)
+}
+
+/// The refusal of a server started without a ledger, saying how to start one.
+fn no_ledger(s: &Shared) -> String {
+    let [dir, bind, token] =
+        [ServerSetting::FlushcheckDir, ServerSetting::Bind, ServerSetting::Token].map(|x| s.cfg.spell(x));
+    format!(
+        "this server keeps no flushcheck records: start it with {dir} DIR \
+         (example: headroom serve {bind} 0.0.0.0 {token} s3cret {dir} /var/lib/headroom)"
+    )
 }
 
 fn known(ledger: &dyn FlushLedger, run: &str) -> Result<FlushRun, String> {

@@ -8,6 +8,7 @@ use super::probes::RemotePlan;
 use super::registry::{collect, collect_indexed, Registration, SessionInfo, Shared};
 use super::test_watch::{log_test, watch_test, Ending};
 use super::ServerConfig;
+use super::ServerSetting::{MaxClients, MaxDuration, Token};
 use crate::datapath::{StreamParams, StreamSet};
 use crate::iperf3 as iperf3_wire;
 use crate::process_cpu::CpuMeter;
@@ -49,7 +50,10 @@ fn authenticate(dl: &mut DeadlineStream, peer: SocketAddr, token: &str, s: &Shar
         let reason = if throttled.server_wide {
             format!("too many failed authentications on this server, from many addresses: try again in {secs:.0} s")
         } else {
-            format!("too many failed authentications from {ip}: try again in {secs:.0} s (check --token)")
+            format!(
+                "too many failed authentications from {ip}: try again in {secs:.0} s (check {})",
+                s.cfg.spell(Token)
+            )
         };
         let _ = wire::write_frame(dl, &Reply::Refused { reason });
         return None;
@@ -69,7 +73,8 @@ fn authenticate(dl: &mut DeadlineStream, peer: SocketAddr, token: &str, s: &Shar
     if proven.is_some() {
         s.admission.proved(ip);
     } else {
-        let _ = wire::write_frame(dl, &Reply::Refused { reason: "wrong token (--token)".into() });
+        let reason = format!("wrong token ({})", s.cfg.spell(Token));
+        let _ = wire::write_frame(dl, &Reply::Refused { reason });
         if let Some(line) = s.admission.failed_authentication(ip) {
             (s.cfg.log)(&format!(
                 "{line} (failures are throttled per address and server-wide, and logged every {:.0}s)",
@@ -95,7 +100,7 @@ pub(super) fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, s: &Arc<Shar
         let _ = wire::write_frame(
             &mut conn,
             &Reply::Refused {
-                reason: format!("server busy: {} clients already (its --max-clients)", s.cfg.max_clients),
+                reason: format!("server busy: {} clients already (its {})", s.cfg.max_clients, s.cfg.spell(MaxClients)),
             },
         );
         (s.cfg.log)(&format!("peer={peer} protocol=headroom refused: busy"));
@@ -223,8 +228,9 @@ impl TestAsked {
         crate::throughput::check_shape(self.udp, self.streams, self.len as usize, self.rate_bits, self.window)?;
         if Duration::from_millis(self.duration_ms) > cfg.max_duration {
             return Err(format!(
-                "a {:.0} s test exceeds this server's --max-duration of {:.0} s",
+                "a {:.0} s test exceeds this server's {} of {:.0} s",
                 self.duration_ms as f64 / 1000.0,
+                cfg.spell(MaxDuration),
                 cfg.max_duration.as_secs_f64()
             ));
         }
@@ -374,7 +380,7 @@ mod tests {
 
     #[test]
     fn hostile_test_requests_are_refused_with_a_reason() {
-        let cfg = ServerConfig::loopback(0);
+        let cfg = ServerConfig { spelling: super::super::test_flags, ..ServerConfig::loopback(0) };
         assert!(asked().validate(&cfg).is_ok());
         let udp = |rate_bits| TestAsked { udp: true, rate_bits, ..asked() };
         for (bad, says) in [

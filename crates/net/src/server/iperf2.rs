@@ -11,6 +11,7 @@ use super::admission::{DeadlineStream, PendingTicket};
 use super::iperf3::unauthenticated_slots;
 use super::registry::{collect, Shared};
 use super::test_watch::log_test;
+use super::{ServerConfig, ServerSetting};
 use crate::datapath::{StreamParams, StreamSet};
 use crate::iperf2::{header_len, parse_header, Amount, Ask, Refusal, MAX_HEADER_LEN};
 use crate::socket::{wait_readable, DEFAULT_TCP_LEN, POLL};
@@ -72,7 +73,7 @@ fn handle_stream(conn: TcpStream, peer: SocketAddr, s: &Arc<Shared>, ticket: &mu
         }
         Err(Refusal::Unsupported(what)) => return refuse(conn, peer, s, &what),
     };
-    if let Err(what) = within_limits(&ask, s.cfg.max_duration) {
+    if let Err(what) = within_limits(&ask, &s.cfg) {
         return refuse(conn, peer, s, &what);
     }
     let key: Iperf2Key = (peer.ip(), header.clone());
@@ -122,15 +123,21 @@ impl Drop for Unregister<'_> {
 
 /// A time longer than --max-duration is refused; a byte count is not, since
 /// the test is cut at --max-duration whatever it asked.
-fn within_limits(ask: &Ask, max_duration: Duration) -> Result<(), String> {
+fn within_limits(ask: &Ask, cfg: &ServerConfig) -> Result<(), String> {
     match ask.amount {
-        Amount::Time(t) if t > max_duration => Err(format!(
-            "a {:.0} s test (-t), over --max-duration {:.0} s",
+        Amount::Time(t) if t > cfg.max_duration => Err(format!(
+            "a {:.0} s test (-t), over {} {:.0} s",
             t.as_secs_f64(),
-            max_duration.as_secs_f64()
+            cfg.spell(ServerSetting::MaxDuration),
+            cfg.max_duration.as_secs_f64()
         )),
         _ => Ok(()),
     }
+}
+
+/// Why a test ran short: the server's duration limit cut it (TCP and UDP).
+pub(super) fn cut_at_limit(cfg: &ServerConfig) -> String {
+    format!("cut at {} {:.0}s", cfg.spell(ServerSetting::MaxDuration), cfg.max_duration.as_secs_f64())
 }
 
 /// Runs the test on its gathered streams and logs it: an upload until the
@@ -159,13 +166,13 @@ fn run_test(socks: Vec<(TcpStream, u64)>, peer: SocketAddr, ask: &Ask, s: &Share
             set.stop_senders();
             // A time asked was within the limit; a byte count may not be.
             if matches!(ask.amount, Amount::Bytes(_)) {
-                break Some(format!("cut at --max-duration {:.0}s", s.cfg.max_duration.as_secs_f64()));
+                break Some(cut_at_limit(&s.cfg));
             }
             if set.senders_finished() {
                 break None;
             }
         } else if elapsed > s.cfg.max_duration + Duration::from_secs(2) {
-            break Some(format!("cut at --max-duration {:.0}s", s.cfg.max_duration.as_secs_f64()));
+            break Some(cut_at_limit(&s.cfg));
         }
         std::thread::sleep(POLL.min(Duration::from_millis(10)));
     };
@@ -215,10 +222,11 @@ mod tests {
     #[test]
     fn a_long_time_is_refused_and_a_byte_count_is_cut_instead() {
         let ask = |amount| Ask { streams: 1, reverse: true, amount };
-        let max = Duration::from_secs(600);
-        assert!(within_limits(&ask(Amount::Time(Duration::from_secs(1_000_000))), max).unwrap_err().contains("-t"));
-        assert!(within_limits(&ask(Amount::Time(max)), max).is_ok());
-        assert!(within_limits(&ask(Amount::Bytes(i32::MAX as u64)), max).is_ok());
+        let cfg = ServerConfig { max_duration: Duration::from_secs(600), ..ServerConfig::loopback(0) };
+        let max = cfg.max_duration;
+        assert!(within_limits(&ask(Amount::Time(Duration::from_secs(1_000_000))), &cfg).unwrap_err().contains("-t"));
+        assert!(within_limits(&ask(Amount::Time(max)), &cfg).is_ok());
+        assert!(within_limits(&ask(Amount::Bytes(i32::MAX as u64)), &cfg).is_ok());
     }
 
     #[test]
@@ -240,7 +248,7 @@ mod tests {
 /// A real server on loopback, and peers that misbehave.
 #[cfg(test)]
 mod server_tests {
-    use super::super::{Server, ServerConfig, ServerHandle};
+    use super::super::{test_flags, Server, ServerConfig, ServerHandle};
     use crate::iperf2::{client_header, Amount};
     use std::io::{Read, Write};
     use std::net::{SocketAddr, TcpStream};
@@ -256,6 +264,7 @@ mod server_tests {
             max_clients,
             idle_timeout: Duration::from_millis(500),
             log: Arc::new(move |l: &str| sink.lock().unwrap().push(l.to_string())),
+            spelling: test_flags,
             ..ServerConfig::loopback(0)
         };
         let server = Server::bind(cfg).unwrap();

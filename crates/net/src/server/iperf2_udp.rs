@@ -179,7 +179,7 @@ fn sweep(peers: &mut HashMap<SocketAddr, Peer<'_>>, s: &Shared) {
             let why = if now.duration_since(*last) >= s.cfg.idle_timeout {
                 format!("no datagram for {:.0} s", s.cfg.idle_timeout.as_secs_f64())
             } else if now.duration_since(*first) > s.cfg.max_duration + Duration::from_secs(2) {
-                format!("cut at --max-duration {:.0}s", s.cfg.max_duration.as_secs_f64())
+                super::iperf2::cut_at_limit(&s.cfg)
             } else {
                 return true;
             };

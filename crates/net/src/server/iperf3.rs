@@ -7,6 +7,7 @@ use super::admission::{DeadlineStream, PendingTicket};
 use super::registry::{collect, Registration, Shared};
 use super::test_watch::{log_test, watch_test, Ending};
 use super::ServerConfig;
+use super::ServerSetting;
 use crate::datapath::{StreamOutcome, StreamParams, StreamSet};
 use crate::iperf3 as iperf3_wire;
 use crate::iperf3::Params;
@@ -47,7 +48,8 @@ pub(super) fn serve_iperf3(
     if !s.cfg.allow_iperf3 {
         let _ = iperf3_wire::write_state(&mut conn, iperf3_wire::ACCESS_DENIED);
         (s.cfg.log)(&format!(
-            "peer={peer} protocol=iperf3 refused: iperf3 clients are not served (start with --iperf3)"
+            "peer={peer} protocol=iperf3 refused: iperf3 clients are not served (start with {})",
+            s.cfg.spell(ServerSetting::Iperf3)
         ));
         return;
     }
@@ -86,7 +88,10 @@ fn iperf3_session(
 ) -> Result<(), String> {
     let p = match Params::from_json(params) {
         Ok(p) if Duration::from_secs(p.time_s) <= s.cfg.max_duration => p,
-        Ok(p) => return Err(refuse_iperf3(conn, IE_DURATION, format!("{} s test exceeds --max-duration", p.time_s))),
+        Ok(p) => {
+            let limit = s.cfg.spell(ServerSetting::MaxDuration);
+            return Err(refuse_iperf3(conn, IE_DURATION, format!("{} s test exceeds {limit}", p.time_s)));
+        }
         Err(e) if e.contains("parallel") => return Err(refuse_iperf3(conn, IE_NUM_STREAMS, e)),
         Err(e) => return Err(refuse_iperf3(conn, IE_BLOCK_SIZE, e)),
     };

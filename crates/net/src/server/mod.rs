@@ -36,6 +36,7 @@ use crate::socket::{wait_readable, POLL};
 use crate::wire::{self, Hello, Reply};
 use admission::{DeadlineStream, PendingTicket};
 pub use flushcheck::FlushLedger;
+use headroom_units::setting::Message;
 pub use probes::{ProbeHost, MAX_PLAN};
 use registry::Shared;
 use std::io::{self, Read};
@@ -75,7 +76,64 @@ pub struct ServerConfig {
     pub probes: Option<Arc<dyn ProbeHost>>,
     /// Keeps flushcheck runs for writers on other machines; None: refused.
     pub flush: Option<Arc<dyn FlushLedger>>,
+    /// How a refusal or log line names a setting of this server: the
+    /// operator's command line spells them (the binary's table); the
+    /// default is the setting's own name ([`ServerSetting::name`]).
+    pub spelling: fn(ServerSetting) -> &'static str,
 }
+
+/// What an operator starts a server with. Refusals sent to clients and the
+/// server's log lines name these; the binary spells them as its flags
+/// ([`ServerConfig::spelling`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerSetting {
+    /// The address listened on.
+    Bind,
+    /// The TCP and UDP port.
+    Port,
+    /// The shared secret clients prove they hold.
+    Token,
+    /// Serving anyone who can reach the server, without a token.
+    NoAuth,
+    /// Test slots.
+    MaxClients,
+    /// The longest test a client may ask for.
+    MaxDuration,
+    /// Serving stock iperf3 clients.
+    Iperf3,
+    /// Serving stock iperf2 clients.
+    Iperf2,
+    /// Where flushcheck records are kept.
+    FlushcheckDir,
+}
+
+impl ServerSetting {
+    /// The setting's own name, for a server whose front end gives none.
+    pub fn name(self) -> &'static str {
+        match self {
+            ServerSetting::Bind => "listening address",
+            ServerSetting::Port => "port",
+            ServerSetting::Token => "token",
+            ServerSetting::NoAuth => "no authentication",
+            ServerSetting::MaxClients => "client limit",
+            ServerSetting::MaxDuration => "duration limit",
+            ServerSetting::Iperf3 => "iperf3 serving",
+            ServerSetting::Iperf2 => "iperf2 serving",
+            ServerSetting::FlushcheckDir => "flushcheck directory",
+        }
+    }
+}
+
+impl std::fmt::Display for ServerSetting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A server's settings that cannot go together, naming them ([`check_bind_policy`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ServerSettingError(pub Message<ServerSetting>);
 
 impl ServerConfig {
     /// A loopback server on `port` with the default limits (tests, `headroom run`).
@@ -93,17 +151,31 @@ impl ServerConfig {
             log: Arc::new(|_| {}),
             probes: None,
             flush: None,
+            spelling: ServerSetting::name,
         }
+    }
+
+    /// `setting` as this server's operator knows it.
+    pub(crate) fn spell(&self, setting: ServerSetting) -> &'static str {
+        (self.spelling)(setting)
     }
 }
 
 /// Checks the safety rule: a non-loopback bind needs a token or an explicit opt-out.
-pub fn check_bind_policy(bind: IpAddr, token: Option<&str>, no_auth: bool) -> Result<(), String> {
+pub fn check_bind_policy(bind: IpAddr, token: Option<&str>, no_auth: bool) -> Result<(), ServerSettingError> {
+    use ServerSetting::*;
     if bind.is_loopback() || token.is_some() || no_auth {
         Ok(())
     } else {
-        Err(format!(
-            "--bind {bind} listens beyond this machine: give --token SECRET (clients pass the same --token) or --no-auth to serve anyone who can reach it"
+        Err(ServerSettingError(
+            Message::of(Bind)
+                .then(format!(" {bind} listens beyond this machine: give "))
+                .and(Token)
+                .then(" SECRET (clients pass the same ")
+                .and(Token)
+                .then(") or ")
+                .and(NoAuth)
+                .then(" to serve anyone who can reach it"),
         ))
     }
 }
@@ -159,8 +231,8 @@ pub(super) fn reuse_udp(addr: SocketAddr) -> io::Result<UdpSocket> {
 }
 
 /// A listening TCP socket on `addr`, which a restarted server may take at once.
-fn listen_tcp(addr: SocketAddr) -> Result<TcpListener, NetError> {
-    let bind_err = |e: io::Error| NetError::Listen { addr: addr.to_string(), reason: listen_reason(&e) };
+fn listen_tcp(addr: SocketAddr, cfg: &ServerConfig) -> Result<TcpListener, NetError> {
+    let bind_err = |e: io::Error| NetError::Listen { addr: addr.to_string(), reason: listen_reason(&e, cfg) };
     let sock =
         socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None).map_err(bind_err)?;
     sock.set_reuse_address(true).map_err(bind_err)?;
@@ -170,15 +242,16 @@ fn listen_tcp(addr: SocketAddr) -> Result<TcpListener, NetError> {
 }
 
 /// Why a listening socket could not be made, with what to do about it.
-fn listen_reason(e: &io::Error) -> String {
+fn listen_reason(e: &io::Error, cfg: &ServerConfig) -> String {
+    let (port, bind) = (cfg.spell(ServerSetting::Port), cfg.spell(ServerSetting::Bind));
     match e.kind() {
-        io::ErrorKind::AddrInUse => format!("{e} (another server has the port; example: --port 5202)"),
+        io::ErrorKind::AddrInUse => format!("{e} (another server has the port; example: {port} 5202)"),
         io::ErrorKind::AddrNotAvailable => {
             format!(
-                "{e} (no interface of this machine has that address; `ip addr` lists them; example: --bind 0.0.0.0)"
+                "{e} (no interface of this machine has that address; `ip addr` lists them; example: {bind} 0.0.0.0)"
             )
         }
-        io::ErrorKind::PermissionDenied => format!("{e} (ports below 1024 need root; example: --port 5201)"),
+        io::ErrorKind::PermissionDenied => format!("{e} (ports below 1024 need root; example: {port} 5201)"),
         _ => e.to_string(),
     }
 }
@@ -187,18 +260,19 @@ impl Server {
     /// Binds the TCP and UDP sockets of the port.
     pub fn bind(cfg: ServerConfig) -> Result<Server, NetError> {
         let addr = SocketAddr::new(cfg.bind, cfg.port);
-        let bind_err = |e: io::Error| NetError::Listen { addr: addr.to_string(), reason: listen_reason(&e) };
-        let listener = listen_tcp(addr)?;
+        let bind_err = |e: io::Error| NetError::Listen { addr: addr.to_string(), reason: listen_reason(&e, &cfg) };
+        let listener = listen_tcp(addr, &cfg)?;
         let local = listener.local_addr()?;
         let udp = reuse_udp(local).map_err(bind_err)?;
         udp.set_read_timeout(Some(POLL))?;
-        let iperf2 = cfg.iperf2_port.map(|port| listen_tcp(SocketAddr::new(cfg.bind, port))).transpose()?;
+        let iperf2 = cfg.iperf2_port.map(|port| listen_tcp(SocketAddr::new(cfg.bind, port), &cfg)).transpose()?;
         let iperf2_local = iperf2.as_ref().map(TcpListener::local_addr).transpose()?;
         // A stock `iperf -s -u` may hold the UDP port: TCP clients are still served.
         let iperf2_udp = match iperf2_local.map(|at| (at, plain_udp(at))) {
             Some((_, Ok(sock))) => Some(sock),
             Some((at, Err(e))) => {
-                (cfg.log)(&format!("iperf2 UDP port {at}: {}; iperf -c -u clients are not served", listen_reason(&e)));
+                let reason = listen_reason(&e, &cfg);
+                (cfg.log)(&format!("iperf2 UDP port {at}: {reason}; iperf -c -u clients are not served"));
                 None
             }
             None => None,
@@ -386,13 +460,32 @@ fn handle_connection(conn: TcpStream, peer: SocketAddr, arrival: u64, s: &Arc<Sh
                      iperf2 clients are served on port {}",
                     s.iperf2_local.map_or(0, |a| a.port())
                 ),
-                None => "an iperf2 client's header (iperf -c): this server speaks headroom's and iperf3's \
-                         protocols; use iperf3 -c or headroom net, or start serve with --iperf2"
-                    .to_string(),
+                None => format!(
+                    "an iperf2 client's header (iperf -c): this server speaks headroom's and iperf3's \
+                     protocols; use iperf3 -c or headroom net, or start serve with {}",
+                    s.cfg.spell(ServerSetting::Iperf2)
+                ),
             },
             _ => format!("neither headroom's greeting nor an iperf3 cookie (first byte {:02x})", first[0]),
         };
         (s.cfg.log)(&format!("peer={peer} protocol=unknown refused: {said}"));
+    }
+}
+
+/// `headroom serve`'s spelling of its settings, as the binary gives it
+/// (tests here check the words a client or operator reads).
+#[cfg(test)]
+pub(crate) fn test_flags(setting: ServerSetting) -> &'static str {
+    match setting {
+        ServerSetting::Bind => "--bind",
+        ServerSetting::Port => "--port",
+        ServerSetting::Token => "--token",
+        ServerSetting::NoAuth => "--no-auth",
+        ServerSetting::MaxClients => "--max-clients",
+        ServerSetting::MaxDuration => "--max-duration",
+        ServerSetting::Iperf3 => "--iperf3",
+        ServerSetting::Iperf2 => "--iperf2",
+        ServerSetting::FlushcheckDir => "--flushcheck-dir",
     }
 }
 
@@ -442,14 +535,15 @@ mod tests {
         assert!(check_bind_policy(IpAddr::from([127, 0, 0, 1]), None, false).is_ok());
         assert!(check_bind_policy(IpAddr::from([0, 0, 0, 0]), Some("t"), false).is_ok());
         assert!(check_bind_policy(IpAddr::from([0, 0, 0, 0]), None, true).is_ok());
-        let e = check_bind_policy(IpAddr::from([0, 0, 0, 0]), None, false).unwrap_err();
+        let e = check_bind_policy(IpAddr::from([0, 0, 0, 0]), None, false).unwrap_err().0.spelled(test_flags);
         assert!(e.contains("--token") && e.contains("--no-auth"), "{e}");
     }
 
     #[test]
     fn a_taken_port_is_refused_with_an_example() {
         let first = Server::bind(ServerConfig::loopback(0)).unwrap();
-        let err = Server::bind(ServerConfig::loopback(first.local_addr().port())).err().expect("port taken");
+        let cfg = ServerConfig { spelling: test_flags, ..ServerConfig::loopback(first.local_addr().port()) };
+        let err = Server::bind(cfg).err().expect("port taken");
         assert!(err.to_string().contains("example: --port"), "{err}");
     }
 }

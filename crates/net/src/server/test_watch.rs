@@ -3,6 +3,7 @@
 //! stalled stream), and the one log line per test.
 
 use super::registry::Shared;
+use super::ServerSetting;
 use crate::datapath::StreamSet;
 use crate::socket::{wait_readable, POLL};
 use std::io;
@@ -69,7 +70,8 @@ pub(super) fn watch_test(
             };
         }
         if started.elapsed() > s.cfg.max_duration + Duration::from_secs(2) {
-            return Ending::Server(format!("test exceeded --max-duration {:.0}s", s.cfg.max_duration.as_secs_f64()));
+            let limit = s.cfg.spell(ServerSetting::MaxDuration);
+            return Ending::Server(format!("test exceeded {limit} {:.0}s", s.cfg.max_duration.as_secs_f64()));
         }
         let bytes = set.total_bytes();
         if bytes != last_bytes {

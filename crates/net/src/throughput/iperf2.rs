@@ -25,11 +25,13 @@ use crate::datapath::{self, StreamParams, StreamSet};
 use crate::error::NetError;
 use crate::iperf2::{client_header, final_id, parse_udp_report, udp_settings, Amount, UdpSent};
 use crate::process_cpu::CpuUse;
+use crate::setting::NetSetting;
 use crate::socket::{connect_to_server, is_timeout, udp_connected, SocketSetup, MAX_UDP_LEN};
 use crate::stats::UdpRecvSummary;
 use crate::udp_header::{wall_now, UdpHeader};
 use crate::wire::TrafficDirection;
 use headroom_result::{NetProtocol, Sample};
+use headroom_units::setting::Message;
 use std::io::Write;
 use std::net::{TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,13 +46,22 @@ const FINAL_TRIES: u32 = 10;
 const FINAL_WAIT: Duration = Duration::from_millis(250);
 
 /// What iperf2 cannot be asked yet, in one line naming what to run instead.
-pub(crate) fn unsupported(spec: &ThroughputSpec) -> Option<&'static str> {
+pub(crate) fn unsupported(spec: &ThroughputSpec) -> Option<Message<NetSetting>> {
     if spec.direction == TrafficDirection::Bidir {
-        Some("both-way tests against an iperf2 server are not supported yet; run an upload and a download")
+        Some(Message::text(
+            "both-way tests against an iperf2 server are not supported yet; run an upload and a download",
+        ))
     } else if spec.udp_rate.is_some() && spec.direction == TrafficDirection::Download {
-        Some("UDP downloads from an iperf2 server are not supported; run the UDP upload (--tests udp)")
+        Some(
+            Message::text("UDP downloads from an iperf2 server are not supported; run the UDP upload (")
+                .and(NetSetting::Tests)
+                .then(" udp)"),
+        )
     } else if spec.bytes.is_some_and(|b| b > i32::MAX as u64) {
-        Some("iperf2's header holds at most 2 GiB per stream for a fixed transfer; use --time")
+        Some(
+            Message::text("iperf2's header holds at most 2 GiB per stream for a fixed transfer; use ")
+                .and(NetSetting::Time),
+        )
     } else {
         None
     }
@@ -65,7 +76,7 @@ pub fn throughput(
 ) -> Result<ThroughputResult, NetError> {
     if let Some(why) = unsupported(spec) {
         // NetRequest::check refuses these as usage errors before any connection.
-        return Err(NetError::Protocol(why.into()));
+        return Err(NetError::Protocol(why.to_string()));
     }
     measure(&mut Iperf2Test { target, udp: None }, spec, stop, on_sample)
 }
@@ -283,11 +294,11 @@ mod tests {
         let udp = ThroughputSpec { udp_rate: Some(1e9), len: 1470, ..tcp.clone() };
         assert_eq!(unsupported(&udp), None, "UDP uploads are spoken");
         let udp_down = ThroughputSpec { direction: TrafficDirection::Download, ..udp };
-        assert!(unsupported(&udp_down).unwrap().contains("UDP downloads"));
+        assert!(unsupported(&udp_down).unwrap().to_string().contains("UDP downloads"));
         let both = ThroughputSpec { direction: TrafficDirection::Bidir, ..tcp.clone() };
-        assert!(unsupported(&both).unwrap().contains("upload and a download"));
+        assert!(unsupported(&both).unwrap().to_string().contains("upload and a download"));
         let huge = ThroughputSpec { bytes: Some(8 << 30), ..tcp };
-        assert!(unsupported(&huge).unwrap().contains("--time"));
+        assert!(unsupported(&huge).unwrap().spelled(crate::setting::test_flags).contains("--time"));
     }
 
     /// How a fake `iperf -s -u` answers the final datagram.

@@ -18,11 +18,13 @@ use crate::client::RrResult;
 use crate::datapath::{self, Sampler, StreamSet};
 use crate::error::NetError;
 use crate::process_cpu::{CpuMeter, CpuUse};
+use crate::setting::NetSetting;
 use crate::socket;
 use crate::stats::{UdpRecvStats, UdpRecvSummary};
 use crate::tcpinfo::TcpInfo;
 use crate::wire::TrafficDirection;
 use headroom_result::{NetProtocol, Sample};
+use headroom_units::setting::Message;
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -97,23 +99,28 @@ impl ThroughputSpec {
     /// same rules a server applies to a test request, [`check_shape`]) and
     /// the sample length `--sample-interval` allows: a request from the wire
     /// (a fleet agent's plan) is held to the command line's rules.
-    pub fn check(&self) -> Result<(), String> {
-        check_shape(self.udp_rate.is_some(), self.streams, self.len, self.udp_rate, self.window)?;
+    pub fn check(&self) -> Result<(), Message<NetSetting>> {
+        check_shape(self.udp_rate.is_some(), self.streams, self.len, self.udp_rate, self.window)
+            .map_err(Message::text)?;
         if self.bytes == Some(0) {
-            return Err("a fixed transfer of 0 bytes moves nothing (e.g. --bytes 1G)".into());
+            return Err(Message::text("a fixed transfer of 0 bytes moves nothing (e.g. ")
+                .and(NetSetting::Bytes)
+                .then(" 1G)"));
         }
         if self.bytes.is_none() && !(Duration::from_millis(100)..=MAX_TEST_TIME).contains(&self.duration) {
-            return Err(format!(
-                "a {:.3} s test is out of range: 100 ms to 24 h (e.g. --time 10s)",
+            return Err(Message::text(format!(
+                "a {:.3} s test is out of range: 100 ms to 24 h (e.g. ",
                 self.duration.as_secs_f64()
-            ));
+            ))
+            .and(NetSetting::Time)
+            .then(" 10s)"));
         }
         if let Some(every) = self.sample_interval {
             if !(Duration::from_millis(100)..=Duration::from_secs(10)).contains(&every) {
-                return Err(format!(
+                return Err(Message::text(format!(
                     "a sample interval of {:.3} s is out of range: 100 ms to 10 s",
                     every.as_secs_f64()
-                ));
+                )));
             }
         }
         Ok(())

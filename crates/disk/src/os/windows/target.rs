@@ -331,7 +331,10 @@ impl PreparedTarget {
 
     fn prepare_existing(path: &Path, opts: &TargetOptions) -> Result<PreparedTarget> {
         let shown = path.display().to_string();
-        let refused = |reason: String| DiskError::Refused { path: shown.clone(), reason };
+        let refused = |reason: String| DiskError::Refused {
+            path: shown.clone(),
+            reason: headroom_units::setting::Message::text(reason),
+        };
         if opts.writes && !opts.destructive {
             return Err(refused(
                 "it is an existing file and the tests write, which destroys its contents. Add --destructive if that \
