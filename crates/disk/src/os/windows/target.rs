@@ -252,10 +252,11 @@ fn filesystem_info(file: &File) -> Option<FsInfo> {
 /// `\\?\Volume{...}`; with a trailing `\` each is that volume's root
 /// directory, which is a directory like any other).
 fn is_raw_device(path: &Path) -> bool {
-    let mut components = path.components();
-    let Some(Component::Prefix(prefix)) = components.next() else { return false };
+    let Some(Component::Prefix(prefix)) = path.components().next() else { return false };
+    // Compared as text: after a `\\.\` prefix std's components() adds an
+    // implicit root even where the path has none.
     matches!(prefix.kind(), Prefix::DeviceNS(_) | Prefix::Verbatim(_) | Prefix::VerbatimDisk(_))
-        && components.next().is_none()
+        && prefix.as_os_str().len() == path.as_os_str().len()
 }
 
 /// The refusal of a raw disk or volume, naming why: Linux's safety rules for
