@@ -366,7 +366,7 @@ soak() {
   win report 'C:\headroom-check\soak\soak.sqlite' --html 'C:\headroom-check\soak\report.html' >/dev/null
   "$linux" report soak.sqlite --html soak-report-linux.html >/dev/null
   cmp "$here/report.html" soak-report-linux.html
-  echo "headroom.exe soak on C:\\headroom-check\\soak and Linux serve 127.0.0.1:$port: $(sqlite3 soak.sqlite "select count(*) from cycles") turns, $(sqlite3 soak.sqlite "select count(*) from samples") samples ($(sqlite3 soak.sqlite "select group_concat(probe || ' ' || round(v / 1e6) || ' MB/s', ', ') from (select probe, avg(bytes_per_sec) v from samples group by probe)")); test files removed on both ends; report and report --html identical to Linux's"
+  echo "headroom.exe soak on C:\\headroom-check\\soak and Linux serve 127.0.0.1:$port: $(sqlite3 soak.sqlite "select count(*) from cycles") turns, $(sqlite3 soak.sqlite "select count(*) from samples") samples ($(sqlite3 soak.sqlite "select group_concat(probe || ' ' || cast(round(v / 1e6) as int) || ' MB/s', ', ') from (select probe, avg(bytes_per_sec) v from samples group by probe)")); test files removed on both ends; report and report --html identical to Linux's"
 }
 
 # fleet from headroom.exe: two Linux agents on loopback run one disk test
