@@ -5,27 +5,33 @@
 # stored documents (link, compare and report must print what the Linux
 # binary prints), disk on directories of the prefix's C: drive, then net and ping from headroom.exe to the Linux binary's
 # `serve` on 127.0.0.1, and the other way: the Linux binary's net, ping and
-# disk --remote against headroom.exe's `serve`; headroom.exe's iSCSI client
+# disk --remote against headroom.exe's `serve`; headroom.exe's soak (its disk
+# on C:, net and the server's disk) and fleet against Linux `serve`s on
+# 127.0.0.1, the soak's database reported on both platforms; headroom.exe's iSCSI client
 # against tgtd and its SMB client against smbd, both on 127.0.0.1 (as root). Each check prints PASS or FAIL and its finding; the
 # script exits 1 if any failed, 2 if the build or its tools are missing.
 # Wine proves the code paths, not Windows' speed (docs/platform.md, "Windows").
 #   bash scripts/check-windows.sh
+#   bash scripts/check-windows.sh soak fleet   only the checks named (all by default)
 #   HEADROOM_LINUX_BIN=PATH bash scripts/check-windows.sh   the Linux binary it is compared with and talks to
 #   CARGO_TARGET_DIR_WINDOWS=DIR   where the checked exe is built (default target/windows-check)
 # The wine prefix lives under target/ (WINEPREFIX_HEADROOM to move it) and is
 # kept between runs; it is made again when the ProcessPrng shim changes.
-# Needs scripts/install-windows-deps.sh (as root), jq, and the Linux binary
+# Needs scripts/install-windows-deps.sh (as root), jq, sqlite3, and the Linux binary
 # (CI builds it first with scripts/build-static.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
+only=("$@")
 
 wine=/usr/lib/wine/wine64
 wineserver=/usr/lib/wine/wineserver
 for tool in "$wine" "$wineserver" x86_64-w64-mingw32-gcc; do
   command -v "$tool" >/dev/null || { echo "check-windows: $tool is missing; run scripts/install-windows-deps.sh as root" >&2; exit 2; }
 done
-command -v jq >/dev/null || { echo "check-windows: jq is missing; run scripts/install-deps.sh as root" >&2; exit 2; }
+for tool in jq sqlite3; do
+  command -v "$tool" >/dev/null || { echo "check-windows: $tool is missing; run scripts/install-deps.sh as root" >&2; exit 2; }
+done
 linux="${HEADROOM_LINUX_BIN:-$(bash scripts/build-static.sh --print-path)}"
 [ -x "$linux" ] || { echo "check-windows: the Linux binary $linux is missing; run scripts/build-static.sh (or set HEADROOM_LINUX_BIN)" >&2; exit 2; }
 # Absolute: the checks run in a directory of their own.
@@ -79,6 +85,7 @@ checks_start=$SECONDS
 check() {
   local name="$1" t0=$SECONDS
   shift
+  [ ${#only[@]} -eq 0 ] || [[ " ${only[*]} " == *" $name "* ]] || return 0
   # Run as a job, not as an `if` condition: there bash would ignore set -e
   # inside the function and only its last command would count.
   "$@" >"$work/$name.log" 2>&1 &
@@ -158,6 +165,19 @@ disk_run() {
     { echo "$dir: no figures"; jq -c '.probes[] | [.id, .summary.bytes_per_sec]' "$name.json"; return 1; }
 }
 
+# refused NAME PATH WORDS [WORDS...]: `disk PATH` (a write test) exits 2 with
+# one line holding every WORDS.
+refused() {
+  local name="$1" path="$2" rc=0 words
+  shift 2
+  win disk "$path" --rw write --size 16M --time 1s --ramp 0s --quiet >"disk-$name.out" 2>"disk-$name.err" || rc=$?
+  [ "$rc" -eq 2 ] && [ "$(wc -l <"disk-$name.err")" -eq 1 ] ||
+    { echo "$path: exit $rc, not 2 in one line:"; cat "disk-$name.err"; return 1; }
+  for words in "$@"; do
+    grep -qF -- "$words" "disk-$name.err" || { echo "$path: the line does not say '$words':"; cat "disk-$name.err"; return 1; }
+  done
+}
+
 disk() {
   local c="$WINEPREFIX/drive_c"
   disk_run disk-quick 'C:\headroom-check\disk' "$c/headroom-check/disk" --preset quick --size 64M
@@ -197,7 +217,15 @@ disk() {
   [ "$rc" -eq 2 ] || { echo "a missing path: exit $rc, not 2"; cat disk-bad.err; return 1; }
   [ "$(wc -l <disk-bad.err)" -eq 1 ] || { echo "a missing path: not one line:"; cat disk-bad.err; return 1; }
   grep -q "does not exist" disk-bad.err
-  echo "iocp quick on C:\\headroom-check\\disk: $(jq -r '[.probes[] | "\(.id) \(.summary.bytes_per_sec / 1e6 | round) MB/s"] | join(", ")' disk-quick.json); psync randwrite with spaces, iocp randread Q4T2 on \\\\?\\: done, no test file left, also on Ctrl-C (exit 130); missing path: exit 2"
+  # A share that cannot be reached: one line naming the share, exit 2,
+  # before any test file could be made.
+  refused unc '\\headroom-no-such-server\bench\dir' "cannot be reached" '\\headroom-no-such-server\bench'
+  # Raw disks and volumes: refused before anything is opened, naming why.
+  local raw
+  for raw in '\\.\PhysicalDrive0' '\\.\C:' '\\?\C:'; do
+    refused raw "$raw" "is a raw disk or volume: headroom.exe does not test those yet"
+  done
+  echo "iocp quick on C:\\headroom-check\\disk: $(jq -r '[.probes[] | "\(.id) \(.summary.bytes_per_sec / 1e6 | round) MB/s"] | join(", ")' disk-quick.json); psync randwrite with spaces, iocp randread Q4T2 on \\\\?\\: done, no test file left, also on Ctrl-C (exit 130); missing path, unreachable UNC share, \\\\.\\PhysicalDrive0, \\\\.\\C: and \\\\?\\C:: exit 2, one line each"
 }
 
 # The far end is the Linux binary on loopback: Winsock under wine speaks to it
@@ -285,6 +313,90 @@ serve() {
          and .spec.direct and .spec.direct_flag == "file_flag_no_buffering")' disk-to-win.json >/dev/null ||
     { echo "disk --remote: not an unbuffered iocp run with figures"; jq -c '.probes[] | [.spec, .summary.ops]' disk-to-win.json; return 1; }
   echo "Linux net -> headroom.exe serve on 127.0.0.1:$port: $(jq -r '.probes[] | "\(.id) \(if .summary.bytes_per_sec > 0 then "\(.summary.bytes_per_sec * 8 / 1e9 | . * 100 | round / 100) Gb/s" else "\(.summary.latency_ns.p50 / 1000 | round) us p50" end)"' net-to-win.json | paste -sd ' ' -); ping TCP $(jq -r '.probes[0].summary.latency_ns.p50 / 1000 | round' ping-tcp-to-win.json) us, UDP echo $(jq -r '.probes[0].summary.latency_ns.p50 / 1000 | round' ping-udp-to-win.json) us p50; disk --remote C:\\headroom-check\\serve $(jq -r '.probes[0] | "\(.spec.rw) \(.spec.block_size / 1024)K Q\(.spec.queue_depth): \(.summary.iops | round) IOPS"' disk-to-win.json) (iocp, FILE_FLAG_NO_BUFFERING); stopped by Ctrl-C (exit 130), port free, nothing left"
+}
+
+# start_linux_serve LOG ARGS...: the Linux binary's `serve` on a free
+# loopback port with this check's token (HEADROOM_TOKEN); prints the port
+# once it listens. The caller stops it (its pid is in LOG.pid).
+start_linux_serve() {
+  local log="$1" port
+  shift
+  port=$((20000 + RANDOM % 20000))
+  "$linux" serve --bind 127.0.0.1 --port "$port" "$@" >"$log" 2>&1 &
+  echo $! >"$log.pid"
+  for _ in $(seq 50); do
+    grep -q "listening on" "$log" && break
+    sleep 0.2
+  done
+  grep -q "listening on" "$log" || { echo "serve did not start: $(cat "$log")" >&2; return 1; }
+  echo "$port"
+}
+
+# soak from headroom.exe: its own disk probes in a directory of C:, the
+# Linux server's disk probes in a directory it allows, and net to it, in
+# 1 s turns for 10 s (a turn takes longer than its second: one cycle of
+# seven, perhaps the start of a second). The database headroom.exe wrote must be a soak
+# (every probe with samples, its test file recorded as removed, the
+# directory empty) that the Linux binary reads too: `report` of it prints
+# the same findings on both, and `report --html` the same page.
+soak() {
+  local port far="$PWD/soak-far" here="$WINEPREFIX/drive_c/headroom-check/soak" db probes
+  export HEADROOM_TOKEN=check-windows-soak-$$
+  rm -rf "$here" "$far"
+  mkdir -p "$here" "$far"
+  port=$(start_linux_serve soak-serve.log --allow-path "$far")
+  trap 'kill "$(cat soak-serve.log.pid)" 2>/dev/null || true' EXIT
+  db="$here/soak.sqlite"
+  win soak --duration 10s --probe-time 1s --server "127.0.0.1:$port" --path 'C:\headroom-check\soak' \
+    --remote-path "$far" --size 16M --db 'C:\headroom-check\soak\soak.sqlite' >soak.out
+  kill "$(cat soak-serve.log.pid)"
+  [ -z "$(ls -A "$far")" ] || { echo "the server's test file left: $(ls "$far")"; return 1; }
+  [ "$(ls -A "$here")" = soak.sqlite ] || { echo "left beside the database: $(ls "$here")"; return 1; }
+  cp "$db" soak.sqlite
+  # Every probe of the cycle stored samples with figures.
+  probes=$(sqlite3 soak.sqlite "select group_concat(probe) from (select probe from samples where bytes_per_sec > 0 group by probe order by probe)")
+  [ "$probes" = "iops,net,read,remote-iops,remote-read,remote-write,write" ] ||
+    { echo "probes with samples: '$probes'"; sqlite3 soak.sqlite "select probe, count(*) from samples group by probe"; cat soak.out; return 1; }
+  # The test file headroom.exe created is recorded, with its Windows path, as removed.
+  sqlite3 soak.sqlite "select path, removed_unix is not null from test_files" | grep -q '^C:\\headroom-check\\soak\\headroom-disk-[0-9]*\.tmp|1$' ||
+    { echo "test_files: $(sqlite3 soak.sqlite 'select * from test_files')"; return 1; }
+  win report 'C:\headroom-check\soak\soak.sqlite' | tr -d '\r' >soak-report-win.txt
+  "$linux" report soak.sqlite >soak-report-linux.txt
+  diff soak-report-win.txt soak-report-linux.txt
+  win report 'C:\headroom-check\soak\soak.sqlite' --html 'C:\headroom-check\soak\report.html' >/dev/null
+  "$linux" report soak.sqlite --html soak-report-linux.html >/dev/null
+  cmp "$here/report.html" soak-report-linux.html
+  echo "headroom.exe soak on C:\\headroom-check\\soak and Linux serve 127.0.0.1:$port: $(sqlite3 soak.sqlite "select count(*) from cycles") turns, $(sqlite3 soak.sqlite "select count(*) from samples") samples ($(sqlite3 soak.sqlite "select group_concat(probe || ' ' || cast(round(v / 1e6) as int) || ' MB/s', ', ') from (select probe, avg(bytes_per_sec) v from samples group by probe)")); test files removed on both ends; report and report --html identical to Linux's"
+}
+
+# fleet from headroom.exe: two Linux agents on loopback run one disk test
+# together in a directory they allow; a third host that does not listen is
+# named in one line and the others summed (exit 2, as on Linux: the sums lack its share).
+fleet() {
+  local p1 p2 dead dir="$PWD/fleet" rc=0
+  export HEADROOM_TOKEN=check-windows-fleet-$$
+  mkdir -p "$dir"
+  p1=$(start_linux_serve fleet-1.log --allow-path "$dir")
+  p2=$(start_linux_serve fleet-2.log --allow-path "$dir")
+  trap 'kill "$(cat fleet-1.log.pid)" "$(cat fleet-2.log.pid)" 2>/dev/null || true' EXIT
+  dead=$((p1 + 1))
+  while ss -Htln "sport = :$dead" | grep -q . || [ "$dead" = "$p2" ]; do dead=$((dead + 1)); done
+  win --json fleet --hosts "127.0.0.1:$p1,127.0.0.1:$p2,127.0.0.1:$dead" disk "$dir" --rw randread --size 16M \
+    --time 1s --ramp 0s >fleet.json 2>fleet.err || rc=$?
+  kill "$(cat fleet-1.log.pid)" "$(cat fleet-2.log.pid)"
+  [ "$rc" -eq 2 ] || { echo "a host down: exit $rc, not 2"; cat fleet.err; return 1; }
+  grep -q "cannot connect to 127.0.0.1:$dead: connection refused" fleet.err ||
+    { echo "the host down is not named:"; cat fleet.err; return 1; }
+  [ -z "$(ls -A "$dir")" ] || { echo "left behind: $(ls "$dir")"; return 1; }
+  # Both agents measured; the sum is theirs; the clocks were compared: one
+  # clock here, so each offset within half its exchange's round trip (NTP's bound).
+  jq -e --arg a "127.0.0.1:$p1" --arg b "127.0.0.1:$p2" '
+    ([.fleet.hosts[] | select(.status == "ok") | .name] | sort) == ([$a, $b] | sort)
+    and (.probes | length == 2 and all(.[]; .summary.ops > 0))
+    and .fleet.sums[0].probe.summary.ops == ([.probes[].summary.ops] | add)
+    and all(.fleet.hosts[] | select(.status == "ok"); (.clock_offset_s | fabs) <= .clock_rtt_s / 2 + 0.0001)' fleet.json >/dev/null ||
+    { echo "not two agents summed:"; jq -c '.fleet.hosts[] | del(.inventory)' fleet.json; jq -c '[.probes[] | [.id, .summary.ops]], [.fleet.sums[].probe.summary.ops]' fleet.json; return 1; }
+  echo "headroom.exe fleet -> Linux agents 127.0.0.1:$p1 and :$p2: randread 4K $(jq -r '[.probes[] | "\(.id) \(.summary.iops | round) IOPS"] | join(", ")' fleet.json), sum $(jq -r '.fleet.sums[0].probe.summary.iops | round' fleet.json) IOPS; clock offsets $(jq -r '[.fleet.hosts[] | select(.status == "ok") | "\(.clock_offset_s * 1e6 | round) us"] | join(", ")' fleet.json); 127.0.0.1:$dead down: named in one line, exit 2"
 }
 
 # headroom.exe's own iSCSI client (Winsock, WSAPoll) against tgt's tgtd on
@@ -416,6 +528,8 @@ check report report
 check disk disk
 check net net
 check serve serve
+check soak soak
+check fleet fleet
 if [ "$(id -u)" -eq 0 ] && command -v tgtd >/dev/null && command -v tgtadm >/dev/null; then
   check iscsi iscsi
 else

@@ -304,6 +304,13 @@ fn cores_text(cores: f64) -> String {
     }
 }
 
+/// Whether a net probe's `why` is TCP_INFO's advice to tune the system's
+/// socket buffers (Linux's sysctls or Windows' autotuning, whichever platform
+/// the sender ran on), not the advice about a `--window` the user asked for.
+fn is_buffer_tuning_advice(why: &str) -> bool {
+    (why.starts_with("receive window limited") || why.starts_with("send buffer limited")) && !why.contains("--window")
+}
+
 /// Settles a net probe's one-line diagnosis (`details.why` and its warning):
 /// a CPU limit replaces the TCP_INFO buffer advice (a starved sender or
 /// receiver fills its buffers, but bigger ones would not help); a stream at
@@ -311,7 +318,7 @@ fn cores_text(cores: f64) -> String {
 /// Returns the CPU limit it found.
 pub fn settle_diagnosis(probe: &mut Probe, at_link_ceiling: bool) -> Option<CpuLimit> {
     let limit = if at_link_ceiling { None } else { cpu_limit(probe) };
-    let buffer_advice = probe.why().is_some_and(|w| w.contains("rmem") || w.contains("wmem"));
+    let buffer_advice = probe.why().is_some_and(is_buffer_tuning_advice);
     if limit.is_some() || (at_link_ceiling && buffer_advice) {
         probe.details.remove(details::WHY);
         probe.warnings.retain(|w| w.code != "single_stream_limited");
@@ -505,6 +512,20 @@ mod tests {
         p.details.insert("cpu_remote_percent".into(), json!(99.0));
         assert!(settle_diagnosis(&mut p, true).is_none());
         assert!(!p.details.contains_key("why") && p.warnings.is_empty());
+        // A Windows sender's advice speaks of autotuning, not sysctls: the same rule.
+        let mut w = net_probe(1);
+        w.details.insert(
+            "why".into(),
+            json!("send buffer limited 70% of the time: check on the sender that TCP autotuning is on (netsh int tcp show global)"),
+        );
+        assert!(settle_diagnosis(&mut w, true).is_none());
+        assert!(!w.details.contains_key("why"));
+        // The --window advice is the user's cap, not the system's: it stays.
+        let mut c = net_probe(1);
+        c.details
+            .insert("why".into(), json!("receive window limited 60% of the time by the --window 12.00 KiB asked for"));
+        settle_diagnosis(&mut c, true);
+        assert!(c.details.contains_key("why"));
         // Below the ceiling the legacy percent still speaks.
         let mut q = net_probe(1);
         q.details.insert("cpu_remote_percent".into(), json!(99.0));

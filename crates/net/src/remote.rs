@@ -479,3 +479,31 @@ fn with_both_ends(mut measured: Measured, here: &CpuMeter) -> Measured {
     }
     measured
 }
+
+/// Whether `path` names a directory from the root of the far end's
+/// filesystems, whichever system it runs: `/tank/bench` (Linux) or
+/// `C:\bench`, `\\?\C:\bench`, `\\nas\share` (Windows). The client cannot
+/// know the far end's system, and the far end resolves the path itself
+/// (its `--allow-path` decides), so either form is sent.
+pub fn is_absolute_on_far_end(path: &std::path::Path) -> bool {
+    let text = path.to_string_lossy();
+    let b = text.as_bytes();
+    let drive = b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && matches!(b[2], b'\\' | b'/');
+    path.is_absolute() || text.starts_with('/') || drive || text.starts_with(r"\\")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn either_systems_absolute_path_names_a_far_end_directory() {
+        use std::path::Path;
+        for p in ["/tank/bench", r"C:\bench", "c:/bench", r"\\?\C:\bench", r"\\nas\share\bench"] {
+            assert!(is_absolute_on_far_end(Path::new(p)), "{p}");
+        }
+        for p in ["bench", r"C:bench", r"bench\sub", "./bench", ""] {
+            assert!(!is_absolute_on_far_end(Path::new(p)), "{p}");
+        }
+    }
+}

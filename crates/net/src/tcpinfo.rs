@@ -86,7 +86,10 @@ pub fn read(socket: &impl crate::os::AsSocket) -> Option<TcpInfo> {
 /// Why a single stream falls short, from the sender's TCP_INFO, as one
 /// sentence with what to do; None when nothing stands out. `window` is the
 /// socket buffer the user asked for (`--window`): then that cap, not a
-/// sysctl, is what limited the stream; `spell` names that setting.
+/// sysctl, is what limited the stream; `spell` names that setting. What to
+/// change on the receiver or the sender is worded for this machine's platform
+/// (`crate::os::RECEIVE_WINDOW_ADVICE`, `crate::os::SEND_BUFFER_ADVICE`):
+/// Linux's sysctls, Windows' autotuning.
 pub fn explain(info: &TcpInfo, window: Option<u32>, spell: crate::setting::NetSpelling) -> Option<String> {
     if !info.has_limits {
         return None;
@@ -103,15 +106,9 @@ pub fn explain(info: &TcpInfo, window: Option<u32>, spell: crate::setting::NetSp
         ));
     }
     if rwnd >= 0.2 && rwnd >= sndbuf {
-        Some(format!(
-            "receive window limited {:.0}% of the time: raise net.core.rmem_max and net.ipv4.tcp_rmem on the receiver",
-            rwnd * 100.0
-        ))
+        Some(format!("receive window limited {:.0}% of the time: {}", rwnd * 100.0, crate::os::RECEIVE_WINDOW_ADVICE))
     } else if sndbuf >= 0.2 {
-        Some(format!(
-            "send buffer limited {:.0}% of the time: raise net.core.wmem_max and net.ipv4.tcp_wmem on the sender",
-            sndbuf * 100.0
-        ))
+        Some(format!("send buffer limited {:.0}% of the time: {}", sndbuf * 100.0, crate::os::SEND_BUFFER_ADVICE))
     } else if info.retransmits > 0 && info.busy_us > 0 {
         Some(format!(
             "network limited (congestion window {} KiB, {} retransmits, smoothed RTT {:.2} ms): the path, not a buffer, sets the pace",
@@ -136,13 +133,15 @@ mod tests {
         assert!(info.snd_mss > 0);
         let limited = TcpInfo { busy_us: 1000, rwnd_limited_us: 800, has_limits: true, ..Default::default() };
         let explain = |info, window| explain(info, window, crate::setting::test_flags);
-        assert!(explain(&limited, None).unwrap().contains("receive window limited 80%"));
+        let advice = explain(&limited, None).unwrap();
+        assert!(advice.contains("receive window limited 80%") && advice.ends_with(crate::os::RECEIVE_WINDOW_ADVICE));
         // Issue 29.4: with --window 12K the cap the user set is what to change, not a sysctl.
         let capped = explain(&limited, Some(12 * 1024)).unwrap();
         assert!(capped.contains("--window 12.00 KiB") && capped.contains("a larger --window"), "{capped}");
         assert!(!capped.contains("rmem_max"), "{capped}");
         let sndbuf = TcpInfo { busy_us: 1000, sndbuf_limited_us: 500, has_limits: true, ..Default::default() };
-        assert!(explain(&sndbuf, None).unwrap().contains("send buffer"));
+        let advice = explain(&sndbuf, None).unwrap();
+        assert!(advice.contains("send buffer limited 50%") && advice.ends_with(crate::os::SEND_BUFFER_ADVICE));
     }
 
     #[test]

@@ -284,7 +284,9 @@ impl Schedule {
             if flags.server.is_none() {
                 return Err(FlagError::RemotePathNeedsServer);
             }
-            if !dir.is_absolute() {
+            // The server's system, not this one's, decides what is absolute:
+            // headroom.exe soaks against a Linux server's /tank/bench.
+            if !headroom_net::is_absolute_on_far_end(dir) {
                 return Err(FlagError::RemotePathNotAbsolute(dir.display().to_string()));
             }
         } else if let Some(p) = cycle.iter().find(|p| p.starts_with(REMOTE)) {

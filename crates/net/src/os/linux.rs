@@ -16,6 +16,12 @@ use std::os::fd::AsRawFd;
 pub(crate) use std::os::fd::AsFd as AsSocket;
 use std::time::Duration;
 
+/// What raises a receive window that limited a stream: the sysctls capping
+/// the kernel's autotuning (`tcpinfo::explain`).
+pub(crate) const RECEIVE_WINDOW_ADVICE: &str = "raise net.core.rmem_max and net.ipv4.tcp_rmem on the receiver";
+/// What raises a send buffer that limited a stream.
+pub(crate) const SEND_BUFFER_ADVICE: &str = "raise net.core.wmem_max and net.ipv4.tcp_wmem on the sender";
+
 /// Waits until `fd` is readable (or at end of stream) or `timeout` passes.
 pub(crate) fn wait_readable(fd: &impl AsSocket, timeout: Duration) -> bool {
     let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];

@@ -13,7 +13,10 @@
 //! - tcp_info: `tcp_info` (the sender's TCP_INFO as [`crate::TcpInfo`]);
 //! - packet info: `want_destination`, `recv_with_destination`, `send_from`
 //!   (a UDP server answers from the address it was reached at);
-//! - process CPU: `process_times` (user and system time of this process).
+//! - process CPU: `process_times` (user and system time of this process);
+//! - tuning words: `RECEIVE_WINDOW_ADVICE`, `SEND_BUFFER_ADVICE` (what to
+//!   change when TCP_INFO finds a stream limited by the receive window or the
+//!   send buffer, in this platform's terms: sysctls, netsh).
 //!
 //! Holds no protocol and no policy: those are the same on every platform.
 

@@ -21,6 +21,18 @@ use windows_sys::Win32::Networking::WinSock::{
 /// What a socket is to this platform's system calls (socket2 and std take it too).
 pub(crate) use std::os::windows::io::AsSocket;
 
+/// What raises a receive window that limited a stream (`tcpinfo::explain`):
+/// Windows has no window sysctl; its receive window autotuning grows the
+/// window unless a level caps it (disabled, highlyrestricted, restricted).
+pub(crate) const RECEIVE_WINDOW_ADVICE: &str = "turn receive window autotuning on at the receiver \
+     (netsh int tcp set global autotuninglevel=normal; netsh int tcp show global shows the level)";
+/// What raises a send buffer that limited a stream: Windows sizes it by the
+/// ideal send backlog unless autotuning is off or a fixed DefaultSendWindow
+/// (AFD parameters in the registry) caps it.
+pub(crate) const SEND_BUFFER_ADVICE: &str = "check on the sender that TCP autotuning is on \
+     (netsh int tcp show global) and that no DefaultSendWindow \
+     under HKLM\\SYSTEM\\CurrentControlSet\\Services\\AFD\\Parameters caps the send buffer";
+
 /// Waits until `socket` is readable (or at end of stream) or `timeout` passes.
 pub(crate) fn wait_readable(socket: &impl AsSocket, timeout: Duration) -> bool {
     let mut fd = WSAPOLLFD { fd: socket.as_socket().as_raw_socket() as usize, events: POLLRDNORM, revents: 0 };

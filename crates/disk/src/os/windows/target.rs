@@ -1,7 +1,8 @@
 //! The test target on Windows (lib.rs builds it in place of target.rs): a
 //! test file headroom creates in a directory (a drive root and a UNC
 //! directory are directories), or an existing regular file. Raw disks and
-//! volumes (`\\.\PhysicalDrive0`, `\\.\C:`) are refused: not written yet.
+//! volumes (`\\.\PhysicalDrive0`, `\\.\C:`, `\\?\C:`) are refused in one line
+//! naming why: Linux's block-device safety rules have no Windows probe yet.
 //!
 //! The rules are Linux's, in Win32 terms: the test file is created with
 //! CREATE_NEW (never an existing file, never through a link's target) and
@@ -26,7 +27,7 @@ use std::io;
 use std::os::windows::ffi::{OsStrExt, OsStringExt};
 use std::os::windows::fs::OpenOptionsExt;
 use std::os::windows::io::AsRawHandle;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf, Prefix};
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 use windows_sys::Win32::Foundation::{CloseHandle, STILL_ACTIVE};
@@ -245,36 +246,79 @@ fn filesystem_info(file: &File) -> Option<FsInfo> {
     Some(FsInfo { name: String::from_utf16_lossy(&name[..len]), magic: 0 })
 }
 
-/// A raw disk or volume: the `\\.\` device namespace.
-fn is_device_path(path: &Path) -> bool {
-    path.as_os_str().to_string_lossy().starts_with(r"\\.\")
+/// Whether PATH names a raw disk or volume rather than a place in a
+/// filesystem: the device namespace (`\\.\PhysicalDrive0`, `\\.\C:`) or a
+/// `\\?\` name with nothing after it (`\\?\C:`, `\\?\PhysicalDrive0`,
+/// `\\?\Volume{...}`; with a trailing `\` each is that volume's root
+/// directory, which is a directory like any other).
+fn is_raw_device(path: &Path) -> bool {
+    let Some(Component::Prefix(prefix)) = path.components().next() else { return false };
+    // Compared as text: after a `\\.\` prefix std's components() adds an
+    // implicit root even where the path has none.
+    matches!(prefix.kind(), Prefix::DeviceNS(_) | Prefix::Verbatim(_) | Prefix::VerbatimDisk(_))
+        && prefix.as_os_str().len() == path.as_os_str().len()
+}
+
+/// The refusal of a raw disk or volume, naming why: Linux's safety rules for
+/// a block device (its signatures, whether the system holds it) need
+/// libblkid's probe and the kernel's holders, which headroom.exe has no
+/// Windows counterpart for yet, so it does not open one at all.
+fn raw_device_refusal(path: &Path) -> DiskError {
+    DiskError::Usage(format!(
+        "PATH '{}' is a raw disk or volume: headroom.exe does not test those yet (it cannot yet check what one holds \
+         or whether Windows has it mounted, as headroom does on Linux); give a directory on it (e.g. D:\\) and \
+         headroom creates its own test file there",
+        path.display()
+    ))
+}
+
+/// `\\server\share` of a UNC path (`\\server\share\dir`, `\\?\UNC\server\share\dir`).
+fn unc_share(path: &Path) -> Option<String> {
+    let Some(Component::Prefix(prefix)) = path.components().next() else { return None };
+    match prefix.kind() {
+        Prefix::UNC(server, share) | Prefix::VerbatimUNC(server, share) => {
+            Some(format!("\\\\{}\\{}", server.to_string_lossy(), share.to_string_lossy()))
+        }
+        _ => None,
+    }
+}
+
+/// Why PATH could not be examined, in one line: a share that cannot be
+/// reached (or has no such directory) is named as a share, since "does not
+/// exist" would send the user looking in the wrong place.
+fn unexaminable(path: &Path, e: &io::Error) -> DiskError {
+    if let Some(share) = unc_share(path) {
+        return DiskError::Usage(format!(
+            "PATH '{}' cannot be reached: {e}; check that the server answers, that the share {share} and the \
+             directory exist and that this user may open them (net use {share})",
+            path.display()
+        ));
+    }
+    match e.kind() {
+        io::ErrorKind::NotFound => DiskError::Usage(format!(
+            "PATH '{}' does not exist; give a directory (headroom creates its own test file there), e.g. \
+             `headroom disk D:\\`",
+            path.display()
+        )),
+        _ => DiskError::Usage(format!("PATH '{}' cannot be examined: {e}", path.display())),
+    }
 }
 
 impl PreparedTarget {
     /// Resolves PATH, runs the safety checks and, for a directory, creates the
     /// (empty) test file. Call [`PreparedTarget::layout`] next to fill it.
     pub fn prepare(path: &Path, opts: &TargetOptions) -> Result<PreparedTarget> {
-        if is_device_path(path) {
-            return Err(DiskError::Usage(format!(
-                "PATH '{}': raw disks and volumes are not available on Windows yet; give a directory (e.g. C:\\ or \
-                 a folder) and headroom creates its own test file there",
-                path.display()
-            )));
+        if is_raw_device(path) {
+            return Err(raw_device_refusal(path));
         }
-        let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => DiskError::Usage(format!(
-                "PATH '{}' does not exist; give a directory (headroom creates its own test file there), e.g. \
-                 `headroom disk D:\\`",
-                path.display()
-            )),
-            _ => DiskError::Usage(format!("PATH '{}' cannot be examined: {e}", path.display())),
-        })?;
+        let meta = std::fs::metadata(path).map_err(|e| unexaminable(path, &e))?;
         if meta.is_dir() {
             Self::prepare_dir(path, opts)
         } else if meta.is_file() {
             Self::prepare_existing(path, opts)
         } else {
-            Err(DiskError::Usage(format!("PATH '{}' is neither a directory nor a regular file", path.display())))
+            // Neither: a device reached some other way (`\\?\GLOBALROOT\Device\...`).
+            Err(raw_device_refusal(path))
         }
     }
 
