@@ -493,7 +493,11 @@ mod tests {
             ("44010078 00000001 00003fad 00000000 00000000 fffffc18", (1, Amount::Time(Duration::from_secs(10)))),
         ] {
             let ask = parse(&format!("{words} 00000000 00000000 04000000 {TAIL}")).unwrap();
-            assert_eq!((ask.streams, ask.direction, ask.amount), (want.0, TrafficDirection::Download, want.1), "{words}");
+            assert_eq!(
+                (ask.streams, ask.direction, ask.amount),
+                (want.0, TrafficDirection::Download, want.1),
+                "{words}"
+            );
         }
         // --full-duplex -P 2 -t 3, as captured from 2.1.8.
         let both = parse(&format!("44010078 00000002 00003b13 0 0 fffffed4 0 0 08000000 {TAIL}")).unwrap();

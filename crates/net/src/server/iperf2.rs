@@ -204,7 +204,9 @@ fn run_test(socks: Vec<(TcpStream, u64)>, peer: SocketAddr, ask: &Ask, s: &Share
 /// The test's log line: one way, the bytes that moved; both ways, each way's too.
 fn log_outcome(s: &Shared, peer: SocketAddr, ask: &Ask, duration: f64, (received, sent): (u64, u64), status: &str) {
     match ask.direction {
-        TrafficDirection::Bidir => log_test_both_ways(s, peer, "iperf2", ask.streams, duration, (received, sent), status),
+        TrafficDirection::Bidir => {
+            log_test_both_ways(s, peer, "iperf2", ask.streams, duration, (received, sent), status)
+        }
         one_way => {
             let test = one_way.test_name(false);
             log_test(s, peer, "iperf2", test.as_str(), ask.streams, duration, received + sent, status)
@@ -357,7 +359,10 @@ mod server_tests {
         assert!(line.contains("test=tcp_bidir streams=2"), "{line}");
         let received = 2 * (60 + 500_000);
         assert!(line.contains(&format!(" received={received} ")), "{line}");
-        assert!(line.contains(" sent=1400000 ") && line.contains(&format!("bytes={} ", received + 1_400_000)), "{line}");
+        assert!(
+            line.contains(" sent=1400000 ") && line.contains(&format!("bytes={} ", received + 1_400_000)),
+            "{line}"
+        );
         assert!(line.ends_with("status=ok"), "{line}");
     }
 

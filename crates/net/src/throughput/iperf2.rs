@@ -288,7 +288,8 @@ mod tests {
         assert!(unsupported(&udp_down).unwrap().contains("UDP downloads"));
         let both = ThroughputSpec { direction: TrafficDirection::Bidir, ..tcp.clone() };
         assert_eq!(unsupported(&both), None, "TCP both ways is --full-duplex");
-        let udp_both = ThroughputSpec { direction: TrafficDirection::Bidir, udp_rate: Some(1e9), len: 1470, ..tcp.clone() };
+        let udp_both =
+            ThroughputSpec { direction: TrafficDirection::Bidir, udp_rate: Some(1e9), len: 1470, ..tcp.clone() };
         assert!(unsupported(&udp_both).unwrap().contains("both-way UDP"));
         let huge = ThroughputSpec { bytes: Some(8 << 30), ..tcp };
         assert!(unsupported(&huge).unwrap().contains("--time"));
