@@ -68,7 +68,10 @@ pub enum Amount {
 fn amount_word(amount: Amount) -> u32 {
     let word = match amount {
         Amount::Bytes(b) => i32::try_from(b).unwrap_or(i32::MAX),
-        Amount::Time(t) => -i32::try_from(t.as_millis().div_ceil(10)).unwrap_or(i32::MAX),
+        // The longest time the word holds is i32::MIN hundredths, as a server reads it.
+        Amount::Time(t) => {
+            i64::try_from(t.as_millis().div_ceil(10)).map_or(i32::MIN, |h| i32::try_from(-h).unwrap_or(i32::MIN))
+        }
     };
     word as u32
 }
@@ -552,6 +555,10 @@ mod tests {
         // The longest time a header can hold reads without overflow.
         let longest = parse_header(&with("00000001", "80000000")).unwrap();
         assert_eq!(longest.amount, Amount::Time(Duration::from_millis(2_147_483_648 * 10)));
+        let again = client_header(1, 5001, longest.amount, TrafficDirection::Upload);
+        assert_eq!(word(&again, 5), 0x8000_0000, "written back as the same word");
+        let longer = client_header(1, 5001, Amount::Time(Duration::MAX), TrafficDirection::Upload);
+        assert_eq!(word(&longer, 5), 0x8000_0000, "clamped to the longest");
     }
 
     #[test]
