@@ -4,9 +4,11 @@
 //! shaped ceiling (the ground truth); over UDP (`iperf -s -u` behind a
 //! shaped switch port), the server's report agrees with its own log, below
 //! the ceiling without loss and above it losing what the ceiling predicts;
-//! what iperf2 cannot be asked is refused in one line, and a silent server
-//! is named as a possible iperf2. The other way, stock `iperf -c` (TCP, -P,
-//! -R, -u) against `headroom serve --iperf2` agrees with what serve logs.
+//! both ways at once (`--full-duplex`) each way agrees with what `iperf -s`
+//! logged and with the ceiling; what iperf2 cannot be asked is refused in
+//! one line, and a silent server is named as a possible iperf2. The other
+//! way, stock `iperf -c` (TCP, -P, -R, -u, --full-duplex) against
+//! `headroom serve --iperf2` agrees with what serve logs.
 
 mod net_support;
 use headroom_lab::netns::{Star, TwoHosts};
@@ -50,6 +52,22 @@ fn headroom_iperf2_up_and_down(lab: &TwoHosts, a: &str) -> serde_json::Value {
     json(&out)
 }
 
+/// A stock `iperf -s` on host a, its `-y C` report in `log`, once it listens.
+fn stock_iperf_s(lab: &TwoHosts, log: &std::path::Path) -> headroom_lab::netns::ChildGuard {
+    let a = lab.addr_a.to_string();
+    // Its report alone in the file: with -o, iperf 2.1.8 writes its error lines
+    // (a client leaving mid-send) over the report's first bytes.
+    let command = format!("exec iperf -s -B {a} -y C >'{}' 2>/dev/null", log.display());
+    let server = lab.a.spawn("sh", &["-c", &command]).unwrap();
+    let t0 = Instant::now();
+    // Not by connecting: iperf 2.1.8's server exits when a connection is reset before it sent a byte.
+    while !lab.a.exec("ss", &["-ltn"]).unwrap_or_default().contains(&format!("{a}:5001")) {
+        assert!(t0.elapsed() < Duration::from_secs(10), "iperf -s did not come up");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    server
+}
+
 #[test]
 fn iperf2_upload_matches_iperf_s_and_both_directions_reach_the_tbf_ceiling() {
     headroom_lab::require_root!();
@@ -58,13 +76,7 @@ fn iperf2_upload_matches_iperf_s_and_both_directions_reach_the_tbf_ceiling() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("iperf2.csv");
     let a = lab.addr_a.to_string();
-    let _server = lab.a.spawn("iperf", &["-s", "-B", &a, "-y", "C", "-o", log.to_str().unwrap()]).unwrap();
-    let t0 = Instant::now();
-    // Not by connecting: iperf 2.1.8's server exits when a connection is reset before it sent a byte.
-    while !lab.a.exec("ss", &["-ltn"]).unwrap_or_default().contains(&format!("{a}:5001")) {
-        assert!(t0.elapsed() < Duration::from_secs(10), "iperf -s did not come up");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let _server = stock_iperf_s(&lab, &log);
     // No port: iperf2's 5001 with --protocol iperf2.
     let doc = headroom_iperf2_up_and_down(&lab, &a);
     let probes = doc["probes"].as_array().unwrap();
@@ -85,6 +97,70 @@ fn iperf2_upload_matches_iperf_s_and_both_directions_reach_the_tbf_ceiling() {
     // The first test the server logged is the upload: what it received, over its own window.
     let received = *server.first().expect("iperf -s logged the upload");
     assert!(close(up, received, 0.02), "headroom's upload {up:.0} b/s, iperf -s received {received:.0} b/s");
+}
+
+/// Each way's rate in iperf's `-y C` report of a `--full-duplex` test, on
+/// either side (the streams' lines summed, a sum line left out): towards
+/// the server (its port last of the four addresses) and from it (its port
+/// first), bits per second.
+fn each_way_rates(csv: &str, server_port: &str) -> (f64, f64) {
+    let (mut to_server, mut from_server) = (0.0, 0.0);
+    for fields in csv.lines().map(|l| l.split(',').collect::<Vec<_>>()).filter(|f| f.len() >= 9 && f[5] != "-1") {
+        let bits: f64 = fields[8].parse().unwrap();
+        if fields[4] == server_port {
+            to_server += bits;
+        } else if fields[2] == server_port {
+            from_server += bits;
+        }
+    }
+    (to_server, from_server)
+}
+
+#[test]
+fn iperf2_full_duplex_matches_iperf_s_each_way_and_the_tbf_ceiling() {
+    headroom_lab::require_root!();
+    headroom_lab::require_program!("iperf");
+    let (_machine, lab, rate) = gigabit_lab();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("iperf2-fd.csv");
+    let a = lab.addr_a.to_string();
+    let _server = stock_iperf_s(&lab, &log);
+    let out = run(lab
+        .b
+        .command(bin())
+        .args(["net", &a, "--protocol", "iperf2", "--tests", "bidir", "--streams", "2"])
+        .args(["--time", "4s", "--json"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = json(&out);
+    let probe = &doc["probes"][0];
+    assert_eq!(probe["id"], "tcp-bidir-2", "{probe}");
+    let secs = probe["summary"]["duration_s"].as_f64().unwrap();
+    let way = |key: &str| probe["details"][key].as_f64().unwrap() * 8.0 / secs;
+    let (up, down) = (way("upload_bytes"), way("download_bytes"));
+    // The server logs each stream's two ways when its connection closes.
+    let t0 = Instant::now();
+    let (received, sent) = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.lines().count() >= 4 {
+            break each_way_rates(&text, "5001");
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "iperf -s logged no full-duplex test: {text}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let ceiling = tbf_tcp_goodput_bits(rate as f64, &Framing::default());
+    eprintln!(
+        "--full-duplex x2 over tbf {rate} (ceiling {ceiling:.0}): headroom up {up:.0}, down {down:.0}; \
+         iperf -s received {received:.0}, sent {sent:.0} (ratios {:.4}, {:.4}; to the ceiling {:.4}, {:.4})",
+        up / received,
+        down / sent,
+        up / ceiling,
+        down / ceiling
+    );
+    assert!(close(up, received, 0.02), "headroom's upload {up:.0} b/s, iperf -s received {received:.0} b/s");
+    assert!(close(down, sent, 0.02), "headroom's download {down:.0} b/s, iperf -s sent {sent:.0} b/s");
+    for (name, ours) in [("upload", up), ("download", down)] {
+        assert!(close(ours, ceiling, 0.02), "{name} {ours:.0} b/s against the tbf ceiling {ceiling:.0}");
+    }
 }
 
 /// One UDP test as `iperf -s -u -y C` logs it.
@@ -215,16 +291,11 @@ fn an_iperf2_udp_test_to_a_closed_port_is_one_line() {
 #[test]
 fn what_iperf2_cannot_be_asked_is_refused_before_connecting() {
     // Port 9 (discard) on loopback: nothing is connected to; the refusal comes first.
-    for (args, says) in [
-        (&["--bytes", "3G"][..], "iperf2's header holds at most 2 GiB per stream"),
-        (&["--tests", "bidir"][..], "both-way tests against an iperf2 server are not supported yet"),
-    ] {
-        let out =
-            run(std::process::Command::new(bin()).args(["net", "127.0.0.1:9", "--protocol", "iperf2"]).args(args));
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(says) && err.trim().lines().count() == 1, "{args:?}: {err}");
-    }
+    let out =
+        run(std::process::Command::new(bin()).args(["net", "127.0.0.1:9", "--protocol", "iperf2", "--bytes", "3G"]));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("iperf2's header holds at most 2 GiB per stream") && err.trim().lines().count() == 1, "{err}");
 }
 
 #[test]
@@ -403,12 +474,45 @@ fn stock_iperf_c_against_headroom_serve_iperf2_agrees_with_what_serve_logs() {
         // until the last byte arrived, the buffers' drain included.
         assert!(close(ours, served, 0.03), "{test}: headroom {ours:.0} b/s, serve logged {served:.0} b/s");
     }
+    // Both ways on each connection: `iperf -c --full-duplex -P 2`, each way as serve logged it.
+    let out =
+        lab.b.command("iperf").args(["-c", &a, "-t", "4", "-y", "C", "--full-duplex", "-P", "2"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "iperf -c --full-duplex: {text} {}", String::from_utf8_lossy(&out.stderr));
+    let (iperf_sent, iperf_received) = each_way_rates(&text, "5001");
+    let line = next_line(5);
+    let field = |key: &str| -> f64 {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(key)?.parse().ok())
+            .unwrap_or_else(|| panic!("{key} in {line}"))
+    };
+    let secs: f64 =
+        line.split_whitespace().find_map(|w| w.strip_prefix("duration=")?.strip_suffix('s')?.parse().ok()).unwrap();
+    let (served_in, served_out) = (field("received=") * 8.0 / secs, field("sent=") * 8.0 / secs);
+    eprintln!(
+        "iperf -c --full-duplex -P 2: sent {iperf_sent:.0} b/s, received {iperf_received:.0}; serve received \
+         {served_in:.0}, sent {served_out:.0} (ratios {:.4}, {:.4}); {line}",
+        served_in / iperf_sent,
+        served_out / iperf_received
+    );
+    assert!(line.contains("test=tcp_bidir streams=2") && line.ends_with("status=ok"), "{line}");
+    assert!(close(iperf_sent, served_in, 0.02), "iperf -c sent {iperf_sent:.0} b/s, serve received {served_in:.0}");
+    assert!(
+        close(iperf_received, served_out, 0.02),
+        "iperf -c received {iperf_received:.0} b/s, serve sent {served_out:.0}"
+    );
+    for figure in [iperf_sent, iperf_received, served_in, served_out] {
+        assert!(
+            figure > 0.5 * ceiling && figure <= 1.02 * ceiling,
+            "{figure:.0} b/s against the tbf ceiling {ceiling:.0}"
+        );
+    }
     // UDP on the same port number: stock `iperf -c -u`, then headroom's own client.
     let out = lab.b.command("iperf").args(["-c", &a, "-u", "-b", "100M", "-t", "3", "-y", "C"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && !text.contains("did not receive ack"), "iperf -c -u: {text}");
     let iperf = client_rate(&text);
-    let line = next_line(5);
+    let line = next_line(6);
     let served = logged_rate(&line);
     eprintln!("iperf -c -u -b 100M: iperf {iperf:.0} b/s, serve {served:.0} b/s (ratio {:.4}); {line}", served / iperf);
     assert!(line.contains("test=udp streams=1") && line.ends_with("status=ok"), "{line}");
@@ -428,7 +532,7 @@ fn stock_iperf_c_against_headroom_serve_iperf2_agrees_with_what_serve_logs() {
     let doc = json(&out);
     let probe = &doc["probes"][0];
     let ours = probe["summary"]["bytes_per_sec"].as_f64().unwrap() * 8.0;
-    let line = next_line(6);
+    let line = next_line(7);
     eprintln!("headroom net iperf2 udp: {ours:.0} b/s, {}; {line}", probe["details"]["udp"]);
     assert!(line.ends_with("status=ok"), "{line}");
     assert!(close(ours, logged_rate(&line), 0.02), "headroom {ours:.0} b/s; serve logged {line}");

@@ -16,6 +16,10 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(ask) = iperf2::parse_header(data) {
         assert!(ask.streams >= 1);
+        // What was read, written as this side's client writes it, reads back the same.
+        let again = iperf2::client_header(ask.streams, 5001, ask.amount, ask.direction);
+        let back = iperf2::parse_header(&again).expect("a header written here reads back");
+        assert_eq!((back.streams, back.direction, back.amount), (ask.streams, ask.direction, ask.amount));
     }
     let _ = iperf2::udp_datagram_id(data);
     // What this side sent, from the first 12 bytes: a window of at most a day,

@@ -31,8 +31,8 @@ use std::time::Duration;
 
 Make a token with `TOKEN=$(openssl rand -hex 16)`: a short one is warned about
 at start-up. One port carries TCP and UDP for both headroom and iperf3 clients; iperf2
-clients (--iperf2) have a port of their own: uploads, -R and -u uploads are served,
--d, -r and --full-duplex are refused. Logs one line per test on stdout: peer, protocol,
+clients (--iperf2) have a port of their own: uploads, -R, --full-duplex and -u uploads
+are served, -d and -r are refused. Logs one line per test on stdout: peer, protocol,
 test, streams, duration, bytes.
 
 Clients with the token may also run CPU kernels here (`headroom cpu --remote`),
@@ -64,7 +64,7 @@ pub struct ServeArgs {
     /// Also serve stock iperf3 clients (unauthenticated; with --token they get one slot less than --max-clients)
     #[arg(long)]
     pub iperf3: bool,
-    /// Also serve stock iperf2 clients (`iperf -c`, `iperf -c -R`, `iperf -c -u`) on --iperf2-port (unauthenticated, as --iperf3)
+    /// Also serve stock iperf2 clients (`iperf -c`, `-R`, `--full-duplex`, `-u`) on --iperf2-port (unauthenticated, as --iperf3)
     #[arg(long)]
     pub iperf2: bool,
     /// The TCP and UDP port iperf2 clients connect to, on the same address

@@ -229,6 +229,19 @@ pub fn total(counters: &[std::sync::Arc<AtomicU64>]) -> u64 {
     counters.iter().map(|c| c.load(Ordering::Relaxed)).sum()
 }
 
+/// Each connection as the streams that run on it, for
+/// [`StreamSet::start_tcp`]: one way, the connection itself, sending or
+/// not; both ways at once on the same connection (iperf2's
+/// `--full-duplex`), a handle of each that writes, and after all of those
+/// the connections that read, so the sending streams come first.
+pub fn tcp_streams(socks: Vec<TcpStream>, sends: bool, both_ways: bool) -> io::Result<Vec<(TcpStream, bool)>> {
+    if !both_ways {
+        return Ok(socks.into_iter().map(|s| (s, sends)).collect());
+    }
+    let writers = socks.iter().map(|s| s.try_clone().map(|w| (w, true))).collect::<io::Result<Vec<_>>>()?;
+    Ok(writers.into_iter().chain(socks.into_iter().map(|s| (s, false))).collect())
+}
+
 /// One running data stream (TCP or UDP) and its thread.
 pub struct RunningStream {
     pub index: u32,

@@ -12,7 +12,13 @@
 //! minus the time in hundredths of a second). The extended part adds its
 //! type and length, the extended flags word (reverse, full duplex) and the
 //! client's version; UDP's adds the rate.
+//!
+//! Who sends is the header's direction: a plain upload, `-R` (the server
+//! sends), or `--full-duplex` (both at once on the same connection: iperf
+//! 2.1's listener starts a sender beside the receiver on that socket, for
+//! the amount the header asks).
 
+use crate::wire::TrafficDirection;
 use std::time::Duration;
 
 /// Set by -r and -d: the server is to connect back to the client.
@@ -62,7 +68,10 @@ pub enum Amount {
 fn amount_word(amount: Amount) -> u32 {
     let word = match amount {
         Amount::Bytes(b) => i32::try_from(b).unwrap_or(i32::MAX),
-        Amount::Time(t) => -i32::try_from(t.as_millis().div_ceil(10)).unwrap_or(i32::MAX),
+        // The longest time the word holds is i32::MIN hundredths, as a server reads it.
+        Amount::Time(t) => {
+            i64::try_from(t.as_millis().div_ceil(10)).map_or(i32::MIN, |h| i32::try_from(-h).unwrap_or(i32::MIN))
+        }
     };
     word as u32
 }
@@ -76,12 +85,17 @@ fn to_bytes<const N: usize>(words: &[u32]) -> [u8; N] {
 }
 
 /// The 60 bytes iperf 2.1.8's client starts a stream with: an upload's
-/// (then the data follows) or, with `reverse`, a download's (then the
-/// server sends).
-pub fn client_header(streams: u32, port: u16, amount: Amount, reverse: bool) -> [u8; EXTENDED_LEN] {
-    let flags =
-        HEADER_EXTEND | HEADER_LEN_BIT | ((EXTENDED_LEN as u32) << 1) | if reverse { HEADER_VERSION2 } else { 0 };
-    let extended = if reverse { EXTENDED_REVERSE } else { 0 };
+/// (then the data follows), a download's (`-R`: then the server sends) or
+/// a both-way one's (`--full-duplex`: both send on this connection).
+pub fn client_header(streams: u32, port: u16, amount: Amount, direction: TrafficDirection) -> [u8; EXTENDED_LEN] {
+    let extended = match direction {
+        TrafficDirection::Upload => 0,
+        TrafficDirection::Download => EXTENDED_REVERSE,
+        TrafficDirection::Bidir => EXTENDED_FULL_DUPLEX,
+    };
+    // 2.1's server reads the extended flags word only when this flag says it is meaningful.
+    let version2 = if extended != 0 { HEADER_VERSION2 } else { 0 };
+    let flags = HEADER_EXTEND | HEADER_LEN_BIT | ((EXTENDED_LEN as u32) << 1) | version2;
     to_bytes(&[
         flags,
         streams,
@@ -376,10 +390,10 @@ pub fn header_len(flags: u32) -> Result<usize, Refusal> {
 /// What a stock client asked in its header.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ask {
-    /// Streams of the test (-P).
+    /// Streams of the test (-P); with --full-duplex, each carries both ways.
     pub streams: u32,
-    /// The server sends (-R).
-    pub reverse: bool,
+    /// Who sends: the client (upload), the server (-R), or both (--full-duplex).
+    pub direction: TrafficDirection,
     /// Per stream.
     pub amount: Amount,
 }
@@ -407,16 +421,24 @@ pub fn parse_header(header: &[u8]) -> Result<Ask, Refusal> {
         a => Amount::Bytes(a as u64),
     };
     let extended = if header.len() >= 36 { word(header, 8) } else { 0 };
-    if extended & EXTENDED_FULL_DUPLEX != 0 {
-        return Err(Refusal::Unsupported("a full-duplex test (--full-duplex); run an upload and then -R".into()));
-    }
-    let unknown = extended & !EXTENDED_REVERSE;
+    let unknown = extended & !(EXTENDED_REVERSE | EXTENDED_FULL_DUPLEX);
     if unknown != 0 {
         return Err(Refusal::Unsupported(format!(
-            "extended flags {unknown:08x}, an option this server does not know; run a plain upload or -R"
+            "extended flags {unknown:08x}, an option this server does not know; run a plain upload, -R or --full-duplex"
         )));
     }
-    Ok(Ask { streams, reverse: extended & EXTENDED_REVERSE != 0, amount })
+    Ok(Ask { streams, direction: direction_of(extended)?, amount })
+}
+
+/// Who sends, by the extended flags word: both flags at once ask for two
+/// things a connection cannot be.
+fn direction_of(extended: u32) -> Result<TrafficDirection, Refusal> {
+    match (extended & EXTENDED_REVERSE != 0, extended & EXTENDED_FULL_DUPLEX != 0) {
+        (false, false) => Ok(TrafficDirection::Upload),
+        (true, false) => Ok(TrafficDirection::Download),
+        (false, true) => Ok(TrafficDirection::Bidir),
+        (true, true) => Err(Refusal::Unsupported("both -R and --full-duplex; run one of them".into())),
+    }
 }
 
 #[cfg(test)]
@@ -440,14 +462,19 @@ mod tests {
         // `iperf -c HOST -p 15011 -t 2.5 -P 3 -R` (2.1.8), as captured on the wire.
         let captured = "44010078 00000003 00003aa3 00000000 00000000 ffffff06 00000000 00000000 \
                         04000000 00020001 00080003 00000000 00000000 00000000 00000000";
-        let header = client_header(3, 15011, Amount::Time(Duration::from_millis(2500)), true);
+        let header = client_header(3, 15011, Amount::Time(Duration::from_millis(2500)), TrafficDirection::Download);
         assert_eq!(header.to_vec(), from_words(captured));
-        let bytes = client_header(1, 5001, Amount::Bytes(1 << 20), true);
+        let bytes = client_header(1, 5001, Amount::Bytes(1 << 20), TrafficDirection::Download);
         assert_eq!(&bytes[20..24], &(1u32 << 20).to_be_bytes(), "a byte count is positive");
         // And a plain upload's, as `iperf -c HOST -p 15999 -P 2` (10 s) sends it.
         let upload = format!("40010078 00000002 00003e7f 00000000 00000000 fffffc18 00000000 00000000 00000000 {TAIL}");
-        let ours = client_header(2, 15999, Amount::Time(Duration::from_secs(10)), false);
+        let ours = client_header(2, 15999, Amount::Time(Duration::from_secs(10)), TrafficDirection::Upload);
         assert_eq!(ours.to_vec(), from_words(&upload));
+        // And `iperf -c HOST -p 15123 --full-duplex -t 3 -P 2`'s, as captured.
+        let both = "44010078 00000002 00003b13 00000000 00000000 fffffed4 00000000 00000000 \
+                    08000000 00020001 00080003 00000000 00000000 00000000 00000000";
+        let ours = client_header(2, 15123, Amount::Time(Duration::from_secs(3)), TrafficDirection::Bidir);
+        assert_eq!(ours.to_vec(), from_words(both));
     }
 
     #[test]
@@ -462,18 +489,33 @@ mod tests {
             ("40010078 00000001 00003e7f 00000000 00000000 00100000", (1, false, Amount::Bytes(1 << 20))),
         ] {
             let ask = parse(&format!("{words} 00000000 00000000 00000000 {TAIL}")).unwrap();
-            assert_eq!((ask.streams, ask.reverse, ask.amount), want, "{words}");
+            assert_eq!((ask.streams, ask.direction == TrafficDirection::Download, ask.amount), want, "{words}");
         }
         for (words, want) in [
             ("44010078 00000003 00003fad 00000000 00000000 00200000", (3, Amount::Bytes(2 << 20))),
             ("44010078 00000001 00003fad 00000000 00000000 fffffc18", (1, Amount::Time(Duration::from_secs(10)))),
         ] {
             let ask = parse(&format!("{words} 00000000 00000000 04000000 {TAIL}")).unwrap();
-            assert_eq!((ask.streams, ask.reverse, ask.amount), (want.0, true, want.1), "{words}");
+            assert_eq!(
+                (ask.streams, ask.direction, ask.amount),
+                (want.0, TrafficDirection::Download, want.1),
+                "{words}"
+            );
+        }
+        // --full-duplex -P 2 -t 3, as captured from 2.1.8.
+        let both = parse(&format!("44010078 00000002 00003b13 0 0 fffffed4 0 0 08000000 {TAIL}")).unwrap();
+        assert_eq!(
+            (both.streams, both.direction, both.amount),
+            (2, TrafficDirection::Bidir, Amount::Time(Duration::from_secs(3)))
+        );
+        // What this side's client writes reads back as what it asked, each way.
+        for direction in [TrafficDirection::Upload, TrafficDirection::Download, TrafficDirection::Bidir] {
+            let ask = parse_header(&client_header(4, 5001, Amount::Bytes(1 << 20), direction)).unwrap();
+            assert_eq!((ask.streams, ask.direction, ask.amount), (4, direction, Amount::Bytes(1 << 20)));
         }
         // iperf 2.0's 24-byte header: a zero flags word.
         let v1 = parse("00000000 00000004 00001389 00020000 00000000 fffffc18").unwrap();
-        assert_eq!((v1.streams, v1.reverse), (4, false));
+        assert_eq!((v1.streams, v1.direction), (4, TrafficDirection::Upload));
     }
 
     #[test]
@@ -487,9 +529,9 @@ mod tests {
         assert!(refused(0xc001_0078).contains("-r"));
         assert!(refused(0x4601_0078).contains("-X"));
         assert!(refused(0x4081_0078).contains("00800000"), "an unknown flag is named by its bits");
-        // --full-duplex, as 2.1.8 sends it, and an unknown extended flag.
-        let fd = from_words(&format!("44010078 00000001 00003fad 00000000 00000000 fffffc18 0 0 08000000 {TAIL}"));
-        assert!(matches!(parse_header(&fd), Err(Refusal::Unsupported(w)) if w.contains("--full-duplex")));
+        // -R and --full-duplex at once, and an unknown extended flag.
+        let fd = from_words(&format!("44010078 00000001 00003fad 00000000 00000000 fffffc18 0 0 0c000000 {TAIL}"));
+        assert!(matches!(parse_header(&fd), Err(Refusal::Unsupported(w)) if w.contains("-R and --full-duplex")));
         let odd = from_words(&format!("44010078 00000001 00003fad 00000000 00000000 fffffc18 0 0 00000010 {TAIL}"));
         assert!(matches!(parse_header(&odd), Err(Refusal::Unsupported(w)) if w.contains("00000010")));
     }
@@ -513,6 +555,10 @@ mod tests {
         // The longest time a header can hold reads without overflow.
         let longest = parse_header(&with("00000001", "80000000")).unwrap();
         assert_eq!(longest.amount, Amount::Time(Duration::from_millis(2_147_483_648 * 10)));
+        let again = client_header(1, 5001, longest.amount, TrafficDirection::Upload);
+        assert_eq!(word(&again, 5), 0x8000_0000, "written back as the same word");
+        let longer = client_header(1, 5001, Amount::Time(Duration::MAX), TrafficDirection::Upload);
+        assert_eq!(word(&longer, 5), 0x8000_0000, "clamped to the longest");
     }
 
     #[test]

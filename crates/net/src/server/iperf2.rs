@@ -1,7 +1,8 @@
 //! The server's iperf2 side (`serve --iperf2`), for stock `iperf -c`
 //! clients on a port of their own: its accept loop, the settings header
 //! read inside the pre-auth deadline, the streams of one test gathered by
-//! their identical headers, uploads counted and `-R` answered, refusals in
+//! their identical headers, uploads counted, `-R` answered and
+//! `--full-duplex` both at once on each stream, refusals in
 //! one log line with a clean close. iperf2 peers are unauthenticated: they
 //! take slots as iperf3 clients do (never the one kept for token holders).
 //! Reads the header through [`crate::iperf2`]; knows nothing of the other
@@ -10,9 +11,9 @@
 use super::admission::{DeadlineStream, PendingTicket};
 use super::iperf3::unauthenticated_slots;
 use super::registry::{collect, Shared};
-use super::test_watch::log_test;
+use super::test_watch::{log_test, log_test_both_ways};
 use super::{ServerConfig, ServerSetting};
-use crate::datapath::{StreamParams, StreamSet};
+use crate::datapath::{tcp_streams, StreamParams, StreamSet};
 use crate::iperf2::{header_len, parse_header, Amount, Ask, Refusal, MAX_HEADER_LEN};
 use crate::socket::{wait_readable, DEFAULT_TCP_LEN, POLL};
 use crate::wire::TrafficDirection;
@@ -141,17 +142,27 @@ pub(super) fn cut_at_limit(cfg: &ServerConfig) -> String {
 }
 
 /// Runs the test on its gathered streams and logs it: an upload until the
-/// client closes every stream, `-R` for the time or bytes asked.
+/// client closes every stream, `-R` for the time or bytes asked, and
+/// `--full-duplex` both at once on each stream: this side sends for what
+/// was asked, then half-closes, and the test ends once the client closed its
+/// side too.
 fn run_test(socks: Vec<(TcpStream, u64)>, peer: SocketAddr, ask: &Ask, s: &Shared, started: Instant) {
     let headers: u64 = socks.iter().map(|(_, h)| h).sum();
+    let server_sends = ask.direction != TrafficDirection::Upload;
+    let both_ways = ask.direction == TrafficDirection::Bidir;
     let limit = match ask.amount {
-        Amount::Bytes(b) if ask.reverse => Some(b),
+        Amount::Bytes(b) if server_sends => Some(b),
         _ => None,
     };
     let params = StreamParams { len: DEFAULT_TCP_LEN, limit, stall: s.cfg.idle_timeout, udp_rate: 0.0, window: None };
-    let mut set = StreamSet::start_tcp(socks.into_iter().map(|(c, _)| (c, ask.reverse)).collect(), params);
+    let conns = socks.into_iter().map(|(c, _)| c).collect();
+    let streams = match tcp_streams(conns, ask.direction == TrafficDirection::Download, both_ways) {
+        Ok(streams) => streams,
+        Err(e) => return log_outcome(s, peer, ask, 0.0, (0, 0), &format!("aborted: {e}")),
+    };
+    let mut set = StreamSet::start_tcp(streams, params);
     let sending_for = match ask.amount {
-        Amount::Time(t) if ask.reverse => t,
+        Amount::Time(t) if server_sends => t,
         _ => s.cfg.max_duration,
     };
     let cut = loop {
@@ -162,16 +173,18 @@ fn run_test(socks: Vec<(TcpStream, u64)>, peer: SocketAddr, ask: &Ask, s: &Share
             break Some("server shutting down".to_string());
         }
         let elapsed = started.elapsed();
-        if ask.reverse && elapsed >= sending_for {
+        if server_sends && elapsed >= sending_for {
             set.stop_senders();
             // A time asked was within the limit; a byte count may not be.
             if matches!(ask.amount, Amount::Bytes(_)) {
                 break Some(cut_at_limit(&s.cfg));
             }
-            if set.senders_finished() {
+            // -R is done once sent; both ways, once the client closed too (all_finished).
+            if !both_ways && set.senders_finished() {
                 break None;
             }
-        } else if elapsed > s.cfg.max_duration + Duration::from_secs(2) {
+        }
+        if elapsed > s.cfg.max_duration + Duration::from_secs(2) {
             break Some(cut_at_limit(&s.cfg));
         }
         std::thread::sleep(POLL.min(Duration::from_millis(10)));
@@ -179,18 +192,32 @@ fn run_test(socks: Vec<(TcpStream, u64)>, peer: SocketAddr, ask: &Ask, s: &Share
     let duration = started.elapsed().as_secs_f64();
     let error = set.error();
     let outcomes = set.finish(Duration::ZERO);
-    let moved: u64 = outcomes.iter().map(|o| o.bytes).sum();
-    let bytes = if ask.reverse { moved } else { moved + headers };
-    let direction = if ask.reverse { TrafficDirection::Download } else { TrafficDirection::Upload };
-    // With no control connection, a -R client that has what it wanted says
-    // so by closing: only a stall ends its test badly.
-    let error = error.filter(|e| !ask.reverse || e.starts_with("no data"));
+    let moved = |sending: bool| outcomes.iter().filter(|o| o.sending == sending).map(|o| o.bytes).sum::<u64>();
+    // The headers count as received data, as the client counts them.
+    let received = if ask.direction == TrafficDirection::Download { 0 } else { moved(false) + headers };
+    // With no control connection, a client that has what it wanted says so
+    // by closing, while this side may still be sending: only a stall ends
+    // its test badly.
+    let error = error.filter(|e| !server_sends || e.starts_with("no data"));
     let status = match (cut, error) {
         (Some(why), _) => format!("aborted: {why}"),
         (None, Some(e)) => format!("aborted: {e}"),
         (None, None) => "ok".into(),
     };
-    log_test(s, peer, "iperf2", direction.test_name(false).as_str(), ask.streams, duration, bytes, &status);
+    log_outcome(s, peer, ask, duration, (received, moved(true)), &status);
+}
+
+/// The test's log line: one way, the bytes that moved; both ways, each way's too.
+fn log_outcome(s: &Shared, peer: SocketAddr, ask: &Ask, duration: f64, (received, sent): (u64, u64), status: &str) {
+    match ask.direction {
+        TrafficDirection::Bidir => {
+            log_test_both_ways(s, peer, "iperf2", ask.streams, duration, (received, sent), status)
+        }
+        one_way => {
+            let test = one_way.test_name(false);
+            log_test(s, peer, "iperf2", test.as_str(), ask.streams, duration, received + sent, status)
+        }
+    }
 }
 
 /// Logs what was asked and closes the connection cleanly.
@@ -221,7 +248,7 @@ mod tests {
 
     #[test]
     fn a_long_time_is_refused_and_a_byte_count_is_cut_instead() {
-        let ask = |amount| Ask { streams: 1, reverse: true, amount };
+        let ask = |amount| Ask { streams: 1, direction: TrafficDirection::Download, amount };
         let cfg = ServerConfig { max_duration: Duration::from_secs(600), ..ServerConfig::loopback(0) };
         let max = cfg.max_duration;
         assert!(within_limits(&ask(Amount::Time(Duration::from_secs(1_000_000))), &cfg).unwrap_err().contains("-t"));
@@ -233,7 +260,7 @@ mod tests {
     fn a_reverse_test_sends_the_bytes_asked_and_closes() {
         let s = shared(Duration::from_secs(2));
         let (mut client, server) = tcp_pair();
-        let ask = Ask { streams: 1, reverse: true, amount: Amount::Bytes(300_000) };
+        let ask = Ask { streams: 1, direction: TrafficDirection::Download, amount: Amount::Bytes(300_000) };
         let peer = client.local_addr().unwrap();
         let t = std::thread::spawn(move || {
             let mut got = Vec::new();
@@ -250,6 +277,7 @@ mod tests {
 mod server_tests {
     use super::super::{test_flags, Server, ServerConfig, ServerHandle};
     use crate::iperf2::{client_header, Amount};
+    use crate::wire::TrafficDirection;
     use std::io::{Read, Write};
     use std::net::{SocketAddr, TcpStream};
     use std::sync::{Arc, Mutex};
@@ -291,7 +319,7 @@ mod server_tests {
     }
 
     fn header(streams: u32, seconds: u64) -> [u8; 60] {
-        client_header(streams, 5001, Amount::Time(Duration::from_secs(seconds)), false)
+        client_header(streams, 5001, Amount::Time(Duration::from_secs(seconds)), TrafficDirection::Upload)
     }
 
     #[test]
@@ -306,6 +334,43 @@ mod server_tests {
         let line = wait_for(&lines, "protocol=iperf2 test=");
         assert!(line.contains("test=tcp streams=3"), "{line}");
         assert!(line.contains(&format!("bytes={} ", 3 * (60 + (1 << 20)))), "{line}");
+        assert!(line.ends_with("status=ok"), "{line}");
+    }
+
+    #[test]
+    fn a_full_duplex_test_sends_and_receives_on_every_stream_at_once() {
+        let (_server, at, lines) = serve(None, 4);
+        let opening = client_header(2, 5001, Amount::Bytes(700_000), TrafficDirection::Bidir);
+        let streams: Vec<_> = (0..2)
+            .map(|i| {
+                let mut c = TcpStream::connect(at).unwrap();
+                c.write_all(&opening).unwrap();
+                let mut writer = c.try_clone().unwrap();
+                // Writes and reads at once: a server that sent only after reading would stall here.
+                let w = std::thread::spawn(move || {
+                    writer.write_all(&vec![i as u8; 500_000]).unwrap();
+                    writer.shutdown(std::net::Shutdown::Write).unwrap();
+                });
+                let r = std::thread::spawn(move || {
+                    let mut got = Vec::new();
+                    c.read_to_end(&mut got).unwrap();
+                    got.len()
+                });
+                (w, r)
+            })
+            .collect();
+        for (w, r) in streams {
+            w.join().unwrap();
+            assert_eq!(r.join().unwrap(), 700_000, "the bytes the header asked, on each stream");
+        }
+        let line = wait_for(&lines, "protocol=iperf2 test=");
+        assert!(line.contains("test=tcp_bidir streams=2"), "{line}");
+        let received = 2 * (60 + 500_000);
+        assert!(line.contains(&format!(" received={received} ")), "{line}");
+        assert!(
+            line.contains(" sent=1400000 ") && line.contains(&format!("bytes={} ", received + 1_400_000)),
+            "{line}"
+        );
         assert!(line.ends_with("status=ok"), "{line}");
     }
 
@@ -327,7 +392,8 @@ mod server_tests {
         wait_for(&lines, "protocol=iperf2 refused: a dual test (-d)");
         // A test far longer than --max-duration.
         let mut c = TcpStream::connect(at).unwrap();
-        c.write_all(&client_header(1, 5001, Amount::Time(Duration::from_secs(20_000_000)), true)).unwrap();
+        let long = Amount::Time(Duration::from_secs(20_000_000));
+        c.write_all(&client_header(1, 5001, long, TrafficDirection::Download)).unwrap();
         closed_cleanly(c);
         wait_for(&lines, "over --max-duration");
         // Silent, and half a header: both gone at the pre-auth deadline.

@@ -22,8 +22,46 @@ pub(super) fn log_test(
     bytes: u64,
     status: &str,
 ) {
+    log_test_with(s, peer, protocol, test, streams, dur, bytes, "", status);
+}
+
+/// The same line for a test that moved data both ways on the same
+/// connections (iperf2's `--full-duplex`): each way's bytes and rate too,
+/// as the server saw them (`received=`, `sent=`), where the streams don't
+/// tell them apart.
+#[allow(clippy::too_many_arguments)] // one log line's fields, named at the call site
+pub(super) fn log_test_both_ways(
+    s: &Shared,
+    peer: SocketAddr,
+    protocol: &str,
+    streams: u32,
+    dur: f64,
+    (received, sent): (u64, u64),
+    status: &str,
+) {
+    let each_way = format!(
+        " received={received} received_rate={} sent={sent} sent_rate={}",
+        rate_text(received, dur),
+        rate_text(sent, dur)
+    );
+    let test = crate::wire::TrafficDirection::Bidir.test_name(false);
+    log_test_with(s, peer, protocol, test.as_str(), streams, dur, received + sent, &each_way, status);
+}
+
+#[allow(clippy::too_many_arguments)]
+fn log_test_with(
+    s: &Shared,
+    peer: SocketAddr,
+    protocol: &str,
+    test: &str,
+    streams: u32,
+    dur: f64,
+    bytes: u64,
+    fields: &str,
+    status: &str,
+) {
     (s.cfg.log)(&format!(
-        "peer={peer} protocol={protocol} test={test} streams={streams} duration={dur:.2}s bytes={bytes} rate={} status={status}",
+        "peer={peer} protocol={protocol} test={test} streams={streams} duration={dur:.2}s bytes={bytes} rate={}{fields} status={status}",
         rate_text(bytes, dur)
     ));
 }

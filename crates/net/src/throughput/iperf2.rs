@@ -4,11 +4,15 @@
 //! say what the test is ([`crate::iperf2`]): the settings header iperf
 //! 2.1.8's own client sends, for an upload (the data follows; a 2.0 server
 //! reads only its first word, no flag, and counts what arrives) or for
-//! `-R` (the server then sends for the time or the bytes asked and closes).
+//! `-R` (the server then sends for the time or the bytes asked and closes),
+//! or for `--full-duplex` (both ways at once on each connection: the server
+//! sends for what was asked while it reads; this side writes on one handle
+//! of the socket and reads on another, and half-closes when it is done).
 //!
 //! A stock iperf2 server reports nothing back over TCP, so an upload's
 //! figure is what this side wrote over its own window, as `iperf -c`
-//! reports it; a download's is what this side received.
+//! reports it; a download's is what this side received; a both-way test
+//! records both, as iperf3's bidirectional test does.
 //!
 //! UDP (`iperf -s -u`, uploads): each stream is a connected UDP socket whose
 //! datagrams carry 2.1.8's id, send time and settings, paced at the rate;
@@ -16,8 +20,8 @@
 //! server answers it with its report (bytes, window, loss, reordering,
 //! jitter), which the result records as iperf3's UDP results are. Sent again
 //! until a report comes, as `iperf -c` does; without one, this side's
-//! figures stand, with a note. UDP downloads and simultaneous both-way
-//! tests are not spoken: refused before connecting.
+//! figures stand, with a note. UDP downloads and UDP both ways are not
+//! spoken: refused before connecting.
 
 use super::{measure, Protocol, ServerFigures, ThroughputResult, ThroughputSpec};
 use crate::address::{connect_with, resolve, Endpoint};
@@ -47,15 +51,13 @@ const FINAL_WAIT: Duration = Duration::from_millis(250);
 
 /// What iperf2 cannot be asked yet, in one line naming what to run instead.
 pub(crate) fn unsupported(spec: &ThroughputSpec) -> Option<Message<NetSetting>> {
-    if spec.direction == TrafficDirection::Bidir {
-        Some(Message::text(
-            "both-way tests against an iperf2 server are not supported yet; run an upload and a download",
-        ))
-    } else if spec.udp_rate.is_some() && spec.direction == TrafficDirection::Download {
+    if spec.udp_rate.is_some() && spec.direction != TrafficDirection::Upload {
         Some(
-            Message::text("UDP downloads from an iperf2 server are not supported; run the UDP upload (")
-                .and(NetSetting::Tests)
-                .then(" udp)"),
+            Message::text(
+                "UDP downloads and both-way UDP tests with an iperf2 server are not supported; run the UDP upload (",
+            )
+            .and(NetSetting::Tests)
+            .then(" udp)"),
         )
     } else if spec.bytes.is_some_and(|b| b > i32::MAX as u64) {
         Some(
@@ -202,14 +204,13 @@ impl Protocol for Iperf2Test<'_> {
             return self.start_udp(spec, rate, amount);
         }
         let setup = SocketSetup::data(&self.target.source, spec.window);
-        let sends = spec.direction == TrafficDirection::Upload;
         // The server sends a little longer than this side measures, so the
         // window is never cut short by its clock starting first.
         let amount = match spec.bytes_per_stream() {
             Some(b) => Amount::Bytes(b),
             None => Amount::Time(spec.duration + Duration::from_millis(500)),
         };
-        let opening = client_header(spec.streams, self.target.port, amount, !sends);
+        let opening = client_header(spec.streams, self.target.port, amount, spec.direction);
         // The first stream from the first address of the name that answers; the others to the same.
         let (first, peer) = connect_with(self.target, &setup)?;
         let mut socks = vec![first];
@@ -226,7 +227,8 @@ impl Protocol for Iperf2Test<'_> {
             udp_rate: 0.0,
             window: spec.window,
         };
-        Ok(StreamSet::start_tcp(socks.into_iter().map(|s| (s, sends)).collect(), params))
+        let (sends, both) = (spec.direction == TrafficDirection::Upload, spec.direction == TrafficDirection::Bidir);
+        Ok(StreamSet::start_tcp(datapath::tcp_streams(socks, sends, both)?, params))
     }
 
     fn control(&self) -> Option<&TcpStream> {
@@ -288,7 +290,7 @@ mod tests {
     }
 
     #[test]
-    fn udp_downloads_both_ways_and_huge_transfers_are_refused_with_what_to_run() {
+    fn udp_downloads_udp_both_ways_and_huge_transfers_are_refused_with_what_to_run() {
         let tcp = tcp_up();
         assert_eq!(unsupported(&tcp), None);
         let udp = ThroughputSpec { udp_rate: Some(1e9), len: 1470, ..tcp.clone() };
@@ -296,7 +298,10 @@ mod tests {
         let udp_down = ThroughputSpec { direction: TrafficDirection::Download, ..udp };
         assert!(unsupported(&udp_down).unwrap().to_string().contains("UDP downloads"));
         let both = ThroughputSpec { direction: TrafficDirection::Bidir, ..tcp.clone() };
-        assert!(unsupported(&both).unwrap().to_string().contains("upload and a download"));
+        assert!(unsupported(&both).is_none(), "TCP both ways is --full-duplex");
+        let udp_both =
+            ThroughputSpec { direction: TrafficDirection::Bidir, udp_rate: Some(1e9), len: 1470, ..tcp.clone() };
+        assert!(unsupported(&udp_both).unwrap().to_string().contains("both-way UDP"));
         let huge = ThroughputSpec { bytes: Some(8 << 30), ..tcp };
         assert!(unsupported(&huge).unwrap().spelled(crate::setting::test_flags).contains("--time"));
     }
