@@ -184,6 +184,12 @@ disk() {
   jq -e 'all(.probes[]; .spec.engine == "iocp" and .spec.direct == true and .spec.direct_flag == "file_flag_no_buffering"
          and (.spec.fio_equivalent | contains("--ioengine=windowsaio")))' disk-quick.json >/dev/null ||
     { echo "quick: not iocp, FILE_FLAG_NO_BUFFERING and windowsaio throughout"; jq -c '.probes[].spec | [.engine, .direct, .direct_flag, .fio_equivalent]' disk-quick.json; return 1; }
+  # The CPU over each test, from the per-processor and process times
+  # (NtQuerySystemInformation, GetProcessTimes): every core, this process busy.
+  jq -e --argjson n "$(nproc)" 'all(.probes[]; .details.cpu_load_local as $l | $l.cores == $n
+         and ($l.per_core | length) == $n and all($l.per_core[]; .busy_percent >= 0 and .busy_percent <= 100)
+         and $l.process_percent > 0)' disk-quick.json >/dev/null ||
+    { echo "quick: no CPU load of $(nproc) cores and this process"; jq -c '.probes[].details.cpu_load_local' disk-quick.json; return 1; }
   # The table names the flag the file was opened with.
   win disk 'C:\headroom-check\disk' --rw read --size 16M --time 1s --ramp 0s --quiet >disk-table.txt
   head -1 disk-table.txt | tr -d '\r' | grep -q ', iocp, FILE_FLAG_NO_BUFFERING)$' || { echo "table heading: $(head -1 disk-table.txt)"; return 1; }
@@ -225,7 +231,7 @@ disk() {
   for raw in '\\.\PhysicalDrive0' '\\.\C:' '\\?\C:'; do
     refused raw "$raw" "is a raw disk or volume: headroom.exe does not test those yet"
   done
-  echo "iocp quick on C:\\headroom-check\\disk: $(jq -r '[.probes[] | "\(.id) \(.summary.bytes_per_sec / 1e6 | round) MB/s"] | join(", ")' disk-quick.json); psync randwrite with spaces, iocp randread Q4T2 on \\\\?\\: done, no test file left, also on Ctrl-C (exit 130); missing path, unreachable UNC share, \\\\.\\PhysicalDrive0, \\\\.\\C: and \\\\?\\C:: exit 2, one line each"
+  echo "iocp quick on C:\\headroom-check\\disk: $(jq -r '[.probes[] | "\(.id) \(.summary.bytes_per_sec / 1e6 | round) MB/s"] | join(", ")' disk-quick.json); CPU load of $(nproc) cores read ($(jq -r '.probes[0].details.cpu_load_local.process_percent | round' disk-quick.json)% of a core for headroom.exe in the first test); psync randwrite with spaces, iocp randread Q4T2 on \\\\?\\: done, no test file left, also on Ctrl-C (exit 130); missing path, unreachable UNC share, \\\\.\\PhysicalDrive0, \\\\.\\C: and \\\\?\\C:: exit 2, one line each"
 }
 
 # The far end is the Linux binary on loopback: Winsock under wine speaks to it

@@ -300,7 +300,7 @@ pub struct Measurement {
     pub quota: Option<CgroupCpu>,
     /// The cores other processes kept busy during a memory-resident
     /// measurement (set by the engine where it can read the machine's CPU
-    /// counters; None on cache-resident ones and on Windows).
+    /// counters; None on cache-resident ones and where they cannot be read).
     pub contention: Option<Contention>,
     /// Which crate (or code) computed the kernel, as the engine names it
     /// (`spec.implementation` of the probe).

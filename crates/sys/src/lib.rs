@@ -19,6 +19,7 @@
 //! of output.
 
 mod os;
+mod usage;
 
 pub use os::block::{block_device_holding, block_devices};
 pub use os::cpu::{cpu, hostname, kernel, memory_bytes, os};

@@ -145,27 +145,7 @@ pub mod cpu {
     }
 }
 
-/// CPU counters around a test: not read on Windows yet, so no snapshot is
-/// ever taken and callers record the load as absent.
-pub mod cpu_load {
-    use headroom_result::CpuLoad;
-
-    /// The counters at one moment (none on Windows yet).
-    #[derive(Debug, Clone)]
-    pub struct CpuSnapshot(std::convert::Infallible);
-
-    impl CpuSnapshot {
-        /// None: the per-core and per-thread times are not read on Windows yet.
-        pub fn take() -> Option<CpuSnapshot> {
-            None
-        }
-
-        /// What happened between `earlier` and this snapshot.
-        pub fn load_since(&self, _earlier: &CpuSnapshot) -> CpuLoad {
-            match self.0 {}
-        }
-    }
-}
+pub mod cpu_load;
 
 /// Block I/O limits: Windows has no cgroup; none is known.
 pub mod io_limit {

@@ -8,6 +8,7 @@
 //! Where the cgroup lives is [`super::cgroup`]'s to find.
 
 use super::cgroup::{Cgroup, Controller};
+pub(crate) use crate::usage::busiest;
 use headroom_result::{CgroupCpu, CoreLoad, CpuLoad, ProcessLoad, ThreadLoad};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -147,23 +148,6 @@ pub(crate) fn ticks_under(dir: &Path) -> BTreeMap<u32, (String, u64)> {
         }
     }
     found
-}
-
-/// The `shown` ids that used the most ticks between the two readings, busiest
-/// first, as (id, name, ticks); one that started in between counts from zero.
-pub(crate) fn busiest(
-    now: &BTreeMap<u32, (String, u64)>,
-    then: &BTreeMap<u32, (String, u64)>,
-    shown: usize,
-) -> impl Iterator<Item = (u32, String, u64)> {
-    let mut used: Vec<(u32, String, u64)> = now
-        .iter()
-        .map(|(id, (name, ticks))| (*id, name.clone(), ticks.saturating_sub(then.get(id).map_or(0, |(_, t)| *t))))
-        .filter(|(_, _, ticks)| *ticks > 0)
-        .collect();
-    used.sort_by_key(|u| std::cmp::Reverse(u.2));
-    used.truncate(shown);
-    used.into_iter()
 }
 
 /// The `cpuN` lines of /proc/stat.
