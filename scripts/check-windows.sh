@@ -130,7 +130,10 @@ sys() {
          (.memory_bytes - $l[0].memory_bytes | fabs) < $l[0].memory_bytes / 100 and
          any(.nics[]; .kind == "loopback" and (.addresses | index("127.0.0.1/8")))' sys.json >/dev/null
   diff <(jq -r '.nics[] | "\(.name) MTU \(.mtu)"' sys.json | sort) <(jq -r '.nics[] | "\(.name) MTU \(.mtu)"' sys-linux.json | sort)
-  echo "$(jq -r '.cpu.logical_cpus' sys.json) CPUs ($(jq -r '.cpu.model' sys.json)), $(jq -r '.memory_bytes / 1073741824 | . * 100 | round / 100' sys.json) GiB, adapters $(jq -r '[.nics[] | "\(.name) (\(.kind), MTU \(.mtu))"] | join(", ")' sys.json), $(jq -r '.os // "no OS name"' sys.json) $(jq -r '.kernel // ""' sys.json): as Linux sees it"
+  # Volumes: the prefix's C: drive (wine says NTFS) with the device behind it.
+  jq -e 'any(.filesystems[]; .mountpoint == "C:\\" and .fstype != "" and .device != "")' sys.json >/dev/null ||
+    { echo "no C:\ volume: $(jq -c '.filesystems' sys.json)"; return 1; }
+  echo "$(jq -r '.cpu.logical_cpus' sys.json) CPUs ($(jq -r '.cpu.model' sys.json)), $(jq -r '.memory_bytes / 1073741824 | . * 100 | round / 100' sys.json) GiB, adapters $(jq -r '[.nics[] | "\(.name) (\(.kind), MTU \(.mtu))"] | join(", ")' sys.json), $(jq -r '.os // "no OS name"' sys.json) $(jq -r '.kernel // ""' sys.json): as Linux sees it; volumes $(jq -r '[.filesystems[] | "\(.mountpoint) \(.fstype) \(.device)"] | join(", ")' sys.json)"
 }
 
 # Presenters read documents only: both platforms must print the same bytes.

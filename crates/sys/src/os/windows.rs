@@ -175,16 +175,7 @@ pub mod block {
     }
 }
 
-/// Mounted filesystems (volumes): not listed on Windows yet.
-pub mod mounts {
-    use crate::SysRoot;
-    use headroom_result::Filesystem;
-
-    /// Empty: volumes are not listed on Windows yet.
-    pub fn filesystems(_root: &SysRoot) -> Vec<Filesystem> {
-        Vec::new()
-    }
-}
+pub mod mounts;
 
 /// The adapters as GetAdaptersAddresses lists them.
 mod adapters {
