@@ -124,10 +124,7 @@ pub fn line(e: &(dyn Error + 'static)) -> String {
         return m.spelled(|headroom_fleet::Setting::Hosts| "--hosts");
     }
     if let Some(headroom_net::SourceError(m)) = e.downcast_ref() {
-        return m.spelled(|s| match s {
-            headroom_net::SourceSetting::Bind => "--bind",
-            headroom_net::SourceSetting::Interface => "--interface",
-        });
+        return m.spelled(source);
     }
     if let Some(headroom_proto::CredentialsError(m)) = e.downcast_ref() {
         return m.spelled(|headroom_proto::CredentialsSetting::File| "--credentials");
@@ -148,6 +145,15 @@ pub fn line(e: &(dyn Error + 'static)) -> String {
         return m.spelled(cpu);
     }
     e.to_string()
+}
+
+/// `--bind` and `--interface`: where this machine's connections leave from
+/// (also registered with headroom-net at start, for its connections' errors).
+pub fn source(setting: headroom_net::SourceSetting) -> &'static str {
+    match setting {
+        headroom_net::SourceSetting::Bind => "--bind",
+        headroom_net::SourceSetting::Interface => "--interface",
+    }
 }
 
 #[cfg(test)]

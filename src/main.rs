@@ -26,6 +26,7 @@ fn main() -> ExitCode {
         Err(code) => return code,
     };
     let out = Output::from_env(&cli.global);
+    headroom_net::spell_source_settings(flags::source);
     let result = dispatch(cli.command, &out);
     // Commands report a stop as they see fit (figures so far, an error);
     // the exit code says which signal it was, whatever they returned.

@@ -181,6 +181,11 @@ fn failures_are_one_line_and_exit_2() {
     one_error_line(&run(Command::new(bin()).args(["net", "127.0.0.1", "--tests", "bogus"])), "unknown test");
     one_error_line(&run(Command::new(bin()).args(["net", "127.0.0.1:http"])), "port");
     one_error_line(&run(Command::new(bin()).args(["serve", "--bind", "0.0.0.0", "--port", "0"])), "--token");
+    // A connection's own error names the flag as the command line spells it.
+    one_error_line(
+        &run(Command::new(bin()).args(["net", "::1", "--bind", "127.0.0.1", "--time", "1s"])),
+        "--bind 127.0.0.1 and the server's address ::1 are of different IP families",
+    );
 }
 
 #[test]

@@ -274,7 +274,7 @@ fn open_export(
         stop: crate::signals::shared_stop_flag(),
     };
     prepare_share(&Opener::new(credentials).for_share(share.clone()), url, &options)
-        .map_err(|e| anyhow::anyhow!(e.to_string()))
+        .map_err(|e| anyhow::anyhow!(crate::flags::line(&e)))
 }
 
 /// `--credentials` is for URLs: with a local path it is a mistake to say so.

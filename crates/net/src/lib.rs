@@ -64,7 +64,9 @@ pub use server::{
     MAX_PLAN,
 };
 pub use setting::{NetSetting, NetSpelling};
-pub use socket::{Source, SourceError, SourceSetting, DEFAULT_TCP_LEN, DEFAULT_UDP_LEN, MAX_WINDOW};
+pub use socket::{
+    spell_source_settings, Source, SourceError, SourceSetting, DEFAULT_TCP_LEN, DEFAULT_UDP_LEN, MAX_WINDOW,
+};
 pub use stats::{LatencyRecorder, UdpRecvStats, UdpRecvSummary};
 pub use tcpinfo::TcpInfo;
 pub use throughput::iperf2::{throughput as iperf2_throughput, IPERF2_PORT};

@@ -241,31 +241,59 @@ impl Source {
 
     /// Binds `sock` (of `peer`'s family) to this source, before it connects
     /// (headroom-proto's connections use it too, so both follow one rule).
+    /// Its errors name the settings in the front end's words
+    /// ([`spell_source_settings`]).
     pub fn apply(&self, sock: &Socket, peer: &SocketAddr) -> io::Result<()> {
+        use SourceSetting::*;
         if let Some(nic) = &self.interface {
             crate::os::bind_device(sock, nic).map_err(|e| {
                 let why = match crate::os::bind_device_refusal(&e) {
                     Some(crate::os::BindDeviceRefusal::NotPermitted) => {
-                        "leaving through a chosen interface needs root (CAP_NET_RAW); --bind ADDR does not".to_string()
+                        Message::text("leaving through a chosen interface needs root (CAP_NET_RAW); ")
+                            .and(Bind)
+                            .then(" ADDR does not")
                     }
-                    Some(crate::os::BindDeviceRefusal::NoSuchInterface) => "no such interface".to_string(),
-                    None => e.to_string(),
+                    Some(crate::os::BindDeviceRefusal::NoSuchInterface) => Message::text("no such interface"),
+                    None => Message::text(e.to_string()),
                 };
-                io::Error::new(e.kind(), format!("--interface {nic}: {why}"))
+                source_error(e.kind(), Message::of(Interface).then(format!(" {nic}: ")).join(why))
             })?;
         }
         if let Some(addr) = self.bind {
             if addr.is_ipv4() != peer.is_ipv4() {
-                return Err(io::Error::new(
+                return Err(source_error(
                     io::ErrorKind::InvalidInput,
-                    format!("--bind {addr} and the server's address {} are of different IP families", peer.ip()),
+                    Message::of(Bind)
+                        .then(format!(" {addr} and the server's address {} are of different IP families", peer.ip())),
                 ));
             }
             sock.bind(&SocketAddr::new(addr, 0).into())
-                .map_err(|e| io::Error::new(e.kind(), format!("--bind {addr}: {e}")))?;
+                .map_err(|e| source_error(e.kind(), Message::of(Bind).then(format!(" {addr}: {e}"))))?;
         }
         Ok(())
     }
+}
+
+/// The front end's words for a source's settings (`--bind`, `--interface`),
+/// registered once at start. Why a process-wide table and not an argument:
+/// [`Source::apply`]'s errors leave as `io::Error` text through every
+/// client (net's, and headroom-proto's transport for iSCSI, SMB, NBD and
+/// NFS) long before a front end sees them, and a `Source` travels in far-end
+/// plans as data. Without one, the settings' own names are used.
+static SOURCE_SPELLING: std::sync::OnceLock<fn(SourceSetting) -> &'static str> = std::sync::OnceLock::new();
+
+/// Registers the front end's words for [`SourceSetting`]s (the first call wins).
+pub fn spell_source_settings(spell: fn(SourceSetting) -> &'static str) {
+    let _ = SOURCE_SPELLING.set(spell);
+}
+
+/// An io::Error of `kind` whose text is `message` in the registered words.
+fn source_error(kind: io::ErrorKind, message: Message<SourceSetting>) -> io::Error {
+    let text = match SOURCE_SPELLING.get() {
+        Some(spell) => message.spelled(spell),
+        None => message.to_string(),
+    };
+    io::Error::new(kind, text)
 }
 
 /// What a connection's source is set by.
@@ -409,6 +437,21 @@ pub(crate) fn udp_connected(peer: SocketAddr, setup: &SocketSetup) -> io::Result
 mod tests {
     use super::*;
     use std::io::Write;
+
+    /// The only test here that registers spellings (the table is process-wide).
+    #[test]
+    fn a_source_that_cannot_reach_the_peer_is_named_in_the_front_ends_words() {
+        spell_source_settings(|s| match s {
+            SourceSetting::Bind => "--from",
+            SourceSetting::Interface => "--via",
+        });
+        let peer: SocketAddr = "[::1]:5201".parse().unwrap();
+        let sock = Socket::new(Domain::IPV6, Type::STREAM, None).unwrap();
+        let v4 = Source { bind: Some("127.0.0.1".parse().unwrap()), interface: None };
+        let e = v4.apply(&sock, &peer).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(e.to_string(), "--from 127.0.0.1 and the server's address ::1 are of different IP families");
+    }
 
     #[test]
     fn length_prefix_round_trips_and_refuses_before_allocating() {
