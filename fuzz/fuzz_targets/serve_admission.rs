@@ -55,7 +55,7 @@ fuzz_target!(|data: &[u8]| {
         }
         EngineKind::Net => {
             let net: NetRequest = request.params().expect("admitted requests parse");
-            assert!(net.check().is_ok());
+            assert!(net.check(headroom_net::NetSetting::name).is_ok());
             if let NetTest::Throughput(t) = &net.test {
                 assert!(t.duration <= MAX_DURATION);
             }
