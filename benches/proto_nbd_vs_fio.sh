@@ -101,12 +101,12 @@ run_hr() {
     "$tmp/out"
 }
 
-report() { # NAME COLUMN UNIT GOAL
+report() { # NAME COLUMN UNIT GOAL [ROW: the figure's name in all.sh's table; default NAME]
   read -r fm fs <<<"$(stats "$tmp/fio" "$2")"
   read -r hm hs <<<"$(stats "$tmp/hr" "$2")"
   printf "%-30s fio %10.5g %-8s (spread %5.1f%%)  headroom %10.5g (spread %5.1f%%)  ratio %s  goal %s\n" \
     "$1" "$fm" "$3" "$fs" "$hm" "$hs" "$(ratio "$hm" "$fm")" "$4"
-  bench_row "NBD (nbdkit memory)" "$last_test$(echo "$1" | sed 's/^ *//')" "$3" "$hm" "$hs" "fio nbd engine" "$fm" "$fs" "$4"
+  bench_row "NBD (nbdkit memory)" "${5:-$1}" "$3" "$hm" "$hs" "fio nbd engine" "$fm" "$fs" "$4"
 }
 
 bench() { # RW BS QD
@@ -119,13 +119,9 @@ bench() { # RW BS QD
 
 echo "proto_nbd_vs_fio: $rounds rounds of ${secs}s (+${ramp}s ramp) each, interleaved fio/headroom, nbdkit memory over a veth, PIN=${PIN:-1}"
 bench read 1M 8
-last_test=""
 report "1M seq read QD8" 1 "MB/s" ">= 1.0"
-last_test="1M seq read QD8: "
-report "  CPU s per GB" 3 "s/GB" "<= 1.0"
+report "  CPU s per GB" 3 "s/GB" "<= 1.0" "1M seq read QD8: CPU s per GB"
 bench randread 4k 32
-last_test=""
 report "4K randread QD32" 2 "IOPS" ">= 1.0"
-last_test="4K randread QD32: "
-report "  CPU s per GB" 3 "s/GB" "<= 1.0"
+report "  CPU s per GB" 3 "s/GB" "<= 1.0" "4K randread QD32: CPU s per GB"
 exit 0
