@@ -15,13 +15,19 @@ for p in iperf3 iperf sockperf python3; do command -v $p >/dev/null || { echo "n
 
 P_HR=15301 P_I3=15302 P_I2=15303 P_SP=15304
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+# Waits for each server to be gone: a rerun binds the same ports at once.
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 "$HEADROOM" serve --port $P_HR >/dev/null 2>&1 & pids+=($!)
 iperf3 -s -p $P_I3 >/dev/null 2>&1 & pids+=($!)
 iperf -s -p $P_I2 >/dev/null 2>&1 & pids+=($!)
 sockperf sr --tcp -i 127.0.0.1 -p $P_SP >/dev/null 2>&1 & pids+=($!)
-sleep 1
+# Each server listening before the first round (at most 10 s), or the bench says which is not.
+for port in $P_HR $P_I3 $P_I2 $P_SP; do
+  listening() { [ -n "$(ss -Hltn "sport = :$port")" ]; }
+  for _ in $(seq 100); do listening && break; sleep 0.1; done
+  listening || { echo "net_vs_iperf: nothing listens on port $port" >&2; exit 2; }
+done
 
 out=$(mktemp -d)
 trap 'cleanup; rm -rf "$out"' EXIT

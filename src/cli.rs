@@ -223,4 +223,81 @@ mod tests {
         let line = error_line(&["disk", ".", "--time", "-5s"]);
         assert!(line.contains("--time") && line.contains("negative"), "{line}");
     }
+
+    /// Every long flag of every command, recursively.
+    fn long_flags(cmd: &clap::Command, flags: &mut std::collections::BTreeSet<String>) {
+        flags.extend(cmd.get_arguments().filter_map(|a| a.get_long()).map(|l| format!("--{l}")));
+        flags.extend(["--help".to_string(), "--version".to_string()]);
+        for sub in cmd.get_subcommands() {
+            long_flags(sub, flags);
+        }
+    }
+
+    /// Each `--word` in the code (not comments, not tests) of a library file.
+    fn flags_named_in(source: &str) -> Vec<String> {
+        let code = source.split("#[cfg(test)]").next().unwrap_or_default();
+        let mut found = Vec::new();
+        for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
+            let mut rest = line;
+            while let Some(at) = rest.find("--") {
+                let word: String = rest[at + 2..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-')
+                    .collect();
+                if word.starts_with(|c: char| c.is_ascii_lowercase()) {
+                    found.push(format!("--{word}"));
+                }
+                rest = &rest[at + 2 + word.len()..];
+            }
+        }
+        found
+    }
+
+    fn rust_files(dir: &std::path::Path, files: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap().map(Result::unwrap) {
+            let path = entry.path();
+            if path.is_dir() {
+                rust_files(&path, files);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+
+    /// Libraries name the command line's flags in two places that are not
+    /// typed settings: advice inside result documents (the verdict's checks,
+    /// a ceiling's source) and the presenters' lines. A flag renamed here
+    /// must fail this test rather than leave advice naming a flag that no
+    /// longer exists. Other tools' flags are listed with whose they are.
+    #[test]
+    fn every_flag_a_library_names_is_one_of_the_command_lines() {
+        let others = [
+            "--full-duplex", // iperf 2's client (the iperf2 server's refusals)
+            "--cpus",        // docker run's CPU quota (the verdict's advice)
+            "--release",     // cargo build's (a build without the NFS and NBD clients)
+        ];
+        let mut known = std::collections::BTreeSet::new();
+        long_flags(&Cli::command(), &mut known);
+        let crates = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crates");
+        let mut files = Vec::new();
+        for krate in std::fs::read_dir(&crates).unwrap().map(Result::unwrap) {
+            // The lab runs other programs (tc, ip, smbd, nbdkit) with their flags.
+            if krate.file_name() != "lab" {
+                rust_files(&krate.path().join("src"), &mut files);
+            }
+        }
+        // fio's command lines, written for the user to run.
+        files.retain(|f| !f.ends_with("disk/src/fio.rs"));
+        assert!(files.len() > 100, "the crates' sources were not found: {}", files.len());
+        let mut unknown = Vec::new();
+        for file in &files {
+            for flag in flags_named_in(&std::fs::read_to_string(file).unwrap()) {
+                if !known.contains(&flag) && !others.contains(&flag.as_str()) {
+                    unknown.push(format!("{}: {flag}", file.strip_prefix(&crates).unwrap().display()));
+                }
+            }
+        }
+        assert!(unknown.is_empty(), "flags no command has:\n{}", unknown.join("\n"));
+        assert_eq!(flags_named_in(r#"x("use --link SPEC or --rw-mix") // --not"#), ["--link", "--rw-mix"]);
+    }
 }

@@ -4,6 +4,9 @@
 //! hosts), gathered into one document whose sum must match the throttles;
 //! an agent killed mid-run, agents down or with the wrong token, and host
 //! lists that are wrong before anything starts.
+//!
+//! Long (about 560 lines): 9 tests sharing the agents' lab (namespaces,
+//! throttles, mount namespaces) and its helpers.
 
 mod support;
 

@@ -16,6 +16,9 @@
 //! What it cannot emulate: a disk's own volatile write cache. Below the
 //! loop device is the host's page cache, which the test never loses.
 //! Needs root, mkfs.ext4 and eatmydata; skips with a reason otherwise.
+//!
+//! Long (about 860 lines): 15 lab tests sharing one served loop device and
+//! its helpers; split, each file would rebuild the same lab.
 
 use headroom_lab::blockdev::{LoopDevice, Mount};
 use headroom_lab::sh;

@@ -9,6 +9,9 @@
 //! one line, and a silent server is named as a possible iperf2. The other
 //! way, stock `iperf -c` (TCP, -P, -R, -u, --full-duplex) against
 //! `headroom serve --iperf2` agrees with what serve logs.
+//!
+//! Long (about 540 lines): 8 tests, each direction and mode against stock
+//! iperf 2 in both roles, sharing the tbf lab and the CSV parsing.
 
 mod net_support;
 use headroom_lab::netns::{Star, TwoHosts};

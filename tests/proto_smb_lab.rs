@@ -4,6 +4,8 @@
 //! behind Samba measured through it, the errors users meet (wrong share,
 //! directory or password, a server that dies mid-test), and servers that
 //! answer garbage.
+//!
+//! Long (about 610 lines): 13 tests against one Samba lab and its helpers.
 
 mod support;
 

@@ -17,6 +17,9 @@
 //! sends), or `--full-duplex` (both at once on the same connection: iperf
 //! 2.1's listener starts a sender beside the receiver on that socket, for
 //! the amount the header asks).
+//!
+//! Long (about 670 lines): about 440 lines of code (the TCP and UDP headers
+//! and the server's report, each read and written), the rest its unit tests.
 
 use crate::wire::TrafficDirection;
 use std::time::Duration;

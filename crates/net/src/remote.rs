@@ -8,6 +8,9 @@
 //! `cpu_load_local`.
 //!
 //! What it must not do: know the parameters of the requests it forwards.
+//!
+//! Long (about 510 lines): the engine and the streaming of samples share one
+//! exchange over the control connection and are kept side by side.
 
 use crate::address::Endpoint;
 use crate::client::Session;

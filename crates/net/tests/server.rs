@@ -1,5 +1,8 @@
 //! The server against well-behaved and hostile peers, in process on loopback:
 //! it keeps serving the next legitimate client with bounded memory.
+//!
+//! Long (about 620 lines): 15 hostile-peer tests sharing one in-process
+//! server and its raw-socket helpers.
 
 use headroom_net::wire;
 use headroom_net::{

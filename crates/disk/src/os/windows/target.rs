@@ -16,6 +16,9 @@
 //!
 //! What every platform shares (the kind of target, the options, the test
 //! file's name, the free-space refusal, the layout's data) is storage.rs's.
+//!
+//! Long (about 540 lines): the Win32 twin of target.rs, kept in one file so
+//! that it can be read against the Win32 documentation top to bottom.
 
 use crate::safety;
 use crate::storage::{check_space, fill_test_file, space_margin, CreatedTestFile, Registry};
