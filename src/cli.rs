@@ -298,6 +298,9 @@ mod tests {
             }
         }
         assert!(unknown.is_empty(), "flags no command has:\n{}", unknown.join("\n"));
-        assert_eq!(flags_named_in(r#"x("use --link SPEC or --rw-mix") // --not"#), ["--link", "--rw-mix"]);
+        assert_eq!(
+            flags_named_in("x(\"use --link SPEC or --rw-mix\")\n  // --not\n#[cfg(test)] --no"),
+            ["--link", "--rw-mix"]
+        );
     }
 }
