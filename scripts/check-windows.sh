@@ -133,7 +133,10 @@ sys() {
   # Volumes: the prefix's C: drive (wine says NTFS) with the device behind it.
   jq -e 'any(.filesystems[]; .mountpoint == "C:\\" and .fstype != "" and .device != "")' sys.json >/dev/null ||
     { echo "no C:\ volume: $(jq -c '.filesystems' sys.json)"; return 1; }
-  echo "$(jq -r '.cpu.logical_cpus' sys.json) CPUs ($(jq -r '.cpu.model' sys.json)), $(jq -r '.memory_bytes / 1073741824 | . * 100 | round / 100' sys.json) GiB, adapters $(jq -r '[.nics[] | "\(.name) (\(.kind), MTU \(.mtu))"] | join(", ")' sys.json), $(jq -r '.os // "no OS name"' sys.json) $(jq -r '.kernel // ""' sys.json): as Linux sees it; volumes $(jq -r '[.filesystems[] | "\(.mountpoint) \(.fstype) \(.device)"] | join(", ")' sys.json)"
+  # Wine answers the storage queries for its drives (a SCSI disk of the host's size).
+  jq -e 'any(.block_devices[]; (.name | startswith("PhysicalDrive")) and .size_bytes > 0 and .transport != null)' sys.json >/dev/null ||
+    { echo "no physical drive: $(jq -c '.block_devices' sys.json)"; return 1; }
+  echo "$(jq -r '.cpu.logical_cpus' sys.json) CPUs ($(jq -r '.cpu.model' sys.json)), $(jq -r '.memory_bytes / 1073741824 | . * 100 | round / 100' sys.json) GiB, adapters $(jq -r '[.nics[] | "\(.name) (\(.kind), MTU \(.mtu))"] | join(", ")' sys.json), $(jq -r '.os // "no OS name"' sys.json) $(jq -r '.kernel // ""' sys.json): as Linux sees it; volumes $(jq -r '[.filesystems[] | "\(.mountpoint) \(.fstype) \(.device)"] | join(", ")' sys.json); disks $(jq -r '[.block_devices[] | "\(.name) \(.transport) \(.size_bytes / 1e9 | round) GB"] | join(", ")' sys.json)"
 }
 
 # Presenters read documents only: both platforms must print the same bytes.

@@ -43,8 +43,11 @@ pub fn render(host: &Host, style: Style) -> String {
     text += &section(
         style,
         "Block devices",
-        disk_line(["name", "transport", "model", "size", "type", "scheduler", "bus", "bus ceiling"]),
-        host.block_devices.iter().map(|disk| disk_row(disk, style)),
+        disk_line(
+            name_width(&host.block_devices),
+            ["name", "transport", "model", "size", "type", "scheduler", "bus", "bus ceiling"],
+        ),
+        host.block_devices.iter().map(|disk| disk_row(disk, name_width(&host.block_devices), style)),
     );
     text += &section(
         style,
@@ -67,8 +70,17 @@ fn nic_line(c: [&str; 8]) -> String {
     format!("  {:<16} {:<9} {:<13} {:<8} {:>6} {:<9} {:<28} {}\n", c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7])
 }
 
-fn disk_line(c: [&str; 8]) -> String {
-    format!("  {:<10} {:<9} {:<30} {:>11} {:<4} {:<12} {:<14} {}\n", c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7])
+/// The name column: 10 wide (Linux's `nvme0n1`, `sda`), wider for longer
+/// names (Windows' `PhysicalDrive0`).
+fn name_width(disks: &[BlockDevice]) -> usize {
+    disks.iter().map(|d| d.name.chars().count()).max().unwrap_or(0).max(10)
+}
+
+fn disk_line(name_width: usize, c: [&str; 8]) -> String {
+    format!(
+        "  {:<name_width$} {:<9} {:<30} {:>11} {:<4} {:<12} {:<14} {}\n",
+        c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
+    )
 }
 
 fn filesystem_line(c: [&str; 3]) -> String {
@@ -116,7 +128,7 @@ fn nic_row(nic: &Nic, style: Style) -> String {
     text
 }
 
-fn disk_row(disk: &BlockDevice, style: Style) -> String {
+fn disk_row(disk: &BlockDevice, name_width: usize, style: Style) -> String {
     let kind = match disk.rotational {
         Some(true) => "hdd",
         Some(false) => "ssd",
@@ -132,16 +144,19 @@ fn disk_row(disk: &BlockDevice, style: Style) -> String {
         (Some(b), None) => b.clone(),
         (None, _) => "-".into(),
     };
-    let mut text = disk_line([
-        &disk.name,
-        disk.transport.as_deref().unwrap_or("-"),
-        &truncate(disk.model.as_deref().unwrap_or("-"), 30),
-        &format_size(disk.size_bytes),
-        kind,
-        disk.scheduler.as_deref().unwrap_or("-"),
-        &bus,
-        &disk.ceiling_bytes_per_sec.map(|c| rate(c, style)).unwrap_or_else(|| "-".into()),
-    ]);
+    let mut text = disk_line(
+        name_width,
+        [
+            &disk.name,
+            disk.transport.as_deref().unwrap_or("-"),
+            &truncate(disk.model.as_deref().unwrap_or("-"), 30),
+            &format_size(disk.size_bytes),
+            kind,
+            disk.scheduler.as_deref().unwrap_or("-"),
+            &bus,
+            &disk.ceiling_bytes_per_sec.map(|c| rate(c, style)).unwrap_or_else(|| "-".into()),
+        ],
+    );
     text += &annotations(&disk.flags, &disk.notes, style);
     text
 }
@@ -183,5 +198,21 @@ mod tests {
         assert!(iec.contains("PCIe 2.0 x1: 4.000 Gb/s (500.0 MB/s, 476.8 MiB/s)"), "{iec}");
         let colour = render(&headroom_sys::inventory(&root), Style { color: true, iec: false });
         assert!(colour.contains("\x1b[1mNetwork interfaces\x1b[0m"), "{colour}");
+    }
+
+    #[test]
+    fn a_long_disk_name_widens_its_column_for_every_row() {
+        let disk = |name: &str| BlockDevice { name: name.into(), size_bytes: 1 << 30, ..BlockDevice::default() };
+        let lines = |disks: &[BlockDevice]| {
+            let header =
+                disk_line(name_width(disks), ["name", "transport", "model", "size", "type", "scheduler", "bus", "x"]);
+            let rows: String = disks.iter().map(|d| disk_row(d, name_width(disks), Style::default())).collect();
+            header + &rows
+        };
+        let windows = lines(&[disk("PhysicalDrive0"), disk("PhysicalDrive12")]);
+        let starts: Vec<usize> =
+            windows.lines().map(|l| l.find(" - ").or_else(|| l.find(" transport")).unwrap()).collect();
+        assert!(starts.iter().all(|s| *s == starts[0]) && starts[0] == 2 + 15, "{windows}");
+        assert!(lines(&[disk("sda")]).starts_with("  name       transport"), "Linux's width stays 10");
     }
 }

@@ -158,23 +158,7 @@ pub mod io_limit {
     }
 }
 
-/// Disks: not listed on Windows yet.
-pub mod block {
-    use crate::SysRoot;
-    use headroom_result::BlockDevice;
-    use std::path::Path;
-
-    /// Empty: disks are not listed on Windows yet.
-    pub fn block_devices(_root: &SysRoot) -> Vec<BlockDevice> {
-        Vec::new()
-    }
-
-    /// None: the disk under a path is not looked up on Windows yet.
-    pub fn block_device_holding(_path: &Path) -> Option<BlockDevice> {
-        None
-    }
-}
-
+pub mod block;
 pub mod mounts;
 
 /// The adapters as GetAdaptersAddresses lists them.
