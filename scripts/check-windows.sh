@@ -361,6 +361,14 @@ soak() {
   db="$here/soak.sqlite"
   win soak --duration 10s --probe-time 1s --server "127.0.0.1:$port" --path 'C:\headroom-check\soak' \
     --remote-path "$far" --size 16M --db 'C:\headroom-check\soak\soak.sqlite' >soak.out
+  # A killed session's test file whose writer no longer runs (a pid no
+  # process has) is removed on --resume (before, any pid kept it there).
+  printf x >"$here/headroom-disk-99996.tmp"
+  sqlite3 "$db" "insert into test_files (session, path, pid) values
+    ((select max(id) from sessions), 'C:\\headroom-check\\soak\\headroom-disk-99996.tmp', 99996)"
+  win soak --resume --duration 13s --db 'C:\headroom-check\soak\soak.sqlite' >soak-resume.out 2>&1
+  [ ! -e "$here/headroom-disk-99996.tmp" ] ||
+    { echo "a dead writer's test file was kept on --resume:"; cat soak-resume.out; return 1; }
   kill "$(cat soak-serve.log.pid)"
   [ -z "$(ls -A "$far")" ] || { echo "the server's test file left: $(ls "$far")"; return 1; }
   [ "$(ls -A "$here")" = soak.sqlite ] || { echo "left beside the database: $(ls "$here")"; return 1; }
@@ -378,7 +386,7 @@ soak() {
   win report 'C:\headroom-check\soak\soak.sqlite' --html 'C:\headroom-check\soak\report.html' >/dev/null
   "$linux" report soak.sqlite --html soak-report-linux.html >/dev/null
   cmp "$here/report.html" soak-report-linux.html
-  echo "headroom.exe soak on C:\\headroom-check\\soak and Linux serve 127.0.0.1:$port: $(sqlite3 soak.sqlite "select count(*) from cycles") turns, $(sqlite3 soak.sqlite "select count(*) from samples") samples ($(sqlite3 soak.sqlite "select group_concat(probe || ' ' || cast(round(v / 1e6) as int) || ' MB/s', ', ') from (select probe, avg(bytes_per_sec) v from samples group by probe)")); test files removed on both ends; report and report --html identical to Linux's"
+  echo "headroom.exe soak on C:\\headroom-check\\soak and Linux serve 127.0.0.1:$port: $(sqlite3 soak.sqlite "select count(*) from cycles") turns, $(sqlite3 soak.sqlite "select count(*) from samples") samples ($(sqlite3 soak.sqlite "select group_concat(probe || ' ' || cast(round(v / 1e6) as int) || ' MB/s', ', ') from (select probe, avg(bytes_per_sec) v from samples group by probe)")); test files removed on both ends, a dead writer's removed on --resume; report and report --html identical to Linux's"
 }
 
 # fleet from headroom.exe: two Linux agents on loopback run one disk test

@@ -132,5 +132,5 @@ pub fn mark_removed(store: &Store, file: Option<&TestFile>) -> Result<(), StoreE
 
 /// Whether `pid` is a running headroom other than this one.
 fn headroom_running(pid: u32) -> bool {
-    pid != std::process::id() && crate::os::is_headroom(pid)
+    pid != std::process::id() && headroom_sys::process_name(pid).is_some_and(|name| name == "headroom")
 }

@@ -83,10 +83,13 @@ pub struct EngineConfig {
     pub buf_size: usize,
     /// Buffer memory alignment for O_DIRECT, bytes (raised to at least a page).
     pub buf_align: usize,
-    /// io_uring only: registered buffers (fio's `--fixedbufs`).
+    /// io_uring only: registered buffers (fio's `--fixedbufs`). Windows'
+    /// engine reads neither this nor `force_async` (docs/platform.md).
+    #[cfg_attr(windows, allow(dead_code))]
     pub fixedbufs: bool,
     /// io_uring only: reads and writes skip the non-blocking first attempt
     /// (IOSQE_ASYNC, fio's `--force_async=1`); see `FORCE_ASYNC_ABOVE` (os/linux/uring.rs).
+    #[cfg_attr(windows, allow(dead_code))]
     pub force_async: bool,
 }
 

@@ -30,8 +30,10 @@ mod windows;
 pub(crate) use windows::*;
 
 /// Why the kernel refused to bind a socket to a named interface, for the
-/// reasons the user is told in words.
+/// reasons the user is told in words. (Windows binds to no interface, so
+/// it makes neither.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(windows, allow(dead_code))]
 pub(crate) enum BindDeviceRefusal {
     /// Binding to an interface needs a privilege this process lacks.
     NotPermitted,

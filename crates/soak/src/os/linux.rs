@@ -1,6 +1,5 @@
 //! The Linux implementation of headroom-soak's platform seam (see `mod.rs`):
-//! `operstate` and `carrier_changes` under /sys/class/net, /dev/kmsg and
-//! /proc/PID/comm.
+//! `operstate` and `carrier_changes` under /sys/class/net, and /dev/kmsg.
 //! Reads only; what a flap is belongs to `headroom_analysis::detect`.
 
 use super::LinkState;
@@ -15,11 +14,6 @@ pub(crate) fn link_state(iface: &str) -> Option<LinkState> {
     let operstate = std::fs::read_to_string(dir.join("operstate")).ok()?;
     let carrier_changes = std::fs::read_to_string(dir.join("carrier_changes")).ok().and_then(|s| s.trim().parse().ok());
     Some(LinkState { up: matches!(operstate.trim(), "up" | "unknown"), carrier_changes })
-}
-
-/// Whether `pid` is a running process called headroom.
-pub(crate) fn is_headroom(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "headroom")
 }
 
 /// /dev/kmsg, read from where it was opened on.

@@ -3,9 +3,8 @@
 //! (`linux.rs`, `windows.rs`). watch.rs and leftovers.rs call only these names, so
 //! a port adds a file with the same ones. See docs/platform.md.
 //!
-//! What a platform provides:
-//! - `is_headroom`: whether a process id is a running headroom (a test file
-//!   whose writer still runs is not a leftover);
+//! What a platform provides (leftovers.rs asks headroom-sys for a
+//! process's name, which is that crate's seam):
 //!
 //! link_watch:
 //! - `link_state`: whether an interface is up and how often its carrier

@@ -1,21 +1,16 @@
 //! The Windows implementation of headroom-soak's platform seam (see
-//! `mod.rs`): process names, an adapter's state and the kernel's log are not read on
-//! Windows yet, so the link watcher sees no interface and no log (absent,
-//! as on a Linux machine without sysfs or /dev/kmsg).
+//! `mod.rs`): an adapter's state as GetAdaptersAddresses gives it (through
+//! headroom-sys). Windows keeps no count of carrier changes, so the link
+//! watcher finds flaps by the state it sees change between its looks; the
+//! kernel's log is not read on Windows yet (absent, as on a Linux machine
+//! without /dev/kmsg).
 
 use super::LinkState;
 
-/// Whether `pid` may be a running headroom. Process names are not looked
-/// up on Windows yet, so every other live-or-not process counts as one:
-/// a soak's `--resume` then leaves a test file in place rather than delete
-/// one a running headroom still writes.
-pub(crate) fn is_headroom(_pid: u32) -> bool {
-    true
-}
-
-/// None: adapter states are not read on Windows yet.
-pub(crate) fn link_state(_iface: &str) -> Option<LinkState> {
-    None
+/// The adapter's state, or `None` when no adapter has that name.
+pub(crate) fn link_state(iface: &str) -> Option<LinkState> {
+    let nic = headroom_sys::nics(&headroom_sys::SysRoot::live()).into_iter().find(|n| n.name == iface)?;
+    Some(LinkState { up: matches!(nic.operstate.as_deref(), Some("up" | "unknown")), carrier_changes: None })
 }
 
 /// The kernel's log (not readable on Windows yet: never opened).

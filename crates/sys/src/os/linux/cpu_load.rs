@@ -234,9 +234,22 @@ pub(crate) fn cgroup_counters(proc_dir: &Path) -> Option<CgroupCounters> {
     Some(CgroupCounters { version, path, quota_us, period_us, periods, throttled_periods, throttled_ns })
 }
 
+/// The program a running process runs, as /proc/PID/comm names it
+/// (`headroom`); None when no such process runs.
+pub fn process_name(pid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).ok().map(|c| c.trim().to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_process_is_named_as_its_comm_and_a_gone_one_has_none() {
+        let own = std::fs::read_to_string("/proc/self/comm").unwrap();
+        assert_eq!(process_name(std::process::id()).as_deref(), Some(own.trim()));
+        assert_eq!(process_name(u32::MAX), None);
+    }
 
     #[test]
     fn a_busy_process_of_the_machine_is_named() {

@@ -225,6 +225,22 @@ fn thread_name(thread: &Owned) -> Option<String> {
 /// Every process whose times this user may read: pid -> (executable, time).
 fn all_processes() -> BTreeMap<u32, (String, u64)> {
     let mut found = BTreeMap::new();
+    for (pid, exe) in processes() {
+        // SAFETY: a process handle, closed by Owned (pid 0, the idle process, is refused).
+        if let Some(h) = Owned::new(unsafe { OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid) }) {
+            // SAFETY: an open process handle and four FILETIMEs to fill.
+            if let Some(t) = times_of(|c, e, k, u| unsafe { GetProcessTimes(h.0, c, e, k, u) }) {
+                found.insert(pid, (exe, t));
+            }
+        }
+    }
+    found
+}
+
+/// Every process the system lists (a Toolhelp snapshot, which needs no
+/// access to the processes themselves): (pid, executable's file name).
+fn processes() -> Vec<(u32, String)> {
+    let mut found = Vec::new();
     // SAFETY: a snapshot handle, closed by Owned.
     let Some(snap) = Owned::new(unsafe { CreateToolhelp32Snapshot(TH32CS_SNAPPROCESS, 0) }) else { return found };
     // SAFETY: plain data; dwSize is set as the API asks.
@@ -233,17 +249,18 @@ fn all_processes() -> BTreeMap<u32, (String, u64)> {
     // SAFETY: `entry` is a PROCESSENTRY32W with its size set; the snapshot is open.
     let mut more = unsafe { Process32FirstW(snap.0, &mut entry) } != 0;
     while more {
-        let pid = entry.th32ProcessID;
-        // SAFETY: a process handle, closed by Owned (pid 0, the idle process, is refused).
-        if let Some(h) = Owned::new(unsafe { OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid) }) {
-            // SAFETY: an open process handle and four FILETIMEs to fill.
-            if let Some(t) = times_of(|c, e, k, u| unsafe { GetProcessTimes(h.0, c, e, k, u) }) {
-                let len = entry.szExeFile.iter().position(|&c| c == 0).unwrap_or(entry.szExeFile.len());
-                found.insert(pid, (String::from_utf16_lossy(&entry.szExeFile[..len]), t));
-            }
-        }
+        let len = entry.szExeFile.iter().position(|&c| c == 0).unwrap_or(entry.szExeFile.len());
+        found.push((entry.th32ProcessID, String::from_utf16_lossy(&entry.szExeFile[..len])));
         // SAFETY: as for Process32FirstW.
         more = unsafe { Process32NextW(snap.0, &mut entry) } != 0;
     }
     found
+}
+
+/// The program a running process runs, without `.exe` (`headroom` for
+/// headroom.exe, as Linux's comm names it); None when no such process runs.
+pub fn process_name(pid: u32) -> Option<String> {
+    let (_, exe) = processes().into_iter().find(|(p, _)| *p == pid)?;
+    let stem = exe.len().checked_sub(4).filter(|&n| exe.is_char_boundary(n) && exe[n..].eq_ignore_ascii_case(".exe"));
+    Some(stem.map_or(exe.clone(), |n| exe[..n].to_string()))
 }
