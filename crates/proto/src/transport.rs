@@ -65,7 +65,14 @@ fn connect_one(addr: &SocketAddr, source: &Source, limit: Duration, stop: &Atomi
         Ok(()) => {}
         Err(e) if os::connect_in_progress(&e) => {
             let deadline = Deadline::after(limit, "the TCP connect");
-            while !os::wait_socket(&sock, os::Ready::Write, deadline.left(stop)?)? {}
+            // WSAPoll before Windows 10 2004 never reports a refused
+            // connect, but the socket's pending error does: it is read after
+            // each slice, so a refusal ends the wait there too.
+            while !os::wait_socket(&sock, os::Ready::Write, deadline.left(stop)?)? {
+                if let Some(e) = sock.take_error()? {
+                    return Err(e);
+                }
+            }
             if let Some(e) = sock.take_error()? {
                 return Err(e);
             }

@@ -72,7 +72,7 @@ pub(crate) use std::os::windows::io::AsSocket;
 /// Waits up to `timeout` for `sock` to be `ready` (WSAPoll; a part of a
 /// millisecond rounds up, so a short wait never spins); false when it was
 /// not. WSAPoll before Windows 10 2004 does not report a refused connect:
-/// such a connect waits out its deadline and is then unreachable.
+/// the connect's wait (transport.rs) reads the socket's error between slices.
 pub(crate) fn wait_socket(sock: &impl AsSocket, ready: Ready, timeout: Duration) -> io::Result<bool> {
     let events = match ready {
         Ready::Read => POLLRDNORM,
