@@ -11,6 +11,10 @@ stats() {
           printf "%.6g %.1f", m, (m > 0 ? (v[NR] - v[1]) / m * 100 : 0) }'
 }
 
+# median_of FILE COLUMN, spread_of FILE COLUMN -> one of the two stats.
+median_of() { stats "$1" "$2" | cut -d' ' -f1; }
+spread_of() { stats "$1" "$2" | cut -d' ' -f2; }
+
 # ratio A B -> A / B with three decimals (0 when B is 0).
 ratio() {
   awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'

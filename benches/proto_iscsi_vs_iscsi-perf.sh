@@ -85,7 +85,6 @@ run_hr() {
   cpu=$(awk '/^CPU/ {print $2 + $3}' "$tmp/time")
   echo "$out" | jq -r --arg cpu "$cpu" '.probes[0].summary | "\(.bytes_per_sec / 1e6) \(.iops) \($cpu)"'
 }
-median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
 bench() {
   local name=$1; shift
@@ -98,16 +97,15 @@ bench() {
     run_hr "$@" >>"$tmp/h"
   done
   local pm hm pi hi pc hc
-  pm=$(awk '{print $1}' "$tmp/p" | median); hm=$(awk '{print $1}' "$tmp/h" | median)
-  pi=$(awk '{print $2}' "$tmp/p" | median); hi=$(awk '{print $2}' "$tmp/h" | median)
-  # CPU seconds per GB moved: the process's CPU over the whole run / bytes (MB/s x seconds).
-  pc=$(awk -v s="$secs" '{ if ($1 > 0) print $3 / ($1 * s / 1000) }' "$tmp/p" | median)
-  hc=$(awk -v s="$secs" '{ if ($1 > 0) print $3 / ($1 * s / 1000) }' "$tmp/h" | median)
-  printf '%-22s iscsi-perf %8.1f MB/s %8.0f IOPS %6.2f CPU s/GB | headroom %8.1f MB/s %8.0f IOPS %6.2f CPU s/GB | ratio %s\n' \
-    "$name" "$pm" "$pi" "$pc" "$hm" "$hi" "$hc" "$(ratio "$hm" "$pm")"
-  # CPU seconds per GB, per round, as a third column for the shared row.
+  # CPU seconds per GB moved, per round, as a third column: the process's
+  # CPU over the whole run / bytes (MB/s x seconds).
   awk -v s="$secs" '{ print $1, $2, ($1 > 0 ? $3 / ($1 * s / 1000) : 0) }' "$tmp/p" >"$tmp/p3"
   awk -v s="$secs" '{ print $1, $2, ($1 > 0 ? $3 / ($1 * s / 1000) : 0) }' "$tmp/h" >"$tmp/h3"
+  pm=$(median_of "$tmp/p3" 1); hm=$(median_of "$tmp/h3" 1)
+  pi=$(median_of "$tmp/p3" 2); hi=$(median_of "$tmp/h3" 2)
+  pc=$(median_of "$tmp/p3" 3); hc=$(median_of "$tmp/h3" 3)
+  printf '%-22s iscsi-perf %8.1f MB/s %8.0f IOPS %6.2f CPU s/GB | headroom %8.1f MB/s %8.0f IOPS %6.2f CPU s/GB | ratio %s\n' \
+    "$name" "$pm" "$pi" "$pc" "$hm" "$hi" "$hc" "$(ratio "$hm" "$pm")"
   bench_row_from "iSCSI (tgt)" "$name" "MB/s" "iscsi-perf" ">= 1.0" "$tmp/h3" "$tmp/p3" 1
   bench_row_from "iSCSI (tgt)" "$name: CPU s per GB" "s/GB" "iscsi-perf" "<= 1.0" "$tmp/h3" "$tmp/p3" 3
 }

@@ -118,9 +118,6 @@ ours() {
     awk -v s=$size -v c=$cpu -v t=$((secs + 1)) '{ moved = s + $1 * t; printf "%.1f %.2f\n", $1 / 1e6, c / (moved / 1e9) }'
 }
 
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
-spread() { sort -g | awk '{ v[NR] = $1 } END { m = (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2); printf "%.0f%%", m ? (v[NR] - v[1]) / m * 100 : 0 }'; }
-
 echo "proto_smb_vs_smbclient: ${rounds} rounds, ${size_mb} MiB, headroom QD$qd, link ${rate:-unshaped}"
 printf "%-10s %12s %8s %12s %8s %7s %14s %14s\n" test smbclient spread headroom spread ratio "smbclient s/GB" "headroom s/GB"
 for dir in read write; do
@@ -130,10 +127,10 @@ for dir in read write; do
     ours $dir >>"$tmp/h"
     rm -f "$tmp/share/put.dat"
   done
-  pm=$(cut -d' ' -f1 "$tmp/p" | median); hm=$(cut -d' ' -f1 "$tmp/h" | median)
-  pc=$(cut -d' ' -f2 "$tmp/p" | median); hc=$(cut -d' ' -f2 "$tmp/h" | median)
-  printf "%-10s %12s %8s %12s %8s %7s %14s %14s\n" "1M $dir" "$pm MB/s" "$(cut -d' ' -f1 "$tmp/p" | spread)" \
-    "$hm MB/s" "$(cut -d' ' -f1 "$tmp/h" | spread)" "$(awk -v h=$hm -v p=$pm 'BEGIN { printf "%.2f", h / p }')" "$pc" "$hc"
+  pm=$(median_of "$tmp/p" 1); hm=$(median_of "$tmp/h" 1)
+  pc=$(median_of "$tmp/p" 2); hc=$(median_of "$tmp/h" 2)
+  printf "%-10s %12s %8s %12s %8s %7s %14s %14s\n" "1M $dir" "$pm MB/s" "$(spread_of "$tmp/p" 1)%" \
+    "$hm MB/s" "$(spread_of "$tmp/h" 1)%" "$(ratio "$hm" "$pm")" "$pc" "$hc"
   bench_row_from "SMB (smbd${rate:+, $rate})" "1M $dir QD$qd" "MB/s" "smbclient" ">= 1.0" "$tmp/h" "$tmp/p" 1
   bench_row_from "SMB (smbd${rate:+, $rate})" "1M $dir QD$qd: CPU s per GB" "s/GB" "smbclient" "<= 1.0" "$tmp/h" "$tmp/p" 2
 done
