@@ -37,4 +37,8 @@ pub(crate) enum BindDeviceRefusal {
     NotPermitted,
     /// No interface has that name.
     NoSuchInterface,
+    /// This platform cannot hold a socket to an interface yet (Windows);
+    /// the error's text says so, and a source address is the way instead.
+    #[cfg_attr(not(windows), allow(dead_code))]
+    Unavailable,
 }
