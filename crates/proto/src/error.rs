@@ -107,6 +107,7 @@ fn rewrite_typed(message: Message<Setting>, f: impl FnOnce(String) -> String) ->
     const MARK: &str = "\u{0}";
     let whole = f(MARK.to_string());
     match whole.split_once(MARK) {
+        Some((before, "")) => Message::text(before).join(message),
         Some((before, after)) => Message::text(before).join(message).then(after),
         // `f` dropped the message: its line is all there is.
         None => Message::text(whole),
