@@ -48,7 +48,7 @@ fuzz_target!(|data: &[u8]| {
         }
         EngineKind::Cpu => {
             let cpu: CpuRequest = request.params().expect("admitted requests parse");
-            assert!(cpu.check().is_ok());
+            assert!(cpu.check(headroom_cpu::Setting::name).is_ok());
             assert!(cpu.threads as u64 <= u64::from(caps.max_jobs));
             assert!(cpu.buffer_bytes_total() <= caps.max_buffer_bytes);
             assert!(cpu.warmup.saturating_add(cpu.time) <= MAX_DURATION);

@@ -45,7 +45,7 @@ pub struct CpuArgs {
     #[arg(long, value_name = "DURATION", default_value = "100ms")]
     pub time: DurationArg,
     /// Link to compare with, e.g. 1gbe, 10gbe, 25gbe, 16gfc, 940Mb/s (default: fastest local interface)
-    #[arg(long, value_name = "SPEC", value_parser = LinkSpec::parse)]
+    #[arg(long, value_name = "SPEC", value_parser = |text: &str| LinkSpec::parse(text).map_err(|e| crate::flags::line(&e)))]
     pub link: Option<LinkSpec>,
     /// Only these kernels: groups (parity, checksum, compression, encryption) or ids
     /// (sha256, aes-256-gcm, zstd-3-compress, ...), comma-separated (default: all)

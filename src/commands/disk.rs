@@ -68,7 +68,7 @@ pub struct DiskArgs {
     /// (InitialR2T, ImmediateData, MaxBurstLength, FirstBurstLength, MaxOutstandingR2T,
     /// MaxRecvDataSegmentLength); repeatable. The result records what was asked
     /// (`NAME_asked`) beside what the target granted
-    #[arg(long, value_name = "KEY=VALUE,...")]
+    #[arg(long, value_name = "KEY=VALUE,...", value_parser = |text: &str| text.parse::<IscsiKeys>().map_err(|e| crate::flags::line(&e)))]
     pub iscsi: Vec<IscsiKeys>,
     #[command(flatten)]
     pub test: DiskTestArgs,

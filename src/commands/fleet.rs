@@ -127,9 +127,14 @@ const DEFAULT_SIZE: u64 = 1 << 30;
 
 pub fn run(args: &FleetArgs, out: &Output) -> anyhow::Result<Outcome> {
     let sum_goals = crate::output::parse_goal_flag(args.goal.as_deref())?;
-    // Same syntax, another flag: the message names the one the user typed.
-    let host_goals = crate::output::parse_goal_flag(args.host_goal.as_deref())
-        .map_err(|e| anyhow::anyhow!("--host-goal{}", e.to_string().trim_start_matches("--goal")))?;
+    // Same syntax, another flag: the message names the one the user typed
+    // (a goal list's error names no other setting).
+    let host_goals = match args.host_goal.as_deref() {
+        Some(list) => {
+            headroom_analysis::parse_goals(list).map_err(|e| anyhow::anyhow!(e.message().spelled(|_| "--host-goal")))?
+        }
+        None => Vec::new(),
+    };
     let plan = match &args.probe {
         FleetProbe::Disk(disk) => disk_plan(disk)?,
         FleetProbe::Net(net) => net_plan(net, args.token.as_deref())?,
@@ -140,7 +145,7 @@ pub fn run(args: &FleetArgs, out: &Output) -> anyhow::Result<Outcome> {
     }
     let hosts = headroom_fleet::parse_hosts(&args.hosts, args.token.clone(), AGENT_TIMEOUT)?;
     headroom_fleet::resolve_all(&hosts, MAX_WORKERS)?;
-    headroom_fleet::ensure_file_limit(hosts.len()).map_err(anyhow::Error::msg)?;
+    headroom_fleet::ensure_file_limit(hosts.len())?;
     let stop = crate::signals::stop_flag();
     let chatty = out.progress && !out.json;
     let on_event = |event: &FleetEvent| match event {
@@ -151,7 +156,7 @@ pub fn run(args: &FleetArgs, out: &Output) -> anyhow::Result<Outcome> {
         FleetEvent::Starting { .. } => {}
     };
     let started_at = headroom_result::now_rfc3339();
-    let outcomes = headroom_fleet::run_fleet(&hosts, &plan, stop, &on_event, crate::flags::net);
+    let outcomes = headroom_fleet::run_fleet(&hosts, &plan, stop, &on_event, crate::flags::SPELLING);
     let (probes, fleet) = headroom_fleet::gather(&plan, &outcomes);
     let failed: Vec<String> = fleet.hosts.iter().filter(|h| h.error.is_some()).map(|h| h.name.clone()).collect();
     let failed_line = format!(

@@ -57,7 +57,7 @@ pub struct NetArgs {
     #[arg(long, value_parser = Rate::parse_iperf_style)]
     pub udp: Option<Rate>,
     /// The link to compare against: a name (1gbe, 10gbe) or a rate (940Mb/s); default: the local interface that routes to HOST
-    #[arg(long, value_name = "SPEC", value_parser = LinkSpec::parse_network)]
+    #[arg(long, value_name = "SPEC", value_parser = |text: &str| LinkSpec::parse_network(text).map_err(|e| crate::flags::line(&e)))]
     pub link: Option<LinkSpec>,
     /// Wire protocol: auto detects a headroom server and falls back to iperf3; iperf2 (a
     /// stock `iperf -s`, port 5001 by default) runs TCP up and down tests and the udp test

@@ -85,7 +85,7 @@ pub fn load_results(paths: &[PathBuf]) -> anyhow::Result<Vec<(ResultDoc, String)
             let doc = if headroom_soak::is_sqlite_file(path) {
                 // A `headroom soak` database: the whole soak, samples thinned for the charts.
                 let doc = headroom_soak::load_result(path, headroom_soak::SampleDetail::AtMost(2000))
-                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+                    .map_err(|e| anyhow::anyhow!(crate::flags::line(&e)))?;
                 doc.validate().map_err(|e| {
                     anyhow::anyhow!("{}: a soak database with an impossible figure: {e}", path.display())
                 })?;

@@ -65,10 +65,10 @@ pub struct RunArgs {
     /// (InitialR2T, ImmediateData, MaxBurstLength, FirstBurstLength, MaxOutstandingR2T,
     /// MaxRecvDataSegmentLength); repeatable. The result records what was asked
     /// (`NAME_asked`) beside what the target granted
-    #[arg(long, value_name = "KEY=VALUE,...", requires = "share")]
+    #[arg(long, value_name = "KEY=VALUE,...", requires = "share", value_parser = |text: &str| text.parse::<IscsiKeys>().map_err(|e| crate::flags::line(&e)))]
     pub iscsi: Vec<IscsiKeys>,
     /// The narrowest link between client and server: a name (1gbe, 10gbe, 2.5gbe) or a rate (940Mb/s)
-    #[arg(long, value_name = "SPEC", value_parser = LinkSpec::parse_network)]
+    #[arg(long, value_name = "SPEC", value_parser = |text: &str| LinkSpec::parse_network(text).map_err(|e| crate::flags::line(&e)))]
     pub link: Option<LinkSpec>,
     /// quick (about 45 s) or full (several minutes: more disk tests, 4-stream network tests, the CPU hop)
     #[arg(long, default_value = "quick", value_parser = ["quick", "full"])]

@@ -175,7 +175,7 @@ pub fn run(args: &ServeArgs, out: &Output) -> anyhow::Result<Outcome> {
         eprintln!("headroom serve: warning: {weak}; make one with `openssl rand -hex 16`");
     }
     let flush = match &args.flushcheck_dir {
-        Some(dir) => Some(headroom_flushcheck::SqliteLedger::open(dir).map_err(anyhow::Error::msg)?),
+        Some(dir) => Some(headroom_flushcheck::SqliteLedger::open(dir)?),
         None => None,
     };
     if args.max_buffer_memory.0 < (1 << 20) {
@@ -193,7 +193,8 @@ pub fn run(args: &ServeArgs, out: &Output) -> anyhow::Result<Outcome> {
         .with_caps(caps)
         .spelling_disk_settings(crate::flags::disk)
         .spelling_serve_settings(crate::flags::far_end)
-        .spelling_net_settings(crate::flags::net);
+        .spelling_net_settings(crate::flags::net)
+        .spelling_cpu_settings(crate::flags::cpu);
     let disk_dirs: Vec<String> = probes.allowed().iter().map(|d| d.display().to_string()).collect();
     let json = out.json;
     let log = move |line: &str| {

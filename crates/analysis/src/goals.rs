@@ -5,7 +5,9 @@
 //! exit codes or printing.
 
 use crate::verdict::{Analysis, Direction};
+use crate::Setting;
 use headroom_result::{NetProbeKind, Probe, ProbeSpec, ResultDoc};
+use headroom_units::setting::Message;
 use std::time::Duration;
 
 /// Every metric `--goal` accepts, with the unit it takes; shown in errors.
@@ -87,14 +89,29 @@ pub struct Goal {
 }
 
 /// Why `--goal` could not be parsed.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("--goal '{input}': {reason}; accepted: {ACCEPTED}")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GoalError {
     /// The whole `--goal` value as typed, not just the bad part.
     pub input: String,
     /// What was wrong, naming the part or metric ("unknown metric 'foo'").
     pub reason: String,
 }
+
+impl GoalError {
+    /// The line, naming the goal setting for the front end to spell (the
+    /// same list is `--goal` or `--host-goal` there).
+    pub fn message(&self) -> Message<Setting> {
+        Message::of(Setting::Goal).then(format!(" '{}': {}; accepted: {ACCEPTED}", self.input, self.reason))
+    }
+}
+
+impl std::fmt::Display for GoalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.message().fmt(f)
+    }
+}
+
+impl std::error::Error for GoalError {}
 
 /// Parses a comma-separated goal list.
 pub fn parse_goals(input: &str) -> Result<Vec<Goal>, GoalError> {

@@ -14,6 +14,7 @@ pub mod detect;
 mod goals;
 mod link_share;
 mod per_second;
+mod setting;
 mod verdict;
 
 pub use ceilings::{
@@ -29,4 +30,5 @@ pub use cpu_link::{cpu_document, cpu_probe_against_link, fills_link, share_of_li
 pub use goals::{evaluate, parse_goals, Goal, GoalError, GoalResult, Metric};
 pub use link_share::{faster_than_ceiling, net_probe_against_link, CEILING_SHARE};
 pub use per_second::per_second;
+pub use setting::Setting;
 pub use verdict::{analyse, annotate, Analysis, Bottleneck, Direction, DirectionVerdict};

@@ -22,14 +22,21 @@ pub enum Setting {
     Time,
 }
 
-impl fmt::Display for Setting {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Setting {
+    /// The setting's own name, for a front end that gives none.
+    pub fn name(self) -> &'static str {
+        match self {
             Setting::Kernels => "kernels",
             Setting::Threads => "threads",
             Setting::Size => "buffer size",
             Setting::Time => "time",
-        })
+        }
+    }
+}
+
+impl fmt::Display for Setting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 

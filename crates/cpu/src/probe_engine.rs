@@ -3,9 +3,10 @@
 //! as a `cpu` probe. Owns the translation between requests, measurements
 //! and probes; the timing itself stays in `measure`.
 
-use crate::{all_kernels, BufferSpec, Kernel, KernelBench, Measurement};
+use crate::{all_kernels, BufferSpec, Kernel, KernelBench, Measurement, Setting};
 use headroom_result::{details, Contention, Probe, ProbeSpec, Warning};
 use headroom_runner::{unix_now, EngineKind, Expected, Measured, ProbeEngine, ProbeError, ProbeRequest};
+use headroom_units::setting::Message;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -67,17 +68,20 @@ impl CpuRequest {
     /// range allows, a buffer of at least 4 KiB, at least one thread), so a
     /// request from the wire is held to the command line's rules. How many
     /// threads and how much memory a machine grants is its owner's to cap.
-    pub fn check(&self) -> Result<(), ProbeError> {
+    /// Its settings are named as `spell` spells them (for a far end, the
+    /// client's flags).
+    pub fn check(&self, spell: fn(Setting) -> &'static str) -> Result<(), ProbeError> {
         self.resolve()?;
         let (shortest, longest) = crate::choice::TIME_RANGE;
         let usage = |text: String| Err(ProbeError::Usage(text));
         if !(shortest..=longest).contains(&self.time) {
-            return usage(format!(
-                "--time {:.3}s is out of range: {} ms to {} s per figure",
+            let out_of_range = Message::of(Setting::Time).then(format!(
+                " {:.3}s is out of range: {} ms to {} s per figure",
                 self.time.as_secs_f64(),
                 shortest.as_millis(),
                 longest.as_secs()
             ));
+            return usage(out_of_range.spelled(spell));
         }
         if self.warmup > longest {
             return usage(format!(
@@ -188,7 +192,9 @@ impl ProbeEngine for CpuEngine {
     ) -> Result<Vec<Warning>, ProbeError> {
         for request in requests {
             let asked = request.params::<CpuRequest>()?;
-            asked.check()?;
+            // Checked already where a request comes from (the flags, or a far
+            // end's admission in the client's words): plain names suffice here.
+            asked.check(Setting::name)?;
             let kernel = asked.resolve()?;
             self.bench().verify(&kernel).map_err(|e| ProbeError::Failed(e.to_string()))?;
         }

@@ -56,6 +56,15 @@ pub enum Setting {
     Force,
     /// Keeping the test file after the run.
     Keep,
+    /// Bypassing the page cache (O_DIRECT, unbuffered I/O).
+    Direct,
+    /// The file that holds a share's credentials.
+    Credentials,
+    /// The login keys an iSCSI initiator offers.
+    IscsiKeys,
+    /// The directories a server lets clients' disk probes use (the far
+    /// end's setting, named in its refusals).
+    ServerAllowPath,
 }
 
 impl fmt::Display for Setting {
@@ -78,6 +87,10 @@ impl fmt::Display for Setting {
             Setting::Destructive => "leave to destroy data",
             Setting::Force => "leave to write over a signature",
             Setting::Keep => "keeping the test file",
+            Setting::Direct => "direct I/O",
+            Setting::Credentials => "credentials file",
+            Setting::IscsiKeys => "iSCSI login keys",
+            Setting::ServerAllowPath => "allowed paths",
         })
     }
 }

@@ -393,6 +393,12 @@ impl DiskError {
             DiskError::Invalid(m) => m.spelled(spell),
             DiskError::DiskFull { context } => disk_full(context).spelled(spell),
             DiskError::Refused { path, reason } => format!("refusing to write to {path}: {}", reason.spelled(spell)),
+            // A worker's connect answers in io::Error; a share that refuses a
+            // setting there carries the typed error inside it.
+            DiskError::Io { context, source } => match source.get_ref().and_then(|e| e.downcast_ref::<DiskError>()) {
+                Some(inner) => format!("{context}: {}", inner.spelled(spell)),
+                None => self.to_string(),
+            },
             other => other.to_string(),
         }
     }

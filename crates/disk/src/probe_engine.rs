@@ -16,6 +16,7 @@ use headroom_result::{details, Warning};
 use headroom_runner::{
     unix_now, EngineKind, Expected, LiveSample, Measured, Plan, PrepareEvent, ProbeEngine, ProbeError, ProbeRequest,
 };
+use headroom_units::setting::Message;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -142,11 +143,15 @@ impl DiskEngine {
         if crate::safety::under_any(&real, roots) {
             Ok(())
         } else {
-            Err(ProbeError::Usage(format!(
-                "'{}' leads to {}, outside every --allow-path of this server",
+            let outside = Message::text(format!(
+                "'{}' leads to {}, outside every ",
                 prepared.path.display(),
                 real.parent().unwrap_or(&real).display()
-            )))
+            ));
+            Err(disk_error(
+                DiskError::Invalid(outside.and(Setting::ServerAllowPath).then(" of this server")),
+                self.spelling,
+            ))
         }
     }
 
@@ -414,11 +419,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let plan = Plan::new(vec![request(dir.path(), Rw::Read, 1 << 20), request(dir.path(), Rw::RandRead, 1000)]);
         let mut log = SampleLog::default();
-        let runs = Runner::new().with(DiskEngine::new()).run_all(
-            &plan,
-            &AtomicBool::new(false),
-            &mut [&mut log as &mut dyn Sink],
-        );
+        // The block size spelled as the command line does.
+        let engine = DiskEngine::new().spelling_settings(|s| if s == Setting::BlockSize { "--bs" } else { "--other" });
+        let runs = Runner::new().with(engine).run_all(&plan, &AtomicBool::new(false), &mut [&mut log as &mut dyn Sink]);
         assert_eq!(runs.len(), 1);
         assert!(matches!(runs[0].error(), Some(ProbeError::Usage(m)) if m.contains("--bs 1000")), "{:?}", runs[0]);
         assert!(!log.events.iter().any(|e| matches!(e, PrepareEvent::Progress { .. })), "no layout");

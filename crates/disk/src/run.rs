@@ -21,6 +21,7 @@ use crate::target::PreparedTarget;
 use crate::{DirectMode, DiskError, EngineChoice, EngineKind, Pattern, Result, Rw, SyncMode, TestDef};
 use hdrhistogram::Histogram;
 use headroom_result::{Latency, Sample, Summary};
+use headroom_units::setting::Message;
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -187,22 +188,36 @@ fn new_histogram() -> Histogram<u64> {
 /// the flag to change. Callers run it for every test before the layout, so
 /// mistakes cost no time.
 pub fn check_test(target: &Storage, def: &TestDef, direct: bool) -> Result<()> {
+    use crate::Setting::{BlockSize, Direct, Size};
     crate::check_test_def(def)?;
     let (align, source) = target.align(direct);
     if !def.block_size.is_multiple_of(align) {
-        let fix = if target.local().is_some() { "use e.g. --bs 4k, or --direct off" } else { "use e.g. --bs 4k" };
-        return Err(DiskError::Usage(format!(
-            "--bs {} is not a multiple of {}'s alignment ({align} bytes, from {source}); {fix}",
-            def.block_size,
-            target.display(),
-        )));
+        let message = Message::of(BlockSize)
+            .then(format!(
+                " {} is not a multiple of {}'s alignment ({align} bytes, from {source}); use e.g. ",
+                def.block_size,
+                target.display(),
+            ))
+            .and(BlockSize)
+            .then(" 4k");
+        let fix = match target.local() {
+            Some(_) => message.then(", or ").and(Direct).then(" off"),
+            None => message,
+        };
+        return Err(DiskError::Invalid(fix));
     }
     if def.block_size > target.size() {
-        return Err(DiskError::Usage(format!(
-            "--bs {} is larger than the test region ({} bytes); use a smaller --bs or a larger --size",
-            def.block_size,
-            target.size()
-        )));
+        return Err(DiskError::Invalid(
+            Message::of(BlockSize)
+                .then(format!(
+                    " {} is larger than the test region ({} bytes); use a smaller ",
+                    def.block_size,
+                    target.size()
+                ))
+                .and(BlockSize)
+                .then(" or a larger ")
+                .and(Size),
+        ));
     }
     Ok(())
 }
@@ -225,8 +240,14 @@ struct EngineSetup {
 
 /// A local target: io_uring or psync on the file opened for this test.
 fn local_setup(target: &PreparedTarget, def: &TestDef, settings: RunSettings) -> Result<EngineSetup> {
+    use crate::Setting::Engine;
     let engine_kind = crate::engine::resolve_engine(settings.engine).map_err(|e| {
-        DiskError::Usage(format!("--engine io_uring: io_uring is not available here ({e}); use --engine psync or auto"))
+        DiskError::Invalid(
+            Message::of(Engine)
+                .then(format!(" io_uring: io_uring is not available here ({e}); use "))
+                .and(Engine)
+                .then(" psync or auto"),
+        )
     })?;
     let direct_mode = def.direct.unwrap_or(settings.direct);
     let want_direct = direct_mode != DirectMode::Off;

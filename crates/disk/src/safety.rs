@@ -70,6 +70,39 @@ pub fn probe_failed(shown: &str, e: io::Error) -> crate::DiskError {
     }
 }
 
+/// The refusal to write over `what` ("a block device", "an existing file")
+/// without leave to destroy it (both platforms' targets word it alike).
+pub fn writes_destroy(what: &str) -> Message<crate::Setting> {
+    use crate::Setting::*;
+    Message::text(format!("it is {what} and the tests write, which destroys its contents. Add "))
+        .and(Destructive)
+        .then(" if that is what you want, run read tests only (")
+        .and(Rw)
+        .then(" read or randread), or give a directory instead")
+}
+
+/// The refusal to write over `found` signatures without leave.
+pub fn holds_signatures(found: &[Signature]) -> Message<crate::Setting> {
+    use crate::Setting::*;
+    Message::text(format!("it holds {}. Writing would destroy it; add ", describe(found)))
+        .and(Force)
+        .then(" as well as ")
+        .and(Destructive)
+        .then(" only if you are sure")
+}
+
+/// The end of a refusal to write to something in use: no leave overrides it.
+pub fn never_in_use() -> Message<crate::Setting> {
+    Message::text("headroom never writes to something in use, even with ").and(crate::Setting::Force)
+}
+
+/// Direct I/O asked for (`on`) and refused by the target: `why`, and what
+/// to ask instead.
+pub fn direct_refused(why: String) -> crate::DiskError {
+    use crate::Setting::Direct;
+    crate::DiskError::Invalid(Message::of(Direct).then(format!(" on: {why}; use ")).and(Direct).then(" auto or off"))
+}
+
 /// "a crypto_LUKS (crypto, version 2) signature", or a list for several.
 pub fn describe(signatures: &[Signature]) -> String {
     let names: Vec<String> = signatures.iter().map(Signature::to_string).collect();

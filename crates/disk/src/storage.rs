@@ -11,8 +11,9 @@
 use crate::data::FastRng;
 use crate::share::{Share, ShareKind};
 use crate::target::PreparedTarget;
-use crate::{DiskError, Result};
+use crate::{DiskError, Result, Setting};
 use headroom_result::Warning;
+use headroom_units::setting::Message;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -200,14 +201,18 @@ pub fn check_space(size: u64, dir: &Path, free: u64, margin: u64) -> Result<()> 
         return Ok(());
     }
     let suggestion = (free.saturating_sub(margin) / 2).max(1 << 20);
-    Err(DiskError::Usage(format!(
-        "--size {} is larger than the free space on {} ({} free, {} kept spare); try --size {}",
-        headroom_units::format_size(size),
-        dir.display(),
-        headroom_units::format_size(free),
-        headroom_units::format_size(margin),
-        short_size(suggestion)
-    )))
+    Err(DiskError::Invalid(
+        Message::of(Setting::Size)
+            .then(format!(
+                " {} is larger than the free space on {} ({} free, {} kept spare); try ",
+                headroom_units::format_size(size),
+                dir.display(),
+                headroom_units::format_size(free),
+                headroom_units::format_size(margin),
+            ))
+            .and(Setting::Size)
+            .then(format!(" {}", short_size(suggestion))),
+    ))
 }
 
 fn short_size(bytes: u64) -> String {

@@ -19,7 +19,7 @@
 use crate::safety;
 use crate::storage::{check_space, fill_test_file, space_margin, CreatedTestFile, Registry};
 pub use crate::storage::{filesystem_caveat, test_file_name, FsInfo, RemoteRemoval, TargetKind, TargetOptions};
-use crate::{DiskError, Result, SyncMode};
+use crate::{DiskError, Result, Setting, SyncMode};
 use headroom_result::Warning;
 use headroom_units::setting::Message;
 use rustix::fs::{self, Access, AtFlags, Mode, OFlags, StatxFlags};
@@ -237,12 +237,9 @@ impl PreparedTarget {
     ) -> Result<PreparedTarget> {
         let what = if block { "a block device" } else { "an existing file" };
         let shown = path.display().to_string();
-        let refused = |reason: String| DiskError::Refused { path: shown.clone(), reason: Message::text(reason) };
+        let refused_by = |reason: Message<Setting>| DiskError::Refused { path: shown.clone(), reason };
         if opts.writes && !opts.destructive {
-            return Err(refused(format!(
-                "it is {what} and the tests write, which destroys its contents. Add --destructive if that is \
-                 what you want, run read tests only (--rw read or randread), or give a directory instead"
-            )));
+            return Err(refused_by(safety::writes_destroy(what)));
         }
         // Writing to a device: an exclusive open, which fails while the device
         // is mounted, an md/dm/LVM member, swap, or claimed by another
@@ -253,13 +250,14 @@ impl PreparedTarget {
             (true, false) => OFlags::RDWR,
         };
         let file = reopen(held, flags).map_err(|e| {
-            let in_use = "headroom never writes to something in use, even with --force";
+            let in_use =
+                |why: String| refused_by(Message::text(format!("it is in use{why}; ")).join(safety::never_in_use()));
             match e.raw_os_error() {
                 Some(libc::EBUSY) if block => {
                     let rdev = held.metadata().map(|m| m.rdev()).unwrap_or(0);
-                    refused(format!("it is in use: {}; {in_use}", crate::os::in_use_reason(rdev)))
+                    in_use(format!(": {}", crate::os::in_use_reason(rdev)))
                 }
-                Some(libc::ETXTBSY) => refused(format!("it is in use (an active swap file); {in_use}")),
+                Some(libc::ETXTBSY) => in_use(" (an active swap file)".into()),
                 _ => DiskError::io(format!("cannot open {shown}"), e),
             }
         })?;
@@ -267,21 +265,17 @@ impl PreparedTarget {
             if !block {
                 let loops = crate::os::loop_devices_backed_by(&file);
                 if !loops.is_empty() {
-                    return Err(refused(format!(
-                        "it is in use: the backing file of {}; headroom never writes to something in use, even \
-                         with --force (detach it with losetup -d first)",
-                        loops.join(", ")
-                    )));
+                    return Err(refused_by(
+                        Message::text(format!("it is in use: the backing file of {}; ", loops.join(", ")))
+                            .join(safety::never_in_use())
+                            .then(" (detach it with losetup -d first)"),
+                    ));
                 }
             }
             if !opts.force {
                 let found = safety::probe_signatures(&file).map_err(|e| safety::probe_failed(&shown, e))?;
                 if !found.is_empty() {
-                    return Err(refused(format!(
-                        "it holds {}. Writing would destroy it; add --force as well as --destructive only if you \
-                         are sure",
-                        safety::describe(&found)
-                    )));
+                    return Err(refused_by(safety::holds_signatures(&found)));
                 }
             }
         }
@@ -389,15 +383,10 @@ impl PreparedTarget {
             match open(OFlags::DIRECT) {
                 Ok(f) if self.direct_read_works(&f) => return Ok((f, true)),
                 Ok(_) | Err(_) if !direct_required => {}
-                Ok(_) => {
-                    return Err(DiskError::Usage(format!(
-                        "--direct on: {} refuses O_DIRECT reads; use --direct auto or off",
-                        self.path.display()
-                    )))
-                }
+                Ok(_) => return Err(safety::direct_refused(format!("{} refuses O_DIRECT reads", self.path.display()))),
                 Err(e) => {
-                    return Err(DiskError::Usage(format!(
-                        "--direct on: {} cannot be opened with O_DIRECT ({e}); use --direct auto or off",
+                    return Err(safety::direct_refused(format!(
+                        "{} cannot be opened with O_DIRECT ({e})",
                         self.path.display()
                     )))
                 }

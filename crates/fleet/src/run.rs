@@ -20,9 +20,12 @@
 //! what it measured. So a slow or trickling agent holds the others for a
 //! bounded time, then is reported as failed.
 
-use headroom_net::{ClockReading, Endpoint, NetSpelling, RemoteEngine, RunStep};
+use crate::{HostsError, Setting};
+use headroom_job::Spelling;
+use headroom_net::{ClockReading, Endpoint, RemoteEngine, RunStep, ServerSetting};
 use headroom_result::{Host, Sample, Warning};
 use headroom_runner::{unix_now, EngineKind, Expected, LiveSample, Measured, Plan, ProbeEngine, ProbeRequest};
+use headroom_units::setting::Message;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
@@ -55,14 +58,14 @@ const OWN_FILES: u64 = 64 + MAX_WORKERS as u64;
 /// `hosts` agents at once (every prepared agent keeps its own until the
 /// end, so all can be released together): raises the soft open-file limit
 /// up to the hard one, or says, before anything starts, what to raise.
-pub fn ensure_file_limit(hosts: usize) -> Result<(), String> {
+pub fn ensure_file_limit(hosts: usize) -> Result<(), HostsError> {
     let needed = hosts as u64 + OWN_FILES;
     crate::os::raise_open_file_limit(needed).map_err(|hard| {
-        format!(
-            "--hosts names {hosts} agents and the fleet holds a connection to each, but this process may open only {} files (ulimit -n): raise the limit to {needed} or more (e.g. `ulimit -n {}`, LimitNOFILE= in a systemd unit) or split the host list; nothing was started",
+        HostsError(Message::of(Setting::Hosts).then(format!(
+            " names {hosts} agents and the fleet holds a connection to each, but this process may open only {} files (ulimit -n): raise the limit to {needed} or more (e.g. `ulimit -n {}`, LimitNOFILE= in a systemd unit) or split the host list; nothing was started",
             hard,
             needed.next_power_of_two()
-        )
+        )))
     })
 }
 
@@ -138,7 +141,7 @@ pub fn run_fleet(
     plan: &Plan,
     stop: &AtomicBool,
     on_event: &(dyn Fn(&FleetEvent) + Sync),
-    spelling: NetSpelling,
+    spelling: Spelling,
 ) -> Vec<HostOutcome> {
     let workers = hosts.len().clamp(1, MAX_WORKERS);
     let barrier = Barrier::new(workers);
@@ -193,7 +196,7 @@ fn prepare(
     fleet_size: usize,
     stop: &AtomicBool,
     on_event: &(dyn Fn(&FleetEvent) + Sync),
-    spelling: NetSpelling,
+    spelling: Spelling,
 ) -> Agent {
     let name = host.display();
     let n = plan.len();
@@ -207,7 +210,7 @@ fn prepare(
     // The engine's kind only routes requests inside a Runner; the fleet
     // drives the engine itself, whatever engines the plan's requests name.
     let kind = plan.requests.first().map_or(EngineKind::Disk, |r| r.engine);
-    let engine = RemoteEngine::new(kind, host.clone()).spelling_settings(spelling);
+    let engine = RemoteEngine::new(kind, host.clone()).spelling_settings(spelling.net);
     let mut agent = Agent { engine, out, alive: true };
     if stop.load(Ordering::Relaxed) {
         agent.fail("stopped by Ctrl-C before it was prepared".into(), on_event);
@@ -254,7 +257,8 @@ fn prepare(
         // Every agent holds one of the server's slots for the whole run.
         Err(e) if e.to_string().contains("server busy") => agent.fail(
             format!(
-                "{e}: {fleet_size} agents testing one server need `headroom serve --max-clients {fleet_size}` there"
+                "{e}: {fleet_size} agents testing one server need `headroom serve {} {fleet_size}` there",
+                (spelling.serve)(ServerSetting::MaxClients)
             ),
             on_event,
         ),

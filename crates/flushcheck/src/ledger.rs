@@ -6,7 +6,9 @@
 //! listener's disk.
 
 use headroom_net::wire::{FlushAck, FlushRun};
-use headroom_net::FlushLedger;
+use headroom_net::ServerSetting::FlushcheckDir;
+use headroom_net::{FlushLedger, ServerSettingError};
+use headroom_units::setting::Message;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -40,20 +42,24 @@ fn err(e: rusqlite::Error) -> String {
 impl SqliteLedger {
     /// Opens (or creates) the ledger in `dir`, bounded to [`MAX_LEDGER_BYTES`];
     /// the error names the directory.
-    pub fn open(dir: &Path) -> Result<SqliteLedger, String> {
+    pub fn open(dir: &Path) -> Result<SqliteLedger, ServerSettingError> {
         Self::open_bounded(dir, MAX_LEDGER_BYTES)
     }
 
     /// [`SqliteLedger::open`] with records bounded to `max_bytes`.
-    pub fn open_bounded(dir: &Path, max_bytes: u64) -> Result<SqliteLedger, String> {
+    pub fn open_bounded(dir: &Path, max_bytes: u64) -> Result<SqliteLedger, ServerSettingError> {
         if !dir.is_dir() {
-            return Err(format!(
-                "--flushcheck-dir {}: not a directory (example: --flushcheck-dir /var/lib/headroom)",
-                dir.display()
+            return Err(ServerSettingError(
+                Message::of(FlushcheckDir)
+                    .then(format!(" {}: not a directory (example: ", dir.display()))
+                    .and(FlushcheckDir)
+                    .then(" /var/lib/headroom)"),
             ));
         }
         let path = dir.join(FILE_NAME);
-        let fail = |e: rusqlite::Error| format!("--flushcheck-dir {}: {e}", dir.display());
+        let fail = |e: rusqlite::Error| {
+            ServerSettingError(Message::of(FlushcheckDir).then(format!(" {}: {e}", dir.display())))
+        };
         let db = Connection::open(&path).map_err(fail)?;
         // WAL + FULL: every commit is synced to the WAL before it returns.
         db.pragma_update(None, "journal_mode", "WAL").map_err(fail)?;
@@ -222,7 +228,8 @@ mod tests {
             ]
         );
         assert_eq!(l.page(&run.run, 4096, 10).unwrap().len(), 1);
-        assert!(SqliteLedger::open(&dir.path().join("nope")).unwrap_err().contains("--flushcheck-dir"));
+        let refused = SqliteLedger::open(&dir.path().join("nope")).unwrap_err();
+        assert_eq!(refused.0.settings().next(), Some(FlushcheckDir), "{refused}");
     }
 
     #[test]

@@ -23,7 +23,7 @@ mod error;
 mod io;
 mod os;
 
-pub use error::FlushError;
+pub use error::{FlushError, Setting, Spelling};
 pub use ledger::SqliteLedger;
 pub use report::{BlockFinding, Finding, VerifyReport, WriteReport, SCHEMA};
 pub use verify::{verify, verify_export};

@@ -16,10 +16,11 @@
 use crate::block::{self, RunId};
 use crate::report::{WriteReport, SCHEMA};
 use crate::storage::{LocalFile, ShareStorage, Storage};
-use crate::{FlushError, SyncMode};
+use crate::{FlushError, Setting, SyncMode};
 use headroom_disk::Share;
 use headroom_net::wire::{self, FlushAck, FlushRun};
 use headroom_net::{Endpoint, NetError, Session};
+use headroom_units::setting::Message;
 use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -234,12 +235,11 @@ pub fn write_export(
     let name = PathBuf::from(&url);
     let bs = u64::from(opts.block_size);
     if bs % share.block_size().max(1) != 0 {
-        return Err(FlushError::File {
+        return Err(FlushError::Invalid {
             path: name,
-            reason: format!(
-                "the export's blocks are {} bytes and --block {bs} is not a multiple of them",
-                share.block_size()
-            ),
+            reason: Message::text(format!("the export's blocks are {} bytes and ", share.block_size()))
+                .and(Setting::Block)
+                .then(format!(" {bs} is not a multiple of them")),
         });
     }
     let blocks = (opts.size.min(share.size()) / bs).saturating_sub(1);

@@ -62,6 +62,9 @@ pub struct ServedProbes {
     /// How a refusal of a client's network test names its settings (the
     /// client's `net` flags, given by the binary); by default their names.
     net_spelling: headroom_net::NetSpelling,
+    /// How a refusal of a client's CPU probe names its settings (the
+    /// client's `cpu` flags, given by the binary); by default their names.
+    cpu_spelling: fn(headroom_cpu::Setting) -> &'static str,
 }
 
 /// What an operator starts a far end with; a refusal at start-up names
@@ -132,7 +135,15 @@ impl ServedProbes {
             disk_spelling: None,
             serve_spelling: ServeSetting::name,
             net_spelling: headroom_net::NetSetting::name,
+            cpu_spelling: headroom_cpu::Setting::name,
         })
+    }
+
+    /// Names a CPU probe's setting in a refusal as the client's command line
+    /// spells it (the binary's table).
+    pub fn spelling_cpu_settings(mut self, spell: fn(headroom_cpu::Setting) -> &'static str) -> Self {
+        self.cpu_spelling = spell;
+        self
     }
 
     /// Names a network test's setting in a refusal or warning as the
@@ -306,7 +317,7 @@ impl ServedProbes {
 
     fn admit_cpu(&self, request: &ProbeRequest, max_duration: Duration) -> Result<(), ProbeError> {
         let cpu: CpuRequest = request.params()?;
-        cpu.check()?;
+        cpu.check(self.cpu_spelling)?;
         self.within_caps(cpu.threads as u64, cpu.buffer_bytes_total(), "threads")?;
         self.within(cpu.warmup.saturating_add(cpu.time), max_duration)
     }

@@ -21,7 +21,8 @@ fn serve(allowed: &[PathBuf], max_duration: Duration) -> ServerHandle {
     let probes = ServedProbes::new(allowed)
         .expect("allowed directories")
         .spelling_disk_settings(flag)
-        .spelling_serve_settings(serve_flag);
+        .spelling_serve_settings(serve_flag)
+        .spelling_cpu_settings(cpu_flag);
     let cfg = ServerConfig { probes: Some(Arc::new(probes)), max_duration, ..ServerConfig::loopback(0) };
     Server::bind(cfg).expect("bind").spawn()
 }
@@ -37,6 +38,14 @@ fn flag(setting: headroom_disk::Setting) -> &'static str {
         Ramp => "--ramp",
         Time => "--time",
         SampleInterval => "--sample-interval",
+        _ => "another flag",
+    }
+}
+
+/// `headroom cpu`'s spelling of the settings a CPU probe is refused for.
+fn cpu_flag(setting: headroom_cpu::Setting) -> &'static str {
+    match setting {
+        headroom_cpu::Setting::Time => "--time",
         _ => "another flag",
     }
 }

@@ -40,20 +40,73 @@ impl IpVersion {
     }
 }
 
-/// A framing choice that cannot exist.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// A framing choice that cannot exist. Its line names the setting
+/// ([`FramingSetting`]); the front end spells it ([`FramingError::spelled`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FramingError {
-    /// `--mtu` outside [`MTU_RANGE`].
-    #[error("--mtu {0} is out of range: Ethernet MTUs run from 576 to 9216 (e.g. 1500 or 9000)")]
+    /// The MTU outside [`MTU_RANGE`].
     Mtu(u32),
-    /// `--vlan-tags` other than 0, 1 or 2.
-    #[error("--vlan-tags {0} is out of range: 0, 1 (802.1Q) or 2 (QinQ)")]
+    /// 802.1Q tags other than 0, 1 or 2.
     VlanTags(u32),
-    #[error(
-        "--iscsi-segment {0} is out of range: MaxRecvDataSegmentLength runs from 512 to 16777215 bytes (default 8192)"
-    )]
-    /// `--iscsi-segment` outside [`ISCSI_SEGMENT_RANGE`].
+    /// The iSCSI segment outside [`ISCSI_SEGMENT_RANGE`].
     IscsiSegment(u32),
+}
+
+impl std::fmt::Display for FramingError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.spelled(FramingSetting::name))
+    }
+}
+
+impl std::error::Error for FramingError {}
+
+/// What a [`Framing`] is set by, as a [`FramingError`] names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FramingSetting {
+    /// [`Framing::mtu`].
+    Mtu,
+    /// [`Framing::vlan_tags`].
+    VlanTags,
+    /// [`Framing::iscsi_segment`].
+    IscsiSegment,
+}
+
+impl FramingSetting {
+    /// The setting's own name, for a front end that gives none.
+    pub fn name(self) -> &'static str {
+        match self {
+            FramingSetting::Mtu => "MTU",
+            FramingSetting::VlanTags => "VLAN tags",
+            FramingSetting::IscsiSegment => "iSCSI segment",
+        }
+    }
+}
+
+impl FramingError {
+    /// The setting refused.
+    pub fn setting(&self) -> FramingSetting {
+        match self {
+            FramingError::Mtu(_) => FramingSetting::Mtu,
+            FramingError::VlanTags(_) => FramingSetting::VlanTags,
+            FramingError::IscsiSegment(_) => FramingSetting::IscsiSegment,
+        }
+    }
+
+    /// The line with the setting written as `spell` names it (the front
+    /// end's flag). This crate imports no other, so it words the line itself
+    /// rather than through headroom-units' `Message`.
+    pub fn spelled<'a>(&self, spell: impl Fn(FramingSetting) -> &'a str) -> String {
+        let name = spell(self.setting());
+        match self {
+            FramingError::Mtu(mtu) => {
+                format!("{name} {mtu} is out of range: Ethernet MTUs run from 576 to 9216 (e.g. 1500 or 9000)")
+            }
+            FramingError::VlanTags(tags) => format!("{name} {tags} is out of range: 0, 1 (802.1Q) or 2 (QinQ)"),
+            FramingError::IscsiSegment(bytes) => format!(
+                "{name} {bytes} is out of range: MaxRecvDataSegmentLength runs from 512 to 16777215 bytes (default 8192)"
+            ),
+        }
+    }
 }
 
 /// How packets are framed on an Ethernet link.

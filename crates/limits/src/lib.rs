@@ -22,5 +22,5 @@ pub mod shaper;
 pub mod switching;
 
 pub use catalog::{catalog, ethernet_by_speed_mbps, lookup, pcie_link, Family, Link, UnknownLink};
-pub use framing::{Framing, FramingError, IpVersion};
+pub use framing::{Framing, FramingError, FramingSetting, IpVersion};
 pub use shaper::{tbf_rate_emulating, tbf_tcp_goodput_bits};

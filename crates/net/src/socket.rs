@@ -254,6 +254,9 @@ impl Source {
                             .then(" ADDR does not")
                     }
                     Some(crate::os::BindDeviceRefusal::NoSuchInterface) => Message::text("no such interface"),
+                    Some(crate::os::BindDeviceRefusal::Unavailable) => {
+                        Message::text(format!("{e}; use ")).and(Bind).then(" ADDR")
+                    }
                     None => Message::text(e.to_string()),
                 };
                 source_error(e.kind(), Message::of(Interface).then(format!(" {nic}: ")).join(why))
@@ -287,13 +290,19 @@ pub fn spell_source_settings(spell: fn(SourceSetting) -> &'static str) {
     let _ = SOURCE_SPELLING.set(spell);
 }
 
-/// An io::Error of `kind` whose text is `message` in the registered words.
-fn source_error(kind: io::ErrorKind, message: Message<SourceSetting>) -> io::Error {
-    let text = match SOURCE_SPELLING.get() {
+/// `message` in the registered words ([`spell_source_settings`]): for a
+/// client that refuses a source in its own text (headroom-proto's NFS,
+/// whose library binds by itself).
+pub fn spelled_source(message: &Message<SourceSetting>) -> String {
+    match SOURCE_SPELLING.get() {
         Some(spell) => message.spelled(spell),
         None => message.to_string(),
-    };
-    io::Error::new(kind, text)
+    }
+}
+
+/// An io::Error of `kind` whose text is `message` in the registered words.
+fn source_error(kind: io::ErrorKind, message: Message<SourceSetting>) -> io::Error {
+    io::Error::new(kind, spelled_source(&message))
 }
 
 /// What a connection's source is set by.

@@ -8,7 +8,8 @@
 //! its conversion into headroom-disk's [`DiskError`]. What it must not do:
 //! word messages (each client does, naming its URL) or decide exit codes.
 
-use headroom_disk::{DiskError, PeerFault};
+use headroom_disk::{DiskError, PeerFault, Setting};
+use headroom_units::setting::Message;
 use std::io;
 
 /// Why a client could not open or keep a target.
@@ -18,6 +19,10 @@ pub enum ProtoError {
     /// size too big): the user's to fix.
     #[error("{0}")]
     Usage(String),
+    /// As [`ProtoError::Usage`], naming the disk settings to change (`--size`,
+    /// `--sync`, `--credentials`): the front end spells them.
+    #[error("{0}")]
+    Invalid(Message<Setting>),
     /// The server rejected the credentials or this client (CHAP, NTLM, an
     /// ACL): the user's to fix.
     #[error("{0}")]
@@ -44,6 +49,10 @@ pub enum ProtoError {
 impl ProtoError {
     /// Sorts `e` by its kind, keeping its message as the whole line.
     pub fn io(e: &io::Error) -> ProtoError {
+        // An Invalid that went through io::Error (a worker's connect) stays typed.
+        if let Some(DiskError::Invalid(m)) = e.get_ref().and_then(|inner| inner.downcast_ref()) {
+            return ProtoError::Invalid(m.clone());
+        }
         ProtoError::of_kind(e.kind(), e.to_string())
     }
 
@@ -81,6 +90,7 @@ impl ProtoError {
         use ProtoError as P;
         match self {
             P::Usage(m) => P::Usage(f(m)),
+            P::Invalid(m) => P::Invalid(rewrite_typed(m, f)),
             P::Auth(m) => P::Auth(f(m)),
             P::Unreachable(m) => P::Unreachable(f(m)),
             P::Refused(m) => P::Refused(f(m)),
@@ -91,6 +101,19 @@ impl ProtoError {
     }
 }
 
+/// `message` rewritten by `f`, its settings kept typed: `f` is given a
+/// mark for the message and the text it puts around the mark is kept.
+fn rewrite_typed(message: Message<Setting>, f: impl FnOnce(String) -> String) -> Message<Setting> {
+    const MARK: &str = "\u{0}";
+    let whole = f(MARK.to_string());
+    match whole.split_once(MARK) {
+        Some((before, "")) => Message::text(before).join(message),
+        Some((before, after)) => Message::text(before).join(message).then(after),
+        // `f` dropped the message: its line is all there is.
+        None => Message::text(whole),
+    }
+}
+
 impl From<ProtoError> for DiskError {
     fn from(e: ProtoError) -> DiskError {
         let peer = |fault, message| DiskError::Peer { fault, message };
@@ -98,6 +121,7 @@ impl From<ProtoError> for DiskError {
             // A stop during a login reads as before (the command names the
             // stop); credentials and targets are the user's.
             ProtoError::Usage(m) | ProtoError::Auth(m) | ProtoError::Stopped(m) => DiskError::Usage(m),
+            ProtoError::Invalid(m) => DiskError::Invalid(m),
             ProtoError::Unreachable(m) => peer(PeerFault::Unreachable, m),
             ProtoError::Refused(m) => peer(PeerFault::Refused, m),
             ProtoError::Lost(m) => peer(PeerFault::Lost, m),
@@ -112,6 +136,8 @@ impl From<ProtoError> for io::Error {
     fn from(e: ProtoError) -> io::Error {
         use io::ErrorKind as K;
         let kind = match &e {
+            // Carried typed, for the disk engine to spell (DiskError::spelled).
+            ProtoError::Invalid(m) => return io::Error::new(K::InvalidInput, DiskError::Invalid(m.clone())),
             ProtoError::Usage(_) => K::InvalidInput,
             ProtoError::Auth(_) => K::PermissionDenied,
             ProtoError::Unreachable(_) => K::HostUnreachable,
@@ -156,5 +182,16 @@ mod tests {
             assert_eq!(back, e);
         }
         assert_eq!(ProtoError::Lost("x".into()).context("smb://h/s"), ProtoError::Lost("smb://h/s: x".into()));
+    }
+
+    #[test]
+    fn a_refused_setting_stays_typed_through_context_and_io_error() {
+        let size = ProtoError::Invalid(Message::of(Setting::Size).then(" 0"));
+        let named = size.context("nfs://h/e");
+        assert_eq!(named, ProtoError::Invalid(Message::text("nfs://h/e: ").and(Setting::Size).then(" 0")));
+        let back = ProtoError::io(&io::Error::from(named.clone()));
+        assert_eq!(back, named);
+        let DiskError::Invalid(m) = DiskError::from(back) else { panic!("a usage error") };
+        assert_eq!(m.spelled(|_| "--size"), "nfs://h/e: --size 0");
     }
 }

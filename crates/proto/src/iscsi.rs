@@ -21,8 +21,9 @@ mod session;
 pub use crate::iscsi_keys::IscsiKeys;
 use crate::transport::Spread;
 use crate::ProtoError;
-use headroom_disk::{Completion, IoEngine, IoUnit, Share, ShareIo, ShareKind, SyncMode, TargetOptions};
+use headroom_disk::{Completion, IoEngine, IoUnit, Setting, Share, ShareIo, ShareKind, SyncMode, TargetOptions};
 use headroom_result::ProtocolInfo;
+use headroom_units::setting::Message;
 use scsi::{cdb, describe_status, device_type_name, opcode, read_capacity, ready, report_luns, status};
 use session::{LoginError, LoginSpec, Session};
 use std::io;
@@ -112,12 +113,12 @@ pub fn open(
     let capacity = blocks * block_size;
     let size = match opts.size {
         Some(asked) if asked > capacity => {
-            return Err(ProtoError::Usage(format!(
-                "--size {asked}: LUN {} of {} holds only {capacity} bytes; use --size {}M or less",
-                url.lun,
-                url.target,
-                capacity >> 20
-            )))
+            return Err(ProtoError::Invalid(
+                Message::of(Setting::Size)
+                    .then(format!(" {asked}: LUN {} of {} holds only {capacity} bytes; use ", url.lun, url.target))
+                    .and(Setting::Size)
+                    .then(format!(" {}M or less", capacity >> 20)),
+            ))
         }
         Some(asked) => asked - asked % block_size,
         None => capacity,
@@ -150,9 +151,12 @@ fn login_error(shown: &str, spec: &LoginSpec, e: LoginError) -> ProtoError {
             "CHAP authentication failed for user '{}': check HEADROOM_ISCSI_USER and HEADROOM_ISCSI_PASSWORD",
             spec.chap.as_ref().map_or("", |c| c.0.as_str())
         )),
-        LoginError::Status(2, 1) => ProtoError::Auth(
-            "the target requires CHAP: set HEADROOM_ISCSI_USER and HEADROOM_ISCSI_PASSWORD (environment or --credentials FILE)"
-                .to_string(),
+        LoginError::Status(2, 1) => ProtoError::Invalid(
+            Message::text(
+                "the target requires CHAP: set HEADROOM_ISCSI_USER and HEADROOM_ISCSI_PASSWORD (environment or ",
+            )
+            .and(Setting::Credentials)
+            .then(" FILE)"),
         ),
         LoginError::Status(2, 3) => {
             ProtoError::Usage(format!("the portal has no target named '{}' (login status 0x0203)", spec.target))

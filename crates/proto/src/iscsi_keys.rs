@@ -6,6 +6,8 @@
 //! What it owns: which keys may be set, their ranges, the text form. What it
 //! must not do: negotiate (login does) or send anything.
 
+use headroom_disk::{DiskError, Setting};
+use headroom_units::setting::Message;
 use std::fmt;
 use std::str::FromStr;
 
@@ -83,43 +85,56 @@ impl fmt::Display for IscsiKeys {
 }
 
 impl FromStr for IscsiKeys {
-    type Err = String;
+    type Err = DiskError;
 
     /// `KEY=VALUE[,KEY=VALUE...]`, keys as RFC 7143 spells them (case-insensitive here).
-    fn from_str(text: &str) -> Result<IscsiKeys, String> {
-        let names: Vec<&str> = SETTABLE.iter().map(|(k, _)| *k).collect();
-        let example = "e.g. --iscsi MaxOutstandingR2T=1,InitialR2T=Yes,FirstBurstLength=65536";
-        let mut keys = IscsiKeys::default();
-        for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (name, value) = pair.split_once('=').ok_or_else(|| format!("'{pair}' is not KEY=VALUE ({example})"))?;
-            let (key, kind) = SETTABLE.iter().find(|(k, _)| k.eq_ignore_ascii_case(name.trim())).ok_or_else(|| {
-                format!("'{}' is not a login key headroom offers; one of {}", name.trim(), names.join(", "))
-            })?;
-            let value = value.trim();
-            let value = match kind {
-                Kind::YesNo => match value.to_ascii_lowercase().as_str() {
-                    "yes" => "Yes".to_string(),
-                    "no" => "No".to_string(),
-                    _ => return Err(format!("{key}={value}: it is Yes or No")),
-                },
-                Kind::Number(lo, hi) => {
-                    let n: u32 = value
-                        .parse()
-                        .map_err(|_| format!("{key}={value}: a number of bytes or R2Ts is expected ({example})"))?;
-                    if !(*lo..=*hi).contains(&n) {
-                        return Err(format!("{key}={n} is out of range: {lo} to {hi}"));
-                    }
-                    n.to_string()
-                }
-            };
-            keys = keys.merged(IscsiKeys(vec![(key, value)]));
-        }
-        if keys.is_empty() {
-            return Err(format!("no key given ({example})"));
-        }
-        keys.check_bursts()?;
-        Ok(keys)
+    fn from_str(text: &str) -> Result<IscsiKeys, DiskError> {
+        parse(text).map_err(DiskError::Invalid)
     }
+}
+
+/// "e.g. `--iscsi` MaxOutstandingR2T=1,...", the setting named for the front end to spell.
+fn example() -> Message<Setting> {
+    Message::text("e.g. ").and(Setting::IscsiKeys).then(" MaxOutstandingR2T=1,InitialR2T=Yes,FirstBurstLength=65536")
+}
+
+/// [`IscsiKeys::from_str`]: the keys, or why not.
+fn parse(text: &str) -> Result<IscsiKeys, Message<Setting>> {
+    let names: Vec<&str> = SETTABLE.iter().map(|(k, _)| *k).collect();
+    let mut keys = IscsiKeys::default();
+    for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (name, value) = pair
+            .split_once('=')
+            .ok_or_else(|| Message::text(format!("'{pair}' is not KEY=VALUE (")).join(example()).then(")"))?;
+        let (key, kind) = SETTABLE.iter().find(|(k, _)| k.eq_ignore_ascii_case(name.trim())).ok_or_else(|| {
+            Message::text(format!("'{}' is not a login key headroom offers; one of {}", name.trim(), names.join(", ")))
+        })?;
+        let value = value.trim();
+        let value = match kind {
+            Kind::YesNo => match value.to_ascii_lowercase().as_str() {
+                "yes" => "Yes".to_string(),
+                "no" => "No".to_string(),
+                _ => return Err(Message::text(format!("{key}={value}: it is Yes or No"))),
+            },
+            Kind::Number(lo, hi) => {
+                let n: u32 = value.parse().map_err(|_| {
+                    Message::text(format!("{key}={value}: a number of bytes or R2Ts is expected ("))
+                        .join(example())
+                        .then(")")
+                })?;
+                if !(*lo..=*hi).contains(&n) {
+                    return Err(Message::text(format!("{key}={n} is out of range: {lo} to {hi}")));
+                }
+                n.to_string()
+            }
+        };
+        keys = keys.merged(IscsiKeys(vec![(key, value)]));
+    }
+    if keys.is_empty() {
+        return Err(Message::text("no key given (").join(example()).then(")"));
+    }
+    keys.check_bursts().map_err(Message::text)?;
+    Ok(keys)
 }
 
 impl IscsiKeys {
@@ -154,7 +169,7 @@ mod tests {
             ("InitialR2T", "not KEY=VALUE"),
             ("", "no key given"),
         ] {
-            let e = bad.parse::<IscsiKeys>().unwrap_err();
+            let e = bad.parse::<IscsiKeys>().unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");
         }
         let merged = k.merged("MaxOutstandingR2T=4".parse().unwrap());

@@ -189,6 +189,6 @@ mod tests {
         let e = Opener::new(Credentials::default())
             .open("smb://alice@127.0.0.1:1/share", &TargetOptions::default())
             .expect_err("no password");
-        assert!(matches!(e, DiskError::Usage(_)), "{e:?}");
+        assert!(matches!(e, DiskError::Invalid(_)) && e.is_usage(), "{e:?}");
     }
 }

@@ -30,9 +30,11 @@ use crate::wait;
 use crate::ProtoError;
 use ffi::{CompletionCallback, Handle};
 use headroom_disk::{
-    BufferPool, Completion, IoEngine, IoKind, IoUnit, Share, ShareIo, ShareKind, SyncMode, TargetOptions,
+    BufferPool, Completion, DiskError, IoEngine, IoKind, IoUnit, Setting, Share, ShareIo, ShareKind, SyncMode,
+    TargetOptions,
 };
 use headroom_result::ProtocolInfo;
+use headroom_units::setting::Message;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{c_int, c_void, CString};
 use std::io;
@@ -222,7 +224,11 @@ pub fn open(url: &NbdUrl, opts: &TargetOptions, sources: &[crate::Source]) -> Re
     let block = granted.min_block.max(1);
     let size = size - size % block;
     if size == 0 {
-        return Err(ProtoError::Usage(format!("{shown}: --size is smaller than one block ({block} bytes)")));
+        return Err(ProtoError::Invalid(
+            Message::text(format!("{shown}: "))
+                .and(Setting::Size)
+                .then(format!(" is smaller than one block ({block} bytes)")),
+        ));
     }
     Ok(Box::new(NbdShare { url: url.clone(), size, granted, spread, origin, stop: Arc::clone(&opts.stop) }))
 }
@@ -265,23 +271,37 @@ impl Share for NbdShare {
     fn connect(&self, io: ShareIo) -> io::Result<Box<dyn IoEngine + Send>> {
         let shown = display(&self.url);
         let g = &self.granted;
-        let refuse = |why: String| Err(io::Error::new(io::ErrorKind::Unsupported, format!("{shown}: {why}")));
+        // Typed inside the io::Error, so the disk engine names the setting as
+        // its front end spells it (DiskError::spelled).
+        let refuse = |why: Message<Setting>| {
+            let line = Message::text(format!("{shown}: ")).join(why);
+            Err(io::Error::new(io::ErrorKind::Unsupported, DiskError::Invalid(line)))
+        };
         if io.write && g.read_only {
-            return refuse("the server exports it read-only; run read tests only".into());
+            return refuse(Message::text("the server exports it read-only; run read tests only"));
         }
         if io.write && io.sync == SyncMode::Dsync && !g.can_fua {
             return refuse(
-                "the server does not offer FUA, so --sync dsync cannot make each write stable; use --sync fsync".into(),
+                Message::text("the server does not offer FUA, so ")
+                    .and(Setting::Sync)
+                    .then(" dsync cannot make each write stable; use ")
+                    .and(Setting::Sync)
+                    .then(" fsync"),
             );
         }
         if io.write && io.sync == SyncMode::Fsync && !g.can_flush {
-            return refuse("the server does not offer NBD_CMD_FLUSH, so --sync fsync cannot be measured".into());
+            return refuse(
+                Message::text("the server does not offer NBD_CMD_FLUSH, so ")
+                    .and(Setting::Sync)
+                    .then(" fsync cannot be measured"),
+            );
         }
         if g.max_block > 0 && io.buf_size as u64 > g.max_block {
-            return refuse(format!(
-                "the server takes at most {} bytes per request; use a --bs of at most that",
-                g.max_block
-            ));
+            return refuse(
+                Message::text(format!("the server takes at most {} bytes per request; use a ", g.max_block))
+                    .and(Setting::BlockSize)
+                    .then(" of at most that"),
+            );
         }
         let (handle, origin) = connect_handle(&self.url, self.spread.for_job(io.job), &self.stop)
             .map_err(|e| self.spread.named(io.job, io::Error::new(io::ErrorKind::ConnectionRefused, e.to_string())))?;

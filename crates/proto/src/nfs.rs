@@ -29,9 +29,10 @@ mod ffi;
 use crate::url::{NfsUrl, NfsVersion, Server};
 use crate::ProtoError;
 use headroom_disk::{
-    BufferPool, Completion, IoEngine, IoKind, IoUnit, Share, ShareIo, ShareKind, SyncMode, TargetOptions,
+    BufferPool, Completion, IoEngine, IoKind, IoUnit, Setting, Share, ShareIo, ShareKind, SyncMode, TargetOptions,
 };
 use headroom_result::ProtocolInfo;
+use headroom_units::setting::Message;
 use std::ffi::{c_int, c_void, CStr, CString};
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -69,7 +70,13 @@ pub fn open(url: &NfsUrl, opts: &TargetOptions, sources: &[crate::Source]) -> Re
     let url = &url;
     let size = opts.size.unwrap_or(opts.default_size);
     if size == 0 && named.is_none() {
-        return Err(ProtoError::Usage(format!("{}: --size must be more than 0 bytes, e.g. --size 1G", shown(url))));
+        return Err(ProtoError::Invalid(
+            Message::text(format!("{}: ", shown(url)))
+                .and(Setting::Size)
+                .then(" must be more than 0 bytes, e.g. ")
+                .and(Setting::Size)
+                .then(" 1G"),
+        ));
     }
     let spread = crate::transport::Spread::new(sources);
     let workers = spread
@@ -187,11 +194,12 @@ fn interface_of(url: &NfsUrl, source: &crate::Source) -> Result<Option<String>, 
     }
     let Some(addr) = source.bind else { return Ok(None) };
     headroom_sys::interface_with_address(addr).map(Some).ok_or_else(|| {
-        ProtoError::Usage(format!(
-            "{}: --bind {addr}: libnfs cannot bind a source address and no interface holds {addr}; \
-             use --interface NIC",
-            shown(url)
-        ))
+        use headroom_net::SourceSetting::{Bind, Interface};
+        let why = Message::of(Bind)
+            .then(format!(" {addr}: libnfs cannot bind a source address and no interface holds {addr}; use "))
+            .and(Interface)
+            .then(" NIC");
+        ProtoError::Usage(format!("{}: {}", shown(url), headroom_net::spelled_source(&why)))
     })
 }
 
@@ -199,9 +207,15 @@ fn interface_of(url: &NfsUrl, source: &crate::Source) -> Result<Option<String>, 
 /// network's fault, which no change of the URL mends.
 fn advice_for<'a>(e: &ProtoError, advice: &'a str) -> &'a str {
     match e {
-        ProtoError::Usage(_) | ProtoError::Auth(_) => advice,
+        ProtoError::Usage(_) | ProtoError::Invalid(_) | ProtoError::Auth(_) => advice,
         _ => "",
     }
+}
+
+/// An interface name libnfs cannot take (a C string ends at NUL).
+fn nul_in_interface() -> ProtoError {
+    let setting = Message::of(headroom_net::SourceSetting::Interface);
+    ProtoError::Usage(format!("NUL byte in {}", headroom_net::spelled_source(&setting)))
 }
 
 /// A server and the interface every connection to it leaves through.
@@ -324,8 +338,7 @@ fn export_list_once(host: &str, interface: Option<&str>, timeout: Duration) -> R
         };
     }
     let host_c = CString::new(host).map_err(|_| ProtoError::Usage("the host name holds a NUL byte".into()))?;
-    let nic =
-        interface.map(CString::new).transpose().map_err(|_| ProtoError::Usage("NUL byte in --interface".into()))?;
+    let nic = interface.map(CString::new).transpose().map_err(|_| nul_in_interface())?;
     // SAFETY: a fresh context, destroyed below on every path.
     let rpc = unsafe { ffi::rpc_init_context() };
     if rpc.is_null() {
@@ -423,7 +436,7 @@ impl Ctx {
         let nul = |what: &str| ProtoError::Usage(format!("NUL byte in {what}"));
         let host = CString::new(server.host.as_str()).map_err(|_| nul("the host"))?;
         let export_c = CString::new(export).map_err(|_| nul("the export"))?;
-        let nic = peer.interface.as_deref().map(CString::new).transpose().map_err(|_| nul("--interface"))?;
+        let nic = peer.interface.as_deref().map(CString::new).transpose().map_err(|_| nul_in_interface())?;
         // SAFETY: ctx.0 is valid; the strings live across the calls.
         unsafe {
             if let Some(nic) = &nic {

@@ -58,8 +58,9 @@ use crate::transport::{self, Origin, Spread};
 use crate::url::SmbUrl;
 use crate::ProtoError;
 use engine::SmbEngine;
-use headroom_disk::{IoEngine, Share, ShareIo, ShareKind, TargetOptions};
+use headroom_disk::{IoEngine, Setting, Share, ShareIo, ShareKind, TargetOptions};
 use headroom_result::ProtocolInfo;
+use headroom_units::setting::Message;
 use session::Session;
 use std::io;
 use std::net::SocketAddr;
@@ -215,11 +216,14 @@ impl Login {
             url.domain.clone().or_else(|| c.get("HEADROOM_SMB_DOMAIN").map(str::to_string)).unwrap_or_default();
         let password = c.get("HEADROOM_SMB_PASSWORD").map(str::to_string);
         if !user.is_empty() && password.is_none() {
-            return Err(ProtoError::Usage(format!(
-                "smb://{user}@{}/{}: no password for '{user}'; set HEADROOM_SMB_PASSWORD or give --credentials FILE \
-                 with HEADROOM_SMB_PASSWORD=... (leave the user out for a guest session)",
-                url.server, url.share
-            )));
+            return Err(ProtoError::Invalid(
+                Message::text(format!(
+                    "smb://{user}@{}/{}: no password for '{user}'; set HEADROOM_SMB_PASSWORD or give ",
+                    url.server, url.share
+                ))
+                .and(Setting::Credentials)
+                .then(" FILE with HEADROOM_SMB_PASSWORD=... (leave the user out for a guest session)"),
+            ));
         }
         Ok(Login { user, password: password.unwrap_or_default(), domain })
     }

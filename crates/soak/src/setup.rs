@@ -68,6 +68,10 @@ pub enum Setting {
     Size,
     /// The server's own setting of the directories it allows.
     ServerAllowPath,
+    /// The database file the soak is kept in.
+    Db,
+    /// Continuing the soak a database holds.
+    Resume,
 }
 
 impl std::fmt::Display for Setting {
@@ -81,6 +85,8 @@ impl std::fmt::Display for Setting {
             Setting::RemotePath => "remote path",
             Setting::Size => "size",
             Setting::ServerAllowPath => "allow path",
+            Setting::Db => "database",
+            Setting::Resume => "resume",
         })
     }
 }

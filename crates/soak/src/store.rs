@@ -19,7 +19,9 @@
 //! migrations and every query of the store stay together so a schema change
 //! is made in one file.
 
+use crate::setup::Setting;
 use headroom_result::SoakEventKind;
+use headroom_units::setting::Message;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -91,23 +93,21 @@ CREATE TABLE events (
 );
 ";
 
-/// Why a database could not be used.
-#[derive(Debug, thiserror::Error)]
+/// Why a database could not be used. Its line names the settings to change
+/// ([`StoreError::message`]) for the front end to spell.
+#[derive(Debug)]
 pub enum StoreError {
     /// The file is not SQLite.
-    #[error("{path}: not a SQLite database (was it written by another program?)")]
     NotSqlite {
         /// The database file.
         path: PathBuf,
     },
     /// SQLite, but not a headroom soak database (no application id or schema table).
-    #[error("{path}: a SQLite database of another program (no headroom soak tables); choose another --db file")]
     ForeignDatabase {
         /// The database file.
         path: PathBuf,
     },
     /// Written by a newer headroom (schema version above `SCHEMA_VERSION`).
-    #[error("{path}: soak database schema version {found} is newer than this headroom reads ({SCHEMA_VERSION}); upgrade headroom")]
     NewerSchema {
         /// The database file.
         path: PathBuf,
@@ -115,25 +115,21 @@ pub enum StoreError {
         found: i64,
     },
     /// A new soak asked for a file that already holds one.
-    #[error("{path}: already holds a soak; add --resume to continue it, or choose another --db file")]
     AlreadyStarted {
         /// The database file.
         path: PathBuf,
     },
     /// `--resume` of a file that is missing or empty.
-    #[error("{path}: no soak to resume here (the file does not exist or is empty); drop --resume to start one")]
     NothingToResume {
         /// The database file.
         path: PathBuf,
     },
     /// Opening for reading a file that is missing or empty.
-    #[error("{path}: holds no headroom soak (the file does not exist or is empty); give a database `headroom soak --db` wrote")]
     NoSoak {
         /// The database file.
         path: PathBuf,
     },
     /// SQLite reports the file damaged; it is left untouched.
-    #[error("{path}: the soak database is damaged ({detail}); it was left as it is. Salvage it with `sqlite3 {path} .recover`, or start a new soak with another --db")]
     Corrupt {
         /// The database file.
         path: PathBuf,
@@ -141,7 +137,6 @@ pub enum StoreError {
         detail: String,
     },
     /// `--resume` with no planned time left.
-    #[error("{path}: nothing left to run: the planned {planned} are used up ({elapsed} soaked); give a longer total, e.g. --resume --duration {example}")]
     UsedUp {
         /// The database file.
         path: PathBuf,
@@ -153,13 +148,86 @@ pub enum StoreError {
         example: String,
     },
     /// Any other SQLite error.
-    #[error("{path}: {source}")]
     Sqlite {
         /// The database file.
         path: PathBuf,
         /// SQLite's error.
         source: rusqlite::Error,
     },
+}
+
+impl StoreError {
+    /// The error's line, naming the settings that would mend it.
+    pub fn message(&self) -> Message<Setting> {
+        use Setting::{Db, Duration, Resume};
+        let at = |path: &PathBuf, text: String| Message::text(format!("{}: {text}", path.display()));
+        match self {
+            StoreError::NotSqlite { path } => {
+                at(path, "not a SQLite database (was it written by another program?)".into())
+            }
+            StoreError::ForeignDatabase { path } => {
+                at(path, "a SQLite database of another program (no headroom soak tables); choose another ".into())
+                    .and(Db)
+                    .then(" file")
+            }
+            StoreError::NewerSchema { path, found } => at(
+                path,
+                format!(
+                    "soak database schema version {found} is newer than this headroom reads ({SCHEMA_VERSION}); \
+                     upgrade headroom"
+                ),
+            ),
+            StoreError::AlreadyStarted { path } => at(path, "already holds a soak; add ".into())
+                .and(Resume)
+                .then(" to continue it, or choose another ")
+                .and(Db)
+                .then(" file"),
+            StoreError::NothingToResume { path } => {
+                at(path, "no soak to resume here (the file does not exist or is empty); drop ".into())
+                    .and(Resume)
+                    .then(" to start one")
+            }
+            StoreError::NoSoak { path } => at(
+                path,
+                "holds no headroom soak (the file does not exist or is empty); give a database `headroom soak ".into(),
+            )
+            .and(Db)
+            .then("` wrote"),
+            StoreError::Corrupt { path, detail } => at(
+                path,
+                format!(
+                    "the soak database is damaged ({detail}); it was left as it is. Salvage it with `sqlite3 {} \
+                     .recover`, or start a new soak with another ",
+                    path.display()
+                ),
+            )
+            .and(Db),
+            StoreError::UsedUp { path, planned, elapsed, example } => at(
+                path,
+                format!("nothing left to run: the planned {planned} are used up ({elapsed} soaked); give a longer total, e.g. "),
+            )
+            .and(Resume)
+            .then(" ")
+            .and(Duration)
+            .then(format!(" {example}")),
+            StoreError::Sqlite { path, source } => at(path, source.to_string()),
+        }
+    }
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.message().fmt(f)
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoreError::Sqlite { source, .. } => Some(source),
+            _ => None,
+        }
+    }
 }
 
 /// What the user asked for, stored so `--resume` runs the same soak.

@@ -8,15 +8,14 @@
 //! commands find the NIC and hand it in.
 
 use super::nic::{choose_nic, framing_of, is_virtual};
+use crate::Setting;
 use headroom_limits::{ethernet_by_speed_mbps, lookup, Family, Framing};
 use headroom_result::{Ceiling, Hop, Nic};
+use headroom_units::setting::Message;
 use std::str::FromStr;
 
 /// Why a `--link` spec could not be used.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error(
-    "--link '{input}' is neither a known link nor a rate: {reason} (examples: 1gbe, 10GbE, 2.5gbe, 25gbe, 940Mb/s)"
-)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct BadLinkSpec {
     /// The `--link` value as typed, quoted back in the message.
     pub input: String,
@@ -24,6 +23,24 @@ pub struct BadLinkSpec {
     /// rate, or a non-Ethernet link where a network link was needed.
     pub reason: String,
 }
+
+impl BadLinkSpec {
+    /// The line, naming the link setting for the front end to spell.
+    pub fn message(&self) -> Message<Setting> {
+        Message::of(Setting::Link).then(format!(
+            " '{}' is neither a known link nor a rate: {} (examples: 1gbe, 10GbE, 2.5gbe, 25gbe, 940Mb/s)",
+            self.input, self.reason
+        ))
+    }
+}
+
+impl std::fmt::Display for BadLinkSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.message().fmt(f)
+    }
+}
+
+impl std::error::Error for BadLinkSpec {}
 
 /// `--link SPEC`: a catalog link (`10gbe`, `2.5GbE`, `16gfc`) or a rate
 /// (`940Mb/s`), the MAC data rate of the narrowest link between the ends.

@@ -30,8 +30,8 @@ mod windows;
 pub(crate) use windows::*;
 
 /// Why the kernel refused to bind a socket to a named interface, for the
-/// reasons the user is told in words. (Windows binds to no interface, so
-/// it makes neither.)
+/// reasons the user is told in words. (Windows binds to no interface: it
+/// makes only `Unavailable`.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(windows, allow(dead_code))]
 pub(crate) enum BindDeviceRefusal {
@@ -39,4 +39,8 @@ pub(crate) enum BindDeviceRefusal {
     NotPermitted,
     /// No interface has that name.
     NoSuchInterface,
+    /// This platform cannot hold a socket to an interface yet (Windows);
+    /// the error's text says so, and a source address is the way instead.
+    #[cfg_attr(not(windows), allow(dead_code))]
+    Unavailable,
 }

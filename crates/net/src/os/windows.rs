@@ -54,18 +54,17 @@ pub(crate) fn interface_exists(_name: &str) -> bool {
 }
 
 /// Sends `sock`'s traffic through the interface `name`: not available on
-/// Windows yet (it has no SO_BINDTODEVICE; --bind ADDR works).
+/// Windows yet (it has no SO_BINDTODEVICE; a source address works). The
+/// caller names that setting ([`BindDeviceRefusal::Unavailable`]).
 pub(crate) fn bind_device(_sock: &Socket, _name: &str) -> io::Result<()> {
-    Err(io::Error::new(
-        io::ErrorKind::Unsupported,
-        "leaving through a named interface is not available on Windows yet; use --bind ADDR",
-    ))
+    Err(io::Error::new(io::ErrorKind::Unsupported, "leaving through a named interface is not available on Windows yet"))
 }
 
 /// Why binding a socket to an interface failed, when it is one of the
-/// reasons said in words (never, on Windows: see [`bind_device`]).
-pub(crate) fn bind_device_refusal(_e: &io::Error) -> Option<BindDeviceRefusal> {
-    None
+/// reasons said in words: on Windows, always that it is not available
+/// (see [`bind_device`]).
+pub(crate) fn bind_device_refusal(e: &io::Error) -> Option<BindDeviceRefusal> {
+    (e.kind() == io::ErrorKind::Unsupported).then_some(BindDeviceRefusal::Unavailable)
 }
 
 /// Whether a connect failed for want of a route (host or network unreachable).

@@ -57,7 +57,7 @@ pub(super) fn sort(rc: c_int, text: String) -> ProtoError {
 /// `ports` on `host` fails, that connect's error (refused, unreachable, a
 /// name that does not resolve), else `e`.
 pub(super) fn explained(e: ProtoError, host: &str, ports: &[u16], interface: Option<&str>) -> ProtoError {
-    if matches!(e, ProtoError::Usage(_) | ProtoError::Auth(_) | ProtoError::Stopped(_)) {
+    if matches!(e, ProtoError::Usage(_) | ProtoError::Invalid(_) | ProtoError::Auth(_) | ProtoError::Stopped(_)) {
         return e;
     }
     ports.iter().find_map(|port| reach(host, *port, interface)).unwrap_or(e)

@@ -378,16 +378,9 @@ impl PreparedTarget {
 
     fn prepare_existing(path: &Path, opts: &TargetOptions) -> Result<PreparedTarget> {
         let shown = path.display().to_string();
-        let refused = |reason: String| DiskError::Refused {
-            path: shown.clone(),
-            reason: headroom_units::setting::Message::text(reason),
-        };
+        let refused = |reason| DiskError::Refused { path: shown.clone(), reason };
         if opts.writes && !opts.destructive {
-            return Err(refused(
-                "it is an existing file and the tests write, which destroys its contents. Add --destructive if that \
-                 is what you want, run read tests only (--rw read or randread), or give a directory instead"
-                    .into(),
-            ));
+            return Err(refused(safety::writes_destroy("an existing file")));
         }
         let file = OpenOptions::new()
             .read(true)
@@ -398,10 +391,7 @@ impl PreparedTarget {
         if opts.writes && !opts.force {
             let found = safety::probe_signatures(&file).map_err(|e| safety::probe_failed(&shown, e))?;
             if !found.is_empty() {
-                return Err(refused(format!(
-                    "it holds {}. Writing would destroy it; add --force as well as --destructive only if you are sure",
-                    safety::describe(&found)
-                )));
+                return Err(refused(safety::holds_signatures(&found)));
             }
         }
         let whole = file.metadata().map_err(|e| DiskError::io(format!("size of {shown}"), e))?.len();
@@ -489,14 +479,11 @@ impl PreparedTarget {
                 Ok(f) if self.direct_read_works(&f) => return Ok((f, true)),
                 Ok(_) | Err(_) if !direct_required => {}
                 Ok(_) => {
-                    return Err(DiskError::Usage(format!(
-                        "--direct on: {} refuses unbuffered reads; use --direct auto or off",
-                        self.path.display()
-                    )))
+                    return Err(safety::direct_refused(format!("{} refuses unbuffered reads", self.path.display())))
                 }
                 Err(e) => {
-                    return Err(DiskError::Usage(format!(
-                        "--direct on: {} cannot be opened with FILE_FLAG_NO_BUFFERING ({e}); use --direct auto or off",
+                    return Err(safety::direct_refused(format!(
+                        "{} cannot be opened with FILE_FLAG_NO_BUFFERING ({e})",
                         self.path.display()
                     )))
                 }
