@@ -92,6 +92,8 @@ pub fn holds_signatures(found: &[Signature]) -> Message<crate::Setting> {
 }
 
 /// The end of a refusal to write to something in use: no leave overrides it.
+/// (Windows refuses every raw device before asking whether it is in use.)
+#[cfg_attr(windows, allow(dead_code))]
 pub fn never_in_use() -> Message<crate::Setting> {
     Message::text("headroom never writes to something in use, even with ").and(crate::Setting::Force)
 }
