@@ -40,14 +40,12 @@ pub fn render(host: &Host, style: Style) -> String {
         nic_line(["name", "kind", "driver", "link", "MTU", "carrier", "TCP ceiling", "bus"]),
         host.nics.iter().map(|nic| nic_row(nic, style)),
     );
+    let width = name_width(&host.block_devices);
     text += &section(
         style,
         "Block devices",
-        disk_line(
-            name_width(&host.block_devices),
-            ["name", "transport", "model", "size", "type", "scheduler", "bus", "bus ceiling"],
-        ),
-        host.block_devices.iter().map(|disk| disk_row(disk, name_width(&host.block_devices), style)),
+        disk_line(width, ["name", "transport", "model", "size", "type", "scheduler", "bus", "bus ceiling"]),
+        host.block_devices.iter().map(|disk| disk_row(disk, width, style)),
     );
     text += &section(
         style,
