@@ -307,6 +307,7 @@ fn net_plan(net: &FleetNetArgs, token: Option<&str>) -> anyhow::Result<Plan> {
             udp_rate: None,
             rtt_under_load: false,
             window: None,
+            skip_rx_copy: false,
             sample_interval: None,
         }),
     };

@@ -78,6 +78,12 @@ pub struct NetArgs {
     /// result shows what each kernel granted. Default: the kernel autotunes them
     #[arg(long, short = 'w', value_name = "SIZE")]
     pub window: Option<Size>,
+    /// TCP receivers at both ends drop what arrives in the kernel instead of copying it to
+    /// user space (as iperf3 3.19's --skip-rx-copy; Linux only): a lighter receiver than
+    /// any application's, for finding the path's limit with less CPU. Recorded in the
+    /// result (details.skip_rx_copy); off by default
+    #[arg(long)]
+    pub skip_rx_copy: bool,
     #[command(flatten)]
     pub source: SourceArgs,
 }
@@ -282,6 +288,7 @@ fn net_test(t: &str, args: &NetArgs, rr: bool) -> NetTest {
         udp_rate: if udp { args.udp.map(|r| r.0) } else { None },
         rtt_under_load: rr && !udp,
         window: args.window.map(|w| w.0 as u32),
+        skip_rx_copy: args.skip_rx_copy && !udp,
         sample_interval: Some(headroom_runner::sample_interval_for(args.time.0)),
     })
 }

@@ -225,6 +225,7 @@ fn net_test(host: &str, port: u16) -> ProbeRequest {
         udp_rate: None,
         rtt_under_load: false,
         window: None,
+        skip_rx_copy: false,
         sample_interval: None,
     };
     let server = NetServer {

@@ -67,19 +67,25 @@ pub fn tcp_send(
     Ok(())
 }
 
-/// Reads and discards until end of stream or `stop`; no data for `stall` is an error.
+/// Reads and discards until end of stream or `stop`; no data for `stall` is
+/// an error. With `skip_copy` (and a kernel that can:
+/// [`crate::os::DISCARDS_RECEIVED`]) the bytes are dropped in the kernel
+/// instead of copied into a buffer first.
 pub fn tcp_recv(
     mut stream: &TcpStream,
     len: usize,
+    skip_copy: bool,
     stop: &AtomicBool,
     received: &AtomicU64,
     stall: Duration,
 ) -> Result<(), String> {
     let _ = stream.set_read_timeout(Some(POLL));
-    let mut buf = vec![0u8; len.max(64 * 1024)];
+    let read_len = len.max(64 * 1024);
+    let mut buf = if skip_copy { Vec::new() } else { vec![0u8; read_len] };
     let mut last_progress = Instant::now();
     loop {
-        match stream.read(&mut buf) {
+        let got = if skip_copy { crate::os::discard_received(stream, read_len) } else { stream.read(&mut buf) };
+        match got {
             Ok(0) => return Ok(()),
             Ok(n) => {
                 received.fetch_add(n as u64, Ordering::Relaxed);
@@ -253,6 +259,8 @@ pub struct RunningStream {
     pub last_seq: std::sync::Arc<AtomicU64>,
     /// The socket buffers the kernel granted, read when the stream started.
     pub buffers: Option<headroom_result::BufferPair>,
+    /// A TCP receiver that dropped its bytes in the kernel (`--skip-rx-copy`).
+    pub rx_copy_skipped: bool,
     tcp: Option<TcpStream>,
     handle: Option<std::thread::JoinHandle<Option<UdpRecvStats>>>,
 }
@@ -267,6 +275,8 @@ pub struct StreamOutcome {
     pub tcp_info: Option<crate::tcpinfo::TcpInfo>,
     pub udp: Option<UdpRecvStats>,
     pub buffers: Option<headroom_result::BufferPair>,
+    /// A TCP receiver that dropped its bytes in the kernel (`--skip-rx-copy`).
+    pub rx_copy_skipped: bool,
 }
 
 /// A set of data streams running in their own threads, stopped together.
@@ -294,6 +304,16 @@ pub struct StreamParams {
     /// Socket buffer asked for every stream, bytes (the client's were set
     /// before connecting; a server sets its own here).
     pub window: Option<u32>,
+    /// TCP receivers drop what arrives in the kernel, without copying it
+    /// into user space, where the platform can (`--skip-rx-copy`).
+    pub skip_rx_copy: bool,
+}
+
+impl StreamParams {
+    /// Whether this set's TCP receivers skip the copy: asked, and possible here.
+    pub fn skips_rx_copy(&self) -> bool {
+        self.skip_rx_copy && crate::os::DISCARDS_RECEIVED
+    }
 }
 
 impl StreamSet {
@@ -332,7 +352,7 @@ impl StreamSet {
                         fin.fetch_add(1, Ordering::Relaxed);
                         r
                     } else {
-                        tcp_recv(&sock, p.len, &stop, &b, p.stall)
+                        tcp_recv(&sock, p.len, p.skips_rx_copy(), &stop, &b, p.stall)
                     };
                     if let Err(e) = r {
                         err.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
@@ -347,6 +367,7 @@ impl StreamSet {
                 packets: Default::default(),
                 last_seq: Default::default(),
                 buffers,
+                rx_copy_skipped: !sending && p.skips_rx_copy(),
                 tcp: clone,
                 handle: Some(handle),
             });
@@ -391,6 +412,7 @@ impl StreamSet {
                 packets,
                 last_seq,
                 buffers,
+                rx_copy_skipped: false,
                 tcp: None,
                 handle: Some(handle),
             });
@@ -459,6 +481,7 @@ impl StreamSet {
                 tcp_info: info,
                 udp,
                 buffers: s.buffers,
+                rx_copy_skipped: s.rx_copy_skipped,
             });
         }
         out

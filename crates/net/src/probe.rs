@@ -127,6 +127,9 @@ pub fn throughput_probe(r: &ThroughputResult, spell: NetSpelling) -> Probe {
         udp[details::JITTER_MS] = json!(u.jitter_s * 1e3);
         d.insert(details::UDP.into(), udp);
     }
+    if let Some(rx) = &r.rx_copy {
+        d.insert(details::SKIP_RX_COPY.into(), serde_json::to_value(rx).unwrap_or_default());
+    }
     if let Some(l) = &r.rtt_under_load {
         d.insert("rtt_under_load_ns".into(), serde_json::to_value(l).unwrap_or_default());
     }

@@ -411,6 +411,7 @@ mod tests {
             udp_rate: None,
             rtt_under_load: false,
             window: None,
+            skip_rx_copy: false,
             sample_interval: None,
         });
         NetRequest { server: server.clone(), test }.to_request()

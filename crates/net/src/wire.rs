@@ -308,6 +308,11 @@ pub enum Request {
         /// Socket buffer of each data stream at both ends, bytes (iperf3's -w).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         window: Option<u32>,
+        /// The server's TCP receivers drop what arrives in the kernel,
+        /// without copying it to user space (`--skip-rx-copy`). A server
+        /// that predates it reads as usual, and its report says so.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        skip_rx_copy: bool,
     },
     /// Stop the running test (or remote probe) and report.
     End,
@@ -494,6 +499,9 @@ pub struct StreamReport {
     /// The socket buffers the server's kernel granted this stream.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buffers: Option<headroom_result::BufferPair>,
+    /// The server received on this stream without copying to user space.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rx_copy_skipped: bool,
 }
 
 /// Writes one framed JSON message.

@@ -68,6 +68,7 @@ fn fixed_transfer(server: &StockServer, direction: TrafficDirection, bytes: u64)
         udp_rate: None,
         rtt_under_load: false,
         window: None,
+        skip_rx_copy: false,
         sample_interval: None,
     };
     let (tx, rx) = std::sync::mpsc::channel();

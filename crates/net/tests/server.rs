@@ -53,6 +53,7 @@ fn spec(direction: TrafficDirection, streams: u32) -> ThroughputSpec {
         udp_rate: None,
         rtt_under_load: false,
         window: None,
+        skip_rx_copy: false,
         sample_interval: None,
     }
 }
@@ -108,6 +109,34 @@ fn fixed_transfer_moves_exactly_the_bytes() {
     sp.direction = TrafficDirection::Download;
     let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
     assert_eq!(r.download_bytes, 50_000_000);
+}
+
+/// `--skip-rx-copy`: receivers at both ends drop the bytes in the kernel
+/// (MSG_TRUNC), count every one of them, and the result says which end did.
+#[test]
+fn receivers_that_skip_the_copy_count_every_byte_and_say_so() {
+    use headroom_net::RxCopySkipped;
+    let (h, _) = start(|_| {});
+    let mut s = Session::open(&target(&h)).unwrap();
+    let mut sp = spec(TrafficDirection::Upload, 2);
+    sp.bytes = Some(50_000_000);
+    sp.skip_rx_copy = true;
+    let skipped = cfg!(target_os = "linux");
+    let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert_eq!(r.upload_bytes, 50_000_000);
+    assert_eq!(r.rx_copy, Some(RxCopySkipped { local: None, remote: Some(skipped) }));
+    sp.direction = TrafficDirection::Download;
+    let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert_eq!(r.download_bytes, 50_000_000);
+    assert_eq!(r.rx_copy, Some(RxCopySkipped { local: Some(skipped), remote: None }));
+    sp.direction = TrafficDirection::Bidir;
+    let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert_eq!((r.upload_bytes, r.download_bytes), (50_000_000, 50_000_000));
+    assert_eq!(r.rx_copy, Some(RxCopySkipped { local: Some(skipped), remote: Some(skipped) }));
+    // Not asked: nothing recorded.
+    sp.skip_rx_copy = false;
+    let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert_eq!(r.rx_copy, None);
 }
 
 #[test]
@@ -226,6 +255,7 @@ fn busy_server_refuses_then_a_stalled_client_frees_its_slot() {
             len: 65536,
             rate_bits: None,
             window: None,
+            skip_rx_copy: false,
         },
     )
     .unwrap();
@@ -497,6 +527,7 @@ fn a_client_silent_behind_a_dead_link_frees_its_slot_at_the_idle_timeout() {
         len: 65536,
         rate_bits: None,
         window: None,
+        skip_rx_copy: false,
     };
     wire::write_frame(&mut a, &test).unwrap();
     let ready: serde_json::Value = wire::read_frame(&mut a, wire::MAX_FRAME).unwrap();
@@ -584,6 +615,7 @@ fn data_streams_join_only_from_the_sessions_address_with_their_own_proof() {
         len: 65536,
         rate_bits: None,
         window: None,
+        skip_rx_copy: false,
     };
     wire::write_frame(&mut control, &ask).unwrap();
     let ready: serde_json::Value = wire::read_frame(&mut control, wire::MAX_FRAME).unwrap();

@@ -39,6 +39,11 @@ pub const ATTEMPTS: &str = "attempts";
 pub const FAILURES: &str = "failures";
 /// `details.tcp_info`: the sending sockets' TCP state (retransmits, srtt, cwnd), merged.
 pub const TCP_INFO: &str = "tcp_info";
+/// `details.skip_rx_copy` of a TCP probe run with `--skip-rx-copy`: whether
+/// each end's receivers (`local`, `remote`) dropped the bytes in the kernel
+/// instead of copying them to user space (absent: that end received nothing
+/// or did not say).
+pub const SKIP_RX_COPY: &str = "skip_rx_copy";
 /// `details.udp`: what the receiving end of a UDP probe counted (packets, lost,
 /// loss_percent, out_of_order, jitter_ms).
 pub const UDP: &str = "udp";

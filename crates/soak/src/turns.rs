@@ -142,6 +142,7 @@ fn net_turn(server: Endpoint) -> Turn {
                 udp_rate: None,
                 rtt_under_load: false,
                 window: None,
+                skip_rx_copy: false,
                 // Soak's detectors read one sample a second.
                 sample_interval: None,
             });

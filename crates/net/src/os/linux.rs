@@ -220,6 +220,24 @@ pub(crate) fn send_from(sock: &UdpSocket, msg: &[u8], to: SocketAddr, from: Opti
     Ok(sent?)
 }
 
+/// Linux discards received TCP bytes in the kernel: `recv` with MSG_TRUNC
+/// and no buffer (tcp_recvmsg skips the copy to user space; iperf3's
+/// `--skip-rx-copy` does the same).
+pub(crate) const DISCARDS_RECEIVED: bool = true;
+
+/// Takes up to `len` received bytes off `stream` without copying them out
+/// of the kernel; 0 at the end of the stream.
+pub(crate) fn discard_received(stream: &std::net::TcpStream, len: usize) -> io::Result<usize> {
+    // SAFETY: a null buffer is what MSG_TRUNC on a TCP socket asks for: the
+    // kernel writes nothing and returns how many bytes it dropped.
+    let n = unsafe { libc::recv(stream.as_raw_fd(), std::ptr::null_mut(), len, libc::MSG_TRUNC) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

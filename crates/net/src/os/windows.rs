@@ -169,3 +169,16 @@ pub(crate) fn recv_with_destination(
 pub(crate) fn send_from(sock: &UdpSocket, msg: &[u8], to: SocketAddr, _from: Option<IpAddr>) -> io::Result<usize> {
     sock.send_to(msg, to)
 }
+
+/// Winsock has no way to drop received TCP bytes without copying them
+/// (MSG_TRUNC is for datagrams): the receivers read as usual, and the
+/// result says the copy was not skipped.
+pub(crate) const DISCARDS_RECEIVED: bool = false;
+
+/// Not used while [`DISCARDS_RECEIVED`] is false (the receivers read into
+/// their buffer instead); here it reads and drops, as a copy would.
+pub(crate) fn discard_received(mut stream: &std::net::TcpStream, len: usize) -> io::Result<usize> {
+    use std::io::Read;
+    let mut scratch = vec![0u8; len.min(64 * 1024)];
+    stream.read(&mut scratch)
+}

@@ -190,9 +190,10 @@ pub(super) fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, s: &Arc<Shar
                     return;
                 }
             }
-            Request::Test { udp, direction, streams, duration_ms, bytes, len, rate_bits, window } => {
+            Request::Test { udp, direction, streams, duration_ms, bytes, len, rate_bits, window, skip_rx_copy } => {
                 test_id += 1;
-                let asked = TestAsked { udp, direction, streams, duration_ms, bytes, len, rate_bits, window };
+                let asked =
+                    TestAsked { udp, direction, streams, duration_ms, bytes, len, rate_bits, window, skip_rx_copy };
                 if let Err(reason) = asked.validate(&s.cfg) {
                     let _ = wire::write_frame(&mut conn, &Reply::Refused { reason });
                     continue;
@@ -220,6 +221,7 @@ struct TestAsked {
     len: u32,
     rate_bits: Option<f64>,
     window: Option<u32>,
+    skip_rx_copy: bool,
 }
 
 impl TestAsked {
@@ -247,7 +249,7 @@ fn headroom_test(
     session: &SessionInfo,
     s: &Arc<Shared>,
 ) -> io::Result<()> {
-    let TestAsked { udp, direction, streams, bytes, len, rate_bits, window, .. } = *asked;
+    let TestAsked { udp, direction, streams, bytes, len, rate_bits, window, skip_rx_copy, .. } = *asked;
     let n = if direction == TrafficDirection::Bidir { streams * 2 } else { streams } as usize;
     let (tx, rx) = sync_channel::<(u32, TcpStream)>(n);
     let (utx, urx) = sync_channel::<UdpSocket>(n);
@@ -264,6 +266,7 @@ fn headroom_test(
         stall: s.cfg.idle_timeout,
         udp_rate: rate_bits.unwrap_or(1e6) / streams as f64,
         window,
+        skip_rx_copy,
     };
     let set = if udp {
         collect(&urx, n, s.cfg.idle_timeout).map(|socks| {
@@ -345,6 +348,7 @@ fn headroom_test(
                 bytes_received: if o.sending { 0 } else { o.bytes },
                 tcp_info: o.tcp_info.clone(),
                 buffers: o.buffers,
+                rx_copy_skipped: o.rx_copy_skipped,
             })
             .collect(),
         cpu,
@@ -375,6 +379,7 @@ mod tests {
             len: 1000,
             rate_bits: None,
             window: None,
+            skip_rx_copy: false,
         }
     }
 

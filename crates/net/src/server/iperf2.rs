@@ -154,7 +154,14 @@ fn run_test(socks: Vec<(TcpStream, u64)>, peer: SocketAddr, ask: &Ask, s: &Share
         Amount::Bytes(b) if server_sends => Some(b),
         _ => None,
     };
-    let params = StreamParams { len: DEFAULT_TCP_LEN, limit, stall: s.cfg.idle_timeout, udp_rate: 0.0, window: None };
+    let params = StreamParams {
+        len: DEFAULT_TCP_LEN,
+        limit,
+        stall: s.cfg.idle_timeout,
+        udp_rate: 0.0,
+        window: None,
+        skip_rx_copy: false,
+    };
     let conns = socks.into_iter().map(|(c, _)| c).collect();
     let streams = match tcp_streams(conns, ask.direction == TrafficDirection::Download, both_ways) {
         Ok(streams) => streams,

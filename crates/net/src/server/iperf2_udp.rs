@@ -277,6 +277,7 @@ mod tests {
             udp_rate: Some(4e6),
             rtt_under_load: false,
             window: None,
+            skip_rx_copy: false,
             sample_interval: None,
         };
         let r = crate::throughput::iperf2::throughput(&target, &spec, &AtomicBool::new(false), &mut |_| {}).unwrap();

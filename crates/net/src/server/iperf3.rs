@@ -108,6 +108,7 @@ fn iperf3_session(
         stall: s.cfg.idle_timeout,
         udp_rate: p.bandwidth as f64,
         window: p.window,
+        skip_rx_copy: false,
     };
     let mut set = if p.udp {
         let socks = collect(&urx, n, s.cfg.idle_timeout).ok_or("UDP streams did not arrive")?;

@@ -138,7 +138,14 @@ mod tests {
     use std::io::{Read, Write};
 
     fn no_streams() -> StreamSet {
-        let p = StreamParams { len: 1, limit: None, stall: Duration::from_secs(1), udp_rate: 0.0, window: None };
+        let p = StreamParams {
+            len: 1,
+            limit: None,
+            stall: Duration::from_secs(1),
+            udp_rate: 0.0,
+            window: None,
+            skip_rx_copy: false,
+        };
         StreamSet::start_tcp(Vec::new(), p)
     }
 

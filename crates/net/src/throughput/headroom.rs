@@ -94,6 +94,7 @@ impl Protocol for HeadroomTest<'_> {
             len: spec.len as u32,
             rate_bits: spec.udp_rate,
             window: spec.window,
+            skip_rx_copy: spec.skip_rx_copy,
         };
         let test = match self.session.request(&req)? {
             Reply::TestReady { test } => test,
@@ -106,6 +107,7 @@ impl Protocol for HeadroomTest<'_> {
             stall: self.session.target.timeout,
             udp_rate: spec.udp_rate.unwrap_or(0.0) / f64::from(spec.streams),
             window: spec.window,
+            skip_rx_copy: spec.skip_rx_copy,
         };
         let (peer, timeout) = (self.session.peer, self.session.target.timeout);
         let setup = SocketSetup::data(&self.session.target.source, spec.window);
@@ -180,6 +182,7 @@ impl Protocol for HeadroomTest<'_> {
             error: report.error,
             buffers: report.streams.iter().find_map(|s| s.buffers),
             missing_report: None,
+            rx_copy_skipped: report.streams.iter().any(|s| s.rx_copy_skipped),
         })
     }
 
@@ -216,8 +219,14 @@ mod tests {
         let ours = TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (mut theirs, _) = l.accept().unwrap();
         theirs.write_all(&vec![1u8; feed]).unwrap();
-        let params =
-            StreamParams { len: 1024, limit: None, stall: Duration::from_secs(5), udp_rate: 0.0, window: None };
+        let params = StreamParams {
+            len: 1024,
+            limit: None,
+            stall: Duration::from_secs(5),
+            udp_rate: 0.0,
+            window: None,
+            skip_rx_copy: false,
+        };
         let set = StreamSet::start_tcp(vec![(ours, false)], params);
         let t0 = Instant::now();
         while feed > 0 && set.total_bytes() < feed as u64 && t0.elapsed() < Duration::from_secs(5) {

@@ -121,6 +121,7 @@ impl Iperf2Test<'_> {
             stall: self.target.timeout,
             udp_rate: per_stream,
             window: spec.window,
+            skip_rx_copy: spec.skip_rx_copy,
         };
         Ok(StreamSet::start_udp(socks, header, params))
     }
@@ -228,6 +229,7 @@ impl Protocol for Iperf2Test<'_> {
             stall: self.target.timeout,
             udp_rate: 0.0,
             window: spec.window,
+            skip_rx_copy: spec.skip_rx_copy,
         };
         let (sends, both) = (spec.direction == TrafficDirection::Upload, spec.direction == TrafficDirection::Bidir);
         Ok(StreamSet::start_tcp(datapath::tcp_streams(socks, sends, both)?, params))
@@ -287,6 +289,7 @@ mod tests {
             udp_rate: None,
             rtt_under_load: false,
             window: None,
+            skip_rx_copy: false,
             sample_interval: None,
         }
     }

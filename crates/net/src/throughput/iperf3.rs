@@ -80,6 +80,7 @@ impl Protocol for Iperf3Test<'_> {
             stall: target.timeout,
             udp_rate: params.bandwidth as f64,
             window: spec.window,
+            skip_rx_copy: spec.skip_rx_copy,
         };
         let mut udp_socks = Vec::new();
         let mut tcp_socks = Vec::new();

@@ -52,6 +52,11 @@ pub struct ThroughputSpec {
     /// (iperf3's -w); None leaves the kernel's autotuning on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<u32>,
+    /// TCP receivers at both ends drop what arrives in the kernel instead
+    /// of copying it to user space (`--skip-rx-copy`, as iperf3 3.19's):
+    /// a lighter receiver than an application's, recorded in the result.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skip_rx_copy: bool,
     /// Length of each sample; None: a second (soak's turns, older requests).
     /// `headroom net` and `run` take [`headroom_runner::sample_interval_for`]
     /// of the duration, so a 3 s test has 20 samples.
@@ -218,9 +223,21 @@ pub struct ThroughputResult {
     pub buffers_local: Option<headroom_result::BufferPair>,
     /// The buffers the server's kernel granted (headroom servers only).
     pub buffers_remote: Option<headroom_result::BufferPair>,
+    /// `--skip-rx-copy` asked: what each end's TCP receivers did.
+    pub rx_copy: Option<RxCopySkipped>,
     /// Why the server's figures are missing and this side's stand in
     /// (a stock iperf2 server that sent no UDP report): a note, not an error.
     pub missing_report: Option<String>,
+}
+
+/// Whether each end's TCP receivers dropped what arrived in the kernel
+/// instead of copying it to user space (None: that end received nothing).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RxCopySkipped {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<bool>,
 }
 
 impl ThroughputResult {
@@ -252,6 +269,9 @@ pub(crate) struct ServerFigures {
     pub buffers: Option<headroom_result::BufferPair>,
     /// The server sent no figures: why, and that this side's stand in.
     pub missing_report: Option<String>,
+    /// The server's TCP receivers dropped their bytes in the kernel
+    /// (headroom servers asked `--skip-rx-copy`; stock servers copy).
+    pub rx_copy_skipped: bool,
 }
 
 /// What the control protocols differ in; the measurement loop ([`measure`]) does the rest.
@@ -422,6 +442,14 @@ pub(crate) fn measure(
     }
     result.sender_tcp_info = outcomes.iter().filter(|o| o.sending).filter_map(|o| o.tcp_info.clone()).collect();
     result.buffers_local = outcomes.iter().find_map(|o| o.buffers);
+    let local_receivers: Vec<bool> = outcomes.iter().filter(|o| !o.sending).map(|o| o.rx_copy_skipped).collect();
+    let asked_skip = spec.skip_rx_copy && spec.udp_rate.is_none();
+    if asked_skip {
+        result.rx_copy = Some(RxCopySkipped {
+            local: (!local_receivers.is_empty()).then(|| local_receivers.iter().all(|&s| s)),
+            remote: None,
+        });
+    }
     if result.udp {
         result.udp_recv = outcomes
             .iter()
@@ -437,6 +465,10 @@ pub(crate) fn measure(
             result.cpu_load_remote = figures.cpu_load;
             result.udp_recv = figures.udp_recv.or(result.udp_recv);
             result.buffers_remote = figures.buffers;
+            if let Some(rx) = result.rx_copy.as_mut() {
+                let server_receives = spec.direction != TrafficDirection::Download;
+                rx.remote = server_receives.then_some(figures.rx_copy_skipped);
+            }
             result.missing_report = figures.missing_report;
             error = error.or(figures.error);
         }

@@ -117,6 +117,9 @@ pub fn probe(p: &Probe, ceiling: &LinkCeiling, style: Style) -> String {
             if let ProbeSpec::Net(NetSpec { socket_buffers: Some(b), .. }) = &p.spec {
                 text += &format!("  {:<24} {}\n", "", buffers_line(b));
             }
+            if let Some(rx) = d.get(details::SKIP_RX_COPY) {
+                text += &format!("  {:<24} {}\n", "", rx_copy_line(rx));
+            }
             if let Some(l) = d.get("rtt_under_load_ns") {
                 text += &format!(
                     "  {:<24} RTT under load: mean {}  p99 {}\n",
@@ -131,6 +134,17 @@ pub fn probe(p: &Probe, ceiling: &LinkCeiling, style: Style) -> String {
             text
         }
     }
+}
+
+/// "receivers skipped the copy to user space: here yes, server no (--skip-rx-copy)".
+fn rx_copy_line(rx: &serde_json::Value) -> String {
+    let ends: Vec<String> = [("local", "here"), ("remote", "server")]
+        .into_iter()
+        .filter_map(|(key, end)| {
+            rx[key].as_bool().map(|skipped| format!("{end} {}", if skipped { "yes" } else { "no" }))
+        })
+        .collect();
+    format!("receivers skipped the copy to user space (--skip-rx-copy): {}", ends.join(", "))
 }
 
 /// "socket buffers 4 MiB asked: here 4 MiB send / 4 MiB receive, server ...":
@@ -264,6 +278,7 @@ mod tests {
                    "steal_percent": 13.0, "softirq_percent": 4.0}),
         );
         p.details.insert("rtt_under_load_ns".into(), json!({"mean": 251_400.0, "p99": 7_470_000.0}));
+        p.details.insert("skip_rx_copy".into(), json!({"remote": false}));
         p.warnings.push(Warning::new(WarningCode::CpuLimited, "limited by x"));
         let text = probe(&p, &gigabit(), Style::default());
         let lines: Vec<&str> = text.lines().collect();
@@ -277,9 +292,13 @@ mod tests {
             "                           cpu here: process 17% of one core (2 cores), busiest thread tcp-send-0 15%, \
              busiest core cpu1 100% (softirq 4%), steal 13%"
         );
-        assert_eq!(lines[2], "                           RTT under load: mean 251.4 us  p99 7.47 ms");
-        assert_eq!(lines[3], "                           note: limited by x");
-        assert_eq!(lines.len(), 4);
+        assert_eq!(
+            lines[2],
+            "                           receivers skipped the copy to user space (--skip-rx-copy): server no"
+        );
+        assert_eq!(lines[3], "                           RTT under load: mean 251.4 us  p99 7.47 ms");
+        assert_eq!(lines[4], "                           note: limited by x");
+        assert_eq!(lines.len(), 5);
     }
 
     #[test]
