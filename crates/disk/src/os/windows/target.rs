@@ -26,8 +26,10 @@
 //! What every platform shares (the kind of target, the options, the test
 //! file's name, the free-space refusal, the layout's data) is storage.rs's.
 //!
-//! Long (about 540 lines): the Win32 twin of target.rs, kept in one file so
-//! that it can be read against the Win32 documentation top to bottom.
+//! Long (about 750 lines): the Win32 twin of target.rs with the raw-device
+//! rules beside the file rules they mirror, kept in one file so that it can
+//! be read against the Win32 documentation top to bottom (the device
+//! queries themselves are device.rs's).
 
 use crate::os::device;
 use crate::safety;
