@@ -7,6 +7,7 @@
 # `serve` on 127.0.0.1, and the other way: the Linux binary's net, ping and
 # disk --remote against headroom.exe's `serve`; headroom.exe's soak (its disk
 # on C:, net and the server's disk) and fleet against Linux `serve`s on
+# 127.0.0.1, disk on a raw volume (\\.\D: over a loop device, as root),
 # 127.0.0.1, the soak's database reported on both platforms; headroom.exe's iSCSI client
 # against tgtd and its SMB client against smbd, both on 127.0.0.1 (as root). Each check prints PASS or FAIL and its finding; the
 # script exits 1 if any failed, 2 if the build or its tools are missing.
@@ -232,12 +233,53 @@ disk() {
   # A share that cannot be reached: one line naming the share, exit 2,
   # before any test file could be made.
   refused unc '\\headroom-no-such-server\bench\dir' "cannot be reached" '\\headroom-no-such-server\bench'
-  # Raw disks and volumes: refused before anything is opened, naming why.
+  # A write to a raw drive or volume without --destructive: refused before it is opened.
   local raw
   for raw in '\\.\PhysicalDrive0' '\\.\C:' '\\?\C:'; do
-    refused raw "$raw" "is a raw disk or volume: headroom.exe does not test those yet"
+    refused raw "$raw" "and the tests write, which destroys its contents" "--destructive"
   done
-  echo "iocp quick on C:\\headroom-check\\disk: $(jq -r '[.probes[] | "\(.id) \(.summary.bytes_per_sec / 1e6 | round) MB/s"] | join(", ")' disk-quick.json); CPU load of $(nproc) cores read ($(jq -r '.probes[0].details.cpu_load_local.process_percent | round' disk-quick.json)% of a core for headroom.exe in the first test); psync randwrite with spaces, iocp randread Q4T2 on \\\\?\\: done, no test file left, also on Ctrl-C (exit 130); missing path, unreachable UNC share, \\\\.\\PhysicalDrive0, \\\\.\\C: and \\\\?\\C:: exit 2, one line each"
+  echo "iocp quick on C:\\headroom-check\\disk: $(jq -r '[.probes[] | "\(.id) \(.summary.bytes_per_sec / 1e6 | round) MB/s"] | join(", ")' disk-quick.json); CPU load of $(nproc) cores read ($(jq -r '.probes[0].details.cpu_load_local.process_percent | round' disk-quick.json)% of a core for headroom.exe in the first test); psync randwrite with spaces, iocp randread Q4T2 on \\\\?\\: done, no test file left, also on Ctrl-C (exit 130); missing path, unreachable UNC share: exit 2, one line each; writes to \\\\.\\PhysicalDrive0, \\\\.\\C: and \\\\?\\C: without --destructive: the same"
+}
+
+# Raw drives and volumes (issue 31): the prefix's dosdevices map `d::` (the
+# device behind D:) to a loop device over a 32 MiB file in /dev/shm (no `d:`
+# directory). \\.\D: is read unbuffered as a block device; wine answers
+# none of Windows' size queries for it (IOCTL_DISK_GET_LENGTH_INFO,
+# IOCTL_DISK_GET_DRIVE_GEOMETRY_EX, FILE_END), so the read takes --size.
+# A write, even with --destructive --force, is refused in one line: wine's
+# GetVolumeInformationW names NTFS for every drive, this zeroed one too,
+# and headroom never writes over a filesystem. The zero rule a drive's write
+# would meet runs on an existing file instead: a zeroed one is written with
+# --destructive, then refused without --force.
+raw_dev() {
+  local dd="$WINEPREFIX/dosdevices" rc=0 zeros="$WINEPREFIX/drive_c/headroom-check/raw/zeros.img"
+  [ ! -e "$dd/d::" ] && [ ! -e "$dd/d:" ] || { echo "the prefix already has a D: drive"; return 1; }
+  # Global: the EXIT trap runs after the function's locals are gone.
+  raw_img="$(mktemp /dev/shm/headroom-raw.XXXXXX)"
+  truncate -s 32M "$raw_img"
+  raw_loop="$(losetup --find --show "$raw_img")"
+  trap 'losetup -d "$raw_loop" 2>/dev/null; rm -f "$raw_img" "$WINEPREFIX/dosdevices/d::"' EXIT
+  ln -s "$raw_loop" "$dd/d::"
+  win disk '\\.\D:' --rw read --bs 64k --size 16M --time 1s --ramp 0s --quiet >raw-read.txt
+  head -1 raw-read.txt | tr -d '\r' | grep -qF '(block device, 16.00 MiB tested, iocp, FILE_FLAG_NO_BUFFERING)' ||
+    { echo "read heading: $(head -1 raw-read.txt)"; cat raw-read.txt; return 1; }
+  win disk '\\.\D:' --rw write --size 16M --time 1s --ramp 0s --quiet --destructive --force >raw-w.out 2>raw-w.err || rc=$?
+  [ "$rc" -eq 2 ] && [ "$(wc -l <raw-w.err)" -eq 1 ] && grep -q "filesystem (GetVolumeInformationW)" raw-w.err ||
+    { echo "a write to \\\\.\\D:: exit $rc, not 2 in one line naming its filesystem:"; cat raw-w.err; return 1; }
+  cmp -s -n 32M "$raw_loop" /dev/zero || { echo "the loop device is no longer all zeros"; return 1; }
+  rm -rf "$(dirname "$zeros")"
+  mkdir -p "$(dirname "$zeros")"
+  truncate -s 16M "$zeros"
+  win --json disk 'C:\headroom-check\raw\zeros.img' --rw write --bs 64k --time 1s --ramp 0s --quiet --destructive >raw-zeros.json
+  jq -e '(.probes | length) == 1 and .probes[0].summary.ops > 0' raw-zeros.json >/dev/null ||
+    { echo "no write figures on the zeroed file"; jq -c '.probes[] | [.spec.rw, .summary.ops]' raw-zeros.json; return 1; }
+  ! cmp -s -n 16M "$zeros" /dev/zero || { echo "the write left the file all zeros"; return 1; }
+  rc=0
+  win disk 'C:\headroom-check\raw\zeros.img' --rw write --time 1s --ramp 0s --quiet --destructive >raw-data.out 2>raw-data.err || rc=$?
+  [ "$rc" -eq 2 ] && [ "$(wc -l <raw-data.err)" -eq 1 ] && grep -q -- "--force" raw-data.err ||
+    { echo "a write over data: exit $rc, not 2 in one line naming --force:"; cat raw-data.err; return 1; }
+  rm -rf "$(dirname "$zeros")"
+  echo "\\\\.\\D: -> $raw_loop read unbuffered as a block device ($(awk 'NR == 3 {print $4}' raw-read.txt) MB/s); a write with --destructive --force refused: $(tr -d '\r' <raw-w.err); a zeroed existing file written with --destructive ($(jq -r '.probes[0].summary.bytes_per_sec / 1e6 | round' raw-zeros.json) MB/s), then: $(tr -d '\r' <raw-data.err)"
 }
 
 # The far end is the Linux binary on loopback: Winsock under wine speaks to it
@@ -550,6 +592,11 @@ check net net
 check serve serve
 check soak soak
 check fleet fleet
+if [ "$(id -u)" -eq 0 ] && command -v losetup >/dev/null && command -v mkfs.ext4 >/dev/null; then
+  check raw raw_dev
+else
+  echo "check-windows: SKIPPED raw: needs root, losetup and mkfs.ext4"
+fi
 if [ "$(id -u)" -eq 0 ] && command -v tgtd >/dev/null && command -v tgtadm >/dev/null; then
   check iscsi iscsi
 else

@@ -8,9 +8,10 @@
 //! missed LUKS and md, and every list will miss the next format. Without
 //! libblkid the probe fails, so the write is refused. The probe reads through
 //! the descriptor the caller already holds, so what is checked is exactly
-//! what is written. Windows has no libblkid: there a share's export is
-//! written only when the parts of it a probe would read are all zeros
-//! (`probe_copy` in os/windows), and a local device or existing file not at all.
+//! what is written. Windows has no libblkid: there a share's export, a raw
+//! drive or volume and an existing file are written only when the parts of
+//! them a probe would read ([`edge_reads`]) are all zeros (`probe_copy` in
+//! os/windows), or with --force.
 //!
 //! The probe and what the kernel holds are system calls and paths: they live
 //! in `crate::os` (os/linux/safety.rs); this file keeps what a signature
@@ -29,6 +30,31 @@ pub use crate::os::probe_signatures;
 /// Compared by components, so `/tank/bench2` is not under `/tank/bench`.
 pub fn under_any(path: &Path, roots: &[PathBuf]) -> bool {
     roots.iter().any(|root| path.starts_with(root))
+}
+
+/// The largest read [`edge_reads`] asks for: 1 MiB.
+pub const EDGE_READ: usize = 1 << 20;
+
+/// The reads that cover the first and last 4 MiB of a device, export or file
+/// of `size` bytes, where every signature libblkid looks for lies
+/// (superblocks, partition tables and their backups, RAID members at the
+/// end): (offset, length) of at most [`EDGE_READ`] bytes, each length a
+/// multiple of `align` (a device's sector; 0 or 1 for none), never
+/// overlapping. Both the share check and Windows' local one read these.
+pub fn edge_reads(size: u64, align: u64) -> Vec<(u64, u32)> {
+    let chunk = EDGE_READ as u64;
+    let window = 4 * chunk;
+    let mut offsets: Vec<u64> = (0..window.min(size)).step_by(EDGE_READ).collect();
+    let tail = size.saturating_sub(window).max(window.min(size));
+    offsets.extend((tail..size).step_by(EDGE_READ));
+    offsets
+        .into_iter()
+        .map(|offset| {
+            let len = chunk.min(size - offset);
+            (offset, (len - len % align.max(1)) as u32)
+        })
+        .filter(|&(_, len)| len > 0)
+        .collect()
 }
 
 /// One signature libblkid found.
@@ -92,8 +118,6 @@ pub fn holds_signatures(found: &[Signature]) -> Message<crate::Setting> {
 }
 
 /// The end of a refusal to write to something in use: no leave overrides it.
-/// (Windows refuses every raw device before asking whether it is in use.)
-#[cfg_attr(windows, allow(dead_code))]
 pub fn never_in_use() -> Message<crate::Setting> {
     Message::text("headroom never writes to something in use, even with ").and(crate::Setting::Force)
 }
@@ -111,5 +135,25 @@ pub fn describe(signatures: &[Signature]) -> String {
     match names.len() {
         1 => format!("a {} signature", names[0]),
         _ => format!("signatures of {}", names.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edge_reads_cover_both_ends_once_and_aligned() {
+        let mib = 1u64 << 20;
+        let reads = edge_reads(64 * mib, 4096);
+        let offsets: Vec<u64> = reads.iter().map(|r| r.0).collect();
+        assert_eq!(offsets, [0, 1, 2, 3, 60, 61, 62, 63].map(|m| m * mib));
+        assert!(reads.iter().all(|&(_, len)| u64::from(len) == mib));
+        // Smaller than both windows: each byte once, the odd tail cut to the sector.
+        let reads = edge_reads(5 * mib + 1000, 512);
+        let covered: u64 = reads.iter().map(|&(_, len)| u64::from(len)).sum();
+        assert_eq!(covered, 5 * mib + 512, "{reads:?}");
+        assert_eq!(edge_reads(100, 512), vec![]);
+        assert_eq!(edge_reads(100, 0), vec![(0, 100)]);
     }
 }

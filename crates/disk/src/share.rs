@@ -134,21 +134,12 @@ pub fn prepare_share(opener: &dyn ShareOpener, target: &str, opts: &TargetOption
 /// destroys an md 1.0 member whose superblock sits at the export's end.
 fn export_signatures(share: &dyn Share) -> Result<String> {
     let size = share.capacity();
-    let chunk = 1u64 << 20;
-    let window = 4 * chunk;
-    let mut offsets: Vec<u64> = (0..window.min(size)).step_by(chunk as usize).collect();
-    let tail = size.saturating_sub(window).max(window.min(size));
-    offsets.extend((tail..size).step_by(chunk as usize));
+    let reads = crate::safety::edge_reads(size, share.block_size());
     let mut engine = share
-        .connect(ShareIo { write: false, sync: SyncMode::None, depth: 1, buf_size: chunk as usize, job: 0 })
+        .connect(ShareIo { write: false, sync: SyncMode::None, depth: 1, buf_size: crate::safety::EDGE_READ, job: 0 })
         .map_err(|e| DiskError::io(format!("reading {} for signatures", share.url()), e))?;
-    let mut parts = Vec::with_capacity(offsets.len());
-    for offset in offsets {
-        let len = chunk.min(size - offset) as u32;
-        let len = len - len % share.block_size().max(1) as u32;
-        if len == 0 {
-            continue;
-        }
+    let mut parts = Vec::with_capacity(reads.len());
+    for (offset, len) in reads {
         one_io(engine.as_mut(), IoUnit { kind: IoKind::Read, offset, len, buf_index: 0, tag: 0 })
             .map_err(|e| DiskError::io(format!("reading {} at {offset} for signatures", share.url()), e))?;
         parts.push((offset, engine.buffer_mut(0)[..len as usize].to_vec()));

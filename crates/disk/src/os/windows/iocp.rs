@@ -6,7 +6,8 @@
 //! CreateIoCompletionPort and GetQueuedCompletionStatusEx documentation):
 //! - a handle (file object) is bound to one port for good, so each engine
 //!   opens its own with ReOpenFile (same access, same NO_BUFFERING /
-//!   WRITE_THROUGH mode, plus FILE_FLAG_OVERLAPPED);
+//!   WRITE_THROUGH mode, plus FILE_FLAG_OVERLAPPED), or a duplicate of the
+//!   handle that locked a volume where the lock denies a reopen;
 //! - an OVERLAPPED must stay at the same address until its I/O completes:
 //!   the slots are one boxed slice, allocated once, and dropping the engine
 //!   cancels and waits for every I/O still in flight;
@@ -20,12 +21,12 @@
 use super::{as_handle, error_result, owned, win32_result};
 use crate::engine::{BufferPool, Completion, EngineConfig, IoEngine, IoKind, IoUnit};
 use std::io;
-use std::os::windows::io::{AsRawHandle, OwnedHandle};
+use std::os::windows::io::{AsRawHandle, BorrowedHandle, OwnedHandle};
 use windows_sys::Wdk::Storage::FileSystem::{
     FileAccessInformation, FileModeInformation, NtQueryInformationFile, FILE_ACCESS_INFORMATION, FILE_MODE_INFORMATION,
-    FILE_NO_INTERMEDIATE_BUFFERING, FILE_WRITE_THROUGH,
+    FILE_NO_INTERMEDIATE_BUFFERING, FILE_SYNCHRONOUS_IO_ALERT, FILE_SYNCHRONOUS_IO_NONALERT, FILE_WRITE_THROUGH,
 };
-use windows_sys::Win32::Foundation::{GetLastError, ERROR_IO_PENDING, HANDLE, WAIT_TIMEOUT};
+use windows_sys::Win32::Foundation::{GetLastError, ERROR_ACCESS_DENIED, ERROR_IO_PENDING, HANDLE, WAIT_TIMEOUT};
 use windows_sys::Win32::Storage::FileSystem::{
     FlushFileBuffers, ReOpenFile, ReadFile, WriteFile, FILE_FLAG_NO_BUFFERING, FILE_FLAG_OVERLAPPED,
     FILE_FLAG_WRITE_THROUGH, FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE,
@@ -105,8 +106,21 @@ fn reopen_overlapped(shared: HANDLE) -> io::Result<OwnedHandle> {
     }
     let share = FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE;
     // SAFETY: shared is an open file handle; the result is checked.
-    owned(unsafe { ReOpenFile(shared, access.AccessFlags, share, flags) })
+    match owned(unsafe { ReOpenFile(shared, access.AccessFlags, share, flags) }) {
+        // A volume locked with FSCTL_LOCK_VOLUME (os/windows/target.rs) is
+        // reached only through the locking handle's file object, which is
+        // overlapped (no FILE_SYNCHRONOUS_IO_* mode): a duplicate of it binds
+        // this engine's port, which one engine (one job) may do.
+        Err(e) if e.raw_os_error() == Some(ERROR_ACCESS_DENIED as i32) && mode.Mode & SYNCHRONOUS_IO == 0 => {
+            // SAFETY: shared is an open handle for the duration of this call.
+            unsafe { BorrowedHandle::borrow_raw(shared) }.try_clone_to_owned()
+        }
+        reopened => reopened,
+    }
 }
+
+/// The modes of a handle opened without FILE_FLAG_OVERLAPPED.
+const SYNCHRONOUS_IO: u32 = FILE_SYNCHRONOUS_IO_ALERT | FILE_SYNCHRONOUS_IO_NONALERT;
 
 impl IocpEngine {
     /// Its own file object and completion port for `config.fd`, and `depth` buffers.

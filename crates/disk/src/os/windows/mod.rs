@@ -2,9 +2,12 @@
 //! `os/mod.rs`): the iocp engine (overlapped I/O on a completion port,
 //! iocp.rs), the psync engine (positioned ReadFile/WriteFile, psync.rs) and
 //! the small Win32 helpers both use. `target.rs` here is the Windows target
-//! lib.rs builds instead of the Linux one. No signature probe yet, so
-//! safety.rs refuses every write over existing data.
+//! lib.rs builds instead of the Linux one; `device.rs` asks Windows about raw
+//! drives and volumes for it. Without libblkid, a write over existing data
+//! (a drive, volume or file) is let through only where its first and last
+//! 4 MiB are zeros ([`probe_signatures`], [`probe_copy`]).
 
+pub mod device;
 mod iocp;
 mod psync;
 
@@ -125,8 +128,42 @@ fn error_result(code: u32) -> i64 {
     }
 }
 
-/// Fails with NotFound: no signature probe (libblkid's place) is written for
-/// Windows yet, so safety.rs refuses every write over existing data.
-pub fn probe_signatures(_file: &std::fs::File) -> io::Result<Vec<crate::safety::Signature>> {
-    Err(io::Error::new(io::ErrorKind::NotFound, "no signature probe is available on Windows yet"))
+/// The signature check of a raw drive, volume or existing file open as
+/// `file`: its first and last 4 MiB ([`crate::safety::edge_reads`]) read
+/// and held to the rule a share's export is held to ([`probe_copy`]): all
+/// zeros, or NotFound (the write is refused unless --force). A drive or
+/// volume is sized by IOCTL_DISK_GET_LENGTH_INFO and read in whole sectors
+/// into sector-aligned buffers, as a FILE_FLAG_NO_BUFFERING handle needs.
+pub fn probe_signatures(file: &std::fs::File) -> io::Result<Vec<crate::safety::Signature>> {
+    let (size, align) = match device::length(file) {
+        Ok(size) => (size, device::sector_size(file).map_or(4096, |(bytes, _)| u64::from(bytes))),
+        Err(_) => (file.metadata()?.len(), 1),
+    };
+    let parts = read_parts(file, &crate::safety::edge_reads(size, align))?;
+    probe_copy(size, &parts)
+}
+
+/// The bytes of `reads` (offset, length) of `file`, through [`io_at`] (which
+/// waits for an overlapped handle's I/O as for a synchronous one's).
+fn read_parts(file: &std::fs::File, reads: &[(u64, u32)]) -> io::Result<Vec<(u64, Vec<u8>)>> {
+    let mut buf = crate::engine::AlignedBuf::new(crate::safety::EDGE_READ, 4096);
+    // SAFETY: a manual-reset event for these waits, owned (and closed) by `event`.
+    let event = owned(unsafe {
+        windows_sys::Win32::System::Threading::CreateEventW(std::ptr::null(), 1, 0, std::ptr::null())
+    })?;
+    let handle = std::os::windows::io::AsRawHandle::as_raw_handle(file);
+    let event_handle = std::os::windows::io::AsRawHandle::as_raw_handle(&event);
+    let mut parts = Vec::with_capacity(reads.len());
+    for &(offset, len) in reads {
+        // SAFETY: buf holds EDGE_READ bytes, at least len; file and event are open.
+        let n = unsafe { io_at(handle, event_handle, false, buf.as_ptr(), len, offset) };
+        if n < 0 {
+            return Err(io::Error::from_raw_os_error(-n as i32));
+        }
+        if n as u64 != u64::from(len) {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("{n} of {len} bytes at offset {offset}")));
+        }
+        parts.push((offset, buf.as_mut_slice()[..len as usize].to_vec()));
+    }
+    Ok(parts)
 }

@@ -1,8 +1,17 @@
 //! The test target on Windows (lib.rs builds it in place of target.rs): a
 //! test file headroom creates in a directory (a drive root and a UNC
-//! directory are directories), or an existing regular file. Raw disks and
-//! volumes (`\\.\PhysicalDrive0`, `\\.\C:`, `\\?\C:`) are refused in one line
-//! naming why: Linux's block-device safety rules have no Windows probe yet.
+//! directory are directories), an existing regular file, or a raw physical
+//! drive or volume (`\\.\PhysicalDrive1`, `\\.\D:`, `\\?\D:`,
+//! `\\?\Volume{...}`), recorded as a block device.
+//!
+//! Writing over what the user named (a file, drive or volume) needs
+//! --destructive, and is let through only where its first and last 4 MiB are
+//! zeros (else --force), as safety.rs words it. A physical drive is written
+//! only when it holds no partition (IOCTL_DISK_GET_DRIVE_LAYOUT_EX), so none
+//! of its volumes can be mounted; a volume never when Windows has it mounted
+//! or sees a filesystem on it, nor when it holds Windows or this program,
+//! and only after FSCTL_LOCK_VOLUME shows no one else has it open (the lock
+//! is kept for the run; it is never dismounted).
 //!
 //! The rules are Linux's, in Win32 terms: the test file is created with
 //! CREATE_NEW (never an existing file, never through a link's target) and
@@ -17,14 +26,18 @@
 //! What every platform shares (the kind of target, the options, the test
 //! file's name, the free-space refusal, the layout's data) is storage.rs's.
 //!
-//! Long (about 540 lines): the Win32 twin of target.rs, kept in one file so
-//! that it can be read against the Win32 documentation top to bottom.
+//! Long (about 750 lines): the Win32 twin of target.rs with the raw-device
+//! rules beside the file rules they mirror, kept in one file so that it can
+//! be read against the Win32 documentation top to bottom (the device
+//! queries themselves are device.rs's).
 
+use crate::os::device;
 use crate::safety;
 use crate::storage::{check_space, fill_test_file, space_margin, CreatedTestFile, Registry};
 pub use crate::storage::{filesystem_caveat, test_file_name, FsInfo, RemoteRemoval, TargetKind, TargetOptions};
-use crate::{DiskError, Result, SyncMode};
+use crate::{DiskError, Result, Setting, SyncMode};
 use headroom_result::Warning;
+use headroom_units::setting::Message;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::windows::ffi::{OsStrExt, OsStringExt};
@@ -57,15 +70,20 @@ pub struct PreparedTarget {
     pub dio_align: u64,
     /// Unbuffered I/O's buffer alignment.
     pub mem_align: usize,
-    /// Where the alignment came from: GetDiskFreeSpaceW or default.
+    /// Where the alignment came from: GetDiskFreeSpaceW, StorageAccessAlignmentProperty or default.
     pub dio_align_source: &'static str,
     /// The test file stays (`--keep`); decided at [`PreparedTarget::prepare`].
     pub keep: bool,
     /// The handle PATH resolved to: the test file from its CREATE_NEW
-    /// (read-write, buffered, for the layout) or the existing file.
+    /// (read-write, buffered, for the layout), the existing file, or the
+    /// drive or volume (unbuffered, overlapped).
     file: File,
-    /// Which file `file` is, for every later open by path.
-    identity: FileId,
+    /// Which file `file` is, for every later open by path; None for a drive
+    /// or volume, which has no file index (its name is its identity).
+    identity: Option<FileId>,
+    /// The volume is locked (FSCTL_LOCK_VOLUME) through `file`: only that
+    /// handle may reach it, so every test uses a duplicate of it.
+    locked: bool,
     /// The registry entry of a test file headroom created and will remove.
     created: Option<u64>,
 }
@@ -262,17 +280,96 @@ fn is_raw_device(path: &Path) -> bool {
         && prefix.as_os_str().len() == path.as_os_str().len()
 }
 
-/// The refusal of a raw disk or volume, naming why: Linux's safety rules for
-/// a block device (its signatures, whether the system holds it) need
-/// libblkid's probe and the kernel's holders, which headroom.exe has no
-/// Windows counterpart for yet, so it does not open one at all.
-fn raw_device_refusal(path: &Path) -> DiskError {
+/// A device reached some other way than the names [`is_raw_device`] knows
+/// (`\\?\GLOBALROOT\Device\...`): not opened, since which drive or volume it
+/// is (and so which rules hold) cannot be told from its name.
+fn other_device_refusal(path: &Path) -> DiskError {
     DiskError::Usage(format!(
-        "PATH '{}' is a raw disk or volume: headroom.exe does not test those yet (it cannot yet check what one holds \
-         or whether Windows has it mounted, as headroom does on Linux); give a directory on it (e.g. D:\\) and \
-         headroom creates its own test file there",
+        "PATH '{}' is neither a directory, a regular file, nor a drive or volume named as \\\\.\\PhysicalDriveN, \
+         \\\\.\\D: or \\\\?\\Volume{{...}}; give one of those, or a directory (headroom creates its own test file there)",
         path.display()
     ))
+}
+
+/// Why a drive or volume could not be opened, in one line.
+fn device_unopenable(path: &Path, e: io::Error) -> DiskError {
+    match e.kind() {
+        io::ErrorKind::NotFound => DiskError::Usage(format!(
+            "PATH '{}' does not exist: no such drive or volume (`headroom sys` lists them)",
+            path.display()
+        )),
+        io::ErrorKind::PermissionDenied => DiskError::Usage(format!(
+            "PATH '{}' cannot be opened: Windows opens raw drives and volumes for administrators only; run headroom \
+             from an elevated prompt",
+            path.display()
+        )),
+        _ => DiskError::io(format!("cannot open {}", path.display()), e),
+    }
+}
+
+/// Why the physical drive open as `file` may not be written, if it may not:
+/// it holds partitions (IOCTL_DISK_GET_DRIVE_LAYOUT_EX), whose volumes
+/// Windows may have mounted, or its layout cannot be read. No leave
+/// overrides this: the partitions must be deleted first.
+fn drive_writable(file: &File) -> std::result::Result<(), Message<Setting>> {
+    let held = match device::partitions(file) {
+        Ok(held) if held.is_empty() => return Ok(()),
+        Ok(held) => format!("it holds a {held}"),
+        Err(e) => format!("its partitions cannot be read (IOCTL_DISK_GET_DRIVE_LAYOUT_EX: {e})"),
+    };
+    Err(Message::text(format!(
+        "{held}, and headroom writes only to a drive with no partition, whose volumes cannot be in use, even with "
+    ))
+    .and(Setting::Force)
+    .then(" (delete them first if that is what you want: diskpart, select disk, clean)"))
+}
+
+/// Why the volume named `path` may not be written, before it is opened: it
+/// holds a filesystem (GetVolumeInformationW names one), Windows, or this
+/// program. No leave overrides this; headroom never dismounts a filesystem.
+fn volume_refusal(path: &Path) -> Option<Message<Setting>> {
+    let root = device::volume_root_of(path)?;
+    if let Some(fs) = device::filesystem_name(&root) {
+        return Some(
+            Message::text(format!(
+                "it holds a {fs} filesystem (GetVolumeInformationW), which headroom never writes over or dismounts, \
+                 even with "
+            ))
+            .and(Setting::Force)
+            .then("; give a directory on it (e.g. D:\\) and headroom creates its own test file there"),
+        );
+    }
+    let guid = device::volume_guid(&root)?;
+    let holds = |place: Option<PathBuf>| {
+        place.and_then(|p| volume_root(&p)).and_then(|r| device::volume_guid(&r)).is_some_and(|g| g == guid)
+    };
+    let what = if holds(windows_dir()) {
+        "Windows"
+    } else if holds(std::env::current_exe().ok()) {
+        "this program"
+    } else {
+        return None;
+    };
+    Some(Message::text(format!("it is the volume holding {what}; ")).join(safety::never_in_use()))
+}
+
+/// Whether a filesystem has the volume open as `file` mounted
+/// (FSCTL_IS_VOLUME_MOUNTED): then it is in use, whatever it holds.
+fn volume_unmounted(file: &File) -> std::result::Result<(), Message<Setting>> {
+    if device::is_mounted(file) {
+        return Err(Message::text("it is mounted (FSCTL_IS_VOLUME_MOUNTED); ").join(safety::never_in_use()));
+    }
+    Ok(())
+}
+
+/// The Windows directory (GetSystemWindowsDirectoryW).
+fn windows_dir() -> Option<PathBuf> {
+    let mut buf = [0u16; 512];
+    // SAFETY: a buffer and its length in characters.
+    let n = unsafe {
+        windows_sys::Win32::System::SystemInformation::GetSystemWindowsDirectoryW(buf.as_mut_ptr(), buf.len() as u32)
+    } as usize;
+    (n > 0 && n < buf.len()).then(|| PathBuf::from(std::ffi::OsString::from_wide(&buf[..n])))
 }
 
 /// `\\server\share` of a UNC path (`\\server\share\dir`, `\\?\UNC\server\share\dir`).
@@ -312,7 +409,7 @@ impl PreparedTarget {
     /// (empty) test file. Call [`PreparedTarget::layout`] next to fill it.
     pub fn prepare(path: &Path, opts: &TargetOptions) -> Result<PreparedTarget> {
         if is_raw_device(path) {
-            return Err(raw_device_refusal(path));
+            return Self::prepare_device(path, opts);
         }
         let meta = std::fs::metadata(path).map_err(|e| unexaminable(path, &e))?;
         if meta.is_dir() {
@@ -321,7 +418,7 @@ impl PreparedTarget {
             Self::prepare_existing(path, opts)
         } else {
             // Neither: a device reached some other way (`\\?\GLOBALROOT\Device\...`).
-            Err(raw_device_refusal(path))
+            Err(other_device_refusal(path))
         }
     }
 
@@ -369,7 +466,8 @@ impl PreparedTarget {
             dio_align_source: "default",
             keep: opts.keep,
             file,
-            identity,
+            identity: Some(identity),
+            locked: false,
             created,
         };
         target.detect_alignment();
@@ -410,15 +508,112 @@ impl PreparedTarget {
             dio_align_source: "default",
             keep: true,
             file,
-            identity,
+            identity: Some(identity),
+            locked: false,
             created: None,
         };
         target.detect_alignment();
         Ok(target)
     }
 
+    /// A raw physical drive or volume: opened unbuffered and overlapped,
+    /// GENERIC_READ (and GENERIC_WRITE for writes), sharing read and write
+    /// as Windows' own tools do; sized and aligned by the device; written
+    /// only under the rules in this file's heading.
+    fn prepare_device(path: &Path, opts: &TargetOptions) -> Result<PreparedTarget> {
+        let shown = path.display().to_string();
+        let refused = |reason| DiskError::Refused { path: shown.clone(), reason };
+        let physical = device::is_physical_drive(path);
+        let what = if physical { "a physical drive" } else { "a volume" };
+        if opts.writes && !opts.destructive {
+            return Err(refused(safety::writes_destroy(what)));
+        }
+        if opts.writes && !physical {
+            if let Some(reason) = volume_refusal(path) {
+                return Err(refused(reason));
+            }
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(opts.writes)
+            .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE)
+            .custom_flags(FILE_FLAG_NO_BUFFERING | FILE_FLAG_OVERLAPPED)
+            .open(path)
+            .map_err(|e| device_unopenable(path, e))?;
+        // Unknown where Windows answers no size query (wine for a Linux block
+        // device): a read of the --size the user gives; never a write, whose
+        // check needs the device's last 4 MiB.
+        let whole = device::length(&file).map_err(|e| {
+            let why = format!("its size cannot be read (IOCTL_DISK_GET_LENGTH_INFO: {e})");
+            if opts.writes {
+                refused(
+                    Message::text(format!(
+                        "{why}, so its last 4 MiB cannot be checked, and headroom does not write, even with "
+                    ))
+                    .and(Setting::Force),
+                )
+            } else {
+                DiskError::Usage(format!("PATH '{shown}': {why}; give --size to read that much of it"))
+            }
+        });
+        let whole = match (whole, opts.size) {
+            (Ok(whole), _) => whole,
+            (Err(_), Some(size)) if !opts.writes => size,
+            (Err(e), _) => return Err(e),
+        };
+        let mut locked = false;
+        if opts.writes {
+            if physical {
+                drive_writable(&file).map_err(refused)?;
+            } else {
+                volume_unmounted(&file).map_err(refused)?;
+            }
+            if !opts.force {
+                let found = safety::probe_signatures(&file).map_err(|e| safety::probe_failed(&shown, e))?;
+                if !found.is_empty() {
+                    return Err(refused(safety::holds_signatures(&found)));
+                }
+            }
+            if !physical {
+                // Last, so nothing above runs under the lock: it fails while
+                // any other handle (a program, Explorer, a scan) has the
+                // volume open, and keeps all of them out during the run.
+                device::lock_volume(&file).map_err(|e| {
+                    refused(
+                        Message::text(format!("it is in use: another program has it open (FSCTL_LOCK_VOLUME: {e}); "))
+                            .join(safety::never_in_use()),
+                    )
+                })?;
+                locked = true;
+            }
+        }
+        let size = opts.size.map_or(whole, |s| s.min(whole));
+        if size == 0 {
+            return Err(DiskError::Usage(format!("PATH '{shown}' is empty; nothing to test")));
+        }
+        let (dio_align, dio_align_source) =
+            device::sector_size(&file).map_or((4096, "default"), |(bytes, source)| (u64::from(bytes), source));
+        Ok(PreparedTarget {
+            path: path.to_path_buf(),
+            kind: TargetKind::BlockDevice,
+            size,
+            filesystem: None,
+            dio_align,
+            mem_align: dio_align as usize,
+            dio_align_source,
+            keep: true,
+            file,
+            identity: None,
+            locked,
+            created: None,
+        })
+    }
+
     /// Unbuffered alignment from the volume's bytes per sector, else 4096.
     fn detect_alignment(&mut self) {
+        if self.kind == TargetKind::BlockDevice {
+            return;
+        }
         if let Some(bytes) = bytes_per_sector(&self.path) {
             self.dio_align = u64::from(bytes);
             self.mem_align = bytes as usize;
@@ -473,6 +668,9 @@ impl PreparedTarget {
         if sync == SyncMode::Dsync {
             flags |= FILE_FLAG_WRITE_THROUGH;
         }
+        if self.locked {
+            return self.open_locked(direct, sync);
+        }
         let open = |extra: u32| self.reopen(write, flags | extra);
         if direct {
             match open(FILE_FLAG_NO_BUFFERING) {
@@ -493,11 +691,35 @@ impl PreparedTarget {
         Ok((f, false))
     }
 
+    /// A test's handle to a locked volume: a duplicate of the handle that
+    /// locked it (DuplicateHandle, through File::try_clone), unbuffered and
+    /// overlapped as it was opened. Buffered I/O and FILE_FLAG_WRITE_THROUGH
+    /// would need another open, which the lock refuses.
+    fn open_locked(&self, direct: bool, sync: SyncMode) -> Result<(File, bool)> {
+        if !direct || sync == SyncMode::Dsync {
+            return Err(DiskError::Usage(format!(
+                "{} is locked for the writes through one unbuffered handle: run it with the default --direct and \
+                 without --sync dsync",
+                self.path.display()
+            )));
+        }
+        let f = self
+            .file
+            .try_clone()
+            .map_err(|e| DiskError::io(format!("duplicate the handle of {}", self.path.display()), e))?;
+        Ok((f, true))
+    }
+
     /// Opens the path again with `flags`, and checks it is still the held file.
     fn reopen(&self, write: bool, flags: u32) -> io::Result<File> {
+        let Some(identity) = self.identity else {
+            // A drive or volume: the same sharing it was first opened with.
+            let share = FILE_SHARE_READ | FILE_SHARE_WRITE;
+            return OpenOptions::new().read(true).write(write).share_mode(share).custom_flags(flags).open(&self.path);
+        };
         let file =
             OpenOptions::new().read(true).write(write).share_mode(SHARE_ALL).custom_flags(flags).open(&self.path)?;
-        if file_id(&file)? != self.identity {
+        if file_id(&file)? != identity {
             return Err(io::Error::other("the reopened file is not the one headroom holds"));
         }
         Ok(file)
