@@ -234,8 +234,10 @@ pub struct ThroughputResult {
 /// instead of copying it to user space (None: that end received nothing).
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RxCopySkipped {
+    /// This machine's receivers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub local: Option<bool>,
+    /// The server's receivers (None also when the server sent no report).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub remote: Option<bool>,
 }
