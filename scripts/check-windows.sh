@@ -291,13 +291,14 @@ net() {
 # drops WSASendMsg's control data, so under wine the answer leaves from
 # 127.0.0.1 and the client's connected socket drops it (a real Windows needed).
 source_of() {
-  local port token=check-windows-source-$$ rc=0 trace=() pktinfo="no strace: IP_PKTINFO not looked at"
+  local port far token=check-windows-source-$$ rc=0 trace=() pktinfo="no strace: IP_PKTINFO not looked at"
   export HEADROOM_TOKEN=$token
   port=$(start_linux_serve source-serve.log)
+  far=$port
   trap 'kill "$(cat source-serve.log.pid)" 2>/dev/null || true' EXIT
-  command -v strace >/dev/null && trace=(strace -f -qq -e trace=setsockopt,recvmsg -o source.strace)
+  command -v strace >/dev/null && trace=(strace -f -qq --seccomp-bpf -e trace=setsockopt,recvmsg -o source.strace)
   "${trace[@]}" "$wine" "$exe" --json ping "127.0.0.1:$port" --count 2 --interval 20ms --interface lo >source-ping.json
-  jq -e '.probes[0].summary.latency_ns.p50 > 0 and .probes[0].spec.interface == "lo"' source-ping.json >/dev/null ||
+  jq -e '.probes[0].summary.latency_ns.p50 > 0 and .probes[0].spec.source == "via lo"' source-ping.json >/dev/null ||
     { echo "ping --interface lo: $(jq -c '.probes[0] | [.spec, .summary.latency_ns]' source-ping.json)"; return 1; }
   if [ ${#trace[@]} -gt 0 ]; then
     grep -q "IP_UNICAST_IF, \[$(( $(cat /sys/class/net/lo/ifindex) << 24 ))\]" source.strace ||
@@ -317,7 +318,7 @@ source_of() {
       sleep 0.2
     done
     "$linux" --json ping 127.0.0.1 --port "$port" --count 2 --interval 20ms >source-udp.json
-    "$linux" --json ping 127.0.0.2 --port "$port" --count 1 --interval 20ms --timeout 1s >/dev/null 2>&1 || true
+    "$linux" --json ping 127.0.0.2 --port "$port" --count 1 --timeout 200ms >/dev/null 2>&1 || true
     # strace -o blocks SIGINT for itself: the Ctrl-C goes to headroom.exe, its child.
     kill -INT "$(pgrep -P "$serve_pid")"
     wait "$serve_pid" || true
@@ -327,7 +328,7 @@ source_of() {
       { echo "WSARecvMsg: no IP_PKTINFO naming 127.0.0.2"; grep PKTINFO source.strace | head -3; return 1; }
     pktinfo="serve on 0.0.0.0: UDP echo answered, IP_PKTINFO read 127.0.0.2 for a datagram sent there (wine 8 drops WSASendMsg's source: the answer from it needs a real Windows)"
   fi
-  echo "headroom.exe ping --interface lo -> Linux serve 127.0.0.1:$port: $(jq -r '.probes[0].summary.latency_ns.p50 / 1000 | round' source-ping.json) us p50$([ ${#trace[@]} -gt 0 ] && echo ", IP_UNICAST_IF set to lo's index in network byte order"); an unknown interface: exit 2, $(tr -d '\r' <source-bad.err); $pktinfo"
+  echo "headroom.exe ping --interface lo -> Linux serve 127.0.0.1:$far: $(jq -r '.probes[0].summary.latency_ns.p50 / 1000 | round' source-ping.json) us p50$([ ${#trace[@]} -gt 0 ] && echo ", IP_UNICAST_IF set to lo's index in network byte order"); an unknown interface: exit 2, $(tr -d '\r' <source-bad.err); $pktinfo"
 }
 
 # headroom.exe as the far end: `serve` under wine on 127.0.0.1 (with a token
