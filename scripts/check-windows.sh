@@ -324,6 +324,55 @@ net() {
   echo "headroom.exe net -> Linux serve on 127.0.0.1:$port: $(jq -r '.probes[] | "\(.id) \(if .summary.bytes_per_sec > 0 then "\(.summary.bytes_per_sec * 8 / 1e9 | . * 100 | round / 100) Gb/s" else "\(.summary.latency_ns.p50 / 1000 | round) us p50" end)"' net.json | paste -sd ' ' -); ping TCP $(jq -r '.probes[0].summary.latency_ns.p50 / 1000 | round' ping-tcp.json) us, UDP echo $(jq -r '.probes[0].summary.latency_ns.p50 / 1000 | round' ping-udp.json) us p50; $sio"
 }
 
+# Issue 31, the source of a connection and of a UDP answer: headroom.exe's
+# ping (TCP) --interface lo to a Linux serve, the adapter's index set with
+# IP_UNICAST_IF in network byte order (seen with strace when it is there: wine
+# passes it to Linux's IP_UNICAST_IF); a name no adapter has: one line, exit 2.
+# Then headroom.exe's serve on 0.0.0.0 answers the Linux ping's UDP echo to
+# 127.0.0.2: WSARecvMsg's IP_PKTINFO names 127.0.0.2 (strace), but wine 8
+# drops WSASendMsg's control data, so under wine the answer leaves from
+# 127.0.0.1 and the client's connected socket drops it (a real Windows needed).
+source_of() {
+  local port far token=check-windows-source-$$ rc=0 trace=() pktinfo="no strace: IP_PKTINFO not looked at"
+  export HEADROOM_TOKEN=$token
+  port=$(start_linux_serve source-serve.log)
+  far=$port
+  trap 'kill "$(cat source-serve.log.pid)" 2>/dev/null || true' EXIT
+  command -v strace >/dev/null && trace=(strace -f -qq --seccomp-bpf -e trace=setsockopt,recvmsg -o source.strace)
+  "${trace[@]}" "$wine" "$exe" --json ping "127.0.0.1:$port" --count 2 --interval 20ms --interface lo >source-ping.json
+  jq -e '.probes[0].summary.latency_ns.p50 > 0 and .probes[0].spec.source == "via lo"' source-ping.json >/dev/null ||
+    { echo "ping --interface lo: $(jq -c '.probes[0] | [.spec, .summary.latency_ns]' source-ping.json)"; return 1; }
+  if [ ${#trace[@]} -gt 0 ]; then
+    grep -q "IP_UNICAST_IF, \[$(( $(cat /sys/class/net/lo/ifindex) << 24 ))\]" source.strace ||
+      { echo "no IP_UNICAST_IF with lo's index in network byte order:"; grep UNICAST source.strace; return 1; }
+  fi
+  win ping "127.0.0.1:$port" --count 1 --interface headroom-no-such-nic >source-bad.out 2>source-bad.err || rc=$?
+  kill "$(cat source-serve.log.pid)"
+  [ "$rc" -eq 2 ] && [ "$(wc -l <source-bad.err)" -eq 1 ] && grep -q "no such interface" source-bad.err ||
+    { echo "an unknown interface: exit $rc, not 2 in one line:"; cat source-bad.err; return 1; }
+  if [ ${#trace[@]} -gt 0 ]; then
+    port=$((20000 + RANDOM % 20000))
+    env --default-signal=INT "${trace[@]}" "$wine" "$exe" serve --bind 0.0.0.0 --port "$port" >source-win.log 2>source-win.err &
+    serve_pid=$!
+    trap 'kill "$serve_pid" 2>/dev/null || true' EXIT
+    for _ in $(seq 100); do
+      grep -q "listening on" source-win.err && break
+      sleep 0.2
+    done
+    "$linux" --json ping 127.0.0.1 --port "$port" --count 2 --interval 20ms >source-udp.json
+    "$linux" --json ping 127.0.0.2 --port "$port" --count 1 --timeout 200ms >/dev/null 2>&1 || true
+    # strace -o blocks SIGINT for itself: the Ctrl-C goes to headroom.exe, its child.
+    kill -INT "$(pgrep -P "$serve_pid")"
+    wait "$serve_pid" || true
+    jq -e '.probes[0].summary.latency_ns.p50 > 0' source-udp.json >/dev/null ||
+      { echo "UDP echo from headroom.exe's serve on 0.0.0.0: no answer"; return 1; }
+    grep -q 'cmsg_type=IP_PKTINFO, cmsg_data={.*ipi_addr=inet_addr("127.0.0.2")' source.strace ||
+      { echo "WSARecvMsg: no IP_PKTINFO naming 127.0.0.2"; grep PKTINFO source.strace | head -3; return 1; }
+    pktinfo="serve on 0.0.0.0: UDP echo answered, IP_PKTINFO read 127.0.0.2 for a datagram sent there (wine 8 drops WSASendMsg's source: the answer from it needs a real Windows)"
+  fi
+  echo "headroom.exe ping --interface lo -> Linux serve 127.0.0.1:$far: $(jq -r '.probes[0].summary.latency_ns.p50 / 1000 | round' source-ping.json) us p50$([ ${#trace[@]} -gt 0 ] && echo ", IP_UNICAST_IF set to lo's index in network byte order"); an unknown interface: exit 2, $(tr -d '\r' <source-bad.err); $pktinfo"
+}
+
 # headroom.exe as the far end: `serve` under wine on 127.0.0.1 (with a token
 # and --allow-path on a directory of C:), the Linux binary's net (rr, up,
 # down), ping (TCP handshakes, UDP echo) and disk --remote against it; then
@@ -590,6 +639,7 @@ check report report
 check disk disk
 check net net
 check serve serve
+check source source_of
 check soak soak
 check fleet fleet
 if [ "$(id -u)" -eq 0 ] && command -v losetup >/dev/null && command -v mkfs.ext4 >/dev/null; then

@@ -65,8 +65,8 @@ pub use server::{
 };
 pub use setting::{NetSetting, NetSpelling};
 pub use socket::{
-    spell_source_settings, spelled_source, Source, SourceError, SourceSetting, DEFAULT_TCP_LEN, DEFAULT_UDP_LEN,
-    MAX_WINDOW,
+    connect_within, spell_source_settings, spelled_source, Source, SourceError, SourceSetting, DEFAULT_TCP_LEN,
+    DEFAULT_UDP_LEN, MAX_WINDOW,
 };
 pub use stats::{LatencyRecorder, UdpRecvStats, UdpRecvSummary};
 pub use tcpinfo::TcpInfo;

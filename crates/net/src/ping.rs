@@ -55,7 +55,7 @@ pub fn connect_once(addr: SocketAddr, timeout: Duration, source: &Source, close:
         sock.set_linger(Some(Duration::ZERO))?;
     }
     let t0 = Instant::now();
-    sock.connect_timeout(&addr.into(), timeout)?;
+    crate::socket::connect_timeout(&sock, &addr, timeout)?;
     let rtt = t0.elapsed();
     drop(sock);
     Ok(rtt)

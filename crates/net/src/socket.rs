@@ -174,8 +174,9 @@ pub struct Source {
     /// Source address of every socket (an address of this machine).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bind: Option<IpAddr>,
-    /// Interface every socket leaves through (SO_BINDTODEVICE: needs root
-    /// or CAP_NET_RAW), whatever the routing table says.
+    /// Interface every socket leaves through, whatever the routing table
+    /// says (Linux: SO_BINDTODEVICE, needs root or CAP_NET_RAW; Windows:
+    /// IP_UNICAST_IF / IPV6_UNICAST_IF with the adapter's index).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interface: Option<String>,
 }
@@ -224,16 +225,18 @@ impl Source {
                 ));
             }
             if !crate::os::interface_exists(nic) {
-                return Err(SourceError(
-                    Message::of(Interface).then(format!(" {nic}: this machine has no such interface (see `ip link`)")),
-                ));
+                return Err(SourceError(Message::of(Interface).then(format!(
+                    " {nic}: this machine has no such interface (see `{}`)",
+                    crate::os::LIST_INTERFACES
+                ))));
             }
         }
         if let Some(addr) = self.bind {
             if let Err(e) = UdpSocket::bind((addr, 0)) {
-                return Err(SourceError(
-                    Message::of(Bind).then(format!(" {addr}: not an address of this machine ({e}; see `ip addr`)")),
-                ));
+                return Err(SourceError(Message::of(Bind).then(format!(
+                    " {addr}: not an address of this machine ({e}; see `{}`)",
+                    crate::os::LIST_ADDRESSES
+                ))));
             }
         }
         Ok(())
@@ -246,7 +249,7 @@ impl Source {
     pub fn apply(&self, sock: &Socket, peer: &SocketAddr) -> io::Result<()> {
         use SourceSetting::*;
         if let Some(nic) = &self.interface {
-            crate::os::bind_device(sock, nic).map_err(|e| {
+            crate::os::bind_device(sock, nic, peer).map_err(|e| {
                 let why = match crate::os::bind_device_refusal(&e) {
                     Some(crate::os::BindDeviceRefusal::NotPermitted) => {
                         Message::text("leaving through a chosen interface needs root (CAP_NET_RAW); ")
@@ -254,9 +257,6 @@ impl Source {
                             .then(" ADDR does not")
                     }
                     Some(crate::os::BindDeviceRefusal::NoSuchInterface) => Message::text("no such interface"),
-                    Some(crate::os::BindDeviceRefusal::Unavailable) => {
-                        Message::text(format!("{e}; use ")).and(Bind).then(" ADDR")
-                    }
                     None => Message::text(e.to_string()),
                 };
                 source_error(e.kind(), Message::of(Interface).then(format!(" {nic}: ")).join(why))
@@ -372,6 +372,55 @@ impl SocketSetup {
     }
 }
 
+/// The longest one wait of [`connect_within`] lasts before it reads the
+/// socket's pending error again.
+const CONNECT_SLICE: Duration = Duration::from_millis(100);
+
+/// Connects `sock` to `addr`, the one TCP connect of headroom (net's
+/// clients and headroom-proto's transport). `next_wait` says how long the
+/// next wait may be, or the error that ends the connect (its deadline, or
+/// Ctrl-C for a caller that watches a stop flag); each wait is at most
+/// [`CONNECT_SLICE`]. The socket's pending error (SO_ERROR) is read after
+/// every slice: WSAPoll before Windows 10 2004 never reports a refused
+/// connect (socket2's connect_timeout would wait out its whole timeout
+/// there), but the error is there. `sock` is blocking again afterwards.
+pub fn connect_within(
+    sock: &Socket,
+    addr: &SocketAddr,
+    mut next_wait: impl FnMut() -> io::Result<Duration>,
+) -> io::Result<()> {
+    sock.set_nonblocking(true)?;
+    match sock.connect(&(*addr).into()) {
+        Ok(()) => {}
+        Err(e) if crate::os::connect_in_progress(&e) => loop {
+            let ready = crate::os::wait_writable(sock, next_wait()?.min(CONNECT_SLICE))?;
+            if let Some(e) = sock.take_error()? {
+                return Err(e);
+            }
+            if ready {
+                break;
+            }
+        },
+        Err(e) => return Err(e),
+    }
+    sock.set_nonblocking(false)
+}
+
+/// A `next_wait` for [`connect_within`]: the time left of `timeout` from
+/// now, then `TimedOut` (as socket2's connect_timeout says it).
+fn within(timeout: Duration) -> impl FnMut() -> io::Result<Duration> {
+    let ends = Instant::now() + timeout;
+    move || match ends.saturating_duration_since(Instant::now()) {
+        left if left.is_zero() => Err(io::Error::new(io::ErrorKind::TimedOut, "connection timed out")),
+        left => Ok(left),
+    }
+}
+
+/// [`connect_within`] `timeout`, for a caller without a stop flag.
+pub(crate) fn connect_timeout(sock: &Socket, addr: &SocketAddr, timeout: Duration) -> io::Result<()> {
+    connect_within(sock, addr, within(timeout))
+}
+
 /// Connects to `addr`. A connection reset during the handshake is tried
 /// again (three times, 100 ms apart): a stock iperf3 server closes and
 /// re-opens its listening socket after every test or failed handshake, and a
@@ -380,7 +429,7 @@ pub(crate) fn connect_addr(addr: &SocketAddr, timeout: Duration, setup: &SocketS
     let mut attempt = 0;
     loop {
         let sock = setup.socket(addr, Type::STREAM)?;
-        match sock.connect_timeout(&(*addr).into(), timeout) {
+        match connect_timeout(&sock, addr, timeout) {
             Err(e) if e.kind() == io::ErrorKind::ConnectionReset && attempt < 3 => {
                 attempt += 1;
                 std::thread::sleep(Duration::from_millis(100));
@@ -480,6 +529,26 @@ mod tests {
         assert!(!wait_readable(&server, Duration::from_millis(10)), "nothing sent yet");
         client.write_all(b"x").unwrap();
         assert!(wait_readable(&server, Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn a_connect_within_its_time_is_blocking_after_and_a_refusal_is_its_error() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let open = listener.local_addr().unwrap();
+        let sock = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+        connect_timeout(&sock, &open, Duration::from_secs(5)).unwrap();
+        assert_eq!(sock.peer_addr().unwrap().as_socket(), Some(open));
+        assert!(sock.nonblocking().is_ok_and(|n| !n), "blocking again, as std's streams expect");
+        drop(listener);
+        let sock = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+        let e = connect_timeout(&sock, &open, Duration::from_secs(5)).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused);
+        // The caller's verdict on the wait ends it: its error is the connect's.
+        let sock = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+        let unanswered: SocketAddr = "192.0.2.1:9".parse().unwrap();
+        if let Err(e) = connect_within(&sock, &unanswered, || Err(io::Error::other("given up"))) {
+            assert!(e.to_string() == "given up" || crate::os::is_unreachable(&e), "{e}");
+        }
     }
 
     #[test]

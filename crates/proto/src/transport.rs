@@ -7,9 +7,8 @@
 //! What it owns: resolving, the source, the connect and its deadline,
 //! saying where a connection left from ([`Origin`]), and which job's
 //! connection takes which of several sources and where each left from
-//! ([`Spread`]); the waits on a socket
-//! are the platform's (`os::wait_socket`, and on Linux `os::poll` for the
-//! sockets libnbd and libnfs hold). What it must not do:
+//! ([`Spread`]); the connect itself is net's (`connect_within`, which
+//! reads the socket's error after each slice of its wait). What it must not do:
 //! send or read protocol bytes, or set socket options the protocols choose
 //! (Nagle, blocking mode, timeouts): each client sets those on the stream.
 
@@ -58,28 +57,10 @@ pub fn connect(addrs: &[SocketAddr], source: &Source, limit: Duration, stop: &At
 fn connect_one(addr: &SocketAddr, source: &Source, limit: Duration, stop: &AtomicBool) -> io::Result<TcpStream> {
     let sock = Socket::new(Domain::for_address(*addr), Type::STREAM, Some(Protocol::TCP))?;
     source.apply(&sock, addr)?;
-    sock.set_nonblocking(true)?;
-    // Non-blocking, so the wait below looks at the stop flag every slice
-    // (connect_timeout would hold Ctrl-C for the whole limit).
-    match sock.connect(&(*addr).into()) {
-        Ok(()) => {}
-        Err(e) if os::connect_in_progress(&e) => {
-            let deadline = Deadline::after(limit, "the TCP connect");
-            // WSAPoll before Windows 10 2004 never reports a refused
-            // connect, but the socket's pending error does: it is read after
-            // each slice, so a refusal ends the wait there too.
-            while !os::wait_socket(&sock, os::Ready::Write, deadline.left(stop)?)? {
-                if let Some(e) = sock.take_error()? {
-                    return Err(e);
-                }
-            }
-            if let Some(e) = sock.take_error()? {
-                return Err(e);
-            }
-        }
-        Err(e) => return Err(e),
-    }
-    sock.set_nonblocking(false)?;
+    // net's connect, in slices that look at the stop flag (connect_timeout
+    // would hold Ctrl-C for the whole limit).
+    let deadline = Deadline::after(limit, "the TCP connect");
+    headroom_net::connect_within(&sock, addr, || deadline.left(stop))?;
     Ok(sock.into())
 }
 

@@ -29,6 +29,24 @@ pub(crate) fn wait_readable(fd: &impl AsSocket, timeout: Duration) -> bool {
     poll(&mut fds, timeout).is_ok_and(|ready| ready > 0)
 }
 
+/// Waits up to `timeout` for `fd` to be writable (a connect that finished,
+/// or failed: the caller reads the socket's error). A part of a millisecond
+/// rounds up, so a short wait never spins; EINTR is a wait that ended early.
+pub(crate) fn wait_writable(fd: &impl AsSocket, timeout: Duration) -> io::Result<bool> {
+    let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLOUT)];
+    let ms = timeout.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
+    match poll(&mut fds, PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)) {
+        Ok(ready) => Ok(ready > 0),
+        Err(nix::errno::Errno::EINTR) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Whether a non-blocking connect's error means it goes on (EINPROGRESS).
+pub(crate) fn connect_in_progress(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EINPROGRESS)
+}
+
 /// Whether `name` can name an interface at all (length, no slash).
 pub(crate) fn is_interface_name(name: &str) -> bool {
     !name.is_empty() && name.len() < libc::IFNAMSIZ && !name.contains('/')
@@ -39,8 +57,14 @@ pub(crate) fn interface_exists(name: &str) -> bool {
     std::path::Path::new("/sys/class/net").join(name).exists()
 }
 
-/// Sends `sock`'s traffic through the interface `name` (SO_BINDTODEVICE).
-pub(crate) fn bind_device(sock: &socket2::Socket, name: &str) -> io::Result<()> {
+/// The command that lists this machine's interfaces by name.
+pub(crate) const LIST_INTERFACES: &str = "ip link";
+/// The command that lists this machine's addresses.
+pub(crate) const LIST_ADDRESSES: &str = "ip addr";
+
+/// Sends `sock`'s traffic through the interface `name` (SO_BINDTODEVICE,
+/// whatever the peer's family).
+pub(crate) fn bind_device(sock: &socket2::Socket, name: &str, _peer: &SocketAddr) -> io::Result<()> {
     sock.bind_device(Some(name.as_bytes()))
 }
 

@@ -8,7 +8,9 @@
 //! - sockets: `AsSocket`, the trait a socket handle is passed as;
 //! - poll: `wait_readable`;
 //! - nic: `is_interface_name`, `interface_exists`, `bind_device`, `bind_device_refusal`
-//!   (what binding to an interface refused, in the crate's words);
+//!   (what binding to an interface refused, in the crate's words),
+//!   `LIST_INTERFACES`, `LIST_ADDRESSES` (the command that shows them);
+//! - connect: `wait_writable`, `connect_in_progress` (for `socket::connect_within`);
 //! - socket errors: `is_unreachable`, `is_no_buffer_space`;
 //! - tcp_info: `tcp_info` (the sender's TCP_INFO as [`crate::TcpInfo`]);
 //! - packet info: `want_destination`, `recv_with_destination`, `send_from`
@@ -30,8 +32,8 @@ mod windows;
 pub(crate) use windows::*;
 
 /// Why the kernel refused to bind a socket to a named interface, for the
-/// reasons the user is told in words. (Windows binds to no interface: it
-/// makes only `Unavailable`.)
+/// reasons the user is told in words. (Windows needs no privilege for it:
+/// it makes only `NoSuchInterface`.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(windows, allow(dead_code))]
 pub(crate) enum BindDeviceRefusal {
@@ -39,8 +41,4 @@ pub(crate) enum BindDeviceRefusal {
     NotPermitted,
     /// No interface has that name.
     NoSuchInterface,
-    /// This platform cannot hold a socket to an interface yet (Windows);
-    /// the error's text says so, and a source address is the way instead.
-    #[cfg_attr(not(windows), allow(dead_code))]
-    Unavailable,
 }

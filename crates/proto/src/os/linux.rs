@@ -89,15 +89,9 @@ pub(crate) use std::os::fd::AsFd as AsSocket;
 pub(crate) fn wait_socket(sock: &impl AsSocket, ready: Ready, timeout: Duration) -> io::Result<bool> {
     let events = match ready {
         Ready::Read => libc::POLLIN,
-        Ready::Write => libc::POLLOUT,
         Ready::ReadOrWrite => libc::POLLIN | libc::POLLOUT,
     };
     Ok(poll(sock.as_fd().as_raw_fd(), events, timeout)? != 0)
-}
-
-/// Whether a non-blocking connect's error means it goes on (EINPROGRESS).
-pub(crate) fn connect_in_progress(e: &io::Error) -> bool {
-    e.raw_os_error() == Some(libc::EINPROGRESS)
 }
 
 /// Waits up to `timeout` for `events` (`libc::POLLIN`, `POLLOUT`) on `fd`

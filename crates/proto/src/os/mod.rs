@@ -9,10 +9,9 @@
 //!   client, or the one-line refusal where this platform (or this build)
 //!   has no such client;
 //! - `AsSocket`: the trait a socket is passed as; `wait_socket`: one wait
-//!   for a socket to be ready ([`Ready`]), bounded by a timeout;
-//!   `connect_in_progress`: whether a non-blocking connect's error means
-//!   it goes on (Linux also has `poll`, for the sockets libnbd and libnfs
-//!   hold as file descriptors);
+//!   for a socket to be ready ([`Ready`]), bounded by a timeout (Linux also
+//!   has `poll`, for the sockets libnbd and libnfs hold as file
+//!   descriptors); the TCP connect is headroom-net's `connect_within`;
 //! - `io_error_code`: the error number a failed I/O's completion carries
 //!   for a kind of failure (errno on Linux, a Win32 error on Windows);
 //! - `file_mode`: a file's Unix permission bits, or why they cannot be read.
@@ -25,8 +24,6 @@
 pub(crate) enum Ready {
     /// Bytes to read (or the end of the stream).
     Read,
-    /// Room to write, or a connect that finished.
-    Write,
     /// Either.
     ReadOrWrite,
 }

@@ -11,7 +11,7 @@ use std::os::windows::io::AsRawSocket;
 use std::time::Duration;
 use windows_sys::Win32::Foundation::{ERROR_ACCESS_DENIED, ERROR_DISK_FULL, ERROR_FILE_NOT_FOUND, ERROR_IO_DEVICE};
 use windows_sys::Win32::Networking::WinSock::{
-    WSAGetLastError, WSAPoll, POLLRDNORM, POLLWRNORM, SOCKET_ERROR, WSAEWOULDBLOCK, WSAPOLLFD,
+    WSAGetLastError, WSAPoll, POLLRDNORM, POLLWRNORM, SOCKET_ERROR, WSAPOLLFD,
 };
 
 fn not_yet(scheme: &str) -> DiskError {
@@ -71,12 +71,12 @@ pub(crate) use std::os::windows::io::AsSocket;
 
 /// Waits up to `timeout` for `sock` to be `ready` (WSAPoll; a part of a
 /// millisecond rounds up, so a short wait never spins); false when it was
-/// not. WSAPoll before Windows 10 2004 does not report a refused connect:
-/// the connect's wait (transport.rs) reads the socket's error between slices.
+/// not. (The TCP connect is net's `connect_within`, which reads the
+/// socket's error between its waits: WSAPoll before Windows 10 2004 does
+/// not report a refused connect.)
 pub(crate) fn wait_socket(sock: &impl AsSocket, ready: Ready, timeout: Duration) -> io::Result<bool> {
     let events = match ready {
         Ready::Read => POLLRDNORM,
-        Ready::Write => POLLWRNORM,
         Ready::ReadOrWrite => POLLRDNORM | POLLWRNORM,
     };
     let mut fd = WSAPOLLFD { fd: sock.as_socket().as_raw_socket() as usize, events, revents: 0 };
@@ -88,9 +88,4 @@ pub(crate) fn wait_socket(sock: &impl AsSocket, ready: Ready, timeout: Duration)
         return Err(io::Error::from_raw_os_error(unsafe { WSAGetLastError() }));
     }
     Ok(n > 0)
-}
-
-/// Whether a non-blocking connect's error means it goes on (WSAEWOULDBLOCK).
-pub(crate) fn connect_in_progress(e: &io::Error) -> bool {
-    e.raw_os_error() == Some(WSAEWOULDBLOCK)
 }
