@@ -161,7 +161,10 @@ fn cpu_line(load: &CpuLoad) -> String {
     if load.steal_percent >= 1.0 {
         parts.push(format!("steal {:.0}%", load.steal_percent));
     }
-    if let Some(cg) = &load.cgroup {
+    if let Some(cg) = load.cgroup.as_ref().filter(|cg| cg.version == 0) {
+        // A Windows job object: its rate, no periods to count.
+        parts.push(format!("{} quota {:.0}% of a core", cg.path, cg.quota_cores() * 100.0));
+    } else if let Some(cg) = &load.cgroup {
         parts.push(format!(
             "cgroup {} quota {:.0}% of a core, throttled in {} of {} periods",
             cg.path,
