@@ -323,4 +323,22 @@ mod tests {
         assert_eq!(serve_log_line("a \"b\"", true), "{\"event\":\"test\",\"line\":\"a \\\"b\\\"\"}\n");
         assert_eq!(serve_log_line("a", false), "a\n");
     }
+
+    #[test]
+    fn a_job_objects_rate_is_named_without_periods_a_cgroups_with_them() {
+        let quota = |version, path: &str| headroom_result::CgroupCpu {
+            version,
+            path: path.into(),
+            quota_us: 20_000,
+            period_us: 10_000,
+            periods: 50,
+            throttled_periods: 5,
+            ..Default::default()
+        };
+        let load = |cg| CpuLoad { cores: 8, cgroup: Some(cg), ..CpuLoad::default() };
+        let job = cpu_line(&load(quota(0, "job object (CpuRate 2500, hard cap)")));
+        assert!(job.ends_with(", job object (CpuRate 2500, hard cap) quota 200% of a core"), "{job}");
+        let cgroup = cpu_line(&load(quota(2, "/bench")));
+        assert!(cgroup.ends_with(", cgroup /bench quota 200% of a core, throttled in 5 of 50 periods"), "{cgroup}");
+    }
 }
