@@ -169,10 +169,14 @@ impl IoLimit {
     }
 }
 
-/// The tightest CFS bandwidth limit on the process's cgroup or its ancestors.
+/// The tightest CFS bandwidth limit on the process's cgroup or its ancestors
+/// (on Windows: the CPU rate limit of its job object).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct CgroupCpu {
-    /// 1 (cpu.cfs_quota_us, cpu.cfs_period_us) or 2 (cpu.max).
+    /// 1 (cpu.cfs_quota_us, cpu.cfs_period_us) or 2 (cpu.max); 0 for a
+    /// Windows job object's CPU rate (JobObjectCpuRateControlInformation):
+    /// `path` names it, quota_us/period_us is the rate in cores and Windows
+    /// counts no periods.
     pub version: u8,
     /// The cgroup that holds the limit, relative to its hierarchy's root.
     pub path: String,

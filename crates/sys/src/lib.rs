@@ -19,6 +19,7 @@
 //! of output.
 
 mod os;
+mod serving;
 mod usage;
 
 pub use os::block::{block_device_holding, block_devices};
@@ -28,7 +29,7 @@ pub use os::io_limit::io_limit;
 pub use os::mounts::filesystems;
 pub use os::nic::{effective_ceiling, nics};
 pub use os::route::{interface_with_address, route_interface, route_interface_in};
-pub use os::serving::{ServingProcess, ServingQuery, ServingWatch};
+pub use serving::{ServingProcess, ServingQuery, ServingWatch};
 
 use headroom_result::Host;
 use std::path::{Path, PathBuf};

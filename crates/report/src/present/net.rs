@@ -175,7 +175,10 @@ fn cpu_line(load: &CpuLoad) -> String {
     if load.steal_percent >= 1.0 {
         parts.push(format!("steal {:.0}%", load.steal_percent));
     }
-    if let Some(cg) = &load.cgroup {
+    if let Some(cg) = load.cgroup.as_ref().filter(|cg| cg.version == 0) {
+        // A Windows job object: its rate, no periods to count.
+        parts.push(format!("{} quota {:.0}% of a core", cg.path, cg.quota_cores() * 100.0));
+    } else if let Some(cg) = &load.cgroup {
         parts.push(format!(
             "cgroup {} quota {:.0}% of a core, throttled in {} of {} periods",
             cg.path,
@@ -338,5 +341,23 @@ mod tests {
             .contains("iperf3 clients: served; iperf2 clients: served on TCP and UDP port 5001; disk probes"));
         assert_eq!(serve_log_line("a \"b\"", true), "{\"event\":\"test\",\"line\":\"a \\\"b\\\"\"}\n");
         assert_eq!(serve_log_line("a", false), "a\n");
+    }
+
+    #[test]
+    fn a_job_objects_rate_is_named_without_periods_a_cgroups_with_them() {
+        let quota = |version, path: &str| headroom_result::CgroupCpu {
+            version,
+            path: path.into(),
+            quota_us: 20_000,
+            period_us: 10_000,
+            periods: 50,
+            throttled_periods: 5,
+            ..Default::default()
+        };
+        let load = |cg| CpuLoad { cores: 8, cgroup: Some(cg), ..CpuLoad::default() };
+        let job = cpu_line(&load(quota(0, "job object (CpuRate 2500, hard cap)")));
+        assert!(job.ends_with(", job object (CpuRate 2500, hard cap) quota 200% of a core"), "{job}");
+        let cgroup = cpu_line(&load(quota(2, "/bench")));
+        assert!(cgroup.ends_with(", cgroup /bench quota 200% of a core, throttled in 5 of 50 periods"), "{cgroup}");
     }
 }

@@ -382,30 +382,5 @@ pub mod route {
     }
 }
 
-/// The processes serving a share: not found on Windows yet.
-pub mod serving {
-    pub use crate::os::{ServingProcess, ServingQuery};
-    use headroom_result::ServingLoad;
-
-    impl ServingQuery {
-        /// Empty: the processes holding a port are not looked up on Windows yet.
-        pub fn find(&self) -> Vec<ServingProcess> {
-            Vec::new()
-        }
-    }
-
-    /// Follows the serving processes through a test (none on Windows yet).
-    pub struct ServingWatch(());
-
-    impl ServingWatch {
-        /// Starts following nothing: serving processes are not found on Windows yet.
-        pub fn start(_query: ServingQuery) -> ServingWatch {
-            ServingWatch(())
-        }
-
-        /// Empty: no serving process was followed.
-        pub fn finish(self) -> Vec<ServingLoad> {
-            Vec::new()
-        }
-    }
-}
+mod job;
+pub mod serving;

@@ -10,8 +10,12 @@
 //! - every process: a Toolhelp snapshot, then `GetProcessTimes` where
 //!   `PROCESS_QUERY_LIMITED_INFORMATION` is granted (others are skipped).
 //!
-//! All times are in 100 ns units. No cgroup exists: `cgroup` is always None.
+//! - the CPU rate limit of this process's job object (`super::job`), where
+//!   Linux gives its cgroup's quota.
+//!
+//! All times are in 100 ns units.
 
+pub(crate) use super::job::CgroupCounters;
 use crate::usage::busiest;
 use headroom_result::{CoreLoad, CpuLoad, ProcessLoad, ThreadLoad};
 use std::collections::BTreeMap;
@@ -33,7 +37,7 @@ const THREADS_SHOWN: usize = 8;
 /// Processes of the machine listed in a [`CpuLoad`], busiest first.
 const PROCESSES_SHOWN: usize = 5;
 /// Windows' time unit: 100 ns.
-const UNITS_PER_SEC: f64 = 10_000_000.0;
+pub(crate) const UNITS_PER_SEC: f64 = 10_000_000.0;
 /// Most processors asked of NtQuerySystemInformation (one processor group).
 const MOST_PROCESSORS: usize = 64;
 
@@ -57,6 +61,8 @@ pub struct CpuSnapshot {
     threads: BTreeMap<u32, (String, u64)>,
     /// pid -> (executable, user+kernel units).
     processes: BTreeMap<u32, (String, u64)>,
+    /// The job object's CPU rate limit, when it has one.
+    cgroup: Option<CgroupCounters>,
 }
 
 impl CpuSnapshot {
@@ -67,7 +73,8 @@ impl CpuSnapshot {
         // SAFETY: the pseudo-handle of this process needs no closing.
         let process_units = times_of(|c, e, k, u| unsafe { GetProcessTimes(GetCurrentProcess(), c, e, k, u) })?;
         let (threads, processes) = (own_threads(), all_processes());
-        Some(CpuSnapshot { at, cores, process_units, threads, processes })
+        let cgroup = super::job::own_job_limit();
+        Some(CpuSnapshot { at, cores, process_units, threads, processes, cgroup })
     }
 
     /// What happened between `earlier` and this snapshot.
@@ -106,7 +113,7 @@ impl CpuSnapshot {
             steal_percent: 0.0,
             softirq_percent: softirq,
             per_core,
-            cgroup: None,
+            cgroup: self.cgroup.as_ref().map(|now| now.since(earlier.cgroup.as_ref())),
             processes: busiest(&self.processes, &earlier.processes, PROCESSES_SHOWN)
                 .map(|(pid, name, units)| ProcessLoad { name, pid, percent: percent_of_core(units) })
                 .collect(),
@@ -161,7 +168,7 @@ fn times_of(call: impl FnOnce(*mut FILETIME, *mut FILETIME, *mut FILETIME, *mut 
 }
 
 /// A handle closed when dropped.
-struct Owned(HANDLE);
+pub(crate) struct Owned(pub(crate) HANDLE);
 
 impl Owned {
     fn new(h: HANDLE) -> Option<Owned> {
@@ -178,18 +185,23 @@ impl Drop for Owned {
 
 /// This process's threads: tid -> (description or "tid N", time).
 fn own_threads() -> BTreeMap<u32, (String, u64)> {
+    // SAFETY: no arguments.
+    threads_of(unsafe { GetCurrentProcessId() })
+}
+
+/// The threads of process `pid` whose times this user may read: tid ->
+/// (description or "tid N", user+kernel time); others are left out.
+pub(crate) fn threads_of(pid: u32) -> BTreeMap<u32, (String, u64)> {
     let mut found = BTreeMap::new();
     // SAFETY: a snapshot handle, closed by Owned.
     let Some(snap) = Owned::new(unsafe { CreateToolhelp32Snapshot(TH32CS_SNAPTHREAD, 0) }) else { return found };
     // SAFETY: plain data; dwSize is set as the API asks.
     let mut entry =
         THREADENTRY32 { dwSize: std::mem::size_of::<THREADENTRY32>() as u32, ..unsafe { std::mem::zeroed() } };
-    // SAFETY: no arguments.
-    let me = unsafe { GetCurrentProcessId() };
     // SAFETY: `entry` is a THREADENTRY32 with its size set; the snapshot is open.
     let mut more = unsafe { Thread32First(snap.0, &mut entry) } != 0;
     while more {
-        if entry.th32OwnerProcessID == me {
+        if entry.th32OwnerProcessID == pid {
             let tid = entry.th32ThreadID;
             // SAFETY: a thread handle, closed by Owned.
             if let Some(h) = Owned::new(unsafe { OpenThread(THREAD_QUERY_LIMITED_INFORMATION, 0, tid) }) {
@@ -226,20 +238,31 @@ fn thread_name(thread: &Owned) -> Option<String> {
 fn all_processes() -> BTreeMap<u32, (String, u64)> {
     let mut found = BTreeMap::new();
     for (pid, exe) in processes() {
-        // SAFETY: a process handle, closed by Owned (pid 0, the idle process, is refused).
-        if let Some(h) = Owned::new(unsafe { OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid) }) {
-            // SAFETY: an open process handle and four FILETIMEs to fill.
-            if let Some(t) = times_of(|c, e, k, u| unsafe { GetProcessTimes(h.0, c, e, k, u) }) {
-                found.insert(pid, (exe, t));
-            }
+        if let Some(t) = process_time(pid) {
+            found.insert(pid, (exe, t));
         }
     }
     found
 }
 
+/// User plus kernel time of process `pid`; None when it is gone or denies
+/// PROCESS_QUERY_LIMITED_INFORMATION (pid 0, the idle process, is refused).
+pub(crate) fn process_time(pid: u32) -> Option<u64> {
+    let h = open_process(pid)?;
+    // SAFETY: an open process handle and four FILETIMEs to fill.
+    times_of(|c, e, k, u| unsafe { GetProcessTimes(h.0, c, e, k, u) })
+}
+
+/// Process `pid` opened for PROCESS_QUERY_LIMITED_INFORMATION; None when
+/// it is gone or denies it.
+pub(crate) fn open_process(pid: u32) -> Option<Owned> {
+    // SAFETY: a process handle, closed by Owned.
+    Owned::new(unsafe { OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid) })
+}
+
 /// Every process the system lists (a Toolhelp snapshot, which needs no
 /// access to the processes themselves): (pid, executable's file name).
-fn processes() -> Vec<(u32, String)> {
+pub(crate) fn processes() -> Vec<(u32, String)> {
     let mut found = Vec::new();
     // SAFETY: a snapshot handle, closed by Owned.
     let Some(snap) = Owned::new(unsafe { CreateToolhelp32Snapshot(TH32CS_SNAPPROCESS, 0) }) else { return found };
@@ -261,6 +284,11 @@ fn processes() -> Vec<(u32, String)> {
 /// headroom.exe, as Linux's comm names it); None when no such process runs.
 pub fn process_name(pid: u32) -> Option<String> {
     let (_, exe) = processes().into_iter().find(|(p, _)| *p == pid)?;
+    Some(program_name(&exe).to_string())
+}
+
+/// An executable's file name without `.exe` (`smbd` for smbd.exe).
+pub(crate) fn program_name(exe: &str) -> &str {
     let stem = exe.len().checked_sub(4).filter(|&n| exe.is_char_boundary(n) && exe[n..].eq_ignore_ascii_case(".exe"));
-    Some(stem.map_or(exe.clone(), |n| exe[..n].to_string()))
+    stem.map_or(exe, |n| &exe[..n])
 }
