@@ -79,6 +79,16 @@ cp "$fixtures/compare-before.json" "$fixtures/compare-after.json" "$work/"
 cd "$work"
 
 win() { "$wine" "$exe" "$@"; }
+
+# until_listening LOG [TRIES]: waits, 0.2 s a try (100 tries unless told),
+# until the `serve` writing LOG says it listens; fails if it never does.
+until_listening() {
+  for _ in $(seq "${2:-100}"); do
+    grep -q "listening on" "$1" && return 0
+    sleep 0.2
+  done
+  return 1
+}
 failed=()
 checks_start=$SECONDS
 # check NAME FUNCTION: runs FUNCTION with its output in NAME.log; PASS with
@@ -291,10 +301,7 @@ net() {
   serve_pid=$!
   # This check runs in its own process: a failure below ends it, and the server with it.
   trap 'kill "$serve_pid" 2>/dev/null || true' EXIT
-  for _ in $(seq 50); do
-    grep -q "listening on" serve.log && break
-    sleep 0.2
-  done
+  until_listening serve.log 50 || true
   # Winsock's FIXMEs on: wine names an ioctl it does not implement.
   HEADROOM_TOKEN=$token WINEDEBUG=fixme+winsock win --json net "127.0.0.1:$port" --protocol headroom --time 1s \
     --tests rtt,up1,down1 >net.json 2>net.err
@@ -355,10 +362,7 @@ source_of() {
     env --default-signal=INT "${trace[@]}" "$wine" "$exe" serve --bind 0.0.0.0 --port "$port" >source-win.log 2>source-win.err &
     serve_pid=$!
     trap 'kill "$serve_pid" 2>/dev/null || true' EXIT
-    for _ in $(seq 100); do
-      grep -q "listening on" source-win.err && break
-      sleep 0.2
-    done
+    until_listening source-win.err || true
     "$linux" --json ping 127.0.0.1 --port "$port" --count 2 --interval 20ms >source-udp.json
     "$linux" --json ping 127.0.0.2 --port "$port" --count 1 --timeout 200ms >/dev/null 2>&1 || true
     # strace -o blocks SIGINT for itself: the Ctrl-C goes to headroom.exe, its child.
@@ -386,10 +390,7 @@ serve() {
     --allow-path 'C:\headroom-check\serve' >serve-win.log 2>serve-win.err &
   serve_pid=$!
   trap 'kill "$serve_pid" 2>/dev/null || true' EXIT
-  for _ in $(seq 100); do
-    grep -q "listening on" serve-win.err && break
-    sleep 0.2
-  done
+  until_listening serve-win.err || true
   grep -q "listening on 127.0.0.1:$port" serve-win.err || { echo "serve did not start:"; cat serve-win.err; return 1; }
   export HEADROOM_TOKEN=$token
   "$linux" --json net "127.0.0.1:$port" --protocol headroom --time 1s --tests rtt,up1,down1 >net-to-win.json
@@ -427,11 +428,7 @@ start_linux_serve() {
   port=$((20000 + RANDOM % 20000))
   "$linux" serve --bind 127.0.0.1 --port "$port" "$@" >"$log" 2>&1 &
   echo $! >"$log.pid"
-  for _ in $(seq 50); do
-    grep -q "listening on" "$log" && break
-    sleep 0.2
-  done
-  grep -q "listening on" "$log" || { echo "serve did not start: $(cat "$log")" >&2; return 1; }
+  until_listening "$log" 50 || { echo "serve did not start: $(cat "$log")" >&2; return 1; }
   echo "$port"
 }
 
