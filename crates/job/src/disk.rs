@@ -7,9 +7,9 @@
 //! What it must not do: print, parse flags or draw progress; progress goes
 //! to the sinks the caller hands in, notices to its [`DiskReport`].
 
-use crate::main_job::StepSinks;
 use crate::path::bus_under;
 use crate::post::with_write_cliff;
+use crate::steps::StepSinks;
 use crate::Spelling;
 use headroom_analysis::{Goal, GoalResult};
 use headroom_disk::{DiskEngine, DiskRequest, DiskTarget, ShareOpener, TestSelection};
@@ -127,7 +127,7 @@ pub fn run(
             source: Some(b.source.clone()),
         });
     }
-    let goals = crate::main_job::hold_goals(&mut doc, &job.goals, None);
+    let goals = crate::steps::hold_goals(&mut doc, &job.goals, None);
     Ok(DiskDone { doc, target: seen.0, goals, failure })
 }
 

@@ -27,13 +27,15 @@ pub mod net;
 mod path;
 mod post;
 mod spelling;
+mod steps;
 
 pub use disk::disk_spec;
 pub use far_end::{parse_allowed_net, ProbeCaps, ServeSetting, ServeSettingError, ServedProbes};
 pub use main_job::{
-    cpu_hop_plan, disk_plan_of_preset, hold_goals, judge, main_job, net_plan_of_preset, JobError, JobSettings, Preset,
-    StepSinks, RUN_CONNECT_TIMEOUT,
+    cpu_hop_plan, disk_plan_of_preset, judge, main_job, net_plan_of_preset, JobError, JobSettings, Preset,
+    RUN_CONNECT_TIMEOUT,
 };
 pub use path::{bus_under, interface_towards, link_towards, link_towards_from};
 pub use post::{cpu_probe_with_link, with_write_cliff};
 pub use spelling::Spelling;
+pub use steps::{hold_goals, StepSinks};

@@ -11,8 +11,9 @@
 use crate::disk::DiskFailure;
 use crate::path::{bus_under, link_towards};
 use crate::post::cpu_probe_with_link;
+use crate::steps::{hold_goals, warn_missed, StepSinks};
 use crate::Spelling;
-use headroom_analysis::{annotate, evaluate, Analysis, BadLinkSpec, Goal, GoalResult, LinkSpec, LinkTarget, PathHints};
+use headroom_analysis::{annotate, evaluate, BadLinkSpec, Goal, GoalResult, LinkSpec, LinkTarget, PathHints};
 use headroom_cpu::{BufferSpec, CpuEngine, CpuRequest};
 use headroom_disk::{BusCeiling, DiskEngine, DiskRequest, DiskTarget, TestChoice, TestDef};
 use headroom_net::{
@@ -22,7 +23,7 @@ use headroom_net::{
 use headroom_proto::{Credentials, IscsiKeys, Opener, ShareTarget, ShareUrl, FILE_SERVER_DAEMONS};
 use headroom_result::details::cpu_load_key;
 use headroom_result::{CpuLoad, Side};
-use headroom_result::{Host, NetProtocol, Probe, ProbeSpec, ResultDoc, Warning, WarningCode};
+use headroom_result::{Host, NetProtocol, Probe, ProbeSpec, ResultDoc, Warning};
 use headroom_runner::{EngineKind, Plan, ProbeError, ProbeRequest, ProbeRun, Runner, Sink};
 use headroom_sys::ServingQuery;
 use headroom_units::{DurationArg, Size};
@@ -270,9 +271,6 @@ fn net_probes(runs: Vec<ProbeRun>, server: &NetServer) -> Result<Vec<Probe>, Job
         Err(JobError::NetFailures(failures))
     }
 }
-
-/// Where the progress of each step goes: a sink per plan (progress bars).
-pub type StepSinks<'a> = dyn FnMut(&Plan) -> Box<dyn Sink> + 'a;
 
 /// Runs `plan` on `runner`, stopping at its first error when `stop_on_error`.
 fn run_step(
@@ -547,21 +545,6 @@ pub fn judge(
     let results = evaluate(goals, &only, None);
     warn_missed(doc, &results);
     Ok(results)
-}
-
-/// Holds `goals` against `doc` (its verdict when analysed, else its best
-/// probes); every missed goal also becomes a warning in the document.
-pub fn hold_goals(doc: &mut ResultDoc, goals: &[Goal], analysis: Option<&Analysis>) -> Vec<GoalResult> {
-    let results: Vec<GoalResult> = evaluate(goals, doc, analysis);
-    warn_missed(doc, &results);
-    results
-}
-
-/// A `goal_missed` warning in `doc` for every goal of `results` not met.
-fn warn_missed(doc: &mut ResultDoc, results: &[GoalResult]) {
-    for g in results.iter().filter(|g| !g.met) {
-        doc.warnings.push(Warning::new(WarningCode::GoalMissed, format!("goal {} missed", g.goal)));
-    }
 }
 
 #[cfg(test)]

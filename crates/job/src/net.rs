@@ -6,8 +6,8 @@
 //! to the sinks the caller hands in, the heading's facts and each probe as
 //! it finishes to its [`NetReport`].
 
-use crate::main_job::{hold_goals, StepSinks};
 use crate::path::link_towards_from;
+use crate::steps::{hold_goals, StepSinks};
 use headroom_analysis::{net_probe_against_link, Goal, GoalResult, LinkCeiling, LinkSpec};
 use headroom_net::{NetEngine, NetRequest, NetServer, NetTest};
 use headroom_result::{Probe, ResultDoc, Warning, WarningCode};
