@@ -9,8 +9,7 @@
 //! protocols.
 
 use super::admission::{DeadlineStream, PendingTicket};
-use super::iperf3::unauthenticated_slots;
-use super::registry::{collect, Shared};
+use super::registry::{collect, unauthenticated_slots, Iperf2Key, Shared};
 use super::test_watch::{log_test, log_test_both_ways};
 use super::{ServerConfig, ServerSetting};
 use crate::datapath::{tcp_streams, StreamParams, StreamSet};
@@ -18,18 +17,11 @@ use crate::iperf2::{header_len, parse_header, Amount, Ask, Refusal, MAX_HEADER_L
 use crate::socket::{wait_readable, DEFAULT_TCP_LEN, POLL};
 use crate::wire::TrafficDirection;
 use std::io::Read;
-use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Where the first stream of a test waits for the others: by the peer's
-/// address and the header they all repeat.
-pub(super) type Iperf2Key = (IpAddr, Vec<u8>);
-/// A later stream of a test, with the bytes of its header (counted as data,
-/// as the client counts them).
-pub(super) type Iperf2Inbox = SyncSender<(TcpStream, u64)>;
 
 /// How long a refused peer's data is read after the server's FIN, so the
 /// close is an orderly one rather than a reset, and no longer.

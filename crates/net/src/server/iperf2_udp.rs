@@ -9,7 +9,7 @@
 //! nothing of the other protocols.
 
 use super::admission::Slot;
-use super::iperf3::unauthenticated_slots;
+use super::registry::unauthenticated_slots;
 use super::registry::Shared;
 use super::test_watch::rate_text;
 use crate::iperf2::{udp_datagram_id, udp_report, Refusal, UdpReport, UDP_SETTINGS_LEN};

@@ -4,9 +4,8 @@
 //! results document a stock client prints.
 
 use super::admission::{DeadlineStream, PendingTicket};
-use super::registry::{collect, Registration, Shared};
+use super::registry::{collect, unauthenticated_slots, Registration, Shared};
 use super::test_watch::{log_test, watch_test, Ending};
-use super::ServerConfig;
 use super::ServerSetting;
 use crate::datapath::{StreamOutcome, StreamParams, StreamSet};
 use crate::iperf3 as iperf3_wire;
@@ -20,16 +19,6 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Slots iperf3 and iperf2 clients may hold: with a token, one stays for
-/// token holders, since anyone who reaches the port can be such a client.
-pub(super) fn unauthenticated_slots(cfg: &ServerConfig) -> usize {
-    if cfg.token.is_some() && cfg.max_clients > 1 {
-        cfg.max_clients - 1
-    } else {
-        cfg.max_clients
-    }
-}
 
 /// A new iperf3 control connection. The parameter exchange is part of the
 /// pre-auth phase (same deadline, no slot): a peer that never completes it
@@ -220,18 +209,6 @@ mod tests {
     use super::*;
     use crate::stats::UdpRecvStats;
     use std::io::Read;
-
-    #[test]
-    fn with_a_token_one_slot_stays_for_token_holders() {
-        let cfg = |token: Option<&str>, max_clients| ServerConfig {
-            token: token.map(Into::into),
-            max_clients,
-            ..ServerConfig::loopback(0)
-        };
-        assert_eq!(unauthenticated_slots(&cfg(None, 4)), 4);
-        assert_eq!(unauthenticated_slots(&cfg(Some("t"), 4)), 3);
-        assert_eq!(unauthenticated_slots(&cfg(Some("t"), 1)), 1);
-    }
 
     #[test]
     fn hostile_parameters_are_refused_with_iperf3_error_codes() {

@@ -6,7 +6,6 @@
 //! removes it on drop, whatever happened. Knows no protocol message.
 
 use super::admission::Admission;
-use super::iperf2::{Iperf2Inbox, Iperf2Key};
 use super::ServerConfig;
 use crate::iperf3 as iperf3_wire;
 use crate::wire;
@@ -23,6 +22,23 @@ pub(super) struct UdpWaiter {
     /// Headroom streams name their session key; iperf3 streams only their address.
     pub(super) key: Option<[u8; wire::KEY_LEN]>,
     pub(super) tx: SyncSender<UdpSocket>,
+}
+
+/// Where the first stream of a test waits for the others: by the peer's
+/// address and the header they all repeat.
+pub(super) type Iperf2Key = (IpAddr, Vec<u8>);
+/// A later stream of a test, with the bytes of its header (counted as data,
+/// as the client counts them).
+pub(super) type Iperf2Inbox = SyncSender<(TcpStream, u64)>;
+
+/// Slots iperf3 and iperf2 clients may hold: with a token, one stays for
+/// token holders, since anyone who reaches the port can be such a client.
+pub(super) fn unauthenticated_slots(cfg: &ServerConfig) -> usize {
+    if cfg.token.is_some() && cfg.max_clients > 1 {
+        cfg.max_clients - 1
+    } else {
+        cfg.max_clients
+    }
 }
 
 /// An authenticated headroom session: its peer, and when any of its
@@ -220,6 +236,18 @@ mod tests {
     use super::test_support::shared;
     use super::*;
     use std::sync::mpsc::sync_channel;
+
+    #[test]
+    fn with_a_token_one_slot_stays_for_token_holders() {
+        let cfg = |token: Option<&str>, max_clients| ServerConfig {
+            token: token.map(Into::into),
+            max_clients,
+            ..ServerConfig::loopback(0)
+        };
+        assert_eq!(unauthenticated_slots(&cfg(None, 4)), 4);
+        assert_eq!(unauthenticated_slots(&cfg(Some("t"), 4)), 3);
+        assert_eq!(unauthenticated_slots(&cfg(Some("t"), 1)), 1);
+    }
 
     #[test]
     fn collect_gives_up_when_streams_do_not_arrive() {
