@@ -444,9 +444,8 @@ pub(crate) fn measure(
     }
     result.sender_tcp_info = outcomes.iter().filter(|o| o.sending).filter_map(|o| o.tcp_info.clone()).collect();
     result.buffers_local = outcomes.iter().find_map(|o| o.buffers);
-    let local_receivers: Vec<bool> = outcomes.iter().filter(|o| !o.sending).map(|o| o.rx_copy_skipped).collect();
-    let asked_skip = spec.skip_rx_copy && spec.udp_rate.is_none();
-    if asked_skip {
+    if spec.skip_rx_copy && spec.udp_rate.is_none() {
+        let local_receivers: Vec<bool> = outcomes.iter().filter(|o| !o.sending).map(|o| o.rx_copy_skipped).collect();
         result.rx_copy = Some(RxCopySkipped {
             local: (!local_receivers.is_empty()).then(|| local_receivers.iter().all(|&s| s)),
             remote: None,
