@@ -35,6 +35,7 @@ mod run;
 mod safety;
 mod share;
 mod storage;
+mod target_common;
 // Opening a local target is Linux's system calls through and through
 // (O_DIRECT, statx, /proc/self/fd): Windows builds its own from its os/
 // directory (CreateFile flags, volume sector size; docs/platform.md).

@@ -13,7 +13,7 @@
 //! What it must not do: speak any protocol, or know which ones exist.
 
 use crate::engine::{Completion, IoEngine, IoKind, IoUnit};
-use crate::target::TargetOptions;
+use crate::target_common::TargetOptions;
 use crate::{DiskError, FastRng, Result, Setting, SyncMode};
 use headroom_result::ProtocolInfo;
 use headroom_units::setting::Message;

@@ -17,8 +17,8 @@
 //! rules above, and splitting them would spread those rules over files.
 
 use crate::safety;
-use crate::storage::{check_space, fill_test_file, space_margin, CreatedTestFile, Registry};
-pub use crate::storage::{filesystem_caveat, test_file_name, FsInfo, RemoteRemoval, TargetKind, TargetOptions};
+use crate::target_common::{check_space, fill_test_file, space_margin, CreatedTestFile, Registry};
+pub use crate::target_common::{filesystem_caveat, test_file_name, FsInfo, RemoteRemoval, TargetKind, TargetOptions};
 use crate::{DiskError, Result, Setting, SyncMode};
 use headroom_result::Warning;
 use headroom_units::setting::Message;
@@ -124,7 +124,7 @@ impl Drop for PreparedTarget {
 /// headroom names its test files whose process is gone. Nothing else is
 /// touched. Returns the paths removed.
 pub fn remove_stale_test_files(dir: &Path) -> Vec<PathBuf> {
-    crate::storage::remove_stale_test_files_in(dir, |pid| Path::new(&format!("/proc/{pid}")).exists())
+    crate::target_common::remove_stale_test_files_in(dir, |pid| Path::new(&format!("/proc/{pid}")).exists())
 }
 
 /// Opens what `path` names (following symlinks: the user chose the path)
@@ -523,7 +523,7 @@ pub fn ram_bytes() -> u64 {
 #[cfg(test)]
 mod stale_tests {
     use super::*;
-    use crate::storage::test_file_owner;
+    use crate::target_common::test_file_owner;
 
     #[test]
     fn only_test_file_names_have_an_owner() {

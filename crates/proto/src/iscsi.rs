@@ -14,6 +14,7 @@
 
 #[cfg(test)]
 mod captured_frames;
+mod commands;
 mod pdu;
 mod scsi;
 mod session;
@@ -21,10 +22,11 @@ mod session;
 pub use crate::iscsi_keys::IscsiKeys;
 use crate::transport::Spread;
 use crate::ProtoError;
+use commands::{read_capacity, ready, report_luns};
 use headroom_disk::{Completion, IoEngine, IoUnit, Setting, Share, ShareIo, ShareKind, SyncMode, TargetOptions};
 use headroom_result::ProtocolInfo;
 use headroom_units::setting::Message;
-use scsi::{cdb, describe_status, device_type_name, opcode, read_capacity, ready, report_luns, status};
+use scsi::{cdb, describe_status, device_type_name, opcode, status};
 use session::{LoginError, LoginSpec, Session};
 use std::io;
 use std::sync::{Arc, Mutex};

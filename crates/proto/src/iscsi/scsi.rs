@@ -2,12 +2,12 @@
 //! their operation codes named, and what comes back (status, sense data,
 //! REPORT LUNS and READ CAPACITY(16) parameter data).
 //!
-//! What it owns: CDB layouts and the decoding of SCSI answers. What it must
-//! not do: know iSCSI PDUs or the socket (the session carries a CDB and
-//! returns its [`Outcome`]).
+//! What it owns: CDB layouts and the decoding of SCSI answers, the
+//! [`Outcome`] of a command among them. What it must not do: know iSCSI PDUs,
+//! the session or the socket (the session carries a CDB and returns its
+//! [`Outcome`]; commands.rs runs the ones a client needs once).
 
 use super::pdu;
-use super::session::{Outcome, Session};
 use std::fmt;
 use std::io;
 
@@ -84,6 +84,17 @@ pub fn read_write_16(op: u8, fua: bool, lba: u64, blocks: u32) -> [u8; 16] {
     c
 }
 
+/// The outcome of a command run to completion (the session fills it in).
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    /// SCSI status (0 = GOOD).
+    pub status: u8,
+    /// Sense data.
+    pub sense: Vec<u8>,
+    /// Data-In received.
+    pub data: Vec<u8>,
+}
+
 pub fn check(o: &Outcome) -> io::Result<()> {
     if o.status == status::GOOD {
         Ok(())
@@ -92,41 +103,11 @@ pub fn check(o: &Outcome) -> io::Result<()> {
     }
 }
 
-/// TEST UNIT READY until it passes: a new I_T nexus may first see UNIT ATTENTION.
-pub fn ready(s: &mut Session) -> io::Result<()> {
-    let mut last = Ok(());
-    for _ in 0..3 {
-        let o = s.command(cdb(&[opcode::TEST_UNIT_READY]), 0)?;
-        last = check(&o);
-        if last.is_ok() || parse_sense(&o.sense).is_none_or(|k| k.key != key::UNIT_ATTENTION) {
-            return last;
-        }
-    }
-    last
-}
-
-pub fn report_luns(s: &mut Session) -> io::Result<Vec<u16>> {
-    let len: u32 = 8 + 8 * 256;
-    let mut c = cdb(&[opcode::REPORT_LUNS]);
-    c[6..10].copy_from_slice(&len.to_be_bytes());
-    let o = s.command_at(pdu::encode_lun(0), c, len)?;
-    check(&o)?;
-    Ok(parse_report_luns(&o.data))
-}
-
 /// LUN numbers in REPORT LUNS parameter data (SPC-4 6.33).
 pub fn parse_report_luns(d: &[u8]) -> Vec<u16> {
     let Some(head) = d.get(..4) else { return Vec::new() };
     let listed = u32::from_be_bytes([head[0], head[1], head[2], head[3]]) as usize;
     d.get(8..).unwrap_or(&[]).chunks_exact(8).take(listed / 8).filter_map(pdu::decode_lun).collect()
-}
-
-pub fn read_capacity(s: &mut Session) -> io::Result<(u64, u64)> {
-    let mut c = cdb(&[opcode::SERVICE_ACTION_IN_16, READ_CAPACITY_16]);
-    c[13] = 32;
-    let o = s.command(c, 32)?;
-    check(&o)?;
-    parse_capacity(&o.data).ok_or_else(|| io::Error::other("the target's READ CAPACITY(16) answer is malformed"))
 }
 
 /// (blocks, block size) from READ CAPACITY(16) data (SBC-4 5.16.2).

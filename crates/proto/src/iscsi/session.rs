@@ -19,6 +19,7 @@ mod tests;
 pub use login::{LoginError, LoginSpec, Params, INITIATOR_NAME};
 
 use super::pdu::{self, at, flag, op, Out, BHS};
+use super::scsi::Outcome;
 use crate::frame::{Conn, Names};
 use crate::transport::Origin;
 use headroom_disk::{BufferPool, Completion, IoKind, IoUnit};
@@ -48,17 +49,6 @@ const TX_SLACK: usize = 4 << 20;
 pub const OUR_MAX_RECV: u32 = crate::iscsi_keys::MAX_RECV_SEGMENT;
 /// The target as the connection's errors name it.
 const NAMES: Names = Names { peer: "the target", exchange: "an iSCSI exchange" };
-
-/// The outcome of a command run to completion by [`Session::command`].
-#[derive(Debug, Clone, Default)]
-pub struct Outcome {
-    /// SCSI status (0 = GOOD).
-    pub status: u8,
-    /// Sense data.
-    pub sense: Vec<u8>,
-    /// Data-In received.
-    pub data: Vec<u8>,
-}
 
 /// One logged-in session on one TCP connection.
 pub struct Session {

@@ -33,8 +33,8 @@
 
 use crate::os::device;
 use crate::safety;
-use crate::storage::{check_space, fill_test_file, space_margin, CreatedTestFile, Registry};
-pub use crate::storage::{filesystem_caveat, test_file_name, FsInfo, RemoteRemoval, TargetKind, TargetOptions};
+use crate::target_common::{check_space, fill_test_file, space_margin, CreatedTestFile, Registry};
+pub use crate::target_common::{filesystem_caveat, test_file_name, FsInfo, RemoteRemoval, TargetKind, TargetOptions};
 use crate::{DiskError, Result, Setting, SyncMode};
 use headroom_result::Warning;
 use headroom_units::setting::Message;
@@ -205,7 +205,7 @@ fn process_alive(pid: u32) -> bool {
 /// a `serve --allow-path`, when the server starts): regular files named as
 /// headroom names its test files whose process is gone. Returns the paths removed.
 pub fn remove_stale_test_files(dir: &Path) -> Vec<PathBuf> {
-    crate::storage::remove_stale_test_files_in(dir, process_alive)
+    crate::target_common::remove_stale_test_files_in(dir, process_alive)
 }
 
 /// `path` as a NUL-terminated wide string.

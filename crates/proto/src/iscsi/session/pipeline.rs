@@ -8,8 +8,9 @@
 //! socket (the session's connection carries the PDUs it queues).
 
 use super::super::pdu::{self, at, flag, op, Header, Out, RESERVED_TAG};
+use super::super::scsi::Outcome;
 use super::super::scsi::{self, opcode};
-use super::{garbage, Outcome, Session};
+use super::{garbage, Session};
 use headroom_disk::{IoKind, IoUnit};
 use std::collections::VecDeque;
 use std::io;

@@ -10,8 +10,9 @@
 
 use super::super::pdu::{self, at, flag, op, Header, Out, BHS, RESERVED_TAG};
 use super::super::scsi;
+use super::super::scsi::Outcome;
 use super::pipeline::Sink;
-use super::{garbage, other, Outcome, Session};
+use super::{garbage, other, Session};
 use headroom_disk::{Completion, IoKind};
 use std::io;
 use std::ops::Range;
