@@ -5,7 +5,8 @@
 # stored documents (link, compare and report must print what the Linux
 # binary prints), disk on directories of the prefix's C: drive, then net and ping from headroom.exe to the Linux binary's
 # `serve` on 127.0.0.1, and the other way: the Linux binary's net, ping and
-# disk --remote against headroom.exe's `serve`; headroom.exe's soak (its disk
+# disk --remote against headroom.exe's `serve`; `serve --token-file` and
+# `--credentials` refusing a file others may read and taking a private one; headroom.exe's soak (its disk
 # on C:, net and the server's disk) and fleet against Linux `serve`s on
 # 127.0.0.1, disk on a raw volume (\\.\D: over a loop device, as root),
 # 127.0.0.1, the soak's database reported on both platforms; headroom.exe's iSCSI client
@@ -425,8 +426,8 @@ serve() {
 # from Linux and builds one from its mode bits (LocalSystem, the owner for
 # the user bits, Everyone for the others bits; group bits are left out): a
 # token file of mode 604 is refused naming Everyone, the same file at 600 is
-# taken and a Linux client holding that token connects (one holding
-# another is refused); a credentials file at 604 is refused the same way.
+# taken and a Linux client holding that token is served (`net`, one
+# holding another is refused); a credentials file at 604 is refused the same way.
 secret() {
   local dir="$WINEPREFIX/drive_c/headroom-check/secret" port rc=0 token
   token="check-windows-secret-$$-$RANDOM"
@@ -441,7 +442,7 @@ secret() {
     { echo "a token file of mode 604: exit $rc, not 2 in one line naming Everyone and icacls:"; cat secret-open.err; return 1; }
   rc=0
   win disk 'smb://127.0.0.1:1/share' --credentials 'C:\headroom-check\secret\creds' >secret-creds.out 2>secret-creds.err || rc=$?
-  [ "$rc" -eq 2 ] && [ "$(wc -l <secret-creds.err)" -eq 1 ] && grep -q "credentials file .*Everyone may read it" secret-creds.err ||
+  [ "$rc" -eq 2 ] && [ "$(wc -l <secret-creds.err)" -eq 1 ] && grep -q -- "--credentials .*Everyone may read it" secret-creds.err ||
     { echo "a credentials file of mode 604: exit $rc, not 2 in one line naming Everyone:"; cat secret-creds.err; return 1; }
   chmod 600 "$dir/token"
   env --default-signal=INT "$wine" "$exe" serve --port "$port" --token-file 'C:\headroom-check\secret\token' \
@@ -449,14 +450,15 @@ secret() {
   secret_pid=$!
   trap 'kill "$secret_pid" 2>/dev/null || true' EXIT
   until_listening secret-serve.err || { echo "serve --token-file at mode 600 did not start:"; cat secret-serve.err; return 1; }
-  HEADROOM_TOKEN=$token "$linux" --json ping "127.0.0.1:$port" --count 2 --interval 20ms >secret-ping.json
+  # net, not ping: a TCP ping is a handshake, which asks for no token.
+  HEADROOM_TOKEN=$token "$linux" --json net "127.0.0.1:$port" --time 1s --tests rtt >secret-net.json
   rc=0
-  HEADROOM_TOKEN=wrong-$token "$linux" ping "127.0.0.1:$port" --count 1 >secret-wrong.out 2>secret-wrong.err || rc=$?
+  HEADROOM_TOKEN=wrong-$token "$linux" net "127.0.0.1:$port" --time 1s --tests rtt >secret-wrong.out 2>secret-wrong.err || rc=$?
   kill -INT "$secret_pid"
   wait "$secret_pid" || true
-  [ "$rc" -ne 0 ] || { echo "a client with another token was served"; return 1; }
-  jq -e '.probes[0].summary.latency_ns.p50 > 0' secret-ping.json >/dev/null
-  echo "token file at mode 604 (wine's DACL: Everyone allowed): $(tr -d '\r' <secret-open.err); credentials file the same: refused, exit 2; at mode 600: taken, a Linux client with the token served (ping $(jq -r '.probes[0].summary.latency_ns.p50 / 1000 | round' secret-ping.json) us p50), another token refused: $(tr -d '\r' <secret-wrong.err | tail -1)"
+  [ "$rc" -eq 2 ] && grep -q "wrong token" secret-wrong.err || { echo "a client with another token: exit $rc, not 2 naming a wrong token:"; cat secret-wrong.err; return 1; }
+  jq -e '.probes[0].summary.latency_ns.p50 > 0' secret-net.json >/dev/null
+  echo "token file at mode 604 (wine's DACL: Everyone allowed): $(tr -d '\r' <secret-open.err); credentials file the same: refused, exit 2; at mode 600: taken, a Linux client with the token served (net rr $(jq -r '.probes[0].summary.latency_ns.p50 / 1000 | round' secret-net.json) us p50), another token refused: $(tr -d '\r' <secret-wrong.err | tail -1)"
 }
 
 # start_linux_serve LOG ARGS...: the Linux binary's `serve` on a free
