@@ -55,7 +55,7 @@ pub struct ServeArgs {
     /// Shared secret headroom clients must prove they hold (challenge-response; never sent; also $HEADROOM_TOKEN)
     #[arg(long, env = "HEADROOM_TOKEN", hide_env_values = true, conflicts_with = "no_auth")]
     pub token: Option<String>,
-    /// Read the token from FILE (mode 600, or systemd's credentials directory: --token-file %d/token)
+    /// Read the token from FILE, which no one else may read (mode 600; on Windows its ACL), or from systemd's credentials directory (--token-file %d/token)
     #[arg(long, value_name = "FILE", conflicts_with_all = ["token", "no_auth"])]
     pub token_file: Option<std::path::PathBuf>,
     /// Serve anyone who can reach the port (needed for a non-loopback --bind without --token)
