@@ -5,7 +5,8 @@
 # stored documents (link, compare and report must print what the Linux
 # binary prints), disk on directories of the prefix's C: drive, then net and ping from headroom.exe to the Linux binary's
 # `serve` on 127.0.0.1, and the other way: the Linux binary's net, ping and
-# disk --remote against headroom.exe's `serve`; headroom.exe's soak (its disk
+# disk --remote against headroom.exe's `serve`; `serve --token-file` and
+# `--credentials` refusing a file others may read and taking a private one; headroom.exe's soak (its disk
 # on C:, net and the server's disk) and fleet against Linux `serve`s on
 # 127.0.0.1, disk on a raw volume (\\.\D: over a loop device, as root),
 # 127.0.0.1, the soak's database reported on both platforms; headroom.exe's iSCSI client
@@ -419,6 +420,47 @@ serve() {
   echo "Linux net -> headroom.exe serve on 127.0.0.1:$port: $(jq -r '.probes[] | "\(.id) \(if .summary.bytes_per_sec > 0 then "\(.summary.bytes_per_sec * 8 / 1e9 | . * 100 | round / 100) Gb/s" else "\(.summary.latency_ns.p50 / 1000 | round) us p50" end)"' net-to-win.json | paste -sd ' ' -); ping TCP $(jq -r '.probes[0].summary.latency_ns.p50 / 1000 | round' ping-tcp-to-win.json) us, UDP echo $(jq -r '.probes[0].summary.latency_ns.p50 / 1000 | round' ping-udp-to-win.json) us p50; disk --remote C:\\headroom-check\\serve $(jq -r '.probes[0] | "\(.spec.rw) \(.spec.block_size / 1024)K Q\(.spec.queue_depth): \(.summary.iops | round) IOPS"' disk-to-win.json) (iocp, FILE_FLAG_NO_BUFFERING); stopped by Ctrl-C (exit 130), port free, nothing left"
 }
 
+# Secret files (issue 31): who may read `serve --token-file` and
+# `--credentials FILE` comes from the file's owner and DACL
+# (GetNamedSecurityInfoW). Wine 8 keeps no descriptor for a file written
+# from Linux and builds one from its mode bits (LocalSystem, the owner for
+# the user bits, Everyone for the others bits; group bits are left out): a
+# token file of mode 604 is refused naming Everyone, the same file at 600 is
+# taken and a Linux client holding that token is served (`net`, one
+# holding another is refused); a credentials file at 604 is refused the same way.
+secret() {
+  local dir="$WINEPREFIX/drive_c/headroom-check/secret" port rc=0 token
+  token="check-windows-secret-$$-$RANDOM"
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  printf '%s\n' "$token" >"$dir/token"
+  printf 'HEADROOM_SMB_PASSWORD=%s\n' "$token" >"$dir/creds"
+  chmod 604 "$dir/token" "$dir/creds"
+  port=$((20000 + RANDOM % 20000))
+  win serve --port "$port" --token-file 'C:\headroom-check\secret\token' >secret-open.out 2>secret-open.err || rc=$?
+  [ "$rc" -eq 2 ] && [ "$(wc -l <secret-open.err)" -eq 1 ] && grep -q "Everyone may read it; run \`icacls" secret-open.err ||
+    { echo "a token file of mode 604: exit $rc, not 2 in one line naming Everyone and icacls:"; cat secret-open.err; return 1; }
+  rc=0
+  win disk 'smb://127.0.0.1:1/share' --credentials 'C:\headroom-check\secret\creds' >secret-creds.out 2>secret-creds.err || rc=$?
+  [ "$rc" -eq 2 ] && [ "$(wc -l <secret-creds.err)" -eq 1 ] && grep -q -- "--credentials .*Everyone may read it" secret-creds.err ||
+    { echo "a credentials file of mode 604: exit $rc, not 2 in one line naming Everyone:"; cat secret-creds.err; return 1; }
+  chmod 600 "$dir/token"
+  env --default-signal=INT "$wine" "$exe" serve --port "$port" --token-file 'C:\headroom-check\secret\token' \
+    >secret-serve.log 2>secret-serve.err &
+  secret_pid=$!
+  trap 'kill "$secret_pid" 2>/dev/null || true' EXIT
+  until_listening secret-serve.err || { echo "serve --token-file at mode 600 did not start:"; cat secret-serve.err; return 1; }
+  # net, not ping: a TCP ping is a handshake, which asks for no token.
+  HEADROOM_TOKEN=$token "$linux" --json net "127.0.0.1:$port" --time 1s --tests rtt >secret-net.json
+  rc=0
+  HEADROOM_TOKEN=wrong-$token "$linux" net "127.0.0.1:$port" --time 1s --tests rtt >secret-wrong.out 2>secret-wrong.err || rc=$?
+  kill -INT "$secret_pid"
+  wait "$secret_pid" || true
+  [ "$rc" -eq 2 ] && grep -q "wrong token" secret-wrong.err || { echo "a client with another token: exit $rc, not 2 naming a wrong token:"; cat secret-wrong.err; return 1; }
+  jq -e '.probes[0].summary.latency_ns.p50 > 0' secret-net.json >/dev/null
+  echo "token file at mode 604 (wine's DACL: Everyone allowed): $(tr -d '\r' <secret-open.err); credentials file the same: refused, exit 2; at mode 600: taken, a Linux client with the token served (net rr $(jq -r '.probes[0].summary.latency_ns.p50 / 1000 | round' secret-net.json) us p50), another token refused: $(tr -d '\r' <secret-wrong.err | tail -1)"
+}
+
 # start_linux_serve LOG ARGS...: the Linux binary's `serve` on a free
 # loopback port with this check's token (HEADROOM_TOKEN); prints the port
 # once it listens. The caller stops it (its pid is in LOG.pid).
@@ -636,6 +678,7 @@ check report report
 check disk disk
 check net net
 check serve serve
+check secret secret
 check source source_of
 check soak soak
 check fleet fleet

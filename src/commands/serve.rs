@@ -55,7 +55,7 @@ pub struct ServeArgs {
     /// Shared secret headroom clients must prove they hold (challenge-response; never sent; also $HEADROOM_TOKEN)
     #[arg(long, env = "HEADROOM_TOKEN", hide_env_values = true, conflicts_with = "no_auth")]
     pub token: Option<String>,
-    /// Read the token from FILE (mode 600, or systemd's credentials directory: --token-file %d/token)
+    /// Read the token from FILE, which no one else may read (mode 600; on Windows its ACL), or from systemd's credentials directory (--token-file %d/token)
     #[arg(long, value_name = "FILE", conflicts_with_all = ["token", "no_auth"])]
     pub token_file: Option<std::path::PathBuf>,
     /// Serve anyone who can reach the port (needed for a non-loopback --bind without --token)
@@ -101,17 +101,22 @@ pub struct ServeArgs {
 }
 
 /// Reads --token-file: a secret must not be readable by others, so the file
-/// is taken only with mode 600 (or 400) or from the credentials directory
-/// systemd made for this service (LoadCredential=, mode 400 on a private
-/// mount). One trailing line break is not part of the token.
+/// is taken only when no one else may read it (Linux: mode 600 or 400;
+/// Windows: its DACL lets in no one but its owner, SYSTEM and
+/// Administrators) or from the credentials directory systemd made for this
+/// service (LoadCredential=, mode 400 on a private mount). One trailing line
+/// break is not part of the token.
 fn read_token_file(path: &Path) -> anyhow::Result<String> {
     let shown = path.display();
     let meta = std::fs::metadata(path).with_context(|| format!("--token-file {shown}: cannot read it"))?;
     let in_credentials_dir = std::env::var_os("CREDENTIALS_DIRECTORY")
         .is_some_and(|dir| !dir.is_empty() && path.starts_with(Path::new(&dir)));
-    let mode = crate::os::file_mode(&meta).map_err(|e| anyhow::anyhow!("--token-file {shown}: {e}"))? & 0o777;
-    if mode & 0o077 != 0 && !in_credentials_dir {
-        bail!("--token-file {shown}: mode {mode:o} lets other users read the token; run `chmod 600 {shown}`");
+    if !in_credentials_dir {
+        if let Some(who) = headroom_sys::secret_file::who_else_may_read(path)
+            .map_err(|e| anyhow::anyhow!("--token-file {shown}: {e}"))?
+        {
+            bail!("--token-file {shown}: {who}");
+        }
     }
     if !meta.is_file() || meta.len() > 4096 {
         bail!("--token-file {shown}: not a file of at most 4 KiB holding the token (example: openssl rand -hex 16 > {shown})");

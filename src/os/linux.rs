@@ -76,11 +76,6 @@ pub fn is_executable(meta: &std::fs::Metadata) -> bool {
     meta.is_file() && meta.permissions().mode() & 0o111 != 0
 }
 
-/// The file's mode bits.
-pub fn file_mode(meta: &std::fs::Metadata) -> Result<u32, String> {
-    Ok(meta.permissions().mode())
-}
-
 /// The terminal's columns (TIOCGWINSZ), None when `stdout` is no terminal.
 pub fn terminal_columns(stdout: &std::io::Stdout) -> Option<u16> {
     rustix::termios::tcgetwinsize(stdout).ok().map(|size| size.ws_col)

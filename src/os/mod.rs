@@ -11,17 +11,16 @@
 //!   request killed;
 //! - `is_writable(path)`: whether this process may write there;
 //! - `is_executable(metadata)`: whether a file found on PATH is a program;
-//! - `file_mode(metadata)`: its Unix permission bits, or why they cannot be read;
 //! - `terminal_columns(stdout)`: the terminal's width.
 
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
-pub use linux::{exit_code, file_mode, is_executable, is_writable, terminal_columns, watch_stop_signals};
+pub use linux::{exit_code, is_executable, is_writable, terminal_columns, watch_stop_signals};
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
-pub use windows::{exit_code, file_mode, is_executable, is_writable, terminal_columns, watch_stop_signals};
+pub use windows::{exit_code, is_executable, is_writable, terminal_columns, watch_stop_signals};
 
 /// A request from outside to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -66,11 +66,6 @@ pub fn is_executable(meta: &std::fs::Metadata) -> bool {
     meta.is_file()
 }
 
-/// Refused: Windows keeps who may read a file in its ACL, which is not read yet.
-pub fn file_mode(_meta: &std::fs::Metadata) -> Result<u32, String> {
-    Err("who may read the file is not checked on Windows yet; give the token in HEADROOM_TOKEN".into())
-}
-
 /// The console window's columns, None when `stdout` is no console.
 pub fn terminal_columns(stdout: &std::io::Stdout) -> Option<u16> {
     use std::os::windows::io::AsRawHandle;

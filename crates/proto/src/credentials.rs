@@ -4,7 +4,8 @@
 //!
 //! The file holds `KEY=VALUE` lines with the same keys as the environment;
 //! `#` starts a comment. A file others can read is refused, as ssh refuses a
-//! private key others can read. A refused file names the
+//! private key others can read (headroom-sys's `secret_file` judges: the
+//! mode bits on Linux, the DACL on Windows). A refused file names the
 //! [`CredentialsSetting`]; the front end spells it (the binary's
 //! `--credentials`), never this module.
 
@@ -91,10 +92,8 @@ fn known_key(key: &str) -> Result<&'static str, String> {
 fn read_file(path: &Path) -> Result<BTreeMap<&'static str, String>, CredentialsError> {
     let shown = path.display();
     let refuse = |why: String| CredentialsError(Message::of(CredentialsSetting::File).then(format!(" {shown}{why}")));
-    let meta = std::fs::metadata(path).map_err(|e| refuse(format!(": {e}")))?;
-    let mode = crate::os::file_mode(&meta).map_err(|e| refuse(format!(": {e}")))?;
-    if mode & 0o077 != 0 {
-        return Err(refuse(format!(": others can read it (mode {:o}); run `chmod 600 {shown}`", mode & 0o777)));
+    if let Some(who) = headroom_sys::secret_file::who_else_may_read(path).map_err(|e| refuse(format!(": {e}")))? {
+        return Err(refuse(format!(": {who}")));
     }
     let text = std::fs::read_to_string(path).map_err(|e| refuse(format!(": {e}")))?;
     let mut values = BTreeMap::new();

@@ -12,6 +12,10 @@
 //! cgroup's quota and throttling) whose difference over a test shows a CPU
 //! limit on either end of a network test.
 //!
+//! Also answers who besides its owner may read a secret file
+//! ([`secret_file::who_else_may_read`]) for `serve --token-file` and the
+//! protocol clients' credentials file.
+//!
 //! What it asks of the operating system goes through `os/` (one module per
 //! concern, `os/linux/` implements them); this file only assembles.
 //!
@@ -19,6 +23,7 @@
 //! of output.
 
 mod os;
+pub mod secret_file;
 mod serving;
 mod usage;
 

@@ -7,7 +7,6 @@ use crate::{Credentials, IscsiKeys, IscsiUrl, NbdUrl, NfsUrl, SmbUrl, Source};
 use headroom_disk::{DiskError, Share, TargetOptions};
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
 /// A share on an iSCSI target.
@@ -29,11 +28,6 @@ pub(crate) fn open_smb(
     sources: &[Source],
 ) -> Result<Box<dyn Share>, DiskError> {
     Ok(crate::smb::open(url, opts, credentials, sources)?)
-}
-
-/// The file's mode bits (st_mode).
-pub(crate) fn file_mode(meta: &std::fs::Metadata) -> Result<u32, String> {
-    Ok(meta.mode())
 }
 
 // The NFS and NBD clients call the C libraries libnfs and libnbd, loaded at

@@ -1,8 +1,8 @@
 //! The platform seam of headroom-proto: which protocol clients this
-//! platform has, the waits on a socket, and the one file attribute
-//! credentials.rs checks, implemented once per platform beside this file
-//! (`linux.rs`, `windows.rs`; docs/platform.md has the rule). lib.rs,
-//! credentials.rs, transport.rs and frame.rs call only these names.
+//! platform has and the waits on a socket, implemented once per platform
+//! beside this file (`linux.rs`, `windows.rs`; docs/platform.md has the
+//! rule). lib.rs, transport.rs and frame.rs call only these names (who may
+//! read a credentials file is headroom-sys's `secret_file`).
 //!
 //! What a platform provides:
 //! - `open_iscsi`, `open_smb`, `open_nfs`, `open_nbd`: a share through each
@@ -13,8 +13,7 @@
 //!   has `poll`, for the sockets libnbd and libnfs hold as file
 //!   descriptors); the TCP connect is headroom-net's `connect_within`;
 //! - `io_error_code`: the error number a failed I/O's completion carries
-//!   for a kind of failure (errno on Linux, a Win32 error on Windows);
-//! - `file_mode`: a file's Unix permission bits, or why they cannot be read.
+//!   for a kind of failure (errno on Linux, a Win32 error on Windows).
 //!
 //! Must not hold a protocol: the clients are their own modules.
 

@@ -61,11 +61,6 @@ pub(crate) fn open_nbd(_: &NbdUrl, _: &TargetOptions, _: &[Source]) -> Result<Bo
     Err(not_yet("nbd"))
 }
 
-/// Refused: Windows keeps who may read a file in its ACL, which is not read yet.
-pub(crate) fn file_mode(_meta: &std::fs::Metadata) -> Result<u32, String> {
-    Err("who may read a file is not checked on Windows yet; give the credentials in the environment".into())
-}
-
 /// What a socket is to this platform's system calls (socket2 and std take it too).
 pub(crate) use std::os::windows::io::AsSocket;
 

@@ -19,7 +19,9 @@
 //! - `serving`: the hooks of `crate::serving`'s watch: `pids_on_port`,
 //!   `pids_named`, `process_ticks`, `thread_ticks` (with names),
 //!   `ticks_per_sec`, `cpus_allowed`, `limit_counters` (a
-//!   `cpu_load::CgroupCounters`, the process's CPU limit).
+//!   `cpu_load::CgroupCounters`, the process's CPU limit);
+//! - `secret_file`: `who_else_may_read` (the mode bits; the owner and DACL),
+//!   judged by `crate::secret_file`.
 //!
 //! Must not hold logic that is the same on every platform: that stays in
 //! lib.rs or in headroom-limits.
@@ -32,3 +34,8 @@ pub use linux::{block, cpu, cpu_load, io_limit, mounts, nic, route, serving};
 mod windows;
 #[cfg(windows)]
 pub use windows::{block, cpu, cpu_load, io_limit, mounts, nic, route, serving};
+
+#[cfg(target_os = "linux")]
+pub use linux::secret_file;
+#[cfg(windows)]
+pub use windows::secret_file;

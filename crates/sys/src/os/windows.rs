@@ -383,4 +383,5 @@ pub mod route {
 }
 
 mod job;
+pub mod secret_file;
 pub mod serving;

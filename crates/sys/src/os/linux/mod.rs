@@ -14,5 +14,6 @@ pub mod io_limit;
 pub mod mounts;
 pub mod nic;
 pub mod route;
+pub mod secret_file;
 pub mod serving;
 mod sysfs;
