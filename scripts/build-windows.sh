@@ -40,7 +40,7 @@ RUSTFLAGS="-C target-feature=+crt-static" RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1
 x86_64-w64-mingw32-strip "$exe"
 # Every DLL it imports must be one that Windows itself ships.
 unexpected=$(x86_64-w64-mingw32-objdump -p "$exe" | sed -n 's/^\tDLL Name: //p' |
-  grep -viE '^(kernel32|ntdll|ws2_32|advapi32|userenv|bcrypt|bcryptprimitives|iphlpapi|mpr|secur32|shell32|ole32|oleaut32|user32|api-ms-win-.*|msvcrt|ucrtbase)\.dll$' || true)
+  grep -viE '^(kernel32|ntdll|ws2_32|advapi32|userenv|bcrypt|bcryptprimitives|iphlpapi|mpr|secur32|shell32|ole32|oleaut32|user32|setupapi|cfgmgr32|api-ms-win-.*|msvcrt|ucrtbase)\.dll$' || true)
 if [ -n "$unexpected" ]; then
   echo "build-windows: $exe needs DLLs Windows does not ship: $unexpected" >&2
   exit 1

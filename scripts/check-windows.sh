@@ -133,6 +133,17 @@ cpu() {
   echo "$(jq '[.probes[].spec.kernel] | unique | length' cpu.json) kernels verified and timed"
 }
 
+# disk_links SYS_JSON (issue 31, called by `sys`): no disk may carry a PCIe
+# link or a bus ceiling under wine, which has no PCI device with a link
+# (wine 8 registers no disk interface, and its CM_Get_Parent finds no
+# parent): one there would be made up. Shows only that `sys` still runs and
+# records the link as absent; the walk needs a real Windows.
+disk_links() {
+  jq -e 'all(.block_devices[]; .pci_link == null and .ceiling_bytes_per_sec == null and .bus == null)' "$1" >/dev/null ||
+    { echo "a disk link under wine, which has no PCI devices: $(jq -c '[.block_devices[] | {name, transport, pci_link, bus, ceiling_bytes_per_sec}]' "$1")"; return 1; }
+  echo "no disk link recorded (wine has no PCI devices)"
+}
+
 # Windows' view of this machine, through wine, against Linux's: the same
 # CPUs, memory (wine counts whole pages) and adapters with their MTUs.
 sys() {
@@ -148,7 +159,8 @@ sys() {
   # Wine answers the storage queries for its drives (a SCSI disk of the host's size).
   jq -e 'any(.block_devices[]; (.name | startswith("PhysicalDrive")) and .size_bytes > 0 and .transport != null)' sys.json >/dev/null ||
     { echo "no physical drive: $(jq -c '.block_devices' sys.json)"; return 1; }
-  echo "$(jq -r '.cpu.logical_cpus' sys.json) CPUs ($(jq -r '.cpu.model' sys.json)), $(jq -r '.memory_bytes / 1073741824 | . * 100 | round / 100' sys.json) GiB, adapters $(jq -r '[.nics[] | "\(.name) (\(.kind), MTU \(.mtu))"] | join(", ")' sys.json), $(jq -r '.os // "no OS name"' sys.json) $(jq -r '.kernel // ""' sys.json): as Linux sees it; volumes $(jq -r '[.filesystems[] | "\(.mountpoint) \(.fstype) \(.device)"] | join(", ")' sys.json); disks $(jq -r '[.block_devices[] | "\(.name) \(.transport) \(.size_bytes / 1e9 | round) GB"] | join(", ")' sys.json)"
+  links="$(disk_links sys.json)" || { echo "$links"; return 1; }
+  echo "$(jq -r '.cpu.logical_cpus' sys.json) CPUs ($(jq -r '.cpu.model' sys.json)), $(jq -r '.memory_bytes / 1073741824 | . * 100 | round / 100' sys.json) GiB, adapters $(jq -r '[.nics[] | "\(.name) (\(.kind), MTU \(.mtu))"] | join(", ")' sys.json), $(jq -r '.os // "no OS name"' sys.json) $(jq -r '.kernel // ""' sys.json): as Linux sees it; volumes $(jq -r '[.filesystems[] | "\(.mountpoint) \(.fstype) \(.device)"] | join(", ")' sys.json); disks $(jq -r '[.block_devices[] | "\(.name) \(.transport) \(.size_bytes / 1e9 | round) GB"] | join(", ")' sys.json); $links"
 }
 
 # Presenters read documents only: both platforms must print the same bytes.

@@ -23,6 +23,7 @@
 //! of output.
 
 mod os;
+mod pcie;
 pub mod secret_file;
 mod serving;
 mod usage;
@@ -32,6 +33,9 @@ pub use os::cpu::{cpu, hostname, kernel, memory_bytes, os};
 pub use os::cpu_load::{process_name, CpuSnapshot};
 pub use os::io_limit::io_limit;
 pub use os::mounts::filesystems;
+/// Windows has no statfs: headroom-disk reads a volume's filesystem name through sys's one reader.
+#[cfg(windows)]
+pub use os::mounts::{volume_information, VolumeInformation};
 pub use os::nic::{effective_ceiling, nics};
 pub use os::route::{interface_with_address, route_interface, route_interface_in};
 pub use serving::{ServingProcess, ServingQuery, ServingWatch};
@@ -116,8 +120,6 @@ pub(crate) fn port_ceiling(speed_mbps: Option<u64>, mtu: u32) -> (Option<f64>, O
 }
 
 /// "4", "7.88", "0.48": a figure with at most two decimals and no trailing zeros.
-/// (Only Linux's link readings print one: Windows reads no SATA link yet.)
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) fn trim_float(value: f64) -> String {
     headroom_units::format_trimmed(value, 2)
 }

@@ -5,15 +5,16 @@
 //! IOCTL_STORAGE_QUERY_PROPERTY / StorageAccessAlignmentProperty (sector;
 //! IOCTL_DISK_GET_DRIVE_GEOMETRY_EX for both where those are not answered),
 //! IOCTL_DISK_GET_DRIVE_LAYOUT_EX (partitions), FSCTL_IS_VOLUME_MOUNTED and
-//! FSCTL_LOCK_VOLUME (volumes), GetVolumeInformationW (a filesystem) and
-//! GetVolumeNameForVolumeMountPointW (which volume a path is on). Reads
+//! FSCTL_LOCK_VOLUME (volumes) and GetVolumeNameForVolumeMountPointW (which
+//! volume a path is on; the filesystem on one is headroom-sys's
+//! `volume_information`, GetVolumeInformationW, which `sys` lists too). Reads
 //! only, but for the lock; how a refusal is worded is target.rs's and safety.rs's.
 
 use std::fs::File;
 use std::io;
 use std::os::windows::io::AsRawHandle;
 use std::path::{Component, Path, Prefix};
-use windows_sys::Win32::Storage::FileSystem::{GetVolumeInformationW, GetVolumeNameForVolumeMountPointW};
+use windows_sys::Win32::Storage::FileSystem::GetVolumeNameForVolumeMountPointW;
 use windows_sys::Win32::System::Ioctl::{
     PropertyStandardQuery, StorageAccessAlignmentProperty, DISK_GEOMETRY_EX, DRIVE_LAYOUT_INFORMATION_EX,
     FSCTL_IS_VOLUME_MOUNTED, FSCTL_LOCK_VOLUME, GET_LENGTH_INFORMATION, IOCTL_DISK_GET_DRIVE_GEOMETRY_EX,
@@ -174,28 +175,6 @@ pub fn volume_root_of(device: &Path) -> Option<Vec<u16>> {
         _ => return None,
     };
     Some(root.encode_utf16().chain(Some(0)).collect())
-}
-
-/// The filesystem Windows recognises on the volume with NUL-terminated
-/// `root` (GetVolumeInformationW's filesystem name: NTFS, FAT32, ReFS...),
-/// or None when there is none (a RAW volume, an unknown root).
-pub fn filesystem_name(root: &[u16]) -> Option<String> {
-    let mut name = [0u16; 64];
-    // SAFETY: a NUL-terminated root; only the filesystem name is asked for, into a buffer of its length.
-    let ok = unsafe {
-        GetVolumeInformationW(
-            root.as_ptr(),
-            std::ptr::null_mut(),
-            0,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            name.as_mut_ptr(),
-            name.len() as u32,
-        )
-    };
-    let len = name.iter().position(|&c| c == 0).unwrap_or(0);
-    (ok != 0 && len > 0).then(|| String::from_utf16_lossy(&name[..len]))
 }
 
 /// The `\\?\Volume{GUID}\` name of the volume whose NUL-terminated root

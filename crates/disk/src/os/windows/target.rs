@@ -329,7 +329,7 @@ fn drive_writable(file: &File) -> std::result::Result<(), Message<Setting>> {
 /// program. No leave overrides this; headroom never dismounts a filesystem.
 fn volume_refusal(path: &Path) -> Option<Message<Setting>> {
     let root = device::volume_root_of(path)?;
-    if let Some(fs) = device::filesystem_name(&root) {
+    if let Some(fs) = headroom_sys::volume_information(&root).and_then(|v| v.filesystem) {
         return Some(
             Message::text(format!(
                 "it holds a {fs} filesystem (GetVolumeInformationW), which headroom never writes over or dismounts, \

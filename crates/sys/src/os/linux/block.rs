@@ -3,7 +3,7 @@
 //! SATA link speed, and the bus ceiling with flags for a link running below
 //! what the drive or port can do.
 
-use super::sysfs::{canonical, parse_gbps, pci_link_above, pcie_name, read, read_u64, usb_link, usb_speed_above};
+use super::sysfs::{canonical, parse_gbps, pci_link_above, read, read_u64, usb_link, usb_speed_above};
 use crate::{trim_float, SysRoot};
 use headroom_result::BlockDevice;
 use std::path::Path;
@@ -119,21 +119,9 @@ fn transport(name: &str, real: &Path) -> &'static str {
 }
 
 fn nvme_link(device: &mut BlockDevice, real: &Path, devices_root: &Path) {
-    let Some(link) = pci_link_above(real, devices_root) else { return };
-    let name = pcie_name(link.gt_per_sec, link.width);
-    device.ceiling_bytes_per_sec = Some(link.bytes_per_sec);
-    device.bus = Some(name.clone());
-    if let (Some(max_gt), Some(max_width)) = (link.max_gt_per_sec, link.max_width) {
-        let capable = headroom_limits::pcie_link(max_gt, max_width);
-        device.flags.push(format!(
-            "NVMe runs at {name}, the drive can do {}: the link carries {} GB/s of {} GB/s",
-            pcie_name(max_gt, max_width).trim_start_matches("PCIe "),
-            trim_float(link.bytes_per_sec / 1e9),
-            capable.map(|l| trim_float(l.usable_bytes_per_sec() / 1e9)).unwrap_or_else(|| "?".into()),
-        ));
+    if let Some(link) = pci_link_above(real, devices_root) {
+        crate::pcie::record_nvme_link(device, link);
     }
-    device.pci_link = Some(link);
-    device.notes.push("PCIe TLP headers cost another ~10%: a drive reaches ~90% of the link".into());
 }
 
 /// The SATA link of the `ataN` port above the disk, from /sys/class/ata_link/linkN.

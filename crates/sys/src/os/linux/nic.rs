@@ -4,8 +4,9 @@
 //! caps it.
 
 use super::sysfs::{
-    canonical, link_target_name, pci_link_above, pcie_name, read, read_i64, read_u64, uevent, usb_link, usb_speed_above,
+    canonical, link_target_name, pci_link_above, read, read_i64, read_u64, uevent, usb_link, usb_speed_above,
 };
+use crate::pcie::pcie_name;
 use crate::{trim_float, SysRoot};
 use headroom_result::{Nic, NicKind};
 use std::collections::BTreeMap;

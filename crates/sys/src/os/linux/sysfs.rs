@@ -70,25 +70,10 @@ pub fn pci_link_above(device_dir: &Path, devices_root: &Path) -> Option<PciLink>
 /// The negotiated and maximum PCIe link of one PCI device directory.
 pub fn pci_link(dir: &Path) -> Option<PciLink> {
     let gt = parse_gt_per_sec(&read(dir.join("current_link_speed"))?)?;
-    let width = read_u64(dir.join("current_link_width")).filter(|w| *w > 0)? as u32;
+    let width = read_u64(dir.join("current_link_width"))? as u32;
     let max_gt = read(dir.join("max_link_speed")).and_then(|t| parse_gt_per_sec(&t));
-    let max_width = read_u64(dir.join("max_link_width")).map(|w| w as u32).filter(|w| *w > 0);
-    let link = headroom_limits::pcie_link(gt, width)?;
-    let below_capability = max_gt.is_some_and(|m| m > gt + 0.01) || max_width.is_some_and(|m| m > width);
-    Some(PciLink {
-        gt_per_sec: gt,
-        width,
-        max_gt_per_sec: if below_capability { max_gt } else { None },
-        max_width: if below_capability { max_width } else { None },
-        bytes_per_sec: link.usable_bytes_per_sec(),
-    })
-}
-
-/// The catalog name of a PCIe link, e.g. "PCIe 2.0 x1".
-pub fn pcie_name(gt_per_sec: f64, width: u32) -> String {
-    headroom_limits::pcie_link(gt_per_sec, width)
-        .map(|l| l.name)
-        .unwrap_or_else(|| format!("PCIe {gt_per_sec} GT/s x{width}"))
+    let max_width = read_u64(dir.join("max_link_width")).map(|w| w as u32);
+    crate::pcie::pci_link(gt, width, max_gt, max_width)
 }
 
 /// The USB port speed (Mb/s) of the nearest USB device at or above `device_dir`

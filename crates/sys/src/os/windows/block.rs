@@ -6,10 +6,14 @@
 //! property: a spinning disk). The disk under a path is found through its
 //! volume's extents (IOCTL_VOLUME_GET_VOLUME_DISK_EXTENTS).
 //!
+//! The PCIe link under an NVMe drive, and so its bus ceiling, as on Linux:
+//! the PCI device above it in the device tree (`pci`). Windows does not tell
+//! a SATA link's negotiated rate: a SATA disk's bus is named (`sata`), its
+//! link and ceiling stay absent, never guessed.
+//!
 //! Every handle is opened with no access rights at all: these queries need
 //! none, so `sys` lists disks without being run as administrator and can
-//! never read or write a sector. What Linux reads and this does not yet: the
-//! PCIe or SATA link under a disk, so no bus ceiling (absent, never guessed).
+//! never read or write a sector.
 
 use crate::SysRoot;
 use headroom_result::BlockDevice;
@@ -25,6 +29,8 @@ use windows_sys::Win32::System::Ioctl::{
     STORAGE_DEVICE_DESCRIPTOR, STORAGE_PROPERTY_QUERY, VOLUME_DISK_EXTENTS,
 };
 use windows_sys::Win32::System::IO::DeviceIoControl;
+
+mod pci;
 
 /// Drive numbers tried: Windows numbers physical drives from 0 without
 /// gaps in the common case, but a removed disk leaves one, so the walk
@@ -55,7 +61,7 @@ fn physical_drive(number: u32) -> Option<BlockDevice> {
     if bus.is_some_and(|b| matches!(b, "virtual" | "file-backed virtual" | "spaces")) {
         notes.push("a virtual disk: its speed is that of what backs it".to_string());
     }
-    Some(BlockDevice {
+    let mut device = BlockDevice {
         name: format!("PhysicalDrive{number}"),
         model,
         rotational,
@@ -63,7 +69,15 @@ fn physical_drive(number: u32) -> Option<BlockDevice> {
         transport: bus.map(str::to_string),
         notes,
         ..BlockDevice::default()
-    })
+    };
+    // As on Linux, only an NVMe drive's PCI device is its own link: a SATA
+    // or USB disk's PCI device is the controller, shared by its ports.
+    if bus == Some("nvme") {
+        if let Some(link) = pci::pci_link_of_drive(number) {
+            crate::pcie::record_nvme_link(&mut device, link);
+        }
+    }
+    Some(device)
 }
 
 /// A handle with no access rights (queries only), closed on drop.

@@ -5,6 +5,9 @@
 //! mapped network drive (WNetGetConnectionW, `\\nas\bench`, with the type
 //! `smb`, so a user who measures `Z:` sees it is a share, not a disk). A
 //! drive without media (an empty card reader) is left out.
+//!
+//! Its GetVolumeInformationW reader ([`volume_information`]) is the one
+//! headroom-disk asks too, before it would write to a raw volume.
 
 use crate::SysRoot;
 use headroom_result::Filesystem;
@@ -39,36 +42,61 @@ fn drive_roots() -> Vec<Vec<u16>> {
 
 /// One drive's filesystem; None without media.
 fn volume(drive: &[u16]) -> Option<Filesystem> {
-    let mut fs_name = [0u16; 64];
+    let info = volume_information(drive)?;
+    let mountpoint = text(&drive[..drive.len() - 1]);
+    // SAFETY: a NUL-terminated root path.
+    let remote = unsafe { GetDriveTypeW(drive.as_ptr()) } == DRIVE_REMOTE;
+    let letter: Vec<u16> = mountpoint.trim_end_matches('\\').encode_utf16().chain([0]).collect();
+    let filesystem = info.filesystem.unwrap_or_default();
+    let (fstype, device) = if remote {
+        ("smb".to_string(), share_of(&letter).unwrap_or(filesystem))
+    } else {
+        (filesystem, device_of(&letter).unwrap_or_default())
+    };
+    let options = info.read_only.then(|| "ro".to_string());
+    Some(Filesystem { mountpoint, fstype, device, options })
+}
+
+/// What GetVolumeInformationW says of a volume.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VolumeInformation {
+    /// The filesystem Windows recognises on it (NTFS, ReFS, FAT32, exFAT);
+    /// None when it names none.
+    pub filesystem: Option<String>,
+    /// FILE_READ_ONLY_VOLUME is set.
+    pub read_only: bool,
+}
+
+/// GetVolumeInformationW of the volume whose NUL-terminated `root` is given
+/// (`C:\`, a mount folder, `\\?\Volume{...}\`): the one reader of a
+/// volume's filesystem name, for `sys`'s volumes and for headroom-disk's
+/// refusal to write over a filesystem. None when Windows does not answer:
+/// a drive without media, a RAW volume, a path that is no volume's root.
+pub fn volume_information(root: &[u16]) -> Option<VolumeInformation> {
+    let mut name = [0u16; 64];
     let mut flags = 0u32;
-    // SAFETY: `drive` is NUL-terminated; every out-pointer is either null
+    // SAFETY: `root` is NUL-terminated; every out-pointer is either null
     // (not asked) or a buffer of the length given.
     let ok = unsafe {
         GetVolumeInformationW(
-            drive.as_ptr(),
+            root.as_ptr(),
             std::ptr::null_mut(),
             0,
             std::ptr::null_mut(),
             std::ptr::null_mut(),
             &mut flags,
-            fs_name.as_mut_ptr(),
-            fs_name.len() as u32,
+            name.as_mut_ptr(),
+            name.len() as u32,
         )
     };
     if ok == 0 {
         return None;
     }
-    let mountpoint = text(&drive[..drive.len() - 1]);
-    // SAFETY: a NUL-terminated root path.
-    let remote = unsafe { GetDriveTypeW(drive.as_ptr()) } == DRIVE_REMOTE;
-    let letter: Vec<u16> = mountpoint.trim_end_matches('\\').encode_utf16().chain([0]).collect();
-    let (fstype, device) = if remote {
-        ("smb".to_string(), share_of(&letter).unwrap_or_else(|| text(&fs_name)))
-    } else {
-        (text(&fs_name), device_of(&letter).unwrap_or_default())
-    };
-    let options = (flags & FILE_READ_ONLY_VOLUME != 0).then(|| "ro".to_string());
-    Some(Filesystem { mountpoint, fstype, device, options })
+    let filesystem = text(&name);
+    Some(VolumeInformation {
+        filesystem: (!filesystem.is_empty()).then_some(filesystem),
+        read_only: flags & FILE_READ_ONLY_VOLUME != 0,
+    })
 }
 
 /// `\\server\share` behind a mapped drive (`Z:`).
@@ -88,7 +116,7 @@ fn device_of(letter: &[u16]) -> Option<String> {
 }
 
 /// UTF-16 up to the first NUL.
-fn text(units: &[u16]) -> String {
+pub(crate) fn text(units: &[u16]) -> String {
     let end = units.iter().position(|&c| c == 0).unwrap_or(units.len());
     String::from_utf16_lossy(&units[..end])
 }
