@@ -84,6 +84,13 @@ pub struct NetArgs {
     /// result (details.skip_rx_copy); off by default
     #[arg(long)]
     pub skip_rx_copy: bool,
+    /// UDP test: senders hand the kernel bursts of up to 64 datagrams in one call (GSO) and
+    /// receivers take them coalesced (GRO), at both ends where the kernel can (as iperf3 3.21's
+    /// --gsro; Linux only). Every datagram keeps its own sequence number and timestamp; bursts
+    /// are at most a millisecond of the rate, but on a NIC with segmentation offload they
+    /// leave back to back. Recorded in the result (details.udp_offload); off by default
+    #[arg(long)]
+    pub gsro: bool,
     #[command(flatten)]
     pub source: SourceArgs,
 }
@@ -289,6 +296,7 @@ fn net_test(t: &str, args: &NetArgs, rr: bool) -> NetTest {
         rtt_under_load: rr && !udp,
         window: args.window.map(|w| w.0 as u32),
         skip_rx_copy: args.skip_rx_copy && !udp,
+        udp_offload: args.gsro && udp,
         sample_interval: Some(headroom_runner::sample_interval_for(args.time.0)),
     })
 }

@@ -47,6 +47,7 @@ mod stats;
 mod tcpinfo;
 mod throughput;
 mod udp_header;
+mod udp_offload;
 pub mod wire;
 
 pub use address::{resolve, split_host_port, Endpoint};
@@ -72,7 +73,7 @@ pub use stats::{LatencyRecorder, UdpRecvStats, UdpRecvSummary};
 pub use tcpinfo::TcpInfo;
 pub use throughput::iperf2::{throughput as iperf2_throughput, IPERF2_PORT};
 pub use throughput::iperf3::throughput as iperf3_throughput;
-pub use throughput::{RxCopySkipped, ThroughputResult, ThroughputSpec};
+pub use throughput::{RxCopySkipped, ThroughputResult, ThroughputSpec, UdpOffload, UdpOffloadEnd};
 pub use udp_header::UdpHeader;
 pub use wire::TrafficDirection;
 

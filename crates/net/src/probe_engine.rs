@@ -412,6 +412,7 @@ mod tests {
             rtt_under_load: false,
             window: None,
             skip_rx_copy: false,
+            udp_offload: false,
             sample_interval: None,
         });
         NetRequest { server: server.clone(), test }.to_request()

@@ -190,10 +190,31 @@ pub(super) fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, s: &Arc<Shar
                     return;
                 }
             }
-            Request::Test { udp, direction, streams, duration_ms, bytes, len, rate_bits, window, skip_rx_copy } => {
+            Request::Test {
+                udp,
+                direction,
+                streams,
+                duration_ms,
+                bytes,
+                len,
+                rate_bits,
+                window,
+                skip_rx_copy,
+                udp_offload,
+            } => {
                 test_id += 1;
-                let asked =
-                    TestAsked { udp, direction, streams, duration_ms, bytes, len, rate_bits, window, skip_rx_copy };
+                let asked = TestAsked {
+                    udp,
+                    direction,
+                    streams,
+                    duration_ms,
+                    bytes,
+                    len,
+                    rate_bits,
+                    window,
+                    skip_rx_copy,
+                    udp_offload,
+                };
                 if let Err(reason) = asked.validate(&s.cfg) {
                     let _ = wire::write_frame(&mut conn, &Reply::Refused { reason });
                     continue;
@@ -222,6 +243,7 @@ struct TestAsked {
     rate_bits: Option<f64>,
     window: Option<u32>,
     skip_rx_copy: bool,
+    udp_offload: bool,
 }
 
 impl TestAsked {
@@ -249,7 +271,7 @@ fn headroom_test(
     session: &SessionInfo,
     s: &Arc<Shared>,
 ) -> io::Result<()> {
-    let TestAsked { udp, direction, streams, bytes, len, rate_bits, window, skip_rx_copy, .. } = *asked;
+    let TestAsked { udp, direction, streams, bytes, len, rate_bits, window, skip_rx_copy, udp_offload, .. } = *asked;
     let n = if direction == TrafficDirection::Bidir { streams * 2 } else { streams } as usize;
     let (tx, rx) = sync_channel::<(u32, TcpStream)>(n);
     let (utx, urx) = sync_channel::<UdpSocket>(n);
@@ -267,6 +289,7 @@ fn headroom_test(
         udp_rate: rate_bits.unwrap_or(1e6) / streams as f64,
         window,
         skip_rx_copy,
+        udp_offload,
     };
     let set = if udp {
         collect(&urx, n, s.cfg.idle_timeout).map(|socks| {
@@ -349,6 +372,7 @@ fn headroom_test(
                 tcp_info: o.tcp_info.clone(),
                 buffers: o.buffers,
                 rx_copy_skipped: o.rx_copy_skipped,
+                udp_offloaded: o.udp_offloaded,
             })
             .collect(),
         cpu,
@@ -380,6 +404,7 @@ mod tests {
             rate_bits: None,
             window: None,
             skip_rx_copy: false,
+            udp_offload: false,
         }
     }
 

@@ -95,6 +95,7 @@ impl Protocol for HeadroomTest<'_> {
             rate_bits: spec.udp_rate,
             window: spec.window,
             skip_rx_copy: spec.skip_rx_copy,
+            udp_offload: spec.udp_offload,
         };
         let test = match self.session.request(&req)? {
             Reply::TestReady { test } => test,
@@ -108,6 +109,7 @@ impl Protocol for HeadroomTest<'_> {
             udp_rate: spec.udp_rate.unwrap_or(0.0) / f64::from(spec.streams),
             window: spec.window,
             skip_rx_copy: spec.skip_rx_copy,
+            udp_offload: spec.udp_offload,
         };
         let (peer, timeout) = (self.session.peer, self.session.target.timeout);
         let setup = SocketSetup::data(&self.session.target.source, spec.window);
@@ -183,6 +185,7 @@ impl Protocol for HeadroomTest<'_> {
             buffers: report.streams.iter().find_map(|s| s.buffers),
             missing_report: None,
             rx_copy_skipped: report.streams.iter().any(|s| s.rx_copy_skipped),
+            udp_offloaded: report.streams.iter().map(|s| (s.bytes_sent > 0, s.udp_offloaded)).collect(),
         })
     }
 
@@ -226,6 +229,7 @@ mod tests {
             udp_rate: 0.0,
             window: None,
             skip_rx_copy: false,
+            udp_offload: false,
         };
         let set = StreamSet::start_tcp(vec![(ours, false)], params);
         let t0 = Instant::now();
