@@ -291,6 +291,7 @@ pub(crate) fn gro_cmsg_space() -> Vec<u8> {
 
 /// One receive on a socket with GRO: the bytes, and the size of each
 /// datagram in them when the kernel coalesced several (None: one datagram).
+#[allow(clippy::ptr_arg)] // nix's recvmsg takes the control buffer as a Vec
 pub(crate) fn recv_segments(
     sock: &UdpSocket,
     buf: &mut [u8],

@@ -120,6 +120,9 @@ pub fn probe(p: &Probe, ceiling: &LinkCeiling, style: Style) -> String {
             if let Some(rx) = d.get(details::SKIP_RX_COPY) {
                 text += &format!("  {:<24} {}\n", "", rx_copy_line(rx));
             }
+            if let Some(offload) = d.get(details::UDP_OFFLOAD) {
+                text += &format!("  {:<24} {}\n", "", udp_offload_line(offload));
+            }
             if let Some(l) = d.get("rtt_under_load_ns") {
                 text += &format!(
                     "  {:<24} RTT under load: mean {}  p99 {}\n",
@@ -145,6 +148,21 @@ fn rx_copy_line(rx: &serde_json::Value) -> String {
         })
         .collect();
     format!("receivers skipped the copy to user space (--skip-rx-copy): {}", ends.join(", "))
+}
+
+/// "UDP offload (--gsro): here GSO yes, server GRO no": per end, what it
+/// did of what it could (GSO when it sent, GRO when it received).
+fn udp_offload_line(offload: &serde_json::Value) -> String {
+    let yes_no = |b: bool| if b { "yes" } else { "no" };
+    let ends: Vec<String> = [("local", "here"), ("remote", "server")]
+        .into_iter()
+        .flat_map(|(key, end)| {
+            [("gso", "GSO"), ("gro", "GRO")].into_iter().filter_map(move |(half, name)| {
+                offload[key][half].as_bool().map(|b| format!("{end} {name} {}", yes_no(b)))
+            })
+        })
+        .collect();
+    format!("UDP offload (--gsro): {}", ends.join(", "))
 }
 
 /// "socket buffers 4 MiB asked: here 4 MiB send / 4 MiB receive, server ...":
@@ -252,6 +270,14 @@ mod tests {
             is_virtual: false,
             note: Some("a note".into()),
         }
+    }
+
+    #[test]
+    fn the_udp_offload_line_says_each_ends_half() {
+        let line = udp_offload_line(&json!({"local": {"gso": true}, "remote": {"gro": false}}));
+        assert_eq!(line, "UDP offload (--gsro): here GSO yes, server GRO no");
+        let both = udp_offload_line(&json!({"local": {"gso": true, "gro": true}}));
+        assert_eq!(both, "UDP offload (--gsro): here GSO yes, here GRO yes");
     }
 
     #[test]
