@@ -91,6 +91,12 @@ pub struct NetArgs {
     /// leave back to back. Recorded in the result (details.udp_offload); off by default
     #[arg(long)]
     pub gsro: bool,
+    /// rtt test: both ends spin on non-blocking sockets with SO_BUSY_POLL instead of sleeping
+    /// until a reply wakes them (as sockperf's --lls with --nonblocked): lower latency, at the
+    /// price of a core at each end while it runs. Recorded in the result (details.busy_poll);
+    /// off by default
+    #[arg(long)]
+    pub busy_poll: bool,
     #[command(flatten)]
     pub source: SourceArgs,
 }
@@ -275,7 +281,7 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
 /// The net engine's test for a `--tests` name.
 fn net_test(t: &str, args: &NetArgs, rr: bool) -> NetTest {
     let (direction, streams) = match t {
-        "rtt" => return NetTest::Rtt { time: args.time.0 },
+        "rtt" => return NetTest::Rtt { time: args.time.0, busy_poll: args.busy_poll },
         "echo" => return NetTest::Echo,
         "connect" => return NetTest::Connect,
         "up1" => (TrafficDirection::Upload, 1),

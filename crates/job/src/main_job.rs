@@ -200,7 +200,7 @@ pub fn net_plan_of_preset(server: &NetServer, preset: Preset, time: Option<Durat
     };
     let mut tests = Vec::new();
     if full {
-        tests.push(NetTest::Rtt { time });
+        tests.push(NetTest::Rtt { time, busy_poll: false });
     }
     tests.extend([throughput(TrafficDirection::Upload, 1), throughput(TrafficDirection::Download, 1)]);
     if full {

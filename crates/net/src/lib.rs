@@ -29,6 +29,7 @@
 //! or the peer that connected (server).
 
 mod address;
+mod busy_poll;
 mod client;
 mod datapath;
 mod error;
@@ -51,7 +52,8 @@ mod udp_offload;
 pub mod wire;
 
 pub use address::{resolve, split_host_port, Endpoint};
-pub use client::{EchoResult, RrResult, Session};
+pub use busy_poll::BusyPollEnd;
+pub use client::{BusyPoll, EchoResult, RrResult, Session};
 pub use error::NetError;
 pub use ping::{connect_once, tcp_connect_series, Close, ConnectResult, GRACEFUL_MIN_INTERVAL};
 pub use probe::{connect_probe, echo_probe, rr_probe, throughput_id, throughput_probe};

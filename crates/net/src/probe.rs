@@ -197,6 +197,9 @@ pub fn rr_probe(r: &RrResult, protocol: NetProtocol, peer: &str) -> Probe {
     );
     p.samples = r.samples.clone();
     p.histogram = histogram(&r.rtt);
+    if let Some(busy) = &r.busy_poll {
+        p.details.insert(details::BUSY_POLL.into(), serde_json::to_value(busy).unwrap_or_default());
+    }
     p
 }
 

@@ -255,6 +255,12 @@ pub enum Hello {
         size: u32,
         /// [`SessionKeys::rr_proof`] of this size, hex.
         proof: String,
+        /// Both ends spin on non-blocking sockets with SO_BUSY_POLL
+        /// (`net --busy-poll`); a server that does answers with one byte
+        /// ([`crate::BusyPollEnd::to_byte`]) before the first echo, one
+        /// that predates it ignores the field and sends none.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        busy_poll: bool,
     },
 }
 

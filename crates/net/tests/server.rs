@@ -91,8 +91,15 @@ fn all_directions_and_rr_and_echo() {
         assert!(!r.sender_tcp_info.is_empty(), "{dir:?}: sender TCP_INFO missing");
         assert!(r.cpu_remote.is_some());
     }
-    let rr = s.rr(64, Duration::from_millis(300), &AtomicBool::new(false), &mut |_| {}).unwrap();
+    let rr = s.rr(64, Duration::from_millis(300), false, &AtomicBool::new(false), &mut |_| {}).unwrap();
     assert!(rr.rtt.count() > 100);
+    assert_eq!(rr.busy_poll, None, "--busy-poll not asked: nothing recorded");
+    // --busy-poll: both ends spin, and the result says so for each.
+    let busy = s.rr(64, Duration::from_millis(300), true, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert!(busy.rtt.count() > 0);
+    let ends = busy.busy_poll.expect("the busy-poll record");
+    assert!(ends.local.spin && ends.remote.spin, "{ends:?}");
+    assert_eq!(ends.local, ends.remote, "one machine, one kernel: the same answer to SO_BUSY_POLL");
     let echo = s.udp_echo(20, Duration::from_millis(1), 64, &AtomicBool::new(false), &mut |_, _| {}).unwrap();
     assert_eq!(echo.received, 20);
     s.close();

@@ -306,6 +306,28 @@ pub(crate) fn recv_segments(
     Ok((msg.bytes, segment))
 }
 
+/// Asks the kernel to poll the device's receive queue for up to `usec`
+/// before a blocking receive sleeps (SO_BUSY_POLL; above
+/// net.core.busy_read it needs CAP_NET_ADMIN).
+pub(crate) fn set_busy_poll(stream: &std::net::TcpStream, usec: u32) -> io::Result<()> {
+    let value = usec as libc::c_int;
+    // SAFETY: an int option of the size given, read by the kernel only.
+    let rc = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_BUSY_POLL,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

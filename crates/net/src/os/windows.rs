@@ -448,3 +448,8 @@ pub(crate) fn recv_segments(
 ) -> io::Result<(usize, Option<usize>)> {
     sock.recv(buf).map(|n| (n, None))
 }
+
+/// Windows has no SO_BUSY_POLL: refused (the round trips still spin).
+pub(crate) fn set_busy_poll(_stream: &std::net::TcpStream, _usec: u32) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
+}

@@ -6,7 +6,10 @@
 
 use super::{measure, Protocol, ServerFigures, ThroughputResult, ThroughputSpec};
 use crate::client::RrResult;
-use crate::client::{open_stream, rr_loop, udp_hello, Session};
+use crate::client::{open_stream, rr_loop, udp_hello, RrPlan, Session};
+
+/// Round trips beside a throughput test: 64 bytes until stopped, blocking.
+const RR_UNDER_LOAD: RrPlan = RrPlan { size: 64, duration: Duration::from_secs(86_400), busy_poll: false };
 use crate::datapath::{StreamParams, StreamSet};
 use crate::error::NetError;
 use crate::process_cpu::CpuUse;
@@ -153,7 +156,7 @@ impl Protocol for HeadroomTest<'_> {
 
     fn start_rtt_under_load(&self, stop: Arc<AtomicBool>) -> Option<JoinHandle<Result<RrResult, NetError>>> {
         let (reach, keys) = (self.session.reach(), self.session.keys);
-        Some(std::thread::spawn(move || rr_loop(&reach, &keys, 64, Duration::from_secs(86_400), &stop, &mut |_| {})))
+        Some(std::thread::spawn(move || rr_loop(&reach, &keys, RR_UNDER_LOAD, &stop, &mut |_| {})))
     }
 
     fn finish(

@@ -51,16 +51,22 @@ pub fn probe(p: &Probe, ceiling: &LinkCeiling, style: Style) -> String {
     let num = |k: &str| d.get(k).and_then(|v| v.as_f64());
     match &p.spec {
         ProbeSpec::Net(s) if s.test.is_latency() => match &p.summary.latency_ns {
-            Some(l) => format!(
-                "  {:<24} min {}  mean {}  p50 {}  p99 {}  max {}  stddev {}\n",
-                p.name,
-                format_latency(l.min.unwrap_or(0.0)),
-                format_latency(l.mean),
-                format_latency(l.p50),
-                format_latency(l.p99),
-                format_latency(l.max),
-                format_latency(l.stddev.unwrap_or(0.0))
-            ),
+            Some(l) => {
+                let mut text = format!(
+                    "  {:<24} min {}  mean {}  p50 {}  p99 {}  max {}  stddev {}\n",
+                    p.name,
+                    format_latency(l.min.unwrap_or(0.0)),
+                    format_latency(l.mean),
+                    format_latency(l.p50),
+                    format_latency(l.p99),
+                    format_latency(l.max),
+                    format_latency(l.stddev.unwrap_or(0.0))
+                );
+                if let Some(busy) = d.get(details::BUSY_POLL) {
+                    text += &format!("  {:<24} {}\n", "", busy_poll_line(busy));
+                }
+                text
+            }
             None => String::new(),
         },
         ProbeSpec::Ping(_) => match &p.summary.latency_ns {
@@ -148,6 +154,15 @@ fn rx_copy_line(rx: &serde_json::Value) -> String {
         })
         .collect();
     format!("receivers skipped the copy to user space (--skip-rx-copy): {}", ends.join(", "))
+}
+
+/// "busy-polled (--busy-poll): here spin yes, SO_BUSY_POLL yes; server spin no, SO_BUSY_POLL no".
+fn busy_poll_line(busy: &serde_json::Value) -> String {
+    let yes_no = |v: &serde_json::Value| if v.as_bool() == Some(true) { "yes" } else { "no" };
+    let end = |key: &str, name: &str| {
+        format!("{name} spin {}, SO_BUSY_POLL {}", yes_no(&busy[key]["spin"]), yes_no(&busy[key]["so_busy_poll"]))
+    };
+    format!("busy-polled (--busy-poll): {}; {}", end("local", "here"), end("remote", "server"))
 }
 
 /// "UDP offload (--gsro): here GSO yes, server GRO no": per end, what it
@@ -270,6 +285,16 @@ mod tests {
             is_virtual: false,
             note: Some("a note".into()),
         }
+    }
+
+    #[test]
+    fn the_busy_poll_line_says_each_end() {
+        let busy =
+            json!({"local": {"spin": true, "so_busy_poll": true}, "remote": {"spin": false, "so_busy_poll": false}});
+        assert_eq!(
+            busy_poll_line(&busy),
+            "busy-polled (--busy-poll): here spin yes, SO_BUSY_POLL yes; server spin no, SO_BUSY_POLL no"
+        );
     }
 
     #[test]
