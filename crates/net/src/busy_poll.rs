@@ -85,7 +85,7 @@ fn spin_or_time_out(last: Instant, timeout: Duration, spins: &mut u32) -> io::Re
         return Err(io::ErrorKind::TimedOut.into());
     }
     *spins += 1;
-    if *spins % SPINS_PER_YIELD == 0 {
+    if spins.is_multiple_of(SPINS_PER_YIELD) {
         std::thread::yield_now();
     } else {
         std::hint::spin_loop();

@@ -115,7 +115,7 @@ pub fn tcp_recv(
 /// `segment` (`--gsro`) several datagrams leave in one system call
 /// (UDP_SEGMENT), each with its own header, in bursts of what the rate
 /// allows ([`udp_offload::datagrams_due`]); a kernel that refuses sends one
-/// per call from then on. `segmented` ends true when bursts were sent.
+/// per call from then on. `counters.offloaded` ends true when bursts were sent.
 #[allow(clippy::too_many_arguments)] // the hot loop takes its settings and counters flat
 pub fn udp_send(
     sock: &UdpSocket,
