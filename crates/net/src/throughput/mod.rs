@@ -547,3 +547,22 @@ pub(crate) fn measure(
     result.error = error;
     Ok(result)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_end_records_only_the_halves_it_ran_and_true_only_when_all_streams_were_offloaded() {
+        let end = |gso, gro| Some(UdpOffloadEnd { gso, gro });
+        assert_eq!(UdpOffloadEnd::of([(true, true), (true, true)]), end(Some(true), None));
+        assert_eq!(UdpOffloadEnd::of([(true, true), (true, false)]), end(Some(false), None));
+        assert_eq!(UdpOffloadEnd::of([(false, true), (true, false)]), end(Some(false), Some(true)));
+        assert_eq!(UdpOffloadEnd::of([]), None, "an end without streams says nothing");
+        // A server that says nothing did not offload what it sent or received.
+        assert_eq!(server_offload(TrafficDirection::Upload, &[]), end(None, Some(false)));
+        assert_eq!(server_offload(TrafficDirection::Download, &[]), end(Some(false), None));
+        assert_eq!(server_offload(TrafficDirection::Bidir, &[]), end(Some(false), Some(false)));
+        assert_eq!(server_offload(TrafficDirection::Upload, &[(false, true)]), end(None, Some(true)));
+    }
+}
