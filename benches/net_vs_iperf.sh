@@ -7,6 +7,12 @@
 #   so its row is headroom's lighter receiver against iperf3's copying one: labelled so)
 #   4 TCP streams     headroom net up x4 vs iperf -c -P 4    throughput (>= 1.0; iperf2 is multi-threaded)
 #   request/response  headroom net rtt   vs sockperf ping-pong, 64-byte messages, median RTT (sockperf prints RTT/2: doubled)
+#   busy-polled RR    headroom net rtt --busy-poll vs sockperf pp --lls 50 --nonblocked against a sockperf
+#                     server run with the same flags (both ends spin on non-blocking sockets, SO_BUSY_POLL 50 us)
+#   UDP, unlimited    headroom net udp --gsro (GSO on send, GRO on receive) vs iperf3 -u -b 0, 1448-byte
+#                     datagrams: received Gb/s, loss, CPU s/GB received (both ends); Debian 12's iperf3 3.12
+#                     has no GSO/GRO (3.21's --gsro): labelled so. Also headroom without offload, and each
+#                     end's datagrams per CPU-second (the arithmetic limit: cores for 10/25/100 GbE)
 # Usage: benches/net_vs_iperf.sh [ROUNDS=5] [SECONDS=3]; HEADROOM=path/to/headroom to pick a binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +22,7 @@ HEADROOM=${HEADROOM:-target/release/headroom}
 [ -x "$HEADROOM" ] || cargo build --release --quiet
 for p in iperf3 iperf sockperf python3; do command -v $p >/dev/null || { echo "net_vs_iperf: $p missing (scripts/install-deps.sh)" >&2; exit 2; }; done
 
-P_HR=15301 P_I3=15302 P_I2=15303 P_SP=15304
+P_HR=15301 P_I3=15302 P_I2=15303 P_SP=15304 P_SPB=15305
 pids=()
 # Waits for each server to be gone: a rerun binds the same ports at once.
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; }
@@ -25,8 +31,9 @@ trap cleanup EXIT
 iperf3 -s -p $P_I3 >/dev/null 2>&1 & pids+=($!)
 iperf -s -p $P_I2 >/dev/null 2>&1 & pids+=($!)
 sockperf sr --tcp -i 127.0.0.1 -p $P_SP >/dev/null 2>&1 & pids+=($!)
+sockperf sr --tcp -i 127.0.0.1 -p $P_SPB --lls 50 --nonblocked >/dev/null 2>&1 & pids+=($!)
 # Each server listening before the first round (at most 10 s), or the bench says which is not.
-for port in $P_HR $P_I3 $P_I2 $P_SP; do
+for port in $P_HR $P_I3 $P_I2 $P_SP $P_SPB; do
   listening() { [ -n "$(ss -Hltn "sport = :$port")" ]; }
   for _ in $(seq 100); do listening && break; sleep 0.1; done
   listening || { echo "net_vs_iperf: nothing listens on port $port" >&2; exit 2; }
@@ -42,6 +49,11 @@ for r in $(seq 1 "$ROUNDS"); do
   iperf -c 127.0.0.1 -p $P_I2 -P 4 -t "$SECS" -y C > "$out/i2.$r.csv"
   "$HEADROOM" net 127.0.0.1:$P_HR --tests rtt --time ${SECS}s --json > "$out/hrrr.$r.json"
   sockperf pp --tcp -i 127.0.0.1 -p $P_SP -t "$SECS" -m 64 > "$out/sp.$r.txt" 2>&1
+  "$HEADROOM" net 127.0.0.1:$P_HR --tests rtt --busy-poll --time ${SECS}s --json > "$out/hrrrb.$r.json"
+  sockperf pp --tcp -i 127.0.0.1 -p $P_SPB -t "$SECS" -m 64 --lls 50 --nonblocked > "$out/spb.$r.txt" 2>&1
+  "$HEADROOM" net 127.0.0.1:$P_HR --tests udp --udp 400G --gsro --time ${SECS}s --json > "$out/hru.$r.json"
+  iperf3 -c 127.0.0.1 -p $P_I3 -u -b 0 -l 1448 -t "$SECS" -J > "$out/i3u.$r.json"
+  "$HEADROOM" net 127.0.0.1:$P_HR --tests udp --udp 400G --time ${SECS}s --json > "$out/hrun.$r.json"
   echo "round $r/$ROUNDS done" >&2
 done
 
@@ -52,6 +64,25 @@ def med(xs): return statistics.median(xs)
 def spread(xs): return f"[{min(xs):.4g} .. {max(xs):.4g}]"
 hr1, i3, hrcpu, i3cpu, hr4, i2, hrrr, sp = [], [], [], [], [], [], [], []
 hr1s, hrscpu = [], []
+hrrrb, spb = [], []
+# UDP: received Gb/s, loss %, CPU s per GB received, datagrams per CPU-second (sender, receiver).
+udp = {k: {"gbps": [], "loss": [], "cpu": [], "tx_dps": [], "rx_dps": []} for k in ("hru", "hrun", "i3u")}
+def udp_headroom(name, offload):
+    p = json.load(open(name))["probes"][0]
+    d, u = p["details"], p["details"]["udp"]
+    if offload:
+        assert d["udp_offload"] == {"local": {"gso": True}, "remote": {"gro": True}}, f"--gsro not applied: {d['udp_offload']}"
+    gb = p["summary"]["bytes"] / 1e9
+    got = u["packets"] - u["lost"]
+    return (p["summary"]["bytes_per_sec"] * 8 / 1e9, u["loss_percent"], d["cpu_local_s_per_gb"] + d["cpu_remote_s_per_gb"],
+            u["packets"] / (d["cpu_local_s_per_gb"] * gb), got / (d["cpu_remote_s_per_gb"] * gb))
+def udp_iperf3(name):
+    j = json.load(open(name))["end"]
+    rx, tx, c = j["sum_received"], j["sum_sent"], j["cpu_utilization_percent"]
+    got = rx["packets"] - rx["lost_packets"]
+    cpu_tx, cpu_rx = c["host_total"] / 100 * tx["seconds"], c["remote_total"] / 100 * tx["seconds"]
+    return (rx["bits_per_second"] / 1e9, rx["lost_percent"], (cpu_tx + cpu_rx) / (rx["bytes"] / 1e9),
+            tx["packets"] / cpu_tx, got / cpu_rx)
 def one_stream(name, rate, cpu):
     p = json.load(open(name))["probes"][0]
     rate.append(p["summary"]["bytes_per_sec"] * 8)
@@ -74,6 +105,15 @@ for r in range(1, n + 1):
     hrrr.append(json.load(open(f"{d}/hrrr.{r}.json"))["probes"][0]["summary"]["latency_ns"]["p50"] / 1e3)
     m = re.search(r"percentile 50\.000 =\s*([\d.]+)", open(f"{d}/sp.{r}.txt").read())
     sp.append(2 * float(m.group(1)))
+    busy = json.load(open(f"{d}/hrrrb.{r}.json"))["probes"][0]
+    assert busy["details"]["busy_poll"]["remote"]["spin"], f"--busy-poll not applied at the server: {busy['details']}"
+    hrrrb.append(busy["summary"]["latency_ns"]["p50"] / 1e3)
+    m = re.search(r"percentile 50\.000 =\s*([\d.]+)", open(f"{d}/spb.{r}.txt").read())
+    spb.append(2 * float(m.group(1)))
+    for key, fig in (("hru", udp_headroom(f"{d}/hru.{r}.json", True)), ("hrun", udp_headroom(f"{d}/hrun.{r}.json", False)),
+                     ("i3u", udp_iperf3(f"{d}/i3u.{r}.json"))):
+        for field, x in zip(("gbps", "loss", "cpu", "tx_dps", "rx_dps"), fig):
+            udp[key][field].append(x)
 rows = [
     ("TCP 1 stream Gb/s", [x / 1e9 for x in hr1], "iperf3", [x / 1e9 for x in i3], ">= 1.0"),
     ("TCP 1 stream CPU, both ends s/GB", hrcpu, "iperf3", i3cpu, "<= 1.0"),
@@ -81,11 +121,27 @@ rows = [
     ("TCP 1 stream, receiver skips the copy CPU s/GB", hrscpu, "iperf3 (copies)", i3cpu, "<= 0.7"),
     ("TCP 4 streams Gb/s", [x / 1e9 for x in hr4], "iperf2 -P 4", [x / 1e9 for x in i2], ">= 1.0"),
     ("TCP RR RTT p50 us", hrrr, "sockperf pp x2", sp, "0.9 .. 1.1"),
+    ("TCP RR busy-polled RTT p50 us", hrrrb, "sockperf --lls 50 --nonblocked x2", spb, "<= 1.0"),
+    ("UDP unlimited, GSO/GRO, received Gb/s", udp["hru"]["gbps"], "iperf3 3.12 (no GSO)", udp["i3u"]["gbps"], ">= 1.0"),
+    ("UDP unlimited, GSO/GRO, loss %", udp["hru"]["loss"], "iperf3 3.12 (no GSO)", udp["i3u"]["loss"], "info"),
+    ("UDP unlimited, GSO/GRO, CPU s/GB", udp["hru"]["cpu"], "iperf3 3.12 (no GSO)", udp["i3u"]["cpu"], "<= 1.0"),
+    ("UDP unlimited, no offload, received Gb/s", udp["hrun"]["gbps"], "iperf3 3.12 (no GSO)", udp["i3u"]["gbps"], ">= 1.0"),
+    ("UDP unlimited, no offload, loss %", udp["hrun"]["loss"], "iperf3 3.12 (no GSO)", udp["i3u"]["loss"], "info"),
+    ("UDP unlimited, no offload, CPU s/GB", udp["hrun"]["cpu"], "iperf3 3.12 (no GSO)", udp["i3u"]["cpu"], "<= 1.0"),
 ]
 print(f"{'metric':<48} {'headroom median':>16} {'peer':>15} {'peer median':>12} {'ratio':>7}  goal      spread headroom / peer")
 def pct(xs): return (max(xs) - min(xs)) / med(xs) * 100 if med(xs) else 0
 for name, a, peer, b, goal in rows:
     print(f"{name:<48} {med(a):>16.4g} {peer:>15} {med(b):>12.4g} {med(a)/med(b):>7.3f}  {goal:<9} {spread(a)} / {spread(b)}")
+# The arithmetic limit: datagrams each end handles per CPU-second, and the cores that
+# 10/25/100 GbE of 1448-byte datagrams (863k/2.16M/8.63M a second) would need.
+print()
+print(f"{'UDP datagrams per CPU-second (1448 B)':<48} {'sender':>12} {'receiver':>12}   cores for 10 / 25 / 100 GbE (busier end)")
+for key, label in (("hru", "headroom --gsro"), ("hrun", "headroom, no offload"), ("i3u", "iperf3 3.12")):
+    tx, rx = med(udp[key]["tx_dps"]), med(udp[key]["rx_dps"])
+    cores = [g * 1e9 / 8 / 1448 / min(tx, rx) for g in (10, 25, 100)]
+    print(f"{label:<48} {tx:>12.4g} {rx:>12.4g}   {cores[0]:.2f} / {cores[1]:.2f} / {cores[2]:.2f}")
+print()
 for name, a, peer, b, goal in rows:
     # The line benches/all.sh collects (benches/lib.sh's bench_row).
     metric, unit = name.rsplit(" ", 1)

@@ -84,6 +84,19 @@ pub struct NetArgs {
     /// result (details.skip_rx_copy); off by default
     #[arg(long)]
     pub skip_rx_copy: bool,
+    /// UDP test: senders hand the kernel bursts of up to 64 datagrams in one call (GSO) and
+    /// receivers take them coalesced (GRO), at both ends where the kernel can (as iperf3 3.21's
+    /// --gsro; Linux only). Every datagram keeps its own sequence number and timestamp; bursts
+    /// are at most a millisecond of the rate, but on a NIC with segmentation offload they
+    /// leave back to back. Recorded in the result (details.udp_offload); off by default
+    #[arg(long)]
+    pub gsro: bool,
+    /// rtt test: both ends spin on non-blocking sockets with SO_BUSY_POLL instead of sleeping
+    /// until a reply wakes them (as sockperf's --lls with --nonblocked): lower latency, at the
+    /// price of a core at each end while it runs. Recorded in the result (details.busy_poll);
+    /// off by default
+    #[arg(long)]
+    pub busy_poll: bool,
     #[command(flatten)]
     pub source: SourceArgs,
 }
@@ -268,7 +281,7 @@ pub fn run(args: &NetArgs, out: &Output) -> anyhow::Result<Outcome> {
 /// The net engine's test for a `--tests` name.
 fn net_test(t: &str, args: &NetArgs, rr: bool) -> NetTest {
     let (direction, streams) = match t {
-        "rtt" => return NetTest::Rtt { time: args.time.0 },
+        "rtt" => return NetTest::Rtt { time: args.time.0, busy_poll: args.busy_poll },
         "echo" => return NetTest::Echo,
         "connect" => return NetTest::Connect,
         "up1" => (TrafficDirection::Upload, 1),
@@ -289,6 +302,7 @@ fn net_test(t: &str, args: &NetArgs, rr: bool) -> NetTest {
         rtt_under_load: rr && !udp,
         window: args.window.map(|w| w.0 as u32),
         skip_rx_copy: args.skip_rx_copy && !udp,
+        udp_offload: args.gsro && udp,
         sample_interval: Some(headroom_runner::sample_interval_for(args.time.0)),
     })
 }

@@ -249,7 +249,7 @@ impl ServedProbes {
                 self.within_caps(u64::from(streams), 0, "streams")?;
                 self.within(t.duration, max_duration)
             }
-            NetTest::Rtt { time } => self.within(*time, max_duration),
+            NetTest::Rtt { time, .. } => self.within(*time, max_duration),
             NetTest::Echo | NetTest::Connect => Ok(()),
         }
     }

@@ -194,12 +194,13 @@ pub fn net_plan_of_preset(server: &NetServer, preset: Preset, time: Option<Durat
             rtt_under_load: full,
             window: None,
             skip_rx_copy: false,
+            udp_offload: false,
             sample_interval: Some(headroom_runner::sample_interval_for(time)),
         })
     };
     let mut tests = Vec::new();
     if full {
-        tests.push(NetTest::Rtt { time });
+        tests.push(NetTest::Rtt { time, busy_poll: false });
     }
     tests.extend([throughput(TrafficDirection::Upload, 1), throughput(TrafficDirection::Download, 1)]);
     if full {

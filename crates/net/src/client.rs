@@ -9,6 +9,7 @@
 //! tests.
 
 use crate::address::{connect, Endpoint};
+use crate::busy_poll::BusyPollEnd;
 use crate::datapath;
 use crate::error::NetError;
 use crate::socket::{connect_to_server, udp_connected, Inbox, SocketSetup, Source};
@@ -40,7 +41,23 @@ pub struct RrResult {
     pub sample_interval: Duration,
     /// Where the connection left from (`--bind`, `--interface`).
     pub source: Option<String>,
+    /// `--busy-poll` asked: what each end did.
+    pub busy_poll: Option<BusyPoll>,
 }
+
+/// What each end of busy-polled round trips did (`details.busy_poll`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BusyPoll {
+    /// This machine.
+    pub local: BusyPollEnd,
+    /// The server: all false when it did not answer the request (a server
+    /// that predates `--busy-poll` blocks in its reads).
+    pub remote: BusyPollEnd,
+}
+
+/// How long a client waits for the server's busy-poll answer before taking
+/// it for a server that predates the request (which sends nothing).
+const BUSY_POLL_ANSWER_WAIT: Duration = Duration::from_secs(1);
 
 /// UDP echo round trips.
 #[derive(Debug, Clone, Default)]
@@ -288,15 +305,17 @@ impl Session {
         self.keys.id()
     }
 
-    /// Request/response round trips of `size` bytes for `duration`.
+    /// Request/response round trips of `size` bytes for `duration`; with
+    /// `busy_poll` both ends spin on non-blocking sockets ([`crate::busy_poll`]).
     pub fn rr(
         &self,
         size: usize,
         duration: Duration,
+        busy_poll: bool,
         stop: &AtomicBool,
         on_sample: &mut dyn FnMut(&Sample),
     ) -> Result<RrResult, NetError> {
-        rr_loop(&self.reach(), &self.keys, size, duration, stop, on_sample)
+        rr_loop(&self.reach(), &self.keys, RrPlan { size, duration, busy_poll }, stop, on_sample)
     }
 
     /// UDP echo round trips: `count` datagrams of `size` bytes, one every
@@ -463,20 +482,45 @@ pub struct EchoPlan {
     pub wait: Duration,
 }
 
+/// What round trips to run: message size, how long, busy-polled or not.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RrPlan {
+    pub size: usize,
+    pub duration: Duration,
+    pub busy_poll: bool,
+}
+
+/// The server's answer to a busy-poll request, and this end made to spin;
+/// a server that sends nothing within [`BUSY_POLL_ANSWER_WAIT`] predates it.
+fn start_busy_poll(s: &mut TcpStream) -> BusyPoll {
+    let _ = s.set_read_timeout(Some(BUSY_POLL_ANSWER_WAIT));
+    let mut answer = [0u8; 1];
+    let remote = match s.read_exact(&mut answer) {
+        Ok(()) => BusyPollEnd::from_byte(answer[0]),
+        Err(_) => BusyPollEnd::default(),
+    };
+    BusyPoll { local: crate::busy_poll::prepare(s), remote }
+}
+
 pub(crate) fn rr_loop(
     reach: &Reach,
     keys: &wire::SessionKeys,
-    size: usize,
-    duration: Duration,
+    plan: RrPlan,
     stop: &AtomicBool,
     on_sample: &mut dyn FnMut(&Sample),
 ) -> Result<RrResult, NetError> {
+    let RrPlan { size, duration, busy_poll } = plan;
     let size = size.clamp(1, wire::MAX_RR_SIZE as usize);
     let size32 = size as u32;
-    let hello =
-        Hello::Rr { session: wire::to_hex(&keys.id()), size: size32, proof: wire::to_hex(&keys.rr_proof(size32)) };
+    let hello = Hello::Rr {
+        session: wire::to_hex(&keys.id()),
+        size: size32,
+        proof: wire::to_hex(&keys.rr_proof(size32)),
+        busy_poll,
+    };
     let mut s = open_stream(reach.addr, reach.timeout, &SocketSetup::from(&reach.source), &hello)?;
     s.set_nodelay(true)?;
+    let busy = busy_poll.then(|| start_busy_poll(&mut s));
     s.set_read_timeout(Some(reach.timeout))?;
     let mut buf = datapath::payload(size);
     let mut rtt = LatencyRecorder::default();
@@ -486,7 +530,13 @@ pub(crate) fn rr_loop(
     let (mut tick_ops, mut tick_sum, mut next, mut last) = (0u64, 0f64, every, Duration::ZERO);
     while start.elapsed() < duration && !stop.load(Ordering::Relaxed) {
         let t0 = Instant::now();
-        if let Err(e) = s.write_all(&buf).and_then(|_| s.read_exact(&mut buf)) {
+        let round_trip = if busy.is_some() {
+            crate::busy_poll::write_all(&s, &buf, reach.timeout)
+                .and_then(|_| crate::busy_poll::read_exact(&s, &mut buf, reach.timeout))
+        } else {
+            s.write_all(&buf).and_then(|_| s.read_exact(&mut buf))
+        };
+        if let Err(e) = round_trip {
             if rtt.count() > 0 && stop.load(Ordering::Relaxed) {
                 break;
             }
@@ -520,6 +570,7 @@ pub(crate) fn rr_loop(
         samples,
         sample_interval: every,
         source: reach.source.describe(),
+        busy_poll: busy,
     })
 }
 

@@ -10,6 +10,7 @@ use crate::socket::{describe, is_timeout, MAX_TCP_LEN, MAX_UDP_LEN, POLL};
 use crate::stats::UdpRecvStats;
 use crate::udp_header::wall_now;
 use crate::udp_header::UdpHeader;
+use crate::udp_offload;
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -110,22 +111,27 @@ pub fn tcp_recv(
 
 /// Sends datagrams of `len` bytes on a connected socket at `rate_bits` until
 /// `stop` or `limit` bytes; counts bytes and packets, and keeps the last
-/// sequence number written (a failed send uses one up too).
+/// sequence number written (a failed send uses one up too). With
+/// `segment` (`--gsro`) several datagrams leave in one system call
+/// (UDP_SEGMENT), each with its own header, in bursts of what the rate
+/// allows ([`udp_offload::datagrams_due`]); a kernel that refuses sends one
+/// per call from then on. `counters.offloaded` ends true when bursts were sent.
 #[allow(clippy::too_many_arguments)] // the hot loop takes its settings and counters flat
 pub fn udp_send(
     sock: &UdpSocket,
     len: usize,
     rate_bits: f64,
     header: UdpHeader,
+    segment: bool,
     stop: &AtomicBool,
     limit: Option<u64>,
-    sent: &AtomicU64,
-    packets: &AtomicU64,
-    last_seq: &AtomicU64,
+    counters: &UdpSendCounters,
 ) -> Result<(), String> {
     let len = len.clamp(header.len(), MAX_UDP_LEN);
-    let mut buf = payload(len);
+    let mut max = if segment { udp_offload::max_burst(len) } else { 1 };
+    let mut buf = payload(len * max);
     let bytes_per_sec = (rate_bits / 8.0).max(1.0);
+    let mut goal = udp_offload::burst_goal(bytes_per_sec, len, max);
     let start = Instant::now();
     let mut seq = 0u64;
     let mut total = 0u64;
@@ -134,20 +140,32 @@ pub fn udp_send(
         if limit.is_some_and(|l| total >= l) {
             return Ok(());
         }
-        let due = total as f64 / bytes_per_sec;
-        let ahead = due - start.elapsed().as_secs_f64();
-        if ahead > 0.0 {
-            std::thread::sleep(Duration::from_secs_f64(ahead.min(0.05)));
+        let owed = start.elapsed().as_secs_f64() * bytes_per_sec - total as f64;
+        let left = limit.map(|l| l - total);
+        let Some(n) = udp_offload::datagrams_due(owed, len, goal, max, left) else {
+            let wait = ((goal - 1) as f64 * len as f64 - owed) / bytes_per_sec;
+            std::thread::sleep(Duration::from_secs_f64(wait.clamp(0.0, 0.05)));
             continue;
+        };
+        let now = wall_now();
+        for (i, d) in buf[..n * len].chunks_mut(len).enumerate() {
+            header.write(d, seq + 1 + i as u64, now);
         }
-        seq += 1;
-        last_seq.store(seq, Ordering::Relaxed);
-        header.write(&mut buf, seq, wall_now());
-        match sock.send(&buf) {
-            Ok(n) => {
-                total += n as u64;
-                sent.fetch_add(n as u64, Ordering::Relaxed);
-                packets.fetch_add(1, Ordering::Relaxed);
+        let result =
+            if n > 1 { crate::os::send_segments(sock, &buf[..n * len], len as u16) } else { sock.send(&buf[..len]) };
+        match result {
+            Err(e) if n > 1 && crate::os::is_segmentation_refused(&e) => {
+                // Not sent: the same sequence numbers go again, one per call.
+                (max, goal) = (1, 1);
+                continue;
+            }
+            Ok(bytes) => {
+                total += bytes as u64;
+                counters.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+                counters.packets.fetch_add(n as u64, Ordering::Relaxed);
+                if n > 1 {
+                    counters.offloaded.store(true, Ordering::Relaxed);
+                }
             }
             Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
                 refused += 1;
@@ -158,31 +176,57 @@ pub fn udp_send(
             Err(e) if is_timeout(&e) || crate::os::is_no_buffer_space(&e) => {}
             Err(e) => return Err(describe(&e)),
         }
+        seq += n as u64;
+        counters.last_seq.store(seq, Ordering::Relaxed);
     }
     Ok(())
 }
 
+/// What a UDP sender counts as it goes, read by the sampler and at the end.
+#[derive(Default)]
+pub struct UdpSendCounters {
+    pub bytes: std::sync::Arc<AtomicU64>,
+    pub packets: std::sync::Arc<AtomicU64>,
+    /// The sequence number of the last datagram (iperf2's final datagram carries the next one).
+    pub last_seq: std::sync::Arc<AtomicU64>,
+    /// At least one burst left in a single send (GSO).
+    pub offloaded: std::sync::Arc<AtomicBool>,
+}
+
 /// Receives datagrams in `header`'s format until `stop` or `limit` bytes,
-/// accounting each.
+/// accounting each. With `coalesce` (`--gsro`) the kernel may hand several
+/// datagrams in one receive (UDP_GRO); they are split at the segment size
+/// it reports and each is accounted on its own. `coalescing` ends true when
+/// the kernel accepted GRO on this socket.
 pub fn udp_recv(
     sock: &UdpSocket,
     header: UdpHeader,
+    coalesce: bool,
     stop: &AtomicBool,
     limit: Option<u64>,
     received: &AtomicU64,
+    coalescing: &AtomicBool,
 ) -> UdpRecvStats {
     let _ = sock.set_read_timeout(Some(POLL));
-    let mut buf = vec![0u8; MAX_UDP_LEN];
+    let gro = coalesce && crate::os::enable_gro(sock).is_ok();
+    coalescing.store(gro, Ordering::Relaxed);
+    // A coalesced receive holds up to 64 KiB of datagrams; room for twice that.
+    let mut buf = vec![0u8; if gro { 2 * 65_536 } else { MAX_UDP_LEN }];
+    let mut space = crate::os::gro_cmsg_space();
     let mut stats = UdpRecvStats::default();
     while !stop.load(Ordering::Relaxed) && limit.is_none_or(|l| received.load(Ordering::Relaxed) < l) {
-        match sock.recv(&mut buf) {
-            Ok(n) => {
-                if let Some((seq, sent_s)) = header.parse(&buf[..n]) {
-                    stats.record(seq, sent_s, wall_now().as_secs_f64(), n);
-                    received.fetch_add(n as u64, Ordering::Relaxed);
-                }
+        let got = if gro {
+            crate::os::recv_segments(sock, &mut buf, &mut space)
+        } else {
+            sock.recv(&mut buf).map(|n| (n, None))
+        };
+        let Ok((n, segment)) = got else { continue };
+        let arrived = wall_now().as_secs_f64();
+        for d in udp_offload::datagrams_in(n, segment) {
+            if let Some((seq, sent_s)) = header.parse(&buf[d.clone()]) {
+                stats.record(seq, sent_s, arrived, d.len());
+                received.fetch_add(d.len() as u64, Ordering::Relaxed);
             }
-            Err(_) => continue,
         }
     }
     stats
@@ -261,6 +305,9 @@ pub struct RunningStream {
     pub buffers: Option<headroom_result::BufferPair>,
     /// A TCP receiver that dropped its bytes in the kernel (`--skip-rx-copy`).
     pub rx_copy_skipped: bool,
+    /// UDP (`--gsro`): a sender that sent bursts in one call (GSO), a
+    /// receiver whose kernel coalesced for it (GRO).
+    pub udp_offloaded: std::sync::Arc<AtomicBool>,
     tcp: Option<TcpStream>,
     handle: Option<std::thread::JoinHandle<Option<UdpRecvStats>>>,
 }
@@ -277,6 +324,9 @@ pub struct StreamOutcome {
     pub buffers: Option<headroom_result::BufferPair>,
     /// A TCP receiver that dropped its bytes in the kernel (`--skip-rx-copy`).
     pub rx_copy_skipped: bool,
+    /// UDP (`--gsro`): a sender that sent bursts in one call (GSO), a
+    /// receiver whose kernel coalesced for it (GRO).
+    pub udp_offloaded: bool,
 }
 
 /// A set of data streams running in their own threads, stopped together.
@@ -307,6 +357,9 @@ pub struct StreamParams {
     /// TCP receivers drop what arrives in the kernel, without copying it
     /// into user space, where the platform can (`--skip-rx-copy`).
     pub skip_rx_copy: bool,
+    /// UDP senders hand the kernel bursts of datagrams (GSO) and receivers
+    /// take them coalesced (GRO), where the kernel can (`--gsro`).
+    pub udp_offload: bool,
 }
 
 impl StreamParams {
@@ -368,6 +421,7 @@ impl StreamSet {
                 last_seq: Default::default(),
                 buffers,
                 rx_copy_skipped: !sending && p.skips_rx_copy(),
+                udp_offloaded: Default::default(),
                 tcp: clone,
                 handle: Some(handle),
             });
@@ -380,42 +434,41 @@ impl StreamSet {
         let mut set = Self::empty();
         for (i, (sock, sending)) in socks.into_iter().enumerate() {
             let buffers = granted_buffers(&sock, p.window);
-            let bytes = std::sync::Arc::new(AtomicU64::new(0));
-            let packets = std::sync::Arc::new(AtomicU64::new(0));
-            let last_seq = std::sync::Arc::new(AtomicU64::new(0));
-            let (b, pk, seq, stop, err, fin) = (
-                bytes.clone(),
-                packets.clone(),
-                last_seq.clone(),
+            let counters = UdpSendCounters::default();
+            let (stop, err, fin) = (
                 if sending { set.stop_send.clone() } else { set.stop.clone() },
                 set.error.clone(),
                 set.finished_senders.clone(),
             );
+            set.streams.push(RunningStream {
+                index: i as u32,
+                sending,
+                bytes: counters.bytes.clone(),
+                packets: counters.packets.clone(),
+                last_seq: counters.last_seq.clone(),
+                buffers,
+                rx_copy_skipped: false,
+                udp_offloaded: counters.offloaded.clone(),
+                tcp: None,
+                handle: None,
+            });
             let handle = std::thread::Builder::new()
                 .name(format!("udp-{i}"))
                 .spawn(move || {
                     if sending {
-                        if let Err(e) = udp_send(&sock, p.len, p.udp_rate, header, &stop, p.limit, &b, &pk, &seq) {
+                        let r = udp_send(&sock, p.len, p.udp_rate, header, p.udp_offload, &stop, p.limit, &counters);
+                        if let Err(e) = r {
                             err.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
                         }
                         fin.fetch_add(1, Ordering::Relaxed);
                         None
                     } else {
-                        Some(udp_recv(&sock, header, &stop, p.limit, &b))
+                        let c = &counters;
+                        Some(udp_recv(&sock, header, p.udp_offload, &stop, p.limit, &c.bytes, &c.offloaded))
                     }
                 })
                 .expect("spawn a stream thread");
-            set.streams.push(RunningStream {
-                index: i as u32,
-                sending,
-                bytes,
-                packets,
-                last_seq,
-                buffers,
-                rx_copy_skipped: false,
-                tcp: None,
-                handle: Some(handle),
-            });
+            set.streams.last_mut().expect("pushed above").handle = Some(handle);
         }
         set
     }
@@ -482,6 +535,7 @@ impl StreamSet {
                 udp,
                 buffers: s.buffers,
                 rx_copy_skipped: s.rx_copy_skipped,
+                udp_offloaded: s.udp_offloaded.load(Ordering::Relaxed),
             });
         }
         out

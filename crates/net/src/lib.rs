@@ -29,6 +29,7 @@
 //! or the peer that connected (server).
 
 mod address;
+mod busy_poll;
 mod client;
 mod datapath;
 mod error;
@@ -47,10 +48,12 @@ mod stats;
 mod tcpinfo;
 mod throughput;
 mod udp_header;
+mod udp_offload;
 pub mod wire;
 
 pub use address::{resolve, split_host_port, Endpoint};
-pub use client::{EchoResult, RrResult, Session};
+pub use busy_poll::BusyPollEnd;
+pub use client::{BusyPoll, EchoResult, RrResult, Session};
 pub use error::NetError;
 pub use ping::{connect_once, tcp_connect_series, Close, ConnectResult, GRACEFUL_MIN_INTERVAL};
 pub use probe::{connect_probe, echo_probe, rr_probe, throughput_id, throughput_probe};
@@ -72,7 +75,7 @@ pub use stats::{LatencyRecorder, UdpRecvStats, UdpRecvSummary};
 pub use tcpinfo::TcpInfo;
 pub use throughput::iperf2::{throughput as iperf2_throughput, IPERF2_PORT};
 pub use throughput::iperf3::throughput as iperf3_throughput;
-pub use throughput::{RxCopySkipped, ThroughputResult, ThroughputSpec};
+pub use throughput::{RxCopySkipped, ThroughputResult, ThroughputSpec, UdpOffload, UdpOffloadEnd};
 pub use udp_header::UdpHeader;
 pub use wire::TrafficDirection;
 

@@ -130,6 +130,9 @@ pub fn throughput_probe(r: &ThroughputResult, spell: NetSpelling) -> Probe {
     if let Some(rx) = &r.rx_copy {
         d.insert(details::SKIP_RX_COPY.into(), serde_json::to_value(rx).unwrap_or_default());
     }
+    if let Some(offload) = &r.udp_offload {
+        d.insert(details::UDP_OFFLOAD.into(), serde_json::to_value(offload).unwrap_or_default());
+    }
     if let Some(l) = &r.rtt_under_load {
         d.insert("rtt_under_load_ns".into(), serde_json::to_value(l).unwrap_or_default());
     }
@@ -194,6 +197,9 @@ pub fn rr_probe(r: &RrResult, protocol: NetProtocol, peer: &str) -> Probe {
     );
     p.samples = r.samples.clone();
     p.histogram = histogram(&r.rtt);
+    if let Some(busy) = &r.busy_poll {
+        p.details.insert(details::BUSY_POLL.into(), serde_json::to_value(busy).unwrap_or_default());
+    }
     p
 }
 

@@ -82,6 +82,10 @@ pub enum NetTest {
     Rtt {
         /// How long to measure.
         time: Duration,
+        /// Both ends spin on non-blocking sockets with SO_BUSY_POLL
+        /// (`--busy-poll`): lower latency for a core each, recorded.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        busy_poll: bool,
     },
     /// 200 UDP echoes 5 ms apart.
     Echo,
@@ -104,7 +108,7 @@ impl NetRequest {
     /// As a Runner request, labelled as its progress bar is.
     pub fn to_request(&self) -> ProbeRequest {
         let (label, expected) = match &self.test {
-            NetTest::Rtt { time } => ("TCP RR idle".to_string(), Expected::About(*time)),
+            NetTest::Rtt { time, .. } => ("TCP RR idle".to_string(), Expected::About(*time)),
             NetTest::Echo => ("UDP echo".to_string(), Expected::Unknown),
             NetTest::Connect => ("TCP connect".to_string(), Expected::Instant),
             NetTest::Throughput(t) => {
@@ -123,7 +127,7 @@ impl NetRequest {
                 t.check().and_then(|()| crate::throughput::iperf2::unsupported(t).map_or(Ok(()), Err))
             }
             NetTest::Throughput(t) => t.check(),
-            NetTest::Rtt { time }
+            NetTest::Rtt { time, .. }
                 if !(Duration::from_millis(100)..=crate::throughput::MAX_TEST_TIME).contains(time) =>
             {
                 Err(Message::text(format!(
@@ -254,8 +258,8 @@ impl NetEngine {
         let protocol = c.protocol();
         let target = c.server.target();
         match (&req.test, c.session.as_mut()) {
-            (NetTest::Rtt { time }, Some(s)) => {
-                let r = s.rr(64, (*time).min(Duration::from_secs(5)), stop, on_sample)?;
+            (NetTest::Rtt { time, busy_poll }, Some(s)) => {
+                let r = s.rr(64, (*time).min(Duration::from_secs(5)), *busy_poll, stop, on_sample)?;
                 Ok(rr_probe(&r, protocol, &target.display()))
             }
             (NetTest::Echo, Some(s)) => {
@@ -412,6 +416,7 @@ mod tests {
             rtt_under_load: false,
             window: None,
             skip_rx_copy: false,
+            udp_offload: false,
             sample_interval: None,
         });
         NetRequest { server: server.clone(), test }.to_request()

@@ -255,6 +255,12 @@ pub enum Hello {
         size: u32,
         /// [`SessionKeys::rr_proof`] of this size, hex.
         proof: String,
+        /// Both ends spin on non-blocking sockets with SO_BUSY_POLL
+        /// (`net --busy-poll`); a server that does answers with one byte
+        /// ([`crate::BusyPollEnd::to_byte`]) before the first echo, one
+        /// that predates it ignores the field and sends none.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        busy_poll: bool,
     },
 }
 
@@ -313,6 +319,12 @@ pub enum Request {
         /// that predates it reads as usual, and its report says so.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         skip_rx_copy: bool,
+        /// The server's UDP streams send bursts in one call (GSO) and
+        /// receive coalesced (GRO), where its kernel can (`--gsro`). A
+        /// server that predates it sends and receives one datagram per call,
+        /// and its report says so.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        udp_offload: bool,
     },
     /// Stop the running test (or remote probe) and report.
     End,
@@ -502,6 +514,10 @@ pub struct StreamReport {
     /// The server received on this stream without copying to user space.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub rx_copy_skipped: bool,
+    /// UDP `--gsro`: the server sent bursts in one call on this stream (GSO,
+    /// a sending stream) or its kernel coalesced what it received (GRO).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub udp_offloaded: bool,
 }
 
 /// Writes one framed JSON message.

@@ -54,6 +54,7 @@ fn spec(direction: TrafficDirection, streams: u32) -> ThroughputSpec {
         rtt_under_load: false,
         window: None,
         skip_rx_copy: false,
+        udp_offload: false,
         sample_interval: None,
     }
 }
@@ -90,8 +91,15 @@ fn all_directions_and_rr_and_echo() {
         assert!(!r.sender_tcp_info.is_empty(), "{dir:?}: sender TCP_INFO missing");
         assert!(r.cpu_remote.is_some());
     }
-    let rr = s.rr(64, Duration::from_millis(300), &AtomicBool::new(false), &mut |_| {}).unwrap();
+    let rr = s.rr(64, Duration::from_millis(300), false, &AtomicBool::new(false), &mut |_| {}).unwrap();
     assert!(rr.rtt.count() > 100);
+    assert_eq!(rr.busy_poll, None, "--busy-poll not asked: nothing recorded");
+    // --busy-poll: both ends spin, and the result says so for each.
+    let busy = s.rr(64, Duration::from_millis(300), true, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert!(busy.rtt.count() > 0);
+    let ends = busy.busy_poll.expect("the busy-poll record");
+    assert!(ends.local.spin && ends.remote.spin, "{ends:?}");
+    assert_eq!(ends.local, ends.remote, "one machine, one kernel: the same answer to SO_BUSY_POLL");
     let echo = s.udp_echo(20, Duration::from_millis(1), 64, &AtomicBool::new(false), &mut |_, _| {}).unwrap();
     assert_eq!(echo.received, 20);
     s.close();
@@ -139,6 +147,30 @@ fn receivers_that_skip_the_copy_count_every_byte_and_say_so() {
     assert_eq!(r.rx_copy, None);
 }
 
+/// `--gsro`: senders hand the kernel bursts of datagrams in one call (GSO)
+/// and receivers split what their kernel coalesced (GRO); every datagram is
+/// still counted on its own (none lost on loopback at a modest rate), and
+/// the result says which end did what.
+#[test]
+fn udp_with_segmentation_offload_counts_every_datagram_and_says_so() {
+    use headroom_net::{UdpOffload, UdpOffloadEnd};
+    let (h, _) = start(|_| {});
+    let mut s = Session::open(&target(&h)).unwrap();
+    let mut sp = spec(TrafficDirection::Upload, 1);
+    let datagrams = 3_000u64;
+    (sp.udp_rate, sp.len, sp.bytes, sp.udp_offload) = (Some(200e6), 1448, Some(datagrams * 1448), true);
+    let on = cfg!(target_os = "linux");
+    let (gso, gro) = (UdpOffloadEnd { gso: Some(on), gro: None }, UdpOffloadEnd { gso: None, gro: Some(on) });
+    for (direction, local, remote) in [(TrafficDirection::Upload, gso, gro), (TrafficDirection::Download, gro, gso)] {
+        sp.direction = direction;
+        let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        let u = r.udp_recv.expect("the receiver's UDP figures");
+        assert_eq!((u.received, u.lost, u.out_of_order), (datagrams, 0, 0), "{direction:?}: {u:?}");
+        assert_eq!(u.bytes, datagrams * 1448, "{direction:?}");
+        assert_eq!(r.udp_offload, Some(UdpOffload { local: Some(local), remote: Some(remote) }), "{direction:?}");
+    }
+}
+
 #[test]
 fn udp_stream_reports_loss_and_jitter() {
     let (h, _) = start(|_| {});
@@ -149,6 +181,7 @@ fn udp_stream_reports_loss_and_jitter() {
     let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
     let u = r.udp_recv.expect("server's UDP figures");
     assert!(u.packets > 1000, "{u:?}");
+    assert_eq!(r.udp_offload, None, "--gsro not asked: nothing recorded");
     // 50 Mb/s for 0.5 s is 3.1 MB: the pacing holds the rate within 10%.
     let rate = r.upload_bytes as f64 * 8.0 / r.duration_s;
     assert!((rate - 50e6).abs() < 5e6, "paced at {rate}");
@@ -256,6 +289,7 @@ fn busy_server_refuses_then_a_stalled_client_frees_its_slot() {
             rate_bits: None,
             window: None,
             skip_rx_copy: false,
+            udp_offload: false,
         },
     )
     .unwrap();
@@ -528,6 +562,7 @@ fn a_client_silent_behind_a_dead_link_frees_its_slot_at_the_idle_timeout() {
         rate_bits: None,
         window: None,
         skip_rx_copy: false,
+        udp_offload: false,
     };
     wire::write_frame(&mut a, &test).unwrap();
     let ready: serde_json::Value = wire::read_frame(&mut a, wire::MAX_FRAME).unwrap();
@@ -616,6 +651,7 @@ fn data_streams_join_only_from_the_sessions_address_with_their_own_proof() {
         rate_bits: None,
         window: None,
         skip_rx_copy: false,
+        udp_offload: false,
     };
     wire::write_frame(&mut control, &ask).unwrap();
     let ready: serde_json::Value = wire::read_frame(&mut control, wire::MAX_FRAME).unwrap();

@@ -44,6 +44,15 @@ pub const TCP_INFO: &str = "tcp_info";
 /// instead of copying them to user space (absent: that end received nothing
 /// or did not say).
 pub const SKIP_RX_COPY: &str = "skip_rx_copy";
+/// `details.udp_offload` of a UDP probe run with `--gsro`: per end
+/// (`local`, `remote`), `gso` (that end sent bursts of datagrams in one
+/// call) when it sent and `gro` (its kernel handed it coalesced datagrams,
+/// split back on arrival) when it received.
+pub const UDP_OFFLOAD: &str = "udp_offload";
+/// `details.busy_poll` of a request/response probe run with `--busy-poll`:
+/// per end (`local`, `remote`), `spin` (it read and wrote on a non-blocking
+/// socket, spinning) and `so_busy_poll` (its kernel accepted SO_BUSY_POLL).
+pub const BUSY_POLL: &str = "busy_poll";
 /// `details.udp`: what the receiving end of a UDP probe counted (packets, lost,
 /// loss_percent, out_of_order, jitter_ms).
 pub const UDP: &str = "udp";

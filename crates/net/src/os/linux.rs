@@ -1,6 +1,6 @@
 //! The Linux implementation of headroom-net's platform seam (see `mod.rs`):
-//! poll(2), SO_BINDTODEVICE's errors, /sys/class/net, TCP_INFO, IP_PKTINFO
-//! and getrusage. Only system calls and their errno; no protocol, no policy.
+//! poll(2), SO_BINDTODEVICE's errors, /sys/class/net, TCP_INFO, IP_PKTINFO,
+//! UDP GSO/GRO and getrusage. Only system calls and their errno; no protocol, no policy.
 
 use super::BindDeviceRefusal;
 use crate::tcpinfo::TcpInfo;
@@ -259,6 +259,72 @@ pub(crate) fn discard_received(stream: &std::net::TcpStream, len: usize) -> io::
         Err(io::Error::last_os_error())
     } else {
         Ok(n as usize)
+    }
+}
+
+/// Sends `buf` as datagrams of `segment` bytes each (the last may be
+/// shorter) in one system call: UDP_SEGMENT as a control message (Linux
+/// 4.18+), so a refusal touches only this call.
+pub(crate) fn send_segments(sock: &UdpSocket, buf: &[u8], segment: u16) -> io::Result<usize> {
+    let iov = [std::io::IoSlice::new(buf)];
+    let cmsg = [ControlMessage::UdpGsoSegments(&segment)];
+    Ok(sendmsg::<SockaddrStorage>(sock.as_raw_fd(), &iov, &cmsg, MsgFlags::empty(), None)?)
+}
+
+/// Whether a segmented send failed because this kernel, route or device
+/// cannot segment (no UDP_SEGMENT: EINVAL or ENOPROTOOPT; no checksum
+/// offload on the way out: EIO), so one datagram per call is the way.
+pub(crate) fn is_segmentation_refused(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EINVAL | libc::EIO | libc::ENOPROTOOPT | libc::EOPNOTSUPP))
+}
+
+/// Asks the kernel to hand this socket coalesced datagrams (UDP_GRO, Linux
+/// 5.0+), each receive saying its segment size.
+pub(crate) fn enable_gro(sock: &UdpSocket) -> io::Result<()> {
+    Ok(setsockopt(sock, sockopt::UdpGroSegment, &true)?)
+}
+
+/// Room for the control message of a coalesced receive.
+pub(crate) fn gro_cmsg_space() -> Vec<u8> {
+    nix::cmsg_space!(libc::c_int)
+}
+
+/// One receive on a socket with GRO: the bytes, and the size of each
+/// datagram in them when the kernel coalesced several (None: one datagram).
+#[allow(clippy::ptr_arg)] // nix's recvmsg takes the control buffer as a Vec
+pub(crate) fn recv_segments(
+    sock: &UdpSocket,
+    buf: &mut [u8],
+    space: &mut Vec<u8>,
+) -> io::Result<(usize, Option<usize>)> {
+    let mut iov = [std::io::IoSliceMut::new(buf)];
+    let msg = recvmsg::<()>(sock.as_raw_fd(), &mut iov, Some(space), MsgFlags::empty())?;
+    let segment = msg.cmsgs()?.find_map(|c| match c {
+        ControlMessageOwned::UdpGroSegments(size) => usize::try_from(size).ok(),
+        _ => None,
+    });
+    Ok((msg.bytes, segment))
+}
+
+/// Asks the kernel to poll the device's receive queue for up to `usec`
+/// before a blocking receive sleeps (SO_BUSY_POLL; above
+/// net.core.busy_read it needs CAP_NET_ADMIN).
+pub(crate) fn set_busy_poll(stream: &std::net::TcpStream, usec: u32) -> io::Result<()> {
+    let value = usec as libc::c_int;
+    // SAFETY: an int option of the size given, read by the kernel only.
+    let rc = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_BUSY_POLL,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
 }
 

@@ -417,3 +417,39 @@ pub(crate) fn discard_received(mut stream: &std::net::TcpStream, len: usize) -> 
     let mut scratch = vec![0u8; len.min(64 * 1024)];
     stream.read(&mut scratch)
 }
+
+/// Windows' own send offload (UDP_SEND_MSG_SIZE) is not used: refused, so
+/// the sender goes one datagram per call and records `gso: false`.
+pub(crate) fn send_segments(_sock: &std::net::UdpSocket, _buf: &[u8], _segment: u16) -> io::Result<usize> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
+/// Whether a segmented send failed for want of segmentation: always, here.
+pub(crate) fn is_segmentation_refused(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::Unsupported
+}
+
+/// Windows' receive coalescing (UDP_RECV_MAX_COALESCED_SIZE) is not used:
+/// refused, so the receiver reads one datagram per call and records `gro: false`.
+pub(crate) fn enable_gro(_sock: &std::net::UdpSocket) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
+/// No control messages are read here.
+pub(crate) fn gro_cmsg_space() -> Vec<u8> {
+    Vec::new()
+}
+
+/// One datagram per receive (GRO is never on here).
+pub(crate) fn recv_segments(
+    sock: &std::net::UdpSocket,
+    buf: &mut [u8],
+    _space: &mut Vec<u8>,
+) -> io::Result<(usize, Option<usize>)> {
+    sock.recv(buf).map(|n| (n, None))
+}
+
+/// Windows has no SO_BUSY_POLL: refused (the round trips still spin).
+pub(crate) fn set_busy_poll(_stream: &std::net::TcpStream, _usec: u32) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
+}

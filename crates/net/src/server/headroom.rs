@@ -27,13 +27,27 @@ use std::time::{Duration, Instant};
 const UDP_FIXED_DRAIN: Duration = Duration::from_secs(1);
 
 /// Echoes fixed-size messages until the client leaves or idles out.
-pub(super) fn serve_rr(mut conn: TcpStream, size: usize, session: &SessionInfo, s: &Shared) {
+pub(super) fn serve_rr(mut conn: TcpStream, size: usize, busy_poll: bool, session: &SessionInfo, s: &Shared) {
     let _ = conn.set_nodelay(true);
     let _ = conn.set_read_timeout(Some(s.cfg.idle_timeout));
     let mut buf = vec![0u8; size];
+    let idle = s.cfg.idle_timeout;
+    if busy_poll {
+        // Say what this end does before the first echo (the client records it).
+        let end = crate::busy_poll::prepare(&conn);
+        if crate::busy_poll::write_all(&conn, &[end.to_byte()], idle).is_err() {
+            return;
+        }
+    }
     let start = Instant::now();
     while start.elapsed() < s.cfg.max_duration && !s.stop.load(Ordering::Relaxed) {
-        if conn.read_exact(&mut buf).is_err() || conn.write_all(&buf).is_err() {
+        let echoed = if busy_poll {
+            crate::busy_poll::read_exact(&conn, &mut buf, idle)
+                .and_then(|_| crate::busy_poll::write_all(&conn, &buf, idle))
+        } else {
+            conn.read_exact(&mut buf).and_then(|_| conn.write_all(&buf))
+        };
+        if echoed.is_err() {
             return;
         }
         session.touch(s);
@@ -190,10 +204,31 @@ pub(super) fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, s: &Arc<Shar
                     return;
                 }
             }
-            Request::Test { udp, direction, streams, duration_ms, bytes, len, rate_bits, window, skip_rx_copy } => {
+            Request::Test {
+                udp,
+                direction,
+                streams,
+                duration_ms,
+                bytes,
+                len,
+                rate_bits,
+                window,
+                skip_rx_copy,
+                udp_offload,
+            } => {
                 test_id += 1;
-                let asked =
-                    TestAsked { udp, direction, streams, duration_ms, bytes, len, rate_bits, window, skip_rx_copy };
+                let asked = TestAsked {
+                    udp,
+                    direction,
+                    streams,
+                    duration_ms,
+                    bytes,
+                    len,
+                    rate_bits,
+                    window,
+                    skip_rx_copy,
+                    udp_offload,
+                };
                 if let Err(reason) = asked.validate(&s.cfg) {
                     let _ = wire::write_frame(&mut conn, &Reply::Refused { reason });
                     continue;
@@ -222,6 +257,7 @@ struct TestAsked {
     rate_bits: Option<f64>,
     window: Option<u32>,
     skip_rx_copy: bool,
+    udp_offload: bool,
 }
 
 impl TestAsked {
@@ -249,7 +285,7 @@ fn headroom_test(
     session: &SessionInfo,
     s: &Arc<Shared>,
 ) -> io::Result<()> {
-    let TestAsked { udp, direction, streams, bytes, len, rate_bits, window, skip_rx_copy, .. } = *asked;
+    let TestAsked { udp, direction, streams, bytes, len, rate_bits, window, skip_rx_copy, udp_offload, .. } = *asked;
     let n = if direction == TrafficDirection::Bidir { streams * 2 } else { streams } as usize;
     let (tx, rx) = sync_channel::<(u32, TcpStream)>(n);
     let (utx, urx) = sync_channel::<UdpSocket>(n);
@@ -267,6 +303,7 @@ fn headroom_test(
         udp_rate: rate_bits.unwrap_or(1e6) / streams as f64,
         window,
         skip_rx_copy,
+        udp_offload,
     };
     let set = if udp {
         collect(&urx, n, s.cfg.idle_timeout).map(|socks| {
@@ -349,6 +386,7 @@ fn headroom_test(
                 tcp_info: o.tcp_info.clone(),
                 buffers: o.buffers,
                 rx_copy_skipped: o.rx_copy_skipped,
+                udp_offloaded: o.udp_offloaded,
             })
             .collect(),
         cpu,
@@ -380,6 +418,7 @@ mod tests {
             rate_bits: None,
             window: None,
             skip_rx_copy: false,
+            udp_offload: false,
         }
     }
 
@@ -414,7 +453,7 @@ mod tests {
         let info = s.open_session(wire::SessionKeys::random(), [127, 0, 0, 1].into());
         let (mut client, server) = tcp_pair();
         let s2 = s.clone();
-        let rr = std::thread::spawn(move || serve_rr(server, 4, &info, &s2));
+        let rr = std::thread::spawn(move || serve_rr(server, 4, false, &info, &s2));
         client.write_all(b"ping").unwrap();
         let mut back = [0u8; 4];
         client.read_exact(&mut back).unwrap();

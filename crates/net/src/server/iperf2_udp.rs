@@ -278,6 +278,7 @@ mod tests {
             rtt_under_load: false,
             window: None,
             skip_rx_copy: false,
+            udp_offload: false,
             sample_interval: None,
         };
         let r = crate::throughput::iperf2::throughput(&target, &spec, &AtomicBool::new(false), &mut |_| {}).unwrap();

@@ -98,6 +98,7 @@ fn iperf3_session(
         udp_rate: p.bandwidth as f64,
         window: p.window,
         skip_rx_copy: false,
+        udp_offload: false,
     };
     let mut set = if p.udp {
         let socks = collect(&urx, n, s.cfg.idle_timeout).ok_or("UDP streams did not arrive")?;

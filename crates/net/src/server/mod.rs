@@ -455,13 +455,13 @@ fn handle_connection(conn: TcpStream, peer: SocketAddr, arrival: u64, s: &Arc<Sh
                     let _ = tx.try_send((index, conn));
                 }
             }
-            Hello::Rr { session, size, proof } => {
+            Hello::Rr { session, size, proof, busy_poll } => {
                 ticket.release();
                 let known = s
                     .session_of(&session, peer.ip())
                     .filter(|info| wire::SessionKeys::proves(&info.keys.rr_proof(size), &proof));
                 if let Some(info) = known.filter(|_| (1..=wire::MAX_RR_SIZE).contains(&size)) {
-                    headroom::serve_rr(conn, size as usize, &info, s);
+                    headroom::serve_rr(conn, size as usize, busy_poll, &info, s);
                 }
             }
         }

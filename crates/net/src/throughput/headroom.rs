@@ -6,7 +6,10 @@
 
 use super::{measure, Protocol, ServerFigures, ThroughputResult, ThroughputSpec};
 use crate::client::RrResult;
-use crate::client::{open_stream, rr_loop, udp_hello, Session};
+use crate::client::{open_stream, rr_loop, udp_hello, RrPlan, Session};
+
+/// Round trips beside a throughput test: 64 bytes until stopped, blocking.
+const RR_UNDER_LOAD: RrPlan = RrPlan { size: 64, duration: Duration::from_secs(86_400), busy_poll: false };
 use crate::datapath::{StreamParams, StreamSet};
 use crate::error::NetError;
 use crate::process_cpu::CpuUse;
@@ -95,6 +98,7 @@ impl Protocol for HeadroomTest<'_> {
             rate_bits: spec.udp_rate,
             window: spec.window,
             skip_rx_copy: spec.skip_rx_copy,
+            udp_offload: spec.udp_offload,
         };
         let test = match self.session.request(&req)? {
             Reply::TestReady { test } => test,
@@ -108,6 +112,7 @@ impl Protocol for HeadroomTest<'_> {
             udp_rate: spec.udp_rate.unwrap_or(0.0) / f64::from(spec.streams),
             window: spec.window,
             skip_rx_copy: spec.skip_rx_copy,
+            udp_offload: spec.udp_offload,
         };
         let (peer, timeout) = (self.session.peer, self.session.target.timeout);
         let setup = SocketSetup::data(&self.session.target.source, spec.window);
@@ -151,7 +156,7 @@ impl Protocol for HeadroomTest<'_> {
 
     fn start_rtt_under_load(&self, stop: Arc<AtomicBool>) -> Option<JoinHandle<Result<RrResult, NetError>>> {
         let (reach, keys) = (self.session.reach(), self.session.keys);
-        Some(std::thread::spawn(move || rr_loop(&reach, &keys, 64, Duration::from_secs(86_400), &stop, &mut |_| {})))
+        Some(std::thread::spawn(move || rr_loop(&reach, &keys, RR_UNDER_LOAD, &stop, &mut |_| {})))
     }
 
     fn finish(
@@ -183,6 +188,7 @@ impl Protocol for HeadroomTest<'_> {
             buffers: report.streams.iter().find_map(|s| s.buffers),
             missing_report: None,
             rx_copy_skipped: report.streams.iter().any(|s| s.rx_copy_skipped),
+            udp_offloaded: report.streams.iter().map(|s| (s.bytes_sent > 0, s.udp_offloaded)).collect(),
         })
     }
 
@@ -226,6 +232,7 @@ mod tests {
             udp_rate: 0.0,
             window: None,
             skip_rx_copy: false,
+            udp_offload: false,
         };
         let set = StreamSet::start_tcp(vec![(ours, false)], params);
         let t0 = Instant::now();

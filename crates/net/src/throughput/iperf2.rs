@@ -122,6 +122,7 @@ impl Iperf2Test<'_> {
             udp_rate: per_stream,
             window: spec.window,
             skip_rx_copy: spec.skip_rx_copy,
+            udp_offload: spec.udp_offload,
         };
         Ok(StreamSet::start_udp(socks, header, params))
     }
@@ -230,6 +231,7 @@ impl Protocol for Iperf2Test<'_> {
             udp_rate: 0.0,
             window: spec.window,
             skip_rx_copy: spec.skip_rx_copy,
+            udp_offload: spec.udp_offload,
         };
         let (sends, both) = (spec.direction == TrafficDirection::Upload, spec.direction == TrafficDirection::Bidir);
         Ok(StreamSet::start_tcp(datapath::tcp_streams(socks, sends, both)?, params))
@@ -290,6 +292,7 @@ mod tests {
             rtt_under_load: false,
             window: None,
             skip_rx_copy: false,
+            udp_offload: false,
             sample_interval: None,
         }
     }

@@ -81,6 +81,7 @@ impl Protocol for Iperf3Test<'_> {
             udp_rate: params.bandwidth as f64,
             window: spec.window,
             skip_rx_copy: spec.skip_rx_copy,
+            udp_offload: spec.udp_offload,
         };
         let mut udp_socks = Vec::new();
         let mut tcp_socks = Vec::new();

@@ -57,6 +57,11 @@ pub struct ThroughputSpec {
     /// a lighter receiver than an application's, recorded in the result.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub skip_rx_copy: bool,
+    /// UDP senders at both ends hand the kernel bursts of datagrams in one
+    /// call (GSO) and receivers take them coalesced (GRO), each datagram
+    /// with its own header (`--gsro`, as iperf3 3.21's): recorded in the result.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub udp_offload: bool,
     /// Length of each sample; None: a second (soak's turns, older requests).
     /// `headroom net` and `run` take [`headroom_runner::sample_interval_for`]
     /// of the duration, so a 3 s test has 20 samples.
@@ -225,6 +230,8 @@ pub struct ThroughputResult {
     pub buffers_remote: Option<headroom_result::BufferPair>,
     /// `--skip-rx-copy` asked: what each end's TCP receivers did.
     pub rx_copy: Option<RxCopySkipped>,
+    /// `--gsro` asked on a UDP test: what each end's UDP streams did.
+    pub udp_offload: Option<UdpOffload>,
     /// Why the server's figures are missing and this side's stand in
     /// (a stock iperf2 server that sent no UDP report): a note, not an error.
     pub missing_report: Option<String>,
@@ -240,6 +247,45 @@ pub struct RxCopySkipped {
     /// The server's receivers (None also when the server sent no report).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub remote: Option<bool>,
+}
+
+/// What each end's UDP streams did under `--gsro` (None: that end neither
+/// sent nor received, or did not say).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct UdpOffload {
+    /// This machine's streams.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local: Option<UdpOffloadEnd>,
+    /// The server's streams (a stock iperf3 or iperf2 server: false).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<UdpOffloadEnd>,
+}
+
+/// One end's UDP offload: `gso` when it sent (bursts left in one call),
+/// `gro` when it received (its kernel accepted UDP_GRO and handed it
+/// coalesced datagrams to split).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct UdpOffloadEnd {
+    /// The end sent: whether bursts left in one call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gso: Option<bool>,
+    /// The end received: whether its kernel coalesced for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gro: Option<bool>,
+}
+
+impl UdpOffloadEnd {
+    /// An end's record from whether its sending and receiving streams were
+    /// offloaded (`(sending, offloaded)` per stream): each half only when
+    /// the end had streams of that kind, true only when all of them were.
+    pub(crate) fn of(streams: impl IntoIterator<Item = (bool, bool)>) -> Option<Self> {
+        let (mut gso, mut gro) = (None, None);
+        for (sending, offloaded) in streams {
+            let half = if sending { &mut gso } else { &mut gro };
+            *half = Some(half.unwrap_or(true) && offloaded);
+        }
+        (gso.is_some() || gro.is_some()).then_some(UdpOffloadEnd { gso, gro })
+    }
 }
 
 impl ThroughputResult {
@@ -274,6 +320,21 @@ pub(crate) struct ServerFigures {
     /// The server's TCP receivers dropped their bytes in the kernel
     /// (headroom servers asked `--skip-rx-copy`; stock servers copy).
     pub rx_copy_skipped: bool,
+    /// The server's UDP streams under `--gsro`, as (sending, offloaded)
+    /// per stream; empty: a server that does not say (it sends and
+    /// receives one datagram per call).
+    pub udp_offloaded: Vec<(bool, bool)>,
+}
+
+/// The server's half of the `--gsro` record: what its streams said, or,
+/// from a server that says nothing, false for each way it sent or received.
+fn server_offload(direction: TrafficDirection, said: &[(bool, bool)]) -> Option<UdpOffloadEnd> {
+    if !said.is_empty() {
+        return UdpOffloadEnd::of(said.iter().copied());
+    }
+    let sends = direction != TrafficDirection::Upload;
+    let receives = direction != TrafficDirection::Download;
+    Some(UdpOffloadEnd { gso: sends.then_some(false), gro: receives.then_some(false) })
 }
 
 /// What the control protocols differ in; the measurement loop ([`measure`]) does the rest.
@@ -451,6 +512,10 @@ pub(crate) fn measure(
             remote: None,
         });
     }
+    if spec.udp_offload && result.udp {
+        let local = UdpOffloadEnd::of(outcomes.iter().map(|o| (o.sending, o.udp_offloaded)));
+        result.udp_offload = Some(UdpOffload { local, remote: None });
+    }
     if result.udp {
         result.udp_recv = outcomes
             .iter()
@@ -470,6 +535,9 @@ pub(crate) fn measure(
                 let server_receives = spec.direction != TrafficDirection::Download;
                 rx.remote = server_receives.then_some(figures.rx_copy_skipped);
             }
+            if let Some(offload) = result.udp_offload.as_mut() {
+                offload.remote = server_offload(spec.direction, &figures.udp_offloaded);
+            }
             result.missing_report = figures.missing_report;
             error = error.or(figures.error);
         }
@@ -478,4 +546,23 @@ pub(crate) fn measure(
     }
     result.error = error;
     Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_end_records_only_the_halves_it_ran_and_true_only_when_all_streams_were_offloaded() {
+        let end = |gso, gro| Some(UdpOffloadEnd { gso, gro });
+        assert_eq!(UdpOffloadEnd::of([(true, true), (true, true)]), end(Some(true), None));
+        assert_eq!(UdpOffloadEnd::of([(true, true), (true, false)]), end(Some(false), None));
+        assert_eq!(UdpOffloadEnd::of([(false, true), (true, false)]), end(Some(false), Some(true)));
+        assert_eq!(UdpOffloadEnd::of([]), None, "an end without streams says nothing");
+        // A server that says nothing did not offload what it sent or received.
+        assert_eq!(server_offload(TrafficDirection::Upload, &[]), end(None, Some(false)));
+        assert_eq!(server_offload(TrafficDirection::Download, &[]), end(Some(false), None));
+        assert_eq!(server_offload(TrafficDirection::Bidir, &[]), end(Some(false), Some(false)));
+        assert_eq!(server_offload(TrafficDirection::Upload, &[(false, true)]), end(None, Some(true)));
+    }
 }

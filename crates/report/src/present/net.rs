@@ -51,16 +51,22 @@ pub fn probe(p: &Probe, ceiling: &LinkCeiling, style: Style) -> String {
     let num = |k: &str| d.get(k).and_then(|v| v.as_f64());
     match &p.spec {
         ProbeSpec::Net(s) if s.test.is_latency() => match &p.summary.latency_ns {
-            Some(l) => format!(
-                "  {:<24} min {}  mean {}  p50 {}  p99 {}  max {}  stddev {}\n",
-                p.name,
-                format_latency(l.min.unwrap_or(0.0)),
-                format_latency(l.mean),
-                format_latency(l.p50),
-                format_latency(l.p99),
-                format_latency(l.max),
-                format_latency(l.stddev.unwrap_or(0.0))
-            ),
+            Some(l) => {
+                let mut text = format!(
+                    "  {:<24} min {}  mean {}  p50 {}  p99 {}  max {}  stddev {}\n",
+                    p.name,
+                    format_latency(l.min.unwrap_or(0.0)),
+                    format_latency(l.mean),
+                    format_latency(l.p50),
+                    format_latency(l.p99),
+                    format_latency(l.max),
+                    format_latency(l.stddev.unwrap_or(0.0))
+                );
+                if let Some(busy) = d.get(details::BUSY_POLL) {
+                    text += &format!("  {:<24} {}\n", "", busy_poll_line(busy));
+                }
+                text
+            }
             None => String::new(),
         },
         ProbeSpec::Ping(_) => match &p.summary.latency_ns {
@@ -120,6 +126,9 @@ pub fn probe(p: &Probe, ceiling: &LinkCeiling, style: Style) -> String {
             if let Some(rx) = d.get(details::SKIP_RX_COPY) {
                 text += &format!("  {:<24} {}\n", "", rx_copy_line(rx));
             }
+            if let Some(offload) = d.get(details::UDP_OFFLOAD) {
+                text += &format!("  {:<24} {}\n", "", udp_offload_line(offload));
+            }
             if let Some(l) = d.get("rtt_under_load_ns") {
                 text += &format!(
                     "  {:<24} RTT under load: mean {}  p99 {}\n",
@@ -145,6 +154,30 @@ fn rx_copy_line(rx: &serde_json::Value) -> String {
         })
         .collect();
     format!("receivers skipped the copy to user space (--skip-rx-copy): {}", ends.join(", "))
+}
+
+/// "busy-polled (--busy-poll): here spin yes, SO_BUSY_POLL yes; server spin no, SO_BUSY_POLL no".
+fn busy_poll_line(busy: &serde_json::Value) -> String {
+    let yes_no = |v: &serde_json::Value| if v.as_bool() == Some(true) { "yes" } else { "no" };
+    let end = |key: &str, name: &str| {
+        format!("{name} spin {}, SO_BUSY_POLL {}", yes_no(&busy[key]["spin"]), yes_no(&busy[key]["so_busy_poll"]))
+    };
+    format!("busy-polled (--busy-poll): {}; {}", end("local", "here"), end("remote", "server"))
+}
+
+/// "UDP offload (--gsro): here GSO yes, server GRO no": per end, what it
+/// did of what it could (GSO when it sent, GRO when it received).
+fn udp_offload_line(offload: &serde_json::Value) -> String {
+    let yes_no = |b: bool| if b { "yes" } else { "no" };
+    let ends: Vec<String> = [("local", "here"), ("remote", "server")]
+        .into_iter()
+        .flat_map(|(key, end)| {
+            [("gso", "GSO"), ("gro", "GRO")].into_iter().filter_map(move |(half, name)| {
+                offload[key][half].as_bool().map(|b| format!("{end} {name} {}", yes_no(b)))
+            })
+        })
+        .collect();
+    format!("UDP offload (--gsro): {}", ends.join(", "))
 }
 
 /// "socket buffers 4 MiB asked: here 4 MiB send / 4 MiB receive, server ...":
@@ -252,6 +285,24 @@ mod tests {
             is_virtual: false,
             note: Some("a note".into()),
         }
+    }
+
+    #[test]
+    fn the_busy_poll_line_says_each_end() {
+        let busy =
+            json!({"local": {"spin": true, "so_busy_poll": true}, "remote": {"spin": false, "so_busy_poll": false}});
+        assert_eq!(
+            busy_poll_line(&busy),
+            "busy-polled (--busy-poll): here spin yes, SO_BUSY_POLL yes; server spin no, SO_BUSY_POLL no"
+        );
+    }
+
+    #[test]
+    fn the_udp_offload_line_says_each_ends_half() {
+        let line = udp_offload_line(&json!({"local": {"gso": true}, "remote": {"gro": false}}));
+        assert_eq!(line, "UDP offload (--gsro): here GSO yes, server GRO no");
+        let both = udp_offload_line(&json!({"local": {"gso": true, "gro": true}}));
+        assert_eq!(both, "UDP offload (--gsro): here GSO yes, here GRO yes");
     }
 
     #[test]
