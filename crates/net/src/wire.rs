@@ -289,43 +289,49 @@ impl TrafficDirection {
     }
 }
 
+/// What a client asks of a test ([`Request::Test`]); the server checks it
+/// against its limits before trusting it. (Its fields sit beside `op` on the
+/// wire, as those of a struct variant would.)
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TestRequest {
+    /// UDP instead of TCP.
+    pub udp: bool,
+    /// Who sends.
+    pub direction: TrafficDirection,
+    /// Streams per direction.
+    pub streams: u32,
+    /// Planned length; the server refuses more than its --max-duration.
+    pub duration_ms: u64,
+    /// Bytes each sending stream moves before stopping (fixed-size transfer).
+    #[serde(default)]
+    pub bytes: Option<u64>,
+    /// Write size for TCP, datagram size for UDP.
+    pub len: u32,
+    /// UDP target rate, bits per second (whole test).
+    #[serde(default)]
+    pub rate_bits: Option<f64>,
+    /// Socket buffer of each data stream at both ends, bytes (iperf3's -w).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<u32>,
+    /// The server's TCP receivers drop what arrives in the kernel,
+    /// without copying it to user space (`--skip-rx-copy`). A server
+    /// that predates it reads as usual, and its report says so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skip_rx_copy: bool,
+    /// The server's UDP streams send bursts in one call (GSO) and
+    /// receive coalesced (GRO), where its kernel can (`--gsro`). A
+    /// server that predates it sends and receives one datagram per call,
+    /// and its report says so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub udp_offload: bool,
+}
+
 /// Client requests on a control connection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Request {
     /// Prepare a test; the server answers `TestReady`, then waits for the streams.
-    Test {
-        /// UDP instead of TCP.
-        udp: bool,
-        /// Who sends.
-        direction: TrafficDirection,
-        /// Streams per direction.
-        streams: u32,
-        /// Planned length; the server refuses more than its --max-duration.
-        duration_ms: u64,
-        /// Bytes each sending stream moves before stopping (fixed-size transfer).
-        #[serde(default)]
-        bytes: Option<u64>,
-        /// Write size for TCP, datagram size for UDP.
-        len: u32,
-        /// UDP target rate, bits per second (whole test).
-        #[serde(default)]
-        rate_bits: Option<f64>,
-        /// Socket buffer of each data stream at both ends, bytes (iperf3's -w).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        window: Option<u32>,
-        /// The server's TCP receivers drop what arrives in the kernel,
-        /// without copying it to user space (`--skip-rx-copy`). A server
-        /// that predates it reads as usual, and its report says so.
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        skip_rx_copy: bool,
-        /// The server's UDP streams send bursts in one call (GSO) and
-        /// receive coalesced (GRO), where its kernel can (`--gsro`). A
-        /// server that predates it sends and receives one datagram per call,
-        /// and its report says so.
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        udp_offload: bool,
-    },
+    Test(TestRequest),
     /// Stop the running test (or remote probe) and report.
     End,
     /// Leave.
@@ -563,6 +569,16 @@ pub(crate) fn decode<T: for<'de> Deserialize<'de>>(body: &[u8]) -> io::Result<T>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_test_request_reads_as_the_struct_variant_older_peers_send() {
+        // What a client from before `TestRequest` sent: the fields beside `op`.
+        let older = r#"{"op":"test","udp":false,"direction":"upload","streams":2,"duration_ms":1000,"bytes":null,"len":1448,"rate_bits":null}"#;
+        let Request::Test(asked) = serde_json::from_str(older).unwrap() else { panic!("not a test request") };
+        assert_eq!((asked.streams, asked.len, asked.window, asked.skip_rx_copy), (2, 1448, None, false));
+        let back: serde_json::Value = serde_json::to_value(Request::Test(asked)).unwrap();
+        assert_eq!(back, serde_json::from_str::<serde_json::Value>(older).unwrap(), "the same fields, flat");
+    }
 
     #[test]
     fn greeting_is_never_an_iperf3_cookie() {

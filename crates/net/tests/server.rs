@@ -279,7 +279,7 @@ fn busy_server_refuses_then_a_stalled_client_frees_its_slot() {
     let _: wire::Reply = wire::read_frame(&mut a, wire::MAX_FRAME).unwrap();
     wire::write_frame(
         &mut a,
-        &wire::Request::Test {
+        &wire::Request::Test(wire::TestRequest {
             udp: false,
             direction: TrafficDirection::Download,
             streams: 1,
@@ -290,7 +290,7 @@ fn busy_server_refuses_then_a_stalled_client_frees_its_slot() {
             window: None,
             skip_rx_copy: false,
             udp_offload: false,
-        },
+        }),
     )
     .unwrap();
     let _: wire::Reply = wire::read_frame(&mut a, wire::MAX_FRAME).unwrap();
@@ -552,7 +552,7 @@ fn a_client_silent_behind_a_dead_link_frees_its_slot_at_the_idle_timeout() {
     a.write_all(&msg).unwrap();
     let welcome: serde_json::Value = wire::read_frame(&mut a, wire::MAX_FRAME).unwrap();
     let session = welcome["session"].as_str().expect("welcome").to_string();
-    let test = wire::Request::Test {
+    let test = wire::Request::Test(wire::TestRequest {
         udp: false,
         direction: TrafficDirection::Upload,
         streams: 1,
@@ -563,7 +563,7 @@ fn a_client_silent_behind_a_dead_link_frees_its_slot_at_the_idle_timeout() {
         window: None,
         skip_rx_copy: false,
         udp_offload: false,
-    };
+    });
     wire::write_frame(&mut a, &test).unwrap();
     let ready: serde_json::Value = wire::read_frame(&mut a, wire::MAX_FRAME).unwrap();
     let mut data = TcpStream::connect(h.addr).unwrap();
@@ -641,7 +641,7 @@ fn data_streams_join_only_from_the_sessions_address_with_their_own_proof() {
     assert_eq!(welcome["session"], "", "the session secret crossed the wire: {welcome}");
     let keys = wire::SessionKeys::derived(token, &theirs, &ours);
 
-    let ask = wire::Request::Test {
+    let ask = wire::Request::Test(wire::TestRequest {
         udp: false,
         direction: TrafficDirection::Download,
         streams: 1,
@@ -652,7 +652,7 @@ fn data_streams_join_only_from_the_sessions_address_with_their_own_proof() {
         window: None,
         skip_rx_copy: false,
         udp_offload: false,
-    };
+    });
     wire::write_frame(&mut control, &ask).unwrap();
     let ready: serde_json::Value = wire::read_frame(&mut control, wire::MAX_FRAME).unwrap();
     let test = ready["test"].as_u64().expect("test ready") as u32;

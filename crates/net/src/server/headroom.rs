@@ -204,31 +204,8 @@ pub(super) fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, s: &Arc<Shar
                     return;
                 }
             }
-            Request::Test {
-                udp,
-                direction,
-                streams,
-                duration_ms,
-                bytes,
-                len,
-                rate_bits,
-                window,
-                skip_rx_copy,
-                udp_offload,
-            } => {
+            Request::Test(asked) => {
                 test_id += 1;
-                let asked = TestAsked {
-                    udp,
-                    direction,
-                    streams,
-                    duration_ms,
-                    bytes,
-                    len,
-                    rate_bits,
-                    window,
-                    skip_rx_copy,
-                    udp_offload,
-                };
                 if let Err(reason) = asked.validate(&s.cfg) {
                     let _ = wire::write_frame(&mut conn, &Reply::Refused { reason });
                     continue;
@@ -245,20 +222,8 @@ pub(super) fn serve_headroom(mut conn: TcpStream, peer: SocketAddr, s: &Arc<Shar
     }
 }
 
-/// A test as a client asked for it (the fields of [`Request::Test`]), not yet trusted.
-#[derive(Debug, Clone, Copy)]
-struct TestAsked {
-    udp: bool,
-    direction: TrafficDirection,
-    streams: u32,
-    duration_ms: u64,
-    bytes: Option<u64>,
-    len: u32,
-    rate_bits: Option<f64>,
-    window: Option<u32>,
-    skip_rx_copy: bool,
-    udp_offload: bool,
-}
+/// A test as a client asked for it, not yet trusted.
+type TestAsked = wire::TestRequest;
 
 impl TestAsked {
     /// Refuses what exceeds this server's limits, with the reason the client prints.

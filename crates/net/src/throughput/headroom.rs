@@ -15,7 +15,7 @@ use crate::error::NetError;
 use crate::process_cpu::CpuUse;
 use crate::socket::SocketSetup;
 use crate::udp_header::UdpHeader;
-use crate::wire::{self, Hello, Reply, Request};
+use crate::wire::{self, Hello, Reply, Request, TestRequest};
 use headroom_result::{NetProtocol, Sample};
 use std::net::TcpStream;
 use std::sync::atomic::AtomicBool;
@@ -88,7 +88,7 @@ impl Protocol for HeadroomTest<'_> {
 
     fn start(&mut self, spec: &ThroughputSpec) -> Result<StreamSet, NetError> {
         let udp = spec.udp_rate.is_some();
-        let req = Request::Test {
+        let req = Request::Test(TestRequest {
             udp,
             direction: spec.direction,
             streams: spec.streams,
@@ -99,7 +99,7 @@ impl Protocol for HeadroomTest<'_> {
             window: spec.window,
             skip_rx_copy: spec.skip_rx_copy,
             udp_offload: spec.udp_offload,
-        };
+        });
         let test = match self.session.request(&req)? {
             Reply::TestReady { test } => test,
             Reply::Refused { reason } => return Err(self.refused(&reason)),
