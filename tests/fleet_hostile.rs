@@ -12,7 +12,7 @@ mod net_support;
 mod support;
 
 use headroom_net::wire;
-use net_support::{bin, free_port, Served};
+use net_support::{bin, Served};
 use serde_json::Value;
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
@@ -25,10 +25,7 @@ use support::stderr;
 const TOKEN: &str = "fleet-hostile-token";
 
 fn serve(dir: &Path) -> (Served, u16) {
-    let port = free_port();
-    let mut cmd = Command::new(bin());
-    cmd.args(["serve", "--port", &port.to_string(), "--token", TOKEN, "--allow-path", dir.to_str().unwrap()]);
-    (Served::start(cmd, "127.0.0.1", port), port)
+    Served::serve(&["--token", TOKEN, "--allow-path", dir.to_str().unwrap()])
 }
 
 /// What the hostile proxy does with one of the server's messages.

@@ -7,10 +7,7 @@ use std::process::Command;
 use std::time::Duration;
 
 fn serve(extra: &[&str]) -> (Served, u16) {
-    let port = free_port();
-    let mut cmd = Command::new(bin());
-    cmd.args(["serve", "--port", &port.to_string()]).args(extra);
-    (Served::start(cmd, "127.0.0.1", port), port)
+    Served::serve(extra)
 }
 
 fn one_error_line(out: &std::process::Output, needle: &str) {

@@ -68,10 +68,7 @@ fn headroom_client_against_stock_iperf3_server() {
 fn stock_iperf3_client_against_headroom_serve() {
     headroom_lab::require_program!("iperf3");
     let _machine = headroom_lab::hold_machine();
-    let port = free_port();
-    let mut cmd = Command::new(bin());
-    cmd.args(["serve", "--iperf3", "--port", &port.to_string(), "--max-clients", "2"]);
-    let server = Served::start(cmd, "127.0.0.1", port);
+    let (server, port) = Served::serve(&["--iperf3", "--max-clients", "2"]);
     let cases: &[&[&str]] =
         &[&[], &["-R"], &["--bidir"], &["-P", "4"], &["-u", "-b", "100M"], &["-u", "-b", "100M", "-R"]];
     for (i, extra) in cases.iter().enumerate() {
@@ -156,10 +153,7 @@ fn in_flight_allowance(extra: &[&str]) -> f64 {
 fn stock_iperf3_clients_on_a_token_server_leave_a_slot_for_token_holders() {
     headroom_lab::require_program!("iperf3");
     let _machine = headroom_lab::hold_machine();
-    let port = free_port();
-    let mut cmd = Command::new(bin());
-    cmd.args(["serve", "--iperf3", "--token", "s3cret", "--port", &port.to_string(), "--max-clients", "2"]);
-    let _server = Served::start(cmd, "127.0.0.1", port);
+    let (_server, port) = Served::serve(&["--iperf3", "--token", "s3cret", "--max-clients", "2"]);
     let iperf = |secs: &str| {
         let mut c = Command::new("iperf3");
         c.args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", secs, "-b", "100M", "-J"]);
@@ -191,10 +185,7 @@ fn stock_iperf3_clients_on_a_token_server_leave_a_slot_for_token_holders() {
 #[test]
 fn an_iperf2_client_is_named_in_serves_log() {
     headroom_lab::require_program!("iperf");
-    let port = free_port();
-    let mut cmd = Command::new(bin());
-    cmd.args(["serve", "--iperf3", "--port", &port.to_string()]);
-    let server = Served::start(cmd, "127.0.0.1", port);
+    let (server, port) = Served::serve(&["--iperf3"]);
     let _ = Command::new("iperf")
         .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1"])
         .stdout(std::process::Stdio::null())

@@ -269,10 +269,7 @@ fn link_cut_mid_test_ends_with_an_error_and_keeps_samples() {
 fn server_killed_mid_test_client_reports_it_and_keeps_samples() {
     let _machine = headroom_lab::hold_machine();
     for test in ["up1", "down1"] {
-        let port = free_port();
-        let mut cmd = Command::new(bin());
-        cmd.args(["serve", "--port", &port.to_string()]);
-        let mut server = Served::start(cmd, "127.0.0.1", port);
+        let (mut server, port) = Served::serve(&[]);
         let client = Command::new(bin())
             .args(["net", &format!("127.0.0.1:{port}"), "--tests", test, "--time", "10s", "--timeout", "2s", "--json"])
             .stdout(std::process::Stdio::piped())
@@ -295,10 +292,7 @@ fn server_killed_mid_test_client_reports_it_and_keeps_samples() {
 #[test]
 fn client_killed_mid_test_frees_the_slot_within_the_idle_timeout() {
     let _machine = headroom_lab::hold_machine();
-    let port = free_port();
-    let mut cmd = Command::new(bin());
-    cmd.args(["serve", "--port", &port.to_string(), "--max-clients", "1", "--idle-timeout", "2s"]);
-    let server = Served::start(cmd, "127.0.0.1", port);
+    let (server, port) = Served::serve(&["--max-clients", "1", "--idle-timeout", "2s"]);
     let mut victim = Command::new(bin())
         .args(["net", &format!("127.0.0.1:{port}"), "--tests", "up1", "--time", "30s"])
         .stdout(std::process::Stdio::null())

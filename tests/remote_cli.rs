@@ -12,44 +12,7 @@ use std::time::{Duration, Instant};
 use support::{disk_leftovers, one_error_line};
 
 fn serve_allowing(dir: &Path, extra: &[&str]) -> (Served, u16) {
-    serve_on_a_free_port(&[&["--allow-path", dir.to_str().unwrap()], extra].concat())
-}
-
-/// `headroom serve ARGS` on a free port, known to be this server: another
-/// test may be handed the same free port between its probe and its bind, and
-/// a connect to the port would then reach that test's server (a probe refused
-/// as "does not allow disk probes" made a test file never appear). So this
-/// waits for the server's own "listening on" line (stderr); a server that
-/// lost the bind exits without it, and a fresh port is tried.
-fn serve_on_a_free_port(args: &[&str]) -> (Served, u16) {
-    use std::io::BufRead;
-    for _ in 0..3 {
-        let port = free_port();
-        let mut child = Command::new(bin())
-            .args(["serve", "--port", &port.to_string()])
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start headroom serve");
-        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let (out, seen) = (child.stdout.take().unwrap(), lines.clone());
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-                seen.lock().unwrap().push(line);
-            }
-        });
-        let mut err = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-        let listening = format!("listening on 127.0.0.1:{port} ");
-        if err.by_ref().map_while(Result::ok).any(|l| l.contains(&listening)) {
-            // Keep reading, so a full pipe never blocks the server.
-            std::thread::spawn(move || err.for_each(drop));
-            return (Served { child, lines }, port);
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    panic!("headroom serve did not listen on any of three free ports");
+    Served::serve(&[&["--allow-path", dir.to_str().unwrap()], extra].concat())
 }
 
 fn headroom(args: &[&str]) -> std::process::Output {
@@ -127,7 +90,7 @@ fn every_way_to_fail_is_one_line_and_exit_2() {
     }
 
     // A server that allows no disk probes says how to allow them.
-    let (_bare, port) = serve_on_a_free_port(&[]);
+    let (_bare, port) = Served::serve(&[]);
     let out = disk(e, &format!("127.0.0.1:{port}"), "unused");
     one_error_line(&out, &["does not allow disk probes", "headroom serve --allow-path"]);
 

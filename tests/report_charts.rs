@@ -12,9 +12,8 @@ mod net_support;
 mod support;
 
 use headroom_lab::chromium::{self, CHROMIUM};
-use net_support::{free_port, Served};
+use net_support::Served;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 fn artifacts() -> PathBuf {
@@ -127,10 +126,7 @@ fn charts_of_real_results_render_in_headless_chromium() {
     std::fs::write(&sweep_path, sweep.to_string()).unwrap();
 
     // Two network runs against a server on loopback: 2 s each, round trips and one stream up.
-    let port = free_port();
-    let mut serve = Command::new(support::headroom_bin());
-    serve.args(["serve", "--port", &port.to_string(), "--quiet"]);
-    let server = Served::start(serve, "127.0.0.1", port);
+    let (server, port) = Served::serve(&["--quiet"]);
     let peer = format!("127.0.0.1:{port}");
     let mut net_paths = Vec::new();
     for label in ["first", "second"] {

@@ -14,10 +14,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 use support::{disk_leftovers, one_error_line, scrape};
 
-fn serve_allowing(dir: &Path, port: u16, extra: &[&str]) -> Served {
-    let mut cmd = Command::new(bin());
-    cmd.args(["serve", "--port", &port.to_string(), "--allow-path", dir.to_str().unwrap()]).args(extra);
-    Served::start(cmd, "127.0.0.1", port)
+fn serve_allowing(dir: &Path, extra: &[&str]) -> (Served, u16) {
+    Served::serve(&[&["--allow-path", dir.to_str().unwrap()], extra].concat())
 }
 
 fn soak(args: &[&str]) -> Output {
@@ -36,8 +34,7 @@ fn probe<'a>(doc: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
 #[test]
 fn the_servers_disk_soaks_next_to_the_clients_and_resume_keeps_it() {
     let (srv, cli) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let port = free_port();
-    let _server = serve_allowing(srv.path(), port, &["--token", "s3cret"]);
+    let (_server, port) = serve_allowing(srv.path(), &["--token", "s3cret"]);
     let at = format!("127.0.0.1:{port}");
     let (s, c) = (srv.path().to_str().unwrap(), cli.path().to_str().unwrap());
     let db = cli.path().join("far.sqlite");
@@ -115,8 +112,7 @@ fn wait_for(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
 #[test]
 fn a_server_killed_mid_soak_is_an_outage_and_the_soak_goes_on() {
     let (srv, cli) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let port = free_port();
-    let server = serve_allowing(srv.path(), port, &[]);
+    let (server, port) = serve_allowing(srv.path(), &[]);
     let db = cli.path().join("far.sqlite");
     let metrics_port = free_port();
     let client = Command::new(bin())
@@ -138,7 +134,7 @@ fn a_server_killed_mid_soak_is_an_outage_and_the_soak_goes_on() {
     // Back after a write turn and a remote turn that finds nobody; it removes
     // its old test file as it starts.
     std::thread::sleep(Duration::from_secs(3));
-    let _again = serve_allowing(srv.path(), port, &[]);
+    let _again = Served::serve_again(port, &["--allow-path", srv.path().to_str().unwrap()]);
     // The metrics, while it runs: the server's probe under its name, the outage counted.
     let mut seen = String::new();
     let both = || {
@@ -201,10 +197,9 @@ fn bad_remote_flags_are_one_line_and_an_unreachable_server_an_outage() {
     assert!(!db.exists(), "no database for a refused command");
 
     // What the server refuses: one line each, nothing left on either side.
-    let port = free_port();
-    let at = format!("127.0.0.1:{port}");
     {
-        let _server = serve_allowing(srv.path(), port, &["--token", "s3cret"]);
+        let (_server, port) = serve_allowing(srv.path(), &["--token", "s3cret"]);
+        let at = format!("127.0.0.1:{port}");
         let db2 = cli.path().join("outside.sqlite");
         let args = [&quick[..8], &["--server", &at, "--token", "s3cret", "--remote-path", c, "--db"]].concat();
         one_error_line(&soak(&[&args[..], &[db2.to_str().unwrap()]].concat()), &["outside every --allow-path"]);
@@ -215,9 +210,8 @@ fn bad_remote_flags_are_one_line_and_an_unreachable_server_an_outage() {
         assert!(!db2.exists() && !db3.exists());
     }
     {
-        let mut plain = Command::new(bin());
-        plain.args(["serve", "--port", &port.to_string()]);
-        let _server = Served::start(plain, "127.0.0.1", port);
+        let (_server, port) = Served::serve(&[]);
+        let at = format!("127.0.0.1:{port}");
         let db4 = cli.path().join("nodisk.sqlite");
         let args = [&quick[..8], &["--server", &at, "--remote-path", s, "--db", db4.to_str().unwrap()]].concat();
         one_error_line(&soak(&args), &["does not allow disk probes", "--allow-path"]);
@@ -226,6 +220,7 @@ fn bad_remote_flags_are_one_line_and_an_unreachable_server_an_outage() {
     assert!(disk_leftovers(srv.path()).is_empty() && disk_leftovers(cli.path()).is_empty(), "test files left");
 
     // Nobody there at all: the server's turns are outages, the client's disk goes on.
+    let at = format!("127.0.0.1:{}", free_port());
     let args = [&quick[..8], &["--server", &at, "--remote-path", s, "--cycle", "remote-write,write"]].concat();
     let doc = json(&soak(&[&args[..], &["--db", db_s, "--json"]].concat()));
     let kinds: Vec<&str> =

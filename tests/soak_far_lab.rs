@@ -46,9 +46,10 @@ fn the_servers_throttled_disk_shows_in_its_probes_and_not_in_the_clients() {
     let (srv, cli) = (mnt.path().join("srv"), mnt.path().join("cli"));
     std::fs::create_dir_all(&srv).unwrap();
     std::fs::create_dir_all(&cli).unwrap();
-    let port = free_port();
-    let serve = ["serve", "--port", &port.to_string(), "--allow-path", srv.to_str().unwrap()];
-    let server = Served::start(throttle.command(Path::new(bin()), &serve), "127.0.0.1", port);
+    let (server, port) = Served::serve_wrapped(|port| {
+        throttle
+            .command(Path::new(bin()), &["serve", "--port", &port.to_string(), "--allow-path", srv.to_str().unwrap()])
+    });
 
     let db = cli.join("soak.sqlite");
     let at = format!("127.0.0.1:{port}");

@@ -30,17 +30,11 @@ pub struct Served {
 }
 
 impl Served {
-    /// Starts `cmd` (stdout piped) and waits until `port` on `host` accepts.
+    /// Starts `cmd` (stdout piped) and waits until `port` on `host` accepts:
+    /// for peers' servers (iperf3); `headroom serve` starts with [`Served::serve`].
     pub fn start(mut cmd: Command, host: &str, port: u16) -> Served {
         let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("start server");
-        let out = child.stdout.take().unwrap();
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let l2 = lines.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                l2.lock().unwrap().push(line);
-            }
-        });
+        let lines = collect_lines(child.stdout.take().unwrap());
         let t0 = Instant::now();
         // Probe with RST-closed connections so the probe leaves no TIME_WAIT behind.
         let addr: std::net::SocketAddr = format!("{host}:{port}").parse().expect("host is an IP literal");
@@ -56,6 +50,57 @@ impl Served {
             std::thread::sleep(Duration::from_millis(50));
         }
         Served { child, lines }
+    }
+
+    /// `headroom serve ARGS` on a free port, known to be this server: another
+    /// test may be handed the same free port between its probe and its bind,
+    /// and a connect to the port would then reach that test's server (a probe
+    /// refused as "does not allow disk probes" made a test file never appear).
+    /// So this waits for the server's own banner naming the port (stderr); a
+    /// server that lost the bind exits without it, and a fresh port is tried.
+    pub fn serve(args: &[&str]) -> (Served, u16) {
+        Served::serve_wrapped(|port| {
+            let mut cmd = Command::new(bin());
+            cmd.args(["serve", "--port", &port.to_string()]).args(args);
+            cmd
+        })
+    }
+
+    /// As [`Served::serve`], with the command built by `command(port)` (for
+    /// a server started inside a cgroup, say).
+    pub fn serve_wrapped(command: impl Fn(u16) -> Command) -> (Served, u16) {
+        for _ in 0..3 {
+            let port = free_port();
+            if let Some(served) = Served::start_serve(command(port), port) {
+                return (served, port);
+            }
+        }
+        panic!("headroom serve did not listen on any of three free ports");
+    }
+
+    /// `headroom serve ARGS` again on `port` (a server that was killed comes
+    /// back where its clients look for it); panics if it cannot listen there.
+    pub fn serve_again(port: u16, args: &[&str]) -> Served {
+        let mut cmd = Command::new(bin());
+        cmd.args(["serve", "--port", &port.to_string()]).args(args);
+        Served::start_serve(cmd, port).unwrap_or_else(|| panic!("headroom serve could not listen on port {port} again"))
+    }
+
+    /// Starts `cmd`, a `headroom serve` on `port`; None when it exits
+    /// without its banner (it lost the bind).
+    fn start_serve(mut cmd: Command, port: u16) -> Option<Served> {
+        let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start headroom serve");
+        let lines = collect_lines(child.stdout.take().unwrap());
+        let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
+        let banner = format!(":{port} (TCP and UDP)");
+        if err.by_ref().map_while(Result::ok).any(|l| l.contains("listening on") && l.contains(&banner)) {
+            // Keep reading, so a full pipe never blocks the server.
+            std::thread::spawn(move || err.for_each(drop));
+            return Some(Served { child, lines });
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        None
     }
 
     /// Waits until at least `n` log lines arrived; returns them.
@@ -76,6 +121,18 @@ impl Drop for Served {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Collects `out`'s lines as they come, on a thread of their own.
+fn collect_lines(out: std::process::ChildStdout) -> Arc<Mutex<Vec<String>>> {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let seen = lines.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            seen.lock().unwrap().push(line);
+        }
+    });
+    lines
 }
 
 /// `bytes=N` from a server log line.
