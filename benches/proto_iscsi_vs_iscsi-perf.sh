@@ -10,6 +10,7 @@
 # random data in /dev/shm (--bsoflags direct), the clients in the other.
 #
 # Usage (root): benches/proto_iscsi_vs_iscsi-perf.sh [ROUNDS] [SECONDS] [RATE]
+# (ONLY_1M=1: the 1M reads only.)
 # Needs tgt, libiscsi-bin (iscsi-perf), iproute2 and jq. Everything it makes
 # (namespaces, tgtd, the LUN file) is removed at the end.
 set -euo pipefail
@@ -110,5 +111,5 @@ bench() {
   bench_row_from "iSCSI (tgt)" "$name: CPU s per GB" "s/GB" "iscsi-perf" "<= 1.0" "$tmp/h3" "$tmp/p3" 3
 }
 
-bench "4K randread QD32" 4096 "-r -m 32 -b 8" --rw randread --bs 4k --qd 32
+[ -n "${ONLY_1M:-}" ] || bench "4K randread QD32" 4096 "-r -m 32 -b 8" --rw randread --bs 4k --qd 32
 bench "1M read QD8" 1048576 "-m 8 -b 2048" --rw read --bs 1M --qd 8

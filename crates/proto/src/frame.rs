@@ -57,6 +57,8 @@ pub struct Conn {
     silence: Duration,
     stop: Arc<AtomicBool>,
     names: Names,
+    /// Bytes that must be queued before a wait ends (SO_RCVLOWAT as last set).
+    wake_at: usize,
 }
 
 impl Conn {
@@ -78,6 +80,7 @@ impl Conn {
             silence,
             stop,
             names,
+            wake_at: 1,
         }
     }
 
@@ -152,7 +155,16 @@ impl Conn {
     /// Reads what the socket has now: into `into` first while nothing else
     /// is buffered (a payload whose header was already cut), then into the
     /// receive buffer. Returns the bytes that went into `into`.
-    pub fn read_some(&mut self, mut into: Option<&mut [u8]>) -> io::Result<usize> {
+    pub fn read_some(&mut self, into: Option<&mut [u8]>) -> io::Result<usize> {
+        self.read_some_up_to(into, usize::MAX)
+    }
+
+    /// [`Conn::read_some`], buffering at most `buffered_max` bytes: a caller
+    /// that knows where the next frame's header ends reads only that far, so
+    /// the large payload behind it can go straight into its own buffer
+    /// instead of through the receive buffer (one copy less per byte, for
+    /// one more read per frame).
+    pub fn read_some_up_to(&mut self, mut into: Option<&mut [u8]>, buffered_max: usize) -> io::Result<usize> {
         if self.rx_start == self.rx_end {
             self.rx_start = 0;
             self.rx_end = 0;
@@ -170,6 +182,7 @@ impl Conn {
             if let Some(dst) = into.as_deref_mut() {
                 // One copy less than through `rx`.
                 if self.rx_start == self.rx_end && filled < dst.len() {
+                    let asked = dst.len() - filled;
                     match self.sock.read(&mut dst[filled..]) {
                         Ok(0) => {
                             self.broken = true;
@@ -179,6 +192,9 @@ impl Conn {
                             filled += n;
                             any = true;
                             self.last_heard = Instant::now();
+                            if n < asked {
+                                return Ok(filled);
+                            }
                             continue;
                         }
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(filled),
@@ -187,10 +203,12 @@ impl Conn {
                     }
                 }
             }
-            if self.rx_end == self.rx.len() {
+            let end = self.rx.len().min(self.rx_start.saturating_add(buffered_max));
+            if self.rx_end >= end {
                 return Ok(filled);
             }
-            match self.sock.read(&mut self.rx[self.rx_end..]) {
+            let asked = end - self.rx_end;
+            match self.sock.read(&mut self.rx[self.rx_end..end]) {
                 Ok(0) => {
                     // What arrived before the close (a login reject) is parsed first.
                     self.eof = true;
@@ -204,11 +222,27 @@ impl Conn {
                     self.rx_end += n;
                     any = true;
                     self.last_heard = Instant::now();
+                    // A short read emptied the socket: the next would only
+                    // say WouldBlock (the waits are level-triggered).
+                    if n < asked {
+                        return Ok(filled);
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(filled),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(self.dropped(e)),
             }
+        }
+    }
+
+    /// Lets the next waits end only once `bytes` arrived (or the peer
+    /// closed, or a slice passed): for a payload whose length is known, so
+    /// that it is read in a few large reads, not one per arriving packet.
+    pub fn wake_when_queued(&mut self, bytes: usize) {
+        let bytes = bytes.max(1);
+        if bytes != self.wake_at {
+            os::wake_when_queued(&self.sock, bytes);
+            self.wake_at = bytes;
         }
     }
 

@@ -79,7 +79,22 @@ pub struct Session {
     direct: Option<Direct>,
     /// Padding bytes still to drop after a direct payload.
     skip: usize,
+    /// Payload bytes read straight from the socket into I/O buffers, not
+    /// through the receive buffer (what a profile of the copies counts).
+    received_direct: u64,
+    /// The last Data-In was large ([`HEADER_FIRST_FROM`]): read headers
+    /// apart from their payloads.
+    header_first: bool,
 }
+
+/// The most bytes a wait for a direct payload waits to have queued: a
+/// quarter of the largest Data-In, so the kernel's receive buffer always
+/// holds it (Linux grows it to twice the mark).
+const WAKE_AT_MOST: usize = 256 << 10;
+/// A Data-In payload from which the copy through the receive buffer costs
+/// more than the extra read of its header on its own: 1 MiB of copies is
+/// ~100 us on a 2020s core, a read of 48 bytes ~1-2 us.
+const HEADER_FIRST_FROM: usize = 64 << 10;
 
 fn other(msg: impl Into<String>) -> io::Error {
     io::Error::other(msg.into())
@@ -230,12 +245,16 @@ impl Session {
     }
 
     /// Reads what the socket has now: a direct Data-In's payload straight
-    /// into its I/O buffer.
+    /// into its I/O buffer. While the target sends large Data-In PDUs, only
+    /// up to the end of the next header is buffered, so that the payload
+    /// behind it goes direct too rather than through the receive buffer.
     fn read_some(&mut self) -> io::Result<()> {
+        let buffered_max = if self.header_first { self.next_header_end() } else { usize::MAX };
         let into = self.direct.as_ref().map(|d| &mut self.pool.slice_mut(usize::from(d.buf))[d.at..d.end]);
-        let n = self.conn.read_some(into)?;
+        let n = self.conn.read_some_up_to(into, buffered_max)?;
         if let Some(d) = self.direct.as_mut() {
             d.at += n;
+            self.received_direct += n as u64;
         }
         Ok(())
     }
@@ -243,6 +262,8 @@ impl Session {
     /// Waits for the socket until `deadline` (at most one slice), then moves
     /// bytes both ways.
     fn wait(&mut self, deadline: Instant) -> io::Result<()> {
+        let payload_left = self.direct.map_or(1, |d| (d.end - d.at).min(WAKE_AT_MOST));
+        self.conn.wake_when_queued(payload_left);
         self.conn.wait(deadline)?;
         self.read_some()
     }
@@ -285,6 +306,8 @@ impl Session {
             sync_done: Vec::new(),
             dead: false,
             direct: None,
+            header_first: false,
+            received_direct: 0,
             skip: 0,
         }
     }

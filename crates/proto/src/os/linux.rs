@@ -105,3 +105,20 @@ pub(crate) fn poll(fd: RawFd, events: i16, timeout: Duration) -> io::Result<i16>
     }
     Ok(if n == 0 { 0 } else { pfd.revents })
 }
+
+/// Asks the kernel to wake a wait on `sock` only once `bytes` are queued
+/// (SO_RCVLOWAT; a FIN or an error still wakes it). Best effort: a kernel
+/// that refuses keeps waking on every arrival, which is only slower.
+pub(crate) fn wake_when_queued(sock: &impl AsSocket, bytes: usize) {
+    let value = bytes.clamp(1, libc::c_int::MAX as usize) as libc::c_int;
+    // SAFETY: an int option on a socket this process holds, for the call only.
+    unsafe {
+        libc::setsockopt(
+            sock.as_fd().as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}

@@ -12,6 +12,8 @@
 //!   for a socket to be ready ([`Ready`]), bounded by a timeout (Linux also
 //!   has `poll`, for the sockets libnbd and libnfs hold as file
 //!   descriptors); the TCP connect is headroom-net's `connect_within`;
+//! - `wake_when_queued`: a socket's waits end only once so many bytes are
+//!   queued (SO_RCVLOWAT; a no-op where the platform has none);
 //! - `io_error_code`: the error number a failed I/O's completion carries
 //!   for a kind of failure (errno on Linux, a Win32 error on Windows).
 //!

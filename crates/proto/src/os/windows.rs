@@ -84,3 +84,6 @@ pub(crate) fn wait_socket(sock: &impl AsSocket, ready: Ready, timeout: Duration)
     }
     Ok(n > 0)
 }
+
+/// Windows' TCP provider has no SO_RCVLOWAT: every arrival wakes a wait.
+pub(crate) fn wake_when_queued(_: &impl AsSocket, _: usize) {}

@@ -75,6 +75,18 @@ impl Session {
         Ok(Some((h, start..start + h.data_len)))
     }
 
+    /// How many bytes to buffer to have the next PDU's header (after the
+    /// padding still to drop), and its rest too once the header is here and
+    /// says how long it is.
+    pub(super) fn next_header_end(&self) -> usize {
+        let header_end = self.skip + BHS;
+        let Some(head) = self.conn.buffered().get(self.skip..header_end) else { return header_end };
+        match head.try_into().map(Header::parse) {
+            Ok(Ok(h)) => header_end + h.rest_len(),
+            _ => usize::MAX,
+        }
+    }
+
     /// Starts receiving a Data-In for a runner I/O into its buffer when its
     /// header is here but its payload is not yet; anything unusual is left
     /// to [`Self::parse_one`] and [`Self::handle`] to judge.
@@ -122,6 +134,7 @@ impl Session {
     /// A Data-In's payload is in place: count it, and finish the command if
     /// the PDU carried its status.
     fn data_in_done(&mut self, h: &Header) -> io::Result<()> {
+        self.header_first = h.data_len >= super::HEADER_FIRST_FROM;
         if let Some(task) = self.tasks.get_mut(&h.itt) {
             task.received += h.data_len as u32;
         }

@@ -238,3 +238,39 @@ fn commands_stay_within_the_cmdsn_window_and_the_cap_is_recorded() {
     let (most, beyond) = target.join().unwrap();
     assert_eq!((most, beyond), (2, 0), "commands held at once, commands beyond the window");
 }
+
+/// Large Data-In PDUs arriving back to back: once one large PDU was seen,
+/// only headers go through the receive buffer and every later payload is
+/// read straight into the I/O buffer (one copy less per byte), and the data
+/// lands byte for byte. Reading as much as the socket had would have taken
+/// the three PDUs sent together whole into the receive buffer.
+#[test]
+fn payloads_behind_large_data_in_headers_go_straight_into_the_buffer() {
+    const PIECE: usize = 64 << 10;
+    let (client, mut server) = pair();
+    client.set_nonblocking(true).unwrap();
+    let mut s = Session::fresh(client, Arc::default(), 0, 1, 4 * PIECE);
+    (s.max_cmd_sn, s.next_itt) = (64, 4);
+    s.tasks.insert(1, Task::new(1, IoKind::Read, Sink::Pool(0), 4 * PIECE as u32));
+    let data: Vec<u8> = (0..4 * PIECE).map(|i| (i * 7 + i / 251) as u8).collect();
+    let pdu = |i: usize| {
+        let flags = if i == 3 { 0x81 } else { 0 };
+        let h = Out::new(op::DATA_IN, false, flags).data_len(PIECE).word(16, 1).word(20, RESERVED_TAG);
+        let h = h.word(24, 1).word(28, 1).word(32, 64).word(40, (i * PIECE) as u32);
+        [&h.bhs[..], &data[i * PIECE..(i + 1) * PIECE]].concat()
+    };
+    let (first, rest) = (pdu(0), [pdu(1), pdu(2), pdu(3)].concat());
+    let target = std::thread::spawn(move || {
+        server.write_all(&first).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        server.write_all(&rest).unwrap();
+        server
+    });
+    let mut done = Vec::new();
+    s.getevents(1, &mut done).unwrap();
+    let _server = target.join().unwrap();
+    assert_eq!(done.len(), 1);
+    assert!(s.buffer_mut(0)[..4 * PIECE] == data[..], "the payload landed byte for byte");
+    assert!(s.received_direct >= 3 * PIECE as u64, "{} bytes direct", s.received_direct);
+    s.dead = true;
+}
