@@ -29,6 +29,13 @@ use std::time::{Duration, Instant};
 /// pile up before a write that did not empty it.
 const TX_COMPACT: usize = 8 << 20;
 
+/// Bytes from which a write straight from the caller's pieces pays: below,
+/// copying them to be sent with what follows costs less than a writev of
+/// their own (small requests are written many to one call).
+const WRITE_DIRECT_FROM: usize = 64 << 10;
+/// The most slices one writev takes here (Linux's IOV_MAX is 1024).
+const WRITEV_MAX: usize = 1024;
+
 /// The peer and its exchanges as the connection's errors name them.
 #[derive(Debug, Clone, Copy)]
 pub struct Names {
@@ -114,6 +121,52 @@ impl Conn {
         self.tx.extend_from_slice(data);
         self.tx.resize(self.tx.len() + padding, 0);
         self.tx_total += (head.len() + data.len() + padding) as u64;
+    }
+
+    /// Queues `pieces` to send, in order, as [`Conn::push`] would; when
+    /// they are large ([`WRITE_DIRECT_FROM`]) and nothing else waits to be
+    /// sent, what the socket takes at once is written straight from them
+    /// (writev), so only the rest is copied into the send buffer. An error
+    /// is left for the next write to report.
+    pub fn push_pieces(&mut self, pieces: &[&[u8]]) {
+        let (mut piece, mut within) = (0, 0);
+        let large = pieces.iter().map(|p| p.len()).sum::<usize>() >= WRITE_DIRECT_FROM;
+        if large && self.unsent() == 0 && !self.broken {
+            while piece < pieces.len() {
+                let batch: Vec<io::IoSlice> = std::iter::once(&pieces[piece][within..])
+                    .chain(pieces[piece + 1..].iter().copied())
+                    .take(WRITEV_MAX)
+                    .map(io::IoSlice::new)
+                    .collect();
+                match self.sock.write_vectored(&batch) {
+                    Ok(0) => break,
+                    Ok(mut n) => {
+                        self.tx_total += n as u64;
+                        while n > 0 {
+                            let left = pieces[piece].len() - within;
+                            if n < left {
+                                within += n;
+                                break;
+                            }
+                            n -= left;
+                            (piece, within) = (piece + 1, 0);
+                        }
+                        // Empty pieces are nothing left to write.
+                        while piece < pieces.len() && pieces[piece].len() == within {
+                            (piece, within) = (piece + 1, 0);
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+        }
+        if piece < pieces.len() {
+            self.push(&pieces[piece][within..], &[], 0);
+            for rest in &pieces[piece + 1..] {
+                self.push(rest, &[], 0);
+            }
+        }
     }
 
     /// Bytes ever queued to send.

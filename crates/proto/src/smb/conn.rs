@@ -231,7 +231,7 @@ impl Conn {
         if let Some(hash) = &mut self.preauth {
             *hash = sign::preauth_chain(hash, &[&head[4..], payload]);
         }
-        self.link.push(&head, payload, 0);
+        self.link.push_pieces(&[&head, payload]);
         h.message_id
     }
 

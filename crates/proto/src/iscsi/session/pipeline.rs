@@ -176,6 +176,9 @@ impl Session {
         let seg = self.params.target_max_recv.max(512);
         let data = self.pool.slice_mut(usize::from(buf));
         let (mut off, end, mut sn) = (offset, offset + len, 0u32);
+        // The headers first, then one gathered write of headers and
+        // payloads straight from the I/O buffer (Conn::push_pieces).
+        let mut heads = Vec::with_capacity(end.saturating_sub(off).div_ceil(seg) as usize);
         while off < end {
             let n = seg.min(end - off);
             let last = off + n == end;
@@ -188,11 +191,17 @@ impl Session {
                 .word(at::DATA_SN, sn)
                 .word(at::BUFFER_OFFSET, off)
                 .bhs;
-            let payload = &data[off as usize..(off + n) as usize];
-            self.conn.push(&bhs, payload, pdu::pad4(payload.len()) - payload.len());
+            heads.push((bhs, off as usize..(off + n) as usize));
             off += n;
             sn += 1;
         }
+        const ZEROS: [u8; 3] = [0; 3];
+        let mut pieces: Vec<&[u8]> = Vec::with_capacity(3 * heads.len());
+        for (bhs, range) in &heads {
+            let pad = pdu::pad4(range.len()) - range.len();
+            pieces.extend([&bhs[..], &data[range.clone()], &ZEROS[..pad]]);
+        }
+        self.conn.push_pieces(&pieces);
     }
 
     /// Admits an R2T for `len` bytes at `off` of task `itt`: the range must

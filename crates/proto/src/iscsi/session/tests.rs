@@ -109,6 +109,13 @@ fn r2ts_beyond_max_outstanding_r2t_are_refused() {
     let mut s = Session::detached(client, Arc::default());
     s.outstanding();
     assert_eq!(s.params.max_outstanding_r2t, 1);
+    // The target reads nothing: once the socket's buffers are full, a
+    // Data-Out waits in the send buffer (this test is not about how much
+    // may wait there).
+    s.tx_limit = usize::MAX;
+    s.conn.push(&vec![0; 32 << 20], &[], 0);
+    s.conn.write_some().unwrap();
+    assert!(s.conn.unsent() > 0, "the socket took 32 MiB");
     // The second R2T comes while the first one's Data-Out has not left.
     s.received(&r2t(2, 0, 2048));
     s.received(&r2t(2, 2048, 2048));
@@ -272,5 +279,34 @@ fn payloads_behind_large_data_in_headers_go_straight_into_the_buffer() {
     assert_eq!(done.len(), 1);
     assert!(s.buffer_mut(0)[..4 * PIECE] == data[..], "the payload landed byte for byte");
     assert!(s.received_direct >= 3 * PIECE as u64, "{} bytes direct", s.received_direct);
+    s.dead = true;
+}
+
+/// A Data-Out burst leaves straight from the I/O buffer when nothing else
+/// waits to be sent, in Data-Out PDUs of the target's MaxRecvDataSegmentLength
+/// whose headers, payloads and padding arrive in order, byte for byte.
+#[test]
+fn a_data_out_burst_is_written_from_the_buffer_in_order() {
+    let (client, mut server) = pair();
+    let mut s = Session::detached(client, Arc::default());
+    s.outstanding();
+    const LEN: usize = 64 << 10;
+    s.tasks.insert(2, Task::new(2, IoKind::Write, Sink::Pool(0), LEN as u32));
+    s.pool = BufferPool::new(1, LEN, 4096);
+    s.params.target_max_recv = 8190; // PDUs of 8190 bytes (2 of padding each), the last of 16
+    let data: Vec<u8> = (0..LEN).map(|i| (i % 253) as u8).collect();
+    s.buffer_mut(0)[..LEN].copy_from_slice(&data);
+    s.received(&r2t(2, 0, LEN as u32));
+    s.process().unwrap();
+    assert_eq!(s.conn.unsent(), 0, "all of it written at once, none copied to the send buffer");
+    let mut got = Vec::new();
+    while got.len() < LEN {
+        let (bhs, payload) = read_pdu(&mut server).unwrap();
+        let h = Header::parse(&bhs).unwrap();
+        assert_eq!((h.opcode, h.word40 as usize), (op::DATA_OUT, got.len()));
+        assert_eq!(h.flags & flag::FINAL != 0, got.len() + h.data_len == LEN);
+        got.extend_from_slice(&payload[..h.data_len]);
+    }
+    assert!(got == data);
     s.dead = true;
 }
