@@ -592,13 +592,13 @@ iscsi() {
   # The LUN is all zeros: the signature check lets a write through. It
   # writes from offset 0, so a second write finds data there and is refused
   # in one line (headroom.exe cannot tell a filesystem from test data).
-  win --json disk "$url" --rw write --bs 64k --size 16M --time 1s --ramp 0s --quiet --destructive >iscsi-w.json
+  win --json disk "$url" --rw write --bs 1M --size 16M --time 1s --ramp 0s --quiet --destructive >iscsi-w.json
   jq -e '(.probes | length) == 1 and .probes[0].summary.ops > 0 and .probes[0].spec.rw == "write"' iscsi-w.json >/dev/null ||
     { echo "no iSCSI write figures"; jq -c '.probes[] | [.spec.rw, .summary.ops]' iscsi-w.json; return 1; }
   win disk "$url" --rw randwrite --time 1s --ramp 0s --quiet --destructive >iscsi-w.out 2>iscsi-w.err || rc=$?
   [ "$rc" -eq 2 ] && [ "$(wc -l <iscsi-w.err)" -eq 1 ] && grep -q -- "--force" iscsi-w.err ||
     { echo "a write over data: exit $rc, not 2 in one line naming --force:"; cat iscsi-w.err; return 1; }
-  echo "headroom.exe iscsi:// -> tgtd on 127.0.0.1:$port: randread 4K Q1 $(jq -r '.probes[0].summary.iops | round' iscsi-q1.json) IOPS, Q8 $(jq -r '.probes[0].summary.iops | round' iscsi-q8.json) IOPS (CmdSN window $(jq -r '.probes[0].spec.protocol.granted.cmdsn_window' iscsi-q8.json)); write 64K Q1 on the zeroed LUN $(jq -r '.probes[0].summary.bytes_per_sec / 1e6 | round' iscsi-w.json) MB/s; a write over it then refused: $(tr -d '\r' <iscsi-w.err)"
+  echo "headroom.exe iscsi:// -> tgtd on 127.0.0.1:$port: randread 4K Q1 $(jq -r '.probes[0].summary.iops | round' iscsi-q1.json) IOPS, Q8 $(jq -r '.probes[0].summary.iops | round' iscsi-q8.json) IOPS (CmdSN window $(jq -r '.probes[0].spec.protocol.granted.cmdsn_window' iscsi-q8.json)); write 1M Q1 (gathered Data-Out bursts) on the zeroed LUN $(jq -r '.probes[0].summary.bytes_per_sec / 1e6 | round' iscsi-w.json) MB/s; a write over it then refused: $(tr -d '\r' <iscsi-w.err)"
 }
 
 # headroom.exe's own SMB client (Winsock, WSAPoll, NTLMv2, signing) against
