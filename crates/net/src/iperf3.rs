@@ -136,6 +136,10 @@ pub struct Params {
     pub get_server_output: bool,
     /// -w: socket buffer of each stream, bytes (both ends).
     pub window: Option<u32>,
+    /// --gsro (iperf3 3.21's `gso` and `gro`): UDP senders hand the kernel
+    /// bursts of datagrams (GSO) and receivers take them coalesced (GRO),
+    /// at each end that can; an older peer ignores the keys.
+    pub gsro: bool,
 }
 
 impl Default for Params {
@@ -153,6 +157,7 @@ impl Default for Params {
             udp_counters_64bit: false,
             get_server_output: false,
             window: None,
+            gsro: false,
         }
     }
 }
@@ -187,6 +192,15 @@ impl Params {
         m.insert("pacing_timer".into(), json!(1000));
         if self.udp_counters_64bit {
             m.insert("udp_counters_64bit".into(), json!(1));
+        }
+        if self.udp && self.gsro {
+            // As a 3.21 client words --gsro: datagram size and burst buffer.
+            m.insert("gso".into(), json!(1));
+            m.insert("gso_dg_size".into(), json!(self.len));
+            let burst = crate::socket::MAX_UDP_LEN as u32 / self.len.max(1) * self.len;
+            m.insert("gso_bf_size".into(), json!(burst));
+            m.insert("gro".into(), json!(1));
+            m.insert("gro_bf_size".into(), json!(crate::socket::MAX_UDP_LEN));
         }
         m.insert("client_version".into(), json!("3.12"));
         Value::Object(m)
@@ -234,6 +248,9 @@ impl Params {
         }
         p.udp_counters_64bit = num("udp_counters_64bit").is_some_and(|v| v != 0);
         p.get_server_output = num("get_server_output").is_some_and(|v| v != 0);
+        // The sizes that come with them are the client's own buffers: this
+        // end segments and splits at its own datagram length.
+        p.gsro = p.udp && (num("gso").is_some_and(|v| v != 0) || num("gro").is_some_and(|v| v != 0));
         p.window = match obj.get("window").and_then(Value::as_i64) {
             None | Some(0) => None,
             Some(w) if (1..=i64::from(crate::socket::MAX_WINDOW)).contains(&w) => Some(w as u32),
@@ -380,6 +397,28 @@ impl Results {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// iperf3 3.21 sends `gso`/`gro` (with its buffer sizes) on --gsro, 0
+    /// without; older clients send neither. Only UDP tests take them.
+    #[test]
+    fn gsro_is_read_as_iperf3_321_words_it_and_written_the_same_way() {
+        let with = |extra: &str| {
+            let body =
+                format!(r#"{{"udp":true,"time":1,"len":1448,"bandwidth":1000000,"client_version":"3.21"{extra}}}"#);
+            Params::from_json(&serde_json::from_str(&body).unwrap()).unwrap()
+        };
+        assert!(with(r#","gso":1,"gso_dg_size":1448,"gso_bf_size":65160,"gro":1,"gro_bf_size":65507"#).gsro);
+        assert!(!with(r#","gso":0,"gso_dg_size":0,"gso_bf_size":65507,"gro":0,"gro_bf_size":65507"#).gsro);
+        assert!(!with("").gsro);
+        let tcp = serde_json::json!({"tcp": true, "gso": 1, "gro": 1});
+        assert!(!Params::from_json(&tcp).unwrap().gsro, "TCP has no datagrams to segment");
+        let p = Params { udp: true, len: 1448, gsro: true, ..Default::default() };
+        let v = p.to_json();
+        assert_eq!((v["gso"].as_u64(), v["gso_dg_size"].as_u64(), v["gro"].as_u64()), (Some(1), Some(1448), Some(1)));
+        assert_eq!(v["gso_bf_size"].as_u64(), Some(65507 / 1448 * 1448));
+        assert_eq!(Params::from_json(&v).unwrap(), p);
+        assert!(Params { udp: true, ..Default::default() }.to_json().get("gso").is_none(), "not asked: not sent");
+    }
 
     #[test]
     fn cookies_and_hellos() {

@@ -171,6 +171,51 @@ fn udp_with_segmentation_offload_counts_every_datagram_and_says_so() {
     }
 }
 
+/// iperf3 3.21's `--gsro` asks the server for GSO and GRO in its
+/// parameters (`gso`, `gro`): headroom's iperf3 client asks as 3.21 does,
+/// and `headroom serve --iperf3` does it at its end and says so in its log,
+/// every datagram still counted.
+#[test]
+fn an_iperf3_client_asking_for_gsro_gets_it_at_the_servers_end() {
+    let (h, log) = start(|c| c.allow_iperf3 = true);
+    let mut sp = spec(TrafficDirection::Upload, 1);
+    let datagrams = 2_000u64;
+    (sp.udp_rate, sp.len, sp.bytes, sp.udp_offload) = (Some(100e6), 1448, Some(datagrams * 1448), true);
+    let on = cfg!(target_os = "linux");
+    for direction in [TrafficDirection::Upload, TrafficDirection::Download] {
+        sp.direction = direction;
+        let before = log.lock().unwrap().len();
+        let r = headroom_net::iperf3_throughput(&target(&h), &sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        let u = r.udp_recv.expect("the receiver's UDP figures");
+        assert_eq!((u.received, u.lost), (datagrams, 0), "{direction:?}: {u:?}");
+        let offload = r.udp_offload.expect("asked: recorded");
+        assert!(offload.local.is_some() && offload.remote.is_none(), "an iperf3 server does not say: {offload:?}");
+        let line = iperf3_log_line(&log, before);
+        assert!(line.contains(&format!(" udp_offload={on} ")), "{direction:?}: {line}");
+    }
+    // Not asked: the log says nothing of it.
+    sp.udp_offload = false;
+    let before = log.lock().unwrap().len();
+    headroom_net::iperf3_throughput(&target(&h), &sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    let line = iperf3_log_line(&log, before);
+    assert!(!line.contains("udp_offload"), "{line}");
+}
+
+/// The server's log line of the iperf3 test after line `before`: it is
+/// written once the client's last word arrived, so it may come a moment
+/// after the client returned.
+fn iperf3_log_line(log: &Mutex<Vec<String>>, before: usize) -> String {
+    let t0 = Instant::now();
+    loop {
+        let lines = log.lock().unwrap()[before..].to_vec();
+        if let Some(line) = lines.iter().find(|l| l.contains("protocol=iperf3")) {
+            return line.clone();
+        }
+        assert!(t0.elapsed() < Duration::from_secs(5), "no iperf3 test logged: {lines:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn udp_stream_reports_loss_and_jitter() {
     let (h, _) = start(|_| {});

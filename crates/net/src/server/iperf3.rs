@@ -5,7 +5,7 @@
 
 use super::admission::{DeadlineStream, PendingTicket};
 use super::registry::{collect, unauthenticated_slots, Registration, Shared};
-use super::test_watch::{log_test, watch_test, Ending};
+use super::test_watch::{log_test, log_test_with, watch_test, Ending};
 use super::ServerSetting;
 use crate::datapath::{StreamOutcome, StreamParams, StreamSet};
 use crate::iperf3 as iperf3_wire;
@@ -98,7 +98,7 @@ fn iperf3_session(
         udp_rate: p.bandwidth as f64,
         window: p.window,
         skip_rx_copy: false,
-        udp_offload: false,
+        udp_offload: p.gsro,
     };
     let mut set = if p.udp {
         let socks = collect(&urx, n, s.cfg.idle_timeout).ok_or("UDP streams did not arrive")?;
@@ -148,7 +148,10 @@ fn iperf3_session(
     iperf3_wire::write_json(conn, &results.to_json()).map_err(|e| e.to_string())?;
     iperf3_wire::write_state(conn, iperf3_wire::DISPLAY_RESULTS).map_err(|e| e.to_string())?;
     let _ = iperf3_wire::read_state(conn); // IPERF_DONE; its absence changes nothing
-    log_test(s, peer, "iperf3", test.as_str(), p.parallel, duration, bytes, "ok");
+                                           // Asked by a 3.21 client's --gsro: whether this end's kernel did it.
+    let offload =
+        if p.gsro { format!(" udp_offload={}", outcomes.iter().any(|o| o.udp_offloaded)) } else { String::new() };
+    log_test_with(s, peer, "iperf3", test.as_str(), p.parallel, duration, bytes, &offload, "ok");
     Ok(())
 }
 

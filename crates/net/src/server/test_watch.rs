@@ -49,7 +49,7 @@ pub(super) fn log_test_both_ways(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn log_test_with(
+pub(super) fn log_test_with(
     s: &Shared,
     peer: SocketAddr,
     protocol: &str,

@@ -189,6 +189,7 @@ impl Protocol for HeadroomTest<'_> {
             missing_report: None,
             rx_copy_skipped: report.streams.iter().any(|s| s.rx_copy_skipped),
             udp_offloaded: report.streams.iter().map(|s| (s.bytes_sent > 0, s.udp_offloaded)).collect(),
+            udp_offload_unknown: false,
         })
     }
 

@@ -70,6 +70,7 @@ impl Protocol for Iperf3Test<'_> {
             len: spec.len as u32,
             bandwidth: spec.udp_rate.map_or(0, |r| (r / f64::from(spec.streams)) as u64),
             window: spec.window,
+            gsro: spec.udp_offload && self.udp,
             ..Default::default()
         };
         iperf3::write_json(&mut self.conn, &params.to_json())?;
@@ -142,6 +143,7 @@ impl Protocol for Iperf3Test<'_> {
                 wall_s: duration,
             }),
             udp_recv: sends_udp.then(|| r.udp_received()),
+            udp_offload_unknown: true,
             ..Default::default()
         })
     }

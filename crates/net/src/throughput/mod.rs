@@ -256,7 +256,8 @@ pub struct UdpOffload {
     /// This machine's streams.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub local: Option<UdpOffloadEnd>,
-    /// The server's streams (a stock iperf3 or iperf2 server: false).
+    /// The server's streams (a stock iperf2 server: false; a stock iperf3
+    /// server, asked as 3.21 asks but never saying what it did: absent).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub remote: Option<UdpOffloadEnd>,
 }
@@ -324,6 +325,10 @@ pub(crate) struct ServerFigures {
     /// per stream; empty: a server that does not say (it sends and
     /// receives one datagram per call).
     pub udp_offloaded: Vec<(bool, bool)>,
+    /// The server was asked for `--gsro` in words a newer one answers but
+    /// does not report on (iperf3 3.21 does its end, 3.12 ignores it): what
+    /// it did is unknown, not false.
+    pub udp_offload_unknown: bool,
 }
 
 /// The server's half of the `--gsro` record: what its streams said, or,
@@ -536,7 +541,11 @@ pub(crate) fn measure(
                 rx.remote = server_receives.then_some(figures.rx_copy_skipped);
             }
             if let Some(offload) = result.udp_offload.as_mut() {
-                offload.remote = server_offload(spec.direction, &figures.udp_offloaded);
+                offload.remote = if figures.udp_offload_unknown {
+                    None
+                } else {
+                    server_offload(spec.direction, &figures.udp_offloaded)
+                };
             }
             result.missing_report = figures.missing_report;
             error = error.or(figures.error);
