@@ -59,11 +59,7 @@ impl Served {
     /// So this waits for the server's own banner naming the port (stderr); a
     /// server that lost the bind exits without it, and a fresh port is tried.
     pub fn serve(args: &[&str]) -> (Served, u16) {
-        Served::serve_wrapped(|port| {
-            let mut cmd = Command::new(bin());
-            cmd.args(["serve", "--port", &port.to_string()]).args(args);
-            cmd
-        })
+        Served::serve_wrapped(|port| serve_command(port, args))
     }
 
     /// As [`Served::serve`], with the command built by `command(port)` (for
@@ -81,9 +77,8 @@ impl Served {
     /// `headroom serve ARGS` again on `port` (a server that was killed comes
     /// back where its clients look for it); panics if it cannot listen there.
     pub fn serve_again(port: u16, args: &[&str]) -> Served {
-        let mut cmd = Command::new(bin());
-        cmd.args(["serve", "--port", &port.to_string()]).args(args);
-        Served::start_serve(cmd, port).unwrap_or_else(|| panic!("headroom serve could not listen on port {port} again"))
+        Served::start_serve(serve_command(port, args), port)
+            .unwrap_or_else(|| panic!("headroom serve could not listen on port {port} again"))
     }
 
     /// Starts `cmd`, a `headroom serve` on `port`; None when it exits
@@ -121,6 +116,13 @@ impl Drop for Served {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `headroom serve --port PORT ARGS`.
+fn serve_command(port: u16, args: &[&str]) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.args(["serve", "--port", &port.to_string()]).args(args);
+    cmd
 }
 
 /// Collects `out`'s lines as they come, on a thread of their own.

@@ -148,7 +148,8 @@ fn iperf3_session(
     iperf3_wire::write_json(conn, &results.to_json()).map_err(|e| e.to_string())?;
     iperf3_wire::write_state(conn, iperf3_wire::DISPLAY_RESULTS).map_err(|e| e.to_string())?;
     let _ = iperf3_wire::read_state(conn); // IPERF_DONE; its absence changes nothing
-                                           // Asked by a 3.21 client's --gsro: whether this end's kernel did it.
+
+    // Asked by a 3.21 client's --gsro: whether this end's kernel did it.
     let offload =
         if p.gsro { format!(" udp_offload={}", outcomes.iter().any(|o| o.udp_offloaded)) } else { String::new() };
     log_test_with(s, peer, "iperf3", test.as_str(), p.parallel, duration, bytes, &offload, "ok");

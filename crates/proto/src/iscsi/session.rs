@@ -87,9 +87,9 @@ pub struct Session {
     header_first: bool,
 }
 
-/// The most bytes a wait for a direct payload waits to have queued: a
-/// quarter of the largest Data-In, so the kernel's receive buffer always
-/// holds it (Linux grows it to twice the mark).
+/// The most bytes a wait for a direct payload waits to have queued: the
+/// largest Data-In headroom declares (the seam lowers it further to a
+/// quarter of the socket's receive buffer).
 const WAKE_AT_MOST: usize = 256 << 10;
 /// A Data-In payload from which the copy through the receive buffer costs
 /// more than the extra read of its header on its own: 1 MiB of copies is
