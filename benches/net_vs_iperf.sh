@@ -5,7 +5,10 @@
 #   the same with --skip-rx-copy (the receiver drops the bytes in the kernel,
 #   as iperf3 3.19's --skip-rx-copy; Debian 12's iperf3 3.12 has no such mode,
 #   so its row is headroom's lighter receiver against iperf3's copying one: labelled so)
-#   4 TCP streams     headroom net up x4 vs iperf -c -P 4    throughput (>= 1.0; iperf2 is multi-threaded)
+#   the same with --zerocopy against iperf3 -Z (both senders send by reference: sendfile),
+#   and with --zerocopy --skip-rx-copy against iperf3 -Z (whose receiver still copies: labelled so)
+#   4 TCP streams     headroom net up x4 vs iperf -c -P 4    throughput (>= 1.0; iperf2 is multi-threaded),
+#                     and headroom --zerocopy x4 against the same (iperf2 has no such mode: labelled so)
 #   request/response  headroom net rtt   vs sockperf ping-pong, 64-byte messages, median RTT (sockperf prints RTT/2: doubled)
 #   busy-polled RR    headroom net rtt --busy-poll vs sockperf pp --lls 50 --nonblocked against a sockperf
 #                     server run with the same flags (both ends spin on non-blocking sockets, SO_BUSY_POLL 50 us)
@@ -45,8 +48,12 @@ for r in $(seq 1 "$ROUNDS"); do
   "$HEADROOM" net 127.0.0.1:$P_HR --tests up1 --time ${SECS}s --json > "$out/hr1.$r.json"
   iperf3 -c 127.0.0.1 -p $P_I3 -t "$SECS" -J > "$out/i3.$r.json"
   "$HEADROOM" net 127.0.0.1:$P_HR --tests up1 --skip-rx-copy --time ${SECS}s --json > "$out/hr1s.$r.json"
+  "$HEADROOM" net 127.0.0.1:$P_HR --tests up1 --zerocopy --time ${SECS}s --json > "$out/hr1z.$r.json"
+  iperf3 -c 127.0.0.1 -p $P_I3 -t "$SECS" -Z -J > "$out/i3z.$r.json"
+  "$HEADROOM" net 127.0.0.1:$P_HR --tests up1 --zerocopy --skip-rx-copy --time ${SECS}s --json > "$out/hr1zs.$r.json"
   "$HEADROOM" net 127.0.0.1:$P_HR --tests up --streams 4 --time ${SECS}s --json > "$out/hr4.$r.json"
   iperf -c 127.0.0.1 -p $P_I2 -P 4 -t "$SECS" -y C > "$out/i2.$r.csv"
+  "$HEADROOM" net 127.0.0.1:$P_HR --tests up --streams 4 --zerocopy --time ${SECS}s --json > "$out/hr4z.$r.json"
   "$HEADROOM" net 127.0.0.1:$P_HR --tests rtt --time ${SECS}s --json > "$out/hrrr.$r.json"
   sockperf pp --tcp -i 127.0.0.1 -p $P_SP -t "$SECS" -m 64 > "$out/sp.$r.txt" 2>&1
   "$HEADROOM" net 127.0.0.1:$P_HR --tests rtt --busy-poll --time ${SECS}s --json > "$out/hrrrb.$r.json"
@@ -64,6 +71,15 @@ def med(xs): return statistics.median(xs)
 def spread(xs): return f"[{min(xs):.4g} .. {max(xs):.4g}]"
 hr1, i3, hrcpu, i3cpu, hr4, i2, hrrr, sp = [], [], [], [], [], [], [], []
 hr1s, hrscpu = [], []
+hr1z, hrzcpu, i3z, i3zcpu, hr1zs, hrzscpu, hr4z = [], [], [], [], [], [], []
+def iperf3_stream(name, rate, cpu):
+    j = json.load(open(name))["end"]
+    rate.append(j["sum_received"]["bits_per_second"])
+    c = j["cpu_utilization_percent"]
+    secs, gb = j["sum_sent"]["seconds"], j["sum_received"]["bytes"] / 1e9
+    cpu.append((c["host_total"] + c["remote_total"]) / 100 * secs / gb)
+def applied(p, key, want):
+    assert p["details"].get(key) == want, f"{key} not applied as asked: {p['details'].get(key)}"
 hrrrb, spb = [], []
 # UDP: received Gb/s, loss %, CPU s per GB received, datagrams per CPU-second (sender, receiver).
 udp = {k: {"gbps": [], "loss": [], "cpu": [], "tx_dps": [], "rx_dps": []} for k in ("hru", "hrun", "i3u")}
@@ -92,12 +108,16 @@ for r in range(1, n + 1):
     one_stream(f"{d}/hr1.{r}.json", hr1, hrcpu)
     skipped = one_stream(f"{d}/hr1s.{r}.json", hr1s, hrscpu)["details"]["skip_rx_copy"]
     assert skipped == {"remote": True}, f"--skip-rx-copy not applied at the receiver: {skipped}"
-    j = json.load(open(f"{d}/i3.{r}.json"))["end"]
-    i3.append(j["sum_received"]["bits_per_second"])
-    c = j["cpu_utilization_percent"]
-    secs, gb = j["sum_sent"]["seconds"], j["sum_received"]["bytes"] / 1e9
-    i3cpu.append((c["host_total"] + c["remote_total"]) / 100 * secs / gb)
+    applied(one_stream(f"{d}/hr1z.{r}.json", hr1z, hrzcpu), "zerocopy", {"local": True})
+    p = one_stream(f"{d}/hr1zs.{r}.json", hr1zs, hrzscpu)
+    applied(p, "zerocopy", {"local": True})
+    applied(p, "skip_rx_copy", {"remote": True})
+    iperf3_stream(f"{d}/i3.{r}.json", i3, i3cpu)
+    iperf3_stream(f"{d}/i3z.{r}.json", i3z, i3zcpu)
     hr4.append(json.load(open(f"{d}/hr4.{r}.json"))["probes"][0]["summary"]["bytes_per_sec"] * 8)
+    p = json.load(open(f"{d}/hr4z.{r}.json"))["probes"][0]
+    applied(p, "zerocopy", {"local": True})
+    hr4z.append(p["summary"]["bytes_per_sec"] * 8)
     rows = [l.strip().split(",") for l in open(f"{d}/i2.{r}.csv") if l.strip()]
     sums = [row for row in rows if row[5] == "-1"]  # a SUM row (id -1), when iperf2 prints one
     i2.append(float(sums[-1][8]) if sums else sum(float(row[8]) for row in rows))
@@ -119,7 +139,12 @@ rows = [
     ("TCP 1 stream CPU, both ends s/GB", hrcpu, "iperf3", i3cpu, "<= 1.0"),
     ("TCP 1 stream, receiver skips the copy Gb/s", [x / 1e9 for x in hr1s], "iperf3 (copies)", [x / 1e9 for x in i3], ">= 1.15"),
     ("TCP 1 stream, receiver skips the copy CPU s/GB", hrscpu, "iperf3 (copies)", i3cpu, "<= 0.7"),
+    ("TCP 1 stream, both send by reference Gb/s", [x / 1e9 for x in hr1z], "iperf3 -Z", [x / 1e9 for x in i3z], ">= 1.0"),
+    ("TCP 1 stream, both send by reference CPU s/GB", hrzcpu, "iperf3 -Z", i3zcpu, "<= 1.0"),
+    ("TCP 1 stream, by reference, receiver skips Gb/s", [x / 1e9 for x in hr1zs], "iperf3 -Z (rx copies)", [x / 1e9 for x in i3z], ">= 1.15"),
+    ("TCP 1 stream, by reference, receiver skips CPU s/GB", hrzscpu, "iperf3 -Z (rx copies)", i3zcpu, "<= 0.7"),
     ("TCP 4 streams Gb/s", [x / 1e9 for x in hr4], "iperf2 -P 4", [x / 1e9 for x in i2], ">= 1.0"),
+    ("TCP 4 streams, by reference Gb/s", [x / 1e9 for x in hr4z], "iperf2 -P 4 (copies)", [x / 1e9 for x in i2], ">= 1.1"),
     ("TCP RR RTT p50 us", hrrr, "sockperf pp x2", sp, "0.9 .. 1.1"),
     ("TCP RR busy-polled RTT p50 us", hrrrb, "sockperf --lls 50 --nonblocked x2", spb, "<= 1.0"),
     ("UDP unlimited, GSO/GRO, received Gb/s", udp["hru"]["gbps"], "iperf3 3.12 (no GSO)", udp["i3u"]["gbps"], ">= 1.0"),
@@ -129,10 +154,10 @@ rows = [
     ("UDP unlimited, no offload, loss %", udp["hrun"]["loss"], "iperf3 3.12 (no GSO)", udp["i3u"]["loss"], "info"),
     ("UDP unlimited, no offload, CPU s/GB", udp["hrun"]["cpu"], "iperf3 3.12 (no GSO)", udp["i3u"]["cpu"], "<= 1.0"),
 ]
-print(f"{'metric':<48} {'headroom median':>16} {'peer':>15} {'peer median':>12} {'ratio':>7}  goal      spread headroom / peer")
+print(f"{'metric':<52} {'headroom median':>16} {'peer':>15} {'peer median':>12} {'ratio':>7}  goal      spread headroom / peer")
 def pct(xs): return (max(xs) - min(xs)) / med(xs) * 100 if med(xs) else 0
 for name, a, peer, b, goal in rows:
-    print(f"{name:<48} {med(a):>16.4g} {peer:>15} {med(b):>12.4g} {med(a)/med(b):>7.3f}  {goal:<9} {spread(a)} / {spread(b)}")
+    print(f"{name:<52} {med(a):>16.4g} {peer:>15} {med(b):>12.4g} {med(a)/med(b):>7.3f}  {goal:<9} {spread(a)} / {spread(b)}")
 # The arithmetic limit: datagrams each end handles per CPU-second, and the cores that
 # 10/25/100 GbE of 1448-byte datagrams (863k/2.16M/8.63M a second) would need.
 print()

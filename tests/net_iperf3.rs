@@ -70,7 +70,7 @@ fn stock_iperf3_client_against_headroom_serve() {
     let _machine = headroom_lab::hold_machine();
     let (server, port) = Served::serve(&["--iperf3", "--max-clients", "2"]);
     let cases: &[&[&str]] =
-        &[&[], &["-R"], &["--bidir"], &["-P", "4"], &["-u", "-b", "100M"], &["-u", "-b", "100M", "-R"]];
+        &[&[], &["-R"], &["--bidir"], &["-P", "4"], &["-u", "-b", "100M"], &["-u", "-b", "100M", "-R"], &["-Z", "-R"]];
     for (i, extra) in cases.iter().enumerate() {
         let out = run(Command::new("iperf3")
             .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1", "-J"])
@@ -80,6 +80,9 @@ fn stock_iperf3_client_against_headroom_serve() {
         let lines = server.wait_lines(i + 1, Duration::from_secs(5));
         let line = lines.get(i).unwrap_or_else(|| panic!("no log line for {extra:?}: {lines:?}"));
         assert!(line.contains("status=ok"), "{line}");
+        // -Z asks the sending server to send by reference too (`"zerocopy":1`).
+        let by_reference = extra.contains(&"-Z").then(|| format!(" zerocopy={} ", cfg!(target_os = "linux")));
+        assert!(by_reference.is_none_or(|words| line.contains(&words)), "{extra:?}: {line}");
         let logged = logged_bytes(line) as f64;
         let (server_count, client_received) = server_and_client_counts(&doc["end"], extra);
         assert!(client_received > 0.0, "{extra:?}: nothing moved");

@@ -308,6 +308,7 @@ fn net_plan(net: &FleetNetArgs, token: Option<&str>) -> anyhow::Result<Plan> {
             rtt_under_load: false,
             window: None,
             skip_rx_copy: false,
+            zerocopy: false,
             udp_offload: false,
             sample_interval: None,
         }),

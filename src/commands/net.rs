@@ -84,6 +84,12 @@ pub struct NetArgs {
     /// result (details.skip_rx_copy); off by default
     #[arg(long)]
     pub skip_rx_copy: bool,
+    /// TCP senders at both ends hand the kernel their payload by reference instead of
+    /// copying it in (sendfile from a memory file, as iperf3's -Z; Linux only, writes of
+    /// 64 KiB and more): a lighter sender than an application that writes from its own
+    /// buffers. Recorded in the result (details.zerocopy); off by default
+    #[arg(long, short = 'Z')]
+    pub zerocopy: bool,
     /// UDP test: senders hand the kernel bursts of up to 64 datagrams in one call (GSO) and
     /// receivers take them coalesced (GRO), at both ends where the kernel can (as iperf3 3.21's
     /// --gsro; Linux only). Every datagram keeps its own sequence number and timestamp; bursts
@@ -302,6 +308,7 @@ fn net_test(t: &str, args: &NetArgs, rr: bool) -> NetTest {
         rtt_under_load: rr && !udp,
         window: args.window.map(|w| w.0 as u32),
         skip_rx_copy: args.skip_rx_copy && !udp,
+        zerocopy: args.zerocopy && !udp,
         udp_offload: args.gsro && udp,
         sample_interval: Some(headroom_runner::sample_interval_for(args.time.0)),
     })

@@ -194,6 +194,7 @@ pub fn net_plan_of_preset(server: &NetServer, preset: Preset, time: Option<Durat
             rtt_under_load: full,
             window: None,
             skip_rx_copy: false,
+            zerocopy: false,
             udp_offload: false,
             sample_interval: Some(headroom_runner::sample_interval_for(time)),
         })

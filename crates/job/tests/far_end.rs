@@ -226,6 +226,7 @@ fn net_test(host: &str, port: u16) -> ProbeRequest {
         rtt_under_load: false,
         window: None,
         skip_rx_copy: false,
+        zerocopy: false,
         udp_offload: false,
         sample_interval: None,
     };

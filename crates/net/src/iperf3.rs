@@ -140,6 +140,12 @@ pub struct Params {
     /// bursts of datagrams (GSO) and receivers take them coalesced (GRO),
     /// at each end that can; an older peer ignores the keys.
     pub gsro: bool,
+    /// --skip-rx-copy (iperf3 3.19's `skip_rx_copy`): TCP receivers at
+    /// both ends drop what arrives in the kernel.
+    pub skip_rx_copy: bool,
+    /// -Z (`zerocopy`): TCP senders at both ends hand the kernel their
+    /// payload by reference (iperf3: sendfile from a file holding it).
+    pub zerocopy: bool,
 }
 
 impl Default for Params {
@@ -158,6 +164,8 @@ impl Default for Params {
             get_server_output: false,
             window: None,
             gsro: false,
+            skip_rx_copy: false,
+            zerocopy: false,
         }
     }
 }
@@ -201,6 +209,12 @@ impl Params {
             m.insert("gso_bf_size".into(), json!(burst));
             m.insert("gro".into(), json!(1));
             m.insert("gro_bf_size".into(), json!(crate::socket::MAX_UDP_LEN));
+        }
+        if !self.udp && self.zerocopy {
+            m.insert("zerocopy".into(), json!(1));
+        }
+        if !self.udp && self.skip_rx_copy {
+            m.insert("skip_rx_copy".into(), json!(1));
         }
         m.insert("client_version".into(), json!("3.12"));
         Value::Object(m)
@@ -251,6 +265,8 @@ impl Params {
         // The sizes that come with them are the client's own buffers: this
         // end segments and splits at its own datagram length.
         p.gsro = p.udp && (num("gso").is_some_and(|v| v != 0) || num("gro").is_some_and(|v| v != 0));
+        p.zerocopy = !p.udp && num("zerocopy").is_some_and(|v| v != 0);
+        p.skip_rx_copy = !p.udp && num("skip_rx_copy").is_some_and(|v| v != 0);
         p.window = match obj.get("window").and_then(Value::as_i64) {
             None | Some(0) => None,
             Some(w) if (1..=i64::from(crate::socket::MAX_WINDOW)).contains(&w) => Some(w as u32),
@@ -418,6 +434,24 @@ mod tests {
         assert_eq!(v["gso_bf_size"].as_u64(), Some(65507 / 1448 * 1448));
         assert_eq!(Params::from_json(&v).unwrap(), p);
         assert!(Params { udp: true, ..Default::default() }.to_json().get("gso").is_none(), "not asked: not sent");
+    }
+
+    /// iperf3 words -Z as `"zerocopy":1` and 3.19's --skip-rx-copy as
+    /// `"skip_rx_copy":1`, both TCP only; older clients send neither.
+    #[test]
+    fn zerocopy_and_skip_rx_copy_are_read_and_written_as_iperf3_words_them() {
+        let read = |body: &str| Params::from_json(&serde_json::from_str(body).unwrap()).unwrap();
+        let both = read(r#"{"tcp":true,"time":1,"len":131072,"zerocopy":1,"skip_rx_copy":1}"#);
+        assert!(both.zerocopy && both.skip_rx_copy);
+        let neither = read(r#"{"tcp":true,"time":1,"len":131072}"#);
+        assert!(!neither.zerocopy && !neither.skip_rx_copy);
+        let udp = read(r#"{"udp":true,"time":1,"len":1448,"zerocopy":1,"skip_rx_copy":1}"#);
+        assert!(!udp.zerocopy && !udp.skip_rx_copy, "a UDP test has no TCP stream to take them");
+        let p = Params { zerocopy: true, skip_rx_copy: true, bandwidth: 0, ..Default::default() };
+        let v = p.to_json();
+        assert_eq!((v["zerocopy"].as_u64(), v["skip_rx_copy"].as_u64()), (Some(1), Some(1)));
+        assert_eq!(Params::from_json(&v).unwrap(), p);
+        assert!(Params::default().to_json().get("zerocopy").is_none(), "not asked: not sent");
     }
 
     #[test]

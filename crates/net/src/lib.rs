@@ -75,7 +75,7 @@ pub use stats::{LatencyRecorder, UdpRecvStats, UdpRecvSummary};
 pub use tcpinfo::TcpInfo;
 pub use throughput::iperf2::{throughput as iperf2_throughput, IPERF2_PORT};
 pub use throughput::iperf3::throughput as iperf3_throughput;
-pub use throughput::{RxCopySkipped, ThroughputResult, ThroughputSpec, UdpOffload, UdpOffloadEnd};
+pub use throughput::{CopySkipped, ThroughputResult, ThroughputSpec, UdpOffload, UdpOffloadEnd};
 pub use udp_header::UdpHeader;
 pub use wire::TrafficDirection;
 

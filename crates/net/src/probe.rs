@@ -130,6 +130,9 @@ pub fn throughput_probe(r: &ThroughputResult, spell: NetSpelling) -> Probe {
     if let Some(rx) = &r.rx_copy {
         d.insert(details::SKIP_RX_COPY.into(), serde_json::to_value(rx).unwrap_or_default());
     }
+    if let Some(tx) = &r.zerocopy {
+        d.insert(details::ZEROCOPY.into(), serde_json::to_value(tx).unwrap_or_default());
+    }
     if let Some(offload) = &r.udp_offload {
         d.insert(details::UDP_OFFLOAD.into(), serde_json::to_value(offload).unwrap_or_default());
     }

@@ -416,6 +416,7 @@ mod tests {
             rtt_under_load: false,
             window: None,
             skip_rx_copy: false,
+            zerocopy: false,
             udp_offload: false,
             sample_interval: None,
         });

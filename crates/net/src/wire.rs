@@ -318,6 +318,11 @@ pub struct TestRequest {
     /// that predates it reads as usual, and its report says so.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub skip_rx_copy: bool,
+    /// The server's TCP senders hand the kernel their payload by
+    /// reference (`--zerocopy`). A server that predates it copies, and its
+    /// report says so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub zerocopy: bool,
     /// The server's UDP streams send bursts in one call (GSO) and
     /// receive coalesced (GRO), where its kernel can (`--gsro`). A
     /// server that predates it sends and receives one datagram per call,
@@ -520,6 +525,10 @@ pub struct StreamReport {
     /// The server received on this stream without copying to user space.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub rx_copy_skipped: bool,
+    /// The server's kernel sent this stream's payload by reference
+    /// (`--zerocopy`), every byte of it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sent_by_reference: bool,
     /// UDP `--gsro`: the server sent bursts in one call on this stream (GSO,
     /// a sending stream) or its kernel coalesced what it received (GRO).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -69,6 +69,7 @@ fn fixed_transfer(server: &StockServer, direction: TrafficDirection, bytes: u64)
         rtt_under_load: false,
         window: None,
         skip_rx_copy: false,
+        zerocopy: false,
         udp_offload: false,
         sample_interval: None,
     };

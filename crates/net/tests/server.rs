@@ -54,6 +54,7 @@ fn spec(direction: TrafficDirection, streams: u32) -> ThroughputSpec {
         rtt_under_load: false,
         window: None,
         skip_rx_copy: false,
+        zerocopy: false,
         udp_offload: false,
         sample_interval: None,
     }
@@ -123,7 +124,7 @@ fn fixed_transfer_moves_exactly_the_bytes() {
 /// (MSG_TRUNC), count every one of them, and the result says which end did.
 #[test]
 fn receivers_that_skip_the_copy_count_every_byte_and_say_so() {
-    use headroom_net::RxCopySkipped;
+    use headroom_net::CopySkipped;
     let (h, _) = start(|_| {});
     let mut s = Session::open(&target(&h)).unwrap();
     let mut sp = spec(TrafficDirection::Upload, 2);
@@ -132,19 +133,51 @@ fn receivers_that_skip_the_copy_count_every_byte_and_say_so() {
     let skipped = cfg!(target_os = "linux");
     let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
     assert_eq!(r.upload_bytes, 50_000_000);
-    assert_eq!(r.rx_copy, Some(RxCopySkipped { local: None, remote: Some(skipped) }));
+    assert_eq!(r.rx_copy, Some(CopySkipped { local: None, remote: Some(skipped) }));
     sp.direction = TrafficDirection::Download;
     let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
     assert_eq!(r.download_bytes, 50_000_000);
-    assert_eq!(r.rx_copy, Some(RxCopySkipped { local: Some(skipped), remote: None }));
+    assert_eq!(r.rx_copy, Some(CopySkipped { local: Some(skipped), remote: None }));
     sp.direction = TrafficDirection::Bidir;
     let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
     assert_eq!((r.upload_bytes, r.download_bytes), (50_000_000, 50_000_000));
-    assert_eq!(r.rx_copy, Some(RxCopySkipped { local: Some(skipped), remote: Some(skipped) }));
+    assert_eq!(r.rx_copy, Some(CopySkipped { local: Some(skipped), remote: Some(skipped) }));
     // Not asked: nothing recorded.
     sp.skip_rx_copy = false;
     let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
     assert_eq!(r.rx_copy, None);
+}
+
+/// `--zerocopy`: senders at both ends hand the kernel their payload by
+/// reference; every byte is still counted, and the result says which end
+/// did. Writes under the size where it pays are copied, and say so.
+#[test]
+fn senders_by_reference_count_every_byte_and_say_so() {
+    use headroom_net::CopySkipped;
+    let (h, _) = start(|_| {});
+    let mut s = Session::open(&target(&h)).unwrap();
+    let mut sp = spec(TrafficDirection::Upload, 2);
+    sp.bytes = Some(50_000_000);
+    sp.zerocopy = true;
+    let by_reference = cfg!(target_os = "linux");
+    let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert_eq!(r.upload_bytes, 50_000_000);
+    assert_eq!(r.zerocopy, Some(CopySkipped { local: Some(by_reference), remote: None }));
+    sp.direction = TrafficDirection::Download;
+    let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert_eq!(r.download_bytes, 50_000_000);
+    assert_eq!(r.zerocopy, Some(CopySkipped { local: None, remote: Some(by_reference) }));
+    sp.direction = TrafficDirection::Bidir;
+    let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert_eq!((r.upload_bytes, r.download_bytes), (50_000_000, 50_000_000));
+    assert_eq!(r.zerocopy, Some(CopySkipped { local: Some(by_reference), remote: Some(by_reference) }));
+    sp.len = 16 * 1024;
+    let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert_eq!(r.zerocopy, Some(CopySkipped { local: Some(false), remote: Some(false) }), "16 KiB writes are copied");
+    // Not asked: nothing recorded.
+    sp.zerocopy = false;
+    let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert_eq!(r.zerocopy, None);
 }
 
 /// `--gsro`: senders hand the kernel bursts of datagrams in one call (GSO)
@@ -199,6 +232,26 @@ fn an_iperf3_client_asking_for_gsro_gets_it_at_the_servers_end() {
     headroom_net::iperf3_throughput(&target(&h), &sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
     let line = iperf3_log_line(&log, before);
     assert!(!line.contains("udp_offload"), "{line}");
+}
+
+/// iperf3's -Z (`zerocopy`) and 3.19's --skip-rx-copy (`skip_rx_copy`)
+/// asked of a headroom server over the iperf3 protocol: it does its end of
+/// each and logs it; the client's record leaves the server's end unknown.
+#[test]
+fn an_iperf3_client_asking_for_zerocopy_and_skip_rx_copy_gets_them_at_the_servers_end() {
+    let (h, log) = start(|c| c.allow_iperf3 = true);
+    let mut sp = spec(TrafficDirection::Upload, 1);
+    (sp.bytes, sp.zerocopy, sp.skip_rx_copy) = (Some(20_000_000), true, true);
+    let on = cfg!(target_os = "linux");
+    for (direction, words) in [(TrafficDirection::Upload, "skip_rx_copy"), (TrafficDirection::Download, "zerocopy")] {
+        sp.direction = direction;
+        let before = log.lock().unwrap().len();
+        let r = headroom_net::iperf3_throughput(&target(&h), &sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        assert!(r.zerocopy.is_some_and(|z| z.remote.is_none()), "an iperf3 server does not say: {:?}", r.zerocopy);
+        assert!(r.rx_copy.is_some_and(|z| z.remote.is_none()), "an iperf3 server does not say: {:?}", r.rx_copy);
+        let line = iperf3_log_line(&log, before);
+        assert!(line.contains(&format!(" {words}={on} ")), "{direction:?}: {line}");
+    }
 }
 
 /// The server's log line of the iperf3 test after line `before`: it is
@@ -334,6 +387,7 @@ fn busy_server_refuses_then_a_stalled_client_frees_its_slot() {
             rate_bits: None,
             window: None,
             skip_rx_copy: false,
+            zerocopy: false,
             udp_offload: false,
         }),
     )
@@ -607,6 +661,7 @@ fn a_client_silent_behind_a_dead_link_frees_its_slot_at_the_idle_timeout() {
         rate_bits: None,
         window: None,
         skip_rx_copy: false,
+        zerocopy: false,
         udp_offload: false,
     });
     wire::write_frame(&mut a, &test).unwrap();
@@ -696,6 +751,7 @@ fn data_streams_join_only_from_the_sessions_address_with_their_own_proof() {
         rate_bits: None,
         window: None,
         skip_rx_copy: false,
+        zerocopy: false,
         udp_offload: false,
     });
     wire::write_frame(&mut control, &ask).unwrap();

@@ -44,6 +44,11 @@ pub const TCP_INFO: &str = "tcp_info";
 /// instead of copying them to user space (absent: that end received nothing
 /// or did not say).
 pub const SKIP_RX_COPY: &str = "skip_rx_copy";
+/// `details.zerocopy` of a TCP probe run with `--zerocopy`: whether each
+/// end's senders (`local`, `remote`) had the kernel send every byte by
+/// reference, without copying it in (absent: that end sent nothing or did
+/// not say).
+pub const ZEROCOPY: &str = "zerocopy";
 /// `details.udp_offload` of a UDP probe run with `--gsro`: per end
 /// (`local`, `remote`), `gso` (that end sent bursts of datagrams in one
 /// call) when it sent and `gro` (its kernel handed it coalesced datagrams,

@@ -143,6 +143,7 @@ fn net_turn(server: Endpoint) -> Turn {
                 rtt_under_load: false,
                 window: None,
                 skip_rx_copy: false,
+                zerocopy: false,
                 udp_offload: false,
                 // Soak's detectors read one sample a second.
                 sample_interval: None,

@@ -262,6 +262,40 @@ pub(crate) fn discard_received(stream: &std::net::TcpStream, len: usize) -> io::
     }
 }
 
+/// The payload a TCP sender hands the kernel by reference (`--zerocopy`):
+/// a memory file holding it, sent with sendfile(2), so the sender never
+/// copies it into the kernel and a local receiver reads it straight from
+/// these pages. MSG_ZEROCOPY is not used: on loopback and veth the kernel
+/// copies a zero-copy send at delivery and reports every one as copied
+/// (SO_EE_CODE_ZEROCOPY_COPIED, all of 99 999 sends in a probe), while a
+/// spliced page is delivered as it is; sendfile is also what iperf3's
+/// `--zerocopy` does. The file is never written after it is made.
+pub(crate) struct PayloadFile(std::os::fd::OwnedFd);
+
+impl PayloadFile {
+    /// A memory file (memfd) holding `payload`.
+    pub(crate) fn new(payload: &[u8]) -> io::Result<Self> {
+        use std::io::Write;
+        let fd = nix::sys::memfd::memfd_create("headroom-payload", nix::sys::memfd::MFdFlags::MFD_CLOEXEC)?;
+        let mut file = std::fs::File::from(fd);
+        file.write_all(payload)?;
+        Ok(PayloadFile(file.into()))
+    }
+
+    /// Sends up to `len` bytes of the payload, from its start, on `stream`;
+    /// the bytes sent, as write(2) would say (a send timeout is EAGAIN).
+    pub(crate) fn send(&self, stream: &std::net::TcpStream, len: usize) -> io::Result<usize> {
+        let mut offset: libc::off_t = 0;
+        Ok(nix::sys::sendfile::sendfile(stream.as_fd(), self.0.as_fd(), Some(&mut offset), len)?)
+    }
+}
+
+/// A send by reference this kernel or socket cannot take (no sendfile to
+/// a socket, no memfd), not a network error: the stream copies instead.
+pub(crate) fn is_send_by_reference_refused(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP))
+}
+
 /// Sends `buf` as datagrams of `segment` bytes each (the last may be
 /// shorter) in one system call: UDP_SEGMENT as a control message (Linux
 /// 4.18+), so a refusal touches only this call.

@@ -13,6 +13,7 @@
 //! - connect: `wait_writable`, `connect_in_progress` (for `socket::connect_within`);
 //! - socket errors: `is_unreachable`, `is_no_buffer_space`;
 //! - tcp_info: `tcp_info` (the sender's TCP_INFO as [`crate::TcpInfo`]);
+//! - zero-copy send: `PayloadFile` (a payload the kernel sends by reference);
 //! - packet info: `want_destination`, `recv_with_destination`, `send_from`
 //!   (a UDP server answers from the address it was reached at);
 //! - process CPU: `process_times` (user and system time of this process);

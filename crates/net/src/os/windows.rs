@@ -418,6 +418,26 @@ pub(crate) fn discard_received(mut stream: &std::net::TcpStream, len: usize) -> 
     stream.read(&mut scratch)
 }
 
+/// A sender by reference (`--zerocopy`) is not made here: TransmitFile
+/// could send a file's pages, but it is not wired up, so senders copy and
+/// the result records it (`details.zerocopy`).
+pub(crate) struct PayloadFile;
+
+impl PayloadFile {
+    pub(crate) fn new(_payload: &[u8]) -> io::Result<Self> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+
+    pub(crate) fn send(&self, _stream: &std::net::TcpStream, _len: usize) -> io::Result<usize> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+}
+
+/// Every send by reference is refused here (see [`PayloadFile`]).
+pub(crate) fn is_send_by_reference_refused(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::Unsupported
+}
+
 /// Windows' own send offload (UDP_SEND_MSG_SIZE) is not used: refused, so
 /// the sender goes one datagram per call and records `gso: false`.
 pub(crate) fn send_segments(_sock: &std::net::UdpSocket, _buf: &[u8], _segment: u16) -> io::Result<usize> {

@@ -250,7 +250,9 @@ fn headroom_test(
     session: &SessionInfo,
     s: &Arc<Shared>,
 ) -> io::Result<()> {
-    let TestAsked { udp, direction, streams, bytes, len, rate_bits, window, skip_rx_copy, udp_offload, .. } = *asked;
+    let TestAsked {
+        udp, direction, streams, bytes, len, rate_bits, window, skip_rx_copy, zerocopy, udp_offload, ..
+    } = *asked;
     let n = if direction == TrafficDirection::Bidir { streams * 2 } else { streams } as usize;
     let (tx, rx) = sync_channel::<(u32, TcpStream)>(n);
     let (utx, urx) = sync_channel::<UdpSocket>(n);
@@ -268,6 +270,7 @@ fn headroom_test(
         udp_rate: rate_bits.unwrap_or(1e6) / streams as f64,
         window,
         skip_rx_copy,
+        zerocopy,
         udp_offload,
     };
     let set = if udp {
@@ -351,6 +354,7 @@ fn headroom_test(
                 tcp_info: o.tcp_info.clone(),
                 buffers: o.buffers,
                 rx_copy_skipped: o.rx_copy_skipped,
+                sent_by_reference: o.sent_by_reference,
                 udp_offloaded: o.udp_offloaded,
             })
             .collect(),
@@ -383,6 +387,7 @@ mod tests {
             rate_bits: None,
             window: None,
             skip_rx_copy: false,
+            zerocopy: false,
             udp_offload: false,
         }
     }

@@ -153,6 +153,7 @@ fn run_test(socks: Vec<(TcpStream, u64)>, peer: SocketAddr, ask: &Ask, s: &Share
         udp_rate: 0.0,
         window: None,
         skip_rx_copy: false,
+        zerocopy: false,
         udp_offload: false,
     };
     let conns = socks.into_iter().map(|(c, _)| c).collect();

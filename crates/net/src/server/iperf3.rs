@@ -97,7 +97,8 @@ fn iperf3_session(
         stall: s.cfg.idle_timeout,
         udp_rate: p.bandwidth as f64,
         window: p.window,
-        skip_rx_copy: false,
+        skip_rx_copy: p.skip_rx_copy,
+        zerocopy: p.zerocopy,
         udp_offload: p.gsro,
     };
     let mut set = if p.udp {
@@ -149,11 +150,26 @@ fn iperf3_session(
     iperf3_wire::write_state(conn, iperf3_wire::DISPLAY_RESULTS).map_err(|e| e.to_string())?;
     let _ = iperf3_wire::read_state(conn); // IPERF_DONE; its absence changes nothing
 
-    // Asked by a 3.21 client's --gsro: whether this end's kernel did it.
-    let offload =
-        if p.gsro { format!(" udp_offload={}", outcomes.iter().any(|o| o.udp_offloaded)) } else { String::new() };
-    log_test_with(s, peer, "iperf3", test.as_str(), p.parallel, duration, bytes, &offload, "ok");
+    log_test_with(s, peer, "iperf3", test.as_str(), p.parallel, duration, bytes, &modes_done(&p, &outcomes), "ok");
     Ok(())
+}
+
+/// The log's words for the modes a client asked (3.21's --gsro, -Z, 3.19's
+/// --skip-rx-copy): whether this end did each, for the streams it concerns.
+fn modes_done(p: &Params, outcomes: &[StreamOutcome]) -> String {
+    let all =
+        |sending: bool, did: fn(&StreamOutcome) -> bool| outcomes.iter().filter(|o| o.sending == sending).all(did);
+    let mut words = String::new();
+    if p.gsro {
+        words += &format!(" udp_offload={}", outcomes.iter().any(|o| o.udp_offloaded));
+    }
+    if p.zerocopy && outcomes.iter().any(|o| o.sending) {
+        words += &format!(" zerocopy={}", all(true, |o| o.sent_by_reference));
+    }
+    if p.skip_rx_copy && outcomes.iter().any(|o| !o.sending) {
+        words += &format!(" skip_rx_copy={}", all(false, |o| o.rx_copy_skipped));
+    }
+    words
 }
 
 fn refuse_iperf3(conn: &mut TcpStream, i_errno: i32, why: String) -> String {

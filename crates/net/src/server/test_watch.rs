@@ -145,6 +145,7 @@ mod tests {
             udp_rate: 0.0,
             window: None,
             skip_rx_copy: false,
+            zerocopy: false,
             udp_offload: false,
         };
         StreamSet::start_tcp(Vec::new(), p)

@@ -98,6 +98,7 @@ impl Protocol for HeadroomTest<'_> {
             rate_bits: spec.udp_rate,
             window: spec.window,
             skip_rx_copy: spec.skip_rx_copy,
+            zerocopy: spec.zerocopy,
             udp_offload: spec.udp_offload,
         });
         let test = match self.session.request(&req)? {
@@ -112,6 +113,7 @@ impl Protocol for HeadroomTest<'_> {
             udp_rate: spec.udp_rate.unwrap_or(0.0) / f64::from(spec.streams),
             window: spec.window,
             skip_rx_copy: spec.skip_rx_copy,
+            zerocopy: spec.zerocopy,
             udp_offload: spec.udp_offload,
         };
         let (peer, timeout) = (self.session.peer, self.session.target.timeout);
@@ -188,8 +190,9 @@ impl Protocol for HeadroomTest<'_> {
             buffers: report.streams.iter().find_map(|s| s.buffers),
             missing_report: None,
             rx_copy_skipped: report.streams.iter().any(|s| s.rx_copy_skipped),
+            sent_by_reference: report.streams.iter().filter(|s| s.bytes_sent > 0).all(|s| s.sent_by_reference),
             udp_offloaded: report.streams.iter().map(|s| (s.bytes_sent > 0, s.udp_offloaded)).collect(),
-            udp_offload_unknown: false,
+            modes_unknown: false,
         })
     }
 
@@ -233,6 +236,7 @@ mod tests {
             udp_rate: 0.0,
             window: None,
             skip_rx_copy: false,
+            zerocopy: false,
             udp_offload: false,
         };
         let set = StreamSet::start_tcp(vec![(ours, false)], params);

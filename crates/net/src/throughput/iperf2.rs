@@ -122,6 +122,7 @@ impl Iperf2Test<'_> {
             udp_rate: per_stream,
             window: spec.window,
             skip_rx_copy: spec.skip_rx_copy,
+            zerocopy: spec.zerocopy,
             udp_offload: spec.udp_offload,
         };
         Ok(StreamSet::start_udp(socks, header, params))
@@ -231,6 +232,7 @@ impl Protocol for Iperf2Test<'_> {
             udp_rate: 0.0,
             window: spec.window,
             skip_rx_copy: spec.skip_rx_copy,
+            zerocopy: spec.zerocopy,
             udp_offload: spec.udp_offload,
         };
         let (sends, both) = (spec.direction == TrafficDirection::Upload, spec.direction == TrafficDirection::Bidir);
@@ -292,6 +294,7 @@ mod tests {
             rtt_under_load: false,
             window: None,
             skip_rx_copy: false,
+            zerocopy: false,
             udp_offload: false,
             sample_interval: None,
         }

@@ -71,6 +71,8 @@ impl Protocol for Iperf3Test<'_> {
             bandwidth: spec.udp_rate.map_or(0, |r| (r / f64::from(spec.streams)) as u64),
             window: spec.window,
             gsro: spec.udp_offload && self.udp,
+            zerocopy: spec.zerocopy && !self.udp,
+            skip_rx_copy: spec.skip_rx_copy && !self.udp,
             ..Default::default()
         };
         iperf3::write_json(&mut self.conn, &params.to_json())?;
@@ -82,6 +84,7 @@ impl Protocol for Iperf3Test<'_> {
             udp_rate: params.bandwidth as f64,
             window: spec.window,
             skip_rx_copy: spec.skip_rx_copy,
+            zerocopy: spec.zerocopy,
             udp_offload: spec.udp_offload,
         };
         let mut udp_socks = Vec::new();
@@ -143,7 +146,7 @@ impl Protocol for Iperf3Test<'_> {
                 wall_s: duration,
             }),
             udp_recv: sends_udp.then(|| r.udp_received()),
-            udp_offload_unknown: true,
+            modes_unknown: true,
             ..Default::default()
         })
     }

@@ -57,6 +57,12 @@ pub struct ThroughputSpec {
     /// a lighter receiver than an application's, recorded in the result.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub skip_rx_copy: bool,
+    /// TCP senders at both ends hand the kernel their payload by reference
+    /// instead of copying it in (`--zerocopy`, as iperf3's): a lighter
+    /// sender than an application that writes from its own buffers,
+    /// recorded in the result.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub zerocopy: bool,
     /// UDP senders at both ends hand the kernel bursts of datagrams in one
     /// call (GSO) and receivers take them coalesced (GRO), each datagram
     /// with its own header (`--gsro`, as iperf3 3.21's): recorded in the result.
@@ -229,7 +235,9 @@ pub struct ThroughputResult {
     /// The buffers the server's kernel granted (headroom servers only).
     pub buffers_remote: Option<headroom_result::BufferPair>,
     /// `--skip-rx-copy` asked: what each end's TCP receivers did.
-    pub rx_copy: Option<RxCopySkipped>,
+    pub rx_copy: Option<CopySkipped>,
+    /// `--zerocopy` asked: what each end's TCP senders did.
+    pub zerocopy: Option<CopySkipped>,
     /// `--gsro` asked on a UDP test: what each end's UDP streams did.
     pub udp_offload: Option<UdpOffload>,
     /// Why the server's figures are missing and this side's stand in
@@ -237,14 +245,16 @@ pub struct ThroughputResult {
     pub missing_report: Option<String>,
 }
 
-/// Whether each end's TCP receivers dropped what arrived in the kernel
-/// instead of copying it to user space (None: that end received nothing).
+/// Whether each end's TCP streams of one kind skipped a copy between user
+/// space and the kernel: receivers that dropped what arrived in the kernel
+/// (`--skip-rx-copy`), senders whose payload the kernel sent by reference
+/// (`--zerocopy`). None: that end had no such stream, or did not say.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct RxCopySkipped {
-    /// This machine's receivers.
+pub struct CopySkipped {
+    /// This machine's streams.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub local: Option<bool>,
-    /// The server's receivers (None also when the server sent no report).
+    /// The server's streams (None also when the server sent no report).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub remote: Option<bool>,
 }
@@ -321,14 +331,24 @@ pub(crate) struct ServerFigures {
     /// The server's TCP receivers dropped their bytes in the kernel
     /// (headroom servers asked `--skip-rx-copy`; stock servers copy).
     pub rx_copy_skipped: bool,
+    /// The server's TCP senders sent by reference (headroom servers asked
+    /// `--zerocopy`; stock servers copy).
+    pub sent_by_reference: bool,
     /// The server's UDP streams under `--gsro`, as (sending, offloaded)
     /// per stream; empty: a server that does not say (it sends and
     /// receives one datagram per call).
     pub udp_offloaded: Vec<(bool, bool)>,
-    /// The server was asked for `--gsro` in words a newer one answers but
-    /// does not report on (iperf3 3.21 does its end, 3.12 ignores it): what
-    /// it did is unknown, not false.
-    pub udp_offload_unknown: bool,
+    /// The server was asked for `--gsro`, `--skip-rx-copy` or `--zerocopy`
+    /// in words a newer one answers but does not report on (iperf3 3.19
+    /// and 3.21 do their end, 3.12 ignores them): what it did is unknown,
+    /// not false.
+    pub modes_unknown: bool,
+}
+
+/// True when every one is, None when there are none (an end that had no
+/// such stream says nothing).
+fn all_of(each: impl Iterator<Item = bool>) -> Option<bool> {
+    each.reduce(|all, one| all && one)
 }
 
 /// The server's half of the `--gsro` record: what its streams said, or,
@@ -510,12 +530,14 @@ pub(crate) fn measure(
     }
     result.sender_tcp_info = outcomes.iter().filter(|o| o.sending).filter_map(|o| o.tcp_info.clone()).collect();
     result.buffers_local = outcomes.iter().find_map(|o| o.buffers);
-    if spec.skip_rx_copy && spec.udp_rate.is_none() {
-        let local_receivers: Vec<bool> = outcomes.iter().filter(|o| !o.sending).map(|o| o.rx_copy_skipped).collect();
-        result.rx_copy = Some(RxCopySkipped {
-            local: (!local_receivers.is_empty()).then(|| local_receivers.iter().all(|&s| s)),
-            remote: None,
-        });
+    let tcp = spec.udp_rate.is_none();
+    if spec.skip_rx_copy && tcp {
+        let local = all_of(outcomes.iter().filter(|o| !o.sending).map(|o| o.rx_copy_skipped));
+        result.rx_copy = Some(CopySkipped { local, remote: None });
+    }
+    if spec.zerocopy && tcp {
+        let local = all_of(outcomes.iter().filter(|o| o.sending).map(|o| o.sent_by_reference));
+        result.zerocopy = Some(CopySkipped { local, remote: None });
     }
     if spec.udp_offload && result.udp {
         let local = UdpOffloadEnd::of(outcomes.iter().map(|o| (o.sending, o.udp_offloaded)));
@@ -536,16 +558,18 @@ pub(crate) fn measure(
             result.cpu_load_remote = figures.cpu_load;
             result.udp_recv = figures.udp_recv.or(result.udp_recv);
             result.buffers_remote = figures.buffers;
+            let known = !figures.modes_unknown;
             if let Some(rx) = result.rx_copy.as_mut() {
                 let server_receives = spec.direction != TrafficDirection::Download;
-                rx.remote = server_receives.then_some(figures.rx_copy_skipped);
+                rx.remote = (server_receives && known).then_some(figures.rx_copy_skipped);
+            }
+            if let Some(tx) = result.zerocopy.as_mut() {
+                let server_sends = spec.direction != TrafficDirection::Upload;
+                tx.remote = (server_sends && known).then_some(figures.sent_by_reference);
             }
             if let Some(offload) = result.udp_offload.as_mut() {
-                offload.remote = if figures.udp_offload_unknown {
-                    None
-                } else {
-                    server_offload(spec.direction, &figures.udp_offloaded)
-                };
+                offload.remote =
+                    if figures.modes_unknown { None } else { server_offload(spec.direction, &figures.udp_offloaded) };
             }
             result.missing_report = figures.missing_report;
             error = error.or(figures.error);

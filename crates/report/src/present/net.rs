@@ -124,7 +124,18 @@ pub fn probe(p: &Probe, ceiling: &LinkCeiling, style: Style) -> String {
                 text += &format!("  {:<24} {}\n", "", buffers_line(b));
             }
             if let Some(rx) = d.get(details::SKIP_RX_COPY) {
-                text += &format!("  {:<24} {}\n", "", rx_copy_line(rx));
+                text += &format!(
+                    "  {:<24} {}\n",
+                    "",
+                    copy_line(rx, "receivers skipped the copy to user space (--skip-rx-copy)")
+                );
+            }
+            if let Some(tx) = d.get(details::ZEROCOPY) {
+                text += &format!(
+                    "  {:<24} {}\n",
+                    "",
+                    copy_line(tx, "senders skipped the copy into the kernel (--zerocopy)")
+                );
             }
             if let Some(offload) = d.get(details::UDP_OFFLOAD) {
                 text += &format!("  {:<24} {}\n", "", udp_offload_line(offload));
@@ -145,15 +156,15 @@ pub fn probe(p: &Probe, ceiling: &LinkCeiling, style: Style) -> String {
     }
 }
 
-/// "receivers skipped the copy to user space: here yes, server no (--skip-rx-copy)".
-fn rx_copy_line(rx: &serde_json::Value) -> String {
-    let ends: Vec<String> = [("local", "here"), ("remote", "server")]
+/// "receivers skipped the copy to user space (--skip-rx-copy): here yes, server no".
+fn copy_line(ends: &serde_json::Value, what: &str) -> String {
+    let said: Vec<String> = [("local", "here"), ("remote", "server")]
         .into_iter()
         .filter_map(|(key, end)| {
-            rx[key].as_bool().map(|skipped| format!("{end} {}", if skipped { "yes" } else { "no" }))
+            ends[key].as_bool().map(|skipped| format!("{end} {}", if skipped { "yes" } else { "no" }))
         })
         .collect();
-    format!("receivers skipped the copy to user space (--skip-rx-copy): {}", ends.join(", "))
+    format!("{what}: {}", said.join(", "))
 }
 
 /// "busy-polled (--busy-poll): here spin yes, SO_BUSY_POLL yes; server spin no, SO_BUSY_POLL no".
@@ -333,6 +344,7 @@ mod tests {
         );
         p.details.insert("rtt_under_load_ns".into(), json!({"mean": 251_400.0, "p99": 7_470_000.0}));
         p.details.insert("skip_rx_copy".into(), json!({"remote": false}));
+        p.details.insert("zerocopy".into(), json!({"local": true, "remote": false}));
         p.warnings.push(Warning::new(WarningCode::CpuLimited, "limited by x"));
         let text = probe(&p, &gigabit(), Style::default());
         let lines: Vec<&str> = text.lines().collect();
@@ -350,9 +362,13 @@ mod tests {
             lines[2],
             "                           receivers skipped the copy to user space (--skip-rx-copy): server no"
         );
-        assert_eq!(lines[3], "                           RTT under load: mean 251.4 us  p99 7.47 ms");
-        assert_eq!(lines[4], "                           note: limited by x");
-        assert_eq!(lines.len(), 5);
+        assert_eq!(
+            lines[3],
+            "                           senders skipped the copy into the kernel (--zerocopy): here yes, server no"
+        );
+        assert_eq!(lines[4], "                           RTT under load: mean 251.4 us  p99 7.47 ms");
+        assert_eq!(lines[5], "                           note: limited by x");
+        assert_eq!(lines.len(), 6);
     }
 
     #[test]
