@@ -124,28 +124,11 @@ fn fixed_transfer_moves_exactly_the_bytes() {
 /// (MSG_TRUNC), count every one of them, and the result says which end did.
 #[test]
 fn receivers_that_skip_the_copy_count_every_byte_and_say_so() {
-    use headroom_net::CopySkipped;
-    let (h, _) = start(|_| {});
-    let mut s = Session::open(&target(&h)).unwrap();
     let mut sp = spec(TrafficDirection::Upload, 2);
-    sp.bytes = Some(50_000_000);
     sp.skip_rx_copy = true;
-    let skipped = cfg!(target_os = "linux");
-    let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
-    assert_eq!(r.upload_bytes, 50_000_000);
-    assert_eq!(r.rx_copy, Some(CopySkipped { local: None, remote: Some(skipped) }));
-    sp.direction = TrafficDirection::Download;
-    let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
-    assert_eq!(r.download_bytes, 50_000_000);
-    assert_eq!(r.rx_copy, Some(CopySkipped { local: Some(skipped), remote: None }));
-    sp.direction = TrafficDirection::Bidir;
-    let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
-    assert_eq!((r.upload_bytes, r.download_bytes), (50_000_000, 50_000_000));
-    assert_eq!(r.rx_copy, Some(CopySkipped { local: Some(skipped), remote: Some(skipped) }));
-    // Not asked: nothing recorded.
-    sp.skip_rx_copy = false;
-    let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
-    assert_eq!(r.rx_copy, None);
+    let sp = each_end_records_its_copy_mode(sp, |r| r.rx_copy, CopyKind::Receivers);
+    let r = copy_mode_run(&ThroughputSpec { skip_rx_copy: false, ..sp });
+    assert_eq!(r.rx_copy, None, "not asked: nothing recorded");
 }
 
 /// `--zerocopy`: senders at both ends hand the kernel their payload by
@@ -154,30 +137,54 @@ fn receivers_that_skip_the_copy_count_every_byte_and_say_so() {
 #[test]
 fn senders_by_reference_count_every_byte_and_say_so() {
     use headroom_net::CopySkipped;
+    let mut sp = spec(TrafficDirection::Upload, 2);
+    sp.zerocopy = true;
+    let sp = each_end_records_its_copy_mode(sp, |r| r.zerocopy, CopyKind::Senders);
+    let r = copy_mode_run(&ThroughputSpec { len: 16 * 1024, ..sp.clone() });
+    assert_eq!(r.zerocopy, Some(CopySkipped { local: Some(false), remote: Some(false) }), "16 KiB writes are copied");
+    let r = copy_mode_run(&ThroughputSpec { zerocopy: false, ..sp });
+    assert_eq!(r.zerocopy, None, "not asked: nothing recorded");
+}
+
+/// Which streams a copy mode concerns.
+#[derive(Clone, Copy, PartialEq)]
+enum CopyKind {
+    Receivers,
+    Senders,
+}
+
+/// Runs `sp` (a copy mode asked) up, down and both ways, 50 MB each way:
+/// every byte arrives, and `recorded` says the mode was applied (Linux) at
+/// exactly the ends whose streams it concerns. Returns the bidir spec.
+fn each_end_records_its_copy_mode(
+    mut sp: ThroughputSpec,
+    recorded: fn(&headroom_net::ThroughputResult) -> Option<headroom_net::CopySkipped>,
+    kind: CopyKind,
+) -> ThroughputSpec {
+    use headroom_net::CopySkipped;
+    let applied = cfg!(target_os = "linux");
+    sp.bytes = Some(50_000_000);
+    for direction in [TrafficDirection::Upload, TrafficDirection::Download, TrafficDirection::Bidir] {
+        sp.direction = direction;
+        let r = copy_mode_run(&sp);
+        let (up, down) = (direction != TrafficDirection::Download, direction != TrafficDirection::Upload);
+        assert_eq!(
+            (r.upload_bytes, r.download_bytes),
+            (if up { 50_000_000 } else { 0 }, if down { 50_000_000 } else { 0 })
+        );
+        // Senders up and receivers down are this end's; the other two the server's.
+        let (local, remote) = if kind == CopyKind::Senders { (up, down) } else { (down, up) };
+        let want = CopySkipped { local: local.then_some(applied), remote: remote.then_some(applied) };
+        assert_eq!(recorded(&r), Some(want), "{direction:?}");
+    }
+    sp
+}
+
+/// One test against a fresh headroom server.
+fn copy_mode_run(sp: &ThroughputSpec) -> headroom_net::ThroughputResult {
     let (h, _) = start(|_| {});
     let mut s = Session::open(&target(&h)).unwrap();
-    let mut sp = spec(TrafficDirection::Upload, 2);
-    sp.bytes = Some(50_000_000);
-    sp.zerocopy = true;
-    let by_reference = cfg!(target_os = "linux");
-    let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
-    assert_eq!(r.upload_bytes, 50_000_000);
-    assert_eq!(r.zerocopy, Some(CopySkipped { local: Some(by_reference), remote: None }));
-    sp.direction = TrafficDirection::Download;
-    let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
-    assert_eq!(r.download_bytes, 50_000_000);
-    assert_eq!(r.zerocopy, Some(CopySkipped { local: None, remote: Some(by_reference) }));
-    sp.direction = TrafficDirection::Bidir;
-    let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
-    assert_eq!((r.upload_bytes, r.download_bytes), (50_000_000, 50_000_000));
-    assert_eq!(r.zerocopy, Some(CopySkipped { local: Some(by_reference), remote: Some(by_reference) }));
-    sp.len = 16 * 1024;
-    let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
-    assert_eq!(r.zerocopy, Some(CopySkipped { local: Some(false), remote: Some(false) }), "16 KiB writes are copied");
-    // Not asked: nothing recorded.
-    sp.zerocopy = false;
-    let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
-    assert_eq!(r.zerocopy, None);
+    s.throughput(sp, &AtomicBool::new(false), &mut |_| {}).unwrap()
 }
 
 /// `--gsro`: senders hand the kernel bursts of datagrams in one call (GSO)
