@@ -164,7 +164,9 @@ fn copy_line(ends: &serde_json::Value, what: &str) -> String {
             ends[key].as_bool().map(|skipped| format!("{end} {}", if skipped { "yes" } else { "no" }))
         })
         .collect();
-    format!("{what}: {}", said.join(", "))
+    // Neither end said: the only end concerned is an iperf3 server, asked and silent.
+    let said = if said.is_empty() { "the server does not say".to_string() } else { said.join(", ") };
+    format!("{what}: {said}")
 }
 
 /// "busy-polled (--busy-poll): here spin yes, SO_BUSY_POLL yes; server spin no, SO_BUSY_POLL no".
@@ -369,6 +371,9 @@ mod tests {
         assert_eq!(lines[4], "                           RTT under load: mean 251.4 us  p99 7.47 ms");
         assert_eq!(lines[5], "                           note: limited by x");
         assert_eq!(lines.len(), 6);
+        p.details.insert("zerocopy".into(), json!({}));
+        let text = probe(&p, &gigabit(), Style::default());
+        assert!(text.contains("(--zerocopy): the server does not say\n"), "{text}");
     }
 
     #[test]
