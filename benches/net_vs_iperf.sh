@@ -16,6 +16,9 @@
 #                     datagrams: received Gb/s, loss, CPU s/GB received (both ends); Debian 12's iperf3 3.12
 #                     has no GSO/GRO (3.21's --gsro): labelled so. Also headroom without offload, and each
 #                     end's datagrams per CPU-second (the arithmetic limit: cores for 10/25/100 GbE)
+# IPERF3=path/to/iperf3 picks the peer's binary (e.g. a 3.21 built from esnet/iperf, not
+# installed by this project): from 3.19 on, the rows with a receiver that skips the copy run
+# iperf3 --skip-rx-copy too, and from 3.21 on the UDP offload rows run iperf3 --gsro: like for like.
 # Usage: benches/net_vs_iperf.sh [ROUNDS=5] [SECONDS=3]; HEADROOM=path/to/headroom to pick a binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +26,14 @@ ROUNDS=${1:-5}
 SECS=${2:-3}
 HEADROOM=${HEADROOM:-target/release/headroom}
 [ -x "$HEADROOM" ] || cargo build --release --quiet
-for p in iperf3 iperf sockperf python3; do command -v $p >/dev/null || { echo "net_vs_iperf: $p missing (scripts/install-deps.sh)" >&2; exit 2; }; done
+IPERF3=${IPERF3:-iperf3}
+for p in "$IPERF3" iperf sockperf python3; do command -v "$p" >/dev/null || { echo "net_vs_iperf: $p missing (scripts/install-deps.sh)" >&2; exit 2; }; done
+# The peer's version decides which of its modes exist: "3.12", "3.21+" -> 312, 321.
+i3_version=$("$IPERF3" --version | sed -n '1s/^iperf \([0-9]*\)\.\([0-9]*\).*/\1 \2/p' | awk '{print $1 * 100 + $2}')
+i3_skip=(); i3_gsro=()
+[ "${i3_version:-0}" -ge 319 ] && i3_skip=(--skip-rx-copy)
+[ "${i3_version:-0}" -ge 321 ] && i3_gsro=(--gsro)
+export I3_LABEL="iperf3 $("$IPERF3" --version | awk 'NR == 1 {print $2}')" I3_SKIP=${#i3_skip[@]} I3_GSRO=${#i3_gsro[@]}
 
 P_HR=15301 P_I3=15302 P_I2=15303 P_SP=15304 P_SPB=15305
 pids=()
@@ -31,7 +41,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 "$HEADROOM" serve --port $P_HR >/dev/null 2>&1 & pids+=($!)
-iperf3 -s -p $P_I3 >/dev/null 2>&1 & pids+=($!)
+"$IPERF3" -s -p $P_I3 >/dev/null 2>&1 & pids+=($!)
 iperf -s -p $P_I2 >/dev/null 2>&1 & pids+=($!)
 sockperf sr --tcp -i 127.0.0.1 -p $P_SP >/dev/null 2>&1 & pids+=($!)
 sockperf sr --tcp -i 127.0.0.1 -p $P_SPB --lls 50 --nonblocked >/dev/null 2>&1 & pids+=($!)
@@ -46,10 +56,11 @@ out=$(mktemp -d)
 trap 'cleanup; rm -rf "$out"' EXIT
 for r in $(seq 1 "$ROUNDS"); do
   "$HEADROOM" net 127.0.0.1:$P_HR --tests up1 --time ${SECS}s --json > "$out/hr1.$r.json"
-  iperf3 -c 127.0.0.1 -p $P_I3 -t "$SECS" -J > "$out/i3.$r.json"
+  "$IPERF3" -c 127.0.0.1 -p $P_I3 -t "$SECS" -J > "$out/i3.$r.json"
   "$HEADROOM" net 127.0.0.1:$P_HR --tests up1 --skip-rx-copy --time ${SECS}s --json > "$out/hr1s.$r.json"
   "$HEADROOM" net 127.0.0.1:$P_HR --tests up1 --zerocopy --time ${SECS}s --json > "$out/hr1z.$r.json"
-  iperf3 -c 127.0.0.1 -p $P_I3 -t "$SECS" -Z -J > "$out/i3z.$r.json"
+  "$IPERF3" -c 127.0.0.1 -p $P_I3 -t "$SECS" -Z -J > "$out/i3z.$r.json"
+  "$IPERF3" -c 127.0.0.1 -p $P_I3 -t "$SECS" -Z "${i3_skip[@]}" -J > "$out/i3zs.$r.json"
   "$HEADROOM" net 127.0.0.1:$P_HR --tests up1 --zerocopy --skip-rx-copy --time ${SECS}s --json > "$out/hr1zs.$r.json"
   "$HEADROOM" net 127.0.0.1:$P_HR --tests up --streams 4 --time ${SECS}s --json > "$out/hr4.$r.json"
   iperf -c 127.0.0.1 -p $P_I2 -P 4 -t "$SECS" -y C > "$out/i2.$r.csv"
@@ -59,19 +70,24 @@ for r in $(seq 1 "$ROUNDS"); do
   "$HEADROOM" net 127.0.0.1:$P_HR --tests rtt --busy-poll --time ${SECS}s --json > "$out/hrrrb.$r.json"
   sockperf pp --tcp -i 127.0.0.1 -p $P_SPB -t "$SECS" -m 64 --lls 50 --nonblocked > "$out/spb.$r.txt" 2>&1
   "$HEADROOM" net 127.0.0.1:$P_HR --tests udp --udp 400G --gsro --time ${SECS}s --json > "$out/hru.$r.json"
-  iperf3 -c 127.0.0.1 -p $P_I3 -u -b 0 -l 1448 -t "$SECS" -J > "$out/i3u.$r.json"
+  "$IPERF3" -c 127.0.0.1 -p $P_I3 -u -b 0 -l 1448 -t "$SECS" -J > "$out/i3u.$r.json"
+  "$IPERF3" -c 127.0.0.1 -p $P_I3 -u -b 0 -l 1448 -t "$SECS" "${i3_gsro[@]}" -J > "$out/i3ug.$r.json"
   "$HEADROOM" net 127.0.0.1:$P_HR --tests udp --udp 400G --time ${SECS}s --json > "$out/hrun.$r.json"
   echo "round $r/$ROUNDS done" >&2
 done
 
 python3 - "$out" "$ROUNDS" <<'PY'
-import json, re, statistics, sys
+import json, os, re, statistics, sys
+i3 = os.environ["I3_LABEL"]
+i3_skip = f"{i3} -Z --skip-rx-copy" if os.environ["I3_SKIP"] != "0" else f"{i3} -Z (rx copies)"
+i3_gsro = f"{i3} --gsro" if os.environ["I3_GSRO"] != "0" else f"{i3} (no GSO)"
 d, n = sys.argv[1], int(sys.argv[2])
 def med(xs): return statistics.median(xs)
 def spread(xs): return f"[{min(xs):.4g} .. {max(xs):.4g}]"
 hr1, i3, hrcpu, i3cpu, hr4, i2, hrrr, sp = [], [], [], [], [], [], [], []
 hr1s, hrscpu = [], []
 hr1z, hrzcpu, i3z, i3zcpu, hr1zs, hrzscpu, hr4z = [], [], [], [], [], [], []
+i3zs, i3zscpu = [], []
 def iperf3_stream(name, rate, cpu):
     j = json.load(open(name))["end"]
     rate.append(j["sum_received"]["bits_per_second"])
@@ -82,7 +98,7 @@ def applied(p, key, want):
     assert p["details"].get(key) == want, f"{key} not applied as asked: {p['details'].get(key)}"
 hrrrb, spb = [], []
 # UDP: received Gb/s, loss %, CPU s per GB received, datagrams per CPU-second (sender, receiver).
-udp = {k: {"gbps": [], "loss": [], "cpu": [], "tx_dps": [], "rx_dps": []} for k in ("hru", "hrun", "i3u")}
+udp = {k: {"gbps": [], "loss": [], "cpu": [], "tx_dps": [], "rx_dps": []} for k in ("hru", "hrun", "i3u", "i3ug")}
 def udp_headroom(name, offload):
     p = json.load(open(name))["probes"][0]
     d, u = p["details"], p["details"]["udp"]
@@ -114,6 +130,7 @@ for r in range(1, n + 1):
     applied(p, "skip_rx_copy", {"remote": True})
     iperf3_stream(f"{d}/i3.{r}.json", i3, i3cpu)
     iperf3_stream(f"{d}/i3z.{r}.json", i3z, i3zcpu)
+    iperf3_stream(f"{d}/i3zs.{r}.json", i3zs, i3zscpu)
     hr4.append(json.load(open(f"{d}/hr4.{r}.json"))["probes"][0]["summary"]["bytes_per_sec"] * 8)
     p = json.load(open(f"{d}/hr4z.{r}.json"))["probes"][0]
     applied(p, "zerocopy", {"local": True})
@@ -131,7 +148,7 @@ for r in range(1, n + 1):
     m = re.search(r"percentile 50\.000 =\s*([\d.]+)", open(f"{d}/spb.{r}.txt").read())
     spb.append(2 * float(m.group(1)))
     for key, fig in (("hru", udp_headroom(f"{d}/hru.{r}.json", True)), ("hrun", udp_headroom(f"{d}/hrun.{r}.json", False)),
-                     ("i3u", udp_iperf3(f"{d}/i3u.{r}.json"))):
+                     ("i3u", udp_iperf3(f"{d}/i3u.{r}.json")), ("i3ug", udp_iperf3(f"{d}/i3ug.{r}.json"))):
         for field, x in zip(("gbps", "loss", "cpu", "tx_dps", "rx_dps"), fig):
             udp[key][field].append(x)
 rows = [
@@ -141,18 +158,18 @@ rows = [
     ("TCP 1 stream, receiver skips the copy CPU s/GB", hrscpu, "iperf3 (copies)", i3cpu, "<= 0.7"),
     ("TCP 1 stream, both send by reference Gb/s", [x / 1e9 for x in hr1z], "iperf3 -Z", [x / 1e9 for x in i3z], ">= 1.0"),
     ("TCP 1 stream, both send by reference CPU s/GB", hrzcpu, "iperf3 -Z", i3zcpu, "<= 1.0"),
-    ("TCP 1 stream, by reference, receiver skips Gb/s", [x / 1e9 for x in hr1zs], "iperf3 -Z (rx copies)", [x / 1e9 for x in i3z], ">= 1.15"),
-    ("TCP 1 stream, by reference, receiver skips CPU s/GB", hrzscpu, "iperf3 -Z (rx copies)", i3zcpu, "<= 0.7"),
+    ("TCP 1 stream, by reference, receiver skips Gb/s", [x / 1e9 for x in hr1zs], i3_skip, [x / 1e9 for x in i3zs], ">= 1.15"),
+    ("TCP 1 stream, by reference, receiver skips CPU s/GB", hrzscpu, i3_skip, i3zscpu, "<= 0.7"),
     ("TCP 4 streams Gb/s", [x / 1e9 for x in hr4], "iperf2 -P 4", [x / 1e9 for x in i2], ">= 1.0"),
     ("TCP 4 streams, by reference Gb/s", [x / 1e9 for x in hr4z], "iperf2 -P 4 (copies)", [x / 1e9 for x in i2], ">= 1.1"),
     ("TCP RR RTT p50 us", hrrr, "sockperf pp x2", sp, "0.9 .. 1.1"),
     ("TCP RR busy-polled RTT p50 us", hrrrb, "sockperf --lls 50 --nonblocked x2", spb, "<= 1.0"),
-    ("UDP unlimited, GSO/GRO, received Gb/s", udp["hru"]["gbps"], "iperf3 3.12 (no GSO)", udp["i3u"]["gbps"], ">= 1.0"),
-    ("UDP unlimited, GSO/GRO, loss %", udp["hru"]["loss"], "iperf3 3.12 (no GSO)", udp["i3u"]["loss"], "info"),
-    ("UDP unlimited, GSO/GRO, CPU s/GB", udp["hru"]["cpu"], "iperf3 3.12 (no GSO)", udp["i3u"]["cpu"], "<= 1.0"),
-    ("UDP unlimited, no offload, received Gb/s", udp["hrun"]["gbps"], "iperf3 3.12 (no GSO)", udp["i3u"]["gbps"], ">= 1.0"),
-    ("UDP unlimited, no offload, loss %", udp["hrun"]["loss"], "iperf3 3.12 (no GSO)", udp["i3u"]["loss"], "info"),
-    ("UDP unlimited, no offload, CPU s/GB", udp["hrun"]["cpu"], "iperf3 3.12 (no GSO)", udp["i3u"]["cpu"], "<= 1.0"),
+    ("UDP unlimited, GSO/GRO, received Gb/s", udp["hru"]["gbps"], i3_gsro, udp["i3ug"]["gbps"], ">= 1.0"),
+    ("UDP unlimited, GSO/GRO, loss %", udp["hru"]["loss"], i3_gsro, udp["i3ug"]["loss"], "info"),
+    ("UDP unlimited, GSO/GRO, CPU s/GB", udp["hru"]["cpu"], i3_gsro, udp["i3ug"]["cpu"], "<= 1.0"),
+    ("UDP unlimited, no offload, received Gb/s", udp["hrun"]["gbps"], i3, udp["i3u"]["gbps"], ">= 1.0"),
+    ("UDP unlimited, no offload, loss %", udp["hrun"]["loss"], i3, udp["i3u"]["loss"], "info"),
+    ("UDP unlimited, no offload, CPU s/GB", udp["hrun"]["cpu"], i3, udp["i3u"]["cpu"], "<= 1.0"),
 ]
 print(f"{'metric':<52} {'headroom median':>16} {'peer':>15} {'peer median':>12} {'ratio':>7}  goal      spread headroom / peer")
 def pct(xs): return (max(xs) - min(xs)) / med(xs) * 100 if med(xs) else 0
@@ -162,7 +179,7 @@ for name, a, peer, b, goal in rows:
 # 10/25/100 GbE of 1448-byte datagrams (863k/2.16M/8.63M a second) would need.
 print()
 print(f"{'UDP datagrams per CPU-second (1448 B)':<48} {'sender':>12} {'receiver':>12}   cores for 10 / 25 / 100 GbE (busier end)")
-for key, label in (("hru", "headroom --gsro"), ("hrun", "headroom, no offload"), ("i3u", "iperf3 3.12")):
+for key, label in (("hru", "headroom --gsro"), ("hrun", "headroom, no offload"), ("i3ug", i3_gsro), ("i3u", i3)):
     tx, rx = med(udp[key]["tx_dps"]), med(udp[key]["rx_dps"])
     cores = [g * 1e9 / 8 / 1448 / min(tx, rx) for g in (10, 25, 100)]
     print(f"{label:<48} {tx:>12.4g} {rx:>12.4g}   {cores[0]:.2f} / {cores[1]:.2f} / {cores[2]:.2f}")

@@ -13,7 +13,11 @@
 //! - connect: `wait_writable`, `connect_in_progress` (for `socket::connect_within`);
 //! - socket errors: `is_unreachable`, `is_no_buffer_space`;
 //! - tcp_info: `tcp_info` (the sender's TCP_INFO as [`crate::TcpInfo`]);
-//! - zero-copy send: `PayloadFile` (a payload the kernel sends by reference);
+//! - copies and offloads: `DISCARDS_RECEIVED`, `discard_received` (a receive
+//!   that drops the bytes in the kernel), `PayloadFile`,
+//!   `is_send_by_reference_refused` (a payload the kernel sends by reference),
+//!   `send_segments`, `is_segmentation_refused`, `enable_gro`, `gro_cmsg_space`,
+//!   `recv_segments` (UDP GSO and GRO);
 //! - packet info: `want_destination`, `recv_with_destination`, `send_from`
 //!   (a UDP server answers from the address it was reached at);
 //! - process CPU: `process_times` (user and system time of this process);
