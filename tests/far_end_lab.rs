@@ -44,8 +44,15 @@ impl ThrottledDisk {
 }
 
 /// `headroom run --server B --remote-path DIR --link LINK` from A, the server
-/// in B inside the disk's blkio group (and `quota`, when given).
-fn run_both_ends(link: &str, link_bits: f64, disk_bytes_per_sec: u64, quota: Option<&CpuQuota>) -> ResultDoc {
+/// in B inside the disk's blkio group (and `quota`, when given); `time`, when
+/// given, is run's `--time` (else the preset's 2 s per disk and 3 s per network test).
+fn run_both_ends(
+    link: &str,
+    link_bits: f64,
+    disk_bytes_per_sec: u64,
+    quota: Option<&CpuQuota>,
+    time: Option<&str>,
+) -> ResultDoc {
     let hosts = TwoHosts::new(1500).expect("namespaces");
     hosts.shape(tbf_rate_emulating(link_bits, &Framing::default()) as u64).expect("tbf");
     let disk = ThrottledDisk::new(disk_bytes_per_sec);
@@ -64,6 +71,7 @@ fn run_both_ends(link: &str, link_bits: f64, disk_bytes_per_sec: u64, quota: Opt
     let out = Command::new("ip")
         .args(["netns", "exec", &hosts.a.name, exe(), "run", "--server", &addr_b, "--remote-path", disk.dir()])
         .args(["--link", link, "--save", save.to_str().unwrap(), "--quiet"])
+        .args(time.iter().flat_map(|t| ["--time", t]))
         .env("NO_COLOR", "1")
         .output()
         .expect("headroom run");
@@ -109,7 +117,9 @@ fn the_servers_narrow_disk_is_named() {
         return;
     }
     // A 1 Gb/s link (117.7 MB/s of TCP) in front of a server disk throttled to 20 MB/s.
-    let doc = run_both_ends("1gbe", 1e9, 20 * MB, None);
+    // The preset's 2 s per test: at 20 MB/s a second holds 20 requests of 1 MiB,
+    // one more or less is 5 % of the 10 % allowed.
+    let doc = run_both_ends("1gbe", 1e9, 20 * MB, None, None);
     assert!(doc.probes.iter().filter(|p| p.kind() == headroom_result::ProbeKind::Disk).all(|p| p.ran_remotely()));
     for dir in ["read", "write"] {
         let (bottleneck, side, explanation, figure) = verdict_of(&doc, dir);
@@ -129,7 +139,9 @@ fn a_narrow_link_in_front_of_the_servers_disk_is_named() {
         return;
     }
     // A 100 Mb/s link (11.8 MB/s of TCP) in front of a 60 MB/s server disk.
-    let doc = run_both_ends("100mbe", 100e6, 60 * MB, None);
+    // 1 s per test: the link's 11.8 MB/s is a fifth of the disk's 60 MB/s, and
+    // only which hop and its ceiling's name are checked.
+    let doc = run_both_ends("100mbe", 100e6, 60 * MB, None, Some("1s"));
     for dir in ["read", "write"] {
         let (bottleneck, _, explanation, _) = verdict_of(&doc, dir);
         assert_eq!(bottleneck, "link", "{dir}: {explanation}");
@@ -151,7 +163,9 @@ fn the_servers_cpu_held_by_a_quota_is_named() {
     // 10 GbE link, on a disk throttled to 1 GB/s: only the CPU is narrow. (Under
     // 2.5 GbE the held server reached half the link's ceiling: too small a margin.)
     let quota = CpuQuota::new(2000, 100_000).expect("cpu group");
-    let doc = run_both_ends("10gbe", 10e9, 1000 * MB, Some(&quota));
+    // The preset's times: at 1 s per test this run still took 51 s (one try), the
+    // server held to 2 % of a core being slow whatever the tests' length.
+    let doc = run_both_ends("10gbe", 10e9, 1000 * MB, Some(&quota), None);
     for dir in ["read", "write"] {
         let (bottleneck, side, explanation, _) = verdict_of(&doc, dir);
         assert_eq!(bottleneck, "cpu", "{dir}: {explanation}");
