@@ -78,9 +78,9 @@ done
 
 python3 - "$out" "$ROUNDS" <<'PY'
 import json, os, re, statistics, sys
-i3 = os.environ["I3_LABEL"]
-i3_skip = f"{i3} -Z --skip-rx-copy" if os.environ["I3_SKIP"] != "0" else f"{i3} -Z (rx copies)"
-i3_gsro = f"{i3} --gsro" if os.environ["I3_GSRO"] != "0" else f"{i3} (no GSO)"
+i3_name = os.environ["I3_LABEL"]
+i3_skip = f"{i3_name} -Z --skip-rx-copy" if os.environ["I3_SKIP"] != "0" else f"{i3_name} -Z (rx copies)"
+i3_gsro = f"{i3_name} --gsro" if os.environ["I3_GSRO"] != "0" else f"{i3_name} (no GSO)"
 d, n = sys.argv[1], int(sys.argv[2])
 def med(xs): return statistics.median(xs)
 def spread(xs): return f"[{min(xs):.4g} .. {max(xs):.4g}]"
@@ -167,9 +167,9 @@ rows = [
     ("UDP unlimited, GSO/GRO, received Gb/s", udp["hru"]["gbps"], i3_gsro, udp["i3ug"]["gbps"], ">= 1.0"),
     ("UDP unlimited, GSO/GRO, loss %", udp["hru"]["loss"], i3_gsro, udp["i3ug"]["loss"], "info"),
     ("UDP unlimited, GSO/GRO, CPU s/GB", udp["hru"]["cpu"], i3_gsro, udp["i3ug"]["cpu"], "<= 1.0"),
-    ("UDP unlimited, no offload, received Gb/s", udp["hrun"]["gbps"], i3, udp["i3u"]["gbps"], ">= 1.0"),
-    ("UDP unlimited, no offload, loss %", udp["hrun"]["loss"], i3, udp["i3u"]["loss"], "info"),
-    ("UDP unlimited, no offload, CPU s/GB", udp["hrun"]["cpu"], i3, udp["i3u"]["cpu"], "<= 1.0"),
+    ("UDP unlimited, no offload, received Gb/s", udp["hrun"]["gbps"], i3_name, udp["i3u"]["gbps"], ">= 1.0"),
+    ("UDP unlimited, no offload, loss %", udp["hrun"]["loss"], i3_name, udp["i3u"]["loss"], "info"),
+    ("UDP unlimited, no offload, CPU s/GB", udp["hrun"]["cpu"], i3_name, udp["i3u"]["cpu"], "<= 1.0"),
 ]
 print(f"{'metric':<52} {'headroom median':>16} {'peer':>15} {'peer median':>12} {'ratio':>7}  goal      spread headroom / peer")
 def pct(xs): return (max(xs) - min(xs)) / med(xs) * 100 if med(xs) else 0
@@ -179,7 +179,7 @@ for name, a, peer, b, goal in rows:
 # 10/25/100 GbE of 1448-byte datagrams (863k/2.16M/8.63M a second) would need.
 print()
 print(f"{'UDP datagrams per CPU-second (1448 B)':<48} {'sender':>12} {'receiver':>12}   cores for 10 / 25 / 100 GbE (busier end)")
-for key, label in (("hru", "headroom --gsro"), ("hrun", "headroom, no offload"), ("i3ug", i3_gsro), ("i3u", i3)):
+for key, label in (("hru", "headroom --gsro"), ("hrun", "headroom, no offload"), ("i3ug", i3_gsro), ("i3u", i3_name)):
     tx, rx = med(udp[key]["tx_dps"]), med(udp[key]["rx_dps"])
     cores = [g * 1e9 / 8 / 1448 / min(tx, rx) for g in (10, 25, 100)]
     print(f"{label:<48} {tx:>12.4g} {rx:>12.4g}   {cores[0]:.2f} / {cores[1]:.2f} / {cores[2]:.2f}")

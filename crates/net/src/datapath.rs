@@ -25,9 +25,9 @@ pub fn payload(len: usize) -> Vec<u8> {
 }
 
 /// Writes smaller than this are copied even under `--zerocopy`: below it
-/// sendfile(2) cost more CPU per byte than the copy it saves (loopback,
-/// 2 cores: 1.2-1.3x at 4 KiB, 1.2x at 16 KiB, level at 64 KiB, 0.75x at
-/// 128 KiB, docs/performance.md).
+/// sendfile(2) cost more CPU per byte than the copy it saves (a C probe on
+/// loopback, 2 vCPUs, both ends' CPU per GB against copying, medians of 3:
+/// 1.32x at 16 KiB, 0.64x at 64 KiB, 0.98x at 128 KiB; docs/performance.md).
 pub const ZEROCOPY_MIN_LEN: usize = 64 * 1024;
 
 /// Where a TCP sender's bytes come from: its buffer, copied into the kernel
