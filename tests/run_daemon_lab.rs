@@ -138,23 +138,17 @@ fn a_single_threaded_daemon_at_a_full_core_is_named_as_the_nas_cpu() {
     }
     let _machine = headroom_lab::hold_machine();
     let (mut nas, dir) = nas_with_serve(false);
-    // Text-like data: xz works for it on decompression (random data would be stored as is).
-    let image = dir.join("image.xz");
-    let made = std::process::Command::new("sh")
-        .arg("-c")
-        .arg("head -c 48M /dev/urandom | base64 -w 0 | head -c 64M | xz -T1 -1 --block-size=1MiB > \"$0\"")
-        .arg(&image)
-        .status()
-        .expect("sh");
-    assert!(made.success(), "making the xz image");
-    let opts = NbdOptions { read_only: true, threads: Some(1), ..NbdOptions::default() };
-    let export = nas.serve_nbd("packed", &NbdBacking::Xz(image), opts).expect("nbdkit with the xz filter");
+    let export =
+        nas.serve_nbd("packed", &NbdBacking::Xz(xz_image(&dir)), one_thread()).expect("nbdkit with the xz filter");
     let doc = run_over_share(&nas, Some(&dir), &export.url, &[]);
     let verdict = doc.verdict.as_ref().expect("a verdict");
     let read = verdict.directions.iter().find(|d| d.direction == Direction::Read).expect("reads");
     let text = &read.explanation;
     assert_eq!((read.bottleneck, read.side), (Bottleneck::Cpu, Some(Side::Remote)), "{text}");
-    assert!(text.contains(&format!("nbdkit (pid {})", export.pid)) && text.contains("kept one core"), "{text}");
+    // A machine busy with other work (outside CI) gives the thread less than
+    // a core; the verdict then says it shared the core, still the NAS's CPU.
+    let full_or_shared = text.contains("kept one core") || text.contains("wanted a whole core");
+    assert!(text.contains(&format!("nbdkit (pid {})", export.pid)) && full_or_shared, "{text}");
     // Ground truth beside the verdict: the share ran far below the NAS's own disk and the network.
     let over_nbd = read.hops.iter().find(|h| h.hop == Hop::Client).and_then(|h| h.measured_bytes_per_sec).unwrap();
     let net = doc
@@ -164,4 +158,88 @@ fn a_single_threaded_daemon_at_a_full_core_is_named_as_the_nas_cpu() {
         .map(|p| p.summary.bytes_per_sec)
         .fold(0.0, f64::max);
     assert!(net > over_nbd * 3.0, "the network ({net} B/s) is not what held the share: {text}");
+}
+
+/// An xz image of text-like data in `dir`: xz works for it on decompression
+/// (random data would be stored as is).
+fn xz_image(dir: &std::path::Path) -> std::path::PathBuf {
+    let image = dir.join("image.xz");
+    let made = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("head -c 48M /dev/urandom | base64 -w 0 | head -c 64M | xz -T1 -1 --block-size=1MiB > \"$0\"")
+        .arg(&image)
+        .status()
+        .expect("sh");
+    assert!(made.success(), "making the xz image");
+    image
+}
+
+/// nbdkit read-only with one worker thread.
+fn one_thread() -> NbdOptions<'static> {
+    NbdOptions { read_only: true, threads: Some(1), ..NbdOptions::default() }
+}
+
+/// A busy loop (`yes`) pinned to one CPU, killed when dropped.
+struct PinnedHog(std::process::Child);
+
+impl PinnedHog {
+    fn on(cpu: u32) -> PinnedHog {
+        let child = std::process::Command::new("taskset")
+            .args(["-c", &cpu.to_string(), "yes"])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("taskset yes");
+        PinnedHog(child)
+    }
+}
+
+impl Drop for PinnedHog {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The same one-threaded nbdkit, pinned to one CPU that a busy loop shares:
+/// its thread wants a whole core and gets about half. The verdict names the
+/// NAS's CPU as shared, with the time the thread waited for it and the busy
+/// loop beside it; the pinning is the ground truth.
+#[test]
+fn a_daemon_sharing_its_core_with_other_work_is_named_with_what_held_it() {
+    headroom_lab::require_root!();
+    for program in ["nbdkit", "xz", "base64", "taskset", "yes"] {
+        headroom_lab::require_program!(program);
+    }
+    let _machine = headroom_lab::hold_machine();
+    let (mut nas, dir) = nas_with_serve(false);
+    let export =
+        nas.serve_nbd("packed", &NbdBacking::Xz(xz_image(&dir)), one_thread()).expect("nbdkit with the xz filter");
+    let pinned = std::process::Command::new("taskset")
+        .args(["-a", "-p", "-c", "0", &export.pid.to_string()])
+        .stdout(Stdio::null())
+        .status()
+        .expect("taskset");
+    assert!(pinned.success(), "pinning nbdkit to CPU 0");
+    let hog = PinnedHog::on(0);
+    let doc = run_over_share(&nas, None, &export.url, &["--time", "1s"]);
+    let verdict = doc.verdict.as_ref().expect("a verdict");
+    let read = verdict.directions.iter().find(|d| d.direction == Direction::Read).expect("reads");
+    let text = &read.explanation;
+    println!("verdict: {text}\nchecks: {:?}", read.checks);
+    assert_eq!((read.bottleneck, read.side), (Bottleneck::Cpu, Some(Side::Remote)), "{text}");
+    assert!(
+        text.contains(&format!("nbdkit (pid {}) wanted a whole core", export.pid))
+            && text.contains(&format!("yes (pid {})", hog.0.id())),
+        "{text}"
+    );
+    // The figures under the words: the thread ran less than a core and waited for it.
+    let share_probe = doc
+        .probes
+        .iter()
+        .find(|p| p.host.is_none() && matches!(&p.spec, headroom_result::ProbeSpec::Disk(d) if d.protocol.is_some()))
+        .expect("a probe over the share");
+    let load = share_probe.cpu_load(Side::Remote).expect("the NAS's CPU during the share probe");
+    let thread = load.serving.iter().find_map(|s| s.busiest_thread.as_ref()).expect("nbdkit's busiest thread");
+    let waited = thread.waiting_percent.expect("the kernel counts run-queue waits");
+    assert!(thread.percent < 90.0 && waited >= 10.0, "{thread:?}");
 }

@@ -27,6 +27,15 @@ pub const CORE_SATURATED_PERCENT: f64 = 95.0;
 pub const SOFTIRQ_SHARE_PERCENT: f64 = 50.0;
 /// A thread (or a stream's share of a process) at this percent of one core is CPU-bound.
 pub const CPU_BUSY_PERCENT: f64 = 90.0;
+/// A serving thread below a full core that wanted the CPU (ran, or was
+/// ready to run and waited) this share of the window or more was CPU-bound:
+/// below a full core because the rest of its time went to requests arriving.
+pub const SHARED_DEMAND_PERCENT: f64 = 75.0;
+/// Such a thread that spent this share of its demand waiting for a CPU held
+/// by other work shared its core, and lost that much to it.
+pub const SHARED_WAIT_SHARE: f64 = 0.25;
+/// Most other processes named beside a thread that shared its core.
+const OTHERS_NAMED: usize = 2;
 
 /// What kind of CPU limit, strongest evidence first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -40,6 +49,8 @@ pub enum CpuLimitKind {
     Softirq,
     /// One thread at a full core: the work of one stream cannot spread.
     Thread,
+    /// A serving thread wanted a full core and waited for it: other work held the CPU.
+    Shared,
     /// The streams kept every core they could use busy.
     Cores,
     /// Only the percent of one core per stream is known, and it was full.
@@ -54,6 +65,7 @@ impl CpuLimitKind {
             CpuLimitKind::Steal => "hypervisor steal",
             CpuLimitKind::Softirq => "a core in softirq",
             CpuLimitKind::Thread => "one thread at a full core",
+            CpuLimitKind::Shared => "a core shared with other work",
             CpuLimitKind::Cores => "every usable core busy",
             CpuLimitKind::Busy => "busy",
         }
@@ -189,6 +201,9 @@ fn limit_of_serving(load: &CpuLoad, side: Side, whose: &str) -> Option<CpuLimit>
             ),
         });
     }
+    if let Some(limit) = shared_core(load, side, whose) {
+        return Some(limit);
+    }
     let affinity = |s: &&ServingLoad| {
         s.cpus_allowed.filter(|&n| n < load.cores && s.percent >= CPU_BUSY_PERCENT * f64::from(n)).is_some()
     };
@@ -201,6 +216,38 @@ fn limit_of_serving(load: &CpuLoad, side: Side, whose: &str) -> Option<CpuLimit>
             s.cpus_allowed.unwrap_or(0),
             load.cores,
             s.percent
+        ),
+    })
+}
+
+/// A serving thread that was CPU-bound (ran or waited to run most of the
+/// window) and spent a good part of that waiting: the CPU was shared with
+/// other work, which is named. Only where the kernel counts the wait.
+/// (A thread that serves requests runs less than all of the window even at
+/// its limit: the time between a reply and the next request.)
+fn shared_core(load: &CpuLoad, side: Side, whose: &str) -> Option<CpuLimit> {
+    let (s, t, waited) = load.serving.iter().find_map(|s| {
+        let t = s.busiest_thread.as_ref()?;
+        let waited = t.waiting_percent?;
+        let demand = t.percent + waited;
+        let bound = demand >= SHARED_DEMAND_PERCENT && waited >= SHARED_WAIT_SHARE * demand;
+        (t.percent < CPU_BUSY_PERCENT && bound).then_some((s, t, waited))
+    })?;
+    let thread = if s.threads <= 1 { "its one thread".to_string() } else { format!("its thread {}", t.name) };
+    let others: Vec<String> = load
+        .processes
+        .iter()
+        .filter(|p| load.serving.iter().all(|served| served.pid != p.pid))
+        .take(OTHERS_NAMED)
+        .map(|p| format!("{} (pid {}) at {:.0}% of one core", p.name, p.pid, p.percent))
+        .collect();
+    let beside = if others.is_empty() { String::new() } else { format!("; beside it: {}", others.join(", ")) };
+    Some(CpuLimit {
+        side,
+        kind: CpuLimitKind::Shared,
+        evidence: format!(
+            "{whose} CPU: {} (pid {}) wanted a whole core for {thread} and shared it: the thread ran {:.0}% of the test and waited {:.0}% for a CPU that other work held (one of {} cores{beside})",
+            s.name, s.pid, t.percent, waited, load.cores
         ),
     })
 }
@@ -368,7 +415,7 @@ mod tests {
             wall_s: 3.0,
             cores,
             process_percent: 20.0,
-            threads: vec![ThreadLoad { name: "tcp-send-0".into(), tid: 7, percent: 20.0 }],
+            threads: vec![ThreadLoad { name: "tcp-send-0".into(), tid: 7, percent: 20.0, waiting_percent: None }],
             per_core: (0..cores)
                 .map(|cpu| CoreLoad { cpu, busy_percent: 20.0, softirq_percent: 2.0, steal_percent: 0.0 })
                 .collect(),
@@ -407,7 +454,7 @@ mod tests {
         let mut p = net_probe(1);
         let mut local = idle_load(8);
         local.process_percent = 101.0;
-        local.threads = vec![ThreadLoad { name: "smbd".into(), tid: 9, percent: 99.0 }];
+        local.threads = vec![ThreadLoad { name: "smbd".into(), tid: 9, percent: 99.0, waiting_percent: None }];
         p.details.insert("cpu_load_local".into(), serde_json::to_value(&local).unwrap());
         // The old figure, one core of eight, reads as 12.5% of the machine.
         p.details.insert("cpu_local_percent".into(), json!(101.0 / 8.0));
@@ -442,7 +489,12 @@ mod tests {
             pid: 4242,
             found_by: "port 445".into(),
             percent,
-            busiest_thread: Some(ThreadLoad { name: "smbd".into(), tid: 4242, percent: thread_percent }),
+            busiest_thread: Some(ThreadLoad {
+                name: "smbd".into(),
+                tid: 4242,
+                percent: thread_percent,
+                waiting_percent: None,
+            }),
             threads,
             cpus_allowed: Some(8),
             cgroup: None,
@@ -502,6 +554,39 @@ mod tests {
         let l = cpu_limit(&p).expect("its affinity");
         assert_eq!(l.kind, CpuLimitKind::Cores);
         assert!(l.evidence.contains("the 2 of 8 cores its CPU affinity allows"), "{}", l.evidence);
+    }
+
+    #[test]
+    fn a_daemon_thread_that_waited_for_its_core_is_named_with_what_held_it() {
+        let mut p = net_probe(1);
+        let mut server = idle_load(2);
+        server.processes = vec![
+            headroom_result::ProcessLoad { name: "smbd".into(), pid: 4242, percent: 52.0 },
+            headroom_result::ProcessLoad { name: "backup".into(), pid: 77, percent: 49.0 },
+        ];
+        let mut with_wait = |ran: f64, waited: Option<f64>| {
+            let mut shared = smbd(ran, ran, 1);
+            shared.busiest_thread.as_mut().unwrap().waiting_percent = waited;
+            server.serving = vec![shared];
+            p.details.insert("cpu_load_remote".into(), serde_json::to_value(&server).unwrap());
+            cpu_limit_named(&p, Some("nas"))
+        };
+        // Half a core and no wait known (Windows): nothing to say.
+        assert!(with_wait(52.0, None).is_none());
+        // Half a core with the CPU free the rest of the time: the daemon was not held.
+        assert!(with_wait(52.0, Some(3.0)).is_none());
+        // Busy most of the time, but the wait a small part of it: not held by the sharing.
+        assert!(with_wait(80.0, Some(10.0)).is_none());
+        // Half a core run and 45% waited: it wanted the whole core.
+        let l = with_wait(52.0, Some(45.0)).expect("a shared core");
+        assert_eq!((l.side, l.kind), (Side::Remote, CpuLimitKind::Shared));
+        assert!(
+            l.evidence.contains("nas's CPU: smbd (pid 4242) wanted a whole core for its one thread and shared it")
+                && l.evidence.contains("ran 52% of the test and waited 45%")
+                && l.evidence.contains("beside it: backup (pid 77) at 49% of one core"),
+            "{}",
+            l.evidence
+        );
     }
 
     #[test]

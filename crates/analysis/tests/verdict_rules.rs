@@ -265,7 +265,12 @@ fn r5_names_the_server_quota_and_this_machines_saturated_core_not_the_buffers() 
         wall_s: 3.0,
         cores,
         process_percent: thread_percent + 1.0,
-        threads: vec![ThreadLoad { name: "tcp-recv-0".into(), tid: 42, percent: thread_percent }],
+        threads: vec![ThreadLoad {
+            name: "tcp-recv-0".into(),
+            tid: 42,
+            percent: thread_percent,
+            waiting_percent: None,
+        }],
         per_core: (0..cores)
             .map(|cpu| CoreLoad { cpu, busy_percent: 15.0, softirq_percent: 1.0, steal_percent: 0.0 })
             .collect(),
@@ -582,7 +587,12 @@ fn far_client_over_the_share_is_held_against_the_servers_own_disk() {
         wall_s: 5.0,
         cores: 4,
         process_percent: 99.0,
-        threads: vec![headroom_result::ThreadLoad { name: "nfsd".into(), tid: 812, percent: 98.0 }],
+        threads: vec![headroom_result::ThreadLoad {
+            name: "nfsd".into(),
+            tid: 812,
+            percent: 98.0,
+            waiting_percent: None,
+        }],
         ..Default::default()
     };
     let client = doc.probes.iter_mut().find(|p| p.id == "seq1m-q8t1-read").unwrap();
@@ -863,7 +873,12 @@ fn a_share_servers_cpu_is_named_without_its_own_disk() {
         wall_s: 5.0,
         cores: 4,
         process_percent: 99.0,
-        threads: vec![headroom_result::ThreadLoad { name: "smbd".into(), tid: 812, percent: 98.0 }],
+        threads: vec![headroom_result::ThreadLoad {
+            name: "smbd".into(),
+            tid: 812,
+            percent: 98.0,
+            waiting_percent: None,
+        }],
         ..Default::default()
     };
     let client = doc.probes.iter_mut().find(|p| p.id == "seq1m-q8t1-read").unwrap();

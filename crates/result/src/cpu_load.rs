@@ -90,6 +90,12 @@ pub struct ThreadLoad {
     pub tid: u32,
     /// Percent of one core.
     pub percent: f64,
+    /// Time it was ready to run but waited for a CPU that other work held,
+    /// percent of the window (Linux schedstat's run delay); absent where the
+    /// kernel does not count it. A thread at 50% that waited 45% wanted a
+    /// whole core and shared it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_percent: Option<f64>,
 }
 
 /// One logical CPU, in percent of its time.

@@ -14,7 +14,7 @@
 //! (`os::serving`); a process the platform cannot read is left out.
 
 use crate::os::serving::{
-    cpus_allowed, limit_counters, pids_named, pids_on_port, process_ticks, thread_ticks, ticks_per_sec,
+    cpus_allowed, limit_counters, pids_named, pids_on_port, process_ticks, thread_ticks, thread_waits, ticks_per_sec,
 };
 use crate::usage::busiest;
 use headroom_result::{ServingLoad, ThreadLoad};
@@ -108,8 +108,19 @@ struct Followed {
     last_ticks: u64,
     first_threads: BTreeMap<u32, (String, u64)>,
     last_threads: BTreeMap<u32, (String, u64)>,
+    /// Each thread's run-queue wait (ns) when first and last seen.
+    first_waits: BTreeMap<u32, u64>,
+    last_waits: BTreeMap<u32, u64>,
     cpus_allowed: Option<u32>,
     cgroup: Option<String>,
+}
+
+impl Followed {
+    /// How long a thread waited for a CPU between its first and last sample.
+    fn waited_ns(&self, tid: u32) -> Option<u64> {
+        let last = self.last_waits.get(&tid)?;
+        Some(last.saturating_sub(self.first_waits.get(&tid).copied().unwrap_or(0)))
+    }
 }
 
 /// What the sampler gathered.
@@ -139,6 +150,7 @@ impl Seen {
                 continue;
             };
             let threads = thread_ticks(found.pid);
+            let waits = thread_waits(found.pid);
             let counters = limit_counters(found.pid);
             let path = counters.as_ref().map(|c| c.path.clone());
             if let Some(c) = counters {
@@ -152,12 +164,15 @@ impl Seen {
                 last_ticks: ticks,
                 first_threads: if first { threads.clone() } else { BTreeMap::new() },
                 last_threads: threads.clone(),
+                first_waits: if first { waits.clone() } else { BTreeMap::new() },
+                last_waits: waits.clone(),
                 cpus_allowed: cpus_allowed(found.pid),
                 cgroup: path.clone(),
             });
             followed.last_ticks = ticks;
             // A thread that ended keeps its last sample: its time counts.
             followed.last_threads.extend(threads);
+            followed.last_waits.extend(waits);
             followed.cgroup = path.or(followed.cgroup.take());
         }
     }
@@ -172,9 +187,14 @@ impl Seen {
                 pid: *pid,
                 found_by: p.found_by.clone(),
                 percent: percent(p.last_ticks.saturating_sub(p.first_ticks)),
-                busiest_thread: busiest(&p.last_threads, &p.first_threads, 1)
-                    .next()
-                    .map(|(tid, name, ticks)| ThreadLoad { name, tid, percent: percent(ticks) }),
+                busiest_thread: busiest(&p.last_threads, &p.first_threads, 1).next().map(|(tid, name, ticks)| {
+                    ThreadLoad {
+                        name,
+                        tid,
+                        percent: percent(ticks),
+                        waiting_percent: p.waited_ns(tid).map(|ns| ns as f64 / 1e9 / wall_s.max(1e-9) * 100.0),
+                    }
+                }),
                 threads: p.last_threads.len() as u32,
                 cpus_allowed: p.cpus_allowed,
                 cgroup: p.cgroup.as_ref().and_then(|path| {

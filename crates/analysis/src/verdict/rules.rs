@@ -810,6 +810,10 @@ fn cpu_checks(limit: Option<&CpuLimit>, server: Option<&str>) -> Vec<String> {
             "the hypervisor under {}: other guests on the host, the VM's CPU limit or reservation",
             owner(l)
         )],
+        Some(l) if l.kind == CpuLimitKind::Shared => vec![format!(
+            "what else runs on {} (top -H; the processes named above): move it, or give the file-server daemon a core of its own (taskset, a cpuset, CPUAffinity= in its systemd unit)",
+            owner(l)
+        )],
         Some(l) if l.kind == CpuLimitKind::Softirq => vec![
             format!(
                 "spread {}'s packet processing over more cores: NIC queues and RSS (ethtool -L), RPS/RFS, irqbalance",

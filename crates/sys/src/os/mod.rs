@@ -18,6 +18,7 @@
 //! - `route`: `route_interface`, `route_interface_in`, `interface_with_address`;
 //! - `serving`: the hooks of `crate::serving`'s watch: `pids_on_port`,
 //!   `pids_named`, `process_ticks`, `thread_ticks` (with names),
+//!   `thread_waits` (run-queue delay per thread, empty where unknown),
 //!   `ticks_per_sec`, `cpus_allowed`, `limit_counters` (a
 //!   `cpu_load::CgroupCounters`, the process's CPU limit);
 //! - `secret_file`: `who_else_may_read` (the mode bits; the owner and DACL),

@@ -97,7 +97,7 @@ impl CpuSnapshot {
         };
         let percent_of_core = |ticks: u64| ticks as f64 / hz / wall * 100.0;
         let threads = busiest(&self.threads, &earlier.threads, THREADS_SHOWN)
-            .map(|(tid, name, ticks)| ThreadLoad { name, tid, percent: percent_of_core(ticks) })
+            .map(|(tid, name, ticks)| ThreadLoad { name, tid, percent: percent_of_core(ticks), waiting_percent: None })
             .collect();
         let processes = busiest(&self.processes, &earlier.processes, PROCESSES_SHOWN)
             .map(|(pid, name, ticks)| ProcessLoad { name, pid, percent: percent_of_core(ticks) })

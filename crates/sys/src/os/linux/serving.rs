@@ -108,6 +108,29 @@ pub(crate) fn thread_ticks(pid: u32) -> BTreeMap<u32, (String, u64)> {
     super::cpu_load::ticks_under(&Path::new("/proc").join(pid.to_string()).join("task"))
 }
 
+/// tid -> nanoseconds each thread of a process waited on a run queue, ready
+/// to run while other work held the CPU (the second field of
+/// /proc/PID/task/TID/schedstat). Empty on a kernel built without schedstats.
+pub(crate) fn thread_waits(pid: u32) -> BTreeMap<u32, u64> {
+    let mut found = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(Path::new("/proc").join(pid.to_string()).join("task")) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let Some(tid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        let waited = std::fs::read_to_string(entry.path().join("schedstat")).ok().and_then(|s| run_delay_ns(&s));
+        if let Some(ns) = waited {
+            found.insert(tid, ns);
+        }
+    }
+    found
+}
+
+/// The run delay of a schedstat line: "on-CPU ns, waiting ns, timeslices".
+fn run_delay_ns(schedstat: &str) -> Option<u64> {
+    schedstat.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// (comm, user+system ticks) of a process; None when it is gone or unreadable.
 pub(crate) fn process_ticks(pid: u32) -> Option<(String, u64)> {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().and_then(|s| stat_ticks(&s))
@@ -121,6 +144,46 @@ pub(crate) fn limit_counters(pid: u32) -> Option<CgroupCounters> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_schedstat_line_gives_its_run_delay() {
+        assert_eq!(run_delay_ns("1006312 4242 17\n"), Some(4242));
+        assert_eq!(run_delay_ns("1006312"), None);
+        // This thread has a schedstat of its own (the kernel counts them here).
+        assert!(thread_waits(std::process::id()).contains_key(&std::process::id()));
+    }
+
+    #[test]
+    fn two_threads_on_one_cpu_each_wait_while_the_other_runs() {
+        use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
+        use nix::unistd::{gettid, Pid};
+        let allowed = sched_getaffinity(Pid::from_raw(0)).unwrap();
+        let cpu = (0..CpuSet::count()).find(|&c| allowed.is_set(c).unwrap_or(false)).unwrap();
+        let start = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let spinner = |start: std::sync::Arc<std::sync::Barrier>| {
+            move || {
+                let mut one = CpuSet::new();
+                one.set(cpu).unwrap();
+                sched_setaffinity(Pid::from_raw(0), &one).unwrap();
+                start.wait();
+                let until = std::time::Instant::now() + std::time::Duration::from_millis(600);
+                let mut x = 0u64;
+                while std::time::Instant::now() < until {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+                // Read before the thread ends: its task directory goes with it.
+                let tid = gettid().as_raw() as u32;
+                thread_waits(std::process::id()).get(&tid).copied()
+            }
+        };
+        let a = std::thread::spawn(spinner(start.clone()));
+        let b = std::thread::spawn(spinner(start));
+        // Sharing one CPU for 600 ms, each ran about half of it and waited
+        // the rest (more when other tests load the machine, never less).
+        for waited in [a.join().unwrap(), b.join().unwrap()] {
+            assert!(waited.is_some_and(|ns| ns >= 100_000_000), "waited {waited:?} ns");
+        }
+    }
 
     #[test]
     fn the_sockets_on_a_port_are_found_by_inode() {

@@ -108,7 +108,12 @@ impl CpuSnapshot {
             cores: self.cores.len() as u32,
             process_percent: percent_of_core(self.process_units.saturating_sub(earlier.process_units)),
             threads: busiest(&self.threads, &earlier.threads, THREADS_SHOWN)
-                .map(|(tid, name, units)| ThreadLoad { name, tid, percent: percent_of_core(units) })
+                .map(|(tid, name, units)| ThreadLoad {
+                    name,
+                    tid,
+                    percent: percent_of_core(units),
+                    waiting_percent: None,
+                })
                 .collect(),
             steal_percent: 0.0,
             softirq_percent: softirq,

@@ -110,6 +110,12 @@ pub(crate) fn thread_ticks(pid: u32) -> BTreeMap<u32, (String, u64)> {
     threads_of(pid)
 }
 
+/// tid -> time waited for a CPU: Windows keeps no per-thread run-queue
+/// delay that a process outside the thread can read, so none is known.
+pub(crate) fn thread_waits(_pid: u32) -> BTreeMap<u32, u64> {
+    BTreeMap::new()
+}
+
 /// How many processors of its group the process may run on.
 pub(crate) fn cpus_allowed(pid: u32) -> Option<u32> {
     let process = open_process(pid)?;
