@@ -10,6 +10,10 @@
 #   4 TCP streams     headroom net up x4 vs iperf -c -P 4    throughput (>= 1.0; iperf2 is multi-threaded),
 #                     and headroom --zerocopy x4 against the same (iperf2 has no such mode: labelled so)
 #   request/response  headroom net rtt   vs sockperf ping-pong, 64-byte messages, median RTT (sockperf prints RTT/2: doubled)
+#   RR, pinned        the same, both tools' ends pinned (taskset) to one CPU, then to two: on a small VM
+#                     the unpinned median is mostly where the scheduler put the two ends (an idle vCPU
+#                     woken across CPUs costs ~100 us, one CPU ~17 us), not the tool; pinned rows
+#                     compare the tools' own cost per round trip
 #   busy-polled RR    headroom net rtt --busy-poll vs sockperf pp --lls 50 --nonblocked against a sockperf
 #                     server run with the same flags (both ends spin on non-blocking sockets, SO_BUSY_POLL 50 us)
 #   UDP, unlimited    headroom net udp --gsro (GSO on send, GRO on receive) vs iperf3 -u -b 0, 1448-byte
@@ -35,7 +39,9 @@ i3_skip=(); i3_gsro=()
 [ "${i3_version:-0}" -ge 321 ] && i3_gsro=(--gsro)
 export I3_LABEL="iperf3 $("$IPERF3" --version | awk 'NR == 1 {print $2}')" I3_SKIP=${#i3_skip[@]} I3_GSRO=${#i3_gsro[@]}
 
-P_HR=15301 P_I3=15302 P_I2=15303 P_SP=15304 P_SPB=15305
+P_HR=15301 P_I3=15302 P_I2=15303 P_SP=15304 P_SPB=15305 P_HRP=15306 P_SPP=15307
+# The first two CPUs this shell may use: the pinned RR servers sit on the first.
+read -r CPU_A CPU_B < <(python3 -c 'import os; c = sorted(os.sched_getaffinity(0)); print(c[0], c[-1])')
 pids=()
 # Waits for each server to be gone: a rerun binds the same ports at once.
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; }
@@ -45,8 +51,10 @@ trap cleanup EXIT
 iperf -s -p $P_I2 >/dev/null 2>&1 & pids+=($!)
 sockperf sr --tcp -i 127.0.0.1 -p $P_SP >/dev/null 2>&1 & pids+=($!)
 sockperf sr --tcp -i 127.0.0.1 -p $P_SPB --lls 50 --nonblocked >/dev/null 2>&1 & pids+=($!)
+taskset -c "$CPU_A" "$HEADROOM" serve --port $P_HRP >/dev/null 2>&1 & pids+=($!)
+taskset -c "$CPU_A" sockperf sr --tcp -i 127.0.0.1 -p $P_SPP >/dev/null 2>&1 & pids+=($!)
 # Each server listening before the first round (at most 10 s), or the bench says which is not.
-for port in $P_HR $P_I3 $P_I2 $P_SP $P_SPB; do
+for port in $P_HR $P_I3 $P_I2 $P_SP $P_SPB $P_HRP $P_SPP; do
   listening() { [ -n "$(ss -Hltn "sport = :$port")" ]; }
   for _ in $(seq 100); do listening && break; sleep 0.1; done
   listening || { echo "net_vs_iperf: nothing listens on port $port" >&2; exit 2; }
@@ -67,6 +75,10 @@ for r in $(seq 1 "$ROUNDS"); do
   "$HEADROOM" net 127.0.0.1:$P_HR --tests up --streams 4 --zerocopy --time ${SECS}s --json > "$out/hr4z.$r.json"
   "$HEADROOM" net 127.0.0.1:$P_HR --tests rtt --time ${SECS}s --json > "$out/hrrr.$r.json"
   sockperf pp --tcp -i 127.0.0.1 -p $P_SP -t "$SECS" -m 64 > "$out/sp.$r.txt" 2>&1
+  for placed in one:$CPU_A two:$CPU_B; do
+    taskset -c "${placed#*:}" "$HEADROOM" net 127.0.0.1:$P_HRP --tests rtt --time ${SECS}s --json > "$out/hrrr-${placed%%:*}.$r.json"
+    taskset -c "${placed#*:}" sockperf pp --tcp -i 127.0.0.1 -p $P_SPP -t "$SECS" -m 64 > "$out/sp-${placed%%:*}.$r.txt" 2>&1
+  done
   "$HEADROOM" net 127.0.0.1:$P_HR --tests rtt --busy-poll --time ${SECS}s --json > "$out/hrrrb.$r.json"
   sockperf pp --tcp -i 127.0.0.1 -p $P_SPB -t "$SECS" -m 64 --lls 50 --nonblocked > "$out/spb.$r.txt" 2>&1
   "$HEADROOM" net 127.0.0.1:$P_HR --tests udp --udp 400G --gsro --time ${SECS}s --json > "$out/hru.$r.json"
@@ -97,6 +109,13 @@ def iperf3_stream(name, rate, cpu):
 def applied(p, key, want):
     assert p["details"].get(key) == want, f"{key} not applied as asked: {p['details'].get(key)}"
 hrrrb, spb = [], []
+pinned = {k: [] for k in ("hr-one", "sp-one", "hr-two", "sp-two")}
+def sockperf_rtt(name):
+    # sockperf prints half the round trip: doubled.
+    m = re.search(r"percentile 50\.000 =\s*([\d.]+)", open(name).read())
+    return 2 * float(m.group(1))
+def headroom_rtt(name):
+    return json.load(open(name))["probes"][0]["summary"]["latency_ns"]["p50"] / 1e3
 # UDP: received Gb/s, loss %, CPU s per GB received, datagrams per CPU-second (sender, receiver).
 udp = {k: {"gbps": [], "loss": [], "cpu": [], "tx_dps": [], "rx_dps": []} for k in ("hru", "hrun", "i3u", "i3ug")}
 def udp_headroom(name, offload):
@@ -139,14 +158,15 @@ for r in range(1, n + 1):
     sums = [row for row in rows if row[5] == "-1"]  # a SUM row (id -1), when iperf2 prints one
     i2.append(float(sums[-1][8]) if sums else sum(float(row[8]) for row in rows))
     # Medians of the RTT distributions: means are dominated by scheduler outliers on a busy host.
-    hrrr.append(json.load(open(f"{d}/hrrr.{r}.json"))["probes"][0]["summary"]["latency_ns"]["p50"] / 1e3)
-    m = re.search(r"percentile 50\.000 =\s*([\d.]+)", open(f"{d}/sp.{r}.txt").read())
-    sp.append(2 * float(m.group(1)))
+    hrrr.append(headroom_rtt(f"{d}/hrrr.{r}.json"))
+    sp.append(sockperf_rtt(f"{d}/sp.{r}.txt"))
+    for cpus in ("one", "two"):
+        pinned[f"hr-{cpus}"].append(headroom_rtt(f"{d}/hrrr-{cpus}.{r}.json"))
+        pinned[f"sp-{cpus}"].append(sockperf_rtt(f"{d}/sp-{cpus}.{r}.txt"))
     busy = json.load(open(f"{d}/hrrrb.{r}.json"))["probes"][0]
     assert busy["details"]["busy_poll"]["remote"]["spin"], f"--busy-poll not applied at the server: {busy['details']}"
     hrrrb.append(busy["summary"]["latency_ns"]["p50"] / 1e3)
-    m = re.search(r"percentile 50\.000 =\s*([\d.]+)", open(f"{d}/spb.{r}.txt").read())
-    spb.append(2 * float(m.group(1)))
+    spb.append(sockperf_rtt(f"{d}/spb.{r}.txt"))
     for key, fig in (("hru", udp_headroom(f"{d}/hru.{r}.json", True)), ("hrun", udp_headroom(f"{d}/hrun.{r}.json", False)),
                      ("i3u", udp_iperf3(f"{d}/i3u.{r}.json")), ("i3ug", udp_iperf3(f"{d}/i3ug.{r}.json"))):
         for field, x in zip(("gbps", "loss", "cpu", "tx_dps", "rx_dps"), fig):
@@ -163,6 +183,8 @@ rows = [
     ("TCP 4 streams Gb/s", [x / 1e9 for x in hr4], "iperf2 -P 4", [x / 1e9 for x in i2], ">= 1.0"),
     ("TCP 4 streams, by reference Gb/s", [x / 1e9 for x in hr4z], "iperf2 -P 4 (copies)", [x / 1e9 for x in i2], ">= 1.1"),
     ("TCP RR RTT p50 us", hrrr, "sockperf pp x2", sp, "0.9 .. 1.1"),
+    ("TCP RR, both ends on one CPU, RTT p50 us", pinned["hr-one"], "sockperf pp x2", pinned["sp-one"], "<= 1.0"),
+    ("TCP RR, ends on two CPUs, RTT p50 us", pinned["hr-two"], "sockperf pp x2", pinned["sp-two"], "<= 1.0"),
     ("TCP RR busy-polled RTT p50 us", hrrrb, "sockperf --lls 50 --nonblocked x2", spb, "<= 1.0"),
     ("UDP unlimited, GSO/GRO, received Gb/s", udp["hru"]["gbps"], i3_gsro, udp["i3ug"]["gbps"], ">= 1.0"),
     ("UDP unlimited, GSO/GRO, loss %", udp["hru"]["loss"], i3_gsro, udp["i3ug"]["loss"], "info"),
