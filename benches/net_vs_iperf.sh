@@ -6,7 +6,11 @@
 #   as iperf3 3.19's --skip-rx-copy; Debian 12's iperf3 3.12 has no such mode,
 #   so its row is headroom's lighter receiver against iperf3's copying one: labelled so)
 #   the same with --zerocopy against iperf3 -Z (both senders send by reference: sendfile),
-#   and with --zerocopy --skip-rx-copy against iperf3 -Z (whose receiver still copies: labelled so)
+#   and with --zerocopy --skip-rx-copy against iperf3 -Z (whose receiver still copies: labelled so),
+#   these with each tool's two ends pinned to two CPUs (server on one, client on the other) and
+#   both tools' copying stream placed the same way beside them: on one CPU, or left to the
+#   scheduler, sending by reference is bimodal and loses (10-14 Gb/s against 18-23 copying, both
+#   tools); on two it wins (26-44 against 16-20), as towards another machine
 #   4 TCP streams     headroom net up x4 vs iperf -c -P 4    throughput (>= 1.0; iperf2 is multi-threaded),
 #                     and headroom --zerocopy x4 against the same (iperf2 has no such mode: labelled so)
 #   request/response  headroom net rtt   vs sockperf ping-pong, 64-byte messages, median RTT (sockperf prints RTT/2: doubled)
@@ -39,7 +43,7 @@ i3_skip=(); i3_gsro=()
 [ "${i3_version:-0}" -ge 321 ] && i3_gsro=(--gsro)
 export I3_LABEL="iperf3 $("$IPERF3" --version | awk 'NR == 1 {print $2}')" I3_SKIP=${#i3_skip[@]} I3_GSRO=${#i3_gsro[@]}
 
-P_HR=15301 P_I3=15302 P_I2=15303 P_SP=15304 P_SPB=15305 P_HRP=15306 P_SPP=15307
+P_HR=15301 P_I3=15302 P_I2=15303 P_SP=15304 P_SPB=15305 P_HRP=15306 P_SPP=15307 P_I3P=15308
 # The first two CPUs this shell may use: the pinned RR servers sit on the first.
 read -r CPU_A CPU_B < <(python3 -c 'import os; c = sorted(os.sched_getaffinity(0)); print(c[0], c[-1])')
 pids=()
@@ -50,15 +54,18 @@ trap cleanup EXIT
 "$IPERF3" -s -p $P_I3 >/dev/null 2>&1 & pids+=($!)
 iperf -s -p $P_I2 >/dev/null 2>&1 & pids+=($!)
 sockperf sr --tcp -i 127.0.0.1 -p $P_SP >/dev/null 2>&1 & pids+=($!)
-sockperf sr --tcp -i 127.0.0.1 -p $P_SPB --lls 50 --nonblocked >/dev/null 2>&1 & pids+=($!)
 taskset -c "$CPU_A" "$HEADROOM" serve --port $P_HRP >/dev/null 2>&1 & pids+=($!)
 taskset -c "$CPU_A" sockperf sr --tcp -i 127.0.0.1 -p $P_SPP >/dev/null 2>&1 & pids+=($!)
+taskset -c "$CPU_A" "$IPERF3" -s -p $P_I3P >/dev/null 2>&1 & pids+=($!)
 # Each server listening before the first round (at most 10 s), or the bench says which is not.
-for port in $P_HR $P_I3 $P_I2 $P_SP $P_SPB $P_HRP $P_SPP; do
+# await_listener PORT: the server on PORT listening (at most 10 s), or the bench says which is not.
+await_listener() {
+  local port=$1
   listening() { [ -n "$(ss -Hltn "sport = :$port")" ]; }
   for _ in $(seq 100); do listening && break; sleep 0.1; done
   listening || { echo "net_vs_iperf: nothing listens on port $port" >&2; exit 2; }
-done
+}
+for port in $P_HR $P_I3 $P_I2 $P_SP $P_HRP $P_SPP $P_I3P; do await_listener $port; done
 
 out=$(mktemp -d)
 trap 'cleanup; rm -rf "$out"' EXIT
@@ -66,10 +73,14 @@ for r in $(seq 1 "$ROUNDS"); do
   "$HEADROOM" net 127.0.0.1:$P_HR --tests up1 --time ${SECS}s --json > "$out/hr1.$r.json"
   "$IPERF3" -c 127.0.0.1 -p $P_I3 -t "$SECS" -J > "$out/i3.$r.json"
   "$HEADROOM" net 127.0.0.1:$P_HR --tests up1 --skip-rx-copy --time ${SECS}s --json > "$out/hr1s.$r.json"
-  "$HEADROOM" net 127.0.0.1:$P_HR --tests up1 --zerocopy --time ${SECS}s --json > "$out/hr1z.$r.json"
-  "$IPERF3" -c 127.0.0.1 -p $P_I3 -t "$SECS" -Z -J > "$out/i3z.$r.json"
-  "$IPERF3" -c 127.0.0.1 -p $P_I3 -t "$SECS" -Z "${i3_skip[@]}" -J > "$out/i3zs.$r.json"
-  "$HEADROOM" net 127.0.0.1:$P_HR --tests up1 --zerocopy --skip-rx-copy --time ${SECS}s --json > "$out/hr1zs.$r.json"
+  # Sending by reference, and the copying stream beside it, with the ends on two CPUs.
+  on_b() { taskset -c "$CPU_B" "$@"; }
+  on_b "$HEADROOM" net 127.0.0.1:$P_HRP --tests up1 --time ${SECS}s --json > "$out/hr1p.$r.json"
+  on_b "$IPERF3" -c 127.0.0.1 -p $P_I3P -t "$SECS" -J > "$out/i3p.$r.json"
+  on_b "$HEADROOM" net 127.0.0.1:$P_HRP --tests up1 --zerocopy --time ${SECS}s --json > "$out/hr1z.$r.json"
+  on_b "$IPERF3" -c 127.0.0.1 -p $P_I3P -t "$SECS" -Z -J > "$out/i3z.$r.json"
+  on_b "$IPERF3" -c 127.0.0.1 -p $P_I3P -t "$SECS" -Z "${i3_skip[@]}" -J > "$out/i3zs.$r.json"
+  on_b "$HEADROOM" net 127.0.0.1:$P_HRP --tests up1 --zerocopy --skip-rx-copy --time ${SECS}s --json > "$out/hr1zs.$r.json"
   "$HEADROOM" net 127.0.0.1:$P_HR --tests up --streams 4 --time ${SECS}s --json > "$out/hr4.$r.json"
   iperf -c 127.0.0.1 -p $P_I2 -P 4 -t "$SECS" -y C > "$out/i2.$r.csv"
   "$HEADROOM" net 127.0.0.1:$P_HR --tests up --streams 4 --zerocopy --time ${SECS}s --json > "$out/hr4z.$r.json"
@@ -80,7 +91,12 @@ for r in $(seq 1 "$ROUNDS"); do
     taskset -c "${placed#*:}" sockperf pp --tcp -i 127.0.0.1 -p $P_SPP -t "$SECS" -m 64 > "$out/sp-${placed%%:*}.$r.txt" 2>&1
   done
   "$HEADROOM" net 127.0.0.1:$P_HR --tests rtt --busy-poll --time ${SECS}s --json > "$out/hrrrb.$r.json"
+  # sockperf's busy-polling server spins a whole core even with no client, so it
+  # runs only for its own row (left running, it took a core from every other row).
+  sockperf sr --tcp -i 127.0.0.1 -p $P_SPB --lls 50 --nonblocked >/dev/null 2>&1 & spb_server=$!; pids+=($spb_server)
+  await_listener $P_SPB
   sockperf pp --tcp -i 127.0.0.1 -p $P_SPB -t "$SECS" -m 64 --lls 50 --nonblocked > "$out/spb.$r.txt" 2>&1
+  kill $spb_server; wait $spb_server 2>/dev/null || true
   "$HEADROOM" net 127.0.0.1:$P_HR --tests udp --udp 400G --gsro --time ${SECS}s --json > "$out/hru.$r.json"
   "$IPERF3" -c 127.0.0.1 -p $P_I3 -u -b 0 -l 1448 -t "$SECS" -J > "$out/i3u.$r.json"
   "$IPERF3" -c 127.0.0.1 -p $P_I3 -u -b 0 -l 1448 -t "$SECS" "${i3_gsro[@]}" -J > "$out/i3ug.$r.json"
@@ -100,6 +116,7 @@ hr1, i3, hrcpu, i3cpu, hr4, i2, hrrr, sp = [], [], [], [], [], [], [], []
 hr1s, hrscpu = [], []
 hr1z, hrzcpu, i3z, i3zcpu, hr1zs, hrzscpu, hr4z = [], [], [], [], [], [], []
 i3zs, i3zscpu = [], []
+hr1p, hrpcpu, i3p, i3pcpu = [], [], [], []
 def iperf3_stream(name, rate, cpu):
     j = json.load(open(name))["end"]
     rate.append(j["sum_received"]["bits_per_second"])
@@ -149,6 +166,8 @@ for r in range(1, n + 1):
     applied(p, "skip_rx_copy", {"remote": True})
     iperf3_stream(f"{d}/i3.{r}.json", i3, i3cpu)
     iperf3_stream(f"{d}/i3z.{r}.json", i3z, i3zcpu)
+    one_stream(f"{d}/hr1p.{r}.json", hr1p, hrpcpu)
+    iperf3_stream(f"{d}/i3p.{r}.json", i3p, i3pcpu)
     iperf3_stream(f"{d}/i3zs.{r}.json", i3zs, i3zscpu)
     hr4.append(json.load(open(f"{d}/hr4.{r}.json"))["probes"][0]["summary"]["bytes_per_sec"] * 8)
     p = json.load(open(f"{d}/hr4z.{r}.json"))["probes"][0]
@@ -176,10 +195,12 @@ rows = [
     ("TCP 1 stream CPU, both ends s/GB", hrcpu, "iperf3", i3cpu, "<= 1.0"),
     ("TCP 1 stream, receiver skips the copy Gb/s", [x / 1e9 for x in hr1s], "iperf3 (copies)", [x / 1e9 for x in i3], ">= 1.15"),
     ("TCP 1 stream, receiver skips the copy CPU s/GB", hrscpu, "iperf3 (copies)", i3cpu, "<= 0.7"),
-    ("TCP 1 stream, both send by reference Gb/s", [x / 1e9 for x in hr1z], "iperf3 -Z", [x / 1e9 for x in i3z], ">= 1.0"),
-    ("TCP 1 stream, both send by reference CPU s/GB", hrzcpu, "iperf3 -Z", i3zcpu, "<= 1.0"),
-    ("TCP 1 stream, by reference, receiver skips Gb/s", [x / 1e9 for x in hr1zs], i3_skip, [x / 1e9 for x in i3zs], ">= 1.15"),
-    ("TCP 1 stream, by reference, receiver skips CPU s/GB", hrzscpu, i3_skip, i3zscpu, "<= 0.7"),
+    ("TCP 1 stream, ends on two CPUs Gb/s", [x / 1e9 for x in hr1p], "iperf3", [x / 1e9 for x in i3p], ">= 1.0"),
+    ("TCP 1 stream, ends on two CPUs CPU s/GB", hrpcpu, "iperf3", i3pcpu, "<= 1.0"),
+    ("TCP 1 stream, two CPUs, both send by reference Gb/s", [x / 1e9 for x in hr1z], "iperf3 -Z", [x / 1e9 for x in i3z], ">= 1.0"),
+    ("TCP 1 stream, two CPUs, both send by reference CPU s/GB", hrzcpu, "iperf3 -Z", i3zcpu, "<= 1.0"),
+    ("TCP 1 stream, two CPUs, by reference, receiver skips Gb/s", [x / 1e9 for x in hr1zs], i3_skip, [x / 1e9 for x in i3zs], ">= 1.15"),
+    ("TCP 1 stream, two CPUs, by reference, receiver skips CPU s/GB", hrzscpu, i3_skip, i3zscpu, "<= 0.7"),
     ("TCP 4 streams Gb/s", [x / 1e9 for x in hr4], "iperf2 -P 4", [x / 1e9 for x in i2], ">= 1.0"),
     ("TCP 4 streams, by reference Gb/s", [x / 1e9 for x in hr4z], "iperf2 -P 4 (copies)", [x / 1e9 for x in i2], ">= 1.1"),
     ("TCP RR RTT p50 us", hrrr, "sockperf pp x2", sp, "0.9 .. 1.1"),
@@ -193,10 +214,10 @@ rows = [
     ("UDP unlimited, no offload, loss %", udp["hrun"]["loss"], i3_name, udp["i3u"]["loss"], "info"),
     ("UDP unlimited, no offload, CPU s/GB", udp["hrun"]["cpu"], i3_name, udp["i3u"]["cpu"], "<= 1.0"),
 ]
-print(f"{'metric':<52} {'headroom median':>16} {'peer':>15} {'peer median':>12} {'ratio':>7}  goal      spread headroom / peer")
+print(f"{'metric':<62} {'headroom median':>16} {'peer':>15} {'peer median':>12} {'ratio':>7}  goal      spread headroom / peer")
 def pct(xs): return (max(xs) - min(xs)) / med(xs) * 100 if med(xs) else 0
 for name, a, peer, b, goal in rows:
-    print(f"{name:<52} {med(a):>16.4g} {peer:>15} {med(b):>12.4g} {med(a)/med(b):>7.3f}  {goal:<9} {spread(a)} / {spread(b)}")
+    print(f"{name:<62} {med(a):>16.4g} {peer:>15} {med(b):>12.4g} {med(a)/med(b):>7.3f}  {goal:<9} {spread(a)} / {spread(b)}")
 # The arithmetic limit: datagrams each end handles per CPU-second, and the cores that
 # 10/25/100 GbE of 1448-byte datagrams (863k/2.16M/8.63M a second) would need.
 print()
