@@ -528,7 +528,9 @@ pub(crate) fn rr_loop(
     let mut samples = Vec::new();
     let every = headroom_runner::sample_interval_for(duration);
     let (mut tick_ops, mut tick_sum, mut next, mut last) = (0u64, 0f64, every, Duration::ZERO);
-    while start.elapsed() < duration && !stop.load(Ordering::Relaxed) {
+    // Two clock readings per round trip, as sockperf takes: its start and its end.
+    let mut now = Duration::ZERO;
+    while now < duration && !stop.load(Ordering::Relaxed) {
         let t0 = Instant::now();
         let round_trip = if busy.is_some() {
             crate::busy_poll::write_all(&s, &buf, reach.timeout)
@@ -542,11 +544,12 @@ pub(crate) fn rr_loop(
             }
             return Err(NetError::Broken(format!("request/response stream: {e}")));
         }
-        let d = t0.elapsed();
+        let t1 = Instant::now();
+        let d = t1 - t0;
         rtt.record(d);
         tick_ops += 1;
         tick_sum += d.as_nanos() as f64;
-        let now = start.elapsed();
+        now = t1 - start;
         if now >= next {
             let sample = Sample {
                 t_s: now.as_secs_f64(),

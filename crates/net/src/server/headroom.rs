@@ -40,7 +40,8 @@ pub(super) fn serve_rr(mut conn: TcpStream, size: usize, busy_poll: bool, sessio
         }
     }
     let start = Instant::now();
-    while start.elapsed() < s.cfg.max_duration && !s.stop.load(Ordering::Relaxed) {
+    let mut now = start;
+    while now.duration_since(start) < s.cfg.max_duration && !s.stop.load(Ordering::Relaxed) {
         let echoed = if busy_poll {
             crate::busy_poll::read_exact(&conn, &mut buf, idle)
                 .and_then(|_| crate::busy_poll::write_all(&conn, &buf, idle))
@@ -50,7 +51,8 @@ pub(super) fn serve_rr(mut conn: TcpStream, size: usize, busy_poll: bool, sessio
         if echoed.is_err() {
             return;
         }
-        session.touch(s);
+        now = Instant::now();
+        session.touch_at(now, s);
     }
 }
 

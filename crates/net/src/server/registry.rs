@@ -53,7 +53,13 @@ pub(super) struct SessionInfo {
 
 impl SessionInfo {
     pub(super) fn touch(&self, s: &Shared) {
-        self.last_activity_ms.store(s.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
+        self.touch_at(Instant::now(), s);
+    }
+
+    /// [`Self::touch`] with a clock reading the caller already has (a round
+    /// trip's loop reads the clock once per echo).
+    pub(super) fn touch_at(&self, now: Instant, s: &Shared) {
+        self.last_activity_ms.store(now.saturating_duration_since(s.epoch).as_millis() as u64, Ordering::Relaxed);
     }
 }
 
