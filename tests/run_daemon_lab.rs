@@ -58,6 +58,16 @@ fn run_over_share(nas: &Nas, dir: Option<&std::path::Path>, url: &str, extra: &[
     ResultDoc::from_json(&String::from_utf8_lossy(&out.stdout)).expect("a result document")
 }
 
+/// The NAS's CPU during the first probe over the share (it carries the serving daemon's figures).
+fn nas_cpu_over_the_share(doc: &ResultDoc) -> headroom_result::CpuLoad {
+    doc.probes
+        .iter()
+        .find(|p| p.host.is_none() && matches!(&p.spec, headroom_result::ProbeSpec::Disk(d) if d.protocol.is_some()))
+        .expect("a probe over the share")
+        .cpu_load(Side::Remote)
+        .expect("the NAS's CPU during the share probe")
+}
+
 /// Every direction blames the NAS's CPU and names `daemon` with its
 /// throttled cgroup. A forking server (smbd) serves each client from a child
 /// of the process the lab started: any process of that name may be named.
@@ -79,12 +89,7 @@ fn assert_daemon_named(doc: &ResultDoc, daemon: &str, quota: &CpuQuota) {
         );
     }
     // The share probes carry the daemon's own figures.
-    let share_probe = doc
-        .probes
-        .iter()
-        .find(|p| p.host.is_none() && matches!(&p.spec, headroom_result::ProbeSpec::Disk(d) if d.protocol.is_some()))
-        .expect("a probe over the share");
-    let load = share_probe.cpu_load(Side::Remote).expect("the NAS's CPU during the share probe");
+    let load = nas_cpu_over_the_share(doc);
     let served = load.serving.iter().find(|s| s.name == daemon).expect("the daemon was followed");
     let cg = served.cgroup.as_ref().expect("its cgroup");
     assert_eq!((cg.quota_us, cg.period_us), quota.limit().expect("the group's quota"), "{cg:?}");
@@ -233,12 +238,7 @@ fn a_daemon_sharing_its_core_with_other_work_is_named_with_what_held_it() {
         "{text}"
     );
     // The figures under the words: the thread ran less than a core and waited for it.
-    let share_probe = doc
-        .probes
-        .iter()
-        .find(|p| p.host.is_none() && matches!(&p.spec, headroom_result::ProbeSpec::Disk(d) if d.protocol.is_some()))
-        .expect("a probe over the share");
-    let load = share_probe.cpu_load(Side::Remote).expect("the NAS's CPU during the share probe");
+    let load = nas_cpu_over_the_share(&doc);
     let thread = load.serving.iter().find_map(|s| s.busiest_thread.as_ref()).expect("nbdkit's busiest thread");
     let waited = thread.waiting_percent.expect("the kernel counts run-queue waits");
     assert!(thread.percent < 90.0 && waited >= 10.0, "{thread:?}");
