@@ -139,12 +139,18 @@ impl CgroupCounters {
 /// id -> (name, user+system ticks) of every `ID/stat` under `dir` (the
 /// processes of /proc, the threads of /proc/self/task).
 pub(crate) fn ticks_under(dir: &Path) -> BTreeMap<u32, (String, u64)> {
+    read_each_under(dir, "stat", stat_ticks)
+}
+
+/// id -> what `parse` makes of `ID/file` for every numbered entry under
+/// `dir`; entries gone or unreadable meanwhile are left out.
+pub(crate) fn read_each_under<T>(dir: &Path, file: &str, parse: impl Fn(&str) -> Option<T>) -> BTreeMap<u32, T> {
     let mut found = BTreeMap::new();
     let Ok(entries) = std::fs::read_dir(dir) else { return found };
     for entry in entries.flatten() {
         let Some(id) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-        if let Some(named) = std::fs::read_to_string(entry.path().join("stat")).ok().and_then(|s| stat_ticks(&s)) {
-            found.insert(id, named);
+        if let Some(read) = std::fs::read_to_string(entry.path().join(file)).ok().and_then(|s| parse(&s)) {
+            found.insert(id, read);
         }
     }
     found

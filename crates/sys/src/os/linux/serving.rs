@@ -112,18 +112,7 @@ pub(crate) fn thread_ticks(pid: u32) -> BTreeMap<u32, (String, u64)> {
 /// to run while other work held the CPU (the second field of
 /// /proc/PID/task/TID/schedstat). Empty on a kernel built without schedstats.
 pub(crate) fn thread_waits(pid: u32) -> BTreeMap<u32, u64> {
-    let mut found = BTreeMap::new();
-    let Ok(entries) = std::fs::read_dir(Path::new("/proc").join(pid.to_string()).join("task")) else {
-        return found;
-    };
-    for entry in entries.flatten() {
-        let Some(tid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-        let waited = std::fs::read_to_string(entry.path().join("schedstat")).ok().and_then(|s| run_delay_ns(&s));
-        if let Some(ns) = waited {
-            found.insert(tid, ns);
-        }
-    }
-    found
+    super::cpu_load::read_each_under(&Path::new("/proc").join(pid.to_string()).join("task"), "schedstat", run_delay_ns)
 }
 
 /// The run delay of a schedstat line: "on-CPU ns, waiting ns, timeslices".
