@@ -495,3 +495,43 @@ fn space_freed_a_moment_after_the_start_is_waited_for() {
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "refused for space freed a moment later: {}", stderr(&out));
 }
+
+/// Registered buffers count against the locked-memory limit for a process
+/// without CAP_IPC_LOCK. With a limit below what a 4K QD32 test registers
+/// (128 KiB), the default `--fixedbufs auto` runs on ordinary buffers and
+/// records that; `--fixedbufs` (on) fails and says which limit to raise.
+#[test]
+fn registered_buffers_the_memlock_limit_refuses_fall_back_under_auto_and_are_explained_under_on() {
+    headroom_lab::require_root!();
+    headroom_lab::require_program!("setpriv");
+    let Some(dev) = memory_loop_device(64 << 20) else { return };
+    let p = dev.path.to_string_lossy().to_string();
+    let capped = |fixedbufs: &str| {
+        let test = format!(
+            "ulimit -l 96 && exec {} disk {p} --rw randread --bs 4k --qd 32 --time 300ms --ramp 0s --direct on \
+             --engine io_uring --fixedbufs={fixedbufs} --json",
+            headroom_bin().display()
+        );
+        Command::new("setpriv")
+            .args(["--bounding-set=-ipc_lock", "--inh-caps=-ipc_lock", "sh", "-c", &test])
+            .output()
+            .expect("run setpriv")
+    };
+    let d = doc(&capped("auto"));
+    let headroom_result::ProbeSpec::Disk(spec) = &d.probes[0].spec else { panic!("not a disk probe") };
+    assert!(!spec.fixedbufs, "auto kept registered buffers the limit refuses");
+    assert!(d.probes[0].summary.ops.unwrap_or(0) > 0, "{:?}", d.probes[0].summary);
+    let fio = spec.fio_equivalent.as_deref().expect("fio_equivalent");
+    assert!(!fio.contains("fixedbufs"), "{fio}");
+
+    let refused = capped("on");
+    assert!(!refused.status.success(), "registering 128 KiB under a 96 KiB limit succeeded");
+    assert!(stderr(&refused).contains("ulimit -l"), "{}", stderr(&refused));
+
+    // Without the limit, auto registers a 4K test's buffers.
+    let out = disk(&[&p, "--rw", "randread", "--bs", "4k", "--qd", "32", "--time", "300ms", "--ramp", "0s", "--json"]);
+    let d = doc(&out);
+    let headroom_result::ProbeSpec::Disk(spec) = &d.probes[0].spec else { panic!("not a disk probe") };
+    assert!(spec.fixedbufs, "a 4K test ran on ordinary buffers by default");
+    assert!(spec.fio_equivalent.as_deref().unwrap_or("").contains("--fixedbufs=1"));
+}

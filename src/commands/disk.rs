@@ -9,7 +9,8 @@ use crate::output::{Outcome, Output};
 use crate::progress::ProgressSink;
 use anyhow::{bail, Context};
 use headroom_disk::{
-    resolve, DirectMode, EngineChoice, Pattern, Preset, SyncMode, TestChoice, SWEEP_BLOCK_SIZES, SWEEP_QUEUE_DEPTHS,
+    resolve, DirectMode, EngineChoice, FixedBufs, Pattern, Preset, SyncMode, TestChoice, SWEEP_BLOCK_SIZES,
+    SWEEP_QUEUE_DEPTHS,
 };
 use headroom_disk::{DiskError, DiskTarget, ShareOpener};
 use headroom_job::disk::{self, DiskJobError, DiskReport};
@@ -142,10 +143,13 @@ pub struct DiskTestArgs {
     /// on Windows), psync
     #[arg(long, default_value = "auto", value_parser = words::<EngineChoice>(&headroom_disk::ENGINE_WORDS))]
     pub engine: EngineChoice,
-    /// io_uring with registered buffers (fio's --fixedbufs): less CPU per I/O than the default
-    /// ordinary buffers; recorded in the result and its fio equivalent
-    #[arg(long)]
-    pub fixedbufs: bool,
+    /// io_uring's registered buffers (fio's --fixedbufs), less CPU per I/O: auto (up to
+    /// 128 KiB blocks, where no device splits them), on (every block size; --fixedbufs
+    /// alone), off (ordinary buffers, fio's default); the result and its fio equivalent
+    /// record what ran
+    #[arg(long, value_name = "WHEN", default_value = "auto", num_args = 0..=1, require_equals = true,
+          default_missing_value = "on", value_parser = words::<FixedBufs>(&["auto", "on", "off"]))]
+    pub fixedbufs: FixedBufs,
     /// Durable writes: none, fsync (after every write), dsync (O_DSYNC)
     #[arg(long, default_value = "none", value_parser = words::<SyncMode>(&["none", "fsync", "dsync"]))]
     pub sync: SyncMode,

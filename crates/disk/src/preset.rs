@@ -251,8 +251,8 @@ pub struct TestChoice {
     pub direct: DirectMode,
     /// `--engine`: auto, io_uring or psync.
     pub engine: EngineChoice,
-    /// `--fixedbufs`: io_uring with registered buffers.
-    pub fixedbufs: bool,
+    /// `--fixedbufs`: io_uring with registered buffers (auto, on, off).
+    pub fixedbufs: crate::FixedBufs,
     /// `--sync`: none, fsync or dsync.
     pub sync: SyncMode,
     /// `--pattern`: random, zero or compressible=PCT.
@@ -274,7 +274,7 @@ impl Default for TestChoice {
             rwmix: None,
             direct: DirectMode::Auto,
             engine: EngineChoice::Auto,
-            fixedbufs: false,
+            fixedbufs: crate::FixedBufs::Auto,
             sync: SyncMode::None,
             pattern: Pattern::Random,
         }
@@ -303,7 +303,7 @@ fn settings_of(choice: &TestChoice) -> Result<RunSettings, DiskError> {
         pattern: choice.pattern,
         fixedbufs: choice.fixedbufs,
     };
-    if choice.fixedbufs && settings.engine == EngineChoice::Psync {
+    if choice.fixedbufs == crate::FixedBufs::On && settings.engine == EngineChoice::Psync {
         return Err(invalid(
             Message::of(Setting::FixedBufs)
                 .then(" registers io_uring buffers and does not apply to ")

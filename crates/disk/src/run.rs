@@ -36,10 +36,8 @@ pub struct RunSettings {
     pub direct: DirectMode,
     /// What written blocks contain.
     pub pattern: Pattern,
-    /// io_uring with registered buffers (fio's `--fixedbufs`): less CPU per
-    /// I/O, but a throttled device is charged twice for every I/O it splits
-    /// unless it is issued async (see `engine::uring::FORCE_ASYNC_ABOVE`).
-    pub fixedbufs: bool,
+    /// Registered io_uring buffers (fio's `--fixedbufs`): auto, on or off.
+    pub fixedbufs: crate::FixedBufs,
 }
 
 /// What the progress callback sees about once a second.
@@ -229,7 +227,9 @@ type EngineOpener = dyn Fn(usize) -> std::io::Result<Box<dyn IoEngine + Send>> +
 struct EngineSetup {
     kind: EngineKind,
     direct: bool,
-    fixedbufs: bool,
+    /// Every worker's buffers are registered (a worker whose registration
+    /// `--fixedbufs auto` gave up on clears it).
+    fixedbufs: Arc<AtomicBool>,
     force_async: bool,
     workers: usize,
     depth: usize,
@@ -258,21 +258,12 @@ fn local_setup(target: &PreparedTarget, def: &TestDef, settings: RunSettings) ->
         depth: def.queue_depth as usize,
         buf_size: def.block_size as usize,
         buf_align: target.mem_align,
-        fixedbufs: settings.fixedbufs,
+        fixedbufs: settings.fixedbufs.wanted(def.block_size),
         force_async,
     };
-    // `auto` must also survive a ring that sets up but cannot register this
-    // test's buffers (RLIMIT_MEMLOCK on older kernels): try the real thing once.
-    let engine_kind = if settings.engine == EngineChoice::Auto && engine_kind == EngineKind::IoUring {
-        match crate::engine::UringEngine::new(config) {
-            Ok(_) => EngineKind::IoUring,
-            Err(_) => EngineKind::Psync,
-        }
-    } else {
-        engine_kind
-    };
+    let engine_kind = usable_engine(engine_kind, settings.engine, config);
     let uring = engine_kind == EngineKind::IoUring;
-    let (fixedbufs, force_async) = (uring && settings.fixedbufs, uring && force_async);
+    let (fixedbufs, force_async) = (uring && config.fixedbufs, uring && force_async);
     // psync has one I/O in flight per thread: queue depth becomes threads (capped).
     let (workers, depth, choice) = match engine_kind {
         EngineKind::Psync => (crate::engine::psync_threads(def.jobs, def.queue_depth) as usize, 1, EngineChoice::Psync),
@@ -281,20 +272,65 @@ fn local_setup(target: &PreparedTarget, def: &TestDef, settings: RunSettings) ->
     let config = EngineConfig { depth, fixedbufs, force_async, ..config };
     let file = Arc::new(file);
     let held = Arc::clone(&file);
+    let registered = Arc::new(AtomicBool::new(fixedbufs));
+    let cleared = Arc::clone(&registered);
+    let may_fall_back = settings.fixedbufs == crate::FixedBufs::Auto;
     let open = move |_job: usize| {
         let _keep_open: &File = &held;
-        open_engine(choice, config)
+        open_engine(choice, config).or_else(|refused| {
+            // Registering can be refused where the ring itself is not
+            // (RLIMIT_MEMLOCK without CAP_IPC_LOCK, counted per user):
+            // `auto` then runs this worker on ordinary buffers.
+            if !config.fixedbufs {
+                return Err(refused);
+            }
+            if !may_fall_back {
+                return Err(registering_refused(refused, config));
+            }
+            cleared.store(false, Ordering::Relaxed);
+            open_engine(choice, EngineConfig { fixedbufs: false, ..config })
+        })
     };
     Ok(EngineSetup {
         kind: engine_kind,
         direct,
-        fixedbufs,
+        fixedbufs: registered,
         force_async,
         workers,
         depth,
         open: Arc::new(open),
         flush: Box::new(move || file.sync_all()),
     })
+}
+
+/// `refused` with what registering asked for and what to do, when the
+/// kernel's answer (ENOMEM) alone would not say.
+fn registering_refused(refused: std::io::Error, config: EngineConfig) -> std::io::Error {
+    if refused.kind() != std::io::ErrorKind::OutOfMemory {
+        return refused;
+    }
+    let kib = config.depth * config.buf_size / 1024;
+    std::io::Error::new(
+        refused.kind(),
+        format!(
+            "{refused}: registering {kib} KiB of buffers counts against the locked-memory limit \
+             (ulimit -l, RLIMIT_MEMLOCK) without CAP_IPC_LOCK; raise it, or use registered buffers \
+             only where they fit (fixedbufs auto) or not at all (off)"
+        ),
+    )
+}
+
+/// The engine this test can have: `auto` must also survive a ring that
+/// sets up and then fails (seccomp filters, io_uring_disabled): try the real
+/// thing once, on ordinary buffers (registering is the workers' fallback).
+fn usable_engine(kind: EngineKind, choice: EngineChoice, config: EngineConfig) -> EngineKind {
+    if choice != EngineChoice::Auto || kind != EngineKind::IoUring {
+        return kind;
+    }
+    match crate::engine::UringEngine::new(EngineConfig { fixedbufs: false, ..config }) {
+        Ok(_) => EngineKind::IoUring,
+        Err(_) => EngineKind::Psync,
+    }
 }
 
 /// A share: one connection per job, the queue depth as the protocol's pipelining.
@@ -311,7 +347,7 @@ fn share_setup(share: &Arc<dyn Share>, def: &TestDef) -> EngineSetup {
     EngineSetup {
         kind: EngineKind::Share,
         direct: true,
-        fixedbufs: false,
+        fixedbufs: Arc::new(AtomicBool::new(false)),
         force_async: false,
         workers: def.jobs as usize,
         depth: io.depth,
@@ -488,7 +524,7 @@ pub fn run_test(
         def: def.clone(),
         engine: engine_kind,
         direct,
-        fixedbufs,
+        fixedbufs: fixedbufs.load(Ordering::Relaxed),
         force_async,
         threads: workers as u32,
         summary,

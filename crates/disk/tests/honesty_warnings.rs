@@ -42,7 +42,12 @@ fn memory_target() -> Option<(tempfile::TempDir, Storage)> {
 }
 
 fn run(target: &Storage, engine: EngineChoice, def: &headroom_disk::TestDef) -> headroom_disk::TestOutcome {
-    let settings = RunSettings { engine, direct: DirectMode::Auto, pattern: Pattern::Random, fixedbufs: false };
+    let settings = RunSettings {
+        engine,
+        direct: DirectMode::Auto,
+        pattern: Pattern::Random,
+        fixedbufs: headroom_disk::FixedBufs::Off,
+    };
     run_test(target, def, settings, &AtomicBool::new(false), &mut |_| {}).expect("test run")
 }
 

@@ -106,7 +106,7 @@ fn disk_turn(name: &str, test: &str, target: &DiskTarget, at: Option<String>) ->
         engine: EngineChoice::Auto,
         direct: DirectMode::Auto,
         pattern: Pattern::Random,
-        fixedbufs: false,
+        fixedbufs: headroom_disk::FixedBufs::Auto,
     };
     Some(Turn {
         name: name.to_string(),
