@@ -281,8 +281,7 @@ impl std::str::FromStr for DirectMode {
 /// `--fixedbufs`): the kernel then skips pinning each buffer's pages per I/O,
 /// which on a 4K QD32 read test is about a quarter of headroom's CPU per I/O.
 /// The device sees the same I/Os either way; the result records which ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum FixedBufs {
     /// Registered for blocks up to [`engine::REGISTER_AT_MOST`], where no
     /// bio is ever split; ordinary buffers above it, and where registering
@@ -319,8 +318,20 @@ impl std::str::FromStr for FixedBufs {
 }
 
 /// Until session 24 the setting was a bool (true: registered, false:
-/// ordinary buffers, then the default); saved soak documents and older
-/// clients still send it, and `false` now means the default.
+/// ordinary buffers, then the default), and a far end (`headroom serve`)
+/// may be older than its client: `auto` and `on` still go as that bool,
+/// which an older far end reads as its nearest setting (ordinary buffers,
+/// registered ones), and only `off` as a word. Read back, `false` is `auto`.
+impl Serialize for FixedBufs {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            FixedBufs::Auto => s.serialize_bool(false),
+            FixedBufs::On => s.serialize_bool(true),
+            FixedBufs::Off => s.serialize_str("off"),
+        }
+    }
+}
+
 impl<'de> Deserialize<'de> for FixedBufs {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         #[derive(Deserialize)]
@@ -493,7 +504,12 @@ mod tests {
         assert_eq!(read("true").unwrap(), FixedBufs::On);
         assert_eq!(read("false").unwrap(), FixedBufs::Auto);
         assert_eq!(read("\"off\"").unwrap(), FixedBufs::Off);
-        assert_eq!(serde_json::to_string(&FixedBufs::Auto).unwrap(), "\"auto\"");
+        for setting in [FixedBufs::Auto, FixedBufs::On, FixedBufs::Off] {
+            assert_eq!(read(&serde_json::to_string(&setting).unwrap()).unwrap(), setting);
+        }
+        // What a far end older than session 24 reads: a bool for auto and on.
+        assert_eq!(serde_json::to_string(&FixedBufs::Auto).unwrap(), "false");
+        assert_eq!(serde_json::to_string(&FixedBufs::On).unwrap(), "true");
         assert!(read("\"sometimes\"").unwrap_err().to_string().contains("auto, on or off"));
     }
 }
