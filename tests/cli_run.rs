@@ -37,6 +37,12 @@ fn bad_goal_link_path_and_preset_exit_2_before_measuring() {
         .code(2)
         .stderr(predicate::str::contains("not a directory"));
     headroom().args(["run", "--preset", "slow"]).assert().code(2);
+    headroom()
+        .args(["run", "--preset", "seq", "--goal", "read=1MB/s,latency-p99=2ms"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--goal latency-p99: the seq preset runs no random disk test"))
+        .stderr(predicate::str::contains("--test randread:4k:q32"));
     headroom().args(["run", "--server", "nas lan"]).assert().code(2).stderr(predicate::str::contains("--server"));
     headroom()
         .args(["run", "--share", "cifs://nas/media"])

@@ -79,9 +79,10 @@ pub struct FleetRunArgs {
     /// A directory on every agent (absolute), under its `serve --allow-path`: the disk tests
     #[arg(long, value_name = "DIR")]
     pub path: Option<PathBuf>,
-    /// quick (one stream each way, 6 short disk tests) or full (round trips, 1 and 4 streams,
-    /// CrystalDiskMark's set), as `headroom run --preset`
-    #[arg(long, default_value = "quick", value_parser = ["quick", "full"])]
+    /// quick (one stream each way, 6 short disk tests), full (round trips, 1 and 4 streams,
+    /// CrystalDiskMark's set) or seq (one stream each way, the 1 MiB sequential read and write),
+    /// as `headroom run --preset`
+    #[arg(long, default_value = "quick", value_parser = clap::builder::PossibleValuesParser::new(Preset::NAMES))]
     pub preset: String,
     /// Token of SERVER, when it is a `headroom serve --token` [default: --token]
     #[arg(long, value_name = "TOKEN", requires = "server")]
@@ -275,7 +276,7 @@ fn run_plan(run: &FleetRunArgs, token: Option<&str>) -> anyhow::Result<Plan> {
     if run.server.is_none() && run.path.is_none() {
         bail!("fleet run needs --server HOST (the network), --path DIR (the disk) or both (example: headroom fleet --hosts hv1,hv2 run --server nas.lan --path /mnt/nas)");
     }
-    let preset = if run.preset == "full" { Preset::Full } else { Preset::Quick };
+    let preset = Preset::from_name(&run.preset).expect("clap admits only the preset names");
     let mut requests = Vec::new();
     if let Some(spec) = &run.server {
         let server = net_server("--server", spec, run.server_token.as_deref(), token)?;

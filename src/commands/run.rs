@@ -11,7 +11,7 @@
 use crate::output::{Outcome, Output};
 use crate::progress::ProgressSink;
 use anyhow::{bail, Context};
-use headroom_analysis::{parse_goals, Goal, LinkSpec, PathHints};
+use headroom_analysis::{parse_goals, Goal, LinkSpec, Metric, PathHints};
 use headroom_job::{JobError, JobSettings, Preset};
 use headroom_proto::{Credentials, IscsiKeys, ShareTarget};
 use headroom_report::{presenter, Format, Report, ResultView, Style};
@@ -36,6 +36,8 @@ use std::time::Duration;
                                                     the goal held against IOMeter's 512K read at QD4
   headroom run --label before-10gbe --save before.json
   headroom run --preset full --json > run.json
+  headroom run --server nas.lan --preset seq          the shortest verdict: the 1M sequential read and write
+                                                    and one stream each way (about 20 s)
   headroom run --cpu                                the quick preset plus the CPU hop (AES-256-GCM, CRC32C on one core)
 
 Goals (--goal, comma-separated): read=RATE, write=RATE (e.g. 223.4MB/s, 1Gb/s),
@@ -70,8 +72,10 @@ pub struct RunArgs {
     /// The narrowest link between client and server: a name (1gbe, 10gbe, 2.5gbe) or a rate (940Mb/s)
     #[arg(long, value_name = "SPEC", value_parser = |text: &str| LinkSpec::parse_network(text).map_err(|e| crate::flags::line(&e)))]
     pub link: Option<LinkSpec>,
-    /// quick (about 45 s) or full (several minutes: more disk tests, 4-stream network tests, the CPU hop)
-    #[arg(long, default_value = "quick", value_parser = ["quick", "full"])]
+    /// quick (about 45 s), full (several minutes: more disk tests, 4-stream network tests, the CPU hop)
+    /// or seq (about 20 s: only the 1 MiB sequential read and write the verdict weighs, one stream
+    /// each way; no IOPS or latency figure)
+    #[arg(long, default_value = "quick", value_parser = clap::builder::PossibleValuesParser::new(Preset::NAMES))]
     pub preset: String,
     /// Also measure the CPU hop (AES-256-GCM and CRC32C on one core, ~2 s); always on with --preset full
     #[arg(long)]
@@ -171,7 +175,7 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
             bail!("--label must not be empty (example: --label before-10gbe)");
         }
     }
-    let preset = if args.preset == "full" { Preset::Full } else { Preset::Quick };
+    let preset = Preset::from_name(&args.preset).expect("clap admits only the preset names");
     let time = args.time.map(|t| t.0);
     if let Some(t) = time.filter(|t| !RUN_TIME_RANGE.contains(t)) {
         bail!("--time {} is out of range: 500ms to 10m per test (example: --time 1s)", DurationArg(t));
@@ -193,6 +197,15 @@ fn setup(args: &RunArgs) -> anyhow::Result<RunSetup> {
         }
         None => None,
     };
+    if !preset.has_random_tests() && custom_test.is_none() {
+        if let Some(g) = goals.iter().find(|g| !matches!(g.metric, Metric::Read | Metric::Write)) {
+            bail!(
+                "--goal {}: the seq preset runs no random disk test to hold it against; \
+                 use --preset quick, or add the test it means (example: --test randread:4k:q32)",
+                g.metric.as_str()
+            );
+        }
+    }
     let source = args.source.source()?;
     if source != headroom_net::Source::default() && args.server.is_none() && args.share.is_none() {
         anyhow::bail!(

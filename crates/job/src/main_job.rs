@@ -41,6 +41,31 @@ pub enum Preset {
     /// Several minutes: CrystalDiskMark's disk set, round trips, 1 and 4
     /// streams each way, the CPU hop.
     Full,
+    /// About 20 s: quick's 1 MiB sequential read and write only (the
+    /// figures the verdict weighs) and one stream each way; no random test,
+    /// so no IOPS or latency figure of the disk.
+    Seq,
+}
+
+impl Preset {
+    /// The names `--preset` takes, in the order the help lists them.
+    pub const NAMES: [&'static str; 3] = ["quick", "full", "seq"];
+
+    /// The preset `--preset NAME` names, if any.
+    pub fn from_name(name: &str) -> Option<Preset> {
+        match name {
+            "quick" => Some(Preset::Quick),
+            "full" => Some(Preset::Full),
+            "seq" => Some(Preset::Seq),
+            _ => None,
+        }
+    }
+
+    /// Whether its disk tests include random ones, which the IOPS and
+    /// latency goals are held against.
+    pub fn has_random_tests(self) -> bool {
+        self != Preset::Seq
+    }
 }
 
 /// What the main job measures, validated by the caller.
@@ -74,7 +99,7 @@ pub struct JobSettings {
     /// and the NIC towards the server. Carried once, to the CPU step and to
     /// [`judge`].
     pub hints: PathHints,
-    /// Quick or full.
+    /// Quick, full or seq.
     pub preset: Preset,
     /// Each disk and network test's measured time (`--time`); None: the
     /// preset's (quick: 2 s per disk test, 3 s per network test).
@@ -137,7 +162,7 @@ fn disk_plan(
 ) -> Result<(Plan, Vec<DiskRequest>), JobError> {
     let choice = match preset {
         Preset::Full => TestChoice { preset: Some("cdm".into()), time: time.map(DurationArg), ..TestChoice::default() },
-        Preset::Quick => TestChoice {
+        Preset::Quick | Preset::Seq => TestChoice {
             preset: Some("quick".into()),
             time: Some(DurationArg(time.unwrap_or(Duration::from_secs(2)))),
             ramp: Some(DurationArg(Duration::from_millis(500))),
@@ -164,6 +189,9 @@ fn disk_plan(
     }
     if reads_only {
         selection.tests.retain(|t| !t.rw.writes());
+    }
+    if preset == Preset::Seq {
+        selection.tests.retain(|t| !t.rw.is_random() || custom.is_some_and(|c| c.id == t.id));
     }
     let target = DiskTarget {
         path: path.to_path_buf(),
@@ -577,5 +605,20 @@ mod tests {
         };
         assert_eq!(labels(Preset::Quick), ["TCP up x1", "TCP down x1"]);
         assert_eq!(labels(Preset::Full), ["TCP RR idle", "TCP up x1", "TCP down x1", "TCP up x4", "TCP down x4"]);
+    }
+
+    #[test]
+    fn the_seq_preset_keeps_quicks_sequential_tests_and_a_custom_random_one() {
+        let ids = |preset, custom: Option<&TestDef>| {
+            let (_, requests) = disk_plan(Path::new("/tmp"), preset, None, None, false, custom).unwrap();
+            requests.iter().map(|r| r.test.id.clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(ids(Preset::Seq, None), ["seq1m-q8t1-read", "seq1m-q8t1-write"]);
+        assert_eq!(ids(Preset::Quick, None).len(), 6);
+        let custom = headroom_disk::parse_test_spec("randread:4k:q4", Duration::from_secs(2), Duration::ZERO).unwrap();
+        assert_eq!(ids(Preset::Seq, Some(&custom)), ["seq1m-q8t1-read", "seq1m-q8t1-write", custom.id.as_str()]);
+        for name in Preset::NAMES {
+            assert_eq!(Preset::from_name(name).map(|p| p.has_random_tests()), Some(name != "seq"));
+        }
     }
 }
