@@ -36,8 +36,8 @@ use std::time::Duration;
                                                     the goal held against IOMeter's 512K read at QD4
   headroom run --label before-10gbe --save before.json
   headroom run --preset full --json > run.json
-  headroom run --server nas.lan --preset seq          the shortest verdict: the 1M sequential read and write
-                                                    and one stream each way (about 20 s)
+  headroom run --server nas.lan --preset seq        the shortest verdict: 1M sequential reads and
+                                                    writes, one stream each way (about 20 s)
   headroom run --cpu                                the quick preset plus the CPU hop (AES-256-GCM, CRC32C on one core)
 
 Goals (--goal, comma-separated): read=RATE, write=RATE (e.g. 223.4MB/s, 1Gb/s),
