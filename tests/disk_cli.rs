@@ -381,3 +381,33 @@ fn a_server_refusing_the_block_size_is_one_line_and_no_empty_table() {
     support::one_error_line(&out, &["at most 65536 bytes per request", &url]);
     assert!(out.stdout.is_empty(), "nothing measured, nothing printed: {}", String::from_utf8_lossy(&out.stdout));
 }
+
+/// A run on a disk a hypervisor presents (virtio, Xen, an emulated disk)
+/// carries the host-cache warning once, on the document; a RAM loop device
+/// (a disk of this machine's) does not. Which the temp directory's disk is
+/// comes from sysfs here, independently of the run.
+#[test]
+fn a_virtual_disk_carries_the_host_cache_warning_and_a_loop_device_does_not() {
+    let host_cache = |d: &headroom_result::ResultDoc| {
+        d.warnings.iter().filter(|w| w.code == "page_cache_possible" && w.message.contains("is a virtual disk")).count()
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let virtual_here =
+        headroom_sys::block_device_holding(tmp.path()).is_some_and(|d| headroom_analysis::is_virtual_disk(&d));
+    let args: Vec<&str> =
+        [tmp.path().to_str().unwrap(), "--rw", "read", "--json"].iter().chain(SHORT).copied().collect();
+    let d = doc(&disk(&args));
+    assert_eq!(host_cache(&d), usize::from(virtual_here), "{:?}", d.warnings);
+    if !virtual_here {
+        println!("the temp directory's disk is not virtual here: only the absence was checked");
+    }
+    if !headroom_lab::is_root() {
+        println!("SKIPPED the loop device half: needs root (losetup)");
+        return;
+    }
+    let device = headroom_lab::blockdev::LoopDevice::new_in(std::path::Path::new("/dev/shm"), 64 << 20).unwrap();
+    let args: Vec<&str> =
+        [device.path.to_str().unwrap(), "--rw", "read", "--json"].iter().chain(SHORT).copied().collect();
+    let d = doc(&disk(&args));
+    assert_eq!(host_cache(&d), 0, "{:?}", d.warnings);
+}

@@ -18,7 +18,8 @@ mod setting;
 mod verdict;
 
 pub use ceilings::{
-    bus_ceiling, choose_nic, BadLinkSpec, FarEnd, LinkCeiling, LinkSpec, LinkTarget, PathHints, PathModel,
+    bus_ceiling, choose_nic, is_virtual_disk, virtual_disk_warning, BadLinkSpec, FarEnd, LinkCeiling, LinkSpec,
+    LinkTarget, PathHints, PathModel,
 };
 pub use cliff::{annotate_write_cliff, detect_write_cliff, detect_write_decline, WriteCliff, WriteDecline};
 pub use compare::{

@@ -9,7 +9,7 @@
 //! what `run` measures reads top to bottom.
 
 use crate::disk::DiskFailure;
-use crate::path::{bus_under, link_towards};
+use crate::path::{bus_under, link_towards, virtual_disk_under};
 use crate::post::cpu_probe_with_link;
 use crate::steps::{hold_goals, warn_missed, StepSinks};
 use crate::Spelling;
@@ -548,6 +548,7 @@ pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks
         let (here, step_warnings) = disk_step(&mut runner, &plan, "disk probes", stop, sinks, far_end)?;
         probes.extend(here);
         warnings.extend(step_warnings);
+        warnings.extend(virtual_disk_under(path));
     }
 
     let mut doc = ResultDoc::new(started_at);

@@ -3,7 +3,7 @@
 //! server. The rules themselves (which NIC, which bus figure) live in
 //! `headroom_analysis::ceilings`; this file only reads the machine for them.
 
-use headroom_analysis::{bus_ceiling, choose_nic, LinkCeiling, LinkSpec};
+use headroom_analysis::{bus_ceiling, choose_nic, virtual_disk_warning, LinkCeiling, LinkSpec};
 use headroom_disk::BusCeiling;
 use std::path::Path;
 
@@ -16,6 +16,12 @@ pub fn bus_under(path: &Path) -> Option<BusCeiling> {
         bytes_per_sec: ceiling.bytes_per_sec,
         source: ceiling.source.unwrap_or_default(),
     })
+}
+
+/// The warning a run on the disk holding `path` carries when a hypervisor
+/// presents that disk (`virtual_disk_warning`); None for any other disk.
+pub fn virtual_disk_under(path: &Path) -> Option<headroom_result::Warning> {
+    virtual_disk_warning(&headroom_sys::block_device_holding(path)?)
 }
 
 /// The link ceiling of `link` (`--link`) when given, else of the interface

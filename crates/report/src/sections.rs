@@ -211,6 +211,15 @@ pub fn probes_table(view: &ResultView, style: Style) -> Table {
     t
 }
 
+/// The lines under the probes table: the document's own warnings (a whole
+/// run's, e.g. a virtual disk's, as "code: message"), then
+/// [`memory_shared_lines`].
+pub fn probe_notes(view: &ResultView) -> Vec<String> {
+    let mut lines: Vec<String> = view.doc.warnings.iter().map(|w| format!("{}: {}", w.code, w.message)).collect();
+    lines.extend(memory_shared_lines(view));
+    lines
+}
+
 /// One line per figure other processes' memory traffic shared, under the
 /// probes table (which shows only the `memory_shared` code): "cpu-xxh3-64-t1-memory:
 /// measured while other processes kept 1.0 cores busy ...: memory bandwidth

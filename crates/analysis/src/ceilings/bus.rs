@@ -4,7 +4,7 @@
 
 use super::nic::pcie_name;
 use headroom_limits::pcie_link;
-use headroom_result::{BlockDevice, Ceiling, Hop};
+use headroom_result::{BlockDevice, Ceiling, Hop, Warning, WarningCode};
 
 /// Where the inventory read a disk's PCIe link: the PCI device's properties
 /// on Windows (whose disks, and only those, are named `PhysicalDriveN`),
@@ -52,6 +52,46 @@ pub fn bus_ceiling(dev: &BlockDevice) -> Option<Ceiling> {
     })
 }
 
+/// Model names hypervisors give the disks they emulate (sysfs `device/model`,
+/// Windows' product id), matched case-blind at the start.
+const EMULATED_DISK_MODELS: [&str; 5] =
+    ["QEMU HARDDISK", "VBOX HARDDISK", "VMware Virtual", "Msft Virtual Disk", "Virtual disk"];
+
+/// Whether a hypervisor presents this disk (virtio, Xen, or an emulated
+/// disk named by its model): what reaches it may be answered from the host's
+/// memory, which O_DIRECT in the guest does not bypass.
+pub fn is_virtual_disk(dev: &BlockDevice) -> bool {
+    let paravirtual = matches!(dev.transport.as_deref(), Some("virtio" | "xen"));
+    let emulated = dev.model.as_deref().is_some_and(|m| {
+        EMULATED_DISK_MODELS.iter().any(|e| m.get(..e.len()).is_some_and(|head| head.eq_ignore_ascii_case(e)))
+    });
+    paravirtual || emulated
+}
+
+/// The warning a disk run on a virtual disk carries (`page_cache_possible`):
+/// the hypervisor may cache the disk in the host's memory (QEMU and
+/// Proxmox `cache=writeback` or `unsafe`, a VirtualBox host cache), so
+/// reads may come from there and writes be held there, whatever the guest
+/// asked; None for any other disk.
+pub fn virtual_disk_warning(dev: &BlockDevice) -> Option<Warning> {
+    is_virtual_disk(dev).then(|| {
+        let what = match (dev.transport.as_deref(), dev.model.as_deref()) {
+            (Some(t @ ("virtio" | "xen")), _) => format!("{} is a virtual disk ({t})", dev.name),
+            (_, Some(model)) => format!("{} is a virtual disk ({model})", dev.name),
+            _ => format!("{} is a virtual disk", dev.name),
+        };
+        Warning::new(
+            WarningCode::PageCachePossible,
+            format!(
+                "{what}: the hypervisor may serve it from the host's memory (a host page cache, e.g. QEMU or \
+                 Proxmox cache=writeback or unsafe), which O_DIRECT here does not bypass, so reads may come from \
+                 there and writes be held there. For the storage under it: a --size over twice the host's RAM, \
+                 and --sync fsync (or `headroom flushcheck`) for writes that reach it"
+            ),
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,5 +113,33 @@ mod tests {
             Some(r"DEVPKEY_PciDevice_CurrentLinkSpeed of the PCI device above \\.\PhysicalDrive1")
         );
         assert_eq!((windows.name.as_str(), windows.bytes_per_sec), ("PCIe 3.0 x4 of PhysicalDrive1", 3.94e9));
+    }
+
+    #[test]
+    fn virtual_disks_carry_the_host_cache_warning_and_others_do_not() {
+        let disk = |name: &str, transport: &str, model: Option<&str>| BlockDevice {
+            name: name.into(),
+            transport: Some(transport.into()),
+            model: model.map(Into::into),
+            ..BlockDevice::default()
+        };
+        let warned = |d: &BlockDevice| virtual_disk_warning(d).map(|w| (w.code, w.message));
+        let (code, message) = warned(&disk("vda", "virtio", None)).expect("virtio is virtual");
+        assert_eq!(code, WarningCode::PageCachePossible);
+        assert!(message.starts_with("vda is a virtual disk (virtio): the hypervisor may serve it"), "{message}");
+        assert!(message.contains("--sync fsync") && message.contains("twice the host's RAM"), "{message}");
+        assert!(warned(&disk("xvda", "xen", None)).is_some());
+        let emulated = warned(&disk("sda", "sata", Some("QEMU HARDDISK"))).expect("QEMU's emulated SATA disk");
+        assert!(emulated.1.starts_with("sda is a virtual disk (QEMU HARDDISK)"), "{}", emulated.1);
+        assert!(warned(&disk("sdb", "scsi", Some("msft virtual disk"))).is_some());
+        for (name, transport, model) in [
+            ("nvme0n1", "nvme", Some("Samsung SSD 980")),
+            ("sda", "sata", Some("ST4000VN008")),
+            ("loop0", "loop", None),
+        ] {
+            assert!(warned(&disk(name, transport, model)).is_none(), "{name}");
+        }
+        // A model shorter than the names, or not ASCII, is simply not one of them.
+        assert!(warned(&disk("sdc", "usb", Some("Ä"))).is_none());
     }
 }

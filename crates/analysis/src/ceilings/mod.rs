@@ -20,7 +20,7 @@ mod bus;
 mod link;
 mod nic;
 
-pub use bus::bus_ceiling;
+pub use bus::{bus_ceiling, is_virtual_disk, virtual_disk_warning};
 pub use link::{BadLinkSpec, LinkCeiling, LinkSpec, LinkTarget};
 pub use nic::choose_nic;
 

@@ -142,7 +142,7 @@ impl Presenter for HtmlPresenter {
             }
             body += "<h3>Probes</h3>\n";
             body += &table_html(&sections::probes_table(view, style));
-            for line in sections::memory_shared_lines(view) {
+            for line in sections::probe_notes(view) {
                 body += &format!("<p class=\"warn\">~ {}</p>\n", escape(&line));
             }
             body += &heatmap::result_html(view);

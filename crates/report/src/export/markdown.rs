@@ -50,7 +50,7 @@ impl Presenter for MarkdownPresenter {
                 out.push('\n');
             }
             out += &sections::probes_table(view, style).to_markdown();
-            let shared = sections::memory_shared_lines(view);
+            let shared = sections::probe_notes(view);
             if !shared.is_empty() {
                 out.push('\n');
                 for line in shared {

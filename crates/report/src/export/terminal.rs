@@ -77,7 +77,7 @@ impl Presenter for TerminalPresenter {
                 out.push('\n');
             }
             out += &sections::probes_table(view, style).to_terminal(style.color);
-            for line in sections::memory_shared_lines(view) {
+            for line in sections::probe_notes(view) {
                 out += &format!("~ {}\n", paint(&line, Tone::Warn, style.color));
             }
             if let Some(goals) = sections::goals_table(view, style) {
