@@ -1,17 +1,22 @@
 //! The io_uring engine: a registered file (the kernel skips the fd lookup per
 //! I/O), batched submission (one `io_uring_enter` per commit) and batched
-//! reaping. Buffers are ordinary memory by default, as in fio's default and
-//! in applications; registered buffers (fio's `--fixedbufs`) are opt-in.
+//! reaping. Buffers are registered (fio's `--fixedbufs`) when the caller asks,
+//! which `FixedBufs::Auto` does for blocks up to 128 KiB: the kernel then
+//! skips pinning each buffer's pages per I/O.
 //!
-//! Why registered buffers are not the default: the kernel first tries every
-//! I/O without blocking (REQ_NOWAIT), and a bio the device must split (more
-//! segments than `max_segments`, or longer than `max_sectors_kb`) fails that
-//! attempt with EAGAIN and is retried from a worker thread. blk-throttle
-//! (cgroup v1 blkio, v2 io.max) has charged the failed attempt already, so
-//! such I/Os are charged twice and a throttled device reads and writes at
-//! half its rate. A registered buffer reaches the block layer as one bio
-//! for any block size, so every I/O past the split limits pays twice;
+//! Why not above 128 KiB: the kernel first tries every I/O without blocking
+//! (REQ_NOWAIT), and a bio the device must split (more segments than
+//! `max_segments`, or longer than `max_sectors_kb`) fails that attempt with
+//! EAGAIN and is retried from a worker thread. blk-throttle (cgroup v1
+//! blkio, v2 io.max) has charged the failed attempt already, so such I/Os
+//! are charged twice and a throttled device reads and writes at half its
+//! rate. A registered buffer reaches the block layer as one bvec per page,
+//! so every large I/O past the split limits pays twice;
 //! [`FORCE_ASYNC_ABOVE`] avoids the failed attempt in both modes.
+//!
+//! Completions are waited for one at a time: waiting for several with
+//! `min_wait_usec` (6.12+) cost more CPU per I/O in its timer than the
+//! sleeps it saved (docs/performance.md).
 
 use crate::engine::{BufferPool, Completion, EngineConfig, IoEngine, IoKind, IoUnit};
 use io_uring::{opcode, squeue, types, IoUring};
