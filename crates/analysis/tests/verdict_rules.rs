@@ -1,6 +1,6 @@
 //! Each rule of docs/verdict.md, held against a stored result document.
 //!
-//! Long (about 880 lines): 38 tests, one per rule and its edge cases, sharing one
+//! Long (about 900 lines): 39 tests, one per rule and its edge cases, sharing one
 //! document builder; split, they would each need it.
 
 use headroom_analysis::LinkSpec;
@@ -42,6 +42,21 @@ fn r3_disk_bound_hdd_behind_10gbe() {
     assert_eq!((v.bottleneck, v.rule.as_str()), (Bottleneck::Disk, "R3"), "{v:#?}");
     assert!(v.explanation.contains("disk (sda) at 210.0 MB/s"), "{}", v.explanation);
     assert!((v.headroom_factor.unwrap() - 1150.0 / 210.0).abs() < 0.01);
+}
+
+#[test]
+fn a_virtual_disks_figure_is_checked_against_the_host_memory() {
+    let virtual_check = |doc: &ResultDoc, dir| {
+        verdict(doc, dir).checks.into_iter().filter(|c| c.contains("is a virtual disk")).collect::<Vec<_>>()
+    };
+    let mut doc = fixture("disk-bound");
+    assert!(virtual_check(&doc, Direction::Read).is_empty(), "a SATA disk is no virtual one");
+    let sda = doc.host.block_devices.iter_mut().find(|d| d.name == "sda").unwrap();
+    sda.transport = Some("virtio".into());
+    let reads = virtual_check(&doc, Direction::Read);
+    assert_eq!(reads.len(), 1, "{reads:?}");
+    assert!(reads[0].starts_with("sda is a virtual disk: its reads may have been the hypervisor's host memory"));
+    assert!(reads[0].ends_with("a --size over twice the host's RAM"), "{}", reads[0]);
 }
 
 #[test]

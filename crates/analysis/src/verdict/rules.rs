@@ -287,6 +287,25 @@ fn the_disk(f: &Facts) -> Option<Finding> {
 /// What a client figure that outran the server's own disk means, added to
 /// whichever rule named the limit: the server's memory answered, what the
 /// disk itself gives, and how to measure without the cache.
+/// A disk figure from a disk a hypervisor presents may be the host's memory
+/// (its page cache under QEMU's cache=writeback or unsafe): the check says
+/// how to see the storage under it. Every rule's finding gets it.
+pub(super) fn virtual_disk_check(f: &Facts, found: &mut Finding) {
+    let Some(dev) = f.disk_device().filter(|d| crate::is_virtual_disk(d)) else { return };
+    if f.m_disk.is_none() {
+        return;
+    }
+    let whose = f.far_whose().map(|w| format!("{w} ")).unwrap_or_default();
+    let (figure, how) = match f.dir {
+        headroom_result::Direction::Read => ("reads", "a --size over twice the host's RAM"),
+        headroom_result::Direction::Write => ("writes", "--sync fsync, or more data than the host's RAM"),
+    };
+    found.checks.push(format!(
+        "{whose}{} is a virtual disk: its {figure} may have been the hypervisor's host memory (cache=writeback or unsafe); for the storage under it, {how}",
+        dev.name
+    ));
+}
+
 pub(super) fn served_from_memory(f: &Facts, found: &mut Finding) {
     let (Some(d), Some(far), Some(m)) = (outran_the_far_disk(f), f.far, f.m_client) else { return };
     let host = &far.host;
