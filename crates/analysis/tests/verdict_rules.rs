@@ -47,7 +47,7 @@ fn r3_disk_bound_hdd_behind_10gbe() {
 #[test]
 fn a_virtual_disks_figure_is_checked_against_the_host_memory() {
     let virtual_check = |doc: &ResultDoc, dir| {
-        verdict(doc, dir).checks.into_iter().filter(|c| c.contains("is a virtual disk")).collect::<Vec<_>>()
+        verdict(doc, dir).checks.into_iter().filter(|c| c.contains("a virtual disk")).collect::<Vec<_>>()
     };
     let mut doc = fixture("disk-bound");
     assert!(virtual_check(&doc, Direction::Read).is_empty(), "a SATA disk is no virtual one");
@@ -55,8 +55,10 @@ fn a_virtual_disks_figure_is_checked_against_the_host_memory() {
     sda.transport = Some("virtio".into());
     let reads = virtual_check(&doc, Direction::Read);
     assert_eq!(reads.len(), 1, "{reads:?}");
-    assert!(reads[0].starts_with("sda is a virtual disk: its reads may have been the hypervisor's host memory"));
-    assert!(reads[0].ends_with("a --size over twice the host's RAM"), "{}", reads[0]);
+    assert!(reads[0].starts_with(
+        "the storage under sda, a virtual disk: its reads may have come from the hypervisor's host memory"
+    ));
+    assert!(reads[0].ends_with("use a --size over twice the host's RAM"), "{}", reads[0]);
 }
 
 #[test]

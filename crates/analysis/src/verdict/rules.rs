@@ -297,11 +297,11 @@ pub(super) fn virtual_disk_check(f: &Facts, found: &mut Finding) {
     }
     let whose = f.far_whose().map(|w| format!("{w} ")).unwrap_or_default();
     let (figure, how) = match f.dir {
-        headroom_result::Direction::Read => ("reads", "a --size over twice the host's RAM"),
-        headroom_result::Direction::Write => ("writes", "--sync fsync, or more data than the host's RAM"),
+        headroom_result::Direction::Read => ("reads", "use a --size over twice the host's RAM"),
+        headroom_result::Direction::Write => ("writes", "use --sync fsync, or more data than the host's RAM"),
     };
     found.checks.push(format!(
-        "{whose}{} is a virtual disk: its {figure} may have been the hypervisor's host memory (cache=writeback or unsafe); for the storage under it, {how}",
+        "the storage under {whose}{}, a virtual disk: its {figure} may have come from the hypervisor's host memory (cache=writeback or unsafe); {how}",
         dev.name
     ));
 }
