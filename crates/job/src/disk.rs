@@ -7,7 +7,7 @@
 //! What it must not do: print, parse flags or draw progress; progress goes
 //! to the sinks the caller hands in, notices to its [`DiskReport`].
 
-use crate::path::{bus_under, virtual_disk_under};
+use crate::path::{disk_under, DiskUnder};
 use crate::post::with_write_cliff;
 use crate::steps::StepSinks;
 use crate::Spelling;
@@ -93,7 +93,7 @@ pub fn run(
 ) -> Result<DiskDone, DiskJobError> {
     // The bus under a remote path is the server's: not known here.
     let here = job.server.is_none() && job.share.is_none();
-    let bus = if here { bus_under(&job.target.path) } else { None };
+    let DiskUnder { bus, warning } = if here { disk_under(&job.target.path) } else { DiskUnder::default() };
     let (mut plan, requests) = DiskRequest::plan(&job.target, &job.selection, bus.as_ref());
     let mut runner = match job.server {
         Some(server) => {
@@ -120,9 +120,7 @@ pub fn run(
     let mut doc = ResultDoc::new(headroom_result::now_rfc3339());
     doc.probes = measured.probes;
     doc.warnings = measured.warnings;
-    if here {
-        doc.warnings.extend(virtual_disk_under(&job.target.path));
-    }
+    doc.warnings.extend(warning);
     if let Some(b) = &bus {
         doc.ceilings.push(Ceiling {
             hop: headroom_result::Hop::Bus,

@@ -35,7 +35,7 @@ pub use main_job::{
     cpu_hop_plan, disk_plan_of_preset, judge, main_job, net_plan_of_preset, JobError, JobSettings, Preset,
     RUN_CONNECT_TIMEOUT,
 };
-pub use path::{bus_under, interface_towards, link_towards, link_towards_from};
+pub use path::{disk_under, interface_towards, link_towards, link_towards_from, DiskUnder};
 pub use post::{cpu_probe_with_link, with_write_cliff};
 pub use spelling::Spelling;
 pub use steps::{hold_goals, StepSinks};

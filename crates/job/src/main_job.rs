@@ -9,7 +9,7 @@
 //! what `run` measures reads top to bottom.
 
 use crate::disk::DiskFailure;
-use crate::path::{bus_under, link_towards, virtual_disk_under};
+use crate::path::{disk_under, link_towards};
 use crate::post::cpu_probe_with_link;
 use crate::steps::{hold_goals, warn_missed, StepSinks};
 use crate::Spelling;
@@ -542,13 +542,14 @@ pub fn main_job(settings: &JobSettings, stop: &AtomicBool, sinks: &mut StepSinks
         warnings.extend(step_warnings);
     }
     if let Some(path) = &settings.path {
-        let bus = bus_under(path);
+        let under = disk_under(path);
+        let bus = under.bus;
         let plan = disk_plan(path, settings.preset, settings.time, bus.as_ref(), false, settings.custom_test.as_ref())?;
         let far_end = far_end_cpu(settings, None, serve_speaks)?;
         let (here, step_warnings) = disk_step(&mut runner, &plan, "disk probes", stop, sinks, far_end)?;
         probes.extend(here);
         warnings.extend(step_warnings);
-        warnings.extend(virtual_disk_under(path));
+        warnings.extend(under.warning);
     }
 
     let mut doc = ResultDoc::new(started_at);

@@ -7,21 +7,27 @@ use headroom_analysis::{bus_ceiling, choose_nic, virtual_disk_warning, LinkCeili
 use headroom_disk::BusCeiling;
 use std::path::Path;
 
-/// The bus ceiling of the disk holding `path` (`bus_ceiling` of its
-/// inventory entry); None when the disk or its bus is unknown.
-pub fn bus_under(path: &Path) -> Option<BusCeiling> {
-    let ceiling = bus_ceiling(&headroom_sys::block_device_holding(path)?)?;
-    Some(BusCeiling {
+/// What the disk holding `path` brings to a run there, from one inventory
+/// look-up: its bus ceiling (`bus_ceiling`) and, when a hypervisor presents
+/// it, the warning that says so (`virtual_disk_warning`).
+#[derive(Debug, Default)]
+pub struct DiskUnder {
+    /// The bus ceiling; None when the disk or its bus is unknown.
+    pub bus: Option<BusCeiling>,
+    /// The virtual disk's warning; None for any other disk.
+    pub warning: Option<headroom_result::Warning>,
+}
+
+/// The disk holding `path` on this machine ([`DiskUnder`]); empty when no
+/// block device holds it (tmpfs, a network filesystem).
+pub fn disk_under(path: &Path) -> DiskUnder {
+    let Some(device) = headroom_sys::block_device_holding(path) else { return DiskUnder::default() };
+    let bus = bus_ceiling(&device).map(|ceiling| BusCeiling {
         name: ceiling.name,
         bytes_per_sec: ceiling.bytes_per_sec,
         source: ceiling.source.unwrap_or_default(),
-    })
-}
-
-/// The warning a run on the disk holding `path` carries when a hypervisor
-/// presents that disk (`virtual_disk_warning`); None for any other disk.
-pub fn virtual_disk_under(path: &Path) -> Option<headroom_result::Warning> {
-    virtual_disk_warning(&headroom_sys::block_device_holding(path)?)
+    });
+    DiskUnder { bus, warning: virtual_disk_warning(&device) }
 }
 
 /// The link ceiling of `link` (`--link`) when given, else of the interface

@@ -57,15 +57,21 @@ pub fn bus_ceiling(dev: &BlockDevice) -> Option<Ceiling> {
 const EMULATED_DISK_MODELS: [&str; 5] =
     ["QEMU HARDDISK", "VBOX HARDDISK", "VMware Virtual", "Msft Virtual Disk", "Virtual disk"];
 
+/// What names this disk as one a hypervisor presents: its transport
+/// (virtio, xen) or its model (an emulated disk); None for any other disk.
+fn virtual_disk_kind(dev: &BlockDevice) -> Option<&str> {
+    let paravirtual = dev.transport.as_deref().filter(|t| matches!(*t, "virtio" | "xen"));
+    let emulated = dev.model.as_deref().filter(|m| {
+        EMULATED_DISK_MODELS.iter().any(|e| m.get(..e.len()).is_some_and(|head| head.eq_ignore_ascii_case(e)))
+    });
+    paravirtual.or(emulated)
+}
+
 /// Whether a hypervisor presents this disk (virtio, Xen, or an emulated
 /// disk named by its model): what reaches it may be answered from the host's
 /// memory, which O_DIRECT in the guest does not bypass.
 pub fn is_virtual_disk(dev: &BlockDevice) -> bool {
-    let paravirtual = matches!(dev.transport.as_deref(), Some("virtio" | "xen"));
-    let emulated = dev.model.as_deref().is_some_and(|m| {
-        EMULATED_DISK_MODELS.iter().any(|e| m.get(..e.len()).is_some_and(|head| head.eq_ignore_ascii_case(e)))
-    });
-    paravirtual || emulated
+    virtual_disk_kind(dev).is_some()
 }
 
 /// The warning a disk run on a virtual disk carries (`page_cache_possible`):
@@ -74,12 +80,8 @@ pub fn is_virtual_disk(dev: &BlockDevice) -> bool {
 /// reads may come from there and writes be held there, whatever the guest
 /// asked; None for any other disk.
 pub fn virtual_disk_warning(dev: &BlockDevice) -> Option<Warning> {
-    is_virtual_disk(dev).then(|| {
-        let what = match (dev.transport.as_deref(), dev.model.as_deref()) {
-            (Some(t @ ("virtio" | "xen")), _) => format!("{} is a virtual disk ({t})", dev.name),
-            (_, Some(model)) => format!("{} is a virtual disk ({model})", dev.name),
-            _ => format!("{} is a virtual disk", dev.name),
-        };
+    virtual_disk_kind(dev).map(|kind| {
+        let what = format!("{} is a virtual disk ({kind})", dev.name);
         Warning::new(
             WarningCode::PageCachePossible,
             format!(

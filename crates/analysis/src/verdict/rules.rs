@@ -284,9 +284,6 @@ fn the_disk(f: &Facts) -> Option<Finding> {
     Some(found)
 }
 
-/// What a client figure that outran the server's own disk means, added to
-/// whichever rule named the limit: the server's memory answered, what the
-/// disk itself gives, and how to measure without the cache.
 /// A disk figure from a disk a hypervisor presents may be the host's memory
 /// (its page cache under QEMU's cache=writeback or unsafe): the check says
 /// how to see the storage under it. Every rule's finding gets it.
@@ -306,6 +303,9 @@ pub(super) fn virtual_disk_check(f: &Facts, found: &mut Finding) {
     ));
 }
 
+/// What a client figure that outran the server's own disk means, added to
+/// whichever rule named the limit: the server's memory answered, what the
+/// disk itself gives, and how to measure without the cache.
 pub(super) fn served_from_memory(f: &Facts, found: &mut Finding) {
     let (Some(d), Some(far), Some(m)) = (outran_the_far_disk(f), f.far, f.m_client) else { return };
     let host = &far.host;

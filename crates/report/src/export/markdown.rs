@@ -50,10 +50,10 @@ impl Presenter for MarkdownPresenter {
                 out.push('\n');
             }
             out += &sections::probes_table(view, style).to_markdown();
-            let shared = sections::probe_notes(view);
-            if !shared.is_empty() {
+            let notes = sections::probe_notes(view);
+            if !notes.is_empty() {
                 out.push('\n');
-                for line in shared {
+                for line in notes {
                     out += &format!("- ~ {line}\n");
                 }
             }
