@@ -1,6 +1,6 @@
 //! Each rule of docs/verdict.md, held against a stored result document.
 //!
-//! Long (about 900 lines): 39 tests, one per rule and its edge cases, sharing one
+//! Long (about 950 lines): 40 tests, one per rule and its edge cases, sharing one
 //! document builder; split, they would each need it.
 
 use headroom_analysis::LinkSpec;
@@ -59,6 +59,53 @@ fn a_virtual_disks_figure_is_checked_against_the_host_memory() {
         "the storage under sda, a virtual disk: its reads may have come from the hypervisor's host memory"
     ));
     assert!(reads[0].ends_with("use a --size over twice the host's RAM"), "{}", reads[0]);
+}
+
+#[test]
+fn writes_that_outran_the_same_disks_reads_are_named_a_caches() {
+    let outran = |v: &DirectionVerdict| v.explanation.contains("outran the same disk's reads");
+    let mut doc = fixture("disk-bound");
+    // sda reads 210 MB/s; writes at 195 (0.9x) and at 310 (1.48x) are a disk's.
+    for written in [195e6, 310e6] {
+        doc.probes[1].summary.bytes_per_sec = written;
+        let v = verdict(&doc, Direction::Write);
+        assert!(!outran(&v), "{written}: {}", v.explanation);
+    }
+    // At 420 MB/s (2.0x) a write-back cache acknowledged them.
+    doc.probes[1].summary.bytes_per_sec = 420e6;
+    let v = verdict(&doc, Direction::Write);
+    assert!(outran(&v), "{}", v.explanation);
+    assert!(v.explanation.contains("(420.0 MB/s) outran the same disk's reads (210.0 MB/s) 2.0x"), "{}", v.explanation);
+    assert!(v.explanation.contains("what sda itself sustains is not known"), "{}", v.explanation);
+    assert!(v.explanation.contains("(a RAID controller's, the drive's own,"), "{}", v.explanation);
+    assert!(v.checks.iter().any(|c| c.starts_with("what reaches sda: --sync fsync")), "{:?}", v.checks);
+    assert!(!outran(&verdict(&doc, Direction::Read)), "the reads are the disk's");
+    // Synchronous writes that still outran the reads: the cache acknowledges flushes.
+    let headroom_result::ProbeSpec::Disk(spec) = &mut doc.probes[1].spec else { unreachable!() };
+    spec.sync = "fsync".into();
+    let v = verdict(&doc, Direction::Write);
+    assert!(v.checks.iter().any(|c| c.starts_with("the writes were --sync fsync and still outran")), "{:?}", v.checks);
+    // On a virtual disk the evidence replaces the virtual disk's "may have".
+    let sda = doc.host.block_devices.iter_mut().find(|d| d.name == "sda").unwrap();
+    sda.transport = Some("virtio".into());
+    let v = verdict(&doc, Direction::Write);
+    assert!(outran(&v) && !v.checks.iter().any(|c| c.contains("a virtual disk")), "{:?}", v.checks);
+    assert!(v.explanation.contains("(the hypervisor's host memory, sda being a virtual disk)"), "{}", v.explanation);
+    // Reads held at a cgroup I/O limit are no disk's speed to compare with.
+    let limit = headroom_result::IoLimit {
+        version: 1,
+        cgroup: "/hr-blkio".into(),
+        device: "8:0".into(),
+        read_bytes_per_sec: Some(220_000_000),
+        ..Default::default()
+    };
+    doc.probes[0].details.insert("io_limit".into(), serde_json::to_value(&limit).unwrap());
+    assert!(!outran(&verdict(&doc, Direction::Write)), "reads at their limit");
+    doc.probes[0].details.remove("io_limit");
+    // A write test on another path is not the same disk.
+    let headroom_result::ProbeSpec::Disk(spec) = &mut doc.probes[1].spec else { unreachable!() };
+    spec.path = "/srv/other".into();
+    assert!(!outran(&verdict(&doc, Direction::Write)));
 }
 
 #[test]

@@ -317,7 +317,10 @@ fn direction_verdict(doc: &ResultDoc, model: &PathModel, dir: Direction) -> Opti
     let f = facts(doc, model, dir)?;
     let (rule, mut finding) = rules::RULES.iter().find_map(|(id, rule)| rule(&f).map(|found| (*id, found)))?;
     rules::served_from_memory(&f, &mut finding);
-    rules::virtual_disk_check(&f, &mut finding);
+    let read_facts = facts(doc, model, Direction::Read);
+    if !rules::writes_outran_reads(&f, read_facts.as_ref(), &mut finding) {
+        rules::virtual_disk_check(&f, &mut finding);
+    }
     let figure = f.m_client.unwrap_or_else(|| [f.m_disk, f.m_net].into_iter().flatten().fold(f64::INFINITY, f64::min));
     // The server's CPU gets a row on its side of the chain when it is the limit.
     let far_cpu = finding.cpu_limit.as_ref().filter(|l| f.far.is_some() && l.side == Side::Remote);
