@@ -3,7 +3,7 @@
 //! the last second and `--resume` continues with the gap recorded, live
 //! Prometheus metrics, and vmkernel.log reconnects reported as flaps.
 //!
-//! Long (about 520 lines): 8 end-to-end tests sharing the soak runner and
+//! Long (about 540 lines): 9 end-to-end tests sharing the soak runner and
 //! its database readers.
 
 use headroom_soak::Store;
@@ -130,7 +130,7 @@ fn test_files(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-fn short_soak(dir: &str, db: &Path) {
+fn short_soak(dir: &str, db: &Path) -> headroom_result::ResultDoc {
     doc(&soak(&[
         "--duration",
         "1s",
@@ -145,7 +145,27 @@ fn short_soak(dir: &str, db: &Path) {
         "--db",
         db.to_str().unwrap(),
         "--json",
-    ]));
+    ]))
+}
+
+/// The disk under the soak's directory is recorded at its start, and a
+/// virtual one (virtio, Xen, an emulated disk) gives the document the
+/// host-cache warning, as `disk` and `run` do. Which the temp directory's
+/// disk is comes from sysfs here, independently of the soak.
+#[test]
+fn a_soak_names_its_disk_and_warns_of_a_virtual_ones_host_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let device = headroom_sys::block_device_holding(dir.path());
+    let db = dir.path().join("v.sqlite");
+    let d = short_soak(dir.path().to_str().unwrap(), &db);
+    let info = Store::open(&db).unwrap().info().unwrap();
+    assert_eq!(info.config.disk_device(), device.as_ref().map(|d| d.name.as_str()), "{:?}", info.config.extra);
+    let host_cache = d.warnings.iter().filter(|w| w.message.contains("is a virtual disk")).count();
+    let virtual_here = device.as_ref().is_some_and(headroom_analysis::is_virtual_disk);
+    assert_eq!(host_cache, usize::from(virtual_here), "{:?}", d.warnings);
+    if !virtual_here {
+        println!("the temp directory's disk is not virtual here: only the absence was checked");
+    }
 }
 
 #[test]

@@ -19,7 +19,7 @@ const PER_PLOT: usize = 8;
 const EXTRA: [RGBColor; 2] = [RGBColor(0, 0, 0), RGBColor(120, 120, 120)];
 
 fn colour(i: usize) -> RGBColor {
-    PALETTE.get(i).copied().unwrap_or(EXTRA[(i - PALETTE.len()) % EXTRA.len()])
+    PALETTE.get(i).copied().unwrap_or_else(|| EXTRA[(i - PALETTE.len()) % EXTRA.len()])
 }
 
 /// x of the percentile `q` (0..1): log10(1/(1-q)); 0 at 0%, 1 at 90%, 2 at 99%.

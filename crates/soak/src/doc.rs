@@ -234,6 +234,8 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
     for d in &detections {
         doc.warnings.push(Warning::new(d.kind.as_str(), d.message.clone()));
     }
+    let disk = info.config.disk_device().and_then(|name| doc.host.block_devices.iter().find(|d| d.name == name));
+    doc.warnings.extend(disk.and_then(headroom_analysis::virtual_disk_warning));
     doc.soak = Some(Soak {
         database: Some(store.path().display().to_string()),
         planned_s: info.planned_s,
@@ -443,6 +445,7 @@ fn thin(store: &Store, name: &str, origin: f64, count: u64, max: usize) -> Resul
 mod tests {
     use super::*;
     use crate::store::{SampleRow, SoakConfig, SoakInfo};
+    use headroom_result::BlockDevice;
 
     /// A two-session soak written straight into a store: write samples with a
     /// 10 s dip every 60 s and latency doubling, a flap seen by sysfs and the
@@ -600,6 +603,48 @@ mod tests {
         for name in ["write", "remote-write"] {
             write_cache_cliff(name);
         }
+    }
+
+    /// The disk recorded at the start, looked up in the recorded inventory:
+    /// a virtual one gives the document the host-cache warning, once.
+    #[test]
+    fn a_soak_on_a_virtual_disk_carries_the_host_cache_warning() {
+        let host = headroom_result::Host {
+            block_devices: vec![
+                BlockDevice { name: "vda".into(), transport: Some("virtio".into()), ..BlockDevice::default() },
+                BlockDevice { name: "sda".into(), transport: Some("sata".into()), ..BlockDevice::default() },
+            ],
+            ..headroom_result::Host::default()
+        };
+        let host_cache_warnings = |extra: serde_json::Value| {
+            let dir = tempfile::tempdir().unwrap();
+            let info = SoakInfo {
+                started_at: crate::rfc3339(1000.0),
+                started_unix: 1000.0,
+                planned_s: None,
+                config: SoakConfig {
+                    cycle: vec!["read".into()],
+                    probe_s: 60.0,
+                    path: None,
+                    server: None,
+                    vmkernel_log: None,
+                    extra,
+                },
+                host: serde_json::to_value(&host).ok(),
+            };
+            let store = Store::create(&dir.path().join("v.sqlite"), &info).unwrap();
+            let doc = result_from_store(&store, SampleDetail::None).unwrap();
+            doc.warnings
+                .iter()
+                .filter(|w| w.code == headroom_result::WarningCode::PageCachePossible)
+                .map(|w| w.message.clone())
+                .collect::<Vec<_>>()
+        };
+        let on_vda = host_cache_warnings(serde_json::json!({"disk_device": "vda"}));
+        assert_eq!(on_vda.len(), 1, "{on_vda:?}");
+        assert!(on_vda[0].starts_with("vda is a virtual disk (virtio)"), "{}", on_vda[0]);
+        assert!(host_cache_warnings(serde_json::json!({"disk_device": "sda"})).is_empty());
+        assert!(host_cache_warnings(serde_json::json!({"size": 1})).is_empty(), "a soak stored before the device was");
     }
 
     fn write_cache_cliff(name: &str) {

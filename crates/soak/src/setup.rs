@@ -380,6 +380,19 @@ impl SoakConfig {
         self.extra.get("remote_path").and_then(|s| s.as_str()).map(PathBuf::from)
     }
 
+    /// The block device that held the disk probes' directory when the soak
+    /// started (its inventory is the soak's recorded `host`); None for a soak
+    /// without disk probes here, where no block device holds the directory,
+    /// and for soaks stored before it was recorded. Kept in `extra`.
+    pub fn disk_device(&self) -> Option<&str> {
+        self.extra.get("disk_device").and_then(|s| s.as_str())
+    }
+
+    /// Whether a turn of the cycle measures this machine's disk.
+    pub fn has_local_disk_turns(&self) -> bool {
+        self.cycle.iter().any(|name| name != "net" && !name.starts_with(REMOTE))
+    }
+
     /// Each probe's turn; at least a second, whatever the store says.
     pub fn probe_time(&self) -> Duration {
         Duration::from_secs_f64(self.probe_s.max(1.0))
@@ -419,18 +432,26 @@ pub fn open(db: &Path, flags: &SoakFlags, schedule: Option<&Schedule>) -> Result
         return Ok(resume(store, flags.duration)?);
     };
     let now = now_unix();
+    let mut config = SoakConfig {
+        cycle: schedule.cycle.clone(),
+        probe_s: schedule.probe_time.as_secs_f64(),
+        path: Some(flags.path.clone().unwrap_or_else(|| PathBuf::from(".")).display().to_string()),
+        server: flags.server.clone(),
+        vmkernel_log: flags.vmkernel_log.as_ref().map(|p| p.display().to_string()),
+        extra: settings_extra(flags),
+    };
+    // Named beside the inventory, so a report read later can tell what kind
+    // of disk the figures came from (a virtual one carries a warning).
+    if let Some(device) =
+        config.has_local_disk_turns().then(|| headroom_sys::block_device_holding(&config.dir())).flatten()
+    {
+        config.extra["disk_device"] = device.name.into();
+    }
     let info = SoakInfo {
         started_at: rfc3339(now),
         started_unix: now,
         planned_s: Some(schedule.duration.as_secs_f64()),
-        config: SoakConfig {
-            cycle: schedule.cycle.clone(),
-            probe_s: schedule.probe_time.as_secs_f64(),
-            path: Some(flags.path.clone().unwrap_or_else(|| PathBuf::from(".")).display().to_string()),
-            server: flags.server.clone(),
-            vmkernel_log: flags.vmkernel_log.as_ref().map(|p| p.display().to_string()),
-            extra: settings_extra(flags),
-        },
+        config,
         // Recorded once, here: a report read later (or on another machine) names this host.
         host: serde_json::to_value(headroom_sys::inventory_live()).ok(),
     };

@@ -100,6 +100,15 @@ pub fn summary(doc: &ResultDoc, db: &str, style: Style) -> String {
     for d in &soak.detections {
         s += &format!("  {}: {}\n", style.bold(d.kind.as_str()), d.message);
     }
+    // The document's other warnings (a virtual disk's host cache): gaps and
+    // detections are warnings too, shown above.
+    let shown = |code: &str| {
+        code == headroom_result::WarningCode::SoakGap.as_str()
+            || soak.detections.iter().any(|d| d.kind.as_str() == code)
+    };
+    for w in doc.warnings.iter().filter(|w| !shown(w.code.as_str())) {
+        s += &format!("  {}: {}\n", style.bold(w.code.as_str()), w.message);
+    }
     s
 }
 
@@ -117,7 +126,9 @@ mod tests {
                                     "latency_ns": {"mean": 15.682e6, "p50": 1e6, "p99": 46.341e6, "p999": 5e7, "max": 6e7}}}],
             "soak": {"elapsed_s": 3725.4, "cycles": 30, "sessions": 2, "samples": 3600,
                      "gaps": [{"from_s": 12.5, "to_s": 20.0, "duration_s": 7.5, "reason": "resumed"}],
-                     "detections": [{"kind": "write_cliff", "probe": "write", "message": "write: the rate fell"}]}
+                     "detections": [{"kind": "write_cliff", "probe": "write", "message": "write: the rate fell"}]},
+            "warnings": [{"code": "soak_gap", "message": "no samples"}, {"code": "write_cliff", "message": "write: the rate fell"},
+                         {"code": "page_cache_possible", "message": "vda is a virtual disk"}]
         }))
         .unwrap()
     }
@@ -130,10 +141,12 @@ mod tests {
             "soak 1h2m5s in 2 session(s), 30 turns, 3600 samples -> nas.sqlite\n  \
              write           545.2 MB/s  520 IOPS  latency mean 15682 us, p99 46341 us\n  \
              gap: 7.5 s without samples from +12.5 s (resumed)\n  \
-             write_cliff: write: the rate fell\n"
+             write_cliff: write: the rate fell\n  \
+             page_cache_possible: vda is a virtual disk\n"
         );
         let mut quiet = doc();
         quiet.soak.as_mut().unwrap().detections.clear();
+        quiet.warnings.clear();
         assert!(
             summary(&quiet, "nas.sqlite", Style::default()).ends_with("  no dips, drift, flaps or outages detected\n")
         );
