@@ -52,18 +52,28 @@ pub fn bus_ceiling(dev: &BlockDevice) -> Option<Ceiling> {
     })
 }
 
-/// Model names hypervisors give the disks they emulate (sysfs `device/model`,
-/// Windows' product id), matched case-blind at the start.
-const EMULATED_DISK_MODELS: [&str; 5] =
-    ["QEMU HARDDISK", "VBOX HARDDISK", "VMware Virtual", "Msft Virtual Disk", "Virtual disk"];
+/// Model names hypervisors give the disks they present (sysfs `device/model`;
+/// on Windows "vendor product"), matched case-blind at the start of the
+/// model or of what follows its first word (Windows' vendor: a QEMU
+/// virtio-scsi disk is "QEMU QEMU HARDDISK" there). "Red Hat VirtIO" is the
+/// KVM virtio block driver's disk on Windows, where no transport says virtio.
+const EMULATED_DISK_MODELS: [&str; 6] =
+    ["QEMU HARDDISK", "VBOX HARDDISK", "VMware Virtual", "Msft Virtual Disk", "Virtual disk", "Red Hat VirtIO"];
+
+/// The emulated-disk name `model` starts with, itself or after its vendor word.
+fn emulated_disk_model(model: &str) -> Option<&str> {
+    let after_vendor = model.split_once(' ').map(|(_, rest)| rest.trim_start());
+    let starts_with = |m: &str| {
+        EMULATED_DISK_MODELS.iter().any(|e| m.get(..e.len()).is_some_and(|head| head.eq_ignore_ascii_case(e)))
+    };
+    [Some(model), after_vendor].into_iter().flatten().find(|m| starts_with(m)).map(|_| model)
+}
 
 /// What names this disk as one a hypervisor presents: its transport
 /// (virtio, xen) or its model (an emulated disk); None for any other disk.
 fn virtual_disk_kind(dev: &BlockDevice) -> Option<&str> {
     let paravirtual = dev.transport.as_deref().filter(|t| matches!(*t, "virtio" | "xen"));
-    let emulated = dev.model.as_deref().filter(|m| {
-        EMULATED_DISK_MODELS.iter().any(|e| m.get(..e.len()).is_some_and(|head| head.eq_ignore_ascii_case(e)))
-    });
+    let emulated = dev.model.as_deref().and_then(emulated_disk_model);
     paravirtual.or(emulated)
 }
 
@@ -134,10 +144,16 @@ mod tests {
         let emulated = warned(&disk("sda", "sata", Some("QEMU HARDDISK"))).expect("QEMU's emulated SATA disk");
         assert!(emulated.1.starts_with("sda is a virtual disk (QEMU HARDDISK)"), "{}", emulated.1);
         assert!(warned(&disk("sdb", "scsi", Some("msft virtual disk"))).is_some());
+        // Windows names vendor and product: QEMU's virtio-scsi disk, KVM's virtio block disk.
+        for model in ["QEMU QEMU HARDDISK", "Red Hat VirtIO", "VMware Virtual disk"] {
+            assert!(warned(&disk("PhysicalDrive0", "scsi", Some(model))).is_some(), "{model}");
+        }
         for (name, transport, model) in [
             ("nvme0n1", "nvme", Some("Samsung SSD 980")),
             ("sda", "sata", Some("ST4000VN008")),
             ("loop0", "loop", None),
+            ("PhysicalDrive1", "sata", Some("ATA Samsung SSD 870")),
+            ("PhysicalDrive2", "spaces", Some("Microsoft Storage Space Device")),
         ] {
             assert!(warned(&disk(name, transport, model)).is_none(), "{name}");
         }
