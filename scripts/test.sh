@@ -10,6 +10,10 @@
 # printed once more at the end. Extra arguments go to `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Arithmetic overflow panics in the tested build, as in a debug one: a
+# wrapped subtraction otherwise passes unseen in release (a chart colour's
+# did, session 26). The shipped release profile keeps Rust's default.
+export CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS="${CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS:-true}"
 bash scripts/install-deps.sh
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

@@ -435,6 +435,32 @@ fn a_disk_filling_up_mid_test_ends_with_a_clear_error_and_no_test_file() {
     assert!(left.is_empty(), "test file left behind");
 }
 
+/// Writes far faster than reads held by a read throttle are the throttle's
+/// doing, not a write-back cache's: the reads record the limit they ran at,
+/// and no write is called a cache's (the rule itself: headroom-analysis's
+/// write_cache tests, and the verdict's).
+#[test]
+fn writes_past_a_read_throttle_are_not_called_a_caches() {
+    headroom_lab::require_root!();
+    if !BlkioThrottle::available() {
+        eprintln!("SKIPPED: cgroup v1 blkio is not mounted");
+        return;
+    }
+    let _machine = headroom_lab::hold_machine();
+    let Some(dev) = memory_loop_device(64 << 20) else { return };
+    let throttle = BlkioThrottle::new(&dev.major_minor(), None, None, None, None).unwrap();
+    throttle.set("blkio.throttle.read_bps_device", &dev.major_minor(), 40_000_000).unwrap();
+    let p = dev.path.to_string_lossy().to_string();
+    let args = ["disk", &p, "--preset", "quick", "--time", "1s", "--size", "32M", "--destructive", "--json"];
+    let d = doc(&throttle.command(headroom_bin(), &args).output().unwrap());
+    let rate = |name: &str| d.probes.iter().find(|p| p.name == name).expect(name).summary.bytes_per_sec;
+    let (reads, writes) = (rate("SEQ1M Q8T1 read"), rate("SEQ1M Q8T1 write"));
+    assert!(writes > 3.0 * reads, "ground truth: only the reads are throttled ({reads} against {writes})");
+    assert!(d.probes.iter().any(|p| p.details.contains_key("io_limit")), "the reads record their limit");
+    let called = d.probes.iter().flat_map(|p| &p.warnings).filter(|w| w.code == "writes_outran_reads");
+    assert_eq!(called.count(), 0, "{:?}", d.probes.iter().map(|p| &p.warnings).collect::<Vec<_>>());
+}
+
 #[test]
 fn sustained_writes_report_the_cliff_when_the_device_slows_down() {
     headroom_lab::require_root!();

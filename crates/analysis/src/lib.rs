@@ -16,6 +16,7 @@ mod link_share;
 mod per_second;
 mod setting;
 mod verdict;
+mod write_cache;
 
 pub use ceilings::{
     bus_ceiling, choose_nic, is_virtual_disk, virtual_disk_warning, BadLinkSpec, FarEnd, LinkCeiling, LinkSpec,
@@ -33,3 +34,4 @@ pub use link_share::{faster_than_ceiling, net_probe_against_link, CEILING_SHARE}
 pub use per_second::per_second;
 pub use setting::Setting;
 pub use verdict::{analyse, annotate, Analysis, Bottleneck, Direction, DirectionVerdict};
+pub use write_cache::{annotate_writes_outran_reads, past_the_write_cache, writes_outran_reads, WRITES_OUTRAN_READS};

@@ -173,7 +173,8 @@ pub(crate) fn measure(
     let warnings = runner.warnings().to_vec();
     runner.finish(); // removes the test file before anything is printed
     drop(progress);
-    let probes = probes.into_iter().map(with_write_cliff).collect();
+    let mut probes: Vec<_> = probes.into_iter().map(with_write_cliff).collect();
+    headroom_analysis::annotate_writes_outran_reads(&mut probes);
     Measured { probes, warnings, failure }
 }
 

@@ -16,6 +16,8 @@ words_enum! {
         FasterThanCeiling = "faster_than_ceiling",
         /// The write rate fell when a cache filled up.
         WriteCliff = "write_cliff",
+        /// Sequential writes ran 1.5x or more faster than the same file's reads: a write-back cache acknowledged them.
+        WritesOutranReads = "writes_outran_reads",
         /// Sustained writes slowed to under half in several steps (no single cliff).
         WriteDecline = "write_decline",
         /// The filesystem cannot do what the test asked as asked (O_DIRECT, fallocate, ...).

@@ -317,8 +317,8 @@ fn direction_verdict(doc: &ResultDoc, model: &PathModel, dir: Direction) -> Opti
     let f = facts(doc, model, dir)?;
     let (rule, mut finding) = rules::RULES.iter().find_map(|(id, rule)| rule(&f).map(|found| (*id, found)))?;
     rules::served_from_memory(&f, &mut finding);
-    let read_facts = facts(doc, model, Direction::Read);
-    if !rules::writes_outran_reads(&f, read_facts.as_ref(), &mut finding) {
+    let reads = facts(doc, model, Direction::Read).and_then(|r| r.disk_alone);
+    if !rules::writes_outran_reads(&f, reads, &mut finding) {
         rules::virtual_disk_check(&f, &mut finding);
     }
     let figure = f.m_client.unwrap_or_else(|| [f.m_disk, f.m_net].into_iter().flatten().fold(f64::INFINITY, f64::min));

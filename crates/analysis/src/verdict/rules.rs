@@ -303,34 +303,19 @@ pub(super) fn virtual_disk_check(f: &Facts, found: &mut Finding) {
     ));
 }
 
-/// How much faster than its own reads a disk's writes must run to be called
-/// a cache's: no disk streams 1 MiB writes this much faster than it reads
-/// them back (SSDs and hard disks read at least as fast as they write), so
-/// only a write-back cache that acknowledged them early can.
-const WRITES_OUTRAN_READS: f64 = 1.5;
-
-/// Writes whose disk-alone figure ran 1.5x or more above the same disk's
-/// reads (`read_facts`, the read direction's): a write-back cache
-/// acknowledged them. Says so with both figures, and how to measure what
-/// reaches the disk. Stronger evidence than the virtual-disk check's "may",
-/// which it replaces (true when it said so). Reads held at a cgroup I/O
-/// limit are no disk's speed to compare with.
-pub(super) fn writes_outran_reads(f: &Facts, read_facts: Option<&Facts>, found: &mut Finding) -> bool {
-    let Some(r) = read_facts else { return false };
-    let (Some(writes), Some(reads)) =
-        (f.disk_alone.filter(|_| f.dir == headroom_result::Direction::Write), r.disk_alone)
+/// Writes whose disk-alone figure outran the same disk's reads (`reads`,
+/// the read direction's disk alone) by [`crate::WRITES_OUTRAN_READS`]:
+/// a write-back cache acknowledged them. Says so with both figures, and how
+/// to measure what reaches the disk. Stronger evidence than the
+/// virtual-disk check's "may", which it replaces (true when it said so).
+pub(super) fn writes_outran_reads(f: &Facts, reads: Option<&Probe>, found: &mut Finding) -> bool {
+    let (Some(writes), Some(reads)) = (f.disk_alone.filter(|_| f.dir == headroom_result::Direction::Write), reads)
     else {
         return false;
     };
-    let (ProbeSpec::Disk(w), ProbeSpec::Disk(rs)) = (&writes.spec, &reads.spec) else { return false };
-    if w.path != rs.path || writes.ran_remotely() != reads.ran_remotely() {
+    let (Some(outran), ProbeSpec::Disk(w)) = (crate::writes_outran_reads(reads, writes), &writes.spec) else {
         return false;
-    }
-    let (written, read) = (writes.summary.bytes_per_sec, reads.summary.bytes_per_sec);
-    let reads_held = r.disk_limit.as_ref().is_some_and(|c| read >= c.bytes_per_sec * AT_CEILING);
-    if reads_held || read <= 0.0 || written < read * WRITES_OUTRAN_READS {
-        return false;
-    }
+    };
     let whose = f.far_whose().map(|w| format!("{w} ")).unwrap_or_default();
     let disk = f.disk_device().map_or_else(|| format!("{whose}disk"), |d| format!("{whose}{}", d.name));
     let caches = if f.disk_device().is_some_and(crate::is_virtual_disk) {
@@ -340,15 +325,11 @@ pub(super) fn writes_outran_reads(f: &Facts, read_facts: Option<&Facts>, found: 
     };
     found.explanation += &format!(
         " The writes ({}) outran the same disk's reads ({}) {}: no disk writes faster than it reads, so a write-back cache acknowledged them ({caches}) and what {disk} itself sustains is not known from this run.",
-        format_bytes_per_sec(written),
-        format_bytes_per_sec(read),
-        factor(written / read),
+        format_bytes_per_sec(writes.summary.bytes_per_sec),
+        format_bytes_per_sec(reads.summary.bytes_per_sec),
+        factor(outran),
     );
-    found.checks.push(if w.sync == "none" {
-        format!("what reaches {disk}: --sync fsync (each write flushed through the cache), or more data than the cache holds; `headroom flushcheck` tells whether the cache keeps acknowledged writes across a power loss")
-    } else {
-        format!("the writes were --sync {} and still outran the reads: the cache acknowledges flushes (battery-backed, or one that ignores them); `headroom flushcheck` tells which", w.sync)
-    });
+    found.checks.push(crate::past_the_write_cache(&disk, &w.sync));
     true
 }
 
