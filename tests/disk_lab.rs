@@ -153,11 +153,7 @@ fn memory_loop_device(size: u64) -> Option<LoopDevice> {
 /// Runs every case with `engine_args` on a throttled loop device and checks
 /// headroom measures each throttle within 3 %; reports every miss at once.
 fn measures_every_throttle(engine_args: &[&str]) {
-    headroom_lab::require_root!();
-    if !BlkioThrottle::available() {
-        eprintln!("SKIPPED: cgroup v1 blkio is not mounted at {}", headroom_lab::blockdev::BLKIO_ROOT);
-        return;
-    }
+    headroom_lab::require_blkio!();
     let _machine = headroom_lab::hold_machine();
     let Some(dev) = memory_loop_device(256 << 20) else { return };
     let p = dev.path.to_string_lossy().to_string();
@@ -257,12 +253,8 @@ fn a_throttled_device_is_measured_at_its_true_rate_with_psync() {
 /// the default mode, 4M writes with registered buffers.
 #[test]
 fn the_recorded_fio_command_measures_what_headroom_measured() {
-    headroom_lab::require_root!();
+    headroom_lab::require_blkio!();
     headroom_lab::require_program!("fio");
-    if !BlkioThrottle::available() {
-        eprintln!("SKIPPED: cgroup v1 blkio is not mounted");
-        return;
-    }
     let _machine = headroom_lab::hold_machine();
     let Some(dev) = memory_loop_device(256 << 20) else { return };
     let p = dev.path.to_string_lossy().to_string();
@@ -327,12 +319,8 @@ fn the_recorded_fio_command_measures_what_headroom_measured() {
 /// `no_io_completed` and the table says so instead of printing zeros.
 #[test]
 fn a_test_that_completes_no_io_says_so_instead_of_printing_zeros() {
-    headroom_lab::require_root!();
+    headroom_lab::require_blkio!();
     let _machine = headroom_lab::hold_machine();
-    if !BlkioThrottle::available() {
-        eprintln!("SKIPPED: cgroup v1 blkio is not mounted");
-        return;
-    }
     let dev = LoopDevice::new(64 << 20).unwrap();
     // 1 MiB/s: the first 1 MiB read completes after ~1 s, the test measures 300 ms.
     let throttle = BlkioThrottle::new(&dev.major_minor(), Some(1 << 20), None, None, None).unwrap();
@@ -351,11 +339,7 @@ fn a_test_that_completes_no_io_says_so_instead_of_printing_zeros() {
 
 #[test]
 fn a_throttled_device_is_measured_at_its_true_iops() {
-    headroom_lab::require_root!();
-    if !BlkioThrottle::available() {
-        eprintln!("SKIPPED: cgroup v1 blkio is not mounted");
-        return;
-    }
+    headroom_lab::require_blkio!();
     let _machine = headroom_lab::hold_machine();
     let dev = LoopDevice::new(64 << 20).unwrap();
     let iops = 500u64;
@@ -388,12 +372,8 @@ fn a_throttled_device_is_measured_at_its_true_iops() {
 
 #[test]
 fn a_disk_filling_up_mid_test_ends_with_a_clear_error_and_no_test_file() {
-    headroom_lab::require_root!();
+    headroom_lab::require_blkio!();
     let _machine = headroom_lab::hold_machine();
-    if !BlkioThrottle::available() {
-        eprintln!("SKIPPED: cgroup v1 blkio is not mounted");
-        return;
-    }
     // A small ext4 whose writes are throttled to 4 MB/s: headroom's sequential
     // writes fill a 32 MiB test file for 8 s, while a filler takes the free space.
     let dev = LoopDevice::new(128 << 20).unwrap();
@@ -441,11 +421,7 @@ fn a_disk_filling_up_mid_test_ends_with_a_clear_error_and_no_test_file() {
 /// write_cache tests, and the verdict's).
 #[test]
 fn writes_past_a_read_throttle_are_not_called_a_caches() {
-    headroom_lab::require_root!();
-    if !BlkioThrottle::available() {
-        eprintln!("SKIPPED: cgroup v1 blkio is not mounted");
-        return;
-    }
+    headroom_lab::require_blkio!();
     let _machine = headroom_lab::hold_machine();
     let Some(dev) = memory_loop_device(64 << 20) else { return };
     let throttle = BlkioThrottle::new(&dev.major_minor(), None, None, None, None).unwrap();
@@ -463,11 +439,7 @@ fn writes_past_a_read_throttle_are_not_called_a_caches() {
 
 #[test]
 fn sustained_writes_report_the_cliff_when_the_device_slows_down() {
-    headroom_lab::require_root!();
-    if !BlkioThrottle::available() {
-        eprintln!("SKIPPED: cgroup v1 blkio is not mounted");
-        return;
-    }
+    headroom_lab::require_blkio!();
     let _machine = headroom_lab::hold_machine();
     // A fast device that turns slow after 3 s, like an SLC cache running full,
     // written with the preset's own 1M blocks (once reported at half the rate).

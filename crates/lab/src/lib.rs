@@ -28,6 +28,19 @@ macro_rules! require_root {
     };
 }
 
+/// Skips the calling test with a printed reason unless running as root with
+/// cgroup v1 blkio throttles mounted (the disk labs' ground truth).
+#[macro_export]
+macro_rules! require_blkio {
+    () => {
+        $crate::require_root!();
+        if !$crate::blockdev::BlkioThrottle::available() {
+            eprintln!("SKIPPED {}: cgroup v1 blkio is not mounted at {}", module_path!(), $crate::blockdev::BLKIO_ROOT);
+            return;
+        }
+    };
+}
+
 /// Skips the calling test with a printed reason unless `program` is on PATH.
 #[macro_export]
 macro_rules! require_program {

@@ -618,20 +618,7 @@ mod tests {
         };
         let host_cache_warnings = |extra: serde_json::Value| {
             let dir = tempfile::tempdir().unwrap();
-            let info = SoakInfo {
-                started_at: crate::rfc3339(1000.0),
-                started_unix: 1000.0,
-                planned_s: None,
-                config: SoakConfig {
-                    cycle: vec!["read".into()],
-                    probe_s: 60.0,
-                    path: None,
-                    server: None,
-                    vmkernel_log: None,
-                    extra,
-                },
-                host: serde_json::to_value(&host).ok(),
-            };
+            let info = SoakInfo { host: serde_json::to_value(&host).ok(), ..one_probe_soak("read", extra) };
             let store = Store::create(&dir.path().join("v.sqlite"), &info).unwrap();
             let doc = result_from_store(&store, SampleDetail::None).unwrap();
             doc.warnings
@@ -647,9 +634,9 @@ mod tests {
         assert!(host_cache_warnings(serde_json::json!({"size": 1})).is_empty(), "a soak stored before the device was");
     }
 
-    fn write_cache_cliff(name: &str) {
-        let dir = tempfile::tempdir().unwrap();
-        let info = SoakInfo {
+    /// A soak of the one probe `name` started at t = 1000 s, with `extra` settings.
+    fn one_probe_soak(name: &str, extra: serde_json::Value) -> SoakInfo {
+        SoakInfo {
             started_at: crate::rfc3339(1000.0),
             started_unix: 1000.0,
             planned_s: None,
@@ -659,10 +646,15 @@ mod tests {
                 path: None,
                 server: None,
                 vmkernel_log: None,
-                extra: serde_json::Value::Null,
+                extra,
             },
             host: None,
-        };
+        }
+    }
+
+    fn write_cache_cliff(name: &str) {
+        let dir = tempfile::tempdir().unwrap();
+        let info = one_probe_soak(name, serde_json::Value::Null);
         let store = Store::create(&dir.path().join("c.sqlite"), &info).unwrap();
         let session = store.begin_session(1000.0).unwrap();
         let cycle = store.begin_cycle(session, 1, name, 1000.0).unwrap();
