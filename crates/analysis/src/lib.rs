@@ -34,4 +34,7 @@ pub use link_share::{faster_than_ceiling, net_probe_against_link, CEILING_SHARE}
 pub use per_second::per_second;
 pub use setting::Setting;
 pub use verdict::{analyse, annotate, Analysis, Bottleneck, Direction, DirectionVerdict};
-pub use write_cache::{annotate_writes_outran_reads, past_the_write_cache, writes_outran_reads, WRITES_OUTRAN_READS};
+pub use write_cache::{
+    annotate_writes_outran_reads, past_the_write_cache, writes_outran_reads, writes_outran_reads_warnings,
+    WRITES_OUTRAN_READS,
+};

@@ -60,6 +60,15 @@ pub fn past_the_write_cache(disk: &str, sync: &str) -> String {
 /// that ran [`WRITES_OUTRAN_READS`] times or more above the read probe of
 /// the same file and shape (block size, queue depth, jobs).
 pub fn annotate_writes_outran_reads(probes: &mut [Probe]) {
+    for (i, warning) in writes_outran_reads_warnings(probes) {
+        probes[i].warnings.push(warning);
+    }
+}
+
+/// The `writes_outran_reads` warning of each write probe in `probes` that
+/// earns one, with its index ([`annotate_writes_outran_reads`] puts them on
+/// the probes; a soak, whose probes summarise hours, on its document).
+pub fn writes_outran_reads_warnings(probes: &[Probe]) -> Vec<(usize, Warning)> {
     let mut found = Vec::new();
     for (i, writes) in probes.iter().enumerate() {
         let Some(reads) = probes.iter().find(|r| same_shape(r, writes)) else { continue };
@@ -73,11 +82,9 @@ pub fn annotate_writes_outran_reads(probes: &mut [Probe]) {
             format_bytes_per_sec(reads.summary.bytes_per_sec),
             past_the_write_cache("the disk", &w.sync),
         );
-        found.push((i, message));
+        found.push((i, Warning::new(WarningCode::WritesOutranReads, message)));
     }
-    for (i, message) in found {
-        probes[i].warnings.push(Warning::new(WarningCode::WritesOutranReads, message));
-    }
+    found
 }
 
 /// Whether `reads` is a read test of the same shape as the write test `writes`.

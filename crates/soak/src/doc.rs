@@ -236,6 +236,8 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
     }
     let disk = info.config.disk_device().and_then(|name| doc.host.block_devices.iter().find(|d| d.name == name));
     doc.warnings.extend(disk.and_then(headroom_analysis::virtual_disk_warning));
+    // Over the whole soak: writes that kept outrunning the same file's reads.
+    doc.warnings.extend(headroom_analysis::writes_outran_reads_warnings(&doc.probes).into_iter().map(|(_, w)| w));
     doc.soak = Some(Soak {
         database: Some(store.path().display().to_string()),
         planned_s: info.planned_s,
@@ -632,6 +634,32 @@ mod tests {
         assert!(on_vda[0].starts_with("vda is a virtual disk (virtio)"), "{}", on_vda[0]);
         assert!(host_cache_warnings(serde_json::json!({"disk_device": "sda"})).is_empty());
         assert!(host_cache_warnings(serde_json::json!({"size": 1})).is_empty(), "a soak stored before the device was");
+    }
+
+    /// A soak whose writes kept outrunning the same file's reads (500 against
+    /// 200 MB/s over its whole run) says a write-back cache took them; the
+    /// other way round it does not.
+    #[test]
+    fn writes_that_kept_outrunning_the_reads_are_named_a_caches() {
+        let outran = |write: f64, read: f64| {
+            let dir = tempfile::tempdir().unwrap();
+            let mut info = one_probe_soak("write", serde_json::Value::Null);
+            info.config.cycle.push("read".into());
+            let store = Store::create(&dir.path().join("o.sqlite"), &info).unwrap();
+            let session = store.begin_session(1000.0).unwrap();
+            for (n, (probe, rate)) in [("write", write), ("read", read)].into_iter().enumerate() {
+                let start = 1000.0 + 100.0 * n as f64;
+                let cycle = store.begin_cycle(session, 1, probe, start).unwrap();
+                for i in 1..=60 {
+                    let row = SampleRow { t_unix: start + i as f64, bytes_per_sec: rate, ..SampleRow::default() };
+                    store.add_sample(cycle, probe, &row).unwrap();
+                }
+            }
+            let doc = result_from_store(&store, SampleDetail::None).unwrap();
+            doc.warnings.into_iter().filter(|w| w.code == headroom_result::WarningCode::WritesOutranReads).count()
+        };
+        assert_eq!(outran(500e6, 200e6), 1);
+        assert_eq!(outran(200e6, 500e6), 0);
     }
 
     /// A soak of the one probe `name` started at t = 1000 s, with `extra` settings.
