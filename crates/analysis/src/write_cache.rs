@@ -22,10 +22,14 @@ pub const WRITES_OUTRAN_READS: f64 = 1.5;
 /// [`WRITES_OUTRAN_READS`] or more: a sequential read and a sequential write
 /// of the same file, measured on the same end. None otherwise.
 /// Reads held at a cgroup I/O limit they recorded (85% of it or more) are
-/// the limit's speed, not the disk's, and are not compared.
+/// the limit's speed, not the disk's, and are not compared; nor are tests
+/// through a storage protocol (NFS, SMB, iSCSI, NBD), where the two
+/// directions cross a network that may not carry both alike (the verdict
+/// holds those against the server's own disk instead).
 pub fn writes_outran_reads(reads: &Probe, writes: &Probe) -> Option<f64> {
     let (ProbeSpec::Disk(r), ProbeSpec::Disk(w)) = (&reads.spec, &writes.spec) else { return None };
-    let same_file = r.path == w.path && reads.host == writes.host;
+    let on_a_disk = r.protocol.is_none() && w.protocol.is_none();
+    let same_file = on_a_disk && r.path == w.path && reads.host == writes.host;
     let (read, written) = (reads.summary.bytes_per_sec, writes.summary.bytes_per_sec);
     let outran = read > 0.0 && written >= read * WRITES_OUTRAN_READS;
     (same_file && r.rw == "read" && w.rw == "write" && outran && !held_by_io_limit(reads)).then_some(written / read)
@@ -153,6 +157,12 @@ mod tests {
         assert_eq!(writes_outran_reads(&reads, &writes), Some(3.0));
         writes.host = Some("nas".into());
         assert_eq!(writes_outran_reads(&reads, &writes), None, "the server's file is another");
+        writes.host = None;
+        let over_smb: headroom_result::ProtocolInfo =
+            serde_json::from_value(serde_json::json!({"name": "smb", "server": "nas"})).unwrap();
+        let ProbeSpec::Disk(spec) = &mut writes.spec else { unreachable!() };
+        spec.protocol = Some(over_smb);
+        assert_eq!(writes_outran_reads(&reads, &writes), None, "through a protocol: the network's two directions");
         assert_eq!(writes_outran_reads(&writes, &reads), None, "reads faster than writes");
     }
 
