@@ -70,47 +70,77 @@ enum Peer<'a> {
     Ignored { until: Instant },
 }
 
+/// Most datagrams already queued that are read before each sweep: about a
+/// default socket buffer's worth, so a flood cannot hold the sweep off.
+const DRAINED_BEFORE_SWEEP: usize = 1024;
+
 /// Serves iperf2 UDP clients on `sock` until the server stops.
 pub(super) fn udp_loop(sock: &UdpSocket, s: &Shared) {
     let _ = sock.set_read_timeout(Some(POLL));
     let mut buf = vec![0u8; MAX_UDP_LEN];
-    let mut peers: HashMap<SocketAddr, Peer<'_>> = HashMap::new();
+    let mut streams = Streams {
+        peers: HashMap::new(),
+        refusals: RefusalLog { since: Instant::now(), logged: 0, held_back: 0 },
+        // Only the id and the send time are read: the settings were checked on the first datagram.
+        header: UdpHeader::Iperf2 { settings: [0; UDP_SETTINGS_LEN] },
+    };
     let mut swept = Instant::now();
-    let mut refusals = RefusalLog { since: Instant::now(), logged: 0, held_back: 0 };
-    // Only the id and the send time are read: the settings were checked on the first datagram.
-    let header = UdpHeader::Iperf2 { settings: [0; UDP_SETTINGS_LEN] };
     while !s.stop.load(Ordering::Relaxed) {
         if swept.elapsed() >= POLL {
             swept = Instant::now();
-            sweep(&mut peers, s);
-            if refusals.since.elapsed() >= Duration::from_secs(1) {
-                refusals.flush(s);
+            // What is queued first: datagrams waiting behind a server thread
+            // the machine stalled are no silence to end a stream for.
+            if sock.set_nonblocking(true).is_ok() {
+                for _ in 0..DRAINED_BEFORE_SWEEP {
+                    let Ok((n, from)) = sock.recv_from(&mut buf) else { break };
+                    streams.datagram(&buf[..n], from, sock, s);
+                }
+                let _ = sock.set_nonblocking(false);
+            }
+            sweep(&mut streams.peers, s);
+            if streams.refusals.since.elapsed() >= Duration::from_secs(1) {
+                streams.refusals.flush(s);
             }
         }
         let Ok((n, from)) = sock.recv_from(&mut buf) else { continue };
-        let datagram = &buf[..n];
+        streams.datagram(&buf[..n], from, sock, s);
+    }
+}
+
+/// The UDP side's state: each peer, the refusal lines, the header reader.
+struct Streams<'a> {
+    peers: HashMap<SocketAddr, Peer<'a>>,
+    refusals: RefusalLog,
+    header: UdpHeader,
+}
+
+impl<'a> Streams<'a> {
+    /// One datagram from `from`: a new stream or refusal, a counted
+    /// datagram, the final one answered.
+    fn datagram(&mut self, datagram: &[u8], from: SocketAddr, sock: &UdpSocket, s: &'a Shared) {
+        let n = datagram.len();
         let now = Instant::now();
-        let known = match peers.get(&from) {
+        let known = match self.peers.get(&from) {
             Some(Peer::Running { .. }) => true,
             Some(Peer::Done { until, .. } | Peer::Ignored { until }) => *until > now,
             None => false,
         };
         if !known {
-            if peers.len() >= MAX_PEERS {
-                continue;
+            if self.peers.len() >= MAX_PEERS {
+                return;
             }
-            let first = start(datagram, from, s, now, &mut refusals);
-            peers.insert(from, first);
+            let first = start(datagram, from, s, now, &mut self.refusals);
+            self.peers.insert(from, first);
         }
         let last_one = udp_datagram_id(datagram).is_ok_and(|id| id < 0);
-        match peers.get_mut(&from) {
+        match self.peers.get_mut(&from) {
             Some(Peer::Running { stats, last, .. }) => {
                 *last = now;
-                if let Some((seq, sent)) = header.parse(datagram) {
+                if let Some((seq, sent)) = self.header.parse(datagram) {
                     stats.record(seq, sent, wall_now().as_secs_f64(), n);
                 }
                 if last_one {
-                    finish(&mut peers, from, sock, n, s);
+                    finish(&mut self.peers, from, sock, n, s);
                 }
             }
             Some(Peer::Done { report, .. }) if last_one => answer(sock, from, report, n),
