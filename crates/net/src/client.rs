@@ -509,19 +509,47 @@ pub(crate) fn rr_loop(
     stop: &AtomicBool,
     on_sample: &mut dyn FnMut(&Sample),
 ) -> Result<RrResult, NetError> {
-    let RrPlan { size, duration, busy_poll } = plan;
-    let size = size.clamp(1, wire::MAX_RR_SIZE as usize);
+    let size = plan.size.clamp(1, wire::MAX_RR_SIZE as usize);
     let size32 = size as u32;
     let hello = Hello::Rr {
         session: wire::to_hex(&keys.id()),
         size: size32,
         proof: wire::to_hex(&keys.rr_proof(size32)),
-        busy_poll,
+        busy_poll: plan.busy_poll,
     };
     let mut s = open_stream(reach.addr, reach.timeout, &SocketSetup::from(&reach.source), &hello)?;
     s.set_nodelay(true)?;
-    let busy = busy_poll.then(|| start_busy_poll(&mut s));
-    s.set_read_timeout(Some(reach.timeout))?;
+    let busy = plan.busy_poll.then(|| start_busy_poll(&mut s));
+    // No read timeout on the socket: it would arm a kernel timer in every
+    // blocked read (stall_watch.rs says what that costs); a watcher ends a
+    // stalled exchange instead.
+    s.set_read_timeout(None)?;
+    let plan = RrPlan { size, ..plan };
+    let (rtt, samples, duration_s) = crate::stall_watch::guarded(&s, reach.timeout, stop, |progress| {
+        round_trips(&s, plan, reach.timeout, stop, progress, on_sample)
+    })?;
+    Ok(RrResult {
+        size,
+        duration_s,
+        rtt,
+        samples,
+        sample_interval: headroom_runner::sample_interval_for(plan.duration),
+        source: reach.source.describe(),
+        busy_poll: busy,
+    })
+}
+
+/// The round trips of an RR test on `s`, timed: the latencies, the samples
+/// and how long they took.
+fn round_trips(
+    mut s: &TcpStream,
+    plan: RrPlan,
+    timeout: Duration,
+    stop: &AtomicBool,
+    progress: &crate::stall_watch::Progress,
+    on_sample: &mut dyn FnMut(&Sample),
+) -> Result<(LatencyRecorder, Vec<Sample>, f64), NetError> {
+    let RrPlan { size, duration, busy_poll } = plan;
     let mut buf = datapath::payload(size);
     let mut rtt = LatencyRecorder::default();
     let start = Instant::now();
@@ -532,9 +560,9 @@ pub(crate) fn rr_loop(
     let mut now = Duration::ZERO;
     while now < duration && !stop.load(Ordering::Relaxed) {
         let t0 = Instant::now();
-        let round_trip = if busy.is_some() {
-            crate::busy_poll::write_all(&s, &buf, reach.timeout)
-                .and_then(|_| crate::busy_poll::read_exact(&s, &mut buf, reach.timeout))
+        let round_trip = if busy_poll {
+            crate::busy_poll::write_all(s, &buf, timeout)
+                .and_then(|_| crate::busy_poll::read_exact(s, &mut buf, timeout))
         } else {
             s.write_all(&buf).and_then(|_| s.read_exact(&mut buf))
         };
@@ -542,8 +570,13 @@ pub(crate) fn rr_loop(
             if rtt.count() > 0 && stop.load(Ordering::Relaxed) {
                 break;
             }
+            if progress.stalled() {
+                let secs = timeout.as_secs_f64();
+                return Err(NetError::Broken(format!("request/response stream: no answer for {secs:.0} s")));
+            }
             return Err(NetError::Broken(format!("request/response stream: {e}")));
         }
+        progress.tick();
         let t1 = Instant::now();
         let d = t1 - t0;
         rtt.record(d);
@@ -566,15 +599,7 @@ pub(crate) fn rr_loop(
             next += every;
         }
     }
-    Ok(RrResult {
-        size,
-        duration_s: start.elapsed().as_secs_f64(),
-        rtt,
-        samples,
-        sample_interval: every,
-        source: reach.source.describe(),
-        busy_poll: busy,
-    })
+    Ok((rtt, samples, start.elapsed().as_secs_f64()))
 }
 
 fn udp_echo(

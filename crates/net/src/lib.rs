@@ -44,6 +44,7 @@ mod remote;
 mod server;
 mod setting;
 mod socket;
+mod stall_watch;
 mod stats;
 mod tcpinfo;
 mod throughput;

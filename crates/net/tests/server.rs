@@ -1,7 +1,7 @@
 //! The server against well-behaved and hostile peers, in process on loopback:
 //! it keeps serving the next legitimate client with bounded memory.
 //!
-//! Long (about 620 lines): 15 hostile-peer tests sharing one in-process
+//! Long (about 840 lines): 21 tests, most of them hostile peers, sharing one in-process
 //! server and its raw-socket helpers.
 
 use headroom_net::wire;
@@ -800,4 +800,48 @@ fn data_streams_join_only_from_the_sessions_address_with_their_own_proof() {
     let lines = log.lock().unwrap().clone();
     assert!(lines.iter().any(|l| l.contains("127.0.0.2") && l.contains("no session of this address")), "{lines:?}");
     assert!(lines.iter().any(|l| l.contains("wrong proof")), "{lines:?}");
+}
+
+/// The RR server has no socket timeout (it would arm a kernel timer in every
+/// read of a round trip): a watcher lets a client go that stops sending for
+/// the idle timeout, and leaves one alone that keeps echoing past it.
+#[test]
+fn a_silent_round_trip_client_is_let_go_at_the_idle_timeout() {
+    let idle = Duration::from_secs(1);
+    let (h, _) = start(|c| c.idle_timeout = idle);
+    let mut control = TcpStream::connect(h.addr).unwrap();
+    send_hello(&mut control, &wire::Hello::Control { client_version: "test".into() });
+    let welcome: serde_json::Value = wire::read_frame(&mut control, wire::MAX_FRAME).unwrap();
+    let keys = wire::SessionKeys::from_hex(welcome["session"].as_str().unwrap()).expect("the session's secret");
+    let mut rr = TcpStream::connect(h.addr).unwrap();
+    let size = 64u32;
+    let hello = wire::Hello::Rr {
+        session: wire::to_hex(&keys.id()),
+        size,
+        proof: wire::to_hex(&keys.rr_proof(size)),
+        busy_poll: false,
+    };
+    send_hello(&mut rr, &hello);
+    rr.set_read_timeout(Some(idle * 10)).unwrap();
+    let mut msg = vec![7u8; size as usize];
+    // Round trips spread over twice the idle timeout: the server keeps echoing.
+    let echoing = Instant::now();
+    let mut last_echo = echoing;
+    while echoing.elapsed() < idle * 2 {
+        // The control connection is kept alive by the RR traffic itself.
+        std::thread::sleep(Duration::from_millis(50));
+        rr.write_all(&msg).unwrap();
+        rr.read_exact(&mut msg).expect("an active client keeps its echoes");
+        last_echo = Instant::now();
+    }
+    let mut byte = [0u8; 1];
+    let ended = rr.read(&mut byte);
+    let silent_for = last_echo.elapsed();
+    assert!(matches!(ended, Ok(0)), "the server should close a silent RR stream, got {ended:?}");
+    // The server counts its echo as the last activity, a moment before this end received it.
+    assert!(
+        silent_for + Duration::from_millis(50) >= idle,
+        "closed {silent_for:?} after the last echo, before the idle timeout {idle:?}"
+    );
+    drop(control);
 }

@@ -27,10 +27,8 @@ use std::time::{Duration, Instant};
 const UDP_FIXED_DRAIN: Duration = Duration::from_secs(1);
 
 /// Echoes fixed-size messages until the client leaves or idles out.
-pub(super) fn serve_rr(mut conn: TcpStream, size: usize, busy_poll: bool, session: &SessionInfo, s: &Shared) {
+pub(super) fn serve_rr(conn: TcpStream, size: usize, busy_poll: bool, session: &SessionInfo, s: &Shared) {
     let _ = conn.set_nodelay(true);
-    let _ = conn.set_read_timeout(Some(s.cfg.idle_timeout));
-    let mut buf = vec![0u8; size];
     let idle = s.cfg.idle_timeout;
     if busy_poll {
         // Say what this end does before the first echo (the client records it).
@@ -39,21 +37,29 @@ pub(super) fn serve_rr(mut conn: TcpStream, size: usize, busy_poll: bool, sessio
             return;
         }
     }
-    let start = Instant::now();
-    let mut now = start;
-    while now.duration_since(start) < s.cfg.max_duration && !s.stop.load(Ordering::Relaxed) {
-        let echoed = if busy_poll {
-            crate::busy_poll::read_exact(&conn, &mut buf, idle)
-                .and_then(|_| crate::busy_poll::write_all(&conn, &buf, idle))
-        } else {
-            conn.read_exact(&mut buf).and_then(|_| conn.write_all(&buf))
-        };
-        if echoed.is_err() {
-            return;
+    // A client silent for the idle timeout is dropped by the watcher, not by
+    // a socket timeout, which would arm a kernel timer in every blocked read.
+    let _ = conn.set_read_timeout(None);
+    crate::stall_watch::guarded(&conn, idle, &s.stop, |progress| {
+        let mut conn = &conn;
+        let mut buf = vec![0u8; size];
+        let start = Instant::now();
+        let mut now = start;
+        while now.duration_since(start) < s.cfg.max_duration && !s.stop.load(Ordering::Relaxed) {
+            let echoed = if busy_poll {
+                crate::busy_poll::read_exact(conn, &mut buf, idle)
+                    .and_then(|_| crate::busy_poll::write_all(conn, &buf, idle))
+            } else {
+                conn.read_exact(&mut buf).and_then(|_| conn.write_all(&buf))
+            };
+            if echoed.is_err() {
+                return;
+            }
+            progress.tick();
+            now = Instant::now();
+            session.touch_at(now, s);
         }
-        now = Instant::now();
-        session.touch_at(now, s);
-    }
+    });
 }
 
 /// Challenge-response: the session secret both ends derive from it when the
