@@ -10,8 +10,7 @@
 //! from its DRAM are its normal speed, not a wrong figure) or compare tests
 //! of different files or ends.
 
-use headroom_result::details::IO_LIMIT;
-use headroom_result::{IoLimit, Probe, ProbeSpec, Warning, WarningCode};
+use headroom_result::{Probe, ProbeSpec, Warning, WarningCode};
 use headroom_units::format_bytes_per_sec;
 
 /// How much faster than its reads a disk's sequential writes must run to be
@@ -38,10 +37,7 @@ pub fn writes_outran_reads(reads: &Probe, writes: &Probe) -> Option<f64> {
 /// Whether a read probe ran at the cgroup I/O limit it recorded (bytes or
 /// I/Os per second).
 fn held_by_io_limit(reads: &Probe) -> bool {
-    let Some(limit) = reads.details.get(IO_LIMIT).and_then(|v| serde_json::from_value::<IoLimit>(v.clone()).ok())
-    else {
-        return false;
-    };
+    let Some(limit) = reads.io_limit() else { return false };
     let at = |measured: Option<f64>, limit: Option<u64>| {
         measured.zip(limit).is_some_and(|(m, l)| m >= l as f64 * crate::verdict::AT_CEILING)
     };
@@ -104,6 +100,8 @@ fn same_shape(reads: &Probe, writes: &Probe) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use headroom_result::details::IO_LIMIT;
+    use headroom_result::IoLimit;
 
     fn disk_probe(id: &str, rw: &str, queue_depth: u32, path: &str, bytes_per_sec: f64) -> Probe {
         serde_json::from_value(serde_json::json!({

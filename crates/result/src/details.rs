@@ -92,6 +92,11 @@ impl Probe {
         serde_json::from_value(self.details.get(cpu_load_key(side))?.clone()).ok()
     }
 
+    /// The cgroup I/O limit a local disk probe recorded (`details.io_limit`).
+    pub fn io_limit(&self) -> Option<crate::IoLimit> {
+        serde_json::from_value(self.details.get(IO_LIMIT)?.clone()).ok()
+    }
+
     /// Why the probe ended early (`details.error`), when it did.
     pub fn error(&self) -> Option<&str> {
         self.details.get(ERROR).and_then(|e| e.as_str())

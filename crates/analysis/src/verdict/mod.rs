@@ -16,9 +16,7 @@ mod rules;
 use crate::ceilings::{self, FarEnd, NetworkPath, PathHints, PathModel};
 use crate::cpu_limits;
 use crate::per_second::per_second;
-use headroom_result::{
-    details, BlockDevice, Ceiling, Hop, HopFigure, IoLimit, NetProbeKind, Probe, ProbeSpec, ResultDoc, Side, Verdict,
-};
+use headroom_result::{BlockDevice, Ceiling, Hop, HopFigure, NetProbeKind, Probe, ProbeSpec, ResultDoc, Side, Verdict};
 pub use headroom_result::{Bottleneck, Direction, DirectionVerdict};
 
 /// A measured figure at or above this share of a ceiling runs *at* the ceiling
@@ -187,7 +185,7 @@ impl Facts<'_> {
 
 /// The cgroup I/O limit a disk probe recorded, as the disk's ceiling in `dir`.
 fn io_limit_ceiling(probe: &Probe, dir: Direction) -> Option<Ceiling> {
-    let limit: IoLimit = serde_json::from_value(probe.details.get(details::IO_LIMIT)?.clone()).ok()?;
+    let limit = probe.io_limit()?;
     let read = dir == Direction::Read;
     Some(Ceiling {
         hop: Hop::Disk,
@@ -317,7 +315,9 @@ fn direction_verdict(doc: &ResultDoc, model: &PathModel, dir: Direction) -> Opti
     let f = facts(doc, model, dir)?;
     let (rule, mut finding) = rules::RULES.iter().find_map(|(id, rule)| rule(&f).map(|found| (*id, found)))?;
     rules::served_from_memory(&f, &mut finding);
-    let reads = facts(doc, model, Direction::Read).and_then(|r| r.disk_alone);
+    // Only writes are held against the same disk's reads.
+    let reads =
+        (dir == Direction::Write).then(|| facts(doc, model, Direction::Read)).flatten().and_then(|r| r.disk_alone);
     if !rules::writes_outran_reads(&f, reads, &mut finding) {
         rules::virtual_disk_check(&f, &mut finding);
     }
