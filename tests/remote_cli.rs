@@ -47,6 +47,18 @@ fn disk_cpu_and_sys_run_on_the_server_and_print_here() {
     assert!(probe["summary"]["bytes_per_sec"].as_f64().unwrap() > 0.0);
     assert!(probe["details"]["cpu_load_remote"].is_object(), "the server's CPU over the probe");
     assert!(disk_leftovers(dir.path()).is_empty());
+    // The server's inventory comes along (as `run`'s far end has it), and
+    // with it the warning of a virtual disk under the path on the server.
+    let peers = doc["peers"].as_array().expect("the server's inventory in peers");
+    assert_eq!((peers.len(), peers[0]["hostname"].as_str()), (1, Some(hostname.as_str())), "{peers:?}");
+    let device = headroom_sys::block_device_holding(dir.path());
+    let virtual_there = device.as_ref().is_some_and(headroom_analysis::is_virtual_disk);
+    let warned = doc["warnings"].as_array().into_iter().flatten().filter(|w| w["code"] == "page_cache_possible");
+    let named = warned.filter(|w| w["message"].as_str().unwrap().starts_with("127.0.0.1's ")).count();
+    assert_eq!(named, usize::from(virtual_there), "{}", doc["warnings"]);
+    if !virtual_there {
+        println!("the temp directory's disk is not virtual here: only the absence was checked");
+    }
 
     let out =
         headroom(&["cpu", "--remote", &at, "--token", "s3cret", "--kernels", "crc32c", "--threads", "1", "--json"]);

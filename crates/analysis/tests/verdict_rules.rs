@@ -959,3 +959,16 @@ fn a_share_servers_cpu_is_named_without_its_own_disk() {
     assert!(e.ends_with(": nas's CPU is the bottleneck."), "{e}");
     assert!(v.checks.iter().any(|c| c.contains("--remote-path")), "{:?}", v.checks);
 }
+
+#[test]
+fn a_disk_test_held_by_one_busy_core_is_told_to_add_jobs_not_streams() {
+    // `headroom disk --remote` on this VM's vda, one job: 1 MiB writes at
+    // 3.0 GB/s kept the server's one job at a full core.
+    let doc = fixture("far-disk-one-core");
+    let w = verdict(&doc, Direction::Write);
+    assert_eq!((w.bottleneck, w.rule.as_str(), w.side), (Bottleneck::Cpu, "R5", Some(headroom_result::Side::Remote)));
+    assert!(w.explanation.contains("all that its 1 job(s) can use"), "{}", w.explanation);
+    assert!(w.checks.iter().any(|c| c.contains("more jobs (--jobs 4)")), "{:?}", w.checks);
+    // No network is crossed by a disk test on its own machine.
+    assert!(!w.checks.iter().any(|c| c.contains("--streams") || c.contains("ethtool")), "{:?}", w.checks);
+}

@@ -7,14 +7,14 @@
 //! What it must not do: print, parse flags or draw progress; progress goes
 //! to the sinks the caller hands in, notices to its [`DiskReport`].
 
-use crate::path::{disk_under, DiskUnder};
+use crate::path::{disk_under, disk_under_on, DiskUnder};
 use crate::post::with_write_cliff;
 use crate::steps::StepSinks;
 use crate::Spelling;
 use headroom_analysis::{Goal, GoalResult};
 use headroom_disk::{DiskEngine, DiskRequest, DiskTarget, ShareOpener, TestSelection};
 use headroom_net::{Endpoint, RemoteEngine};
-use headroom_result::{Ceiling, Probe, ResultDoc, Warning};
+use headroom_result::{Ceiling, Host, Probe, ResultDoc, Warning};
 use headroom_runner::{EngineKind, Plan, PrepareEvent, ProbeError, Runner, Sink};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -91,9 +91,14 @@ pub fn run(
     sinks: &mut StepSinks<'_>,
     report: &mut dyn DiskReport,
 ) -> Result<DiskDone, DiskJobError> {
-    // The bus under a remote path is the server's: not known here.
-    let here = job.server.is_none() && job.share.is_none();
-    let DiskUnder { bus, warning } = if here { disk_under(&job.target.path) } else { DiskUnder::default() };
+    // The disk under a server's path is found in the inventory it sends
+    // (kept in the document's peers); a share's is not known here.
+    let server_inventory = job.server.as_ref().filter(|_| job.share.is_none()).and_then(server_inventory);
+    let DiskUnder { bus, warning } = match (&server_inventory, &job.server, &job.share) {
+        (Some(inventory), _, _) => disk_under_on(inventory, &job.target.path),
+        (None, None, None) => disk_under(&job.target.path),
+        _ => DiskUnder::default(),
+    };
     let (mut plan, requests) = DiskRequest::plan(&job.target, &job.selection, bus.as_ref());
     let mut runner = match job.server {
         Some(server) => {
@@ -121,6 +126,7 @@ pub fn run(
     doc.probes = measured.probes;
     doc.warnings = measured.warnings;
     doc.warnings.extend(warning);
+    doc.peers.extend(server_inventory);
     if let Some(b) = &bus {
         doc.ceilings.push(Ceiling {
             hop: headroom_result::Hop::Bus,
@@ -131,6 +137,14 @@ pub fn run(
     }
     let goals = crate::steps::hold_goals(&mut doc, &job.goals, None);
     Ok(DiskDone { doc, target: seen.0, goals, failure })
+}
+
+/// The inventory of the server that measures its own disk, as the document's
+/// peers hold it; None when it does not answer (the probes then say why).
+fn server_inventory(server: &Endpoint) -> Option<Host> {
+    let mut inventory = headroom_net::remote_inventory(server).ok()?;
+    inventory.reached_as = Some(server.host.clone());
+    Some(inventory)
 }
 
 /// Why a disk plan stopped before its end.

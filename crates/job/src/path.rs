@@ -3,8 +3,9 @@
 //! server. The rules themselves (which NIC, which bus figure) live in
 //! `headroom_analysis::ceilings`; this file only reads the machine for them.
 
-use headroom_analysis::{bus_ceiling, choose_nic, virtual_disk_warning, LinkCeiling, LinkSpec};
+use headroom_analysis::{bus_ceiling, choose_nic, device_for_path, virtual_disk_warning, LinkCeiling, LinkSpec};
 use headroom_disk::BusCeiling;
+use headroom_result::{BlockDevice, Host};
 use std::path::Path;
 
 /// What the disk holding `path` brings to a run there, from one inventory
@@ -21,13 +22,29 @@ pub struct DiskUnder {
 /// The disk holding `path` on this machine ([`DiskUnder`]); empty when no
 /// block device holds it (tmpfs, a network filesystem).
 pub fn disk_under(path: &Path) -> DiskUnder {
-    let Some(device) = headroom_sys::block_device_holding(path) else { return DiskUnder::default() };
-    let bus = bus_ceiling(&device).map(|ceiling| BusCeiling {
-        name: ceiling.name,
-        bytes_per_sec: ceiling.bytes_per_sec,
-        source: ceiling.source.unwrap_or_default(),
-    });
-    DiskUnder { bus, warning: virtual_disk_warning(&device) }
+    headroom_sys::block_device_holding(path).map(|device| DiskUnder::of(&device)).unwrap_or_default()
+}
+
+/// The disk holding `path` on the machine `inventory` describes (a server's,
+/// as it sent it), named as that machine's ("nas's vda"); empty when its
+/// inventory names no block device there.
+pub fn disk_under_on(inventory: &Host, path: &Path) -> DiskUnder {
+    let Some(mut device) = device_for_path(inventory, &path.to_string_lossy()) else { return DiskUnder::default() };
+    if let Some(host) = inventory.reached_as.as_ref().or(inventory.hostname.as_ref()) {
+        device.name = format!("{host}'s {}", device.name);
+    }
+    DiskUnder::of(&device)
+}
+
+impl DiskUnder {
+    fn of(device: &BlockDevice) -> DiskUnder {
+        let bus = bus_ceiling(device).map(|ceiling| BusCeiling {
+            name: ceiling.name,
+            bytes_per_sec: ceiling.bytes_per_sec,
+            source: ceiling.source.unwrap_or_default(),
+        });
+        DiskUnder { bus, warning: virtual_disk_warning(device) }
+    }
 }
 
 /// The link ceiling of `link` (`--link`) when given, else of the interface

@@ -224,7 +224,7 @@ fn path_is_under(path: &str, mountpoint: &str) -> bool {
 /// The block device a disk probe's path lives on: the device itself when the
 /// probe ran on one, else the device of the filesystem holding the path; a
 /// partition maps to its disk (nvme0n1p2 -> nvme0n1, sda1 -> sda).
-fn device_for_path(host: &Host, path: &str) -> Option<BlockDevice> {
+pub fn device_for_path(host: &Host, path: &str) -> Option<BlockDevice> {
     let device = if path.starts_with("/dev/") { path.to_string() } else { mount_for_path(host, path)?.2 };
     let name = device.rsplit('/').next()?.to_string();
     let devices = &host.block_devices;

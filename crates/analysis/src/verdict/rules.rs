@@ -474,7 +474,7 @@ fn also_a_full_quota(f: &Facts, probe: Option<&Probe>, hop: &str, found: &mut Fi
         "{} At the same time {}: both are at their limit, so a faster {hop} alone would not lift the figure.",
         found.explanation, limit.evidence
     );
-    found.checks.extend(cpu_checks(Some(&limit), server));
+    found.checks.extend(cpu_checks(Some(&limit), server, probe));
     found.cpu_limit = Some(limit);
 }
 
@@ -617,20 +617,20 @@ fn cpu_evidence(
 fn a_cpu(f: &Facts) -> Option<Finding> {
     let what = f.what();
     let server = f.far.map(|far| far.host.as_str());
-    let (m, evidence, limit, share) = match f.limiting? {
-        Limiting::Net(m) => {
+    let (m, probe, share) = match f.limiting? {
+        Limiting::Net(m) => (m, f.net_probe, f.net_bound),
+        Limiting::Client(m) => (m, f.client, None),
+        Limiting::Disk(_) => return None,
+    };
+    let (evidence, limit) = match f.limiting? {
+        Limiting::Net(_) => {
             let loopback = f.net.is_some_and(|n| n.loopback);
             // A loopback TCP stream runs no cipher or digest, so a kernel's
             // ceiling is no evidence against it.
             let kernel_ceiling = f.cpu.filter(|_| !loopback);
-            let (evidence, limit) = cpu_evidence(m, f.net_probe, kernel_ceiling, loopback, server)?;
-            (m, evidence, limit, f.net_bound)
+            cpu_evidence(m, probe, kernel_ceiling, loopback, server)?
         }
-        Limiting::Client(m) => {
-            let (evidence, limit) = cpu_evidence(m, f.client, f.cpu, false, server)?;
-            (m, evidence, limit, None)
-        }
-        Limiting::Disk(_) => return None,
+        _ => cpu_evidence(m, probe, f.cpu, false, server)?,
     };
     let of_ceiling =
         share.map(|b| format!(", {} of the {} ceiling", pct(m / b.bytes_per_sec), b.name)).unwrap_or_default();
@@ -642,7 +642,7 @@ fn a_cpu(f: &Facts) -> Option<Finding> {
         format!("{what} run at {}{of_ceiling}, limited by {evidence}.", format_bytes_per_sec(m)),
     );
     found.percent_of_ceiling = share.map(|b| m / b.bytes_per_sec * 100.0);
-    found.checks = cpu_checks(limit.as_ref(), f.far.map(|far| far.host.as_str()));
+    found.checks = cpu_checks(limit.as_ref(), f.far.map(|far| far.host.as_str()), probe);
     found.cpu_limit = limit;
     Some(found)
 }
@@ -715,7 +715,8 @@ fn the_far_ends_cpu(f: &Facts) -> Option<Finding> {
     };
     let side = limit.as_ref().map_or(Side::Local, |l| l.side);
     let mut found = Finding::new(Bottleneck::Cpu, Some(Hop::Cpu), Some(side), explanation);
-    found.checks = cpu_checks(limit.as_ref(), f.far.map(|far| far.host.as_str()));
+    let probe = if matches!(f.limiting, Some(Limiting::Disk(_))) { f.disk_alone } else { f.client };
+    found.checks = cpu_checks(limit.as_ref(), f.far.map(|far| far.host.as_str()), probe);
     found.cpu_limit = limit;
     Some(found)
 }
@@ -749,7 +750,7 @@ fn a_share_servers_cpu(f: &Facts) -> Option<Finding> {
         limit.evidence
     );
     let mut found = Finding::new(Bottleneck::Cpu, Some(Hop::Cpu), Some(Side::Remote), explanation);
-    found.checks = cpu_checks(Some(&limit), Some(&server));
+    found.checks = cpu_checks(Some(&limit), Some(&server), f.client);
     found.checks.push("the server's disk: add --remote-path DIR to measure it too".into());
     found.cpu_limit = Some(limit);
     Some(found)
@@ -841,15 +842,22 @@ fn virtual_link(found: &mut Finding, what: &str, m: f64, nic: Option<&str>) {
     ];
 }
 
-/// R5's checks: what lifts the CPU limit that was found; the server by its
-/// hostname when the far end is known.
-fn cpu_checks(limit: Option<&CpuLimit>, server: Option<&str>) -> Vec<String> {
+/// R5's checks: what lifts the CPU limit that was found in `probe`; the
+/// server by its hostname when the far end is known. A disk test spreads
+/// over more jobs, a network test over more streams; NIC offloads matter
+/// only where a network is crossed.
+fn cpu_checks(limit: Option<&CpuLimit>, server: Option<&str>, probe: Option<&Probe>) -> Vec<String> {
     let owner = |l: &CpuLimit| match (l.side, server) {
         (Side::Remote, Some(name)) => name.to_string(),
         (side, _) => side.owner().to_string(),
     };
-    let spread = "more streams (--streams 4) spread the work over more cores".to_string();
+    let (spread, crosses_a_network) = match probe.map(|p| &p.spec) {
+        Some(ProbeSpec::Disk(d)) => ("more jobs (--jobs 4) spread the I/O over more cores", d.protocol.is_some()),
+        _ => ("more streams (--streams 4) spread the work over more cores", true),
+    };
+    let spread = spread.to_string();
     let offloads = "NIC offloads (ethtool -k: tso, gso, gro) and interrupt coalescing".to_string();
+    let offloads = || crosses_a_network.then(|| offloads.clone());
     match limit {
         Some(l) if l.kind == CpuLimitKind::Quota => vec![format!(
             "raise or remove the CPU quota of {}'s cgroup (cpu.cfs_quota_us or cpu.max; a container's --cpus, a systemd CPUQuota=)",
@@ -863,20 +871,26 @@ fn cpu_checks(limit: Option<&CpuLimit>, server: Option<&str>) -> Vec<String> {
             "what else runs on {} (top -H; the processes named above): move it, or give the file-server daemon a core of its own (taskset, a cpuset, CPUAffinity= in its systemd unit)",
             owner(l)
         )],
-        Some(l) if l.kind == CpuLimitKind::Softirq => vec![
-            format!(
+        Some(l) if l.kind == CpuLimitKind::Softirq => [
+            Some(format!(
                 "spread {}'s packet processing over more cores: NIC queues and RSS (ethtool -L), RPS/RFS, irqbalance",
                 owner(l)
-            ),
-            offloads,
-        ],
+            )),
+            offloads(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
         Some(l) => {
             let whose = match (l.side, server) {
                 (Side::Remote, Some(name)) => format!("{name}'s"),
                 (side, _) => capitalise(side.owner()),
             };
-            vec![format!("{whose} CPU: {spread}"), offloads]
+            [Some(format!("{whose} CPU: {spread}")), offloads()].into_iter().flatten().collect()
         }
-        None => vec![spread, offloads, "a CPU with AES-NI/VAES for encrypted protocols".into()],
+        None => [Some(spread), offloads(), Some("a CPU with AES-NI/VAES for encrypted protocols".into())]
+            .into_iter()
+            .flatten()
+            .collect(),
     }
 }
