@@ -58,6 +58,10 @@ fn json_document_has_one_disk_probe_with_samples_and_fio_line() {
     ]);
     let doc = doc(&o);
     assert_eq!(doc.probes.len(), 1);
+    // The machine is recorded, as `run` records it (`report` names it).
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert_eq!(doc.host.hostname.as_deref(), Some(hostname.trim()));
+    assert!(doc.host.cpu.as_ref().is_some_and(|c| c.logical_cpus > 0), "{:?}", doc.host.cpu);
     let p = &doc.probes[0];
     assert_eq!(p.id, "rnd4k-q4t1-read");
     let ProbeSpec::Disk(spec) = &p.spec else { panic!("not a disk probe") };

@@ -123,6 +123,9 @@ pub fn run(
         Some(DiskFailure::Failed(e)) => Some(e),
     };
     let mut doc = ResultDoc::new(headroom_result::now_rfc3339());
+    // The machine the command ran on, as `run` records it: `report` and
+    // `compare` name it, and the verdict finds the disk under the path in it.
+    doc.host = headroom_sys::inventory_live();
     doc.probes = measured.probes;
     doc.warnings = measured.warnings;
     doc.warnings.extend(warning);
