@@ -968,7 +968,7 @@ fn a_disk_test_held_by_one_busy_core_is_told_to_add_jobs_not_streams() {
     let w = verdict(&doc, Direction::Write);
     assert_eq!((w.bottleneck, w.rule.as_str(), w.side), (Bottleneck::Cpu, "R5", Some(headroom_result::Side::Remote)));
     assert!(w.explanation.contains("all that its 1 job(s) can use"), "{}", w.explanation);
-    assert!(w.checks.iter().any(|c| c.contains("more jobs (--jobs 4)")), "{:?}", w.checks);
+    assert!(w.checks.iter().any(|c| c.contains("more jobs (headroom disk --jobs 4)")), "{:?}", w.checks);
     // No network is crossed by a disk test on its own machine.
     assert!(!w.checks.iter().any(|c| c.contains("--streams") || c.contains("ethtool")), "{:?}", w.checks);
 }

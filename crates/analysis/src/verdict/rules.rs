@@ -852,7 +852,9 @@ fn cpu_checks(limit: Option<&CpuLimit>, server: Option<&str>, probe: Option<&Pro
         (side, _) => side.owner().to_string(),
     };
     let (spread, crosses_a_network) = match probe.map(|p| &p.spec) {
-        Some(ProbeSpec::Disk(d)) => ("more jobs (--jobs 4) spread the I/O over more cores", d.protocol.is_some()),
+        Some(ProbeSpec::Disk(d)) => {
+            ("more jobs (headroom disk --jobs 4) spread the I/O over more cores", d.protocol.is_some())
+        }
         _ => ("more streams (--streams 4) spread the work over more cores", true),
     };
     let spread = spread.to_string();
