@@ -619,10 +619,17 @@ fn udp_echo(
     let mut buf = vec![0u8; 2048];
     let mut out = EchoResult { source: reach.source.describe(), ..Default::default() };
     let mut prev_rtt: Option<f64> = None;
+    // The wait is set once, not before every read: a system call between the
+    // send and the read would be timed as part of the round trip.
+    sock.set_read_timeout(Some(wait))?;
+    let mut wait_shortened = false;
     let start = Instant::now();
     for seq in 1..=u64::from(count) {
         if stop.load(Ordering::Relaxed) {
             break;
+        }
+        if std::mem::take(&mut wait_shortened) {
+            sock.set_read_timeout(Some(wait))?;
         }
         let sent_at = Instant::now();
         msg[20..28].copy_from_slice(&seq.to_be_bytes());
@@ -633,11 +640,6 @@ fn udp_echo(
         let mut answered = None;
         let deadline = sent_at + wait;
         loop {
-            let left = match deadline.checked_duration_since(Instant::now()) {
-                Some(l) if !l.is_zero() => l,
-                _ => break,
-            };
-            sock.set_read_timeout(Some(left))?;
             match sock.recv(&mut buf) {
                 Ok(n) if n == size && buf[20..28] == seq.to_be_bytes() => {
                     let rtt = sent_at.elapsed();
@@ -651,7 +653,14 @@ fn udp_echo(
                     answered = Some(rtt);
                     break;
                 }
-                Ok(_) => continue, // a late answer to an earlier datagram
+                Ok(_) => {
+                    // A late answer to an earlier datagram: wait for what is left.
+                    match deadline.checked_duration_since(Instant::now()) {
+                        Some(left) if !left.is_zero() => sock.set_read_timeout(Some(left))?,
+                        _ => break,
+                    }
+                    wait_shortened = true;
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
                     return Err(NetError::Broken(format!(
                         "{peer}: UDP port closed (is `headroom serve` running there?)"
