@@ -59,7 +59,13 @@ pub(crate) fn guarded<T>(
     let progress = Progress::default();
     let finished = AtomicBool::new(false);
     std::thread::scope(|scope| {
-        let watcher = scope.spawn(|| watch(stream, allowed, stop, &progress, &finished));
+        let watching = || watch(stream, allowed, stop, &progress, &finished);
+        let Ok(watcher) = std::thread::Builder::new().name("stall-watch".into()).spawn_scoped(scope, watching) else {
+            // No thread to spare (a process at its thread limit): the
+            // socket's own timeout ends a stall instead.
+            let _ = stream.set_read_timeout(Some(allowed));
+            return exchange(&progress);
+        };
         let out = exchange(&progress);
         finished.store(true, Ordering::Release);
         watcher.thread().unpark();

@@ -1,7 +1,7 @@
 //! The server against well-behaved and hostile peers, in process on loopback:
 //! it keeps serving the next legitimate client with bounded memory.
 //!
-//! Long (about 840 lines): 21 tests, most of them hostile peers, sharing one in-process
+//! Long (about 900 lines): 22 tests, most of them hostile peers, sharing one in-process
 //! server and its raw-socket helpers.
 
 use headroom_net::wire;
@@ -813,17 +813,9 @@ fn a_silent_round_trip_client_is_let_go_at_the_idle_timeout() {
     send_hello(&mut control, &wire::Hello::Control { client_version: "test".into() });
     let welcome: serde_json::Value = wire::read_frame(&mut control, wire::MAX_FRAME).unwrap();
     let keys = wire::SessionKeys::from_hex(welcome["session"].as_str().unwrap()).expect("the session's secret");
-    let mut rr = TcpStream::connect(h.addr).unwrap();
-    let size = 64u32;
-    let hello = wire::Hello::Rr {
-        session: wire::to_hex(&keys.id()),
-        size,
-        proof: wire::to_hex(&keys.rr_proof(size)),
-        busy_poll: false,
-    };
-    send_hello(&mut rr, &hello);
+    let mut rr = open_rr(&h, &keys, 64);
     rr.set_read_timeout(Some(idle * 10)).unwrap();
-    let mut msg = vec![7u8; size as usize];
+    let mut msg = vec![7u8; 64];
     // Round trips spread over twice the idle timeout: the server keeps echoing.
     let echoing = Instant::now();
     let mut last_echo = echoing;
@@ -843,5 +835,55 @@ fn a_silent_round_trip_client_is_let_go_at_the_idle_timeout() {
         silent_for + Duration::from_millis(50) >= idle,
         "closed {silent_for:?} after the last echo, before the idle timeout {idle:?}"
     );
+    drop(control);
+}
+
+/// A request/response stream of `size`-byte messages in the session `keys` name.
+fn open_rr(h: &ServerHandle, keys: &wire::SessionKeys, size: u32) -> TcpStream {
+    let mut rr = TcpStream::connect(h.addr).unwrap();
+    let hello = wire::Hello::Rr {
+        session: wire::to_hex(&keys.id()),
+        size,
+        proof: wire::to_hex(&keys.rr_proof(size)),
+        busy_poll: false,
+    };
+    send_hello(&mut rr, &hello);
+    rr
+}
+
+/// Each RR stream holds a thread on the server: one session may hold four
+/// at once, the next is closed with a log line, and a slot comes back when
+/// a stream ends.
+#[test]
+fn a_session_holds_at_most_four_round_trip_streams() {
+    let (h, log) = start(|c| c.idle_timeout = Duration::from_secs(5));
+    let mut control = TcpStream::connect(h.addr).unwrap();
+    send_hello(&mut control, &wire::Hello::Control { client_version: "test".into() });
+    let welcome: serde_json::Value = wire::read_frame(&mut control, wire::MAX_FRAME).unwrap();
+    let keys = wire::SessionKeys::from_hex(welcome["session"].as_str().unwrap()).expect("the session's secret");
+    let echoes = |rr: &mut TcpStream| {
+        rr.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut msg = *b"ping";
+        rr.write_all(&msg).is_ok() && rr.read_exact(&mut msg).is_ok() && &msg == b"ping"
+    };
+    let mut held: Vec<TcpStream> = (0..4).map(|_| open_rr(&h, &keys, 4)).collect();
+    assert!(held.iter_mut().all(echoes), "four streams are served");
+    let mut fifth = open_rr(&h, &keys, 4);
+    assert!(!echoes(&mut fifth), "a fifth stream of the session is closed");
+    let t0 = Instant::now();
+    while !log.lock().unwrap().iter().any(|l| l.contains("request/response stream refused")) {
+        assert!(t0.elapsed() < Duration::from_secs(5), "no log line: {:?}", log.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // One stream ends: its slot is free again.
+    drop(held.pop());
+    let t0 = Instant::now();
+    loop {
+        if echoes(&mut open_rr(&h, &keys, 4)) {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(5), "the ended stream's slot never came back");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     drop(control);
 }

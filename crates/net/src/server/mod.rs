@@ -461,6 +461,13 @@ fn handle_connection(conn: TcpStream, peer: SocketAddr, arrival: u64, s: &Arc<Sh
                     .session_of(&session, peer.ip())
                     .filter(|info| wire::SessionKeys::proves(&info.keys.rr_proof(size), &proof));
                 if let Some(info) = known.filter(|_| (1..=wire::MAX_RR_SIZE).contains(&size)) {
+                    let Some(_slot) = info.rr_slot() else {
+                        (s.cfg.log)(&format!(
+                            "peer={peer} protocol=headroom request/response stream refused: the session holds {} already",
+                            registry::MAX_RR_STREAMS
+                        ));
+                        return;
+                    };
                     headroom::serve_rr(conn, size as usize, busy_poll, &info, s);
                 }
             }

@@ -49,9 +49,33 @@ pub(super) struct SessionInfo {
     /// The session's secret, which its streams' proofs are checked against.
     pub(super) keys: wire::SessionKeys,
     pub(super) last_activity_ms: Arc<AtomicU64>,
+    /// Request/response streams open now ([`SessionInfo::rr_slot`]).
+    rr_streams: Arc<AtomicUsize>,
+}
+
+/// Request/response streams one session may hold open at once: a client
+/// opens one per RR test, and one beside a throughput test's; each holds a
+/// thread here, so a peer may not open them without bound.
+pub(super) const MAX_RR_STREAMS: usize = 4;
+
+/// One of a session's RR streams, counted until dropped.
+pub(super) struct RrSlot(Arc<AtomicUsize>);
+
+impl Drop for RrSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl SessionInfo {
+    /// A slot for one more RR stream, None when the session holds
+    /// [`MAX_RR_STREAMS`] already.
+    pub(super) fn rr_slot(&self) -> Option<RrSlot> {
+        let counter = &self.rr_streams;
+        counter.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < MAX_RR_STREAMS).then_some(n + 1)).ok()?;
+        Some(RrSlot(counter.clone()))
+    }
+
     pub(super) fn touch(&self, s: &Shared) {
         self.touch_at(Instant::now(), s);
     }
@@ -113,7 +137,7 @@ impl Shared {
 
     /// Starts a session for `ip`, known by its public id.
     pub(super) fn open_session(&self, keys: wire::SessionKeys, ip: IpAddr) -> SessionInfo {
-        let info = SessionInfo { ip, keys, last_activity_ms: Default::default() };
+        let info = SessionInfo { ip, keys, last_activity_ms: Default::default(), rr_streams: Default::default() };
         info.touch(self);
         self.sessions.lock().unwrap_or_else(|p| p.into_inner()).insert(keys.id(), info.clone());
         info
