@@ -617,21 +617,15 @@ fn cpu_evidence(
 fn a_cpu(f: &Facts) -> Option<Finding> {
     let what = f.what();
     let server = f.far.map(|far| far.host.as_str());
-    let (m, probe, share) = match f.limiting? {
-        Limiting::Net(m) => (m, f.net_probe, f.net_bound),
-        Limiting::Client(m) => (m, f.client, None),
+    let (m, probe, share, loopback) = match f.limiting? {
+        Limiting::Net(m) => (m, f.net_probe, f.net_bound, f.net.is_some_and(|n| n.loopback)),
+        Limiting::Client(m) => (m, f.client, None, false),
         Limiting::Disk(_) => return None,
     };
-    let (evidence, limit) = match f.limiting? {
-        Limiting::Net(_) => {
-            let loopback = f.net.is_some_and(|n| n.loopback);
-            // A loopback TCP stream runs no cipher or digest, so a kernel's
-            // ceiling is no evidence against it.
-            let kernel_ceiling = f.cpu.filter(|_| !loopback);
-            cpu_evidence(m, probe, kernel_ceiling, loopback, server)?
-        }
-        _ => cpu_evidence(m, probe, f.cpu, false, server)?,
-    };
+    // A loopback TCP stream runs no cipher or digest, so a kernel's ceiling
+    // is no evidence against it.
+    let kernel_ceiling = f.cpu.filter(|_| !loopback);
+    let (evidence, limit) = cpu_evidence(m, probe, kernel_ceiling, loopback, server)?;
     let of_ceiling =
         share.map(|b| format!(", {} of the {} ceiling", pct(m / b.bytes_per_sec), b.name)).unwrap_or_default();
     let side = limit.as_ref().map_or(Side::Local, |l| l.side);
@@ -678,7 +672,7 @@ fn the_far_ends_cpu(f: &Facts) -> Option<Finding> {
         );
         return Some(found);
     }
-    let (limit, explanation) = match f.limiting? {
+    let (limit, explanation, probe) = match f.limiting? {
         Limiting::Disk(d) => {
             // A disk that fills its bus is the bus's (R2), one at its cgroup
             // I/O limit the limit's (R3), however throttled the CPU was.
@@ -696,7 +690,7 @@ fn the_far_ends_cpu(f: &Facts) -> Option<Finding> {
                 while_the_network(f),
                 far.host
             );
-            (Some(limit), explanation)
+            (Some(limit), explanation, f.disk_alone)
         }
         Limiting::Client(m) => {
             if at_ceiling(m, f.client_bound).is_some() {
@@ -709,13 +703,12 @@ fn the_far_ends_cpu(f: &Facts) -> Option<Finding> {
                 None => "the CPU".to_string(),
             };
             let pre = far_preamble(f)?;
-            (limit, format!("{pre}, and {evidence}: {whose} is the bottleneck."))
+            (limit, format!("{pre}, and {evidence}: {whose} is the bottleneck."), f.client)
         }
         Limiting::Net(_) => return None,
     };
     let side = limit.as_ref().map_or(Side::Local, |l| l.side);
     let mut found = Finding::new(Bottleneck::Cpu, Some(Hop::Cpu), Some(side), explanation);
-    let probe = if matches!(f.limiting, Some(Limiting::Disk(_))) { f.disk_alone } else { f.client };
     found.checks = cpu_checks(limit.as_ref(), f.far.map(|far| far.host.as_str()), probe);
     found.cpu_limit = limit;
     Some(found)
@@ -858,8 +851,8 @@ fn cpu_checks(limit: Option<&CpuLimit>, server: Option<&str>, probe: Option<&Pro
         _ => ("more streams (--streams 4) spread the work over more cores", true),
     };
     let spread = spread.to_string();
-    let offloads = "NIC offloads (ethtool -k: tso, gso, gro) and interrupt coalescing".to_string();
-    let offloads = || crosses_a_network.then(|| offloads.clone());
+    let offloads =
+        crosses_a_network.then(|| "NIC offloads (ethtool -k: tso, gso, gro) and interrupt coalescing".to_string());
     match limit {
         Some(l) if l.kind == CpuLimitKind::Quota => vec![format!(
             "raise or remove the CPU quota of {}'s cgroup (cpu.cfs_quota_us or cpu.max; a container's --cpus, a systemd CPUQuota=)",
@@ -878,7 +871,7 @@ fn cpu_checks(limit: Option<&CpuLimit>, server: Option<&str>, probe: Option<&Pro
                 "spread {}'s packet processing over more cores: NIC queues and RSS (ethtool -L), RPS/RFS, irqbalance",
                 owner(l)
             )),
-            offloads(),
+            offloads,
         ]
         .into_iter()
         .flatten()
@@ -888,9 +881,9 @@ fn cpu_checks(limit: Option<&CpuLimit>, server: Option<&str>, probe: Option<&Pro
                 (Side::Remote, Some(name)) => format!("{name}'s"),
                 (side, _) => capitalise(side.owner()),
             };
-            [Some(format!("{whose} CPU: {spread}")), offloads()].into_iter().flatten().collect()
+            [Some(format!("{whose} CPU: {spread}")), offloads].into_iter().flatten().collect()
         }
-        None => [Some(spread), offloads(), Some("a CPU with AES-NI/VAES for encrypted protocols".into())]
+        None => [Some(spread), offloads, Some("a CPU with AES-NI/VAES for encrypted protocols".into())]
             .into_iter()
             .flatten()
             .collect(),
