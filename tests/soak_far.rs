@@ -57,6 +57,19 @@ fn the_servers_disk_soaks_next_to_the_clients_and_resume_keeps_it() {
         assert!(p["host"].is_null(), "measured here: {p}");
         assert!(p["spec"]["path"].as_str().unwrap().starts_with(c), "{p}");
     }
+    // The server's inventory, recorded by the session that reached it, and
+    // with it the warning of a virtual disk under the remote path.
+    let peers = doc["peers"].as_array().expect("the server's inventory in peers");
+    assert_eq!((peers.len(), peers[0]["hostname"].as_str()), (1, Some(me.as_str())), "{peers:?}");
+    assert_eq!(peers[0]["reached_as"], "127.0.0.1");
+    let virtual_there =
+        headroom_sys::block_device_holding(srv.path()).is_some_and(|d| headroom_analysis::is_virtual_disk(&d));
+    let warned = doc["warnings"].as_array().into_iter().flatten().filter(|w| w["code"] == "page_cache_possible");
+    let named = warned.filter(|w| w["message"].as_str().unwrap().starts_with("127.0.0.1's ")).count();
+    assert_eq!(named, usize::from(virtual_there), "{}", doc["warnings"]);
+    if !virtual_there {
+        println!("the temp directory's disk is not virtual here: only the absence was checked");
+    }
     // The store: the remote probes' samples, every turn measured.
     let store = Store::open(&db).unwrap();
     for name in ["remote-write", "remote-read", "remote-iops"] {

@@ -19,8 +19,8 @@ mod verdict;
 mod write_cache;
 
 pub use ceilings::{
-    bus_ceiling, choose_nic, device_for_path, is_virtual_disk, virtual_disk_warning, BadLinkSpec, FarEnd, LinkCeiling,
-    LinkSpec, LinkTarget, PathHints, PathModel,
+    bus_ceiling, choose_nic, device_for_path, is_virtual_disk, peer_device_for_path, virtual_disk_warning, BadLinkSpec,
+    FarEnd, LinkCeiling, LinkSpec, LinkTarget, PathHints, PathModel,
 };
 pub use cliff::{annotate_write_cliff, detect_write_cliff, detect_write_decline, WriteCliff, WriteDecline};
 pub use compare::{

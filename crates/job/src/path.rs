@@ -3,7 +3,7 @@
 //! server. The rules themselves (which NIC, which bus figure) live in
 //! `headroom_analysis::ceilings`; this file only reads the machine for them.
 
-use headroom_analysis::{bus_ceiling, choose_nic, device_for_path, virtual_disk_warning, LinkCeiling, LinkSpec};
+use headroom_analysis::{bus_ceiling, choose_nic, peer_device_for_path, virtual_disk_warning, LinkCeiling, LinkSpec};
 use headroom_disk::BusCeiling;
 use headroom_result::{BlockDevice, Host};
 use std::path::Path;
@@ -29,11 +29,7 @@ pub fn disk_under(path: &Path) -> DiskUnder {
 /// as it sent it), named as that machine's ("nas's vda"); empty when its
 /// inventory names no block device there.
 pub fn disk_under_on(inventory: &Host, path: &Path) -> DiskUnder {
-    let Some(mut device) = device_for_path(inventory, &path.to_string_lossy()) else { return DiskUnder::default() };
-    if let Some(host) = inventory.reached_as.as_ref().or(inventory.hostname.as_ref()) {
-        device.name = format!("{host}'s {}", device.name);
-    }
-    DiskUnder::of(&device)
+    peer_device_for_path(inventory, &path.to_string_lossy()).map(|device| DiskUnder::of(&device)).unwrap_or_default()
 }
 
 impl DiskUnder {

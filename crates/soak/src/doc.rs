@@ -236,6 +236,12 @@ pub fn result_from_store(store: &Store, detail: SampleDetail) -> Result<ResultDo
     }
     let disk = info.config.disk_device().and_then(|name| doc.host.block_devices.iter().find(|d| d.name == name));
     doc.warnings.extend(disk.and_then(headroom_analysis::virtual_disk_warning));
+    if let Some(server) = info.config.server_inventory() {
+        let remote_path = info.config.remote_path();
+        let disk = remote_path.and_then(|dir| headroom_analysis::peer_device_for_path(&server, &dir.to_string_lossy()));
+        doc.warnings.extend(disk.as_ref().and_then(headroom_analysis::virtual_disk_warning));
+        doc.peers.push(server);
+    }
     // Over the whole soak: writes that kept outrunning the same file's reads.
     doc.warnings.extend(headroom_analysis::writes_outran_reads_warnings(&doc.probes).into_iter().map(|(_, w)| w));
     doc.soak = Some(Soak {
@@ -634,6 +640,53 @@ mod tests {
         assert!(on_vda[0].starts_with("vda is a virtual disk (virtio)"), "{}", on_vda[0]);
         assert!(host_cache_warnings(serde_json::json!({"disk_device": "sda"})).is_empty());
         assert!(host_cache_warnings(serde_json::json!({"size": 1})).is_empty(), "a soak stored before the device was");
+    }
+
+    /// The server's inventory recorded by the first session that reached it
+    /// becomes the document's peer, and a virtual disk under `--remote-path`
+    /// there is warned of, named as the server's.
+    #[test]
+    fn a_soak_of_a_servers_virtual_disk_carries_its_inventory_and_warning() {
+        let server = |transport: &str| headroom_result::Host {
+            hostname: Some("truenas".into()),
+            reached_as: Some("nas.lan".into()),
+            block_devices: vec![BlockDevice {
+                name: "vdb".into(),
+                transport: Some(transport.into()),
+                ..BlockDevice::default()
+            }],
+            filesystems: vec![headroom_result::Filesystem {
+                mountpoint: "/mnt/tank".into(),
+                fstype: "zfs".into(),
+                device: "/dev/vdb1".into(),
+                ..Default::default()
+            }],
+            ..headroom_result::Host::default()
+        };
+        let document = |inventory: Option<headroom_result::Host>| {
+            let dir = tempfile::tempdir().unwrap();
+            let mut info = one_probe_soak("remote-read", serde_json::json!({"remote_path": "/mnt/tank/bench"}));
+            info.config.server = Some("nas.lan".into());
+            if let Some(inventory) = &inventory {
+                info.config.set_server_inventory(inventory);
+            }
+            let store = Store::create(&dir.path().join("p.sqlite"), &info).unwrap();
+            result_from_store(&store, SampleDetail::None).unwrap()
+        };
+        let warnings = |doc: &ResultDoc| {
+            let warned = doc.warnings.iter().filter(|w| w.code == headroom_result::WarningCode::PageCachePossible);
+            warned.map(|w| w.message.clone()).collect::<Vec<_>>()
+        };
+        let on_virtio = document(Some(server("virtio")));
+        assert_eq!(on_virtio.peers.len(), 1);
+        assert_eq!(on_virtio.peers[0].hostname.as_deref(), Some("truenas"));
+        let warned = warnings(&on_virtio);
+        assert_eq!(warned.len(), 1, "{warned:?}");
+        assert!(warned[0].starts_with("nas.lan's vdb is a virtual disk (virtio)"), "{}", warned[0]);
+        let on_sata = document(Some(server("sata")));
+        assert!(warnings(&on_sata).is_empty() && on_sata.peers.len() == 1);
+        let unknown = document(None);
+        assert!(warnings(&unknown).is_empty() && unknown.peers.is_empty(), "a server never reached");
     }
 
     /// A soak whose writes kept outrunning the same file's reads (500 against

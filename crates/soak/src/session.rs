@@ -11,7 +11,7 @@ use crate::leftovers::{mark_removed, prepare, remove_left_test_files, LeftFile, 
 use crate::run::{run_cycles, LoopSettings, SoakEvent, StopReason, Turn};
 use crate::setup::{discard_new, open, Schedule, SetupError, SoakFlags};
 use crate::store::{SoakConfig, Store, StoreError};
-use crate::turns::{path_interfaces, runner, turns, Spelling};
+use crate::turns::{path_interfaces, runner, server_inventory, turns, Spelling};
 use crate::{doc, now_unix, Metrics, Watcher};
 use headroom_result::ResultDoc;
 use headroom_runner::{Plan, Runner, Sink};
@@ -93,11 +93,12 @@ impl Session {
     /// None when stopped while laying out. A failed layout removes a database
     /// this session created, so the corrected command may use the same path.
     pub fn prepare<S: Sink>(
-        self,
+        mut self,
         token: Option<String>,
         stop: &AtomicBool,
         progress: impl FnOnce(&Plan) -> S,
     ) -> Result<Option<Ready>, SetupError> {
+        self.record_server_inventory(token.clone())?;
         let turns = turns(&self.config, token.clone())?;
         let mut runner = runner(&self.config, token, &self.spelling)?;
         let plan = Turn::cycle_plan(&turns, self.config.probe_time());
@@ -115,6 +116,21 @@ impl Session {
                 Err(e)
             }
         }
+    }
+}
+
+impl Session {
+    /// The first session to reach the soak's server records its inventory,
+    /// so that a report read later knows the disk under `--remote-path` (a
+    /// virtual one is warned of) and the far end's bus. Kept once: it
+    /// describes the machine the soak started on.
+    fn record_server_inventory(&mut self, token: Option<String>) -> Result<(), StoreError> {
+        if self.config.server_inventory().is_some() {
+            return Ok(());
+        }
+        let Some(inventory) = server_inventory(&self.config, token) else { return Ok(()) };
+        self.config.set_server_inventory(&inventory);
+        self.store.set_config(&self.config)
     }
 }
 

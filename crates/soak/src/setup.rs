@@ -19,6 +19,9 @@ use std::time::Duration;
 
 /// Probe names a cycle may hold.
 const PROBES: [&str; 7] = ["write", "read", "iops", "net", "remote-write", "remote-read", "remote-iops"];
+/// The key in a soak's `extra` of the server's inventory.
+const SERVER_INVENTORY: &str = "server_inventory";
+
 /// The prefix of the probes the server runs on its own disk (`--remote-path`):
 /// `remote-write` is the `write` test there.
 pub(crate) const REMOTE: &str = "remote-";
@@ -386,6 +389,22 @@ impl SoakConfig {
     /// and for soaks stored before it was recorded. Kept in `extra`.
     pub fn disk_device(&self) -> Option<&str> {
         self.extra.get("disk_device").and_then(|s| s.as_str())
+    }
+
+    /// The server's inventory as it sent it when a session of the soak first
+    /// reached it (its disks, CPU and NICs, for the document's `peers`);
+    /// None without a server, before one answered, and for soaks stored
+    /// before it was recorded. Kept in `extra`.
+    pub fn server_inventory(&self) -> Option<headroom_result::Host> {
+        self.extra.get(SERVER_INVENTORY).and_then(|h| serde_json::from_value(h.clone()).ok())
+    }
+
+    /// Records the server's inventory (see [`SoakConfig::server_inventory`]).
+    pub fn set_server_inventory(&mut self, inventory: &headroom_result::Host) {
+        if !self.extra.is_object() {
+            self.extra = serde_json::json!({});
+        }
+        self.extra[SERVER_INVENTORY] = serde_json::to_value(inventory).unwrap_or_default();
     }
 
     /// Whether a turn of the cycle measures this machine's disk.

@@ -577,6 +577,14 @@ impl Store {
         Ok(())
     }
 
+    /// Replaces the stored settings (a fact learnt after the start, such as
+    /// the server's inventory, kept in their `extra`).
+    pub fn set_config(&self, config: &SoakConfig) -> Result<(), StoreError> {
+        let text = serde_json::to_string(config).expect("config serialises");
+        self.conn.execute("UPDATE soak SET config = ?1 WHERE id = 1", params![text]).map_err(self.err())?;
+        Ok(())
+    }
+
     /// Starts a session (the first run or a resume); returns its id.
     pub fn begin_session(&self, now_unix: f64) -> Result<i64, StoreError> {
         self.conn.execute("INSERT INTO sessions (started_unix) VALUES (?1)", params![now_unix]).map_err(self.err())?;

@@ -85,6 +85,16 @@ pub fn runner(config: &SoakConfig, token: Option<String>, spelling: &Spelling) -
     Ok(runner.with(FarEnd::new(endpoint(config, token)?, spelling.net)))
 }
 
+/// The inventory of the soak's server, as reached at its stored address
+/// (`reached_as`); None without a server, or when it does not answer or
+/// send one (the turns record an outage, not this).
+pub fn server_inventory(config: &SoakConfig, token: Option<String>) -> Option<headroom_result::Host> {
+    let server = config.server.as_ref().and_then(|_| endpoint(config, token).ok())?;
+    let mut inventory = headroom_net::remote_inventory(&server).ok()?;
+    inventory.reached_as = Some(server.host);
+    Some(inventory)
+}
+
 /// The stored server as an endpoint of remote probes.
 fn endpoint(config: &SoakConfig, token: Option<String>) -> Result<Endpoint, FlagError> {
     Endpoint::parse(config.server.as_deref().unwrap_or_default(), token, SERVER_TIMEOUT).map_err(FlagError::Server)

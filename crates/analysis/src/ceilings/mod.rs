@@ -221,6 +221,17 @@ fn path_is_under(path: &str, mountpoint: &str) -> bool {
     mountpoint == "/" || path == mountpoint || path.strip_prefix(mountpoint).is_some_and(|rest| rest.starts_with('/'))
 }
 
+/// The block device holding `path` on the machine `inventory` describes (a
+/// server's, as it sent it), named as that machine's ("nas's vda") so that a
+/// line about it cannot be taken for this machine's disk.
+pub fn peer_device_for_path(inventory: &Host, path: &str) -> Option<BlockDevice> {
+    let mut device = device_for_path(inventory, path)?;
+    if let Some(host) = inventory.reached_as.as_ref().or(inventory.hostname.as_ref()) {
+        device.name = format!("{host}'s {}", device.name);
+    }
+    Some(device)
+}
+
 /// The block device a disk probe's path lives on: the device itself when the
 /// probe ran on one, else the device of the filesystem holding the path; a
 /// partition maps to its disk (nvme0n1p2 -> nvme0n1, sda1 -> sda).
