@@ -71,8 +71,10 @@ pub fn annotate_writes_outran_reads(probes: &mut [Probe]) {
 pub fn writes_outran_reads_warnings(probes: &[Probe]) -> Vec<(usize, Warning)> {
     let mut found = Vec::new();
     for (i, writes) in probes.iter().enumerate() {
-        let Some(reads) = probes.iter().find(|r| same_shape(r, writes)) else { continue };
-        let Some(factor) = writes_outran_reads(reads, writes) else { continue };
+        // Every read of the shape is tried: a soak holds one per end, and
+        // the first found may be the other end's file.
+        let mut paired = probes.iter().filter(|r| same_shape(r, writes));
+        let Some((reads, factor)) = paired.find_map(|r| Some((r, writes_outran_reads(r, writes)?))) else { continue };
         let ProbeSpec::Disk(w) = &writes.spec else { continue };
         let message = format!(
             "{} ran {factor:.1}x {} on the same file ({} against {}): no disk writes faster than it reads, so a write-back cache acknowledged these writes (a hypervisor's host memory, a RAID controller's, or the drive's own); {}",
@@ -162,6 +164,26 @@ mod tests {
         spec.protocol = Some(over_smb);
         assert_eq!(writes_outran_reads(&reads, &writes), None, "through a protocol: the network's two directions");
         assert_eq!(writes_outran_reads(&writes, &reads), None, "reads faster than writes");
+    }
+
+    /// A soak across the wire holds a read and a write of the same shape on
+    /// each end: the server's writes are held against the server's reads,
+    /// whichever end's probes come first.
+    #[test]
+    fn each_ends_writes_are_held_against_that_ends_reads() {
+        let on_server = |mut p: Probe| {
+            p.host = Some("nas".into());
+            p
+        };
+        let mut probes = vec![
+            disk_probe("soak-write", "write", 8, "/mnt/f", 1.1e9),
+            disk_probe("soak-read", "read", 8, "/mnt/f", 1.0e9),
+            on_server(disk_probe("soak-remote-write", "write", 8, "/tank/f", 4.5e9)),
+            on_server(disk_probe("soak-remote-read", "read", 8, "/tank/f", 2.5e9)),
+        ];
+        annotate_writes_outran_reads(&mut probes);
+        assert_eq!(outran(&probes), ["soak-remote-write"]);
+        assert!(probes[2].warnings[0].message.contains("1.8x soak-remote-read"), "{}", probes[2].warnings[0].message);
     }
 
     #[test]
