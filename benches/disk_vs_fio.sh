@@ -18,6 +18,9 @@
 # pages each and split into two requests at virtio-blk's 254 segments as often
 # as not. FIO_IOMEM=mmaphuge gives fio hugetlb buffers too (equal request
 # sizes; reserve pages first: echo 8 >/proc/sys/vm/nr_hugepages as root).
+# As root with perf, the 1M rows also give the share of each tool's bios the
+# block layer split (block:block_split per block:block_bio_queue, counted
+# per process), which the mean request size can hide.
 #
 # Usage: benches/disk_vs_fio.sh [DIR|ram] [ROUNDS] [SECONDS]   (DIR defaults to target/)
 #   ram: a loop device over a 1 GiB file in /dev/shm (root), a device with
@@ -71,19 +74,36 @@ diskstat() {
   if [ -n "$dev" ]; then awk -v d="$dev" '$3 == d { print $4 + $8, $6 + $10 }' /proc/diskstats; else echo "0 0"; fi
 }
 
+# Whether the bios a process queues and the block layer splits can be
+# counted (perf's block tracepoints: root and perf). The mean request size
+# alone can hide splits: a split bio's tail is often merged into the next
+# sequential request, so split and whole I/Os give the same mean.
+counts_splits=0
+if [ "$(id -u)" = 0 ] && command -v perf >/dev/null && perf stat -e block:block_split true >/dev/null 2>&1; then
+  counts_splits=1
+fi
+
 # cpu_of CMD...: runs CMD, stdout to $tmp/out, user+sys CPU seconds of all its threads to $tmp/cpu.
 # Also writes the mean device request size in KiB to $tmp/req: how the block
-# layer split the I/Os, which moves large-block figures on virtual disks.
+# layer split the I/Os, which moves large-block figures on virtual disks; and
+# with COUNT_SPLITS=1 (the 1M rows only: a tracepoint counted per 4K I/O
+# would enter their CPU per I/O) the share of the process's bios split, in %,
+# to $tmp/split ("nan" when not counted).
 cpu_of() {
-  local before after
+  local before after count=()
+  [ "${COUNT_SPLITS:-0}" = 1 ] && [ "$counts_splits" = 1 ] &&
+    count=(perf stat -x, -o "$tmp/perf" -e block:block_bio_queue,block:block_split --)
+  : >"$tmp/perf"
   before=$(diskstat)
-  /usr/bin/time -f "%U %S" -o "$tmp/time" "$@" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
+  /usr/bin/time -f "%U %S" -o "$tmp/time" "${count[@]}" "$@" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
   after=$(diskstat)
   awk '{print $1 + $2}' "$tmp/time" >"$tmp/cpu"
   echo "$before $after" | awk '{ r = $3 - $1; print (r > 0 ? ($4 - $2) / 2 / r : 0) }' >"$tmp/req"
+  awk -F, '$3 == "block:block_bio_queue" { q = $1 } $3 == "block:block_split" { s = $1 }
+    END { print (q > 0 ? 100 * s / q : "nan") }' "$tmp/perf" >"$tmp/split"
 }
 
-# run_fio RW BS QD -> "mbps iops lat_mean_ns cpu_per_io request_kib"
+# run_fio RW BS QD -> "mbps iops lat_mean_ns cpu_per_io request_kib split_pct"
 # FIO_DATA overrides --refill_buffers (fresh data per write, as headroom does).
 run_fio() {
   local rw=$1 bs=$2 qd=$3 dirn=read async=()
@@ -94,19 +114,19 @@ run_fio() {
   cpu_of fio --name=bench --filename="$file" --rw="$rw" --bs="$bs" --iodepth="$qd" --numjobs=1 \
     --ioengine=io_uring --fixedbufs="$fb" --registerfiles=1 "${async[@]}" --iomem="${FIO_IOMEM:-malloc}" --direct=1 --size=1g --norandommap \
     --randrepeat=0 "${FIO_DATA:---refill_buffers}" --time_based --runtime="$secs" --ramp_time="$ramp" --output-format=json
-  jq -r --arg d "$dirn" --argjson cpu "$(cat "$tmp/cpu")" --argjson req "$(cat "$tmp/req")" \
-    '.jobs[0][$d] | "\(.bw_bytes / 1e6) \(.iops) \(.lat_ns.mean) \($cpu / .total_ios) \($req)"' "$tmp/out"
+  jq -r --arg d "$dirn" --argjson cpu "$(cat "$tmp/cpu")" --argjson req "$(cat "$tmp/req")" --arg split "$(cat "$tmp/split")" \
+    '.jobs[0][$d] | "\(.bw_bytes / 1e6) \(.iops) \(.lat_ns.mean) \($cpu / .total_ios) \($req) \($split)"' "$tmp/out"
 }
 
-# run_hr RW BS QD -> "mbps iops lat_mean_ns cpu_per_io request_kib"
+# run_hr RW BS QD -> "mbps iops lat_mean_ns cpu_per_io request_kib split_pct"
 run_hr() {
   local rw=$1 bs=$2 qd=$3 extra=()
   case $rw in *write) extra=(--destructive --force) ;; esac
   case $fixedbufs in 1) extra+=(--fixedbufs=on) ;; 0) extra+=(--fixedbufs=off) ;; esac
   cpu_of "$hr" disk "$file" --rw "$rw" --bs "$bs" --qd "$qd" --time "${secs}s" --ramp "${ramp}s" \
     --engine io_uring --direct on "${extra[@]}" --json
-  jq -r --argjson cpu "$(cat "$tmp/cpu")" --argjson req "$(cat "$tmp/req")" \
-    '.probes[0].summary | "\(.bytes_per_sec / 1e6) \(.iops) \(.latency_ns.mean) \($cpu / .ops) \($req)"' "$tmp/out"
+  jq -r --argjson cpu "$(cat "$tmp/cpu")" --argjson req "$(cat "$tmp/req")" --arg split "$(cat "$tmp/split")" \
+    '.probes[0].summary | "\(.bytes_per_sec / 1e6) \(.iops) \(.latency_ns.mean) \($cpu / .ops) \($req) \($split)"' "$tmp/out"
 }
 
 report() { # NAME COLUMN UNIT GOAL [FIO_SERIES]
@@ -147,11 +167,14 @@ fi
 bench "4K randread QD1" randread 4k 1
 report "4K randread QD1 mean latency" 3 "ns" "<= 1.02"
 [ "$fixedbufs" = auto ] && report "  mean latency vs stock fio" 3 "ns" "-" fio_stock
+export COUNT_SPLITS=1
 bench "1M read QD8" read 1M 8
 report "1M seq read QD8" 1 "MB/s" "0.97-1.03"
 [ -n "$dev" ] && report "  mean $dev request (1M read)" 5 "KiB" "-"
+[ "$counts_splits" = 1 ] && report "  bios split (1M read)" 6 "%" "-"
 bench "1M write QD8" write 1M 8
 report "1M seq write QD8" 1 "MB/s" "0.97-1.03"
 report "  vs fio without --refill_buffers" 1 "MB/s" "-" fio_static
 [ -n "$dev" ] && report "  mean $dev request (1M write)" 5 "KiB" "-"
+[ "$counts_splits" = 1 ] && report "  bios split (1M write)" 6 "%" "-"
 exit 0
