@@ -23,8 +23,9 @@
 # Usage: benches/all.sh [ROUNDS=5] [SECONDS=3]
 #   ONLY="net disk-ram"  runs only those (names: net disk disk-ram cpu iscsi nbd nfs smb)
 #   OUT=FILE             where the table goes (default target/bench-all.md); it is printed too
-# The machine should be otherwise idle; the whole set takes about 25 minutes
-# at 5 rounds of 3 s.
+# The machine should be otherwise idle; the whole set takes 25-45 minutes at
+# 5 rounds of 3 s (44 on the 2-vCPU AMD EPYC VM in session 28, every bench
+# rerun once for its spread).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
