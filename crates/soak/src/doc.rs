@@ -1,7 +1,8 @@
 //! A soak database as a `headroom.result/v1` document: one probe per soak
 //! probe (write, read, iops, net, and the server's remote-write, remote-read,
 //! remote-iops, with their `host`) summarising all its cycles, the soak
-//! section (gaps, events) and the detectors' findings. `soak --json` prints
+//! section (gaps, events), the detectors' findings, and the server's
+//! inventory as `peers` (with its virtual-disk warning). `soak --json` prints
 //! it without samples; `report FILE.sqlite` loads it with samples thinned to
 //! what a chart can show.
 //!
