@@ -14,7 +14,7 @@ use crate::Spelling;
 use headroom_analysis::{Goal, GoalResult};
 use headroom_disk::{DiskEngine, DiskRequest, DiskTarget, ShareOpener, TestSelection};
 use headroom_net::{Endpoint, RemoteEngine};
-use headroom_result::{Ceiling, Host, Probe, ResultDoc, Warning};
+use headroom_result::{Ceiling, Probe, ResultDoc, Warning};
 use headroom_runner::{EngineKind, Plan, PrepareEvent, ProbeError, Runner, Sink};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -93,7 +93,9 @@ pub fn run(
 ) -> Result<DiskDone, DiskJobError> {
     // The disk under a server's path is found in the inventory it sends
     // (kept in the document's peers); a share's is not known here.
-    let server_inventory = job.server.as_ref().filter(|_| job.share.is_none()).and_then(server_inventory);
+    // None when the server does not answer: the probes then say why.
+    let server_inventory =
+        job.server.as_ref().filter(|_| job.share.is_none()).and_then(|s| headroom_net::peer_inventory(s).ok());
     let DiskUnder { bus, warning } = match (&server_inventory, &job.server, &job.share) {
         (Some(inventory), _, _) => disk_under_on(inventory, &job.target.path),
         (None, None, None) => disk_under(&job.target.path),
@@ -140,14 +142,6 @@ pub fn run(
     }
     let goals = crate::steps::hold_goals(&mut doc, &job.goals, None);
     Ok(DiskDone { doc, target: seen.0, goals, failure })
-}
-
-/// The inventory of the server that measures its own disk, as the document's
-/// peers hold it; None when it does not answer (the probes then say why).
-fn server_inventory(server: &Endpoint) -> Option<Host> {
-    let mut inventory = headroom_net::remote_inventory(server).ok()?;
-    inventory.reached_as = Some(server.host.clone());
-    Some(inventory)
 }
 
 /// Why a disk plan stopped before its end.

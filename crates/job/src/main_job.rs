@@ -453,8 +453,7 @@ fn far_end_step(
     sinks: &mut StepSinks<'_>,
 ) -> Result<(Vec<Probe>, Host), JobError> {
     let server = settings.server.clone().ok_or_else(|| failed("the server's disk", "needs a server"))?;
-    let mut peer = headroom_net::remote_inventory(&server).map_err(|e| failed("the server's inventory", e))?;
-    peer.reached_as = Some(server.host.clone());
+    let peer = headroom_net::peer_inventory(&server).map_err(|e| failed("the server's inventory", e))?;
     let (plan, requests) = disk_plan(remote_path, settings.preset, settings.time, None, false, None)?;
     let plan = (plan.placed_at(&server.display()), requests);
     let remote = RemoteEngine::new(EngineKind::Disk, server).spelling_settings(settings.spelling.net);

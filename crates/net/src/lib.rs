@@ -61,7 +61,8 @@ pub use probe::{connect_probe, echo_probe, rr_probe, throughput_id, throughput_p
 pub use probe_engine::{probe_error, NetEngine, NetRequest, NetServer, NetTest, ProtocolChoice};
 pub use process_cpu::CpuUse;
 pub use remote::{
-    is_absolute_on_far_end, remote_inventory, ClockReading, FarCpuWatch, RemoteEngine, RunStep, MAX_CLOCK_OFFSET_S,
+    is_absolute_on_far_end, peer_inventory, remote_inventory, ClockReading, FarCpuWatch, RemoteEngine, RunStep,
+    MAX_CLOCK_OFFSET_S,
 };
 pub use server::{
     check_bind_policy, FlushLedger, ProbeHost, Server, ServerConfig, ServerHandle, ServerSetting, ServerSettingError,

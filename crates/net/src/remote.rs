@@ -332,6 +332,14 @@ pub fn remote_inventory(server: &Endpoint) -> Result<Host, NetError> {
     }
 }
 
+/// The server's inventory for a document's `peers`: [`remote_inventory`]
+/// with `reached_as`, the name the user gave the server.
+pub fn peer_inventory(server: &Endpoint) -> Result<Host, NetError> {
+    let mut inventory = remote_inventory(server)?;
+    inventory.reached_as = Some(server.host.clone());
+    Ok(inventory)
+}
+
 /// The far end's CPU watched while something here loads it (a disk probe on
 /// its share): [`FarCpuWatch::start`] before, [`FarCpuWatch::end`] after.
 pub struct FarCpuWatch {

@@ -117,9 +117,7 @@ impl Session {
             }
         }
     }
-}
 
-impl Session {
     /// The first session to reach the soak's server records its inventory,
     /// so that a report read later knows the disk under `--remote-path` (a
     /// virtual one is warned of) and the far end's bus. Kept once: it

@@ -90,9 +90,7 @@ pub fn runner(config: &SoakConfig, token: Option<String>, spelling: &Spelling) -
 /// send one (the turns record an outage, not this).
 pub fn server_inventory(config: &SoakConfig, token: Option<String>) -> Option<headroom_result::Host> {
     let server = config.server.as_ref().and_then(|_| endpoint(config, token).ok())?;
-    let mut inventory = headroom_net::remote_inventory(&server).ok()?;
-    inventory.reached_as = Some(server.host);
-    Some(inventory)
+    headroom_net::peer_inventory(&server).ok()
 }
 
 /// The stored server as an endpoint of remote probes.
