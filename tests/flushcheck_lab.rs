@@ -135,8 +135,7 @@ impl Scene {
             let rc = unsafe { libc::ioctl(dir.as_raw_fd(), 0x8004_587D, &flags) };
             assert_eq!(rc, 0, "EXT4_IOC_SHUTDOWN: {}", std::io::Error::last_os_error());
         }
-        sh("umount", &[&mount.path().to_string_lossy()]).expect("umount after the shutdown");
-        drop(mount);
+        mount.unmount().expect("umount after the shutdown");
         self.mount = Some(Mount::device(&self.dev.path, "ext4").expect("mount again"));
     }
 }

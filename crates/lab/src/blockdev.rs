@@ -222,6 +222,75 @@ impl Mount {
     pub fn path(&self) -> &Path {
         &self.dir
     }
+
+    /// Unmounts now, not lazily, for a test that mounts the same filesystem
+    /// again: after a lazy unmount the next mount would share the old
+    /// superblock instead of replaying the journal. "Busy" is retried for up
+    /// to 10 s, because a process that another test thread is spawning
+    /// holds a copy of this process's descriptors until it execs; a retry is
+    /// reported with the processes that held the mount, and a mount still
+    /// busy after that is an error naming them.
+    pub fn unmount(self) -> io::Result<()> {
+        let t0 = std::time::Instant::now();
+        let mut held_by = None;
+        loop {
+            match rustix::mount::unmount(&self.dir, rustix::mount::UnmountFlags::empty()) {
+                Ok(()) => break,
+                Err(rustix::io::Errno::BUSY) if t0.elapsed() < std::time::Duration::from_secs(10) => {
+                    held_by.get_or_insert_with(|| holders_of(&self.dir));
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                Err(e) => {
+                    return Err(io::Error::other(format!(
+                        "umount {}: {e} after {:.1} s; held by {}",
+                        self.dir.display(),
+                        t0.elapsed().as_secs_f64(),
+                        holders_of(&self.dir)
+                    )))
+                }
+            }
+        }
+        if let Some(held_by) = held_by {
+            eprintln!(
+                "umount {} ({}): busy for {} ms, held at first by {held_by}",
+                self.dir.display(),
+                std::thread::current().name().unwrap_or("a test"),
+                t0.elapsed().as_millis()
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The processes with a file, a working directory or a mapping under
+/// `dir`, as "pid (name)" (from /proc, as `fuser -m` finds them), or
+/// "no process" when the kernel itself holds it.
+fn holders_of(dir: &Path) -> String {
+    let under = |p: &Path| p.starts_with(dir);
+    let holds = |pid: &Path| {
+        let links = ["cwd", "root"].iter().map(|l| pid.join(l));
+        let fds = std::fs::read_dir(pid.join("fd")).into_iter().flatten().flatten().map(|e| e.path());
+        let by_link = links.chain(fds).any(|l| std::fs::read_link(l).is_ok_and(|t| under(&t)));
+        let by_map = std::fs::read_to_string(pid.join("maps"))
+            .is_ok_and(|m| m.lines().any(|l| l.split_whitespace().nth(5).is_some_and(|f| under(Path::new(f)))));
+        by_link || by_map
+    };
+    let holders: Vec<String> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
+        .filter(|e| holds(&e.path()))
+        .map(|e| {
+            let name = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+            format!("{} ({})", e.file_name().to_string_lossy(), name.trim())
+        })
+        .collect();
+    if holders.is_empty() {
+        "no process".to_string()
+    } else {
+        holders.join(", ")
+    }
 }
 
 impl Drop for Mount {
