@@ -11,7 +11,8 @@
 //! correct for, and it measures the noise within each run, not between runs.
 //! Owns nothing but arithmetic on documents.
 
-use headroom_result::{Probe, ResultDoc, Sample};
+use crate::{analyse, PathHints};
+use headroom_result::{Direction, DirectionVerdict, Probe, ResultDoc, Sample};
 use serde::Serialize;
 
 /// The name of the significance test, as shown in output and docs.
@@ -144,6 +145,17 @@ pub struct Row {
     pub figure: Figure,
     /// One per document, in the order of [`Comparison::columns`].
     pub cells: Vec<Cell>,
+    /// A path row's bottleneck in each document ("link", "disk", "level"),
+    /// in the order of the cells; empty for a probe's row.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bottlenecks: Vec<String>,
+}
+
+impl Row {
+    /// The id of the path row of `dir`: `path-read`, `path-write`.
+    pub fn path_id(dir: Direction) -> String {
+        format!("path-{dir}")
+    }
 }
 
 /// The comparison of several documents.
@@ -208,7 +220,7 @@ pub fn compare(docs: &[ResultDoc], names: &[String]) -> Result<Comparison, Compa
             });
         }
     }
-    let mut rows = Vec::new();
+    let mut rows = path_rows(docs);
     let mut not_shared = Vec::new();
     for base in docs[0].probes_and_fleet_sums() {
         let matching: Vec<Option<&Probe>> =
@@ -224,28 +236,11 @@ pub fn compare(docs: &[ResultDoc], names: &[String]) -> Result<Comparison, Compa
             if values[0] <= 0.0 {
                 continue;
             }
-            let base_samples: Vec<f64> = probes[0].samples.iter().filter_map(|s| figure.of_sample(s)).collect();
-            let cells = values
-                .iter()
-                .zip(&probes)
-                .enumerate()
-                .map(|(i, (v, p))| {
-                    let significance = if i == 0 {
-                        Significance::Baseline
-                    } else {
-                        let other: Vec<f64> = p.samples.iter().filter_map(|s| figure.of_sample(s)).collect();
-                        match mann_whitney_u(&base_samples, &other) {
-                            _ if smallest_p(base_samples.len(), other.len()) >= ALPHA => Significance::TooFewSamples,
-                            None => Significance::TooFewSamples,
-                            Some(p) if p < ALPHA => Significance::Significant { p_value: p },
-                            Some(p) => Significance::WithinNoise { p_value: p },
-                        }
-                    };
-                    Cell { value: *v, ratio: v / values[0], significance }
-                })
-                .collect();
+            let samples: Vec<Vec<f64>> =
+                probes.iter().map(|p| p.samples.iter().filter_map(|s| figure.of_sample(s)).collect()).collect();
             let name = if base.name.is_empty() { base.id.clone() } else { base.name.clone() };
-            rows.push(Row { probe: base.id.clone(), name, figure, cells });
+            let cells = cells_against_first(&values, &samples);
+            rows.push(Row { probe: base.id.clone(), name, figure, cells, bottlenecks: Vec::new() });
         }
     }
     for (i, d) in docs.iter().enumerate().skip(1) {
@@ -268,6 +263,91 @@ pub fn compare(docs: &[ResultDoc], names: &[String]) -> Result<Comparison, Compa
         return Err(CompareError::NothingInCommon { detail });
     }
     Ok(Comparison { columns, rows, significance_test: SIGNIFICANCE_TEST, not_shared })
+}
+
+/// Each document's value with its ratio to the first and the significance
+/// of its samples against the first's.
+fn cells_against_first(values: &[f64], samples: &[Vec<f64>]) -> Vec<Cell> {
+    let base = &samples[0];
+    values
+        .iter()
+        .zip(samples)
+        .enumerate()
+        .map(|(i, (v, other))| {
+            let significance = if i == 0 {
+                Significance::Baseline
+            } else {
+                match mann_whitney_u(base, other) {
+                    _ if smallest_p(base.len(), other.len()) >= ALPHA => Significance::TooFewSamples,
+                    None => Significance::TooFewSamples,
+                    Some(p) if p < ALPHA => Significance::Significant { p_value: p },
+                    Some(p) => Significance::WithinNoise { p_value: p },
+                }
+            };
+            Cell { value: *v, ratio: v / values[0], significance }
+        })
+        .collect()
+}
+
+/// One row per direction that every document judges as a path (two or more
+/// hops measured: a disk and a network, or a network and a client over a
+/// protocol), ahead of the probes' rows: the verdict's end-to-end figure with
+/// each document's bottleneck. An upgrade of the network leaves the disk's
+/// rows at 1.00x; this row shows what the path gained. Its samples are those
+/// of the probe that set the figure (the slowest hop's), so a path whose
+/// bottleneck moved is judged on what limited it in each document.
+fn path_rows(docs: &[ResultDoc]) -> Vec<Row> {
+    let judged: Vec<Vec<DirectionVerdict>> = docs.iter().map(path_verdicts).collect();
+    [Direction::Read, Direction::Write]
+        .into_iter()
+        .filter_map(|dir| {
+            let verdicts: Option<Vec<&DirectionVerdict>> =
+                judged.iter().map(|vs| vs.iter().find(|v| v.direction == dir && is_path(v))).collect();
+            let verdicts = verdicts?;
+            let values: Vec<f64> = verdicts.iter().map(|v| v.figure_bytes_per_sec).collect();
+            if values[0] <= 0.0 {
+                return None;
+            }
+            let samples: Vec<Vec<f64>> = verdicts
+                .iter()
+                .zip(docs)
+                .map(|(v, doc)| {
+                    let setter = v
+                        .hops
+                        .iter()
+                        .find(|h| h.measured_bytes_per_sec == Some(v.figure_bytes_per_sec))
+                        .and_then(|h| h.probe.as_deref());
+                    let probe = setter.and_then(|id| doc.probes.iter().find(|p| p.id == id));
+                    probe.map(|p| p.samples.iter().map(|s| s.bytes_per_sec).collect()).unwrap_or_default()
+                })
+                .collect();
+            Some(Row {
+                probe: Row::path_id(dir),
+                name: format!("{} end to end", dir.plural()),
+                figure: Figure::Throughput,
+                cells: cells_against_first(&values, &samples),
+                bottlenecks: verdicts.iter().map(|v| v.bottleneck.to_string()).collect(),
+            })
+        })
+        .collect()
+}
+
+/// A document's per-direction verdicts: the stored ones, else a fresh
+/// analysis, as `report` shows it. None for a soak or a fleet, which are
+/// not judged as one path.
+fn path_verdicts(doc: &ResultDoc) -> Vec<DirectionVerdict> {
+    if doc.soak.is_some() || doc.fleet.is_some() {
+        return Vec::new();
+    }
+    match &doc.verdict {
+        Some(v) if !v.directions.is_empty() => v.directions.clone(),
+        _ => analyse(doc, &PathHints::default()).map(|a| a.directions).unwrap_or_default(),
+    }
+}
+
+/// Whether a verdict judged a path rather than a single probe.
+fn is_path(v: &DirectionVerdict) -> bool {
+    v.hops.iter().filter(|h| h.measured_bytes_per_sec.is_some()).count() >= 2
 }
 
 /// Two-sided p-value of the Mann-Whitney U test, normal approximation with

@@ -271,6 +271,31 @@ fn compare_gives_known_ratios_and_significance() {
 }
 
 #[test]
+fn compare_leads_with_each_paths_end_to_end_figure_and_its_bottleneck() {
+    // A NAS on 1GbE, then a 10GbE box with hard disks: its disk rows fall to
+    // 0.36x, yet the path rose, because the link held the first and the
+    // disk holds the second.
+    let (before, after) = (fixture("link-bound"), fixture("disk-bound"));
+    let c = compare(&[before.clone(), after.clone()], &[]).unwrap();
+    for (row, dir) in c.rows.iter().zip([Direction::Read, Direction::Write]) {
+        assert_eq!(row.probe, format!("path-{dir}"));
+        assert_eq!(row.name, format!("{} end to end", dir.plural()));
+        assert_eq!(row.bottlenecks, ["link", "disk"]);
+        let figures = [verdict(&before, dir).figure_bytes_per_sec, verdict(&after, dir).figure_bytes_per_sec];
+        assert_eq!(row.cells[1].value, figures[1]);
+        assert!((row.cells[1].ratio - figures[1] / figures[0]).abs() < 1e-9);
+        assert!(row.cells[1].ratio > 1.5, "{row:?}");
+        // Judged on the samples of what limited each: the link's, then the disk's.
+        assert!(matches!(row.cells[1].significance, Significance::Significant { .. }), "{row:?}");
+    }
+    let disk_read = c.rows.iter().find(|r| r.probe == "seq1m-q8t1-read" && r.figure == Figure::Throughput).unwrap();
+    assert!(disk_read.cells[1].ratio < 0.5 && disk_read.bottlenecks.is_empty(), "{disk_read:?}");
+    // Disk-only results judge no path: no path row, as before.
+    let c = compare(&[fixture("compare-before"), fixture("compare-after")], &[]).unwrap();
+    assert!(c.rows.iter().all(|r| !r.probe.starts_with("path-")), "{:?}", c.rows[0]);
+}
+
+#[test]
 fn compare_refuses_results_with_nothing_in_common_or_other_schemas() {
     let e = compare(&[fixture("compare-before"), fixture("cpu-bound")], &[]);
     assert!(e.is_ok(), "they share seq1m probes");

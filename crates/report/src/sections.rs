@@ -9,7 +9,9 @@ use crate::table::{Cell, Table, Tone};
 use crate::Style;
 use headroom_analysis::{Bottleneck, DirectionVerdict};
 use headroom_analysis::{Comparison, Figure, Significance};
-use headroom_result::{DetectionKind, Hop, HopFigure, Probe, ProbeSpec, ResultDoc, Side, SoakEventKind, WarningCode};
+use headroom_result::{
+    DetectionKind, Direction, Hop, HopFigure, Probe, ProbeSpec, ResultDoc, Side, SoakEventKind, WarningCode,
+};
 use headroom_units::{format_duration, format_rate};
 use std::time::Duration;
 
@@ -277,7 +279,13 @@ pub fn comparison_table(c: &Comparison, style: Style) -> Table {
     t.right = (2..2 + c.columns.len() * 2).collect();
     for r in &c.rows {
         let mut cells: Vec<Cell> = vec![r.name.clone().into(), r.figure.as_str().into()];
-        cells.extend(r.cells.iter().map(|cell| Cell::new(figure_value(r.figure, cell.value, style))));
+        cells.extend(r.cells.iter().enumerate().map(|(i, cell)| {
+            let value = figure_value(r.figure, cell.value, style);
+            Cell::new(match r.bottlenecks.get(i) {
+                Some(bottleneck) => format!("{value}, {bottleneck}"),
+                None => value,
+            })
+        }));
         for cell in r.cells.iter().skip(1) {
             let (text, tone) = ratio_mark(r.figure, cell);
             cells.push(Cell::tone(text, tone));
@@ -314,25 +322,34 @@ pub fn comparison_legend(c: &Comparison) -> String {
 }
 
 /// One sentence per later result: "A -> B: reads 1.4x, writes 10x, IOPS 1.6x".
+/// Reads and writes are the path's end-to-end figures where every result
+/// judged a path, with the bottleneck where it moved ("reads 4.30x (link ->
+/// disk)"); else the first sequential disk probe's.
 pub fn comparison_headline(c: &Comparison) -> Vec<String> {
     let mut out = Vec::new();
     for (i, col) in c.columns.iter().enumerate().skip(1) {
         let mut parts = Vec::new();
         let best = |pred: &dyn Fn(&headroom_analysis::Row) -> bool, word: &str, parts: &mut Vec<String>| {
             if let Some(r) = c.rows.iter().find(|r| pred(r)) {
-                parts.push(format!("{word} {:.2}x", r.cells[i].ratio));
+                let moved = match (r.bottlenecks.first(), r.bottlenecks.get(i)) {
+                    (Some(before), Some(after)) if before != after => format!(" ({before} -> {after})"),
+                    _ => String::new(),
+                };
+                parts.push(format!("{word} {:.2}x{moved}", r.cells[i].ratio));
             }
         };
-        best(
-            &|r| r.figure == Figure::Throughput && r.probe.contains("read") && !r.probe.contains("rnd"),
-            "reads",
-            &mut parts,
-        );
-        best(
-            &|r| r.figure == Figure::Throughput && r.probe.contains("write") && !r.probe.contains("rnd"),
-            "writes",
-            &mut parts,
-        );
+        for (dir, word) in [(Direction::Read, "reads"), (Direction::Write, "writes")] {
+            let path = headroom_analysis::Row::path_id(dir);
+            if c.rows.iter().any(|r| r.probe == path) {
+                best(&|r| r.probe == path, word, &mut parts);
+            } else {
+                best(
+                    &|r| r.figure == Figure::Throughput && r.probe.contains(dir.as_str()) && !r.probe.contains("rnd"),
+                    word,
+                    &mut parts,
+                );
+            }
+        }
         best(&|r| r.figure == Figure::Iops && r.probe.contains("rnd"), "IOPS", &mut parts);
         if parts.is_empty() {
             continue;

@@ -39,6 +39,13 @@ fn markdown_is_a_forum_ready_table() {
 }
 
 #[test]
+fn an_upgrade_that_moved_the_bottleneck_is_headlined_by_the_path_not_the_disk() {
+    let text = render(Format::Table, &["link-bound", "disk-bound"], Style::default());
+    assert!(text.contains("1gbe-nas -> 10gbe-hdd: reads 1.82x (link -> disk), writes 1.70x (link -> disk)"), "{text}");
+    assert!(text.contains("922.4 Mb/s (115.3 MB/s), link"), "each result's figure names its bottleneck: {text}");
+}
+
+#[test]
 fn several_results_lead_with_their_comparison_in_every_text_format() {
     let names = ["compare-before", "compare-after"];
     for (format, table, first_result) in [
