@@ -99,38 +99,66 @@ fn lab_ready() -> bool {
     true
 }
 
+/// A 100 Mb/s link in front of a 60 MB/s disk, then a 1 Gb/s link in front
+/// of a 20 MB/s disk: each verdict names its narrow hop, and `compare` of
+/// the two, "before and after the upgrade", follows the path from the
+/// link to the disk where every disk row fell to a third.
 #[test]
-fn narrow_link_is_named_the_bottleneck() {
+fn the_narrow_link_then_the_narrow_disk_are_named_and_compare_follows_the_path() {
     let _machine = headroom_lab::hold_machine();
     if !lab_ready() {
         return;
     }
     // A 100 Mb/s link (11.8 MB/s of TCP) in front of a 60 MB/s disk.
-    let doc = run_in_lab("100mbe", 100e6, 60 * MB);
+    let before = run_in_lab("100mbe", 100e6, 60 * MB);
     for dir in ["read", "write"] {
-        let (bottleneck, explanation, _, percent) = verdict_of(&doc, dir);
+        let (bottleneck, explanation, _, percent) = verdict_of(&before, dir);
         assert_eq!(bottleneck, "link", "{dir}: {explanation}");
         assert!(explanation.contains("100MbE TCP (MTU 1500) ceiling"), "{explanation}");
         // tbf shaped to emulate the link: TCP lands within a few percent of the arithmetic.
         let percent = percent.unwrap();
         assert!((90.0..=105.0).contains(&percent), "{dir}: {percent}% of the ceiling");
     }
-}
-
-#[test]
-fn narrow_disk_is_named_the_bottleneck() {
-    let _machine = headroom_lab::hold_machine();
-    if !lab_ready() {
-        return;
-    }
     // A 1 Gb/s link (117.7 MB/s of TCP) in front of a 20 MB/s disk.
-    let doc = run_in_lab("1gbe", 1e9, 20 * MB);
+    let after = run_in_lab("1gbe", 1e9, 20 * MB);
     for dir in ["read", "write"] {
-        let (bottleneck, explanation, figure, _) = verdict_of(&doc, dir);
+        let (bottleneck, explanation, figure, _) = verdict_of(&after, dir);
         assert_eq!(bottleneck, "disk", "{dir}: {explanation}");
         // The blkio throttle is what the disk figure shows.
         assert!((figure / (20 * MB) as f64 - 1.0).abs() < 0.1, "{dir}: {figure} B/s against a 20 MB/s throttle");
     }
+    let tmp = tempfile::tempdir().unwrap();
+    let files: Vec<_> = [("100mbe", &before), ("1gbe", &after)]
+        .iter()
+        .map(|(name, doc)| {
+            let file = tmp.path().join(format!("{name}.json"));
+            std::fs::write(&file, doc.to_json()).unwrap();
+            file
+        })
+        .collect();
+    let compare = |extra: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_headroom"))
+            .arg("compare")
+            .args(&files)
+            .args(extra)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let json: serde_json::Value = serde_json::from_str(&compare(&["--json"])).unwrap();
+    for dir in ["read", "write"] {
+        let row = json["rows"].as_array().unwrap().iter().find(|r| r["probe"] == format!("path-{dir}")).unwrap();
+        assert_eq!(row["bottlenecks"], serde_json::json!(["link", "disk"]), "{row}");
+        // What each throttle lets through: the disk's figure over the link's.
+        let expected = verdict_of(&after, dir).2 / verdict_of(&before, dir).2;
+        let ratio = row["cells"][1]["ratio"].as_f64().unwrap();
+        assert!((ratio - expected).abs() < 1e-9 && ratio > 1.4, "{dir}: {ratio} against {expected}");
+    }
+    let text = compare(&[]);
+    eprintln!("{text}");
+    assert!(text.contains("reads ") && text.contains("x (link -> disk), writes "), "{text}");
 }
 
 #[test]
