@@ -41,7 +41,8 @@ pub fn implementation(kernel: &Kernel) -> String {
         }
         // No Rust crate offers OpenSSL's AVX-512 ChaCha20 and Poly1305 in a
         // default build: on such a CPU ring does about 0.7x `openssl speed`
-        // per CPU-second (docs/performance.md), and the record says so.
+        // per CPU-second (docs/performance.md). The bench times the system's
+        // libcrypto too where it loads; where it does not, the record says so.
         Kernel::ChaCha20Poly1305 if avx512_chacha() => {
             "ring 0.17 (BoringSSL AVX2 assembly; OpenSSL 3 has a faster AVX-512 path for this CPU)".into()
         }
@@ -158,10 +159,28 @@ impl Cursor {
     }
 }
 
-/// A worker for `kernel` over `slice` (at least 4 KiB). Setup work (keys,
-/// encoders, the compressed records a decompressor reads) happens here,
-/// before the clock starts.
-pub(crate) fn worker<'a>(kernel: Kernel, slice: &'a mut [u8]) -> Result<Box<dyn Worker + 'a>, String> {
+/// Which code computes a kernel: the crate headroom is built with, or (for
+/// the kernels [`crate::libcrypto::offers`]) the system's OpenSSL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Code {
+    /// The crate [`implementation`] names.
+    Builtin,
+    /// The system's libcrypto, loaded at run time.
+    SystemLibcrypto,
+}
+
+/// What `code` is for `kernel`, for the record.
+pub(crate) fn describe(kernel: &Kernel, code: Code) -> String {
+    match code {
+        Code::Builtin => implementation(kernel),
+        Code::SystemLibcrypto => crate::libcrypto::implementation().unwrap_or_else(|why| why),
+    }
+}
+
+/// A worker for `kernel` over `slice` (at least 4 KiB), running `code`.
+/// Setup work (keys, encoders, the compressed records a decompressor reads)
+/// happens here, before the clock starts.
+pub(crate) fn worker<'a>(kernel: Kernel, code: Code, slice: &'a mut [u8]) -> Result<Box<dyn Worker + 'a>, String> {
     let chunk = chunk(&kernel, slice.len());
     if chunk == 0 || chunk > slice.len() {
         return Err(format!("a {} byte buffer is too small", slice.len()));
@@ -217,7 +236,7 @@ pub(crate) fn worker<'a>(kernel: Kernel, slice: &'a mut [u8]) -> Result<Box<dyn 
                 .map(|w| Box::new(w) as Box<dyn Worker>)?
         }
         Kernel::Aes128Gcm | Kernel::Aes256Gcm | Kernel::ChaCha20Poly1305 => {
-            Box::new(AeadWorker { slice, cursor, key: aead_key(kernel, 0x42)?, counter: 0 })
+            Box::new(AeadWorker { slice, cursor, sealer: AeadSealer::new(kernel, code, 0x42)?, counter: 0 })
         }
         Kernel::Aes128Ccm | Kernel::Aes256Ccm => {
             Box::new(CcmWorker { slice, cursor, cipher: SmbCcm::new(kernel, 0x42)?, counter: 0 })
@@ -414,10 +433,48 @@ pub(crate) fn aead_key(kernel: Kernel, fill: u8) -> Result<ring::aead::LessSafeK
     Ok(ring::aead::LessSafeKey::new(key))
 }
 
+/// One AEAD kernel's key in either implementation.
+// One per worker, made once before the clock starts: the size of the
+// unboxed ring key costs nothing, a box would cost a pointer chase per seal.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum AeadSealer {
+    Ring(ring::aead::LessSafeKey),
+    Libcrypto(crate::libcrypto::Sealer),
+}
+
+impl AeadSealer {
+    /// `kernel`'s sealer in `code`, keyed with every byte `fill`.
+    pub(crate) fn new(kernel: Kernel, code: Code, fill: u8) -> Result<AeadSealer, String> {
+        let ring_key = aead_key(kernel, fill)?;
+        Ok(match code {
+            Code::Builtin => AeadSealer::Ring(ring_key),
+            Code::SystemLibcrypto => {
+                let key = vec![fill; ring_key.algorithm().key_len()];
+                AeadSealer::Libcrypto(crate::libcrypto::Sealer::new(kernel, &key)?)
+            }
+        })
+    }
+
+    /// Encrypts `message` in place under `nonce`, no associated data; the tag.
+    pub(crate) fn seal(&mut self, nonce: [u8; 12], message: &mut [u8]) -> Result<[u8; 16], String> {
+        match self {
+            AeadSealer::Ring(key) => key
+                .seal_in_place_separate_tag(
+                    ring::aead::Nonce::assume_unique_for_key(nonce),
+                    ring::aead::Aad::empty(),
+                    message,
+                )
+                .map(|tag| tag.as_ref().try_into().expect("16-byte tag"))
+                .map_err(|_| "ring's seal failed".to_string()),
+            AeadSealer::Libcrypto(sealer) => sealer.seal(&nonce, message),
+        }
+    }
+}
+
 struct AeadWorker<'a> {
     slice: &'a mut [u8],
     cursor: Cursor,
-    key: ring::aead::LessSafeKey,
+    sealer: AeadSealer,
     counter: u64,
 }
 
@@ -428,9 +485,8 @@ impl Worker for AeadWorker<'_> {
         self.counter += 1;
         let mut nonce = [0u8; 12];
         nonce[..8].copy_from_slice(&self.counter.to_le_bytes());
-        let nonce = ring::aead::Nonce::assume_unique_for_key(nonce);
         let message = &mut self.slice[range];
-        match self.key.seal_in_place_separate_tag(nonce, ring::aead::Aad::empty(), black_box(message)) {
+        match self.sealer.seal(nonce, black_box(message)) {
             Ok(tag) => {
                 let _ = black_box(tag);
                 message.len() as u64

@@ -4,7 +4,9 @@
 //! ChaCha20-Poly1305) — per core and on all cores, on a buffer larger than
 //! the caches and on a cache-sized one.
 //!
-//! The algorithms come from well-kept crates; this crate's job is measuring
+//! The algorithms come from well-kept crates (and, for AES-GCM and
+//! ChaCha20-Poly1305, also from the system's OpenSSL where it is faster:
+//! `libcrypto`); this crate's job is measuring
 //! them honestly: every kernel passes a correctness check before it is timed
 //! ([`verify`]), workers are pinned to CPUs, warm up before the clock starts,
 //! run for a fixed time over enough bytes, and feed every output into
@@ -19,6 +21,7 @@ mod data;
 mod features;
 mod fletcher;
 mod kernels;
+mod libcrypto;
 mod measure;
 mod os;
 mod probe_engine;
@@ -31,9 +34,17 @@ pub use fletcher::fletcher4;
 /// The kernel catalog and the measurement documents live in headroom-result
 /// (presenters read them there); this crate measures them.
 pub use headroom_result::kernels::{
-    all_kernels, BufferSpec, DataKind, Direction, Feature, Group, Kernel, KernelMatrix, Measurement, CONTENDED_SHARE,
+    all_kernels, BufferSpec, DataKind, Direction, Feature, Group, Kernel, KernelMatrix, Measurement, RunnerUp,
+    CONTENDED_SHARE,
 };
 pub use kernels::implementation;
+
+/// The system's OpenSSL 3 libcrypto that the AES-GCM and ChaCha20-Poly1305
+/// kernels are raced against ("OpenSSL 3.0.22 ... (the system's
+/// libcrypto.so.3)"), or why it cannot be loaded here.
+pub fn system_libcrypto() -> Result<String, String> {
+    libcrypto::implementation()
+}
 pub use measure::{run, KernelBench, ProgressEvent};
 pub use probe_engine::{measurement_of, requests, CpuEngine, CpuRequest};
 pub use verify::{verify, verify_all};

@@ -4,9 +4,9 @@
 //! sum over workers of bytes / own elapsed time.
 
 use crate::data::fill;
-use crate::kernels::worker;
+use crate::kernels::{describe, worker, Code};
 use crate::{verify, CpuError, MIN_BUFFER};
-use headroom_result::kernels::{BufferSpec, DataKind, Kernel, KernelMatrix, Measurement};
+use headroom_result::kernels::{BufferSpec, DataKind, Kernel, KernelMatrix, Measurement, RunnerUp};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
@@ -65,19 +65,26 @@ pub fn run(
 }
 
 /// Measures one kernel at a time, keeping what measurements share: the CPUs
-/// this process may use, the filled buffers, and which kernels passed
-/// their correctness check (each is checked once, before it is first timed).
+/// this process may use, the filled buffers, which kernels passed their
+/// correctness check (each is checked once, before it is first timed) and
+/// which code computes each.
+///
+/// A kernel with two implementations (AES-GCM and ChaCha20-Poly1305: ring,
+/// and the system's OpenSSL where it loads and agrees with ring) races them
+/// at its first measurement, ranked per CPU-second; the winner computes
+/// every later one, so a table's columns come from one implementation.
 #[derive(Default)]
 pub struct KernelBench {
     cpus: Vec<usize>,
     buffers: HashMap<(usize, DataKind), Vec<u8>>,
     verified: Vec<Kernel>,
+    codes: HashMap<Kernel, Code>,
 }
 
 impl KernelBench {
     /// A bench on the CPUs this process may run on (its affinity mask).
     pub fn new() -> Self {
-        KernelBench { cpus: crate::os::allowed_cpus(), buffers: HashMap::new(), verified: Vec::new() }
+        KernelBench { cpus: crate::os::allowed_cpus(), ..KernelBench::default() }
     }
 
     /// Checks `kernel`'s answer, once per bench.
@@ -107,8 +114,47 @@ impl KernelBench {
             fill(&mut b, data, 0x5EED);
             b
         });
-        measure(kernel, threads, buf, &buffer, Timing { time, warmup }, stop, &self.cpus)
+        let timing = Timing { time, warmup };
+        let mut run = |code| measure(Subject { kernel, code }, threads, buf, &buffer, timing, stop, &self.cpus);
+        if let Some(code) = self.codes.get(&kernel) {
+            return run(*code);
+        }
+        let builtin = run(Code::Builtin)?;
+        let rival = second_implementation(&kernel).and_then(|code| run(code).ok());
+        let (winner, code) = match rival {
+            Some(other) if other.bytes_per_cpu_sec > builtin.bytes_per_cpu_sec => {
+                (with_runner_up(other, &builtin), Code::SystemLibcrypto)
+            }
+            Some(other) => (with_runner_up(builtin, &other), Code::Builtin),
+            None => (builtin, Code::Builtin),
+        };
+        self.codes.insert(kernel, code);
+        Ok(winner)
     }
+}
+
+/// The implementation to race against the built-in one for `kernel`: the
+/// system's libcrypto, when it offers the kernel, loads, and seals as ring does.
+fn second_implementation(kernel: &Kernel) -> Option<Code> {
+    (crate::libcrypto::offers(kernel) && crate::verify::libcrypto_agrees(kernel).is_ok())
+        .then_some(Code::SystemLibcrypto)
+}
+
+/// `winner` with the slower measurement recorded beside it.
+fn with_runner_up(mut winner: Measurement, slower: &Measurement) -> Measurement {
+    winner.runner_up = Some(RunnerUp {
+        implementation: slower.implementation.clone(),
+        bytes_per_sec: slower.bytes_per_sec,
+        bytes_per_cpu_sec: slower.bytes_per_cpu_sec,
+    });
+    winner
+}
+
+/// A kernel and the code computing it.
+#[derive(Clone, Copy)]
+struct Subject {
+    kernel: Kernel,
+    code: Code,
 }
 
 /// Measured time and the untimed warm-up before it.
@@ -122,7 +168,7 @@ struct Timing {
 type WorkerOutcome = Result<(u64, Duration, Duration, Option<f64>), String>;
 
 fn measure(
-    kernel: Kernel,
+    Subject { kernel, code }: Subject,
     threads: usize,
     buf: &mut [u8],
     buffer: &BufferSpec,
@@ -149,7 +195,7 @@ fn measure(
                     if let Some(cpu) = cpu {
                         crate::os::pin_to(cpu);
                     }
-                    let mut w = worker(kernel, slice);
+                    let mut w = worker(kernel, code, slice);
                     barrier.wait(); // everyone set up
                     if let Ok(w) = &mut w {
                         let until = Instant::now() + warmup;
@@ -236,6 +282,7 @@ fn measure(
         bytes_per_cpu_sec: cpu_rate,
         quota: None,
         contention: None,
-        implementation: crate::kernels::implementation(&kernel),
+        implementation: describe(&kernel, code),
+        runner_up: None,
     })
 }

@@ -159,6 +159,7 @@ pub fn measurement_of(probe: &Probe) -> Option<Measurement> {
             .clone()
             .or_else(|| probe.details.get("implementation").and_then(|v| v.as_str()).map(str::to_string))
             .unwrap_or_default(),
+        runner_up: probe.details.get(details::RUNNER_UP).and_then(|v| serde_json::from_value(v.clone()).ok()),
     })
 }
 

@@ -206,6 +206,28 @@ fn aead_round_trip(kernel: &Kernel) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether the system's libcrypto loads and seals as ring does (ring is
+/// checked against published vectors first): two messages under two nonces,
+/// one of a length no SIMD block size divides, must give ring's ciphertext
+/// and tag to the byte. Err says why it will not be timed.
+pub(crate) fn libcrypto_agrees(kernel: &Kernel) -> Result<(), String> {
+    use crate::kernels::{AeadSealer, Code};
+    verify(kernel).map_err(|e| e.to_string())?;
+    let mut ring = AeadSealer::new(*kernel, Code::Builtin, 7)?;
+    let mut libcrypto = AeadSealer::new(*kernel, Code::SystemLibcrypto, 7)?;
+    for (len, nonce) in [(70_001, [9u8; 12]), (4096, [3; 12])] {
+        let mut by_ring = vec![0u8; len];
+        fill(&mut by_ring, DataKind::Incompressible, 12);
+        let mut by_libcrypto = by_ring.clone();
+        let ring_tag = ring.seal(nonce, &mut by_ring)?;
+        let libcrypto_tag = libcrypto.seal(nonce, &mut by_libcrypto)?;
+        if by_ring != by_libcrypto || ring_tag != libcrypto_tag {
+            return Err(format!("libcrypto's {} of {len} bytes differs from ring's", kernel.id()));
+        }
+    }
+    Ok(())
+}
+
 /// Key bytes 0, 1, 2, ..., a zero nonce, AAD "smb3": ciphertext and tag as
 /// OpenSSL computes them (Python's cryptography AESCCM, tag_length=16), then
 /// a flipped bit must be rejected and the message must open again.

@@ -62,3 +62,38 @@ fn a_set_stop_flag_returns_at_once_with_what_was_measured() {
     let results = run(&tiny_plan(vec![1]), &AtomicBool::new(true), |_| {}).unwrap();
     assert!(results.is_empty());
 }
+
+#[test]
+fn ciphers_are_raced_against_the_systems_openssl_and_the_faster_one_is_named() {
+    let openssl = match headroom_cpu::system_libcrypto() {
+        Ok(version) => version,
+        Err(why) => {
+            println!("skipped: the system's OpenSSL 3 libcrypto is not available here ({why})");
+            return;
+        }
+    };
+    let mut bench = headroom_cpu::KernelBench::new();
+    let buffer = BufferSpec { bytes: 1 << 20, cache_resident: false };
+    let (time, warmup) = (Duration::from_millis(40), Duration::from_millis(5));
+    let stop = AtomicBool::new(false);
+    for kernel in all_kernels().into_iter().filter(|k| k.group() == Group::Encryption) {
+        let first = bench.measure(kernel, 1, buffer, time, warmup, &stop).unwrap();
+        let id = kernel.id();
+        if id.ends_with("ccm") {
+            assert!(first.runner_up.is_none(), "OpenSSL is not timed for {id}: {first:?}");
+            continue;
+        }
+        // Both implementations ran (libcrypto sealed as ring does, or it
+        // would not have been timed); the figure is the faster one's.
+        let slower = first.runner_up.clone().unwrap_or_else(|| panic!("{id}: no runner-up beside {first:?}"));
+        let names = [first.implementation.as_str(), slower.implementation.as_str()];
+        assert!(names.iter().any(|n| n.starts_with("ring")) && names.contains(&openssl.as_str()), "{id}: {names:?}");
+        assert!(first.bytes_per_cpu_sec >= slower.bytes_per_cpu_sec, "{id}: {first:?}");
+        let probe = first.to_probe();
+        assert_eq!(headroom_cpu::measurement_of(&probe).unwrap().runner_up, Some(slower), "{id}: details.runner_up");
+        // Later figures of the kernel come from the winner alone.
+        let again = bench.measure(kernel, 1, BufferSpec { bytes: 64 << 10, cache_resident: true }, time, warmup, &stop);
+        let again = again.unwrap();
+        assert_eq!((again.implementation.as_str(), again.runner_up.is_none()), (first.implementation.as_str(), true));
+    }
+}

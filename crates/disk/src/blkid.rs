@@ -1,7 +1,7 @@
 //! The eight functions of libblkid (util-linux, LGPL-2.1+) the signature
 //! probe calls, declared from `<blkid/blkid.h>` (ABI `libblkid.so.1`, stable
 //! since util-linux 2.15), and a probe that frees itself. Loaded at run time
-//! ([`crate::clib`]); the static build links `libblkid.a` (feature
+//! ([`headroom_sys::clib`]); the static build links `libblkid.a` (feature
 //! `static-blkid`).
 //!
 //! Owns the FFI only; what a signature means is safety.rs's business.
@@ -20,7 +20,7 @@ pub struct blkid_struct_probe {
 #[allow(non_camel_case_types)]
 type blkid_probe = *mut blkid_struct_probe;
 
-crate::c_library! {
+headroom_sys::c_library! {
     library "libblkid.so.1", package "libblkid1", for "the signature check",
     static feature "static-blkid", link "blkid";
     fn blkid_new_probe() -> blkid_probe;

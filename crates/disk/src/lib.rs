@@ -23,7 +23,6 @@
 #[cfg(target_os = "linux")]
 mod blkid;
 mod bounds;
-pub mod clib;
 mod data;
 mod engine;
 mod fio;

@@ -12,6 +12,8 @@ pub const WHY: &str = "why";
 pub const IO_LIMIT: &str = "io_limit";
 /// A cpu probe's `CgroupCpu`: the measuring process's CPU quota and what it throttled.
 pub const CGROUP: &str = "cgroup";
+/// A cpu probe's `RunnerUp`: the slower of two implementations timed for its kernel.
+pub const RUNNER_UP: &str = "runner_up";
 /// `details.cpu_limit`: the CPU limit analysis found (`side`, `kind`, `evidence`).
 pub const CPU_LIMIT: &str = "cpu_limit";
 

@@ -305,6 +305,22 @@ pub struct Measurement {
     /// Which crate (or code) computed the kernel, as the engine names it
     /// (`spec.implementation` of the probe).
     pub implementation: String,
+    /// The other implementation timed for this kernel, when two were and
+    /// this figure is the faster one's (`details.runner_up` of the probe).
+    pub runner_up: Option<RunnerUp>,
+}
+
+/// An implementation timed beside the one whose figure a measurement
+/// shows, and slower than it (ring's ChaCha20-Poly1305 against the
+/// system's OpenSSL, on a CPU with AVX-512).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RunnerUp {
+    /// What it is, as [`Measurement::implementation`] names one.
+    pub implementation: String,
+    /// Its bytes per second on the same buffer and threads.
+    pub bytes_per_sec: f64,
+    /// Its bytes per CPU-second, the figure the two were ranked by.
+    pub bytes_per_cpu_sec: f64,
 }
 
 /// A quota that throttled in this share of its periods held the workers
@@ -348,6 +364,9 @@ impl Measurement {
         }
         details.insert("cpu_share".into(), serde_json::json!(self.cpu_share));
         details.insert("bytes_per_cpu_sec".into(), serde_json::json!(self.bytes_per_cpu_sec));
+        if let Some(r) = &self.runner_up {
+            details.insert(details::RUNNER_UP.into(), serde_json::to_value(r).expect("plain data"));
+        }
         let mut warnings = Vec::new();
         if let Some(q) = &self.quota {
             details.insert(details::CGROUP.into(), serde_json::to_value(q).expect("plain data"));

@@ -19,9 +19,13 @@
 //! What it asks of the operating system goes through `os/` (one module per
 //! concern, `os/linux/` implements them); this file only assembles.
 //!
+//! Also loads the C libraries other crates call at run time ([`clib`] and its
+//! [`c_library!`] macro: libblkid, libnfs, libnbd, libcrypto).
+//!
 //! Reads only; never writes sysfs, never drives a test itself, knows nothing
 //! of output.
 
+pub mod clib;
 mod os;
 mod pcie;
 pub mod secret_file;

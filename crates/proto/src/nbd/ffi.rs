@@ -32,7 +32,7 @@ pub const SIZE_MINIMUM: c_int = 0;
 pub const SIZE_PREFERRED: c_int = 1;
 pub const SIZE_MAXIMUM: c_int = 2;
 
-headroom_disk::c_library! {
+headroom_sys::c_library! {
     library "libnbd.so.0", package "libnbd0", for "an nbd:// target";
     fn nbd_create() -> *mut NbdHandle;
     fn nbd_close(h: *mut NbdHandle);

@@ -59,7 +59,7 @@ pub type rpc_cb = unsafe extern "C" fn(rpc: *mut rpc_context, status: c_int, dat
 /// `RPC_STATUS_SUCCESS` of libnfs-raw.h.
 pub const RPC_STATUS_SUCCESS: c_int = 0;
 
-headroom_disk::c_library! {
+headroom_sys::c_library! {
     library "libnfs.so.13", package "libnfs13", for "an nfs:// target";
     fn nfs_init_context() -> *mut nfs_context;
     fn nfs_destroy_context(nfs: *mut nfs_context);

@@ -176,6 +176,10 @@ fn implementations(plan: &KernelMatrix, results: &[Measurement], style: Style) -
             text += &format!("{}\n", style.bold("Implementations"));
         }
         text += &format!("  {:<34} {}\n", kernel_label(kernel, results), m.implementation);
+        if let Some(slower) = &m.runner_up {
+            let share = slower.bytes_per_cpu_sec / m.bytes_per_cpu_sec.max(f64::MIN_POSITIVE);
+            text += &format!("  {:<34} the faster of two; {}: {share:.2}x per CPU-second\n", "", slower.implementation);
+        }
     }
     text
 }
@@ -279,6 +283,7 @@ fn kernel_label(kernel: &Kernel, results: &[Measurement]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use headroom_result::kernels::RunnerUp;
     use headroom_result::{Contention, ProcessLoad};
     use std::time::Duration;
 
@@ -298,6 +303,7 @@ mod tests {
             quota: None,
             contention: None,
             implementation: String::new(),
+            runner_up: None,
         }
     }
 
@@ -335,6 +341,12 @@ mod tests {
         for m in &mut results {
             m.implementation = format!("{} by test code", m.kernel.id());
         }
+        // ChaCha's figure came from the faster of two implementations.
+        results[4].runner_up = Some(RunnerUp {
+            implementation: "slower test code".into(),
+            bytes_per_sec: 200e6,
+            bytes_per_cpu_sec: 205e6,
+        });
         let link =
             LinkTarget { name: "10GbE".into(), bytes_per_sec: 1.177e9, basis: "TCP at MTU 1500".into(), caveat: None };
         let host = Host::default();
@@ -362,6 +374,8 @@ mod tests {
             ),
             "{text}"
         );
+        let runner_up = format!("{:37}the faster of two; slower test code: 0.71x per CPU-second\n", "");
+        assert!(text.contains(&format!("chacha20-poly1305 by test code\n{runner_up}")), "{text}");
         assert!(
             text.contains("* other processes shared the CPU during 1 of 8 figures (down to 50% of a core"),
             "{text}"

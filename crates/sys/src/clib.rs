@@ -1,5 +1,5 @@
-//! Loading the C libraries headroom calls (libblkid here, libnfs and libnbd in
-//! headroom-proto) at run time, on first use, by exact soname: building needs
+//! Loading the C libraries headroom calls (libblkid in headroom-disk, libnfs and libnbd in
+//! headroom-proto, libcrypto in headroom-cpu) at run time, on first use, by exact soname: building needs
 //! neither their headers nor their link-time `.so`, and a machine without one
 //! loses only what needs it, with one line naming the package to install.
 //!
@@ -48,7 +48,7 @@ pub unsafe fn symbol<T: Copy>(lib: &Library, soname: &str, name: &str) -> Result
 /// the library itself and panics if it is missing.
 ///
 /// ```ignore
-/// headroom_disk::c_library! {
+/// headroom_sys::c_library! {
 ///     library "libnbd.so.0", package "libnbd0", for "nbd:// targets";
 ///     fn nbd_create() -> *mut NbdHandle;
 /// }
