@@ -11,7 +11,7 @@
 //! correct for, and it measures the noise within each run, not between runs.
 //! Owns nothing but arithmetic on documents.
 
-use crate::{analyse, PathHints};
+use crate::{analyse, verdict_source, PathHints, VerdictSource};
 use headroom_result::{Direction, DirectionVerdict, Probe, ResultDoc, Sample};
 use serde::Serialize;
 
@@ -336,12 +336,10 @@ fn path_rows(docs: &[ResultDoc]) -> Vec<Row> {
 /// analysis, as `report` shows it. None for a soak or a fleet, which are
 /// not judged as one path.
 fn path_verdicts(doc: &ResultDoc) -> Vec<DirectionVerdict> {
-    if doc.soak.is_some() || doc.fleet.is_some() {
-        return Vec::new();
-    }
-    match &doc.verdict {
-        Some(v) if !v.directions.is_empty() => v.directions.clone(),
-        _ => analyse(doc, &PathHints::default()).map(|a| a.directions).unwrap_or_default(),
+    match verdict_source(doc) {
+        VerdictSource::NotJudged => Vec::new(),
+        VerdictSource::Stored(directions) => directions.to_vec(),
+        VerdictSource::ToJudge => analyse(doc, &PathHints::default()).map(|a| a.directions).unwrap_or_default(),
     }
 }
 

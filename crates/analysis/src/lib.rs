@@ -33,7 +33,9 @@ pub use goals::{evaluate, parse_goals, Goal, GoalError, GoalResult, Metric};
 pub use link_share::{faster_than_ceiling, net_probe_against_link, CEILING_SHARE};
 pub use per_second::per_second;
 pub use setting::Setting;
-pub use verdict::{analyse, annotate, Analysis, Bottleneck, Direction, DirectionVerdict};
+pub use verdict::{
+    analyse, annotate, verdict_source, Analysis, Bottleneck, Direction, DirectionVerdict, VerdictSource,
+};
 pub use write_cache::{
     annotate_writes_outran_reads, past_the_write_cache, writes_outran_reads, writes_outran_reads_warnings,
     WRITES_OUTRAN_READS,

@@ -1,12 +1,13 @@
 //! Each rule of docs/verdict.md, held against a stored result document.
 //!
-//! Long (about 950 lines): 40 tests, one per rule and its edge cases, sharing one
+//! Long (about 1000 lines): 43 tests, one per rule and its edge cases, sharing one
 //! document builder; split, they would each need it.
 
 use headroom_analysis::LinkSpec;
 use headroom_analysis::{analyse, annotate, Bottleneck, Direction, DirectionVerdict, PathHints};
 use headroom_analysis::{compare, CompareError, Figure, Significance};
 use headroom_analysis::{evaluate, parse_goals};
+use headroom_analysis::{verdict_source, VerdictSource};
 use headroom_result::ResultDoc;
 
 fn fixture(name: &str) -> ResultDoc {
@@ -293,6 +294,27 @@ fn compare_leads_with_each_paths_end_to_end_figure_and_its_bottleneck() {
     // Disk-only results judge no path: no path row, as before.
     let c = compare(&[fixture("compare-before"), fixture("compare-after")], &[]).unwrap();
     assert!(c.rows.iter().all(|r| !r.probe.starts_with("path-")), "{:?}", c.rows[0]);
+}
+
+#[test]
+fn a_stored_verdict_is_read_back_and_soaks_and_fleets_are_not_judged() {
+    let mut doc = fixture("link-bound");
+    assert_eq!(verdict_source(&doc), VerdictSource::ToJudge);
+    let judged = annotate(&mut doc, &PathHints::default()).unwrap().directions;
+    assert_eq!(verdict_source(&doc), VerdictSource::Stored(&judged));
+    // What was stored is what a reader gets, though judging again would differ
+    // (a document judged under `--link` keeps that link's verdict).
+    doc.verdict.as_mut().unwrap().directions[0].figure_bytes_per_sec = 1.0;
+    let c = compare(&[doc.clone(), fixture("disk-bound")], &[]).unwrap();
+    assert_eq!(c.rows[0].cells[0].value, 1.0, "{:?}", c.rows[0]);
+    for not_one_path in [
+        ResultDoc { soak: Some(Default::default()), ..doc.clone() },
+        ResultDoc { fleet: Some(Default::default()), ..doc.clone() },
+    ] {
+        assert_eq!(verdict_source(&not_one_path), VerdictSource::NotJudged);
+        let c = compare(&[not_one_path, fixture("disk-bound")], &[]).unwrap();
+        assert!(c.rows.iter().all(|r| !r.probe.starts_with("path-")), "{:?}", c.rows[0]);
+    }
 }
 
 #[test]

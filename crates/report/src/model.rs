@@ -3,7 +3,7 @@
 //! against it, and the comparison when there are several documents.
 
 use headroom_analysis::GoalResult;
-use headroom_analysis::{annotate, DirectionVerdict, PathHints};
+use headroom_analysis::{annotate, verdict_source, DirectionVerdict, PathHints, VerdictSource};
 use headroom_analysis::{compare, CompareError, Comparison};
 use headroom_result::{Ceiling, ResultDoc};
 
@@ -32,22 +32,14 @@ impl ResultView {
     /// verdict (`sections::soak_findings` leads its report instead), nor does
     /// a fleet (`present::fleet` shows its hosts, each with its own).
     pub fn new(mut doc: ResultDoc, fallback_name: &str) -> Self {
-        let stored: Vec<DirectionVerdict> = doc.verdict.iter().flat_map(|v| v.directions.iter().cloned()).collect();
-        let (ceilings, directions) = if doc.soak.is_some() || doc.fleet.is_some() {
-            // A soak's probes take turns over hours: its findings are the
-            // detections, not one run's bottleneck verdict. A fleet's probes
-            // ran on many machines: each host has its own verdict (in the
-            // fleet section); judged as one machine they would read as one
-            // host with many far ends.
-            (doc.ceilings.clone(), Vec::new())
-        } else if !stored.is_empty() {
-            (doc.ceilings.clone(), stored)
-        } else {
+        let (ceilings, directions) = match verdict_source(&doc) {
+            VerdictSource::NotJudged => (doc.ceilings.clone(), Vec::new()),
+            VerdictSource::Stored(directions) => (doc.ceilings.clone(), directions.to_vec()),
             // The document gains the ceilings and verdict, so JSON output carries them too.
-            match annotate(&mut doc, &PathHints::default()) {
+            VerdictSource::ToJudge => match annotate(&mut doc, &PathHints::default()) {
                 Ok(a) => (a.model.ceilings, a.directions),
                 Err(_) => (doc.ceilings.clone(), Vec::new()),
-            }
+            },
         };
         let name = doc.label.clone().unwrap_or_else(|| fallback_name.to_string());
         ResultView { name, doc, ceilings, directions, goals: Vec::new() }

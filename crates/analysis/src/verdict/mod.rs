@@ -61,6 +61,31 @@ impl Analysis {
     }
 }
 
+/// Where a document's per-direction verdict comes from, for every reader
+/// of stored documents (`report`, `compare`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum VerdictSource<'a> {
+    /// None is judged: a soak's probes take turns over hours (its findings
+    /// are its detections), and a fleet's ran on many machines (each host
+    /// has its own verdict in the fleet section; judged as one machine they
+    /// would read as one host with many far ends).
+    NotJudged,
+    /// The verdict stored when the document was written (with the hints,
+    /// e.g. `--link`, it was judged under then).
+    Stored(&'a [DirectionVerdict]),
+    /// No stored verdict: judge it now ([`analyse`] or [`annotate`]).
+    ToJudge,
+}
+
+/// Where `doc`'s verdict comes from.
+pub fn verdict_source(doc: &ResultDoc) -> VerdictSource<'_> {
+    match &doc.verdict {
+        _ if doc.soak.is_some() || doc.fleet.is_some() => VerdictSource::NotJudged,
+        Some(v) if !v.directions.is_empty() => VerdictSource::Stored(&v.directions),
+        _ => VerdictSource::ToJudge,
+    }
+}
+
 /// Derives ceilings and the verdict of a document.
 pub fn analyse(doc: &ResultDoc, hints: &PathHints) -> Result<Analysis, ceilings::BadLinkSpec> {
     Ok(judge_against(doc, ceilings::derive(doc, hints)?))
