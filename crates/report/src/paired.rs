@@ -2,7 +2,8 @@
 //! group of bars, one bar per result, each group on its own scale (its
 //! largest value fills the width, so a 10x change and a 1.1x change read
 //! alike), with the ratio to the first result and `compare`'s significance
-//! mark written at the bar. The headline ("before -> after: reads 1.40x,
+//! mark written at the bar, and on the end-to-end rows each result's
+//! bottleneck after it. The headline ("before -> after: reads 1.40x,
 //! writes 10.00x") is the title. Reads only the [`Comparison`]; the
 //! significance is `compare`'s (a Mann-Whitney test on per-second samples,
 //! which gives a p-value, not an interval).
@@ -82,7 +83,7 @@ pub fn paired_svg(c: &Comparison) -> Option<String> {
             let w = if max > 0.0 { cell.value / max * BARS_W } else { 0.0 };
             let colour = COLOURS[i % COLOURS.len()];
             let value = xml_text(&figure_value(row.figure, cell.value, style));
-            let (text, tone) = match cell.significance {
+            let (mut text, tone) = match cell.significance {
                 Significance::Baseline => (value, Tone::Plain),
                 _ => {
                     let (ratio, tone) = ratio_mark(row.figure, cell);
@@ -90,6 +91,11 @@ pub fn paired_svg(c: &Comparison) -> Option<String> {
                     (format!("{value}<tspan dx=\"10\">{}</tspan>", xml_text(&ratio)), tone)
                 }
             };
+            // A path row: what held that result's path, as the table's cell says.
+            if let Some(bottleneck) = row.bottlenecks.get(i) {
+                let _ =
+                    write!(text, "<tspan dx=\"10\" fill=\"#555\" font-weight=\"400\">{}</tspan>", xml_text(bottleneck));
+            }
             let (fill, weight) = match tone {
                 Tone::Good => ("#08703a", " font-weight=\"600\""),
                 Tone::Bad => ("#b00020", " font-weight=\"600\""),
@@ -154,5 +160,17 @@ mod tests {
         assert_eq!(after, BARS_W);
         assert!((before / after - 0.1).abs() < 0.01, "{before} vs {after}");
         assert!(svg.contains("<tspan dx=\"10\">10.00x *</tspan>"), "significance mark beside the ratio");
+        assert!(!svg.contains("fill=\"#555\" font-weight"), "disk-only results: no path row, no bottleneck");
+    }
+
+    #[test]
+    fn each_end_to_end_bar_names_what_held_its_path() {
+        let report = Report::new(vec![fixture("link-bound"), fixture("disk-bound")]);
+        let svg = paired_svg(report.comparison.as_ref().unwrap()).unwrap();
+        assert!(svg.contains("reads 1.82x (link -&gt; disk)"), "{svg}");
+        let reads = svg.split("reads end to end").nth(1).unwrap().split("writes end to end").next().unwrap();
+        let held: Vec<&str> =
+            reads.split("fill=\"#555\" font-weight=\"400\">").skip(1).map(|s| s.split('<').next().unwrap()).collect();
+        assert_eq!(held, ["link", "disk"], "{reads}");
     }
 }
