@@ -296,8 +296,29 @@ fn cells_against_first(values: &[f64], samples: &[Vec<f64>]) -> Vec<Cell> {
 /// rows at 1.00x; this row shows what the path gained. Its samples are those
 /// of the probe that set the figure (the slowest hop's), so a path whose
 /// bottleneck moved is judged on what limited it in each document.
+///
+/// Fleets are not judged as one path; each host of a `fleet run` is, and
+/// gets the same rows for its own path (`path-read@HOST`), where every
+/// document has that host's verdict.
 fn path_rows(docs: &[ResultDoc]) -> Vec<Row> {
     let judged: Vec<Vec<DirectionVerdict>> = docs.iter().map(path_verdicts).collect();
+    let mut rows = path_rows_of(docs, &judged, None);
+    for host in docs[0].fleet.iter().flat_map(|f| &f.hosts) {
+        let judged: Option<Vec<Vec<DirectionVerdict>>> = docs
+            .iter()
+            .map(|d| {
+                let same = d.fleet.as_ref()?.hosts.iter().find(|h| h.name == host.name)?;
+                Some(same.verdict.as_ref()?.directions.clone())
+            })
+            .collect();
+        rows.extend(judged.map(|j| path_rows_of(docs, &j, Some(&host.name))).unwrap_or_default());
+    }
+    rows
+}
+
+/// The path rows of `judged` (each document's verdicts of one path: the
+/// document's, or fleet host `host`'s, whose probes carry its name).
+fn path_rows_of(docs: &[ResultDoc], judged: &[Vec<DirectionVerdict>], host: Option<&str>) -> Vec<Row> {
     [Direction::Read, Direction::Write]
         .into_iter()
         .filter_map(|dir| {
@@ -317,13 +338,18 @@ fn path_rows(docs: &[ResultDoc]) -> Vec<Row> {
                         .iter()
                         .find(|h| h.measured_bytes_per_sec == Some(v.figure_bytes_per_sec))
                         .and_then(|h| h.probe.as_deref());
-                    let probe = setter.and_then(|id| doc.probes.iter().find(|p| p.id == id));
+                    let of_host = |p: &&Probe| host.is_none_or(|h| p.host.as_deref() == Some(h));
+                    let probe = setter.and_then(|id| doc.probes.iter().filter(of_host).find(|p| p.id == id));
                     probe.map(|p| p.samples.iter().map(|s| s.bytes_per_sec).collect()).unwrap_or_default()
                 })
                 .collect();
+            let (probe, name) = match host {
+                None => (Row::path_id(dir), format!("{} end to end", dir.plural())),
+                Some(h) => (format!("{}@{h}", Row::path_id(dir)), format!("{} end to end @{h}", dir.plural())),
+            };
             Some(Row {
-                probe: Row::path_id(dir),
-                name: format!("{} end to end", dir.plural()),
+                probe,
+                name,
                 figure: Figure::Throughput,
                 cells: cells_against_first(&values, &samples),
                 bottlenecks: verdicts.iter().map(|v| v.bottleneck.to_string()).collect(),

@@ -128,4 +128,34 @@ mod tests {
         assert_eq!(r.measured, Some(read.figure_bytes_per_sec));
         assert!(doc.warnings.is_empty());
     }
+
+    #[test]
+    fn two_fleet_runs_compare_each_hosts_path() {
+        let mut before = fleet_run();
+        judge_hosts(&mut before);
+        // The same fleet after its disks got twice as fast.
+        let mut after = fleet_run();
+        for p in after.probes.iter_mut().filter(|p| p.kind() == ProbeKind::Disk) {
+            p.summary.bytes_per_sec *= 2.0;
+        }
+        judge_hosts(&mut after);
+        let c = headroom_analysis::compare(&[before.clone(), after.clone()], &[]).unwrap();
+        let host = "127.0.0.1:5492";
+        let row = c.rows.iter().find(|r| r.probe == format!("path-read@{host}")).expect("the host's path row");
+        assert_eq!(row.name, format!("reads end to end @{host}"));
+        let figure = |doc: &ResultDoc| {
+            let v = doc.fleet.as_ref().unwrap().hosts[0].verdict.clone().unwrap();
+            let read = v.directions.into_iter().find(|d| d.direction.as_str() == "read").unwrap();
+            (read.figure_bytes_per_sec, read.bottleneck.to_string())
+        };
+        let ((was, held_before), (now, held_after)) = (figure(&before), figure(&after));
+        assert_eq!(row.bottlenecks, [held_before, held_after]);
+        assert!((row.cells[1].ratio - now / was).abs() < 1e-9 && row.cells[1].ratio > 1.5, "{row:?}");
+        // The fleet as a whole is not one path: no row without a host.
+        assert!(c.rows.iter().all(|r| r.probe != "path-read"), "{:?}", c.rows);
+        // A run whose host was not judged (an older document) gets none.
+        after.fleet.as_mut().unwrap().hosts[0].verdict = None;
+        let c = headroom_analysis::compare(&[before, after], &[]).unwrap();
+        assert!(c.rows.iter().all(|r| !r.probe.starts_with("path-")), "{:?}", c.rows);
+    }
 }
