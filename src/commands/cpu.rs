@@ -27,8 +27,10 @@ use headroom_units::{DurationArg, Size};
 
 Kernels: RAID-5 XOR (4+1), RAID-6 P+Q (4+2, 8+2), CRC32C, xxHash64, XXH3, Fletcher-4,
 SHA-256, BLAKE3, LZ4 and zstd -1/-3 (compress and decompress, on incompressible and
-2:1 data), AES-128-GCM, AES-256-GCM, ChaCha20-Poly1305. Every kernel is checked for
-a correct answer before it is timed.
+2:1 data), AES-128-GCM, AES-256-GCM, ChaCha20-Poly1305, AES-128/256-CCM. Every kernel
+is checked for a correct answer before it is timed. AES-GCM and ChaCha20-Poly1305 run
+in ring and, where it loads, in the system's OpenSSL 3 libcrypto (what OpenSSH runs):
+the faster gives the figures, the other is named under Implementations.
 
 Columns: a buffer larger than the caches (--size; default the larger of 64 MiB and
 twice the last-level cache, shared by the threads) and a 256 KiB buffer per thread
