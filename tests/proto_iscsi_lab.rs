@@ -383,6 +383,13 @@ fn login_keys_asked_with_iscsi_are_negotiated_and_recorded() {
     }
     assert!(g(&default, "InitialR2T_asked").is_none(), "nothing asked, nothing recorded: {:?}", default.granted);
     assert!(bytes > 0.0, "writes completed under the asked keys");
+    // A receive segment above headroom's 256 KiB (up to RFC 7143's largest):
+    // tgt sends 1 MiB Data-In PDUs, which the session's receive buffer holds.
+    let segment = ["--iscsi", "MaxRecvDataSegmentLength=1048576", "--json", "--quiet"];
+    let read = ["disk", &t.url, "--rw", "read", "--bs", "1M", "--qd", "4", "--time", "1s", "--ramp", "200ms"];
+    let (large, bytes) = protocol(&doc_of(&headroom_in(&nas, &[&read[..], &segment[..]].concat(), &[])), 0);
+    assert_eq!(g(&large, "MaxRecvDataSegmentLength_initiator"), Some(1_048_576), "{:?}", large.granted);
+    assert!(bytes > 0.0, "reads completed in 1 MiB PDUs");
     // A key for another protocol's URL is refused before anything connects.
     let out = headroom_in(&nas, &["disk", "nbd://127.0.0.1/x", "--iscsi", "InitialR2T=Yes"], &[]);
     assert_eq!(out.status.code(), Some(2));

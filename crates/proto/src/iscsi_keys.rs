@@ -13,7 +13,9 @@ use std::str::FromStr;
 
 /// The largest burst RFC 7143 allows (2^24 - 1), rounded down to 1 KiB as initiators offer it.
 pub(crate) const MAX_BURST: u32 = 16_776_192;
-/// The receive segment this initiator offers and allocates buffers for.
+/// The receive segment this initiator offers unless asked otherwise: what
+/// open-iscsi, libiscsi and Windows' initiator offer, so a figure is what
+/// they would see.
 pub(crate) const MAX_RECV_SEGMENT: u32 = 262_144;
 
 /// A key a user may set, and the values it takes.
@@ -24,15 +26,16 @@ enum Kind {
     Number(u32, u32),
 }
 
-/// The keys, with their kind: the initiator's own MaxRecvDataSegmentLength
-/// only up to the receive buffer it allocates ([`MAX_RECV_SEGMENT`]).
+/// The keys, with their kind. The initiator's own MaxRecvDataSegmentLength
+/// may be asked up to RFC 7143's largest segment; the session sizes its
+/// receive buffer for it.
 const SETTABLE: [(&str, Kind); 6] = [
     ("InitialR2T", Kind::YesNo),
     ("ImmediateData", Kind::YesNo),
     ("MaxBurstLength", Kind::Number(512, MAX_BURST)),
     ("FirstBurstLength", Kind::Number(512, MAX_BURST)),
     ("MaxOutstandingR2T", Kind::Number(1, 65_535)),
-    ("MaxRecvDataSegmentLength", Kind::Number(512, MAX_RECV_SEGMENT)),
+    ("MaxRecvDataSegmentLength", Kind::Number(512, MAX_BURST)),
 ];
 
 /// The login keys to offer instead of headroom's own choice, in the order given.
@@ -164,7 +167,7 @@ mod tests {
             ("HeaderDigest=CRC32C", "not a login key headroom offers"),
             ("InitialR2T=maybe", "Yes or No"),
             ("MaxOutstandingR2T=0", "out of range: 1 to 65535"),
-            ("MaxRecvDataSegmentLength=1048576", "out of range: 512 to 262144"),
+            ("MaxRecvDataSegmentLength=16777216", "out of range: 512 to 16776192"),
             ("FirstBurstLength=1048576,MaxBurstLength=65536", "exceeds MaxBurstLength"),
             ("InitialR2T", "not KEY=VALUE"),
             ("", "no key given"),
@@ -172,6 +175,10 @@ mod tests {
             let e = bad.parse::<IscsiKeys>().unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");
         }
+        assert!(
+            "MaxRecvDataSegmentLength=1048576".parse::<IscsiKeys>().is_ok(),
+            "above headroom's 262144, within RFC 7143's"
+        );
         let merged = k.merged("MaxOutstandingR2T=4".parse().unwrap());
         assert_eq!(merged.get("MaxOutstandingR2T"), Some("4"));
     }

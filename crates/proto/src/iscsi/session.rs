@@ -283,9 +283,19 @@ impl Session {
     }
 
     /// A session on a connected socket before login: buffers for `depth`
-    /// I/Os of `buf_size` bytes, nothing outstanding, RFC 7143's defaults.
-    fn fresh(sock: TcpStream, stop: Arc<AtomicBool>, lun: u16, depth: usize, buf_size: usize) -> Session {
-        let rx_len = 2 * (OUR_MAX_RECV as usize + BHS + 1024).max(LOGIN_TEXT_MAX + BHS + 1024);
+    /// I/Os of `buf_size` bytes, a receive buffer for two PDUs of
+    /// `max_recv` data bytes (the segment it will offer) and never less than
+    /// for headroom's own (what it accepts until login ends), nothing
+    /// outstanding, RFC 7143's defaults.
+    fn fresh(
+        sock: TcpStream,
+        stop: Arc<AtomicBool>,
+        lun: u16,
+        (depth, buf_size): (usize, usize),
+        max_recv: u32,
+    ) -> Session {
+        let segment = max_recv.max(OUR_MAX_RECV) as usize;
+        let rx_len = 2 * (segment + BHS + 1024).max(LOGIN_TEXT_MAX + BHS + 1024);
         Session {
             conn: Conn::new(sock, stop, NAMES, SILENCE, rx_len),
             tx_limit: depth.max(1).saturating_mul(buf_size.max(1)).saturating_add(TX_SLACK),
@@ -318,7 +328,7 @@ impl Session {
     #[cfg(any(test, feature = "fuzzing"))]
     fn detached(sock: TcpStream, stop: Arc<AtomicBool>) -> Session {
         let _ = sock.set_nonblocking(true);
-        let mut s = Session::fresh(sock, stop, 0, 2, 4096);
+        let mut s = Session::fresh(sock, stop, 0, (2, 4096), OUR_MAX_RECV);
         s.max_cmd_sn = 64;
         s.next_itt = 4;
         s

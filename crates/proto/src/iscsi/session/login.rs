@@ -90,6 +90,14 @@ pub struct LoginSpec {
     pub keys: crate::iscsi_keys::IscsiKeys,
 }
 
+impl LoginSpec {
+    /// The receive segment offered: the one asked with `--iscsi` (checked to
+    /// be 512 to 16776192 when it was parsed), else headroom's.
+    fn max_recv(&self) -> u32 {
+        self.keys.get("MaxRecvDataSegmentLength").and_then(|v| v.parse().ok()).unwrap_or(OUR_MAX_RECV)
+    }
+}
+
 /// Why login failed, to be told apart by the caller.
 #[derive(Debug)]
 pub enum LoginError {
@@ -121,7 +129,7 @@ impl Session {
         })?;
         sock.set_nodelay(true)?;
         sock.set_nonblocking(true)?;
-        let mut s = Session::fresh(sock, Arc::clone(&spec.stop), spec.lun, depth, buf_size);
+        let mut s = Session::fresh(sock, Arc::clone(&spec.stop), spec.lun, (depth, buf_size), spec.max_recv());
         s.negotiate(spec)?;
         Ok(s)
     }
@@ -226,10 +234,8 @@ impl Session {
             }
             if target_transit && target_next == stage::FULL_FEATURE {
                 self.apply(&got)?;
-                // A smaller receive segment offered is what the target may send.
-                if let Some(n) = spec.keys.get("MaxRecvDataSegmentLength").and_then(|v| v.parse().ok()) {
-                    self.params.initiator_max_recv = n;
-                }
+                // The receive segment offered is what the target may send.
+                self.params.initiator_max_recv = spec.max_recv();
                 self.exp_cmd_sn = h.exp_cmd_sn;
                 self.max_cmd_sn = h.max_cmd_sn;
                 self.cmd_sn = h.exp_cmd_sn;

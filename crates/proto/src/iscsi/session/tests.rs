@@ -256,7 +256,7 @@ fn payloads_behind_large_data_in_headers_go_straight_into_the_buffer() {
     const PIECE: usize = 64 << 10;
     let (client, mut server) = pair();
     client.set_nonblocking(true).unwrap();
-    let mut s = Session::fresh(client, Arc::default(), 0, 1, 4 * PIECE);
+    let mut s = Session::fresh(client, Arc::default(), 0, (1, 4 * PIECE), OUR_MAX_RECV);
     (s.max_cmd_sn, s.next_itt) = (64, 4);
     s.tasks.insert(1, Task::new(1, IoKind::Read, Sink::Pool(0), 4 * PIECE as u32));
     let data: Vec<u8> = (0..4 * PIECE).map(|i| (i * 7 + i / 251) as u8).collect();
