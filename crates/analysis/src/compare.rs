@@ -170,6 +170,11 @@ pub struct Comparison {
     pub significance_test: &'static str,
     /// Probes present in some documents only, by column.
     pub not_shared: Vec<String>,
+    /// Settings of shared probes that not every document measured with
+    /// (block size, queue depth, cipher implementation, granted iSCSI
+    /// segment ...), in probe order: where a ratio is not like for like.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub measured_differently: Vec<crate::SettingDiff>,
 }
 
 /// Why documents cannot be compared.
@@ -222,6 +227,8 @@ pub fn compare(docs: &[ResultDoc], names: &[String]) -> Result<Comparison, Compa
     }
     let mut rows = path_rows(docs);
     let mut not_shared = Vec::new();
+    let mut measured_differently = Vec::new();
+    let ambiguous = names_of_several(&docs[0]);
     for base in docs[0].probes_and_fleet_sums() {
         let matching: Vec<Option<&Probe>> =
             docs.iter().map(|d| d.probes_and_fleet_sums().find(|p| p.id == base.id)).collect();
@@ -230,6 +237,7 @@ pub fn compare(docs: &[ResultDoc], names: &[String]) -> Result<Comparison, Compa
             continue;
         }
         let probes: Vec<&Probe> = matching.into_iter().flatten().collect();
+        measured_differently.extend(crate::differing_settings(&probes));
         for figure in [Figure::Throughput, Figure::Iops, Figure::LatencyMean, Figure::LatencyP99] {
             let values: Option<Vec<f64>> = probes.iter().map(|p| figure.of(p)).collect();
             let Some(values) = values else { continue };
@@ -238,7 +246,11 @@ pub fn compare(docs: &[ResultDoc], names: &[String]) -> Result<Comparison, Compa
             }
             let samples: Vec<Vec<f64>> =
                 probes.iter().map(|p| p.samples.iter().filter_map(|s| figure.of_sample(s)).collect()).collect();
-            let name = if base.name.is_empty() { base.id.clone() } else { base.name.clone() };
+            let name = if base.name.is_empty() || ambiguous.contains(base.name.as_str()) {
+                base.id.clone()
+            } else {
+                base.name.clone()
+            };
             let cells = cells_against_first(&values, &samples);
             rows.push(Row { probe: base.id.clone(), name, figure, cells, bottlenecks: Vec::new() });
         }
@@ -262,7 +274,14 @@ pub fn compare(docs: &[ResultDoc], names: &[String]) -> Result<Comparison, Compa
             .join("; ");
         return Err(CompareError::NothingInCommon { detail });
     }
-    Ok(Comparison { columns, rows, significance_test: SIGNIFICANCE_TEST, not_shared })
+    Ok(Comparison { columns, rows, significance_test: SIGNIFICANCE_TEST, not_shared, measured_differently })
+}
+
+/// Probe names that more than one probe of `doc` carries (a cpu kernel's
+/// memory and cache figures): their rows are named by id instead.
+fn names_of_several(doc: &ResultDoc) -> std::collections::HashSet<&str> {
+    let mut seen = std::collections::HashSet::new();
+    doc.probes_and_fleet_sums().map(|p| p.name.as_str()).filter(|name| !seen.insert(*name)).collect()
 }
 
 /// Each document's value with its ratio to the first and the significance

@@ -15,6 +15,7 @@ mod goals;
 mod link_share;
 mod per_second;
 mod setting;
+mod spec_diff;
 mod verdict;
 mod write_cache;
 
@@ -33,6 +34,7 @@ pub use goals::{evaluate, parse_goals, Goal, GoalError, GoalResult, Metric};
 pub use link_share::{faster_than_ceiling, net_probe_against_link, CEILING_SHARE};
 pub use per_second::per_second;
 pub use setting::Setting;
+pub use spec_diff::{differing_settings, SettingDiff};
 pub use verdict::{
     analyse, annotate, verdict_source, Analysis, Bottleneck, Direction, DirectionVerdict, VerdictSource,
 };

@@ -321,6 +321,22 @@ pub fn comparison_legend(c: &Comparison) -> String {
     )
 }
 
+/// The heading of [`measured_differently`]'s list.
+pub const MEASURED_DIFFERENTLY: &str = "measured differently (ratios across these are not like for like):";
+
+/// One item per setting a shared probe was not measured alike with
+/// ("rnd4k-q32t1-read block_size: before = 4096; after = 8192"), to list
+/// under [`MEASURED_DIFFERENTLY`]; empty when every result measured alike.
+pub fn measured_differently(c: &Comparison) -> Vec<String> {
+    c.measured_differently
+        .iter()
+        .map(|d| {
+            let values: Vec<String> = c.columns.iter().zip(&d.values).map(|(col, v)| format!("{col} = {v}")).collect();
+            format!("{} {}: {}", d.probe, d.setting, values.join("; "))
+        })
+        .collect()
+}
+
 /// One sentence per later result: "A -> B: reads 1.4x, writes 10x, IOPS 1.6x".
 /// Reads and writes are the path's end-to-end figures where every result
 /// judged a path, with the bottleneck where it moved ("reads 4.30x (link ->

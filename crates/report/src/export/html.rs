@@ -87,6 +87,12 @@ impl Presenter for HtmlPresenter {
             body += &crate::paired::html_figure(c);
             body += &table_html(&sections::comparison_table(c, style));
             body += &format!("<p>{}</p>\n", escape(&sections::comparison_legend(c)));
+            let differently = sections::measured_differently(c);
+            if !differently.is_empty() {
+                body += &format!("<p>{}</p>\n<ul>\n", escape(sections::MEASURED_DIFFERENTLY));
+                body += &differently.iter().map(|item| format!("<li>{}</li>\n", escape(item))).collect::<String>();
+                body += "</ul>\n";
+            }
             for figure in [Figure::Throughput, Figure::Iops, Figure::LatencyMean] {
                 if let Some(svg) = charts::comparison_chart(c, figure) {
                     body += &format!("<div class=\"chart comparison-chart\">{svg}</div>\n");

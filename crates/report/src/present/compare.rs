@@ -3,7 +3,9 @@
 //! of each result that `headroom report` shows. CSV and JSON go through the
 //! [`Presenter`](crate::Presenter)s.
 
-use crate::sections::{comparison_headline, comparison_legend, comparison_table};
+use crate::sections::{
+    comparison_headline, comparison_legend, comparison_table, measured_differently, MEASURED_DIFFERENTLY,
+};
 use crate::{Format, Report, Style};
 
 /// The comparison section of the table (`Format::Table`) or Markdown
@@ -19,6 +21,12 @@ pub fn render(report: &Report, format: Format, style: Style) -> Option<String> {
     out += &format!("{}\n", comparison_legend(c));
     if !c.not_shared.is_empty() {
         out += &format!("not in every result: {}\n", c.not_shared.join(", "));
+    }
+    let differently = measured_differently(c);
+    if !differently.is_empty() {
+        let bullet = if format == Format::Markdown { "- " } else { "  " };
+        out += &format!("{MEASURED_DIFFERENTLY}\n");
+        out += &differently.iter().map(|item| format!("{bullet}{item}\n")).collect::<String>();
     }
     Some(out)
 }
@@ -40,5 +48,25 @@ mod tests {
         let markdown = render(&report, Format::Markdown, Style::default()).unwrap();
         assert!(markdown.starts_with("**before-10gbe -> after-10gbe: reads 1.40x"), "{markdown}");
         assert!(render(&Report::new(vec![fixture("compare-before")]), Format::Table, Style::default()).is_none());
+    }
+
+    #[test]
+    fn settings_not_measured_alike_are_listed_under_the_table() {
+        let before = fixture("compare-before");
+        let mut after = fixture("compare-after");
+        let headroom_result::ProbeSpec::Disk(spec) = &mut after.0.probes[2].spec else { panic!("a disk probe") };
+        spec.queue_depth = 1;
+        let report = Report::new(vec![before.clone(), after]);
+        let text = render(&report, Format::Table, Style::default()).unwrap();
+        assert!(
+            text.contains(&format!(
+                "{MEASURED_DIFFERENTLY}\n  rnd4k-q32t1-read queue_depth: before-10gbe = 32; after-10gbe = 1\n"
+            )),
+            "{text}"
+        );
+        let markdown = render(&report, Format::Markdown, Style::default()).unwrap();
+        assert!(markdown.contains("\n- rnd4k-q32t1-read queue_depth: before-10gbe = 32"), "{markdown}");
+        let alike = render(&Report::new(vec![before.clone(), before]), Format::Table, Style::default()).unwrap();
+        assert!(!alike.contains(MEASURED_DIFFERENTLY), "{alike}");
     }
 }
