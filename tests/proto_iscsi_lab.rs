@@ -15,7 +15,7 @@ use headroom_lab::nas::iscsi::IscsiTarget;
 use headroom_lab::nas::Nas;
 use headroom_limits::protocol::{goodput_bits, DataDirection, Negotiated, StorageProtocol};
 use headroom_limits::{tbf_tcp_goodput_bits, Framing};
-use headroom_result::{ProbeSpec, ProtocolInfo, ResultDoc};
+use headroom_result::{ProbeSpec, ProtocolInfo, ResultDoc, WarningCode};
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -398,4 +398,35 @@ fn login_keys_asked_with_iscsi_are_negotiated_and_recorded() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// tgt's default Data-Out segment (8 KiB) splits a 1M write into 128 PDUs,
+/// and the write probe says so; with the target's segment raised to 256 KiB
+/// the writes cross in 4 PDUs and earn no warning. Reads never do.
+#[test]
+fn writes_in_a_targets_small_data_out_segments_are_warned() {
+    if !lab_ready("iscsi data-out segments") {
+        return;
+    }
+    let _machine = headroom_lab::hold_machine();
+    let mut nas = Nas::new().unwrap();
+    let lun = Backing::new(64 << 20);
+    let t = nas.serve_iscsi(&lun.0, None, None).unwrap();
+    let run = |rw: &str| {
+        let args = ["disk", &t.url, "--rw", rw, "--bs", "1M", "--qd", "4", "--time", "500ms", "--ramp", "0s"];
+        doc_of(&headroom_in(&nas, &[&args[..], &["--destructive", "--json", "--quiet"]].concat(), &[]))
+    };
+    let small_data_out = |doc: &ResultDoc| {
+        doc.probes[0].warnings.iter().find(|w| w.code == WarningCode::IscsiSmallDataOut).map(|w| w.message.clone())
+    };
+    let default = run("write");
+    assert_eq!(protocol(&default, 0).0.granted.get("MaxRecvDataSegmentLength_target"), Some(&8192));
+    let warned = small_data_out(&default).expect("1M writes in tgt's 8 KiB PDUs are warned");
+    assert!(warned.contains("each 1 MiB write crossed as 128 PDUs after 4 R2T requests"), "{warned}");
+    assert_eq!(small_data_out(&run("read")), None, "reads cross in the initiator's segments");
+    nas.set_iscsi_key(&t, "MaxRecvDataSegmentLength", 262_144).unwrap();
+    let raised = run("write");
+    assert_eq!(protocol(&raised, 0).0.granted.get("MaxRecvDataSegmentLength_target"), Some(&262_144));
+    assert_eq!(small_data_out(&raised), None);
+    assert!(protocol(&raised, 0).1 > 0.0, "writes completed in 256 KiB PDUs");
 }

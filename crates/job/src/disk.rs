@@ -186,6 +186,7 @@ pub(crate) fn measure(
     drop(progress);
     let mut probes: Vec<_> = probes.into_iter().map(with_write_cliff).collect();
     headroom_analysis::annotate_writes_outran_reads(&mut probes);
+    headroom_analysis::annotate_iscsi_data_out(&mut probes);
     Measured { probes, warnings, failure }
 }
 

@@ -28,6 +28,8 @@ words_enum! {
         SocketBufferCapped = "socket_buffer_capped",
         /// The test file's blocks were not allocated before reading.
         LayoutNotAllocated = "layout_not_allocated",
+        /// An iSCSI target's small Data-Out segment (MaxRecvDataSegmentLength) split each write into many PDUs.
+        IscsiSmallDataOut = "iscsi_small_data_out",
         /// A test completed no I/O at all.
         NoIoCompleted = "no_io_completed",
         /// An I/O failed.

@@ -41,12 +41,9 @@ fn negotiated(protocol: StorageProtocol, info: Option<&ProtocolInfo>, framing: &
             n.max_request = granted(info, &["MaxReadSize", "max_read_size"]).unwrap_or(n.max_request);
         }
         StorageProtocol::Iscsi => {
-            // Data-In PDUs carry at most what the initiator said it receives.
-            n.segment = granted(
-                info,
-                &["initiator_MaxRecvDataSegmentLength", "MaxRecvDataSegmentLength", "max_recv_data_segment_length"],
-            )
-            .unwrap_or(n.segment);
+            // Data-In PDUs carry at most what the initiator said it receives
+            // (headroom's client records it under this name).
+            n.segment = granted(info, &["MaxRecvDataSegmentLength_initiator"]).unwrap_or(n.segment);
         }
         StorageProtocol::Nbd => {
             n.max_request = granted(info, &["block_size_maximum", "maximum_block_size"]).unwrap_or(n.max_request);
@@ -96,31 +93,7 @@ mod tests {
 
     #[test]
     fn the_ceiling_follows_the_io_size_and_what_was_granted() {
-        let spec = |bs: u64, granted: &[(&str, u64)]| DiskSpec {
-            rw: "read".into(),
-            block_size: bs,
-            queue_depth: 8,
-            jobs: 1,
-            direct: true,
-            direct_flag: headroom_result::DirectFlag::default(),
-            sync: "none".into(),
-            engine: "nfs".into(),
-            path: "nfs://nas/x".into(),
-            rwmix_read: None,
-            size: None,
-            filesystem: None,
-            fio_equivalent: None,
-            fixedbufs: false,
-            force_async: false,
-            protocol: Some(ProtocolInfo {
-                name: "nfs".into(),
-                version: Some("3".into()),
-                server: "nas:2049".into(),
-                queue_depth_granted: None,
-                granted: granted.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-                ..Default::default()
-            }),
-        };
+        let spec = |bs: u64, granted: &[(&str, u64)]| spec_of("nfs", bs, granted);
         let f = Framing::default();
         let big = protocol_ceiling("nfs", Some(&spec(1 << 20, &[])), "1GbE", 117e6, &f);
         assert!((big.bytes_per_sec - 117e6 * 1048576.0 / 1048708.0).abs() < 1.0, "{big:?}");
@@ -129,5 +102,44 @@ mod tests {
         let mount = protocol_ceiling("fuse.sshfs", None, "1GbE", 117e6, &f);
         assert!(mount.source.unwrap().contains("approximate"));
         assert_eq!(model_protocol("cifs", None), Some(StorageProtocol::Smb));
+    }
+
+    #[test]
+    fn an_iscsi_read_ceiling_counts_the_data_in_pdus_the_initiator_was_granted() {
+        let f = Framing::default();
+        let granted = spec_of("iscsi", 1 << 20, &[("MaxRecvDataSegmentLength_initiator", 262_144)]);
+        let ceiling = protocol_ceiling("iscsi", Some(&granted), "1GbE", 1e8, &f);
+        // Four 256 KiB Data-In PDUs and a SCSI Response: 5 x 48 header bytes.
+        assert!((ceiling.bytes_per_sec - 1e8 * 1048576.0 / (1048576.0 + 240.0)).abs() < 1.0, "{ceiling:?}");
+        let ungranted = protocol_ceiling("iscsi", Some(&spec_of("iscsi", 1 << 20, &[])), "1GbE", 1e8, &f);
+        assert!(ungranted.bytes_per_sec < ceiling.bytes_per_sec, "the framing's 8 KiB PDUs: {ungranted:?}");
+    }
+
+    fn spec_of(protocol: &str, bs: u64, granted: &[(&str, u64)]) -> DiskSpec {
+        DiskSpec {
+            rw: "read".into(),
+            block_size: bs,
+            queue_depth: 8,
+            jobs: 1,
+            direct: true,
+            direct_flag: headroom_result::DirectFlag::default(),
+            sync: "none".into(),
+            engine: protocol.into(),
+            path: format!("{protocol}://nas/x"),
+            rwmix_read: None,
+            size: None,
+            filesystem: None,
+            fio_equivalent: None,
+            fixedbufs: false,
+            force_async: false,
+            protocol: Some(ProtocolInfo {
+                name: protocol.into(),
+                version: (protocol == "nfs").then(|| "3".into()),
+                server: "nas:2049".into(),
+                queue_depth_granted: None,
+                granted: granted.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+                ..Default::default()
+            }),
+        }
     }
 }

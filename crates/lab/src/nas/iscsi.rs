@@ -131,6 +131,17 @@ impl Nas {
     }
 }
 
+impl Nas {
+    /// Sets one of target `t`'s iSCSI keys as tgt offers it at the next login
+    /// (`tgtadm --op update --name KEY --value VALUE`), e.g. its
+    /// MaxRecvDataSegmentLength, 8192 unless changed.
+    pub fn set_iscsi_key(&self, t: &IscsiTarget, key: &str, value: u64) -> io::Result<()> {
+        let (control, value) = (t.control_port.to_string(), value.to_string());
+        let args = ["-C", &control, "--lld", "iscsi", "--op", "update", "--mode", "target", "--tid", "1"];
+        self.server().exec("tgtadm", &[&args[..], &["--name", key, "--value", &value]].concat()).map(drop)
+    }
+}
+
 impl Drop for IscsiTarget {
     fn drop(&mut self) {
         for suffix in ["", ".lock"] {
