@@ -337,6 +337,17 @@ pub fn measured_differently(c: &Comparison) -> Vec<String> {
         .collect()
 }
 
+/// [`MEASURED_DIFFERENTLY`] and its items, one per line after `bullet`
+/// ("  " in a terminal, "- " in Markdown); empty when every result
+/// measured alike.
+pub fn measured_differently_block(c: &Comparison, bullet: &str) -> String {
+    let items = measured_differently(c);
+    if items.is_empty() {
+        return String::new();
+    }
+    format!("{MEASURED_DIFFERENTLY}\n{}", items.iter().map(|item| format!("{bullet}{item}\n")).collect::<String>())
+}
+
 /// One sentence per later result: "A -> B: reads 1.4x, writes 10x, IOPS 1.6x".
 /// Reads and writes are the path's end-to-end figures where every result
 /// judged a path, with the bottleneck where it moved ("reads 4.30x (link ->

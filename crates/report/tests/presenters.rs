@@ -167,3 +167,23 @@ fn html_says_the_verdict_once() {
         }
     }
 }
+
+#[test]
+fn settings_not_measured_alike_follow_the_comparison_in_every_text_format() {
+    let before = fixture("compare-before");
+    let mut after = fixture("compare-after");
+    let headroom_result::ProbeSpec::Disk(spec) = &mut after.0.probes[0].spec else { panic!("a disk probe") };
+    spec.block_size = 4 << 20;
+    let report = Report::new(vec![before, after]);
+    let item = "seq1m-q8t1-read block_size: before-10gbe = 1048576; after-10gbe = 4194304";
+    for (format, shown) in [
+        (Format::Table, format!("  {item}")),
+        (Format::Markdown, format!("- {item}")),
+        (Format::Html, format!("<li>{item}</li>")),
+    ] {
+        let text = presenter(format).render(&report, Style::default());
+        let listed = text.find(&shown).unwrap_or_else(|| panic!("{format:?} lists the setting:\n{text}"));
+        let heading = text.find("measured differently (ratios across these are not like for like):").unwrap();
+        assert!(heading < listed, "{format:?}");
+    }
+}

@@ -19,6 +19,10 @@ impl Presenter for MarkdownPresenter {
             }
             out += &sections::comparison_table(c, style).to_markdown();
             out += &format!("\n{}\n\n", sections::comparison_legend(c));
+            let differently = sections::measured_differently_block(c, "- ");
+            if !differently.is_empty() {
+                out += &format!("{differently}\n");
+            }
         } else if let Some(e) = &report.comparison_error {
             out += &format!("no comparison: {e}\n\n");
         }

@@ -22,7 +22,9 @@ impl Presenter for TerminalPresenter {
             }
             out += &sections::comparison_table(c, style).to_terminal(style.color);
             out += &sections::comparison_legend(c);
-            out += "\n\n";
+            out += "\n";
+            out += &sections::measured_differently_block(c, "  ");
+            out += "\n";
         } else if let Some(e) = &report.comparison_error {
             out += &format!("no comparison: {e}\n\n");
         }

@@ -3,9 +3,7 @@
 //! of each result that `headroom report` shows. CSV and JSON go through the
 //! [`Presenter`](crate::Presenter)s.
 
-use crate::sections::{
-    comparison_headline, comparison_legend, comparison_table, measured_differently, MEASURED_DIFFERENTLY,
-};
+use crate::sections::{comparison_headline, comparison_legend, comparison_table, measured_differently_block};
 use crate::{Format, Report, Style};
 
 /// The comparison section of the table (`Format::Table`) or Markdown
@@ -22,12 +20,7 @@ pub fn render(report: &Report, format: Format, style: Style) -> Option<String> {
     if !c.not_shared.is_empty() {
         out += &format!("not in every result: {}\n", c.not_shared.join(", "));
     }
-    let differently = measured_differently(c);
-    if !differently.is_empty() {
-        let bullet = if format == Format::Markdown { "- " } else { "  " };
-        out += &format!("{MEASURED_DIFFERENTLY}\n");
-        out += &differently.iter().map(|item| format!("{bullet}{item}\n")).collect::<String>();
-    }
+    out += &measured_differently_block(c, if format == Format::Markdown { "- " } else { "  " });
     Some(out)
 }
 
@@ -35,6 +28,7 @@ pub fn render(report: &Report, format: Format, style: Style) -> Option<String> {
 mod tests {
     use super::*;
     use crate::fixtures::fixture;
+    use crate::sections::MEASURED_DIFFERENTLY;
 
     #[test]
     fn the_comparison_alone_with_headline_table_and_legend() {
