@@ -275,6 +275,13 @@ mod tests {
             "--full-duplex", // iperf 2's client (the iperf2 server's refusals)
             "--cpus",        // docker run's CPU quota (the verdict's advice)
             "--release",     // cargo build's (a build without the NFS and NBD clients)
+            // tgtadm's, raising a target's MaxRecvDataSegmentLength (the iscsi_small_data_out advice)
+            "--lld",
+            "--op",
+            "--mode",
+            "--tid",
+            "--name",
+            "--value",
         ];
         let mut known = std::collections::BTreeSet::new();
         long_flags(&Cli::command(), &mut known);
