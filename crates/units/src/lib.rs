@@ -125,6 +125,9 @@ fn split_rate_prefix(unit: &str) -> (f64, &str) {
         Some('m' | 'M') => 1e6,
         Some('g' | 'G') => 1e9,
         Some('t' | 'T') => 1e12,
+        // The formatters reach P (a 1 Pb/s figure rounds up there), so what
+        // they print must parse back.
+        Some('p' | 'P') => 1e15,
         _ => return (1.0, unit),
     };
     let after = &unit[1..];
@@ -135,7 +138,8 @@ fn split_rate_prefix(unit: &str) -> (f64, &str) {
             1_000 => 1024.0,
             1_000_000 => 1024f64.powi(2),
             1_000_000_000 => 1024f64.powi(3),
-            _ => 1024f64.powi(4),
+            1_000_000_000_000 => 1024f64.powi(4),
+            _ => 1024f64.powi(5),
         };
         return (binary, rest);
     }

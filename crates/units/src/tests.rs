@@ -141,6 +141,18 @@ fn negative_values_say_negative() {
 }
 
 #[test]
+fn a_rate_rounded_up_to_peta_parses_back() {
+    // Found by rate_format_parses_back in CI: 999.98 Tb/s is shown as
+    // "1.000 Pb/s", which the parser did not know.
+    let shown = format_bits(999_983_771_858_529.1);
+    assert_eq!(shown, "1.000 Pb/s");
+    assert_eq!(parse_rate(&shown).unwrap(), 1e15);
+    assert_eq!(parse_rate("1PB/s").unwrap(), 8e15);
+    assert_eq!(parse_rate("1PiB/s").unwrap(), 8.0 * 1024f64.powi(5));
+    assert_eq!(parse_rate("1TiB/s").unwrap(), 8.0 * 1024f64.powi(4));
+}
+
+#[test]
 fn absurd_durations_and_rates_are_refused() {
     let e = parse_duration("99999999999999h").unwrap_err();
     assert!(e.reason.contains("at most 365d"), "{e}");
