@@ -41,6 +41,8 @@ impl LoopDevice {
     /// A loop device over a backing file in `dir`; `/dev/shm` gives a device
     /// of memory speed whose figures a throttle sets, not the host disk's noise.
     pub fn new_in(dir: &Path, size: u64) -> io::Result<LoopDevice> {
+        static SWEEP: std::sync::Once = std::sync::Once::new();
+        SWEEP.call_once(detach_orphaned_loop_devices);
         let backing = dir.join(format!("{}.img", unique_name("loop")));
         let file = std::fs::File::create(&backing)?;
         file.set_len(size)?;
@@ -167,6 +169,32 @@ impl Drop for LoopDevice {
         let _ = sh("losetup", &["-d", &self.path.to_string_lossy()]);
         let _ = std::fs::remove_file(&self.backing);
     }
+}
+
+/// Detaches the loop devices an earlier, killed test process left behind
+/// (its `Drop` never ran) and removes their backing files: a device counts as
+/// orphaned when its backing file is one of [`LoopDevice`]'s and the process
+/// id in the file's name is gone. Devices of live processes are left alone,
+/// and a reused process id only makes the sweep skip a device.
+fn detach_orphaned_loop_devices() {
+    let Ok(blocks) = std::fs::read_dir("/sys/block") else { return };
+    for block in blocks.flatten() {
+        let Ok(backing) = std::fs::read_to_string(block.path().join("loop/backing_file")) else { continue };
+        let backing = PathBuf::from(backing.trim().trim_end_matches(" (deleted)"));
+        if owner_is_gone(&backing) {
+            let device = Path::new("/dev").join(block.file_name());
+            let _ = sh("losetup", &["-d", &device.to_string_lossy()]);
+            let _ = std::fs::remove_file(&backing);
+        }
+    }
+}
+
+/// Whether `backing` is named `headroom-lab-loop-<pid>-<n>.img` for a
+/// process id that no longer exists.
+fn owner_is_gone(backing: &Path) -> bool {
+    let name = backing.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let pid = name.strip_prefix("headroom-lab-loop-").and_then(|rest| rest.split('-').next());
+    pid.and_then(|p| p.parse::<u32>().ok()).is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
 }
 
 fn libc_major(dev: u64) -> u32 {
@@ -365,5 +393,60 @@ impl Drop for BlkioThrottle {
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A loop device named for a process id that is gone, attached the way
+    /// a killed test leaves one.
+    fn attach_as(pid: u32, dir: &Path) -> (PathBuf, PathBuf) {
+        let backing = dir.join(format!("headroom-lab-loop-{pid}-0.img"));
+        std::fs::File::create(&backing).unwrap().set_len(1 << 20).unwrap();
+        let device = PathBuf::from(sh("losetup", &["-f", "--show", &backing.to_string_lossy()]).unwrap().trim());
+        (device, backing)
+    }
+
+    /// Whether `device` is attached over `backing` (a detached number is
+    /// soon reused by the next device attached).
+    fn attached(device: &Path, backing: &Path) -> bool {
+        let name = device.file_name().unwrap().to_string_lossy().into_owned();
+        std::fs::read_to_string(Path::new("/sys/block").join(name).join("loop/backing_file"))
+            .is_ok_and(|b| Path::new(b.trim()) == backing)
+    }
+
+    #[test]
+    fn a_killed_tests_loop_device_is_detached_and_a_live_ones_is_kept() {
+        crate::require_root!();
+        let dir = std::env::temp_dir().join(unique_name("sweep"));
+        std::fs::create_dir(&dir).unwrap();
+        let mut child = Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        let (orphan, orphan_file) = attach_as(gone, &dir);
+        let live = LoopDevice::new_in(&dir, 1 << 20).unwrap();
+        // Another test in this process may have run the sweep already.
+        detach_orphaned_loop_devices();
+        // The kernel detaches at the last close, and udev may still be
+        // probing the fresh device.
+        let t0 = std::time::Instant::now();
+        while attached(&orphan, &orphan_file) && t0.elapsed() < std::time::Duration::from_secs(10) {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let (orphan_left, orphan_file_left) = (attached(&orphan, &orphan_file), orphan_file.exists());
+        if orphan_left {
+            let _ = sh("losetup", &["-d", &orphan.to_string_lossy()]);
+        }
+        let _ = std::fs::remove_file(&orphan_file);
+        assert!(!orphan_left && !orphan_file_left, "{} over {} was left", orphan.display(), orphan_file.display());
+        assert!(
+            attached(&live.path, &live.backing) && live.backing.exists(),
+            "the live device {} was swept",
+            live.path.display()
+        );
+        drop(live);
+        std::fs::remove_dir(&dir).unwrap();
     }
 }
