@@ -32,7 +32,7 @@ pub use compare::{
 pub use cpu_limits::{cpu_limit, cpu_limit_named, settle_diagnosis, CpuLimit, CpuLimitKind, Side, CPU_BUSY_PERCENT};
 pub use cpu_link::{cpu_document, cpu_probe_against_link, fills_link, share_of_link};
 pub use goals::{evaluate, parse_goals, Goal, GoalError, GoalResult, Metric};
-pub use iscsi_data_out::{annotate_iscsi_data_out, iscsi_data_out_warning, write_shape, WriteShape, SMALL_DATA_OUT};
+pub use iscsi_data_out::{iscsi_data_out_warning, write_shape, WriteShape, SMALL_DATA_OUT};
 pub use link_share::{faster_than_ceiling, net_probe_against_link, CEILING_SHARE};
 pub use per_second::per_second;
 pub use setting::Setting;

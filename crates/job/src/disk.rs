@@ -8,7 +8,7 @@
 //! to the sinks the caller hands in, notices to its [`DiskReport`].
 
 use crate::path::{disk_under, disk_under_on, DiskUnder};
-use crate::post::with_write_cliff;
+use crate::post::with_write_checks;
 use crate::steps::StepSinks;
 use crate::Spelling;
 use headroom_analysis::{Goal, GoalResult};
@@ -184,9 +184,8 @@ pub(crate) fn measure(
     let warnings = runner.warnings().to_vec();
     runner.finish(); // removes the test file before anything is printed
     drop(progress);
-    let mut probes: Vec<_> = probes.into_iter().map(with_write_cliff).collect();
+    let mut probes: Vec<_> = probes.into_iter().map(with_write_checks).collect();
     headroom_analysis::annotate_writes_outran_reads(&mut probes);
-    headroom_analysis::annotate_iscsi_data_out(&mut probes);
     Measured { probes, warnings, failure }
 }
 

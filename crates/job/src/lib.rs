@@ -36,6 +36,6 @@ pub use main_job::{
     RUN_CONNECT_TIMEOUT,
 };
 pub use path::{disk_under, interface_towards, link_towards, link_towards_from, DiskUnder};
-pub use post::{cpu_probe_with_link, with_write_cliff};
+pub use post::{cpu_probe_with_link, with_write_checks};
 pub use spelling::Spelling;
 pub use steps::{hold_goals, StepSinks};

@@ -348,7 +348,8 @@ pub fn measured_differently_block(c: &Comparison, bullet: &str) -> String {
     format!("{MEASURED_DIFFERENTLY}\n{}", items.iter().map(|item| format!("{bullet}{item}\n")).collect::<String>())
 }
 
-/// One sentence per later result: "A -> B: reads 1.4x, writes 10x, IOPS 1.6x".
+/// One sentence per later result: "A -> B: reads 1.4x, writes 10x, IOPS 1.6x",
+/// ending "(2 settings differ)" where B measured a shared probe differently.
 /// Reads and writes are the path's end-to-end figures where every result
 /// judged a path, with the bottleneck where it moved ("reads 4.30x (link ->
 /// disk)"); else the first sequential disk probe's.
@@ -381,9 +382,22 @@ pub fn comparison_headline(c: &Comparison) -> Vec<String> {
         if parts.is_empty() {
             continue;
         }
-        out.push(format!("{} -> {col}: {}", c.columns[0], parts.join(", ")));
+        let differing = settings_differing_from_first(c, i);
+        let differ = match differing {
+            0 => String::new(),
+            1 => " (1 setting differs)".to_string(),
+            n => format!(" ({n} settings differ)"),
+        };
+        out.push(format!("{} -> {col}: {}{differ}", c.columns[0], parts.join(", ")));
     }
     out
+}
+
+/// How many settings of shared probes column `i` measured with other values
+/// than the first column: the headline says so, so a long list under the
+/// table is not missed.
+fn settings_differing_from_first(c: &Comparison, i: usize) -> usize {
+    c.measured_differently.iter().filter(|d| d.values.get(i) != d.values.first()).count()
 }
 
 /// Tidy CSV of every probe of every result: one row per probe, raw numbers.

@@ -58,9 +58,14 @@ mod tests {
             )),
             "{text}"
         );
+        let headline = text.lines().next().unwrap_or_default();
+        assert!(
+            headline.starts_with("before-10gbe -> after-10gbe: ") && headline.ends_with(" (1 setting differs)"),
+            "{text}"
+        );
         let markdown = render(&report, Format::Markdown, Style::default()).unwrap();
         assert!(markdown.contains("\n- rnd4k-q32t1-read queue_depth: before-10gbe = 32"), "{markdown}");
         let alike = render(&Report::new(vec![before.clone(), before]), Format::Table, Style::default()).unwrap();
-        assert!(!alike.contains(MEASURED_DIFFERENTLY), "{alike}");
+        assert!(!alike.contains(MEASURED_DIFFERENTLY) && !alike.contains("differ)"), "{alike}");
     }
 }
