@@ -122,6 +122,41 @@ fn existing_files_need_destructive_for_writes_only() {
     assert!(std::fs::read(&file).unwrap().iter().any(|&b| b != 1), "--destructive wrote nothing");
 }
 
+/// Sets `file`'s access time three days back: old enough that relatime,
+/// the usual mount option, updates it on the next read.
+fn age_access_time(file: &std::path::Path) {
+    let past = std::time::SystemTime::now() - Duration::from_secs(3 * 86_400);
+    let f = std::fs::File::options().write(true).open(file).unwrap();
+    f.set_times(std::fs::FileTimes::new().set_accessed(past)).unwrap();
+}
+
+fn access_time(file: &std::path::Path) -> i64 {
+    std::fs::metadata(file).unwrap().atime()
+}
+
+#[test]
+fn reading_a_file_leaves_its_access_time_alone() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (control, file) = (dir.path().join("control.img"), dir.path().join("data.img"));
+    for f in [&control, &file] {
+        std::fs::write(f, vec![1u8; 4 << 20]).unwrap();
+        age_access_time(f);
+    }
+    let before = access_time(&control);
+    std::fs::read(&control).unwrap();
+    if access_time(&control) == before {
+        eprintln!("SKIPPED {}: this filesystem does not update access times on read (noatime)", module_path!());
+        return;
+    }
+    let before = access_time(&file);
+    for engine in ["io_uring", "psync"] {
+        let args = [file.to_str().unwrap(), "--rw", "randread", "--time", "200ms", "--ramp", "0s", "--engine", engine];
+        let r = doc(&disk(&[&args[..], &["--json"]].concat()));
+        assert!(r.probes[0].summary.ops.unwrap() > 0, "{engine}");
+        assert_eq!(access_time(&file), before, "reading with {engine} changed the file's access time");
+    }
+}
+
 #[test]
 fn an_existing_file_holding_a_filesystem_needs_force_too() {
     headroom_lab::require_program!("mkfs.ext4");
