@@ -59,7 +59,13 @@ impl RingEnter {
         let mut update = RsrcUpdate { offset: u32::MAX, resv: 0, data: fd as u64 };
         // SAFETY: one io_uring_rsrc_update that outlives the call.
         let done = unsafe {
-            libc::syscall(libc::SYS_io_uring_register, fd, IORING_REGISTER_RING_FDS, &mut update as *mut RsrcUpdate, 1)
+            libc::syscall(
+                libc::SYS_io_uring_register,
+                libc::c_long::from(fd),
+                libc::c_long::from(IORING_REGISTER_RING_FDS),
+                &mut update as *mut RsrcUpdate,
+                1 as libc::c_long,
+            )
         };
         match done {
             1 => RingEnter { fd: update.offset as libc::c_int, flags: IORING_ENTER_REGISTERED_RING, registered: true },
@@ -71,14 +77,15 @@ impl RingEnter {
     fn enter(&self, to_submit: u32, min_complete: u32, flags: u32) -> io::Result<()> {
         // SAFETY: no extended argument is passed (null, size 0).
         let done = unsafe {
+            // Every argument as a full register (the call is variadic).
             libc::syscall(
                 libc::SYS_io_uring_enter,
-                self.fd,
-                to_submit,
-                min_complete,
-                flags | self.flags,
+                libc::c_long::from(self.fd),
+                libc::c_long::from(to_submit),
+                libc::c_long::from(min_complete),
+                libc::c_long::from(flags | self.flags),
                 std::ptr::null::<libc::c_void>(),
-                0usize,
+                0 as libc::c_long,
             )
         };
         if done < 0 {
