@@ -48,42 +48,35 @@ struct RsrcUpdate {
 /// descriptor anyway. A registration belongs to the thread that made it; the
 /// engine lives and dies on its worker thread.
 struct RingEnter {
-    fd: libc::c_int,
-    flags: u32,
-    registered: bool,
+    /// The ring's own descriptor, which every io_uring_register call takes.
+    ring_fd: libc::c_int,
+    /// Its index among the thread's registered rings, where registering worked.
+    index: Option<u32>,
 }
 
 impl RingEnter {
     fn register(ring: &IoUring) -> RingEnter {
-        let fd = ring.as_raw_fd();
-        let mut update = RsrcUpdate { offset: u32::MAX, resv: 0, data: fd as u64 };
-        // SAFETY: one io_uring_rsrc_update that outlives the call.
-        let done = unsafe {
-            libc::syscall(
-                libc::SYS_io_uring_register,
-                libc::c_long::from(fd),
-                libc::c_long::from(IORING_REGISTER_RING_FDS),
-                &mut update as *mut RsrcUpdate,
-                1 as libc::c_long,
-            )
-        };
-        match done {
-            1 => RingEnter { fd: update.offset as libc::c_int, flags: IORING_ENTER_REGISTERED_RING, registered: true },
-            _ => RingEnter { fd, flags: 0, registered: false },
-        }
+        let ring_fd = ring.as_raw_fd();
+        let mut update = RsrcUpdate { offset: u32::MAX, resv: 0, data: ring_fd as u64 };
+        let done = register_ring_fds(ring_fd, IORING_REGISTER_RING_FDS, &mut update);
+        RingEnter { ring_fd, index: (done == 1).then_some(update.offset) }
     }
 
     /// `io_uring_enter(to_submit, min_complete, flags)` without an argument.
     fn enter(&self, to_submit: u32, min_complete: u32, flags: u32) -> io::Result<()> {
-        // SAFETY: no extended argument is passed (null, size 0).
+        let (fd, flags) = match self.index {
+            Some(index) => (libc::c_long::from(index), flags | IORING_ENTER_REGISTERED_RING),
+            None => (libc::c_long::from(self.ring_fd), flags),
+        };
+        // SAFETY: no extended argument is passed (null, size 0). Every
+        // argument goes as a full register (the call is variadic).
         let done = unsafe {
-            // Every argument as a full register (the call is variadic).
             libc::syscall(
                 libc::SYS_io_uring_enter,
-                libc::c_long::from(self.fd),
+                fd,
                 libc::c_long::from(to_submit),
                 libc::c_long::from(min_complete),
-                libc::c_long::from(flags | self.flags),
+                libc::c_long::from(flags),
                 std::ptr::null::<libc::c_void>(),
                 0 as libc::c_long,
             )
@@ -95,21 +88,28 @@ impl RingEnter {
     }
 
     /// Gives the registration back, so the ring is freed with its descriptor
-    /// rather than when the thread exits.
+    /// rather than when the thread exits (a thread holds at most 16).
     fn unregister(&self) {
-        if self.registered {
-            let update = RsrcUpdate { offset: self.fd as u32, resv: 0, data: 0 };
-            // SAFETY: as in `register`; an error leaves it to the thread's exit.
-            let _ = unsafe {
-                libc::syscall(
-                    libc::SYS_io_uring_register,
-                    self.fd,
-                    IORING_UNREGISTER_RING_FDS,
-                    &update as *const RsrcUpdate,
-                    1,
-                )
-            };
+        if let Some(index) = self.index {
+            let mut update = RsrcUpdate { offset: index, resv: 0, data: 0 };
+            // An error leaves the slot to the thread's exit.
+            let _ = register_ring_fds(self.ring_fd, IORING_UNREGISTER_RING_FDS, &mut update);
         }
+    }
+}
+
+/// io_uring_register(ring_fd, opcode, update, 1) for the ring-fd opcodes:
+/// the number of entries done, or -1.
+fn register_ring_fds(ring_fd: libc::c_int, opcode: libc::c_uint, update: &mut RsrcUpdate) -> libc::c_long {
+    // SAFETY: one io_uring_rsrc_update that outlives the call.
+    unsafe {
+        libc::syscall(
+            libc::SYS_io_uring_register,
+            libc::c_long::from(ring_fd),
+            libc::c_long::from(opcode),
+            update as *mut RsrcUpdate,
+            1 as libc::c_long,
+        )
     }
 }
 
@@ -176,7 +176,7 @@ impl UringEngine {
     /// Whether system calls name the ring by its registered index.
     #[cfg(test)]
     fn ring_registered(&self) -> bool {
-        self.enter.registered
+        self.enter.index.is_some()
     }
 
     /// Entries in the submission queue the kernel has not taken yet.
@@ -285,6 +285,10 @@ mod tests {
             eprintln!("SKIPPED {}: this kernel refuses io_uring ({e})", module_path!());
             return;
         }
+        // Descriptors 3-19 held, so no ring's descriptor equals a registered
+        // index (0-15): an unregister that passed the index where the call
+        // takes a ring descriptor found this engine's ring by chance.
+        let _held: Vec<std::fs::File> = (0..17).map(|_| std::fs::File::open("/dev/null").unwrap()).collect();
         // A thread may hold 16 registered rings: engines made one after
         // another all get one only if each gives its registration back.
         for i in 0..40 {
