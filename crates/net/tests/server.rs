@@ -187,10 +187,28 @@ fn copy_mode_run(sp: &ThroughputSpec) -> headroom_net::ThroughputResult {
     s.throughput(sp, &AtomicBool::new(false), &mut |_| {}).unwrap()
 }
 
+/// Every datagram sent is counted once, as received or as lost, each
+/// received one at its own length, and none out of order. A few may be lost
+/// on loopback when the machine is loaded (the receiver's socket buffer
+/// overflows while its thread waits for a CPU: 44 of 2000 in one CI
+/// rehearsal); a receiver that counted a coalesced GRO buffer as one
+/// datagram would lose most of them, so more than a tenth fails.
+fn assert_every_datagram_counted(u: &headroom_net::UdpRecvSummary, sent: u64, len: u64, direction: TrafficDirection) {
+    // Up to the last datagram seen, each is received or lost (a lost tail
+    // leaves no gap to count).
+    assert_eq!(u.received as i64 + u.lost, u.packets as i64, "{direction:?}: {u:?}");
+    assert!(u.packets <= sent, "{direction:?}: {u:?}");
+    assert_eq!(u.bytes, u.received * len, "{direction:?}: {u:?}");
+    assert_eq!(u.out_of_order, 0, "{direction:?}: {u:?}");
+    assert!(sent - u.received <= sent / 10, "{direction:?}: {u:?}");
+    if u.received < sent {
+        eprintln!("{direction:?}: {} of {sent} datagrams lost (a loaded machine's receive buffer)", sent - u.received);
+    }
+}
+
 /// `--gsro`: senders hand the kernel bursts of datagrams in one call (GSO)
 /// and receivers split what their kernel coalesced (GRO); every datagram is
-/// still counted on its own (none lost on loopback at a modest rate), and
-/// the result says which end did what.
+/// still counted on its own, and the result says which end did what.
 #[test]
 fn udp_with_segmentation_offload_counts_every_datagram_and_says_so() {
     use headroom_net::{UdpOffload, UdpOffloadEnd};
@@ -205,8 +223,7 @@ fn udp_with_segmentation_offload_counts_every_datagram_and_says_so() {
         sp.direction = direction;
         let r = s.throughput(&sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
         let u = r.udp_recv.expect("the receiver's UDP figures");
-        assert_eq!((u.received, u.lost, u.out_of_order), (datagrams, 0, 0), "{direction:?}: {u:?}");
-        assert_eq!(u.bytes, datagrams * 1448, "{direction:?}");
+        assert_every_datagram_counted(&u, datagrams, 1448, direction);
         assert_eq!(r.udp_offload, Some(UdpOffload { local: Some(local), remote: Some(remote) }), "{direction:?}");
     }
 }
@@ -227,7 +244,7 @@ fn an_iperf3_client_asking_for_gsro_gets_it_at_the_servers_end() {
         let before = log.lock().unwrap().len();
         let r = headroom_net::iperf3_throughput(&target(&h), &sp, &AtomicBool::new(false), &mut |_| {}).unwrap();
         let u = r.udp_recv.expect("the receiver's UDP figures");
-        assert_eq!((u.received, u.lost), (datagrams, 0), "{direction:?}: {u:?}");
+        assert_every_datagram_counted(&u, datagrams, 1448, direction);
         let offload = r.udp_offload.expect("asked: recorded");
         assert!(offload.local.is_some() && offload.remote.is_none(), "an iperf3 server does not say: {offload:?}");
         let line = iperf3_log_line(&log, before);
