@@ -141,8 +141,6 @@ pub struct UringEngine {
     fixed: bool,
     /// SQE flags of every read and write (IOSQE_ASYNC or none).
     rw_flags: squeue::Flags,
-    /// Queued but not yet submitted.
-    unsubmitted: usize,
 }
 
 impl UringEngine {
@@ -170,7 +168,7 @@ impl UringEngine {
         ring.submitter().register_files(&[config.fd])?;
         let enter = RingEnter::register(&ring);
         let rw_flags = if config.force_async { squeue::Flags::ASYNC } else { squeue::Flags::empty() };
-        Ok(UringEngine { enter, ring, buffers, fixed: config.fixedbufs, rw_flags, unsubmitted: 0 })
+        Ok(UringEngine { enter, ring, buffers, fixed: config.fixedbufs, rw_flags })
     }
 
     /// Whether system calls name the ring by its registered index.
@@ -229,21 +227,18 @@ impl IoEngine for UringEngine {
                 // Full submission queue: hand the batch to the kernel and retry once.
                 let queued = self.queued();
                 self.enter.enter(queued, 0, 0)?;
-                self.unsubmitted = 0;
                 self.ring.submission().push(&entry).map_err(|_| io::Error::other("io_uring submission queue full"))?;
             }
         }
-        self.unsubmitted += 1;
         Ok(())
     }
 
     fn commit(&mut self) -> io::Result<()> {
-        if self.unsubmitted > 0 {
+        let queued = self.queued();
+        if queued > 0 {
             // GETEVENTS with min 0 also runs the deferred completion work, so
             // the next getevents usually finds completions without a syscall.
-            let queued = self.queued();
             self.enter.enter(queued, 0, IORING_ENTER_GETEVENTS)?;
-            self.unsubmitted = 0;
         }
         Ok(())
     }
@@ -253,9 +248,8 @@ impl IoEngine for UringEngine {
             // Submits anything still queued and waits in one system call.
             let queued = self.queued();
             match self.enter.enter(queued, min as u32, IORING_ENTER_GETEVENTS) {
-                Ok(()) => self.unsubmitted = 0,
-                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-                Err(e) => return Err(e),
+                Err(e) if e.raw_os_error() != Some(libc::EINTR) => return Err(e),
+                _ => {}
             }
         }
         out.extend(
