@@ -185,7 +185,9 @@ fn run_with_cpu_puts_the_cpu_hop_into_the_document_and_the_verdict() {
     let _machine = headroom_lab::hold_machine();
     let dir = tempfile::tempdir().unwrap();
     let out = headroom()
-        .args(["run", "--preset", "quick", "--cpu", "--json", "--path", dir.path().to_str().unwrap()])
+        // The shortest measured time `run` takes: what is checked is which probes and hops there are.
+        .args(["run", "--preset", "quick", "--cpu", "--json", "--time", "500ms"])
+        .args(["--path", dir.path().to_str().unwrap()])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -237,7 +239,7 @@ fn a_goal_is_held_against_the_test_run_was_given() {
     let _machine = headroom_lab::hold_machine();
     let dir = tempfile::tempdir().unwrap();
     let out = headroom()
-        .args(["run", "--path", dir.path().to_str().unwrap(), "--test", "read:512k:q4", "--json"])
+        .args(["run", "--path", dir.path().to_str().unwrap(), "--test", "read:512k:q4", "--json", "--time", "500ms"])
         .args(["--goal", "read=1MB/s,latency-p99=1ns"])
         .output()
         .unwrap();

@@ -311,13 +311,48 @@ fn drift_bucket(span_s: f64) -> f64 {
 }
 
 /// One probe summarising all its cycles: throughput and IOPS are means over
-/// every stored sample; latency comes from the cycles' histograms merged
-/// (exact percentiles), else from their summaries; spec from the last cycle.
+/// the measured time of every cycle with a result (each cycle weighs its
+/// length: the short last sample of a cycle cut by the soak's end must not
+/// weigh a full second's), else over every stored sample; latency comes from
+/// the cycles' histograms merged (exact percentiles), else from their
+/// summaries; spec from the last cycle.
 fn summarise_probe(name: &str, cycles: &[&CycleRow], points: &[Point]) -> Probe {
     let results: Vec<Probe> =
         cycles.iter().filter_map(|c| c.result.clone().and_then(|r| serde_json::from_value(r).ok())).collect();
     let errors = cycles.iter().filter(|c| c.error.is_some()).count();
-    let mut probe = results.last().cloned().unwrap_or_else(|| Probe {
+    let mut probe = results.last().cloned().unwrap_or_else(|| unmeasured_probe(name));
+    probe.id = format!("soak-{name}");
+    probe.name = format!("soak {name}");
+    probe.samples.clear();
+    let n = points.len().max(1) as f64;
+    let duration: f64 = results.iter().map(|r| r.summary.duration_s).sum();
+    let merged = Histogram::merged(results.iter().filter_map(|r| r.histogram.as_ref()));
+    let iops: Vec<f64> = results.iter().filter_map(|r| r.summary.iops.map(|i| i * r.summary.duration_s)).collect();
+    let bytes_per_sec = if duration > 0.0 {
+        results.iter().map(|r| r.summary.bytes_per_sec * r.summary.duration_s).sum::<f64>() / duration
+    } else {
+        points.iter().map(|p| p.value).sum::<f64>() / n
+    };
+    probe.summary = Summary {
+        bytes_per_sec,
+        iops: (!iops.is_empty() && duration > 0.0).then(|| iops.iter().sum::<f64>() / duration),
+        latency_ns: merged.as_ref().map_or_else(|| mean_latency(&results), Histogram::latency),
+        duration_s: duration,
+        bytes: Some(results.iter().filter_map(|r| r.summary.bytes).sum()),
+        ops: Some(results.iter().filter_map(|r| r.summary.ops).sum()),
+        // A soak's points are on their own grid, not one probe's intervals.
+        sample_interval_s: None,
+        contention: None,
+    };
+    probe.histogram = merged;
+    probe.details.insert("cycles".into(), cycles.len().into());
+    probe.details.insert("failed_cycles".into(), errors.into());
+    probe
+}
+
+/// The probe `name` of a soak none of whose cycles left a result.
+fn unmeasured_probe(name: &str) -> Probe {
+    Probe {
         host: None,
         id: String::new(),
         name: String::new(),
@@ -344,29 +379,7 @@ fn summarise_probe(name: &str, cycles: &[&CycleRow], points: &[Point]) -> Probe 
         histogram: None,
         warnings: vec![],
         details: BTreeMap::new(),
-    });
-    probe.id = format!("soak-{name}");
-    probe.name = format!("soak {name}");
-    probe.samples.clear();
-    let n = points.len().max(1) as f64;
-    let duration: f64 = results.iter().map(|r| r.summary.duration_s).sum();
-    let merged = Histogram::merged(results.iter().filter_map(|r| r.histogram.as_ref()));
-    let iops: Vec<f64> = results.iter().filter_map(|r| r.summary.iops.map(|i| i * r.summary.duration_s)).collect();
-    probe.summary = Summary {
-        bytes_per_sec: points.iter().map(|p| p.value).sum::<f64>() / n,
-        iops: (!iops.is_empty() && duration > 0.0).then(|| iops.iter().sum::<f64>() / duration),
-        latency_ns: merged.as_ref().map_or_else(|| mean_latency(&results), Histogram::latency),
-        duration_s: duration,
-        bytes: Some(results.iter().filter_map(|r| r.summary.bytes).sum()),
-        ops: Some(results.iter().filter_map(|r| r.summary.ops).sum()),
-        // A soak's points are on their own grid, not one probe's intervals.
-        sample_interval_s: None,
-        contention: None,
-    };
-    probe.histogram = merged;
-    probe.details.insert("cycles".into(), cycles.len().into());
-    probe.details.insert("failed_cycles".into(), errors.into());
-    probe
+    }
 }
 
 /// Mean of the cycles' mean latencies (weighted by duration); percentiles the
@@ -604,6 +617,39 @@ mod tests {
         for w in &doc.warnings {
             assert!(!w.message.contains("for -"), "{}", w.message);
         }
+    }
+
+    /// A cycle cut short by the soak's end has one short last sample; the
+    /// soak's mean weighs each cycle by its measured time, not each sample as
+    /// one. A failed cycle leaves no result: then every sample counts once.
+    #[test]
+    fn the_soaks_mean_weighs_each_cycle_by_its_measured_time() {
+        let mean_of = |with_results: bool| {
+            let dir = tempfile::tempdir().unwrap();
+            let info = one_probe_soak("write", serde_json::Value::Null);
+            let store = Store::create(&dir.path().join("m.sqlite"), &info).unwrap();
+            let session = store.begin_session(1000.0).unwrap();
+            // (start, measured seconds, the cycle's rate, its samples' rates)
+            for (n, (start, duration_s, rate, samples)) in
+                [(1000.0, 2.0, 20e6, vec![20e6, 20e6]), (1003.0, 0.25, 40e6, vec![40e6])].into_iter().enumerate()
+            {
+                let cycle = store.begin_cycle(session, n as i64 + 1, "write", start).unwrap();
+                for (i, rate) in samples.into_iter().enumerate() {
+                    let row = SampleRow { t_unix: start + 1.0 + i as f64, bytes_per_sec: rate, ..SampleRow::default() };
+                    store.add_sample(cycle, "write", &row).unwrap();
+                }
+                let summary = Summary { bytes_per_sec: rate, duration_s, ..Summary::default() };
+                let result = serde_json::to_value(Probe { summary, ..unmeasured_probe("write") }).unwrap();
+                let (result, error) = if with_results { (Some(&result), None) } else { (None, Some("failed")) };
+                store.end_cycle(cycle, start + duration_s, result, error).unwrap();
+            }
+            let doc = result_from_store(&store, SampleDetail::None).unwrap();
+            doc.probes[0].summary.bytes_per_sec
+        };
+        let weighted = (20e6 * 2.0 + 40e6 * 0.25) / 2.25;
+        assert!((mean_of(true) - weighted).abs() < 1.0, "{} against {weighted}", mean_of(true));
+        let per_sample = (20e6 + 20e6 + 40e6) / 3.0;
+        assert!((mean_of(false) - per_sample).abs() < 1.0, "{} against {per_sample}", mean_of(false));
     }
 
     #[test]
