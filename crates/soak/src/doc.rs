@@ -324,14 +324,13 @@ fn summarise_probe(name: &str, cycles: &[&CycleRow], points: &[Point]) -> Probe 
     probe.id = format!("soak-{name}");
     probe.name = format!("soak {name}");
     probe.samples.clear();
-    let n = points.len().max(1) as f64;
     let duration: f64 = results.iter().map(|r| r.summary.duration_s).sum();
     let merged = Histogram::merged(results.iter().filter_map(|r| r.histogram.as_ref()));
     let iops: Vec<f64> = results.iter().filter_map(|r| r.summary.iops.map(|i| i * r.summary.duration_s)).collect();
     let bytes_per_sec = if duration > 0.0 {
         results.iter().map(|r| r.summary.bytes_per_sec * r.summary.duration_s).sum::<f64>() / duration
     } else {
-        points.iter().map(|p| p.value).sum::<f64>() / n
+        points.iter().map(|p| p.value).sum::<f64>() / points.len().max(1) as f64
     };
     probe.summary = Summary {
         bytes_per_sec,
