@@ -82,6 +82,11 @@ fn json_document_has_one_disk_probe_with_samples_and_fio_line() {
     assert!(lat.p50 <= lat.p99 && lat.p99 <= lat.p999 && lat.p999 <= lat.max);
     let hist = p.histogram.as_ref().unwrap();
     assert_eq!(hist.buckets.iter().map(|b| b.1).sum::<u64>(), ops, "histogram holds every measured I/O");
+    // Each second's p99 is read from the same records as the test's percentiles.
+    for s in &p.samples {
+        let p99 = s.latency_ns_p99.unwrap_or_else(|| panic!("a sample without its p99: {s:?}"));
+        assert!(lat.min.unwrap() <= p99 && p99 <= lat.max, "sample p99 {p99} outside {lat:?}");
+    }
     assert!(leftovers(dir.path()).is_empty(), "test file not removed");
 }
 

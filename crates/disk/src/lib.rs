@@ -13,7 +13,8 @@
 //! - honesty checks (`probe.rs`): page cache, filesystem caveats, and reads
 //!   faster than the bus ceiling the caller found (headroom_sys reads sysfs;
 //!   this crate does not);
-//! - per-worker HDR latency histograms and per-second samples (`run.rs`);
+//! - one HDR latency record per I/O, read as per-second p99s and the test's
+//!   percentiles, and per-second samples (`run.rs`);
 //! - the presets (quick, cdm, nvme, sizes, sweep, sync, sustained).
 //!
 //! What it must not do: print, draw progress bars or parse command lines.
