@@ -6,7 +6,7 @@ use crate::error::NetError;
 use crate::socket::{connect_addr, connect_error, SocketSetup, Source};
 use std::io;
 use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The server to test against, and how patient to be.
 #[derive(Debug, Clone)]
@@ -48,16 +48,34 @@ pub fn connect(endpoint: &Endpoint) -> Result<(TcpStream, SocketAddr), NetError>
 
 /// [`connect`] with the socket set up as `setup` says (a data stream's buffers).
 pub(crate) fn connect_with(endpoint: &Endpoint, setup: &SocketSetup) -> Result<(TcpStream, SocketAddr), NetError> {
+    connect_through_refusals(endpoint, setup, Duration::ZERO)
+}
+
+/// [`connect`], asking again every 50 ms for up to `wait` while every address
+/// refuses: for a server that closes its listening socket between tests and
+/// opens it again (a stock iperf3 does, after each test and each failed
+/// handshake), where a connect in that gap is refused though it serves.
+pub(crate) fn connect_through_refusals(
+    endpoint: &Endpoint,
+    setup: &SocketSetup,
+    wait: Duration,
+) -> Result<(TcpStream, SocketAddr), NetError> {
     let addrs = resolve(&endpoint.host, endpoint.port)?;
-    let mut last = None;
-    for addr in addrs {
-        match connect_addr(&addr, endpoint.timeout, setup) {
-            Ok(s) => return Ok((s, addr)),
-            Err(e) => last = Some((addr, e)),
+    let deadline = Instant::now() + wait;
+    loop {
+        let mut last = None;
+        for addr in &addrs {
+            match connect_addr(addr, endpoint.timeout, setup) {
+                Ok(s) => return Ok((s, *addr)),
+                Err(e) => last = Some((*addr, e)),
+            }
         }
+        let (addr, e) = last.expect("resolve returns at least one address");
+        if e.kind() != io::ErrorKind::ConnectionRefused || Instant::now() >= deadline {
+            return Err(connect_error(addr, &e));
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
-    let (addr, e) = last.expect("resolve returns at least one address");
-    Err(connect_error(addr, &e))
 }
 
 /// Resolves `host` (a name or address) with `port` to socket addresses.
@@ -127,6 +145,30 @@ mod tests {
         assert_eq!(Endpoint::parse("nas.lan", None, t).unwrap().display(), "nas.lan:5201");
         assert_eq!(Endpoint::parse("[fe80::1]:5300", None, t).unwrap().display(), "[fe80::1]:5300");
         assert!(Endpoint::parse("nas.lan:0", None, t).unwrap_err().contains("port '0'"));
+    }
+
+    /// A listener closed and opened again on the same port 300 ms later, as a
+    /// stock iperf3 does between tests.
+    fn relistening_server() -> (Endpoint, std::thread::JoinHandle<()>) {
+        let first = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = first.local_addr().unwrap().port();
+        drop(first);
+        let again = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            let listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+            let _ = listener.accept();
+        });
+        (Endpoint::parse(&format!("127.0.0.1:{port}"), None, Duration::from_secs(2)).unwrap(), again)
+    }
+
+    #[test]
+    fn a_connect_waits_through_a_servers_gap_between_listens_only_when_asked() {
+        let (endpoint, again) = relistening_server();
+        let setup = SocketSetup::from(&endpoint.source);
+        let refused = connect_through_refusals(&endpoint, &setup, Duration::ZERO).unwrap_err();
+        assert!(refused.to_string().contains("connection refused"), "{refused}");
+        connect_through_refusals(&endpoint, &setup, Duration::from_secs(2)).expect("connected once it listened again");
+        again.join().unwrap();
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! both sides' results.
 
 use super::{measure, Protocol, ServerFigures, ThroughputResult, ThroughputSpec};
-use crate::address::{connect, Endpoint};
+use crate::address::{connect_through_refusals, Endpoint};
 use crate::datapath::{StreamParams, StreamSet};
 use crate::error::NetError;
 use crate::iperf3::{self, Params, Results, StreamResult};
@@ -20,6 +20,13 @@ use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+/// How long a refused control connection is asked again. A stock `iperf3 -s`
+/// closes its listening socket after each test (and after each failed
+/// handshake, as auto-detection's greeting) and opens it again, so the next
+/// test's connect can fall in that gap: a CI rehearsal's did on a loaded
+/// machine. A port where nothing listens is said refused after this long.
+const RELISTEN_WAIT: Duration = Duration::from_secs(2);
+
 /// Runs one test against a stock iperf3 server.
 pub fn throughput(
     target: &Endpoint,
@@ -27,7 +34,7 @@ pub fn throughput(
     stop: &AtomicBool,
     on_sample: &mut dyn FnMut(&Sample),
 ) -> Result<ThroughputResult, NetError> {
-    let (conn, peer) = connect(target)?;
+    let (conn, peer) = connect_through_refusals(target, &SocketSetup::from(&target.source), RELISTEN_WAIT)?;
     conn.set_nodelay(true)?;
     conn.set_read_timeout(Some(target.timeout))?;
     measure(&mut Iperf3Test { target, conn, peer, udp: spec.udp_rate.is_some() }, spec, stop, on_sample)
